@@ -1,0 +1,1 @@
+"""The NPU emulator. Imports nothing from pyasc."""

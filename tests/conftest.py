@@ -1,0 +1,33 @@
+"""Shared test helpers: dtype-aware golden comparison."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+# (rtol, atol) per result dtype: fp16 has an 11-bit significand, so a few ulps of relative error
+TOLERANCE = {
+    "float16": (2e-3, 1e-3),
+    "float32": (1e-5, 1e-6),
+}
+
+
+def assert_close(actual, expected, *, rtol=None, atol=None, check_dtype=True):
+    """Golden comparison: exact for integer/bool results, dtype-aware tolerance for floats."""
+    actual = np.asarray(actual)
+    expected = np.asarray(expected)
+    assert actual.shape == expected.shape, f"shape {actual.shape} != expected {expected.shape}"
+    if check_dtype:
+        assert actual.dtype == expected.dtype, f"dtype {actual.dtype} != expected {expected.dtype}"
+    if actual.dtype.kind == "f":
+        r, a = TOLERANCE.get(actual.dtype.name, (1e-5, 1e-6))
+        np.testing.assert_allclose(
+            actual.astype(np.float64), expected.astype(np.float64),
+            rtol=r if rtol is None else rtol, atol=a if atol is None else atol, equal_nan=True,
+        )
+    else:
+        np.testing.assert_array_equal(actual, expected)
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(0)
