@@ -24,6 +24,15 @@ from .types import TensorType
 
 _ids = itertools.count()
 
+#: Attributes that annotate a node for later passes instead of parametrising its op
+#: (the optimiser's "fusion_group"; any name starting with "_"). They print and
+#: serialise like other attributes but are never passed to an op's eager function.
+ANNOTATION_ATTRS = frozenset({"fusion_group"})
+
+
+def is_annotation(attr: str) -> bool:
+    return attr in ANNOTATION_ATTRS or attr.startswith("_")
+
 
 class Value:
     """Output `index` of `node`. Hashable and comparable by identity of (node, index)."""
@@ -126,7 +135,7 @@ class Graph:
         arr = np.asarray(value)
         if dtype is None:
             dtype = dtypes.scalar_dtype(arr.item()) if arr.ndim == 0 and arr.dtype.kind in "biuf" and not isinstance(value, np.ndarray) else dtypes.narrow(arr.dtype)
-        arr = np.ascontiguousarray(arr.astype(dtypes.to_numpy(dtype)))
+        arr = arr.astype(dtypes.to_numpy(dtype), order="C")  # a copy; not ascontiguousarray, which makes 0-d 1-d
         arr.flags.writeable = False
         return self.add("Const", (), {"value": arr}, loc, name).out()
 

@@ -1,0 +1,127 @@
+"""The numpy reference interpreter: runs any graph with each op's eager function.
+
+It is the semantic ground truth for graphs: the optimiser's tests interpret
+a graph before and after a pass and compare, and `backend="reference"` runs
+a kernel's final graph with it.
+
+Every result is cast to the dtype its node was inferred with, because numpy
+sometimes widens where the graph does not (int32 / int32 is float64 in
+numpy; the node, like the chip, says float32).
+"""
+from __future__ import annotations
+
+import re
+from typing import Any, Sequence
+
+import numpy as np
+
+from .. import dtypes
+from .graph import Graph, Node, Value, is_annotation
+from .types import Sym, TensorType
+
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+class InterpreterError(RuntimeError):
+    """The graph itself is inconsistent at run time (an op's result disagrees with its inferred type)."""
+
+
+def interpret(graph: Graph, inputs: Sequence[Any]) -> list[np.ndarray]:
+    """Run `graph` on `inputs` (one array per Data node, by index); returns new arrays, one per output.
+
+    Raises ValueError when the inputs do not match the graph's Data types
+    (count, dtype, rank, static dims, and the same size for every use of a
+    symbolic dim).
+    """
+    arrays = bind_inputs(graph, inputs)
+    return [np.array(a, copy=True) for a in _run(graph, arrays)]
+
+
+def bind_inputs(graph: Graph, inputs: Sequence[Any], what: str = "input") -> list[np.ndarray]:
+    """Check `inputs` against the graph's Data types; returns them as arrays."""
+    data = graph.inputs
+    if len(inputs) != len(data):
+        raise ValueError(f"graph {graph.name!r} takes {len(data)} {what}(s), got {len(inputs)}")
+    arrays = [np.asarray(x) for x in inputs]
+    bindings: dict[str, int] = {}
+    where: dict[str, str] = {}
+    deferred: list[tuple[Sym, int, str]] = []
+    for node, arr in zip(data, arrays):
+        t: TensorType = node.outputs[0]
+        label = f"{what} {node.attrs['index']}" + (f" ({node.name})" if node.name else "")
+        if arr.dtype != dtypes.to_numpy(t.dtype):
+            raise ValueError(f"{label} must have dtype {t.dtype} ({t}), got {arr.dtype}")
+        if arr.ndim != t.ndim:
+            raise ValueError(f"{label} must have rank {t.ndim} ({t}), got shape {arr.shape}")
+        for axis, (dim, size) in enumerate(zip(t.shape, arr.shape)):
+            here = f"{label} dim {axis}"
+            if isinstance(dim, Sym):
+                if _NAME.fullmatch(dim.expr):
+                    if dim.expr in bindings and bindings[dim.expr] != size:
+                        raise ValueError(
+                            f"symbolic dim {dim.expr} is {bindings[dim.expr]} in {where[dim.expr]} "
+                            f"but {size} in {here} (shape {arr.shape})")
+                    bindings.setdefault(dim.expr, size)
+                    where.setdefault(dim.expr, here)
+                else:
+                    deferred.append((dim, size, here))  # an expression: check once its names are bound
+            elif dim != size:
+                raise ValueError(f"{label} must have shape {tuple(t.shape)} ({t}), got {arr.shape}")
+    for dim, size, here in deferred:
+        try:
+            expected = dim.evaluate(bindings)
+        except NameError:
+            continue  # a name no input binds on its own: nothing to check it against
+        if expected != size:
+            raise ValueError(f"{here} must be {dim} = {expected}, got {size}")
+    return arrays
+
+
+def _run(graph: Graph, inputs: list[np.ndarray]) -> list[np.ndarray]:
+    from .. import ops  # imported late: ops imports ir.types while ir is being imported
+
+    env: dict[Value, np.ndarray] = {}
+    for node in graph.nodes:
+        try:
+            args = [env[v] for v in node.inputs]
+        except KeyError:
+            raise InterpreterError(
+                f"graph {graph.name!r}: a {node.op} node reads a value that is not computed before it "
+                "(run the verifier)") from None
+        if node.op == "Data":
+            results: Any = [inputs[node.attrs["index"]]]
+        elif node.op == "Const":
+            results = [node.attrs["value"]]
+        elif node.op == "If":
+            results = _run_if(node, args)
+        else:
+            attrs = {k: v for k, v in node.attrs.items() if not isinstance(v, Graph) and not is_annotation(k)}
+            results = ops.get(node.op).eager(*args, **attrs)
+            if len(node.outputs) == 1 or not isinstance(results, (tuple, list)):
+                results = [results]
+        if len(results) != len(node.outputs):
+            raise InterpreterError(f"op {node.op} returned {len(results)} results, its node has {len(node.outputs)}")
+        for i, (value, t) in enumerate(zip(results, node.outputs)):
+            env[Value(node, i)] = _as_type(value, t, node)
+    missing = [v for v in graph.outputs if v not in env]
+    if missing:
+        raise InterpreterError(f"graph {graph.name!r}: an output is not computed by the graph (run the verifier)")
+    return [env[v] for v in graph.outputs]
+
+
+def _run_if(node: Node, args: list[np.ndarray]) -> list[np.ndarray]:
+    cond = args[0]
+    if cond.size != 1:
+        raise ValueError(f"an If condition must have one element, got shape {cond.shape}")
+    branch: Graph = node.attrs["then_branch"] if bool(cond.reshape(())) else node.attrs["else_branch"]
+    return _run(branch, bind_inputs(branch, args[1:], what="branch input"))
+
+
+def _as_type(value: Any, t: TensorType, node: Node) -> np.ndarray:
+    arr = np.asarray(value)
+    want = dtypes.to_numpy(t.dtype)
+    if arr.dtype != want:
+        arr = arr.astype(want)
+    if arr.ndim != t.ndim or any(isinstance(d, int) and d != s for d, s in zip(t.shape, arr.shape)):
+        raise InterpreterError(f"op {node.op} produced shape {arr.shape} but its node's type is {t}")
+    return arr
