@@ -1,0 +1,176 @@
+"""The frontend: a Python kernel function -> a typed, source-located ir.Graph.
+
+`build_graph(fn, specs)` parses the function's source (with the user's real
+line numbers), walks its AST with a symbol table, and adds one node per
+tensor operation, inferring its type as it goes. Compile-time values
+(ints, floats, tuples, shapes, dtypes) are evaluated in Python; loops over
+compile-time ranges are unrolled; helpers are inlined; `if` on a tensor
+becomes an `If` node. Anything outside the supported subset is a located
+`CompileError`.
+
+The frontend knows Python syntax only: no optimisation, no hardware.
+"""
+from __future__ import annotations
+
+import ast
+import inspect
+import os
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+import astor
+
+from .. import dtypes
+from ..errors import CompileError
+from ..ir.graph import Graph, Value
+from ..ir.types import TensorType
+from .builder import FunctionBuilder
+from .context import BuildState, GraphContext
+from .scope import Scope, assigned_names
+from .source import get_source, parse_function
+from .tensors import scalar_const_dtype
+from .values import describe, is_const_array, is_number, is_tensor
+
+__all__ = ["ArgSpec", "FrontendResult", "build_graph", "get_source"]
+
+
+@dataclass(frozen=True)
+class ArgSpec:
+    """One kernel parameter: a tensor of `type`, or (type None) the compile-time `value`."""
+
+    name: str
+    type: TensorType | None
+    value: Any = None
+
+
+@dataclass
+class FrontendResult:
+    graph: Graph  # Data nodes in tensor-parameter order, outputs set, not yet optimised
+    source: str  # the kernel's source regenerated from the normalised AST (decorators removed) by astor
+    returns_tuple: bool
+    captured: dict[str, Any]  # closure/global names read -> values ("helper_qualname.name" for helpers)
+    helpers: list[str]  # "module.qualname" of inlined helper functions and kernels, first call first
+    filename: str
+    firstlineno: int  # file line where the function's source (its first decorator, if any) starts
+
+
+def build_graph(fn: Any, specs: Sequence[ArgSpec], *, unroll_budget: int = 4096) -> FrontendResult:
+    """Compile `fn` (a function, or a kernel object with `py_func`) for the given argument specs.
+
+    Raises CompileError for anything in the kernel pyasc cannot compile (at the
+    user's file/line/column), TypeError for specs that do not fit the function.
+    """
+    if not isinstance(unroll_budget, int) or isinstance(unroll_budget, bool) or unroll_budget < 0:
+        raise ValueError(f"unroll_budget must be a non-negative int, got {unroll_budget!r}")
+    parsed = parse_function(fn)
+    if isinstance(parsed.tree, ast.AsyncFunctionDef):
+        raise parsed.error("an `async def` function cannot be a kernel", parsed.tree)
+    graph = Graph(parsed.fn.__name__)
+    state = BuildState(unroll_budget)
+    scope = Scope(parsed.fn, assigned_names(parsed.tree))
+    builder = FunctionBuilder(state, parsed, scope, GraphContext(graph))
+    _bind_parameters(builder, graph, specs)
+    state.inlining.append(parsed.fn.__code__)
+    _guarded(state, builder.run_body)
+    outputs, returns_tuple = _guarded(state, lambda: _kernel_outputs(builder, graph))
+    graph.set_outputs(outputs)
+    return FrontendResult(
+        graph=graph,
+        source=astor.to_source(parsed.tree),
+        returns_tuple=returns_tuple,
+        captured=state.captured,
+        helpers=state.helpers,
+        filename=parsed.filename,
+        firstlineno=parsed.firstlineno,
+    )
+
+
+def _guarded(state: BuildState, work: Callable[[], Any]) -> Any:
+    """Run `work`; a compiler bug surfaces as a located CompileError unless PYASC_DEBUG=1."""
+    try:
+        return work()
+    except CompileError:
+        raise
+    except RecursionError:
+        parsed, node = state.current
+        raise parsed.error("the kernel is nested too deeply to compile (expressions or helper calls)", node) from None
+    except Exception as e:
+        if os.environ.get("PYASC_DEBUG", "") not in ("", "0"):
+            raise
+        if state.current is None:
+            raise
+        parsed, node = state.current
+        raise parsed.error(
+            f"internal compiler error ({type(e).__name__}: {e}); set PYASC_DEBUG=1 to see the compiler's "
+            "traceback",
+            node,
+        ) from None
+
+
+def _bind_parameters(b: FunctionBuilder, graph: Graph, specs: Sequence[ArgSpec]) -> None:
+    tree, fn = b.parsed.tree, b.parsed.fn
+    args = tree.args
+    for star, stars in ((args.vararg, "*"), (args.kwarg, "**")):
+        if star is not None:
+            raise b.error(f"a kernel cannot take `{stars}{star.arg}`; list its parameters one by one", star)
+    params = [*args.posonlyargs, *args.args, *args.kwonlyargs]
+    names = [p.arg for p in params]
+    by_name: dict[str, ArgSpec] = {}
+    for spec in specs:
+        if not isinstance(spec, ArgSpec):
+            raise TypeError(f"specs must be ArgSpec objects, got {type(spec).__name__}")
+        if spec.name in by_name:
+            raise TypeError(f"two ArgSpecs for parameter `{spec.name}`")
+        if spec.name not in names:
+            raise TypeError(
+                f"ArgSpec for `{spec.name}`, which is not a parameter of {fn.__qualname__}"
+                f"({', '.join(names)})"
+            )
+        if spec.type is not None and not isinstance(spec.type, TensorType):
+            raise TypeError(f"ArgSpec `{spec.name}`: type must be a TensorType or None, got {spec.type!r}")
+        by_name[spec.name] = spec
+    signature = inspect.signature(fn)
+    for p in params:
+        spec = by_name.get(p.arg)
+        if spec is None:
+            default = signature.parameters[p.arg].default
+            if default is inspect.Parameter.empty:
+                raise TypeError(f"no ArgSpec for parameter `{p.arg}` of {fn.__qualname__}, which has no default")
+            b.scope.bind(p.arg, default)
+        elif spec.type is not None:
+            b.scope.bind(p.arg, graph.add_input(spec.type, name=p.arg, loc=b.loc(p)))
+        else:
+            b.scope.bind(p.arg, spec.value)
+
+
+def _kernel_outputs(b: FunctionBuilder, graph: Graph) -> tuple[list[Value], bool]:
+    name = b.parsed.fn.__qualname__
+    if not b.returned or b.return_value is None:
+        raise b.error(
+            f"kernel `{name}` returns nothing; a kernel must return a tensor or a tuple of tensors",
+            b.return_node or b.parsed.tree,
+        )
+    value = b.return_value
+    returns_tuple = isinstance(value, (tuple, list))
+    items = list(value) if returns_tuple else [value]
+    if not items:
+        raise b.error(f"kernel `{name}` returns an empty tuple; it must return at least one tensor", b.return_node)
+    at = b.return_node.value if isinstance(b.return_node, ast.Return) and b.return_node.value else b.return_node
+    outputs = []
+    for i, v in enumerate(items):
+        if is_tensor(v):
+            outputs.append(v)
+        elif is_number(v):
+            outputs.append(b.const(v, scalar_const_dtype(v, (), ""), at))
+        elif is_const_array(v):
+            try:
+                outputs.append(b.const(v, dtypes.narrow(v.dtype), at))
+            except dtypes.DTypeError as e:
+                raise b.error(f"kernel result {i}: {e}", at) from None
+        else:
+            what = f"result {i}" if returns_tuple else "the result"
+            raise b.error(
+                f"{what} of kernel `{name}` is {describe(v)}; a kernel returns tensors (numbers become constants)",
+                at,
+            )
+    return outputs, returns_tuple

@@ -1,0 +1,240 @@
+"""`if` and `a if c else b` on a tensor condition: an `If` node with two subgraphs.
+
+Each branch is compiled into its own Graph. A branch reads outer tensors
+through Data inputs (see context.GraphContext); its outputs are the
+variables either branch assigns that the code after the `if` may read
+(syntactic liveness), or the values both branches return. A variable
+assigned on one path only, and not defined before, becomes `Undefined`:
+reading it later is the error, not the `if` itself.
+"""
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, Sequence
+
+import numpy as np
+
+from .. import dtypes
+from ..ir.graph import Graph, Value
+from .context import GraphContext
+from .scope import Undefined
+from .values import contains_tensor, describe, is_number, is_tensor
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .builder import FunctionBuilder
+
+_MISSING = object()
+
+
+@dataclass
+class Branch:
+    label: str  # "then" / "else"
+    ctx: GraphContext
+    locals: dict[str, Any]
+    returned: bool
+    value: Any  # the returned value, or the expression's value for a ternary
+    return_node: ast.AST | None
+
+
+def names_read(nodes: Sequence[ast.AST]) -> set[str]:
+    """Names an AST reads (augmented assignment targets are read too)."""
+    found: set[str] = set()
+    for root in nodes:
+        for n in ast.walk(root):
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
+                found.add(n.id)
+            elif isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name):
+                found.add(n.target.id)
+    return found
+
+
+def check_condition(b: "FunctionBuilder", cond: Value, at: ast.AST, construct: str) -> None:
+    t = cond.type
+    if t.numel != 1:
+        shape = "a symbolic shape " + str(tuple(str(d) for d in t.shape)) if t.numel is None else f"shape {tuple(t.shape)}"
+        raise b.error(
+            f"the condition of {construct} must be a single value, but `{b.text(at)}` is a tensor of "
+            f"{shape} ({t}); to choose elementwise use pyasc.where(cond, a, b)",
+            at,
+        )
+
+
+def _build_branch(b: "FunctionBuilder", label: str, operands: list[Value], before: dict[str, Any],
+                  run: Callable[[], Any], name: str) -> Branch:
+    ctx = GraphContext(Graph(f"{name}_{label}"), parent=b.ctx, operands=operands)
+    saved_ctx, saved_ret = b.ctx, (b.returned, b.return_value, b.return_node)
+    b.ctx = ctx
+    b.returned, b.return_value, b.return_node = False, None, None
+    b.scope.restore(before)
+    try:
+        value = run()
+        branch = Branch(label, ctx, b.scope.snapshot(), b.returned,
+                        b.return_value if b.returned else value, b.return_node)
+    finally:
+        b.ctx = saved_ctx
+        b.returned, b.return_value, b.return_node = saved_ret
+        b.scope.restore(before)
+    return branch
+
+
+def _same(a: Any, c: Any) -> bool:
+    """Whether two bindings are the same value (a tensor, or an equal compile-time value)."""
+    if a is c:
+        return True
+    if is_tensor(a) or is_tensor(c):
+        return is_tensor(a) and is_tensor(c) and a == c
+    if type(a) is not type(c):
+        return False
+    if isinstance(a, (tuple, list)) and contains_tensor(a):
+        return len(a) == len(c) and all(_same(x, y) for x, y in zip(a, c))
+    try:
+        return bool(a == c)
+    except Exception:
+        return False
+
+
+def _pair_to_values(b: "FunctionBuilder", what: str, tv: Any, ev: Any, then: Branch, other: Branch,
+                    at: ast.AST) -> tuple[Value, Value]:
+    """One If output: the then value and else value as tensors of one type in their branch graphs."""
+    for v, br in ((tv, then), (ev, other)):
+        if not (is_tensor(v) or is_number(v)):
+            raise b.error(
+                f"{what} is {describe(v)} in the {br.label} branch of an `if` on a tensor condition; "
+                "both branches must give it a tensor or a number, because which one runs is only "
+                "known at run time",
+                at,
+            )
+    result: list[Value] = []
+    for v, br, partner in ((tv, then, ev), (ev, other, tv)):
+        if is_tensor(v):
+            result.append(br.ctx.use(v))
+            continue
+        if is_tensor(partner):
+            dtype = dtypes.promote(partner.type.dtype, v)
+            shape = partner.type.shape
+        else:
+            dtype = dtypes.promote(v, partner) if isinstance(v, (bool, int, float)) and isinstance(
+                partner, (bool, int, float)) else dtypes.narrow(np.asarray(v).dtype)
+            shape = ()
+        if not all(isinstance(d, int) for d in shape):
+            shape = ()  # a symbolic shape: leave the mismatch to the type check below
+        array = np.full(shape, v, dtype=dtypes.to_numpy(dtype))
+        node = br.ctx.graph.add("Const", (), {"value": _readonly(array)}, b.loc(at))
+        result.append(node.out())
+    t, e = result[0].type, result[1].type
+    if (t.shape, t.dtype) != (e.shape, e.dtype):
+        raise b.error(
+            f"{what} is {t} in the then branch but {e} in the else branch of an `if` on a tensor "
+            "condition; both branches must give it the same shape and dtype",
+            at,
+        )
+    return result[0], result[1]
+
+
+def _readonly(a: np.ndarray) -> np.ndarray:
+    a = np.ascontiguousarray(a)
+    a.flags.writeable = False
+    return a
+
+
+def _flatten(v: Any) -> tuple[bool, list[Any]]:
+    if isinstance(v, (tuple, list)):
+        return True, list(v)
+    return False, [v]
+
+
+def _make_if(b: "FunctionBuilder", cond: Value, operands: list[Value], then: Branch, other: Branch,
+             pairs: list[tuple[Value, Value]], at: ast.AST, name: str) -> list[Value]:
+    then.ctx.graph.set_outputs([p[0] for p in pairs])
+    other.ctx.graph.set_outputs([p[1] for p in pairs])
+    then.ctx.complete_inputs()
+    other.ctx.complete_inputs()
+    attrs = {"then_branch": then.ctx.graph, "else_branch": other.ctx.graph}
+    return b.emit("If", [cond, *operands], attrs, at, name=name)
+
+
+def tensor_if_statement(b: "FunctionBuilder", stmt: ast.If, cond: Value) -> None:
+    check_condition(b, cond, stmt.test, "an `if`")
+    live = b.live_after()
+    before = b.scope.snapshot()
+    operands: list[Value] = []
+    b.state.if_count += 1
+    name = f"if{b.state.if_count}"
+    then = _build_branch(b, "then", operands, before, lambda: b.exec_block(stmt.body), name)
+    other = _build_branch(b, "else", operands, before, lambda: b.exec_block(stmt.orelse), name)
+
+    if then.returned or other.returned:
+        if not (then.returned and other.returned):
+            one = then if then.returned else other
+            raise b.error(
+                f"`return` in only the {one.label} branch of an `if` on a tensor condition; the "
+                "condition is only known at run time, so assign the result to a variable in both "
+                "branches and return it after the `if`",
+                one.return_node or stmt,
+            )
+        tuple_t, t_items = _flatten(then.value)
+        tuple_e, e_items = _flatten(other.value)
+        if tuple_t != tuple_e or len(t_items) != len(e_items):
+            raise b.error(
+                "the two branches of an `if` on a tensor condition return different numbers of values "
+                f"({len(t_items) if tuple_t else 'one'} vs {len(e_items) if tuple_e else 'one'})",
+                stmt.test,
+            )
+        pairs = [
+            _pair_to_values(b, f"returned value {i}" if tuple_t else "the returned value", tv, ev, then, other,
+                            stmt.test)
+            for i, (tv, ev) in enumerate(zip(t_items, e_items))
+        ]
+        outs = _make_if(b, cond, operands, then, other, pairs, stmt.test, name)
+        b.returned, b.return_node = True, stmt
+        b.return_value = tuple(outs) if tuple_t else outs[0]
+        return
+
+    names: list[str] = []
+    for d in (then.locals, other.locals):
+        for n in d:
+            if n not in names and not _same(d[n], before.get(n, _MISSING)):
+                names.append(n)
+    merged: list[tuple[str, Value, Value]] = []
+    for n in names:
+        tv, ev = then.locals.get(n, _MISSING), other.locals.get(n, _MISSING)
+        if tv is _MISSING or ev is _MISSING or isinstance(tv, Undefined) or isinstance(ev, Undefined):
+            where = "then" if ev is _MISSING or isinstance(ev, Undefined) else "else"
+            b.scope.bind(n, Undefined(
+                n,
+                f"`{n}` is assigned only in the {where} branch of the `if` at line {stmt.lineno}, "
+                "whose condition is a tensor known only at run time; assign it before the `if` or in "
+                "both branches",
+            ))
+        elif n not in live:
+            b.scope.bind(n, Undefined(n, f"`{n}` is not available after the tensor `if` at line {stmt.lineno}"))
+        elif _same(tv, ev):
+            b.scope.bind(n, tv)
+        else:
+            tval, evalue = _pair_to_values(b, f"variable `{n}`", tv, ev, then, other, stmt.test)
+            merged.append((n, tval, evalue))
+    if not merged:
+        return  # neither branch computes anything used later
+    outs = _make_if(b, cond, operands, then, other, [(t, e) for _, t, e in merged], stmt.test, name)
+    for (n, _, _), v in zip(merged, outs):
+        b.bind_name(n, v)
+
+
+def tensor_ternary(b: "FunctionBuilder", node: ast.IfExp, cond: Value) -> Any:
+    check_condition(b, cond, node.test, "a conditional expression")
+    before = b.scope.snapshot()
+    operands: list[Value] = []
+    b.state.if_count += 1
+    name = f"if{b.state.if_count}"
+    then = _build_branch(b, "then", operands, before, lambda: b.eval(node.body), name)
+    other = _build_branch(b, "else", operands, before, lambda: b.eval(node.orelse), name)
+    tuple_t, t_items = _flatten(then.value)
+    tuple_e, e_items = _flatten(other.value)
+    if tuple_t != tuple_e or len(t_items) != len(e_items):
+        raise b.error("the two sides of a conditional expression on a tensor give different numbers of values",
+                      node)
+    pairs = [_pair_to_values(b, "the value", tv, ev, then, other, node) for tv, ev in zip(t_items, e_items)]
+    outs = _make_if(b, cond, operands, then, other, pairs, node, name)
+    return tuple(outs) if tuple_t else outs[0]
+

@@ -1,0 +1,670 @@
+"""The AST walker: compiles one function body into the graph being built.
+
+Statements run at compile time in Python order: a compile-time `if` runs
+one branch, a `for` over a compile-time range runs its body once per
+iteration (unrolling), a helper call runs the helper's body with its own
+scope. Every expression evaluates either to a tensor (an `ir.Value`, whose
+node was just added to the graph with its inferred type and source
+location) or to a compile-time Python value. See values.py for the split.
+"""
+from __future__ import annotations
+
+import ast
+import inspect
+import operator
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from .. import dtypes, ops
+from ..errors import CompileError, InferError, SourceLoc
+from ..ir.graph import Value
+from ..ir.types import Sym
+from . import branches, calls, indexing
+from .context import BuildState, GraphContext
+from .scope import CLOSURE, GLOBAL, Scope, Undefined
+from .source import ParsedFunction
+from .tensors import (
+    BINARY_OPS,
+    COMPARE_OPS,
+    UNARY_OPS,
+    check_symbolic_compare,
+    fold,
+    tensor_binary,
+)
+from .values import (
+    TensorMethod,
+    contains_tensor,
+    describe,
+    is_tensor,
+    normalize_attr,
+)
+
+#: statements and expressions pyasc rejects, with what to do instead
+UNSUPPORTED: dict[type, str] = {
+    ast.While: "`while` loops are not supported in a kernel; use `for i in range(n)` with a compile-time n "
+               "(it is unrolled)",
+    ast.Break: "`break` is not supported in a kernel (loops are unrolled at compile time); "
+               "choose the iterations with the range or an `if` on a compile-time value",
+    ast.Continue: "`continue` is not supported in a kernel (loops are unrolled at compile time); "
+                  "use an `if` on a compile-time value",
+    ast.Try: "`try` is not supported in a kernel",
+    ast.With: "`with` is not supported in a kernel",
+    ast.AsyncWith: "`async with` is not supported in a kernel",
+    ast.AsyncFor: "`async for` is not supported in a kernel",
+    ast.Global: "`global` is not supported in a kernel: globals are read-only compile-time constants",
+    ast.Nonlocal: "`nonlocal` is not supported in a kernel: closure variables are read-only compile-time constants",
+    ast.Delete: "`del` is not supported in a kernel",
+    ast.Import: "`import` is not supported inside a kernel; import at module level",
+    ast.ImportFrom: "`import` is not supported inside a kernel; import at module level",
+    ast.ClassDef: "class definitions are not supported in a kernel",
+    ast.Lambda: "`lambda` is not supported in a kernel; define a helper function with `def` at module level "
+                "(calls to it are inlined)",
+    ast.Yield: "`yield` is not supported in a kernel",
+    ast.YieldFrom: "`yield from` is not supported in a kernel",
+    ast.Await: "`await` is not supported in a kernel",
+    ast.Dict: "dict displays are not supported in a kernel",
+    ast.Set: "set displays are not supported in a kernel",
+    ast.DictComp: "dict comprehensions are not supported in a kernel",
+    ast.SetComp: "set comprehensions are not supported in a kernel",
+}
+if hasattr(ast, "TryStar"):
+    UNSUPPORTED[ast.TryStar] = "`try` is not supported in a kernel"
+if hasattr(ast, "Match"):
+    UNSUPPORTED[ast.Match] = "`match` is not supported in a kernel; use `if`/`elif`"
+
+_TENSOR_ATTRS = "shape, dtype, ndim, size, T"
+
+
+@dataclass(frozen=True)
+class Span:
+    """A source range that is not a whole AST node (a compound statement's header)."""
+
+    lineno: int
+    col_offset: int
+    end_lineno: int
+    end_col_offset: int
+
+
+def header(s: ast.stmt) -> ast.AST | Span:
+    """The first line of a compound statement, up to its colon: where its errors point."""
+    end: ast.AST | None = None
+    if isinstance(s, (ast.While, ast.If)):
+        end = s.test
+    elif isinstance(s, (ast.For, ast.AsyncFor)):
+        end = s.iter
+    elif isinstance(s, (ast.With, ast.AsyncWith)):
+        last = s.items[-1]
+        end = last.optional_vars or last.context_expr
+    elif hasattr(ast, "Match") and isinstance(s, ast.Match):
+        end = s.subject
+    if end is not None and end.end_lineno == s.lineno:
+        return Span(s.lineno, s.col_offset, s.lineno, end.end_col_offset)
+    keyword = {ast.Try: "try", ast.FunctionDef: "def", ast.AsyncFunctionDef: "async def", ast.ClassDef: "class"}
+    for kind, word in keyword.items():
+        if isinstance(s, kind):
+            name = getattr(s, "name", "")
+            return Span(s.lineno, s.col_offset, s.lineno, s.col_offset + len(word) + (len(name) + 1 if name else 0))
+    if getattr(s, "end_lineno", None) == s.lineno:
+        return s
+    return Span(s.lineno, s.col_offset, s.lineno, s.col_offset + 1)
+
+
+def _with_defaults(op_name: str, attrs: dict[str, Any]) -> dict[str, Any]:
+    """Fill attributes the caller left out with the defaults of the op's public signature."""
+    op = ops.get(op_name)
+    if op.api is None:
+        return attrs
+    out = dict(attrs)
+    for p in inspect.signature(op.api).parameters.values():
+        if p.name in op.tensor_params or p.name in out or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            continue
+        if p.default is not inspect.Parameter.empty:
+            out[p.name] = normalize_attr(p.default)
+    return out
+
+
+class FunctionBuilder:
+    """Compiles the body of one function (the kernel, or an inlined helper) into `ctx`."""
+
+    def __init__(self, state: BuildState, parsed: ParsedFunction, scope: Scope, ctx: GraphContext,
+                 capture_prefix: str = ""):
+        self.state = state
+        self.parsed = parsed
+        self.scope = scope
+        self.ctx = ctx
+        self.capture_prefix = capture_prefix  # captured globals of a helper are keyed "helper.name"
+        self.returned = False
+        self.return_value: Any = None
+        self.return_node: ast.AST | None = None
+        self._frames: list[list[Any]] = []  # [statements, index being run] of the blocks being run
+        self._loops: list[ast.AST] = []  # loops being unrolled (their bodies run again)
+
+    # ---- diagnostics ---------------------------------------------------------------
+    def error(self, reason: str, at: ast.AST | None) -> CompileError:
+        return self.parsed.error(reason, at)
+
+    def text(self, at: ast.AST) -> str:
+        return self.parsed.text(at)
+
+    def loc(self, at: ast.AST) -> SourceLoc:
+        return self.parsed.loc(at)
+
+    # ---- emission ----------------------------------------------------------------------
+    def emit(self, op: str, inputs: Sequence[Value], attrs: dict[str, Any], at: ast.AST,
+             name: str | None = None) -> list[Value]:
+        """Add a node to the current graph; an inference error becomes a CompileError at `at`."""
+        inputs = [self.ctx.use(v) for v in inputs]
+        if not ops.exists(op):
+            raise self.error(f"the op {op!r} that `{self.text(at)}` needs is not registered", at)
+        attrs = _with_defaults(op, attrs)
+        try:
+            node = self.ctx.graph.add(op, inputs, attrs, self.loc(at), name)
+        except InferError as e:
+            raise self.error(f"{e} in `{self.text(at)}`", at) from None
+        except (TypeError, ValueError) as e:  # an attribute the op's inference cannot use
+            raise self.error(f"{op}: {e} in `{self.text(at)}`", at) from None
+        return node.values
+
+    def const(self, value: Any, dtype: str, at: ast.AST) -> Value:
+        try:
+            return self.ctx.graph.const(value, dtype, self.loc(at))
+        except (OverflowError, ValueError, TypeError) as e:
+            raise self.error(f"cannot make a {dtype} constant of {value!r}: {e}", at) from None
+
+    # ---- statements --------------------------------------------------------------------
+    def run_body(self) -> None:
+        self.exec_block(self.parsed.tree.body)
+
+    def exec_block(self, stmts: Sequence[ast.stmt]) -> None:
+        frame = [stmts, 0]
+        self._frames.append(frame)
+        try:
+            for i, stmt in enumerate(stmts):
+                frame[1] = i
+                self.exec_stmt(stmt)
+                if self.returned:
+                    break
+        finally:
+            self._frames.pop()
+
+    def live_after(self) -> set[str]:
+        """Names the code after the statement being run may read (syntactically)."""
+        rest: list[ast.AST] = []
+        for stmts, index in self._frames:
+            rest.extend(stmts[index + 1:])
+        rest.extend(self._loops)
+        return branches.names_read(rest)
+
+    def exec_stmt(self, s: ast.stmt) -> None:
+        self.state.current = (self.parsed, s)
+        handler = getattr(self, "_s_" + type(s).__name__, None)
+        if handler is None:
+            raise self.error(UNSUPPORTED.get(type(s), f"`{type(s).__name__}` statements are not supported in a "
+                                                      "kernel"), header(s))
+        handler(s)
+
+    def _s_Pass(self, s: ast.Pass) -> None:
+        pass
+
+    def _s_Expr(self, s: ast.Expr) -> None:
+        if isinstance(s.value, ast.Constant) and isinstance(s.value.value, str):
+            return  # a docstring or a comment-like string
+        self.eval(s.value)
+
+    def _s_Assign(self, s: ast.Assign) -> None:
+        value = self.eval(s.value)
+        for target in s.targets:
+            self.assign(target, value)
+
+    def _s_AnnAssign(self, s: ast.AnnAssign) -> None:
+        if s.value is None:
+            return  # a bare annotation declares nothing at run time
+        value = self.eval(s.value)
+        if self._is_constexpr(s.annotation) and contains_tensor(value):
+            raise self.error(
+                f"`{self.text(s.target)}` is annotated pyasc.constexpr, but its value is {describe(value)}; "
+                "a constexpr must be known at compile time",
+                s.value,
+            )
+        self.assign(s.target, value)
+
+    def _is_constexpr(self, annotation: ast.expr) -> bool:
+        import pyasc
+
+        if not isinstance(annotation, (ast.Name, ast.Attribute)):
+            return False
+        try:
+            return self.eval(annotation) is pyasc.constexpr
+        except CompileError:
+            return False
+
+    def _s_AugAssign(self, s: ast.AugAssign) -> None:
+        target = s.target
+        if not isinstance(target, ast.Name):
+            self._check_target(target)
+        current = self.load_name(target.id, target)
+        rhs = self.eval(s.value)
+        result = self.binary(s.op, current, rhs, s, (target, s.value))
+        if is_tensor(current) and is_tensor(result):
+            result = self._in_place_result(s, target.id, current, result)
+        self.bind_name(target.id, result)
+
+    def _in_place_result(self, s: ast.AugAssign, name: str, current: Value, result: Value) -> Value:
+        """numpy's in-place operators keep the target's shape and dtype; so do we."""
+        old, new = current.type, result.type
+        if tuple(new.shape) != tuple(old.shape):
+            raise self.error(
+                f"`{self.text(s)}` would change the shape of `{name}` from {tuple(old.shape)} to "
+                f"{tuple(new.shape)}; an in-place operator cannot (write `{name} = {name} ... ` instead)",
+                s,
+            )
+        if new.dtype != old.dtype:
+            if not np.can_cast(dtypes.to_numpy(new.dtype), dtypes.to_numpy(old.dtype), "same_kind"):
+                raise self.error(
+                    f"`{self.text(s)}` computes {new.dtype}, which numpy cannot store back into `{name}` "
+                    f"of dtype {old.dtype} in place; write `{name} = {name} ...` to get a {new.dtype} result",
+                    s,
+                )
+            result = calls.op_call(self, None, "cast", [result, old.dtype], {}, s, "in-place cast")
+        return result
+
+    def _s_Return(self, s: ast.Return) -> None:
+        self.return_value = self.eval(s.value) if s.value is not None else None
+        self.returned = True
+        self.return_node = s
+
+    def _s_If(self, s: ast.If) -> None:
+        cond = self.eval(s.test)
+        if is_tensor(cond):
+            branches.tensor_if_statement(self, s, cond)
+            return
+        self.exec_block(s.body if self.truth(cond, s.test) else s.orelse)
+
+    def _s_For(self, s: ast.For) -> None:
+        items = self.iterate(self.eval(s.iter), s.iter)
+        self.count_unroll(len(items), s)
+        self._loops.append(s)
+        try:
+            for item in items:
+                self.assign(s.target, item)
+                self.exec_block(s.body)
+                if self.returned:
+                    return
+            self.exec_block(s.orelse)
+        finally:
+            self._loops.pop()
+
+    def count_unroll(self, n: int, loop: ast.AST) -> None:
+        total = self.state.unrolled + n
+        if total > self.state.unroll_budget:
+            if isinstance(loop, ast.For):
+                header = f"for {ast.unparse(loop.target)} in {self.text(loop.iter)}"
+                at: ast.AST = loop.iter
+            else:
+                header, at = self.text(loop), loop
+            raise self.error(
+                f"unrolling `{header}` ({n} iterations) would exceed the unroll budget of "
+                f"{self.state.unroll_budget} iterations in total ({self.state.unrolled} unrolled before it); "
+                "loops are unrolled at compile time: use fewer iterations or raise the unroll budget",
+                at,
+            )
+        self.state.unrolled = total
+
+    def _s_Assert(self, s: ast.Assert) -> None:
+        cond = self.eval(s.test)
+        if contains_tensor(cond):
+            raise self.error(
+                f"`assert {self.text(s.test)}` tests a tensor, whose value is only known at run time; "
+                "assert on compile-time values (shapes, dtypes, constants) only",
+                s.test,
+            )
+        if not self.truth(cond, s.test):
+            if s.msg is not None:
+                raise self.error(f"assertion failed: {self.eval(s.msg)}", s.test)
+            raise self.error(f"assertion failed: `{self.text(s.test)}`", s.test)
+
+    def _s_Raise(self, s: ast.Raise) -> None:
+        if s.exc is None:
+            raise self.error("a bare `raise` is not supported in a kernel", s)
+        exc = s.exc
+        if isinstance(exc, ast.Call):
+            cls = self.eval(exc.func)
+            args = [self.eval(a) for a in exc.args]
+        else:
+            cls, args = self.eval(exc), []
+        if isinstance(cls, BaseException):
+            cls, args = type(cls), list(cls.args)
+        if not (isinstance(cls, type) and issubclass(cls, BaseException)):
+            raise self.error(f"`raise` needs an exception, got {describe(cls)}", exc)
+        message = ", ".join(str(a) for a in args)
+        raise self.error(f"{cls.__name__}: {message}" if message else cls.__name__, s)
+
+    def _s_FunctionDef(self, s: ast.FunctionDef) -> None:
+        raise self.error(
+            f"nested function definitions are not supported in a kernel; define `{s.name}` at module level "
+            "(calls to it are inlined)",
+            header(s),
+        )
+
+    _s_AsyncFunctionDef = _s_FunctionDef
+
+    # ---- assignment -------------------------------------------------------------------
+    def bind_name(self, name: str, value: Any) -> None:
+        ssa = self.scope.bind(name, value)
+        if is_tensor(value) and value.node.graph is self.ctx.graph and value.node.name is None:
+            value.node.name = ssa  # the variable names the node in dumps
+
+    def _check_target(self, target: ast.AST) -> None:
+        if isinstance(target, ast.Subscript):
+            raise self.error(
+                f"assigning to `{self.text(target)}` is not supported: tensors are immutable in a kernel; "
+                "build a new tensor instead (e.g. with pyasc.where)",
+                target,
+            )
+        if isinstance(target, ast.Attribute):
+            raise self.error(f"assigning to the attribute `{self.text(target)}` is not supported in a kernel",
+                             target)
+        raise self.error(f"cannot assign to `{self.text(target)}`", target)
+
+    def assign(self, target: ast.AST, value: Any) -> None:
+        if isinstance(target, ast.Name):
+            self.bind_name(target.id, value)
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            self._unpack(target, value)
+        else:
+            self._check_target(target)
+
+    def _unpack(self, target: ast.Tuple | ast.List, value: Any) -> None:
+        n = len(target.elts)
+        starred = [i for i, e in enumerate(target.elts) if isinstance(e, ast.Starred)]
+        if is_tensor(value):
+            dim = value.type.shape[0] if value.type.ndim else None
+            if not isinstance(dim, int) or (not starred and dim != n):
+                raise self.error(
+                    f"cannot unpack a tensor {value.type} into {n} names; unpacking splits the first axis, "
+                    "which must be static and match",
+                    target,
+                )
+            items = [indexing.subscript(self, value, i, target) for i in range(dim)]
+        else:
+            items = self.iterate(value, target)
+        if starred:
+            k = starred[0]
+            after = n - k - 1
+            if len(items) < n - 1:
+                raise self.error(f"not enough values to unpack (expected at least {n - 1}, got {len(items)})",
+                                 target)
+            groups = items[:k] + [list(items[k:len(items) - after])] + items[len(items) - after:]
+            for elt, item in zip(target.elts, groups):
+                self.assign(elt.value if isinstance(elt, ast.Starred) else elt, item)
+            return
+        if len(items) != n:
+            what = "too many" if len(items) > n else "not enough"
+            raise self.error(f"{what} values to unpack (expected {n}, got {len(items)})", target)
+        for elt, item in zip(target.elts, items):
+            self.assign(elt, item)
+
+    # ---- compile-time helpers -----------------------------------------------------------
+    def truth(self, v: Any, at: ast.AST) -> bool:
+        if is_tensor(v):
+            raise self.error(
+                f"the truth value of the tensor `{self.text(at)}` ({v.type}) is only known at run time",
+                at,
+            )
+        if isinstance(v, Sym):
+            raise self.error(f"`{self.text(at)}` is the symbolic dim {v}, only known at launch", at)
+        try:
+            return bool(v)
+        except Exception as e:
+            raise self.error(f"{type(e).__name__}: {e} in `{self.text(at)}`", at) from None
+
+    def iterate(self, v: Any, at: ast.AST) -> list[Any]:
+        """The items of a compile-time iterable (a loop is unrolled over them)."""
+        if is_tensor(v):
+            raise self.error(
+                f"iterating over the tensor `{self.text(at)}` ({v.type}) is not supported; loop over a "
+                "compile-time range and index it, e.g. `for i in range(x.shape[0]): ... x[i] ...`",
+                at,
+            )
+        if isinstance(v, Sym):
+            raise self.error(f"cannot iterate over the symbolic dim {v}", at)
+        try:
+            return list(v)
+        except TypeError:
+            raise self.error(f"`{self.text(at)}` is not iterable ({describe(v)})", at) from None
+
+    def load_name(self, name: str, at: ast.AST) -> Any:
+        try:
+            where, value = self.scope.lookup(name)
+        except UnboundLocalError:
+            raise self.error(f"local variable `{name}` is used before it is assigned", at) from None
+        except NameError:
+            raise self.error(f"name `{name}` is not defined", at) from None
+        if isinstance(value, Undefined):
+            raise self.error(f"`{name}` may be undefined here: {value.why}", at)
+        if where in (CLOSURE, GLOBAL):
+            self.state.captured[self.capture_prefix + name] = value
+        return value
+
+    # ---- expressions ------------------------------------------------------------------------
+    def eval(self, node: ast.AST) -> Any:
+        self.state.current = (self.parsed, node)
+        handler = getattr(self, "_e_" + type(node).__name__, None)
+        if handler is None:
+            raise self.error(UNSUPPORTED.get(type(node), f"`{type(node).__name__}` expressions are not "
+                                                         "supported in a kernel"), node)
+        return handler(node)
+
+    def _e_Constant(self, node: ast.Constant) -> Any:
+        return node.value
+
+    def _e_Name(self, node: ast.Name) -> Any:
+        return self.load_name(node.id, node)
+
+    def _e_Attribute(self, node: ast.Attribute) -> Any:
+        base = self.eval(node.value)
+        if is_tensor(base):
+            return self._tensor_attribute(base, node.attr, node)
+        try:
+            return getattr(base, node.attr)
+        except AttributeError:
+            owner = f"module {base.__name__}" if inspect.ismodule(base) else describe(base)
+            raise self.error(f"{owner} has no attribute `{node.attr}`", node) from None
+
+    def _tensor_attribute(self, x: Value, attr: str, node: ast.Attribute) -> Any:
+        t = x.type
+        if attr == "shape":
+            return tuple(t.shape)
+        if attr == "dtype":
+            return dtypes.to_numpy(t.dtype)
+        if attr == "ndim":
+            return t.ndim
+        if attr == "size":
+            size: Any = 1
+            for d in t.shape:
+                size = size * d
+            return size
+        if attr == "T":
+            return x if t.ndim < 2 else calls.op_call(self, None, "transpose", [x], {}, node, ".T")
+        if attr in calls.TENSOR_METHODS:
+            return TensorMethod(x, attr)
+        raise self.error(
+            f"tensors have no attribute `{attr}` in a kernel; they have {_TENSOR_ATTRS} and the methods "
+            f"{', '.join(sorted(calls.TENSOR_METHODS))}",
+            node,
+        )
+
+    def binary(self, op: ast.operator, left: Any, right: Any, at: ast.AST,
+               operands: tuple[ast.AST, ast.AST]) -> Any:
+        name, spelling, fn = BINARY_OPS[type(op)]
+        if is_tensor(left) or is_tensor(right):
+            if not name:
+                raise self.error(f"the operator {spelling} is not supported on tensors in `{self.text(at)}`", at)
+            return tensor_binary(self, name, left, right, at, operands)
+        return fold(self, fn, (left, right), at)
+
+    def _e_BinOp(self, node: ast.BinOp) -> Any:
+        left = self.eval(node.left)
+        right = self.eval(node.right)
+        return self.binary(node.op, left, right, node, (node.left, node.right))
+
+    def _e_UnaryOp(self, node: ast.UnaryOp) -> Any:
+        v = self.eval(node.operand)
+        if isinstance(node.op, ast.Not):
+            if is_tensor(v):
+                raise self.error(
+                    f"`not` on a tensor needs its truth value at compile time in `{self.text(node)}`; "
+                    "use `~x` for an elementwise logical not",
+                    node,
+                )
+            return not self.truth(v, node.operand)
+        name, spelling, fn = UNARY_OPS[type(node.op)]
+        if is_tensor(v):
+            return v if name is None else self.emit(name, [v], {}, node)[0]
+        return fold(self, fn, (v,), node)
+
+    def _e_BoolOp(self, node: ast.BoolOp) -> Any:
+        is_and = isinstance(node.op, ast.And)
+        result: Any = None
+        for expr in node.values:
+            v = self.eval(expr)
+            if is_tensor(v):
+                word, sym = ("and", "&") if is_and else ("or", "|")
+                raise self.error(
+                    f"`{word}` on a tensor needs its truth value at compile time in `{self.text(node)}`; "
+                    f"use `{sym}` for elementwise logic (with parentheses: `(a > 0) {sym} (b > 0)`)",
+                    node,
+                )
+            if self.truth(v, expr) != is_and:
+                return v
+            result = v
+        return result
+
+    def _e_Compare(self, node: ast.Compare) -> Any:
+        left = self.eval(node.left)
+        left_at: ast.AST = node.left
+        result: Any = True
+        for op, comp in zip(node.ops, node.comparators):
+            right = self.eval(comp)
+            if type(op) in COMPARE_OPS:
+                name, spelling, fn = COMPARE_OPS[type(op)]
+                if is_tensor(left) or is_tensor(right):
+                    if len(node.ops) > 1:
+                        raise self.error(
+                            f"a chained comparison on tensors is ambiguous in `{self.text(node)}`; "
+                            "write `(a < b) & (b < c)`",
+                            node,
+                        )
+                    return tensor_binary(self, name, left, right, node, (left_at, comp))
+                check_symbolic_compare(self, spelling, left, right, node)
+                result = fold(self, fn, (left, right), node)
+            elif isinstance(op, (ast.Is, ast.IsNot)):
+                same = left is right or (is_tensor(left) and is_tensor(right) and left == right)
+                result = same if isinstance(op, ast.Is) else not same
+            else:  # in / not in
+                if is_tensor(right):
+                    raise self.error(f"`in` on a tensor is not supported in `{self.text(node)}`", node)
+                found = fold(self, lambda a, c: a in c, (left, right), node)
+                result = found if isinstance(op, ast.In) else not found
+            if is_tensor(result) or not self.truth(result, node):
+                return result
+            left, left_at = right, comp
+        return result
+
+    def _e_IfExp(self, node: ast.IfExp) -> Any:
+        cond = self.eval(node.test)
+        if is_tensor(cond):
+            return branches.tensor_ternary(self, node, cond)
+        return self.eval(node.body if self.truth(cond, node.test) else node.orelse)
+
+    def _e_Call(self, node: ast.Call) -> Any:
+        return calls.evaluate_call(self, node)
+
+    def _e_Subscript(self, node: ast.Subscript) -> Any:
+        base = self.eval(node.value)
+        index = self.eval(node.slice)
+        if is_tensor(base):
+            return indexing.subscript(self, base, index, node)
+        if contains_tensor(index):
+            raise self.error(f"indexing {describe(base)} with a tensor is not supported in `{self.text(node)}`",
+                             node)
+        return fold(self, operator.getitem, (base, index), node)
+
+    def _e_Slice(self, node: ast.Slice) -> slice:
+        parts = [self.eval(p) if p is not None else None for p in (node.lower, node.upper, node.step)]
+        return slice(*parts)
+
+    def _elements(self, elts: Sequence[ast.expr]) -> list[Any]:
+        out: list[Any] = []
+        for e in elts:
+            if isinstance(e, ast.Starred):
+                out.extend(self.iterate(self.eval(e.value), e.value))
+            else:
+                out.append(self.eval(e))
+        return out
+
+    def _e_Tuple(self, node: ast.Tuple) -> tuple:
+        return tuple(self._elements(node.elts))
+
+    def _e_List(self, node: ast.List) -> list:
+        return self._elements(node.elts)
+
+    def _e_Starred(self, node: ast.Starred) -> Any:
+        raise self.error(f"`{self.text(node)}` (a starred expression) is not allowed here", node)
+
+    def _e_NamedExpr(self, node: ast.NamedExpr) -> Any:
+        value = self.eval(node.value)
+        self.bind_name(node.target.id, value)
+        return value
+
+    def _e_JoinedStr(self, node: ast.JoinedStr) -> str:
+        parts = []
+        for v in node.values:
+            if isinstance(v, ast.Constant):
+                parts.append(str(v.value))
+                continue
+            assert isinstance(v, ast.FormattedValue)
+            value = self.eval(v.value)
+            if contains_tensor(value):
+                raise self.error(
+                    f"an f-string cannot show the tensor `{self.text(v.value)}`: its value is only known at "
+                    "run time (its .shape and .dtype are known)",
+                    v.value,
+                )
+            conv: Callable[[Any], Any] = {-1: lambda x: x, 115: str, 114: repr, 97: ascii}[v.conversion]
+            spec = self.eval(v.format_spec) if v.format_spec is not None else ""
+            parts.append(fold(self, lambda a, s: format(conv(a), s), (value, spec), v))
+        return "".join(parts)
+
+    def _comprehension(self, node: ast.ListComp | ast.GeneratorExp) -> list[Any]:
+        results: list[Any] = []
+        saved, saved_names = self.scope.snapshot(), set(self.scope.local_names)
+
+        def loop(k: int) -> None:
+            if k == len(node.generators):
+                results.append(self.eval(node.elt))
+                return
+            gen = node.generators[k]
+            if gen.is_async:
+                raise self.error("async comprehensions are not supported in a kernel", gen.iter)
+            items = self.iterate(self.eval(gen.iter), gen.iter)
+            self.count_unroll(len(items), gen.iter)
+            for item in items:
+                self.assign(gen.target, item)
+                if all(self.truth(self.eval(c), c) for c in gen.ifs):
+                    loop(k + 1)
+
+        try:
+            loop(0)
+        finally:
+            self.scope.restore(saved)
+            self.scope.local_names = saved_names
+        return results
+
+    def _e_ListComp(self, node: ast.ListComp) -> list:
+        return self._comprehension(node)
+
+    def _e_GeneratorExp(self, node: ast.GeneratorExp) -> tuple:
+        return tuple(self._comprehension(node))

@@ -1,0 +1,433 @@
+"""Calls in a kernel: pyasc ops, their numpy twins, tensor methods, builtins, helpers.
+
+What a call may name (anything else is a CompileError naming the callee):
+- a pyasc op's public function (tagged `__pyasc_op__`), or the numpy
+  function the registry names as its twin (`np.exp`, `np.sum`, ...);
+- a dtype (`np.float32(x)` casts a tensor, makes a numpy scalar of a number);
+- a few builtins on compile-time values (`len range min max abs int float
+  bool tuple list zip enumerate reversed isinstance round`) and `abs`/`len`
+  on tensors;
+- a Python function with source, or another kernel: inlined with its own scope;
+- a method of a tensor (`x.sum(axis=1)`, `x.astype(d)`, ...) or a read-only
+  method of a compile-time value (`shape.index(4)`, `"{}".format(n)`).
+"""
+from __future__ import annotations
+
+import ast
+import inspect
+import math
+import types
+from typing import TYPE_CHECKING, Any, Callable, Sequence
+
+import numpy as np
+
+from .. import dtypes, ops
+from ..errors import CompileError
+from ..ir.types import Sym
+from . import source
+from .scope import Scope, assigned_names
+from .tensors import as_operand
+from .values import (
+    TensorMethod,
+    canonical_dtype,
+    contains_tensor,
+    describe,
+    is_const_array,
+    is_dtype_like,
+    is_number,
+    is_tensor,
+    normalize_attr,
+)
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .builder import FunctionBuilder
+
+#: tensor methods -> the op they call, with the tensor as its first operand
+TENSOR_METHODS = {
+    "astype": "cast",
+    "reshape": "reshape",
+    "transpose": "transpose",
+    "sum": "sum",
+    "max": "max",
+    "min": "min",
+    "mean": "mean",
+    "squeeze": "squeeze",
+    "flatten": "reshape",
+    "ravel": "reshape",
+}
+
+#: numpy functions evaluated at compile time (on compile-time arguments only)
+NUMPY_COMPILE_TIME = ("finfo", "iinfo", "dtype", "prod", "result_type", "promote_types", "can_cast")
+
+#: immutable types whose methods are safe to call at compile time
+_IMMUTABLE = (tuple, str, int, float, bool, bytes, np.dtype, np.generic, range)
+
+
+def bind_op(fn: Any, op_name: str, args: Sequence[Any], kwargs: dict[str, Any]) -> tuple[str, list[Any], dict[str, Any]]:
+    """Split a call of an op's public function `fn` (None: the op's own signature) into
+    (op name, tensor operands, attributes). Raises TypeError when the arguments do not fit."""
+    bind_call = getattr(ops, "bind_call", None)
+    if fn is not None and bind_call is not None:
+        return bind_call(fn, args, kwargs)
+    binder = (getattr(fn, "__pyasc_bind__", None) if fn is not None else None) or ops.get(op_name).bind
+    tensors, attrs = binder(args, kwargs)
+    return op_name, tensors, attrs
+
+
+def evaluate_call(b: "FunctionBuilder", node: ast.Call) -> Any:
+    callee = b.eval(node.func)
+    args: list[Any] = []
+    for a in node.args:
+        if isinstance(a, ast.Starred):
+            args.extend(b.iterate(b.eval(a.value), a))
+        else:
+            args.append(b.eval(a))
+    kwargs: dict[str, Any] = {}
+    for kw in node.keywords:
+        if kw.arg is None:
+            mapping = b.eval(kw.value)
+            if not isinstance(mapping, dict):
+                raise b.error(f"`**` needs a compile-time dict, got {describe(mapping)}", kw.value)
+            kwargs.update(mapping)
+        else:
+            kwargs[kw.arg] = b.eval(kw.value)
+    return call_value(b, callee, args, kwargs, node)
+
+
+def _callee_text(b: "FunctionBuilder", at: ast.AST) -> str:
+    func = at.func if isinstance(at, ast.Call) else at
+    return b.text(func)
+
+
+def call_value(b: "FunctionBuilder", callee: Any, args: list[Any], kwargs: dict[str, Any], at: ast.Call) -> Any:
+    name = _callee_text(b, at)
+    if isinstance(callee, TensorMethod):
+        return tensor_method(b, callee, args, kwargs, at)
+    op_name = getattr(callee, "__pyasc_op__", None)
+    if isinstance(op_name, str):
+        return op_call(b, callee, op_name, args, kwargs, at, name)
+    twin = numpy_twin_of(callee, at.func if isinstance(at, ast.Call) else None)
+    if twin is not None:
+        return op_call(b, twin[1], twin[0], args, kwargs, at, name, numpy_fn=callee)
+    if is_dtype_like(callee) and callee not in (int, float, bool):
+        return dtype_call(b, callee, args, kwargs, at, name)
+    if callee is print:
+        raise b.error(
+            "print() is not supported in a kernel: the body runs once, at compile time; "
+            "return the value instead",
+            at,
+        )
+    handler = BUILTINS.get(callee) if _hashable(callee) else None
+    if handler is not None:
+        return handler(b, args, kwargs, at, name)
+    inner = getattr(callee, "py_func", None)
+    if isinstance(inner, types.FunctionType):
+        return inline(b, inner, args, kwargs, at, name)
+    if isinstance(callee, types.FunctionType):
+        return inline(b, callee, args, kwargs, at, name)
+    if _numpy_compile_time(callee):
+        return compile_time_call(b, callee, args, kwargs, at, name)
+    if isinstance(callee, (types.BuiltinMethodType, types.MethodWrapperType)) and isinstance(
+        getattr(callee, "__self__", None), _IMMUTABLE
+    ):
+        return compile_time_call(b, callee, args, kwargs, at, name)
+    if isinstance(callee, types.MethodType) and isinstance(callee.__func__, types.FunctionType):
+        return inline(b, callee.__func__, [callee.__self__, *args], kwargs, at, name)
+    if isinstance(callee, type) and issubclass(callee, BaseException):
+        raise b.error(f"{name}(...) is only supported in a `raise` statement", at)
+    raise b.error(
+        f"{name} is not a pyasc op, a supported builtin or a Python function with source "
+        f"({describe(callee)})",
+        at,
+    )
+
+
+def _hashable(v: Any) -> bool:
+    try:
+        hash(v)
+    except TypeError:
+        return False
+    return True
+
+
+def numpy_twin_of(callee: Any, func: ast.AST | None) -> tuple[str, Any] | None:
+    """(op name, pyasc public function or None) a numpy function means (`np.exp` -> "exp"), or None."""
+    candidates = []
+    if isinstance(func, ast.Attribute):
+        candidates.append(func.attr)
+    fname = getattr(callee, "__name__", None)
+    if isinstance(fname, str):
+        candidates.append(fname)
+    for cand in candidates:
+        if getattr(np, cand, None) is callee:
+            twin = ops.numpy_twin(cand)
+            if twin is not None:
+                numpy_function = getattr(ops, "numpy_function", None)
+                return twin, numpy_function(cand) if numpy_function is not None else None
+    return None
+
+
+def _numpy_compile_time(callee: Any) -> bool:
+    return any(getattr(np, n, None) is callee for n in NUMPY_COMPILE_TIME)
+
+
+def compile_time_call(b: "FunctionBuilder", fn: Any, args: list[Any], kwargs: dict[str, Any], at: ast.AST,
+                      name: str) -> Any:
+    if contains_tensor(args) or contains_tensor(kwargs):
+        raise b.error(f"{name}() runs at compile time and cannot take a tensor argument", at)
+    try:
+        return fn(*args, **kwargs)
+    except Exception as e:
+        raise b.error(f"{name}(): {type(e).__name__}: {e}", at) from None
+
+
+# ---- ops --------------------------------------------------------------------------
+
+
+def _scalar_result(v: Any) -> Any:
+    if isinstance(v, np.ndarray) and v.ndim == 0:
+        return v[()]
+    return v
+
+
+def op_call(b: "FunctionBuilder", fn: Any, op_name: str, args: Sequence[Any], kwargs: dict[str, Any],
+            at: ast.AST, display: str, numpy_fn: Any = None) -> Any:
+    """A call of an op's public function (or its numpy twin): bind, fold or emit."""
+    if not ops.exists(op_name):
+        raise b.error(f"{display} maps to the op {op_name!r}, which is not registered", at)
+    try:
+        op_name, tensors, attrs = bind_op(fn, op_name, list(args), dict(kwargs))
+    except TypeError as e:
+        raise b.error(f"{display}(): {e}", at) from None
+    for key, value in attrs.items():
+        if contains_tensor(value):
+            raise b.error(
+                f"argument `{key}` of {display} must be a compile-time value, got {describe(value)}", at
+            )
+    try:
+        attrs = {k: normalize_attr(v) for k, v in attrs.items()}
+    except dtypes.DTypeError as e:
+        raise b.error(f"{display}(): {e}", at) from None
+    present = [t for t in tensors if t is not None]
+    if present and not any(is_tensor(t) for t in present) and all(
+        is_number(t) or is_const_array(t) for t in present
+    ):
+        # every operand is known now: numpy computes it at compile time, as the eager code would
+        try:
+            if numpy_fn is not None:
+                return _scalar_result(numpy_fn(*args, **kwargs))
+            arrays = [np.asarray(t) if t is not None else None for t in tensors]
+            return _scalar_result(ops.get(op_name).eager(*[a for a in arrays if a is not None], **attrs))
+        except Exception as e:
+            raise b.error(f"{display}(): {type(e).__name__}: {e}", at) from None
+    partners = [t.type.dtype for t in present if is_tensor(t)]
+    params = ops.get(op_name).tensor_params
+    inputs = []
+    for i, t in enumerate(tensors):
+        if t is None:
+            continue  # an optional operand not given (e.g. layer_norm without weight)
+        label = f"argument `{params[i]}` of {display}" if i < len(params) else f"argument {i} of {display}"
+        inputs.append(as_operand(b, t, partners, op_name, at, label))
+    outs = b.emit(op_name, inputs, attrs, at)
+    return outs[0] if len(outs) == 1 else tuple(outs)
+
+
+def tensor_method(b: "FunctionBuilder", m: TensorMethod, args: list[Any], kwargs: dict[str, Any],
+                  at: ast.AST) -> Any:
+    x, name = m.tensor, m.name
+    op_name = TENSOR_METHODS[name]
+    display = f".{name}"
+    if name in ("flatten", "ravel"):
+        if args or kwargs:
+            raise b.error(f".{name}() takes no arguments in a kernel", at)
+        args = [(-1,)]
+    elif name == "reshape":
+        if kwargs:
+            raise b.error(f".reshape() takes the new shape only, got keyword {', '.join(kwargs)}", at)
+        if len(args) == 1 and isinstance(args[0], (tuple, list)):
+            args = [tuple(args[0])]
+        else:
+            args = [tuple(args)]
+    elif name == "transpose":
+        if kwargs:
+            raise b.error(f".transpose() takes axes only, got keyword {', '.join(kwargs)}", at)
+        if not args or (len(args) == 1 and args[0] is None):
+            args = [None]
+        elif len(args) == 1 and isinstance(args[0], (tuple, list)):
+            args = [tuple(args[0])]
+        else:
+            args = [tuple(args)]
+    return op_call(b, None, op_name, [x, *args], kwargs, at, display)
+
+
+def dtype_call(b: "FunctionBuilder", dtype: Any, args: list[Any], kwargs: dict[str, Any], at: ast.AST,
+               name: str) -> Any:
+    """`np.float32(v)`: a cast of a tensor, or a numpy scalar / dtype at compile time."""
+    if len(args) == 1 and not kwargs and is_tensor(args[0]):
+        try:
+            target = canonical_dtype(dtype)
+        except dtypes.DTypeError as e:
+            raise b.error(f"{name}(): {e}", at) from None
+        return op_call(b, None, "cast", [args[0], target], {}, at, name)
+    return compile_time_call(b, dtype, args, kwargs, at, name)
+
+
+# ---- builtins -----------------------------------------------------------------------
+
+
+def _no_tensors(b: "FunctionBuilder", args: Sequence[Any], at: ast.AST, name: str, hint: str) -> None:
+    if contains_tensor(list(args)):
+        raise b.error(f"{name}() runs at compile time and cannot take a tensor; {hint}", at)
+
+
+def _len(b, args, kwargs, at, name):
+    if len(args) == 1 and not kwargs and is_tensor(args[0]):
+        x = args[0]
+        if x.type.ndim == 0:
+            raise b.error(f"len() of a 0-d tensor ({x.type}) in `{b.text(at)}`", at)
+        return x.type.shape[0]
+    return compile_time_call(b, len, args, kwargs, at, name)
+
+
+def _range(b, args, kwargs, at, name):
+    for a in args:
+        if isinstance(a, Sym):
+            raise b.error(
+                f"range() bound is the symbolic dim {a}, only known at launch; a loop is unrolled "
+                "at compile time, so its bounds must be static",
+                at,
+            )
+        if is_tensor(a):
+            raise b.error(f"range() bounds must be compile-time ints, got {describe(a)}", at)
+    return compile_time_call(b, range, args, kwargs, at, name)
+
+
+def _minmax(which):
+    def handler(b, args, kwargs, at, name):
+        values = args[0] if len(args) == 1 and isinstance(args[0], (tuple, list)) else args
+        if contains_tensor(list(values)):
+            raise b.error(
+                f"{name}() on tensors is not supported: it would compare whole arrays in Python; "
+                f"use pyasc.{'maximum' if which is max else 'minimum'}(a, b) elementwise "
+                f"or x.{which.__name__}() to reduce",
+                at,
+            )
+        if any(isinstance(v, Sym) for v in values):
+            raise b.error(f"{name}() of a symbolic dim is only known at launch", at)
+        return compile_time_call(b, which, args, kwargs, at, name)
+
+    return handler
+
+
+def _abs(b, args, kwargs, at, name):
+    if len(args) == 1 and not kwargs and is_tensor(args[0]):
+        return op_call(b, None, "abs", [args[0]], {}, at, name)
+    return compile_time_call(b, abs, args, kwargs, at, name)
+
+
+def _scalar_conversion(kind):
+    def handler(b, args, kwargs, at, name):
+        if contains_tensor(list(args)):
+            raise b.error(
+                f"{name}() of a tensor would need its value at compile time; "
+                f"use x.astype(pyasc.{ {int: 'int32', float: 'float32', bool: 'bool_'}[kind] }) "
+                "for an elementwise cast",
+                at,
+            )
+        return compile_time_call(b, kind, args, kwargs, at, name)
+
+    return handler
+
+
+def _iterating(fn):
+    def handler(b, args, kwargs, at, name):
+        for a in args:
+            if is_tensor(a):
+                raise b.error(
+                    f"{name}() would iterate over a tensor ({a.type}); index it instead, "
+                    "e.g. `for i in range(x.shape[0]): ... x[i] ...`",
+                    at,
+                )
+        return compile_time_call_allowing_tensors(b, fn, args, kwargs, at, name)
+
+    return handler
+
+
+def compile_time_call_allowing_tensors(b, fn, args, kwargs, at, name):
+    """For container builtins: tensors may be elements of the containers, they are just moved around."""
+    try:
+        return fn(*args, **kwargs)
+    except Exception as e:
+        raise b.error(f"{name}(): {type(e).__name__}: {e}", at) from None
+
+
+def _compile_time_only(fn):
+    def handler(b, args, kwargs, at, name):
+        _no_tensors(b, args, at, name, "it only works on compile-time values")
+        return compile_time_call(b, fn, args, kwargs, at, name)
+
+    return handler
+
+
+BUILTINS: dict[Any, Callable[..., Any]] = {
+    len: _len,
+    range: _range,
+    min: _minmax(min),
+    max: _minmax(max),
+    abs: _abs,
+    int: _scalar_conversion(int),
+    float: _scalar_conversion(float),
+    bool: _scalar_conversion(bool),
+    tuple: _iterating(tuple),
+    list: _iterating(list),
+    zip: _iterating(lambda *a: tuple(zip(*a))),
+    enumerate: _iterating(lambda *a, **k: tuple(enumerate(*a, **k))),
+    reversed: _iterating(lambda a: tuple(reversed(a))),
+    isinstance: _compile_time_only(isinstance),
+    round: _compile_time_only(round),
+    math.prod: _compile_time_only(math.prod),
+}
+
+
+# ---- helpers and other kernels ---------------------------------------------------------
+
+
+def qualified_name(fn: types.FunctionType) -> str:
+    return f"{fn.__module__}.{fn.__qualname__}"
+
+
+def inline(b: "FunctionBuilder", fn: types.FunctionType, args: list[Any], kwargs: dict[str, Any], at: ast.AST,
+           name: str) -> Any:
+    """Compile a call to a Python function by compiling its body in place, with its own scope."""
+    from .builder import FunctionBuilder  # the builder imports this module
+
+    if fn.__code__ in b.state.inlining:
+        raise b.error(
+            f"recursive call to `{fn.__qualname__}`: helpers are inlined at compile time, "
+            "so they cannot call themselves",
+            at,
+        )
+    try:
+        parsed = source.parse_function(fn)
+    except CompileError as e:
+        raise b.error(f"cannot inline {name}: {e.reason}", at) from None
+    if isinstance(parsed.tree, ast.AsyncFunctionDef):
+        raise b.error(f"cannot inline {name}: async functions are not supported", at)
+    try:
+        bound = inspect.signature(fn).bind(*args, **kwargs)
+    except TypeError as e:
+        raise b.error(f"{name}(): {e}", at) from None
+    bound.apply_defaults()
+    qualname = qualified_name(fn)
+    if qualname not in b.state.helpers:
+        b.state.helpers.append(qualname)
+    scope = Scope(fn, assigned_names(parsed.tree))
+    for param, value in bound.arguments.items():
+        scope.bind(param, value)
+    helper = FunctionBuilder(b.state, parsed, scope, b.ctx, capture_prefix=f"{fn.__qualname__}.")
+    b.state.inlining.append(fn.__code__)
+    try:
+        helper.run_body()
+    finally:
+        b.state.inlining.pop()
+    return helper.return_value

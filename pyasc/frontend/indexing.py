@@ -1,0 +1,50 @@
+"""Static subscripts on tensors: `x[1:3]`, `x[:, 0]`, `x[None, ...]`, `x[::2, -1]`.
+
+The ops layer plans basic indexing (`ops.shape.normalize_index`); the
+frontend turns the plan into nodes: one `slice` (attrs `starts`, `stops`,
+`steps`, one entry per axis, normalised like `slice.indices`; skipped when it
+selects everything), then `squeeze` of the int-indexed axes, then
+`expand_dims` at the positions of `None`.
+"""
+from __future__ import annotations
+
+import ast
+from typing import TYPE_CHECKING, Any
+
+from ..errors import InferError
+from ..ir.graph import Value
+from ..ops.shape import normalize_index
+from .values import describe, is_tensor
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .builder import FunctionBuilder
+
+
+def subscript(b: "FunctionBuilder", x: Value, index: Any, at: ast.AST) -> Value:
+    items = index if isinstance(index, tuple) else (index,)
+    text = b.text(at)
+    for item in items:
+        if is_tensor(item):
+            raise b.error(
+                f"indexing a tensor with a tensor is not supported in `{text}` (only compile-time ints, "
+                "slices, None and ...); to select elements by a condition use pyasc.where",
+                at,
+            )
+        if isinstance(item, (list, tuple)):
+            raise b.error(
+                f"indexing with {describe(item)} (fancy indexing) is not supported in `{text}`; "
+                "a kernel indexes tensors with compile-time ints, slices, None and ...",
+                at,
+            )
+    try:
+        plan = normalize_index(x.type.shape, index)
+    except InferError as e:
+        raise b.error(f"{e} in `{text}` ({x.type})", at) from None
+    result = x
+    if not plan.full:
+        result = b.emit("slice", [result], dict(plan.slice_attrs), at)[0]
+    if plan.squeeze_axes:
+        result = b.emit("squeeze", [result], {"axis": tuple(plan.squeeze_axes)}, at)[0]
+    if plan.new_axes:
+        result = b.emit("expand_dims", [result], {"axis": tuple(plan.new_axes)}, at)[0]
+    return result

@@ -1,0 +1,171 @@
+"""Getting a function's source and parsing it with the user's real positions.
+
+`inspect.getsourcelines` gives the function's lines (decorators included)
+and the file line they start on. They are dedented before `ast.parse`
+(methods and nested functions are indented), then every node's position is
+moved back to where it really is in the file: lines shifted by the start
+line, columns shifted by the removed indentation and converted from the
+UTF-8 byte offsets `ast` reports to character offsets, which is what a
+caret under the source line needs.
+"""
+from __future__ import annotations
+
+import ast
+import inspect
+import textwrap
+import types
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import CompileError, SourceLoc
+
+
+@dataclass
+class ParsedFunction:
+    """A function's AST with real file positions, plus what is needed to quote it."""
+
+    fn: types.FunctionType
+    tree: ast.FunctionDef  # decorators removed; positions are real file lines / character columns
+    source: str  # dedented source text as found (decorators included)
+    filename: str
+    firstlineno: int  # file line of the first line of `source`
+    lines: dict[int, str] = field(default_factory=dict)  # file line number -> original text (no newline)
+
+    def loc(self, node: ast.AST) -> SourceLoc:
+        return SourceLoc(
+            self.filename,
+            node.lineno,
+            node.col_offset,
+            getattr(node, "end_lineno", None),
+            getattr(node, "end_col_offset", None),
+        )
+
+    def line(self, lineno: int) -> str | None:
+        return self.lines.get(lineno)
+
+    def text(self, node: ast.AST) -> str:
+        """The user's own spelling of an expression (ast.unparse when it spans lines)."""
+        lineno, end = getattr(node, "lineno", None), getattr(node, "end_lineno", None)
+        if lineno is not None and lineno == end and lineno in self.lines:
+            return self.lines[lineno][node.col_offset:node.end_col_offset]
+        return ast.unparse(node)
+
+    def error(self, reason: str, node: ast.AST | None) -> CompileError:
+        if node is None or not hasattr(node, "lineno"):
+            return CompileError(reason, SourceLoc(self.filename, self.firstlineno, 0), self.line(self.firstlineno))
+        return CompileError(reason, self.loc(node), self.line(node.lineno))
+
+
+def _describe(obj: Any) -> str:
+    name = getattr(obj, "__qualname__", None) or getattr(obj, "__name__", None) or type(obj).__name__
+    kind = type(obj).__name__
+    return f"{kind} {name}" if name != kind else kind
+
+
+def _function_of(fn: Any) -> types.FunctionType:
+    """The plain Python function behind `fn` (a kernel object exposes it as `py_func`)."""
+    inner = getattr(fn, "py_func", None)
+    if isinstance(inner, types.FunctionType):
+        fn = inner
+    if isinstance(fn, types.MethodType):
+        fn = fn.__func__
+    if not isinstance(fn, types.FunctionType):
+        raise TypeError(f"pyasc needs a Python function defined with `def`, got {_describe(fn)}")
+    return fn
+
+
+def _lambda_error(fn: types.FunctionType) -> CompileError:
+    filename = fn.__code__.co_filename
+    lineno = fn.__code__.co_firstlineno
+    import linecache
+
+    line = linecache.getline(filename, lineno).rstrip("\n") or None
+    col = line.find("lambda") if line else 0
+    loc = SourceLoc(filename, lineno, max(col, 0), lineno, max(col, 0) + len("lambda") if line else None)
+    return CompileError("a lambda cannot be compiled by pyasc; define the function with `def`", loc, line)
+
+
+def get_source(fn: Any) -> tuple[str, str, int]:
+    """(dedented source, filename, file line of its first line) of a function.
+
+    The source includes the decorators, as `inspect` finds them. Raises
+    TypeError for things that are not Python functions (builtins, classes,
+    callables) and CompileError for lambdas and for functions whose source
+    cannot be found (defined in a REPL, `exec`, or a deleted file).
+    """
+    fn = _function_of(fn)
+    lines, start = _source_lines(fn)
+    return textwrap.dedent("".join(lines)), fn.__code__.co_filename, start
+
+
+def _source_lines(fn: types.FunctionType) -> tuple[list[str], int]:
+    if fn.__name__ == "<lambda>":
+        raise _lambda_error(fn)
+    try:
+        lines, start = inspect.getsourcelines(fn)
+    except (OSError, TypeError) as e:
+        code = fn.__code__
+        loc = SourceLoc(code.co_filename, code.co_firstlineno, 0)
+        raise CompileError(
+            f"cannot find the source of `{fn.__qualname__}` (defined in {code.co_filename}): {e}; "
+            "pyasc compiles functions defined in a file or a notebook cell",
+            loc,
+            "",
+        ) from None
+    return lines, max(start, 1)
+
+
+def _indent_width(lines: list[str]) -> str:
+    """The common leading whitespace textwrap.dedent removes."""
+    margin: str | None = None
+    for line in lines:
+        stripped = line.lstrip()
+        if not stripped:
+            continue
+        indent = line[: len(line) - len(stripped)]
+        if margin is None or len(indent) < len(margin):
+            margin = indent
+    return margin or ""
+
+
+def _move_to_file_positions(tree: ast.AST, dedented: list[str], first: int, margin: int) -> None:
+    """Shift positions from the dedented text to real file lines and character columns."""
+    encoded = [line.encode("utf-8") for line in dedented]
+
+    def char_col(lineno: int, byte_col: int) -> int:
+        raw = encoded[lineno - 1] if 0 < lineno <= len(encoded) else b""
+        return len(raw[:byte_col].decode("utf-8", errors="ignore")) + margin
+
+    for node in ast.walk(tree):
+        if not hasattr(node, "lineno") or getattr(node, "lineno", None) is None:
+            continue
+        node.col_offset = char_col(node.lineno, node.col_offset)
+        if getattr(node, "end_lineno", None) is not None and node.end_col_offset is not None:
+            node.end_col_offset = char_col(node.end_lineno, node.end_col_offset)
+            node.end_lineno += first - 1
+        node.lineno += first - 1
+
+
+def parse_function(fn: Any) -> ParsedFunction:
+    """Parse `fn` into a FunctionDef whose positions are the user's real file positions."""
+    fn = _function_of(fn)
+    original, first = _source_lines(fn)
+    source, filename = textwrap.dedent("".join(original)), fn.__code__.co_filename
+    margin = len(_indent_width(original))
+    dedented = source.splitlines()
+    try:
+        module = ast.parse(source, filename=filename)
+    except SyntaxError as e:  # source that inspect found but is not a whole statement (rare)
+        loc = SourceLoc(filename, (e.lineno or 1) + first - 1, max((e.offset or 1) - 1, 0) + margin)
+        raise CompileError(f"cannot parse the source of `{fn.__qualname__}`: {e.msg}", loc) from None
+    defs = [n for n in module.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    if not defs:
+        raise CompileError(
+            f"the source of `{fn.__qualname__}` is not a function definition",
+            SourceLoc(filename, first, margin),
+        )
+    tree = defs[0]
+    _move_to_file_positions(tree, dedented, first, margin)
+    tree.decorator_list = []  # decorators run in Python, not in the kernel
+    lines = {first + i: line.rstrip("\r\n") for i, line in enumerate(original)}
+    return ParsedFunction(fn, tree, source, filename, first, lines)

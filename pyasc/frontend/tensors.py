@@ -1,0 +1,137 @@
+"""Python operators on tensors, and Python scalars turned into tensor constants.
+
+A Python scalar next to a tensor becomes a `Const` of the dtype numpy 2's
+weak-scalar promotion gives the pair (`int8_tensor + 1` stays int8,
+`int8_tensor * 0.5` is float); an int that does not fit the tensor's int
+dtype is rejected like numpy rejects it. numpy scalars (`np.float32(2)`)
+are strong and keep their own dtype.
+"""
+from __future__ import annotations
+
+import ast
+import operator
+from typing import TYPE_CHECKING, Any, Sequence
+
+import numpy as np
+
+from .. import dtypes
+from ..ir.graph import Value
+from ..ir.types import Sym
+from .values import describe, is_const_array, is_number, is_tensor
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .builder import FunctionBuilder
+
+BINARY_OPS: dict[type, tuple[str, str, Any]] = {
+    # ast operator -> (op name, spelling, Python function for compile-time folding)
+    ast.Add: ("add", "+", operator.add),
+    ast.Sub: ("sub", "-", operator.sub),
+    ast.Mult: ("mul", "*", operator.mul),
+    ast.Div: ("div", "/", operator.truediv),
+    ast.FloorDiv: ("floordiv", "//", operator.floordiv),
+    ast.Mod: ("mod", "%", operator.mod),
+    ast.Pow: ("pow", "**", operator.pow),
+    ast.MatMult: ("matmul", "@", operator.matmul),
+    ast.BitAnd: ("bitwise_and", "&", operator.and_),
+    ast.BitOr: ("bitwise_or", "|", operator.or_),
+    ast.BitXor: ("bitwise_xor", "^", operator.xor),
+    ast.LShift: ("", "<<", operator.lshift),
+    ast.RShift: ("", ">>", operator.rshift),
+}
+
+COMPARE_OPS: dict[type, tuple[str, str, Any]] = {
+    ast.Lt: ("lt", "<", operator.lt),
+    ast.LtE: ("le", "<=", operator.le),
+    ast.Gt: ("gt", ">", operator.gt),
+    ast.GtE: ("ge", ">=", operator.ge),
+    ast.Eq: ("eq", "==", operator.eq),
+    ast.NotEq: ("ne", "!=", operator.ne),
+}
+
+UNARY_OPS: dict[type, tuple[str | None, str, Any]] = {
+    ast.USub: ("neg", "-", operator.neg),
+    ast.Invert: ("invert", "~", operator.invert),
+    ast.UAdd: (None, "+", operator.pos),
+}
+
+COMPARISONS = frozenset(name for name, _, _ in COMPARE_OPS.values())
+
+
+def scalar_const_dtype(value: Any, partners: Sequence[str], op: str) -> str:
+    """The dtype a scalar operand takes next to tensors of dtypes `partners`.
+
+    Raises OverflowError when a Python int does not fit the dtype the pair
+    promotes to (numpy 2 does the same for arithmetic; comparisons compare
+    exactly, so there the constant just gets a wide enough type).
+    """
+    if isinstance(value, np.generic):
+        return dtypes.narrow(value.dtype)  # numpy scalars are strong: their own dtype
+    if not partners:
+        return dtypes.scalar_dtype(value)
+    dtype = dtypes.promote(*partners, value)
+    if isinstance(value, int) and not isinstance(value, bool) and dtypes.is_int(dtype):
+        info = np.iinfo(dtypes.to_numpy(dtype))
+        if not info.min <= value <= info.max:
+            if op in COMPARISONS and -(2**31) <= value < 2**31:
+                return "int32"
+            raise OverflowError(
+                f"Python int {value} does not fit {dtype} (range {info.min}..{info.max})"
+            )
+    return dtype
+
+
+def as_operand(b: "FunctionBuilder", v: Any, partners: Sequence[str], op: str, at: ast.AST, what: str) -> Value:
+    """A tensor operand of `op`: tensors pass through; numbers and constant arrays become Consts."""
+    if is_tensor(v):
+        return v
+    if is_number(v):
+        try:
+            dtype = scalar_const_dtype(v, partners, op)
+        except OverflowError as e:
+            raise b.error(f"{e} in `{b.text(at)}`", at) from None
+        return b.const(v, dtype, at)
+    if is_const_array(v):
+        try:
+            dtype = dtypes.narrow(v.dtype)
+        except dtypes.DTypeError as e:
+            raise b.error(f"{e} (constant array in `{b.text(at)}`)", at) from None
+        return b.const(v, dtype, at)
+    if isinstance(v, Sym):
+        raise b.error(
+            f"the symbolic dim {v} cannot be used as a tensor value in `{b.text(at)}`; "
+            "it is only known at launch (compile with static shapes to use it as a number)",
+            at,
+        )
+    raise b.error(f"{what} must be a tensor or a number, got {describe(v)} in `{b.text(at)}`", at)
+
+
+def tensor_binary(b: "FunctionBuilder", op: str, left: Any, right: Any, at: ast.AST,
+                  operands: tuple[ast.AST, ast.AST] | None = None) -> Value:
+    """`left <op> right` where at least one side is a tensor; scalars follow weak promotion."""
+    partners = [v.type.dtype for v in (left, right) if is_tensor(v)]
+    lhs_at, rhs_at = operands or (at, at)
+    a = as_operand(b, left, partners, op, lhs_at if not is_tensor(left) else at, "the left operand")
+    c = as_operand(b, right, partners, op, rhs_at if not is_tensor(right) else at, "the right operand")
+    return b.emit(op, [a, c], {}, at)[0]
+
+
+def fold(b: "FunctionBuilder", fn: Any, args: Sequence[Any], at: ast.AST) -> Any:
+    """Evaluate a Python operation on compile-time values; a Python exception becomes a located CompileError."""
+    try:
+        return fn(*args)
+    except Exception as e:  # the user's compile-time arithmetic failed, e.g. 1 // 0
+        raise b.error(f"{type(e).__name__}: {e} in `{b.text(at)}`", at) from None
+
+
+def check_symbolic_compare(b: "FunctionBuilder", spelling: str, a: Any, c: Any, at: ast.AST) -> None:
+    """Comparing a symbolic dim to anything but itself has no compile-time answer."""
+
+    def has_sym(v: Any) -> bool:
+        return isinstance(v, Sym) or (isinstance(v, (tuple, list)) and any(has_sym(x) for x in v))
+
+    if (has_sym(a) or has_sym(c)) and not (spelling in ("==", "!=") and a == c):
+        raise b.error(
+            f"`{b.text(at)}` compares a symbolic dim, whose value is only known at launch "
+            "(the kernel is compiled with dynamic shapes); compare static dims or use static shapes",
+            at,
+        )
