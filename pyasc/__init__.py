@@ -14,21 +14,21 @@ class constexpr:
     """Annotation marking a parameter as a compile-time constant (part of the specialisation key)."""
 
 
+# the kernel object; imported before the ops are exported (it loads the `pyasc.ge` optimiser package,
+# whose name the greater-or-equal op `pyasc.ge` shares: the op must be the attribute that stays)
+from .runtime import CompiledKernel, InternalCompilerError, Kernel, kernel  # noqa: F401,E402
+
+
 def _export_ops() -> list[str]:
+    # one public function per op with a signature, plus sugar (zeros, ones, astype)
     exported = []
-    for name in ops.names():
-        op = ops.get(name)
-        if op.api is not None:
-            globals()[name] = ops.public(op)
-            exported.append(name)
+    for name, fn in ops.public_functions().items():
+        globals()[name] = fn
+        exported.append(name)
     return exported
 
 
 _OP_EXPORTS = _export_ops()
 
-try:  # the runtime arrives with the kernel object; the ops and IR work without it
-    from .runtime import kernel  # noqa: F401
-except ImportError:  # pragma: no cover - only while the runtime package is being built
-    pass
 
 __version__ = "0.1.0"

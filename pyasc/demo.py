@@ -1,0 +1,134 @@
+"""`pyasc demo`: compile and run every example kernel, compare with its numpy reference, print a table."""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any, Sequence, TextIO
+
+import numpy as np
+
+from . import dtypes
+from .examples import EXAMPLES, Example
+
+# (rtol, atol) for a float result compared with the numpy reference
+TOLERANCE = {"float16": (2e-3, 1e-3), "float32": (1e-5, 1e-6)}
+
+
+@dataclass
+class Row:
+    name: str
+    inputs: str
+    nodes_in: int | None = None
+    nodes_out: int | None = None
+    device_kernels: int | None = None
+    max_abs_err: float | None = None
+    ok: bool = False
+    compile_ms: float | None = None
+    error: str = ""
+
+
+def describe_args(args: Sequence[Any]) -> str:
+    parts = []
+    for a in args:
+        if isinstance(a, np.ndarray):
+            parts.append(f"{dtypes.short(a.dtype.name)}[{','.join(map(str, a.shape))}]")
+        else:
+            parts.append(repr(a))
+    return " ".join(parts)
+
+
+def compare(actual: Any, expected: Any) -> tuple[bool, float, str]:
+    """(ok, max abs error, why not ok) for a result against the reference (tuples compared item by item).
+
+    The reference may be 64-bit where pyasc narrows to 32-bit (documented in pyasc.dtypes).
+    """
+    if isinstance(expected, tuple) != isinstance(actual, tuple):
+        return False, float("nan"), "tuple vs single result"
+    pairs = list(zip(actual, expected)) if isinstance(expected, tuple) else [(actual, expected)]
+    if isinstance(expected, tuple) and len(actual) != len(expected):
+        return False, float("nan"), f"{len(actual)} results, expected {len(expected)}"
+    worst, ok, why = 0.0, True, ""
+    for a, e in pairs:
+        a, e = np.asarray(a), np.asarray(e)
+        if a.shape != e.shape:
+            return False, float("nan"), f"shape {a.shape} != {e.shape}"
+        if a.dtype.name != dtypes.narrow(e.dtype):
+            return False, float("nan"), f"dtype {a.dtype} != {e.dtype}"
+        if a.size == 0:
+            continue
+        diff = np.abs(a.astype(np.float64) - e.astype(np.float64))
+        finite = np.isfinite(diff)
+        same_nonfinite = np.array_equal(np.isnan(a.astype(np.float64)), np.isnan(e.astype(np.float64)))
+        if finite.any():
+            worst = max(worst, float(diff[finite].max()))
+        rtol, atol = TOLERANCE.get(a.dtype.name, (0.0, 0.0))
+        if not (same_nonfinite and np.allclose(a.astype(np.float64), e.astype(np.float64), rtol=rtol, atol=atol,
+                                               equal_nan=True)):
+            ok, why = False, "values differ"
+    return ok, worst, why
+
+
+def run_example(ex: Example, *, chip: str | None, opt_level: int, seed: int = 0) -> Row:
+    import pyasc
+
+    args = ex.make_inputs(np.random.default_rng(seed))
+    row = Row(ex.name, describe_args(args))
+    options: dict[str, Any] = {"opt_level": opt_level}
+    if chip is not None:
+        options["chip"] = chip
+    try:
+        k = pyasc.kernel(ex.fn, **options)
+        t0 = time.perf_counter()
+        compiled = k.compile(*args)
+        row.compile_ms = (time.perf_counter() - t0) * 1e3
+        row.nodes_in, row.nodes_out = compiled.nodes_in, compiled.nodes_out
+        row.device_kernels = len(compiled.kernels)
+        actual = k(*args)
+        expected = k.py_func(*args)
+        row.ok, row.max_abs_err, row.error = compare(actual, expected)
+    except Exception as e:  # the demo reports every kernel, even after one fails
+        row.ok = False
+        row.error = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+    return row
+
+
+def format_table(rows: Sequence[Row]) -> str:
+    header = ("kernel", "inputs", "nodes in->out", "device kernels", "max abs err", "ok", "compile ms")
+    body = []
+    for r in rows:
+        body.append((
+            r.name, r.inputs,
+            "-" if r.nodes_in is None else f"{r.nodes_in} -> {r.nodes_out}",
+            "-" if r.device_kernels is None else str(r.device_kernels),
+            "-" if r.max_abs_err is None else f"{r.max_abs_err:.2e}",
+            "ok" if r.ok else "FAIL",
+            "-" if r.compile_ms is None else f"{r.compile_ms:.1f}",
+        ))
+    widths = [max(len(str(x)) for x in col) for col in zip(header, *body)]
+    line = lambda cells: "  ".join(str(c).ljust(w) for c, w in zip(cells, widths)).rstrip()  # noqa: E731
+    out = [line(header), line(["-" * w for w in widths])]
+    out += [line(cells) for cells in body]
+    for r in rows:
+        if r.error:
+            out.append(f"{r.name}: {r.error}")
+    return "\n".join(out)
+
+
+def main(*, chip: str | None = None, opt_level: int = 3, out: TextIO | None = None) -> int:
+    """Run the demo; returns the exit status (1 if any kernel failed or mismatched)."""
+    import sys
+
+    out = out or sys.stdout
+    import pyasc.frontend  # noqa: F401 - imported up front so the first row's compile time is not import time
+
+    rows = [run_example(ex, chip=chip, opt_level=opt_level) for ex in EXAMPLES]
+    from .runtime.options import make_options
+
+    chip_text = make_options(**({"chip": chip} if chip is not None else {})).chip_name
+    print(f"pyasc demo: {len(rows)} example kernels, chip={chip_text}, opt_level={opt_level}, "
+          "backend=reference (numpy interpreter of the final graph)", file=out)
+    print(format_table(rows), file=out)
+    failed = [r.name for r in rows if not r.ok]
+    print(f"{len(rows) - len(failed)}/{len(rows)} kernels match their numpy reference"
+          + (f"; FAILED: {', '.join(failed)}" if failed else ""), file=out)
+    return 1 if failed else 0

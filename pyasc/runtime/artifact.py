@@ -1,0 +1,155 @@
+"""The compiled artifact of one kernel specialisation (what `kernel.compile(...)` returns)."""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..ir import Graph
+from .errors import ArgumentTypeError, ArgumentValueError, InternalCompilerError
+from .options import KernelOptions
+from .specialize import Param, tensor_dims, to_array
+
+
+def count_ops(graph: Graph) -> int:
+    """Compute nodes in a graph and its subgraphs (inputs and constants are not counted)."""
+    return sum(1 for n in graph.all_nodes() if n.op not in ("Data", "Const"))
+
+
+def key_hash(kernel_id: str, key: tuple) -> str:
+    """Short, process-independent hash of a specialisation (names the dump folder)."""
+    return hashlib.sha256(repr((kernel_id, key)).encode()).hexdigest()[:12]
+
+
+@dataclass(eq=False)
+class CompiledKernel:
+    """One specialisation of a kernel, compiled.
+
+    - `stages`: ordered stage name -> readable text: "source" (the kernel as
+      the frontend normalised it), "graph" (the graph right after the
+      frontend), "inferred" (the same graph with types and source
+      locations), then one "ge.NN.<pass>" entry per optimiser pass that
+      changed the graph.
+    - `graph`: the final graph; `kernels`: the device kernels the optimiser
+      planned (one `KernelPlan` per fusion group); `memory_plan`,
+      `fusion_log`: the optimiser's decisions.
+    - `run(*arrays)`: run on tensor arguments (in parameter order) that
+      match this specialisation.
+    """
+
+    name: str
+    signature: str
+    key: tuple
+    key_hash: str
+    options: KernelOptions
+    params: tuple[Param, ...]
+    graph: Graph
+    stages: dict[str, str]
+    dots: dict[str, str]
+    kernels: list[Any]
+    memory_plan: Any
+    fusion_log: list[str]
+    returns_tuple: bool
+    pass_times: dict[str, float] = field(default_factory=dict)
+    timings: dict[str, float] = field(default_factory=dict)   # seconds: frontend, optimize, total
+    nodes_in: int = 0
+    nodes_out: int = 0
+    _shapes_ok: set = field(default_factory=set, repr=False)
+
+    @property
+    def host_ir(self) -> str:
+        """LLVM IR of the host launch module. Empty ("") until code generation lands: the
+        reference backend runs the graph directly and has no host module."""
+        return ""
+
+    @property
+    def tensor_params(self) -> list[tuple[Param, tuple]]:
+        return [(p, k) for p, k in zip(self.params, self.key[0]) if k[0] == "T"]
+
+    # ---- execution ---------------------------------------------------------------
+    def run(self, *arrays: Any) -> Any:
+        """Run on the tensor arguments (compile-time arguments are already baked in)."""
+        expected = self.tensor_params
+        if len(arrays) != len(expected):
+            names = ", ".join(p.name for p, _ in expected)
+            raise ArgumentTypeError(f"{self.name}.run() takes {len(expected)} tensor argument(s) ({names}), "
+                            f"got {len(arrays)}")
+        converted = []
+        for (p, k), value in zip(expected, arrays):
+            arr = to_array(self.name, p.name, value)
+            dims = tensor_dims(arr.shape, self.options.dynamic)
+            if arr.dtype.name != k[1] or dims != k[2]:
+                raise ArgumentValueError(
+                    f"{self.name}.run() argument {p.name!r} is {arr.dtype}{list(arr.shape)}, but this artifact was "
+                    f"compiled for {self.signature}; call the kernel itself to compile a new specialisation")
+            converted.append(arr)
+        return self.launch(converted)
+
+    def launch(self, arrays: list[np.ndarray]) -> Any:
+        """Run on arrays already converted and matched to the key (the Kernel's fast path)."""
+        if self.options.dynamic:
+            shapes = tuple(a.shape for a in arrays)
+            if shapes not in self._shapes_ok:
+                self._check_dynamic(arrays, shapes)
+        from ..ir import InterpreterError, interpret
+
+        try:
+            outputs = interpret(self.graph, arrays)
+        except InterpreterError as e:  # the graph disagrees with itself at run time: a compiler bug
+            raise InternalCompilerError("the reference backend", self.name, e) from e
+        return tuple(outputs) if self.returns_tuple else outputs[0]
+
+    def _check_dynamic(self, arrays: list[np.ndarray], shapes: tuple) -> None:
+        from .shapes import ShapeMismatch, check_launch_shapes
+
+        try:
+            check_launch_shapes(self.graph, arrays)
+        except ShapeMismatch as e:
+            given = ", ".join(f"{p.name}: {tuple(a.shape)}" for (p, _), a in zip(self.tensor_params, arrays))
+            raise ArgumentValueError(f"{self.name}() was compiled with dynamic=True for {self.signature}, and these "
+                             f"shapes do not fit it ({given}): {e}") from None
+        if len(self._shapes_ok) >= 1024:  # bounded memo: a long-running loop over many shapes stays small
+            self._shapes_ok.clear()
+        self._shapes_ok.add(shapes)
+
+    # ---- reports ----------------------------------------------------------------
+    def __str__(self) -> str:
+        from ..ir import format_graph
+
+        lines = [f"CompiledKernel {self.name}({self.signature})",
+                 f"  options: {self.options.describe()}",
+                 f"  graph: {self.nodes_in} op nodes after the frontend, {self.nodes_out} after optimisation",
+                 f"  device kernels planned: {len(self.kernels)}"]
+        for i, k in enumerate(self.kernels):
+            ops = getattr(k, "ops", None)
+            lines.append(f"    #{i} {getattr(k, 'category', '?')} anchor={getattr(k, 'anchor', '?')}"
+                         + (f": {' '.join(ops)}" if ops else ""))
+        plan = self.memory_plan
+        if plan is not None and getattr(plan, "peak_bytes", None) is not None:
+            lines.append(f"  workspace: {plan.peak_bytes} bytes (naive {plan.naive_bytes})")
+        lines.append(f"  stages: {', '.join(self.stages)}")
+        if self.timings:
+            lines.append("  compile: " + ", ".join(f"{k} {v * 1e3:.2f} ms" for k, v in self.timings.items()))
+        lines.append("  host_ir: (none until code generation)")
+        lines.append("final graph:")
+        lines.extend("  " + line for line in format_graph(self.graph).splitlines())
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return f"<CompiledKernel {self.name}({self.signature}) {self.key_hash}>"
+
+
+def matched_dots(stage_names: Sequence[str], dots: Sequence[tuple[str, str]]) -> dict[str, str]:
+    """Pair the optimiser's DOT list with its stage names (by order, then by pass name)."""
+    out: dict[str, str] = {}
+    pending = list(dots)
+    for stage in stage_names:
+        pass_name = stage.split(".", 2)[-1]
+        for i, (name, dot) in enumerate(pending):
+            if name == pass_name:
+                out[stage] = dot
+                del pending[i]
+                break
+    return out

@@ -1,0 +1,286 @@
+"""Call-time argument handling: binding, conversion, validation and the specialisation key.
+
+A kernel is compiled once per *specialisation*: the dtype and shape of each
+tensor argument (only the rank under `dynamic=True`), the value of each
+compile-time argument, and the kernel options. This module turns one call's
+arguments into that key plus the numpy arrays to run on, raising TypeError /
+ValueError for arguments pyasc cannot take.
+
+What is a tensor and what is a compile-time value:
+- tensors: numpy arrays, numpy scalars (0-d tensors), and any object
+  exposing `__array__` or `__dlpack__` (converted with numpy);
+- compile-time values: Python `bool int float str None`, tuples of those,
+  dtypes (`np.float32`, `np.dtype("int8")`, ...), and anything passed to a
+  parameter annotated `pyasc.constexpr`.
+
+Under `dynamic=True` each dim becomes a symbolic `Sym(f"{param}_d{axis}")`,
+except dims of size 0 and 1, which stay static and are part of the key (as
+in PyTorch's dynamic shapes): a size-1 dim decides broadcasting and a size-0
+dim decides emptiness, so a graph traced with them symbolic would be wrong
+for other sizes.
+"""
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from .. import dtypes
+from ..ir.types import Sym, TensorType
+from .errors import ArgumentTypeError
+
+# numpy dtype -> canonical name (native byte order only); `dtype.name` is a slow Python property
+_NAME_OF = {dt: name for name, dt in dtypes.NUMPY.items()}
+_DEFAULT = object()  # marks "not passed, use the default" in the binding stub
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    constexpr: bool
+    default: Any = inspect.Parameter.empty
+
+
+def _is_constexpr_annotation(annotation: Any) -> bool:
+    from .. import constexpr
+
+    if annotation is constexpr:
+        return True
+    # `from __future__ import annotations` leaves the annotation as text
+    return isinstance(annotation, str) and annotation.split(".")[-1] == "constexpr"
+
+
+class ArgBinder:
+    """Binds call arguments to the kernel's parameters with Python's own rules and messages.
+
+    A stub function with the same parameter list is generated once; calling
+    it binds (fast, and a wrong call raises exactly the TypeError Python
+    would raise for the kernel function itself).
+    """
+
+    def __init__(self, fn: Callable[..., Any]):
+        sig = inspect.signature(fn)
+        self.params: tuple[Param, ...] = ()
+        parts: list[str] = []
+        params: list[Param] = []
+        saw_kwonly = False
+        kinds = inspect.Parameter
+        for p in sig.parameters.values():
+            if p.kind in (kinds.VAR_POSITIONAL, kinds.VAR_KEYWORD):
+                star = "*" if p.kind == kinds.VAR_POSITIONAL else "**"
+                raise TypeError(f"kernel {fn.__qualname__}: parameter {star}{p.name} is not supported; a kernel "
+                                "takes a fixed list of named parameters")
+            if p.kind == kinds.KEYWORD_ONLY and not saw_kwonly:
+                parts.append("*")
+                saw_kwonly = True
+            parts.append(p.name + ("" if p.default is kinds.empty else "=__pyasc_default__"))
+            if p.kind == kinds.POSITIONAL_ONLY and _next_is_not_posonly(sig, p):
+                parts.append("/")
+            params.append(Param(p.name, _is_constexpr_annotation(p.annotation), p.default))
+        self.params = tuple(params)
+        names = [p.name for p in params]
+        body = "return (" + "".join(f"{n}, " for n in names) + ")"
+        namespace: dict[str, Any] = {"__pyasc_default__": _DEFAULT}
+        exec(f"def _bind({', '.join(parts)}):\n    {body}\n", namespace)  # names are identifiers from a signature
+        stub = namespace["_bind"]
+        stub.__name__ = fn.__name__
+        stub.__qualname__ = fn.__qualname__
+        self._stub = stub
+        self._defaults = tuple(p.default for p in params)
+
+    def bind(self, args: Sequence[Any], kwargs: dict[str, Any]) -> tuple[Any, ...]:
+        try:
+            values = self._stub(*args, **kwargs)
+        except TypeError as e:  # only binding can fail in the stub: Python's own message, as an argument error
+            raise ArgumentTypeError(str(e)) from None
+        if any(v is _DEFAULT for v in values):  # identity test: `in` would compare arrays elementwise
+            values = tuple(d if v is _DEFAULT else v for v, d in zip(values, self._defaults))
+        return values
+
+
+def _next_is_not_posonly(sig: inspect.Signature, p: inspect.Parameter) -> bool:
+    params = list(sig.parameters.values())
+    i = params.index(p)
+    return i + 1 == len(params) or params[i + 1].kind != inspect.Parameter.POSITIONAL_ONLY
+
+
+# ---- compile-time values ---------------------------------------------------------------
+
+
+def _is_dtype_like(value: Any) -> bool:
+    if isinstance(value, np.dtype):
+        return True
+    return isinstance(value, type) and (issubclass(value, np.generic) or value in (bool, int, float))
+
+
+def const_key(value: Any) -> Any:
+    """A hashable, process-independent key for a compile-time value, or raise TypeError.
+
+    Floats are keyed by repr so that NaN equals itself and -0.0 differs from 0.0.
+    """
+    if value is None:
+        return ("None",)
+    if isinstance(value, bool):
+        return ("bool", value)
+    if isinstance(value, np.generic):
+        return ("np", value.dtype.name, repr(value.item()))
+    if isinstance(value, int):
+        return ("int", int(value))
+    if isinstance(value, float):
+        return ("float", repr(float(value)))
+    if isinstance(value, str):
+        return ("str", value)
+    if isinstance(value, tuple):
+        return ("tuple", tuple(const_key(v) for v in value))
+    if _is_dtype_like(value):
+        return ("dtype", np.dtype(value).name)
+    if isinstance(value, np.ndarray):
+        return ("array", value.dtype.str, value.shape, value.tobytes())
+    raise TypeError(type(value).__name__)
+
+
+# ---- tensors ---------------------------------------------------------------------------------
+
+
+def _suggest_cast(dt: np.dtype) -> str:
+    if dt.kind == "c":
+        return " Complex numbers are not supported; convert it first, e.g. `.real.astype(np.float32)`."
+    if dt.kind == "f":
+        return " Convert it first, e.g. `.astype(np.float32)`."
+    if dt.kind in "iu":
+        return " Convert it first, e.g. `.astype(np.int32)`."
+    return ""
+
+
+def _unsupported_dtype(kernel: str, name: str, dt: np.dtype) -> ArgumentTypeError:
+    return ArgumentTypeError(
+        f"{kernel}() argument {name!r} has dtype {dt}, which pyasc does not support; supported dtypes are "
+        f"{dtypes.SUPPORTED_TEXT}.{_suggest_cast(dt)}"
+    )
+
+
+def _unsupported_object(kernel: str, name: str, value: Any) -> ArgumentTypeError:
+    hint = ""
+    if isinstance(value, list):
+        hint = " (for a tensor pass np.asarray(...); for a compile-time value pass a tuple)"
+    return ArgumentTypeError(
+        f"{kernel}() argument {name!r} is a {type(value).__module__}.{type(value).__qualname__}, which pyasc "
+        "cannot take; a tensor argument must be a numpy array, a numpy scalar or an object with __array__ or "
+        "__dlpack__, and a compile-time argument a bool, int, float, str, None, tuple or dtype" + hint
+    )
+
+
+def to_array(kernel: str, name: str, value: Any) -> np.ndarray:
+    """Convert a tensor argument to a read-only, C-contiguous, native-endian numpy array.
+
+    The caller's array is never written: a contiguous input is wrapped in a
+    read-only view (no copy), anything else is copied.
+    """
+    if type(value) is np.ndarray:
+        arr = value
+    else:
+        try:
+            if isinstance(value, (np.ndarray, np.generic)) or hasattr(value, "__array__"):
+                arr = np.asarray(value)
+            else:
+                arr = np.from_dlpack(value)
+        except Exception as e:  # a foreign object's converter failed: say which argument
+            raise ArgumentTypeError(f"{kernel}() argument {name!r}: could not convert {type(value).__name__} to a "
+                            f"numpy array ({type(e).__name__}: {e})") from e
+    dt = arr.dtype
+    if dt not in _NAME_OF:
+        if dt.name not in dtypes.NUMPY:
+            raise _unsupported_dtype(kernel, name, dt)
+        arr = arr.astype(dt.newbyteorder("="))  # a supported type in the other byte order
+    if not arr.flags.c_contiguous:
+        arr = np.ascontiguousarray(arr)
+    view = arr.view()
+    view.flags.writeable = False
+    return view
+
+
+def is_tensor_value(value: Any) -> bool:
+    if type(value) is np.ndarray or isinstance(value, (np.ndarray, np.generic)):
+        return True
+    if isinstance(value, (bool, int, float, str, tuple, type(None))) or _is_dtype_like(value):
+        return False
+    return hasattr(value, "__array__") or hasattr(value, "__dlpack__")
+
+
+# ---- the key ---------------------------------------------------------------------------------
+
+
+@dataclass
+class BoundCall:
+    """One call, specialised: the key, the tensor arrays in parameter order, and the raw values."""
+
+    key: tuple
+    arrays: list[np.ndarray]
+    values: tuple[Any, ...]
+
+
+def tensor_dims(shape: tuple[int, ...], dynamic: bool) -> tuple[int | None, ...]:
+    """Key dims: exact sizes, or under dynamic=True None for every dim except 0 and 1."""
+    if not dynamic:
+        return shape
+    return tuple(d if d in (0, 1) else None for d in shape)
+
+
+def specialize(kernel: str, params: Sequence[Param], values: Sequence[Any], dynamic: bool) -> BoundCall:
+    """Classify and convert every argument; raise TypeError for ones pyasc cannot take."""
+    key: list[Any] = []
+    arrays: list[np.ndarray] = []
+    for p, v in zip(params, values):
+        if not p.constexpr and is_tensor_value(v):
+            arr = to_array(kernel, p.name, v)
+            arrays.append(arr)
+            key.append(("T", _NAME_OF[arr.dtype], tensor_dims(arr.shape, dynamic)))
+            continue
+        try:
+            key.append(("C", const_key(v)))
+        except TypeError:
+            if p.constexpr:
+                raise ArgumentTypeError(f"{kernel}() argument {p.name!r} is annotated pyasc.constexpr but got a "
+                                f"{type(v).__qualname__}; a compile-time value must be a bool, int, float, str, "
+                                "None, tuple, dtype or numpy array") from None
+            raise _unsupported_object(kernel, p.name, v) from None
+    return BoundCall(tuple(key), arrays, tuple(values))
+
+
+def tensor_type(name: str, dtype: str, dims: tuple[int | None, ...]) -> TensorType:
+    """The TensorType of a tensor parameter from its key dims (None -> Sym(f"{name}_d{axis}"))."""
+    return TensorType(tuple(Sym(f"{name}_d{axis}") if d is None else d for axis, d in enumerate(dims)), dtype)
+
+
+def describe_key(params: Sequence[Param], key: tuple) -> str:
+    """Readable one-line form of a specialisation: `x: f32[4,8], n=3`."""
+    parts = []
+    for p, k in zip(params, key):
+        if k[0] == "T":
+            t = tensor_type(p.name, k[1], k[2])
+            parts.append(f"{p.name}: {t}")
+        else:
+            parts.append(f"{p.name}={_const_text(k[1])}")
+    return ", ".join(parts)
+
+
+def _const_text(ck: Any) -> str:
+    kind = ck[0]
+    if kind == "None":
+        return "None"
+    if kind in ("bool", "int"):
+        return repr(ck[1])
+    if kind in ("float", "np"):
+        return ck[-1]
+    if kind == "str":
+        return repr(ck[1])
+    if kind == "tuple":
+        inner = ", ".join(_const_text(x) for x in ck[1])
+        return f"({inner},)" if len(ck[1]) == 1 else f"({inner})"
+    if kind == "dtype":
+        return ck[1]
+    if kind == "array":
+        return f"array{list(ck[2])}<{np.dtype(ck[1]).name}>"
+    return repr(ck)
