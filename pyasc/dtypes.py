@@ -109,16 +109,19 @@ def promote(*operands: Any) -> str:
     Each operand is a canonical dtype name (a tensor) or a Python
     bool/int/float (a weak scalar, which only decides the *kind*).
     """
+    if not operands:
+        raise TypeError("promote() needs at least one operand")
     args: list[Any] = []
     for op in operands:
-        if isinstance(op, str):
-            args.append(NUMPY[op])
-        elif isinstance(op, (bool, int, float, np.generic)) and not isinstance(op, np.generic):
-            args.append(op)
-        elif isinstance(op, np.generic):
+        if isinstance(op, np.generic):  # numpy scalars are strong (np.float64 is also a Python float)
             args.append(op.dtype)
+        elif isinstance(op, (bool, int, float)):
+            args.append(op)  # weak: decides the kind only
         else:
-            args.append(np.dtype(op))
+            try:
+                args.append(NUMPY[op] if isinstance(op, str) and op in NUMPY else np.dtype(op))
+            except TypeError as e:
+                raise DTypeError(f"{op!r} is neither a dtype nor a bool/int/float scalar") from e
     if not any(isinstance(a, np.dtype) for a in args):
         # only Python scalars: the default types of their kind
         args = [np.asarray(a).dtype for a in args]

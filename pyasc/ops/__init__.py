@@ -1,17 +1,51 @@
 """The op registry (see registry.py) and every op definition.
 
-Importing this package registers all ops; `pyasc/__init__` exports a public
-eager function for each op that has a signature.
+Importing this package registers all ops; `pyasc/__init__` exports
+`public_functions()`: one eager function per op with a signature, plus the
+sugar functions zeros/ones (-> full) and astype (-> cast).
+
+Op names, operands and attributes (attribute defaults in brackets):
+
+  add sub mul div floordiv mod pow maximum minimum  (x1, x2)      broadcasting
+  lt le gt ge eq ne -> bool; bitwise_and/or/xor      (x1, x2)      ints and bool
+  neg invert abs exp log sqrt rsqrt reciprocal sin cos tanh sigmoid relu
+  gelu silu erf floor ceil sign                        (x)
+  where                                   (condition, x, y)
+  cast                                    (x)        dtype
+  sum max min mean                        (a)        axis [None] int|tuple, keepdims [False]
+  softmax log_softmax                     (x)        axis [-1]
+  layer_norm                              (x[, weight][, bias])  eps [1e-5], has_weight, has_bias
+  rms_norm                                (x[, weight])          eps [1e-6], has_weight
+  matmul                                  (a, b)     transpose_a [False], transpose_b [False]
+  fused_matmul (internal)                 (a, b[, bias])  transpose_a, transpose_b, has_bias [False],
+                                                       activation [None]|"relu", out_dtype [None]
+  transpose                               (a)        axes [None]
+  reshape                                 (a)        shape (may hold one -1)
+  broadcast_to                            (array)    shape
+  expand_dims                             (a)        axis int|tuple
+  squeeze                                 (a)        axis [None] int|tuple
+  slice (internal)                        (x)        starts, stops, steps (one per axis, normalised)
+  transdata (internal)                    (x)        src_format, dst_format
+  full                                    ()         shape, fill_value, dtype [None]
+  Data ()  index, type;   Const ()  value;   If (cond, *branch inputs)  then_branch, else_branch
+
+Composites (a `decompose`): softmax log_softmax layer_norm rms_norm gelu silu erf.
 """
 from .registry import (  # noqa: F401
     Category,
     OpDef,
+    bind_call,
     exists,
     get,
     infer,
     names,
+    numpy_function,
+    numpy_names,
     numpy_twin,
     public,
+    public_functions,
     register,
+    register_sugar,
 )
-from . import elementwise, reduce  # noqa: F401,E402  (registers ops)
+from . import elementwise, reduce, shape, matmul, creation, composite  # noqa: F401,E402  (registers ops)
+from .shape import IndexPlan, normalize_index  # noqa: F401,E402

@@ -5,12 +5,43 @@ An `OpDef` gives an op's
   which arguments are tensors (`tensor_params`) and which are compile-time
   attributes; calling it on numpy arrays runs the op eagerly, so every
   kernel body is also valid numpy code;
-- eager semantics (`eager(*arrays, **attrs)`): what numpy would return;
+- eager semantics (`eager(*arrays, **attrs)`): what numpy would return. It is
+  called exactly like a graph node is run: the node's input arrays
+  positionally and the node's attributes as keywords (missing attributes take
+  the same defaults as in `api`). Results may be 64-bit where numpy widens
+  (int32 / int32 -> float64); inference says the narrowed dtype, and
+  `dtypes.narrow(eager(...).dtype) == infer(...).dtype` holds for every op;
 - shape/dtype inference (`infer(in_types, attrs) -> tuple[TensorType, ...]`),
-  raising `InferError` with a reason that names shapes and dtypes;
-- fusion category, purity, whether recomputing it is expensive;
-- for composite ops, a decomposition into primitive ops;
+  raising `InferError("<op>: <reason naming shapes and dtypes>")`;
+- fusion category, purity, whether recomputing it is expensive (XLA's
+  IsExpensive idea: transcendental, division-based, reductions, matmuls,
+  composites), whether its two operands commute;
+- for composite ops, `decompose(graph, inputs, attrs, loc) -> list[Value]`,
+  adding primitive nodes to `graph`;
 - `numpy_names`: `np.<name>` functions that mean this op, so numpy code compiles.
+
+Calling conventions the frontend relies on
+------------------------------------------
+- Every public function (``pyasc.add``, ``pyasc.zeros``, ...) carries
+  ``fn.__pyasc_op__``: the registry name of the op it builds.
+- A public function that is *sugar* over another op's signature (``zeros``
+  and ``ones`` over ``full``, ``astype`` over ``cast``) also carries
+  ``fn.__pyasc_bind__(args, kwargs) -> (tensors, attrs)`` that maps its own
+  arguments onto the op's. For every other public function the binder is
+  ``get(fn.__pyasc_op__).bind``. `bind_call(fn, args, kwargs)` does this
+  lookup, so the frontend needs a single call for any public function.
+- `numpy_function("zeros")` is the public function an ``np.<name>`` call means
+  (bind it with `bind_call` like any other); `numpy_twin` gives the op name.
+- `bind` returns tensors in `tensor_params` order. A tensor parameter listed
+  in `optional_tensors` may be None: it is then left out of the tensors, and
+  the attribute ``has_<param>`` says whether it was given (layer_norm's
+  weight/bias, rms_norm's weight). Attributes come out canonical: lists are
+  tuples, numpy integers are ints, and the dtype attributes (``dtype``,
+  ``out_dtype``) are canonical dtype names ("float16", ...).
+- Tensor arguments may be Python scalars in eager mode (``where(c, x, 0.0)``);
+  in a graph they become Const nodes. numpy 2 treats such scalars as *weak*,
+  so the frontend gives the Const the dtype ``dtypes.promote(<tensor dtypes>,
+  scalar)``; the op then infers exactly numpy's result.
 
 Layers refer to ops by name only (the frontend, the passes, codegen's
 lowering tables).
@@ -20,7 +51,7 @@ from __future__ import annotations
 import enum
 import functools
 import inspect
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
@@ -43,6 +74,10 @@ class Category(enum.IntEnum):
 InferFn = Callable[[Sequence[TensorType], Mapping[str, Any]], Sequence[TensorType]]
 # decompose(graph, inputs, attrs, loc) -> outputs, adding primitive nodes to `graph`
 DecomposeFn = Callable[..., Sequence[Any]]
+BindFn = Callable[[Sequence[Any], Mapping[str, Any]], "tuple[list[Any], dict[str, Any]]"]
+
+#: attributes holding a dtype; `bind` turns whatever names a dtype into its canonical name
+DTYPE_ATTRS = frozenset({"dtype", "out_dtype"})
 
 
 @dataclass(frozen=True)
@@ -58,36 +93,141 @@ class OpDef:
     decompose: DecomposeFn | None = None
     numpy_names: tuple[str, ...] = ()
     doc: str = ""
+    #: tensor parameters that may be None (then dropped; attr "has_<param>" records it)
+    optional_tensors: tuple[str, ...] = ()
+    #: binary ops whose two operands can be swapped (add, mul, maximum, eq, ...)
+    commutative: bool = False
+
+    @property
+    def public_name(self) -> str:
+        """The name users call it by (`pyasc.<public_name>`): the api function's name."""
+        return self.api.__name__ if self.api is not None else self.name
 
     @property
     def composite(self) -> bool:
         return self.decompose is not None
 
+    @functools.cached_property
+    def signature(self) -> inspect.Signature:
+        if self.api is None:
+            raise TypeError(f"op {self.name} has no public signature")
+        return inspect.signature(self.api)
+
+    @property
+    def attr_defaults(self) -> dict[str, Any]:
+        """Defaults of the attribute parameters of the public signature."""
+        if self.api is None:
+            return {}
+        return {
+            p.name: p.default
+            for p in self.signature.parameters.values()
+            if p.name not in self.tensor_params and p.default is not inspect.Parameter.empty
+        }
+
     def bind(self, args: Sequence[Any], kwargs: Mapping[str, Any]) -> tuple[list[Any], dict[str, Any]]:
         """Split a call of the public signature into tensor operands and attributes.
 
-        Raises TypeError (wrong arguments) like Python itself would.
+        Raises TypeError (wrong arguments) like Python itself would, naming the op.
         """
-        if self.api is None:
-            raise TypeError(f"op {self.name} has no public signature")
-        bound = inspect.signature(self.api).bind(*args, **kwargs)
+        try:
+            bound = self.signature.bind(*args, **kwargs)
+        except TypeError as e:
+            raise TypeError(f"{self.name}(): {e}") from None
         bound.apply_defaults()
-        tensors = [bound.arguments[p] for p in self.tensor_params]
-        attrs = {k: v for k, v in bound.arguments.items() if k not in self.tensor_params}
+        tensors: list[Any] = []
+        attrs: dict[str, Any] = {}
+        for pname, value in bound.arguments.items():
+            if pname in self.tensor_params:
+                continue
+            attrs[pname] = canonical_attr(pname, value)
+        for pname in self.tensor_params:
+            value = bound.arguments[pname]
+            if pname in self.optional_tensors:
+                attrs[f"has_{pname}"] = value is not None
+                if value is None:
+                    continue
+            elif value is None:
+                raise TypeError(f"{self.name}(): argument {pname!r} must be a tensor or a scalar, got None")
+            tensors.append(value)
         return tensors, attrs
 
 
+def canonical_attr(name: str, value: Any) -> Any:
+    """An attribute value in canonical form: tuples not lists, ints not numpy ints, dtype names."""
+    if name in DTYPE_ATTRS and value is not None:
+        try:
+            return "bool" if value is bool else np.dtype(value).name
+        except TypeError:
+            return value  # not a dtype at all: inference reports it with the op's name
+    return _canonical_value(value)
+
+
+def _canonical_value(value: Any) -> Any:
+    if isinstance(value, (list, tuple)):
+        return tuple(_canonical_value(v) for v in value)
+    if isinstance(value, np.bool_):
+        return bool(value)
+    if isinstance(value, np.integer):
+        return int(value)
+    return value
+
+
+# The registry proper: filled once, at import of the op modules, never mutated afterwards.
 _REGISTRY: dict[str, OpDef] = {}
 _NUMPY_TWINS: dict[str, str] = {}
+_PUBLIC: dict[str, Callable[..., Any]] = {}  # public name -> public function (ops and sugar)
+_NUMPY_FUNCTIONS: dict[str, Callable[..., Any]] = {}  # np name -> public function
 
 
 def register(op: OpDef) -> OpDef:
     if op.name in _REGISTRY:
         raise ValueError(f"op {op.name!r} registered twice")
+    missing = [p for p in op.tensor_params + op.optional_tensors
+               if op.api is not None and p not in inspect.signature(op.api).parameters]
+    if missing:
+        raise ValueError(f"op {op.name!r}: tensor params {missing} are not parameters of its api")
     _REGISTRY[op.name] = op
+    if op.api is not None:
+        # the public name is the api function's (comparisons are `pyasc.less`, not `pyasc.lt`:
+        # `pyasc.ge` is the optimiser package)
+        if op.public_name in _PUBLIC:
+            raise ValueError(f"public name {op.public_name!r} of op {op.name!r} is taken")
+        _PUBLIC[op.public_name] = _make_public(op)
     for np_name in op.numpy_names:
-        _NUMPY_TWINS[np_name] = op.name
+        _add_numpy_name(np_name, op.name, _PUBLIC[op.public_name])
     return op
+
+
+def register_sugar(
+    name: str, op_name: str, api: Callable[..., Any], binder: BindFn, numpy_names: Sequence[str] = ()
+) -> Callable[..., Any]:
+    """Register public function `name` that builds op `op_name` through `binder`.
+
+    `api` gives the signature and doc; `binder(args, kwargs) -> (tensors, attrs)`
+    maps a call of `api` onto the op's tensors and attributes.
+    """
+    if name in _PUBLIC:
+        raise ValueError(f"public function {name!r} registered twice")
+    op = get(op_name)
+
+    @functools.wraps(api)
+    def fn(*args: Any, **kwargs: Any) -> Any:
+        tensors, attrs = binder(args, kwargs)
+        return op.eager(*tensors, **attrs)
+
+    fn.__pyasc_op__ = op_name  # type: ignore[attr-defined]
+    fn.__pyasc_bind__ = binder  # type: ignore[attr-defined]
+    _PUBLIC[name] = fn
+    for np_name in numpy_names:
+        _add_numpy_name(np_name, op_name, fn)
+    return fn
+
+
+def _add_numpy_name(np_name: str, op_name: str, fn: Callable[..., Any]) -> None:
+    if np_name in _NUMPY_TWINS:
+        raise ValueError(f"np.{np_name} already means op {_NUMPY_TWINS[np_name]!r}")
+    _NUMPY_TWINS[np_name] = op_name
+    _NUMPY_FUNCTIONS[np_name] = fn
 
 
 def get(name: str) -> OpDef:
@@ -110,12 +250,46 @@ def numpy_twin(np_name: str) -> str | None:
     return _NUMPY_TWINS.get(np_name)
 
 
+def numpy_function(np_name: str) -> Callable[..., Any] | None:
+    """The public function that `np.<np_name>` means (bind it with `bind_call`), or None."""
+    return _NUMPY_FUNCTIONS.get(np_name)
+
+
+def numpy_names() -> list[str]:
+    """Every `np.<name>` the registry has a twin for."""
+    return sorted(_NUMPY_TWINS)
+
+
 def infer(name: str, in_types: Sequence[TensorType], attrs: Mapping[str, Any]) -> list[TensorType]:
     return list(get(name).infer(in_types, attrs))
 
 
 def public(op: OpDef) -> Callable[..., Any]:
-    """The user-facing function for an op: runs it eagerly on numpy arrays."""
+    """The user-facing function for an op: runs it eagerly on numpy arrays (one object per op)."""
+    if op.api is None:
+        raise TypeError(f"op {op.name} has no public signature")
+    return _PUBLIC[op.public_name]
+
+
+def public_functions() -> dict[str, Callable[..., Any]]:
+    """Every public function by its public name: one per op with a signature, plus sugar (zeros, astype)."""
+    return dict(sorted(_PUBLIC.items()))
+
+
+def bind_call(fn: Callable[..., Any], args: Sequence[Any], kwargs: Mapping[str, Any]) -> tuple[str, list[Any], dict[str, Any]]:
+    """Bind a call of public function `fn`: returns (op name, tensor operands, attributes).
+
+    Raises TypeError when `fn` is not a pyasc public function or the arguments do not fit it.
+    """
+    op_name = getattr(fn, "__pyasc_op__", None)
+    if op_name is None:
+        raise TypeError(f"{getattr(fn, '__name__', fn)!r} is not a pyasc op")
+    binder = getattr(fn, "__pyasc_bind__", None) or get(op_name).bind
+    tensors, attrs = binder(args, kwargs)
+    return op_name, tensors, attrs
+
+
+def _make_public(op: OpDef) -> Callable[..., Any]:
     assert op.api is not None
 
     @functools.wraps(op.api)
@@ -123,7 +297,7 @@ def public(op: OpDef) -> Callable[..., Any]:
         tensors, attrs = op.bind(args, kwargs)
         return op.eager(*tensors, **attrs)
 
-    fn.__pyasc_op__ = op.name  # the frontend resolves calls by this tag
+    fn.__pyasc_op__ = op.name  # type: ignore[attr-defined]  # the frontend resolves calls by this tag
     fn.__doc__ = op.doc or op.api.__doc__
     return fn
 
@@ -132,17 +306,28 @@ def public(op: OpDef) -> Callable[..., Any]:
 
 
 def _infer_data(in_types: Sequence[TensorType], attrs: Mapping[str, Any]) -> tuple[TensorType, ...]:
-    return (attrs["type"],)
+    if in_types:
+        raise InferError(f"Data: takes no inputs, got {len(in_types)}")
+    t = attrs.get("type")
+    if not isinstance(t, TensorType):
+        raise InferError(f"Data: attribute 'type' must be a TensorType, got {t!r}")
+    return (t,)
 
 
 def _infer_const(in_types: Sequence[TensorType], attrs: Mapping[str, Any]) -> tuple[TensorType, ...]:
     from .. import dtypes
 
-    value = attrs["value"]
+    if in_types:
+        raise InferError(f"Const: takes no inputs, got {len(in_types)}")
+    value = attrs.get("value")
+    if not isinstance(value, np.ndarray):
+        raise InferError(f"Const: attribute 'value' must be a numpy array, got {type(value).__name__}")
     return (TensorType(value.shape, dtypes.narrow(value.dtype)),)
 
 
 def _infer_if(in_types: Sequence[TensorType], attrs: Mapping[str, Any]) -> tuple[TensorType, ...]:
+    if not in_types:
+        raise InferError("If: needs a condition input")
     cond = in_types[0]
     if cond.numel not in (None, 1):
         raise InferError(f"an If condition must have one element, got shape {tuple(cond.shape)}")
@@ -162,6 +347,10 @@ def _no_eager(*_: Any, **__: Any) -> Any:
     raise TypeError("structural op has no eager form; the interpreter handles it")
 
 
+def _const_eager(*, value: Any) -> Any:
+    return value
+
+
 register(OpDef("Data", Category.OPAQUE, _infer_data, _no_eager, doc="graph input"))
-register(OpDef("Const", Category.OPAQUE, _infer_const, lambda *, value: value, doc="constant"))
+register(OpDef("Const", Category.OPAQUE, _infer_const, _const_eager, doc="constant"))
 register(OpDef("If", Category.OPAQUE, _infer_if, _no_eager, doc="run then_branch or else_branch"))

@@ -1,0 +1,127 @@
+"""Composite ops decompose into primitive ops that compute exactly what the composite computes.
+
+Each test builds a graph holding the composite, decomposes it into a fresh
+graph, and evaluates both with a tiny local evaluator (each node through its
+op's eager function), so it does not depend on the IR interpreter.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from conftest import assert_close
+from pyasc import ops
+from pyasc.errors import SourceLoc
+from pyasc.ir.graph import Graph
+from pyasc.ir.types import Sym, TensorType
+
+COMPOSITES = ["softmax", "log_softmax", "layer_norm", "rms_norm", "gelu", "silu", "erf"]
+
+
+def evaluate(graph: Graph, inputs: list[np.ndarray]) -> list[np.ndarray]:
+    """Run `graph` node by node with the registry's eager functions (no If support needed here)."""
+    env = {}
+    for node in graph.nodes:
+        if node.op == "Data":
+            results = [inputs[node.attrs["index"]]]
+        elif node.op == "Const":
+            results = [node.attrs["value"]]
+        else:
+            out = ops.get(node.op).eager(*(env[v] for v in node.inputs), **node.attrs)
+            results = [out]
+        for value, result in zip(node.values, results):
+            result = np.asarray(result)
+            assert result.shape == value.type.shape, f"{node.op}: shape {result.shape} vs inferred {value.type}"
+            env[value] = result
+    return [env[v] for v in graph.outputs]
+
+
+def composite_and_decomposed(op: str, types: list[TensorType], attrs: dict):
+    loc = SourceLoc("kernel.py", 3, 4, 3, 20)
+    g = Graph("composite")
+    ins = [g.add_input(t) for t in types]
+    node = g.add(op, ins, attrs, loc)
+    g.set_outputs(node.values)
+
+    d = Graph("decomposed")
+    d_ins = [d.add_input(t) for t in types]
+    outs = ops.get(op).decompose(d, d_ins, attrs, loc)
+    d.set_outputs(outs)
+    return g, d, node
+
+
+CASES = [
+    ("softmax", [(3, 5)], {"axis": -1}),
+    ("softmax", [(2, 3, 4)], {"axis": (0, 2)}),
+    ("log_softmax", [(3, 5)], {"axis": 0}),
+    ("layer_norm", [(2, 3, 8)], {"eps": 1e-5, "has_weight": False, "has_bias": False}),
+    ("layer_norm", [(2, 3, 8), (8,), (8,)], {"eps": 1e-5, "has_weight": True, "has_bias": True}),
+    ("layer_norm", [(4, 8), (1, 8)], {"eps": 1e-3, "has_weight": False, "has_bias": True}),
+    ("rms_norm", [(4, 8)], {"eps": 1e-6, "has_weight": False}),
+    ("rms_norm", [(4, 8), (8,)], {"eps": 1e-6, "has_weight": True}),
+    ("gelu", [(3, 4)], {}),
+    ("silu", [(3, 4)], {}),
+    ("erf", [(3, 4)], {}),
+]
+
+
+@pytest.mark.parametrize("op, shapes, attrs", CASES, ids=lambda c: str(c))
+@pytest.mark.parametrize("dtype", ["float32", "float16", "int8"])
+def test_decomposition_matches_composite(op, shapes, attrs, dtype, rng):
+    types = [TensorType(s, dtype if i == 0 else "float32") for i, s in enumerate(shapes)]
+    g, d, node = composite_and_decomposed(op, types, attrs)
+    inputs = []
+    for t in types:
+        if t.dtype == "int8":
+            inputs.append(rng.integers(-5, 6, t.shape).astype(np.int8))
+        else:
+            inputs.append(rng.uniform(-3, 3, t.shape).astype(t.dtype))
+    (want,) = evaluate(g, inputs)
+    (got,) = evaluate(d, inputs)
+    # the decomposition is the same primitive ops on the same dtypes as the eager function
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)
+    assert d.output_types == g.output_types == node.outputs
+    assert want.dtype.name == node.outputs[0].dtype
+    for n in d.nodes:
+        assert not ops.get(n.op).composite, f"{op} decomposes into composite {n.op}"
+        if n.op != "Data":
+            assert n.loc == node.loc  # primitive nodes keep the composite's source location
+
+
+def test_softmax_decomposition_subtracts_the_max():
+    g, d, _ = composite_and_decomposed("softmax", [TensorType((2, 4), "float32")], {"axis": -1})
+    ops_in_order = [n.op for n in d.nodes if n.op not in ("Data", "Const")]
+    assert ops_in_order == ["max", "sub", "exp", "sum", "div"]
+    big = np.array([[1000.0, 999.0, 0.0, -1000.0]] * 2, np.float32)
+    with np.errstate(over="raise", invalid="raise"):
+        (y,) = evaluate(d, [big])
+    assert np.isfinite(y).all()
+    assert_close(y.sum(-1), np.ones(2, np.float32))
+
+
+def test_float16_is_computed_in_float32():
+    _, d, _ = composite_and_decomposed("layer_norm", [TensorType((4, 8), "float16")],
+                                       {"eps": 1e-5, "has_weight": False, "has_bias": False})
+    casts = [n for n in d.nodes if n.op == "cast"]
+    assert [c.attrs["dtype"] for c in casts] == ["float32", "float16"]
+    assert all(n.outputs[0].dtype == "float32" for n in d.nodes if n.op in ("mean", "rsqrt"))
+
+
+def test_float32_needs_no_casts():
+    for op, shapes, attrs in CASES:
+        _, d, _ = composite_and_decomposed(op, [TensorType(s, "float32") for s in shapes], attrs)
+        assert not [n for n in d.nodes if n.op == "cast"], op
+
+
+def test_decomposition_with_symbolic_dims():
+    t = TensorType((Sym("B"), Sym("N")), "float16")
+    for op, attrs in (("softmax", {"axis": -1}), ("rms_norm", {"eps": 1e-6, "has_weight": False}),
+                      ("gelu", {})):
+        g, d, node = composite_and_decomposed(op, [t], attrs)
+        assert d.output_types == node.outputs == [t]
+
+
+def test_every_composite_has_a_case():
+    assert {c[0] for c in CASES} == set(COMPOSITES)
+    assert {n for n in ops.names() if ops.get(n).composite} == set(COMPOSITES)

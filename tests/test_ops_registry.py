@@ -1,0 +1,225 @@
+"""The op registry: the names every layer uses, categories, flags, public functions, binding, numpy twins."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import pyasc
+from pyasc import ops
+from pyasc.errors import InferError
+from pyasc.ir.types import TensorType
+from pyasc.ops import Category
+
+# the "Op names" list of the common brief, verbatim
+OP_NAMES = """
+add sub mul div floordiv mod pow maximum minimum
+lt le gt ge eq ne bitwise_and bitwise_or bitwise_xor
+neg invert abs exp log sqrt rsqrt reciprocal sin cos tanh sigmoid relu gelu silu erf floor ceil sign
+where cast
+sum max min mean
+softmax log_softmax layer_norm rms_norm gelu silu
+matmul fused_matmul transdata
+transpose reshape broadcast_to expand_dims squeeze slice
+full
+Data Const If
+""".split()
+
+INTERNAL = {"fused_matmul", "transdata", "slice", "Data", "Const", "If"}
+BINARY = "add sub mul div floordiv mod pow maximum minimum lt le gt ge eq ne bitwise_and bitwise_or bitwise_xor".split()
+UNARY = "neg invert abs exp log sqrt rsqrt reciprocal sin cos tanh sigmoid relu gelu silu erf floor ceil sign".split()
+REDUCTIONS = "sum max min mean".split()
+COMPOSITES = {"softmax", "log_softmax", "layer_norm", "rms_norm", "gelu", "silu", "erf"}
+
+EXPECTED_CATEGORY = {
+    **{n: Category.BROADCAST for n in BINARY + ["where", "broadcast_to", "expand_dims"]},
+    **{n: Category.ELEMWISE for n in UNARY + ["cast", "full"]},
+    **{n: Category.INJECTIVE for n in ["transpose", "reshape", "squeeze", "slice", "transdata"]},
+    **{n: Category.REDUCE for n in REDUCTIONS + ["softmax", "log_softmax", "layer_norm", "rms_norm"]},
+    **{n: Category.MATMUL for n in ["matmul", "fused_matmul"]},
+    **{n: Category.OPAQUE for n in ["Data", "Const", "If"]},
+}
+EXPENSIVE = set("exp log tanh sqrt rsqrt div sigmoid gelu erf sin cos pow".split()) | set(REDUCTIONS) | COMPOSITES | {
+    "matmul", "fused_matmul", "floordiv", "mod", "reciprocal"}  # the last three: division-based, like XLA's
+COMMUTATIVE = {"add", "mul", "maximum", "minimum", "eq", "ne", "bitwise_and", "bitwise_or", "bitwise_xor"}
+
+NUMPY_TWINS = {
+    "add": "add", "subtract": "sub", "multiply": "mul", "divide": "div", "true_divide": "div",
+    "floor_divide": "floordiv", "mod": "mod", "remainder": "mod", "power": "pow", "pow": "pow",
+    "maximum": "maximum", "minimum": "minimum",
+    "less": "lt", "less_equal": "le", "greater": "gt", "greater_equal": "ge", "equal": "eq", "not_equal": "ne",
+    "bitwise_and": "bitwise_and", "bitwise_or": "bitwise_or", "bitwise_xor": "bitwise_xor",
+    "negative": "neg", "invert": "invert", "bitwise_not": "invert", "bitwise_invert": "invert",
+    "abs": "abs", "absolute": "abs", "exp": "exp", "log": "log", "sqrt": "sqrt", "reciprocal": "reciprocal",
+    "sin": "sin", "cos": "cos", "tanh": "tanh", "floor": "floor", "ceil": "ceil", "sign": "sign",
+    "where": "where", "astype": "cast",
+    "sum": "sum", "max": "max", "amax": "max", "min": "min", "amin": "min", "mean": "mean",
+    "matmul": "matmul", "transpose": "transpose", "permute_dims": "transpose", "reshape": "reshape",
+    "broadcast_to": "broadcast_to", "expand_dims": "expand_dims", "squeeze": "squeeze",
+    "full": "full", "zeros": "full", "ones": "full",
+}
+
+
+def test_every_op_name_of_the_brief_is_registered_and_nothing_else():
+    for name in OP_NAMES:
+        assert ops.exists(name), name
+    assert set(ops.names()) == set(OP_NAMES)
+
+
+def test_public_signatures_exactly_for_non_internal_ops():
+    for name in ops.names():
+        op = ops.get(name)
+        assert (op.api is None) == (name in INTERNAL), name
+        if op.api is not None:
+            assert getattr(pyasc, op.public_name) is ops.public(op)
+            assert getattr(pyasc, op.public_name).__pyasc_op__ == name
+            assert set(op.tensor_params) <= set(op.signature.parameters)
+            assert getattr(pyasc, op.public_name).__doc__, name
+
+
+def test_sugar_functions_are_exported():
+    for name, op in (("zeros", "full"), ("ones", "full"), ("astype", "cast")):
+        fn = getattr(pyasc, name)
+        assert fn.__pyasc_op__ == op and callable(fn.__pyasc_bind__)
+        assert ops.public_functions()[name] is fn
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED_CATEGORY))
+def test_categories(name):
+    assert ops.get(name).category == EXPECTED_CATEGORY[name]
+
+
+def test_flags():
+    for name in ops.names():
+        op = ops.get(name)
+        assert op.pure, name
+        assert op.expensive == (name in EXPENSIVE), name
+        assert op.composite == (name in COMPOSITES), name
+        assert op.commutative == (name in COMMUTATIVE), name
+
+
+def test_category_order_follows_tvm():
+    assert Category.ELEMWISE < Category.BROADCAST < Category.INJECTIVE < Category.REDUCE < Category.MATMUL
+    assert Category.MATMUL < Category.OPAQUE
+
+
+def test_numpy_twins():
+    assert {n: ops.numpy_twin(n) for n in ops.numpy_names()} == NUMPY_TWINS
+    for np_name in NUMPY_TWINS:
+        assert hasattr(np, np_name), np_name
+        fn = ops.numpy_function(np_name)
+        assert fn.__pyasc_op__ == NUMPY_TWINS[np_name]
+    assert ops.numpy_function("zeros") is pyasc.zeros
+    assert ops.numpy_twin("logical_not") is None  # differs from invert on ints
+    assert ops.numpy_twin("dot") is None  # differs from matmul for N-D
+    assert ops.numpy_function("linalg") is None
+
+
+def _sample(dtype, rng, positive=False):
+    if dtype == "bool":
+        return np.ones((3, 4), bool) if positive else rng.integers(0, 2, (3, 4)).astype(bool)
+    if np.dtype(dtype).kind == "f":
+        return rng.uniform(0.5 if positive else -2, 2, (3, 4)).astype(dtype)
+    return rng.integers(1 if positive else -3, 5, (3, 4)).astype(dtype)
+
+
+def _twin_args(np_name, a, b):
+    """(args, kwargs) of a typical call of np.<np_name>."""
+    special = {
+        "where": ((a > 0, a, b), {}), "astype": ((a, np.float16), {}),
+        "transpose": ((a,), {}), "permute_dims": ((a, (1, 0)), {}), "reshape": ((a, (4, 3)), {}),
+        "broadcast_to": ((a, (2, 3, 4)), {}), "expand_dims": ((a, 1), {}), "squeeze": ((a[:1], 0), {}),
+        "matmul": ((a, b.T), {}), "sum": ((a, 1), {}), "mean": ((a,), {"axis": 0}), "max": ((a, 1), {}),
+        "amax": ((a,), {"keepdims": True}), "min": ((a, 0), {}), "amin": ((a,), {}),
+    }
+    if np_name in special:
+        return special[np_name]
+    return ((a, b), {}) if NUMPY_TWINS[np_name] in BINARY else ((a,), {})
+
+
+@pytest.mark.parametrize("np_name", sorted(n for n in NUMPY_TWINS if n not in ("zeros", "ones", "full")))
+@pytest.mark.parametrize("dtype", ["float32", "int32", "int8", "bool"])
+def test_numpy_twin_means_the_same_as_numpy(np_name, dtype, rng):
+    """Wherever inference accepts the dtype, the pyasc function returns exactly numpy's result."""
+    positive = np_name in ("log", "sqrt", "power", "pow", "floor_divide", "mod", "remainder", "divide",
+                           "true_divide", "reciprocal")
+    a, b = _sample(dtype, rng, positive), _sample(dtype, rng, positive)
+    args, kwargs = _twin_args(np_name, a, b)
+    fn = ops.numpy_function(np_name)
+    op_name, tensors, attrs = ops.bind_call(fn, args, kwargs)
+    assert op_name == NUMPY_TWINS[np_name]
+    try:
+        ops.infer(op_name, [TensorType(t.shape, t.dtype.name) for t in map(np.asarray, tensors)], attrs)
+    except InferError:
+        return  # inference rejects this dtype: nothing to agree on
+    if op_name == "matmul" and dtype == "int8":
+        return  # documented difference: pyasc accumulates int8 products in int32, numpy wraps in int8
+    expected = getattr(np, np_name)(*args, **kwargs)
+    got = fn(*args, **kwargs)
+    assert got.dtype == expected.dtype
+    np.testing.assert_array_equal(got, expected)
+
+
+def test_numpy_twin_rejections_are_real():
+    """The dtypes the twin test skips are rejected by inference, not silently accepted."""
+    with pytest.raises(InferError, match="reciprocal: does not accept dtype int32"):
+        ops.infer("reciprocal", [TensorType((3,), "int32")], {})
+    with pytest.raises(InferError, match="neg: does not accept dtype bool"):
+        ops.infer("neg", [TensorType((3,), "bool")], {})
+
+
+def _same_call(got, op, tensors, attrs):
+    assert got[0] == op
+    assert len(got[1]) == len(tensors) and all(g is t for g, t in zip(got[1], tensors))
+    assert got[2] == attrs
+
+
+def test_bind_call():
+    x = np.ones((2, 3), np.float32)
+    b = np.zeros(3, np.float32)
+    _same_call(ops.bind_call(pyasc.add, (x, 2), {}), "add", [x, 2], {})
+    _same_call(ops.bind_call(pyasc.zeros, ((2, 3),), {"dtype": np.float16}),
+               "full", [], {"shape": (2, 3), "fill_value": 0.0, "dtype": "float16"})
+    _same_call(ops.bind_call(pyasc.ones, ([2, np.int64(3)],), {}),
+               "full", [], {"shape": (2, 3), "fill_value": 1.0, "dtype": None})
+    _same_call(ops.bind_call(pyasc.astype, (x, np.int8), {}), "cast", [x], {"dtype": "int8"})
+    _same_call(ops.bind_call(pyasc.cast, (x, bool), {}), "cast", [x], {"dtype": "bool"})
+    _same_call(ops.bind_call(pyasc.layer_norm, (x,), {"bias": b}),
+               "layer_norm", [x, b], {"eps": 1e-5, "has_weight": False, "has_bias": True})
+    _same_call(ops.bind_call(pyasc.sum, (x, [0, 1]), {"keepdims": np.True_}),
+               "sum", [x], {"axis": (0, 1), "keepdims": True})
+    _same_call(ops.bind_call(pyasc.matmul, (x, b), {"transpose_b": True}),
+               "matmul", [x, b], {"transpose_a": False, "transpose_b": True})
+    c, zero = x > 0, 0.0
+    _same_call(ops.bind_call(pyasc.where, (c, x, zero), {}), "where", [c, x, zero], {})
+
+
+def test_bind_errors():
+    x = np.ones(3, np.float32)
+    with pytest.raises(TypeError, match=r"add\(\): missing a required argument: 'x2'"):
+        ops.bind_call(pyasc.add, (x,), {})
+    with pytest.raises(TypeError, match="not a pyasc op"):
+        ops.bind_call(len, (x,), {})
+    with pytest.raises(TypeError, match=r"sum\(\): too many positional"):
+        pyasc.sum(x, 0, True)  # keepdims is keyword-only (numpy's 3rd positional is dtype)
+    with pytest.raises(TypeError, match=r"zeros\(\): got an unexpected keyword argument 'order'"):
+        ops.bind_call(pyasc.zeros, ((2,),), {"order": "C"})
+    with pytest.raises(TypeError, match=r"add\(\): argument 'x1' must be a tensor or a scalar, got None"):
+        pyasc.add(None, x)
+    with pytest.raises(TypeError, match="no public signature"):
+        ops.get("slice").bind((x,), {})
+    with pytest.raises(KeyError, match="unknown op 'nope'"):
+        ops.get("nope")
+
+
+def test_attr_defaults():
+    assert ops.get("sum").attr_defaults == {"axis": None, "keepdims": False}
+    assert ops.get("layer_norm").attr_defaults == {"eps": 1e-5}
+    assert ops.get("softmax").attr_defaults == {"axis": -1}
+    assert ops.get("slice").attr_defaults == {}
+
+
+def test_register_twice_is_an_error():
+    with pytest.raises(ValueError, match="registered twice"):
+        ops.register(ops.get("add"))
+    with pytest.raises(ValueError, match="registered twice"):
+        ops.register_sugar("zeros", "full", pyasc.zeros, pyasc.zeros.__pyasc_bind__)
