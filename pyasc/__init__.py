@@ -14,8 +14,6 @@ class constexpr:
     """Annotation marking a parameter as a compile-time constant (part of the specialisation key)."""
 
 
-# the kernel object; imported before the ops are exported (it loads the `pyasc.ge` optimiser package,
-# whose name the greater-or-equal op `pyasc.ge` shares: the op must be the attribute that stays)
 from .runtime import CompiledKernel, InternalCompilerError, Kernel, kernel  # noqa: F401,E402
 
 

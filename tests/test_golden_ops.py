@@ -180,7 +180,7 @@ def kernel_module(tmp_path_factory):
         params = list(inspect.signature(op.api).parameters.values())
         call = ", ".join(p.name if p.kind != inspect.Parameter.KEYWORD_ONLY else f"{p.name}={p.name}" for p in params)
         lines += [f"def kernel_{name}({', '.join(p.name for p in params)}):",
-                  f"    return pyasc.{name}({call})", ""]
+                  f"    return pyasc.{op.public_name}({call})", ""]
     path = tmp_path_factory.mktemp("golden") / "golden_kernels.py"
     path.write_text("\n".join(lines))
     spec = importlib.util.spec_from_file_location("golden_kernels", path)

@@ -12,7 +12,7 @@ import pytest
 import pyasc
 from pyasc.ge import Pass
 
-GE = sys.modules["pyasc.ge"]  # `pyasc.ge` the attribute is the greater-or-equal op
+GE = pyasc.ge
 
 PYASC_DIR = os.path.dirname(pyasc.__file__)
 

@@ -9,7 +9,6 @@ The Kernel is the boundary between the user and the compiler:
 from __future__ import annotations
 
 import functools
-import importlib
 import os
 import time
 import types
@@ -17,15 +16,12 @@ from collections import namedtuple
 from typing import Any, Callable
 
 from ..errors import CompileError
+from .. import ge
 from .artifact import CompiledKernel, count_ops, key_hash, matched_dots
 from .errors import ArgumentError, InternalCompilerError, debug_enabled, failing_pass
 from .options import KernelOptions, make_options
 from .specialize import ArgBinder, BoundCall, describe_key, specialize, tensor_type
 
-# `pyasc.ge` (the attribute) is the greater-or-equal op; the optimiser package is reached through
-# sys.modules. Importing it here, while `pyasc` itself is being imported and before the ops are
-# exported, also keeps a later first import of the package from replacing the op attribute.
-_ge = importlib.import_module("pyasc.ge")
 
 CacheInfo = namedtuple("CacheInfo", ["hits", "disk_hits", "misses", "currsize"])
 
@@ -134,7 +130,7 @@ class Kernel:
         nodes_in = count_ops(graph)
         t2 = time.perf_counter()
         with _stage(self.__name__, "the optimiser"):
-            result = _ge.optimize(graph, opt_level=self.options.opt_level,
+            result = ge.optimize(graph, opt_level=self.options.opt_level,
                                  disabled_passes=self.options.disable_passes, chip=self.options.chip_config)
         t3 = time.perf_counter()
         ge_stages = [f"ge.{i:02d}.{name}" for i, (name, _) in enumerate(result.stages, 1)]
