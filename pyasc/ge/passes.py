@@ -1,13 +1,43 @@
-"""Pass manager: passes, pass context, fixpoint groups, verify-after-change, stage hooks.
+"""Pass manager: passes, pass context, groups iterated to a fixpoint, verify-after-change, stage hooks.
 
-(Seed interface; the GE helper completes it.)
+Rules (after TVM's `PassContext`, GE's `PassManager`, MLIR's `--verify-each`
+and torch.fx's pass infra; see reference/graph-optimizer-references.md §2):
+
+- enable rule: a pass named in `disabled_passes` is skipped; one named in
+  `required_passes` runs; otherwise it runs iff `ctx.opt_level >= pass.opt_level`.
+  A group is a pass too: disabling a group skips everything in it.
+- a pass runs on the root graph and then on every subgraph (If branches),
+  parents before children, unless it is `root_only`;
+- each run reports whether it changed anything; after a change the verifier
+  (`pyasc.ir.verify`) checks the whole graph, and a failure raises
+  `PassVerificationError` naming the pass and every pass that ran before it;
+- a `PassGroup(fixpoint=True)` repeats its passes until a round changes
+  nothing, at most `max_steps` rounds (then it stops and notes it in the log);
+- `ctx.on_stage(stage_name, root_graph)` is called after every pass run that
+  changed the graph, never for unchanged ones. Stage names are unique within
+  one context: the first change by pass `p` is stage "p", later ones "p.2", ...
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Iterable, Sequence
 
 from ..ir import Graph
+
+DEFAULT_MAX_FIXPOINT_STEPS = 8
+
+
+@dataclass
+class PassRecord:
+    """One entry of the pass log: a pass that ran (or was skipped, with the reason)."""
+
+    name: str
+    changed: bool = False
+    seconds: float = 0.0
+    skipped: str | None = None      # "disabled" / "opt_level N < M" / None when it ran
+    stage: str | None = None        # the stage name when it changed the graph
+    note: str = ""                  # a remark about a group, e.g. "stopped at the step cap" (not a run)
 
 
 @dataclass
@@ -19,6 +49,29 @@ class PassContext:
     knobs: dict[str, Any] = field(default_factory=dict)
     results: dict[str, Any] = field(default_factory=dict)   # analyses passes leave for later passes
     on_stage: Callable[[str, Graph], None] | None = None    # called after each pass that changed the graph
+    verify: bool = True            # run the IR verifier after every pass that changed the graph
+    log: list[PassRecord] = field(default_factory=list)     # every pass considered, in order
+    pass_times: dict[str, float] = field(default_factory=dict)  # seconds per pass name (summed over runs)
+
+    def __post_init__(self) -> None:
+        self.disabled_passes = frozenset(self.disabled_passes)
+        self.required_passes = frozenset(self.required_passes)
+
+    def knob(self, name: str, default: Any) -> Any:
+        return self.knobs.get(name, default)
+
+    def enabled(self, p: "Pass") -> tuple[bool, str | None]:
+        """TVM's rule; returns (runs?, reason when it does not)."""
+        if p.name in self.disabled_passes:
+            return False, "disabled"
+        if p.name in self.required_passes:
+            return True, None
+        if self.opt_level >= p.opt_level:
+            return True, None
+        return False, f"opt_level {self.opt_level} < {p.opt_level}"
+
+    def passes_run(self) -> list[str]:
+        return [r.name for r in self.log if r.skipped is None and not r.note]
 
 
 class Pass:
@@ -28,4 +81,150 @@ class Pass:
 
     def run(self, graph: Graph, ctx: PassContext) -> bool:
         """Transform `graph` in place; return whether anything changed."""
-        raise NotImplementedError
+        raise NotImplementedError(f"pass {self.name!r} does not implement run()")
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name!r}, opt_level={self.opt_level})"
+
+
+class FunctionPass(Pass):
+    """A pass made from a function `fn(graph, ctx) -> changed` (handy for small passes and tests)."""
+
+    def __init__(self, name: str, fn: Callable[[Graph, PassContext], bool], opt_level: int = 1,
+                 root_only: bool = False):
+        self.name = name
+        self.fn = fn
+        self.opt_level = opt_level
+        self.root_only = root_only
+
+    def run(self, graph: Graph, ctx: PassContext) -> bool:
+        return bool(self.fn(graph, ctx))
+
+
+class PassGroup(Pass):
+    """A named sequence of passes, optionally repeated until a round changes nothing.
+
+    The group's own opt_level gates the whole group (default 0: each member
+    decides for itself). The step cap is `max_steps`, or the knob
+    "max_fixpoint_steps", or DEFAULT_MAX_FIXPOINT_STEPS.
+    """
+
+    def __init__(self, name: str, passes: Sequence[Pass], *, fixpoint: bool = False,
+                 max_steps: int | None = None, opt_level: int = 0):
+        if max_steps is not None and max_steps < 1:
+            raise ValueError(f"a pass group needs max_steps >= 1, got {max_steps}")
+        self.name = name
+        self.passes = list(passes)
+        self.fixpoint = fixpoint
+        self.max_steps = max_steps
+        self.opt_level = opt_level
+
+    def run(self, graph: Graph, ctx: PassContext) -> bool:
+        """Standalone use: the same as running a PassManager holding just this group."""
+        return PassManager([self]).run(graph, ctx)
+
+
+class PassVerificationError(RuntimeError):
+    """The IR verifier rejected the graph right after a pass changed it (a compiler bug)."""
+
+    def __init__(self, pass_name: str, passes_before: Sequence[str], problem: BaseException | str):
+        self.pass_name = pass_name
+        self.passes_before = list(passes_before)
+        self.problem = problem
+        before = ", ".join(self.passes_before) if self.passes_before else "none"
+        super().__init__(
+            f"the graph is invalid after pass {pass_name!r} (passes run before it, in order: {before}): {problem}"
+        )
+
+
+class PassManager:
+    """Runs a list of passes (and groups) over a graph and all its subgraphs."""
+
+    def __init__(self, passes: Sequence[Pass], *, verifier: Callable[[Graph], Any] | None = None):
+        self.passes = list(passes)
+        self.verifier = verifier
+
+    def run(self, graph: Graph, ctx: PassContext) -> bool:
+        changed = False
+        for p in self.passes:
+            changed |= self._run(p, graph, ctx)
+        return changed
+
+    # -- one pass or group ----------------------------------------------------
+    def _run(self, p: Pass, graph: Graph, ctx: PassContext) -> bool:
+        runs, reason = ctx.enabled(p)
+        if not runs:
+            ctx.log.append(PassRecord(p.name, skipped=reason))
+            return False
+        if isinstance(p, PassGroup):
+            return self._run_group(p, graph, ctx)
+        before = ctx.passes_run()
+        record = PassRecord(p.name)
+        ctx.log.append(record)
+        start = time.perf_counter()
+        changed = p.run(graph, ctx) if p.root_only else _run_everywhere(p, graph, ctx)
+        record.seconds = time.perf_counter() - start
+        ctx.pass_times[p.name] = ctx.pass_times.get(p.name, 0.0) + record.seconds
+        record.changed = bool(changed)
+        if changed:
+            if ctx.verify:
+                self._verify(p.name, before, graph)
+            record.stage = _stage_name(p.name, ctx)
+            if ctx.on_stage is not None:
+                ctx.on_stage(record.stage, graph)
+        return bool(changed)
+
+    def _run_group(self, group: PassGroup, graph: Graph, ctx: PassContext) -> bool:
+        cap = group.max_steps or int(ctx.knob("max_fixpoint_steps", DEFAULT_MAX_FIXPOINT_STEPS))
+        rounds = cap if group.fixpoint else 1
+        changed_any = False
+        for step in range(rounds):
+            changed = False
+            for p in group.passes:
+                changed |= self._run(p, graph, ctx)
+            changed_any |= changed
+            if not changed:
+                break
+            if group.fixpoint and step == rounds - 1:
+                ctx.log.append(PassRecord(group.name, note=f"stopped at the step cap ({cap} rounds) "
+                                                            "while its passes still changed the graph"))
+        return changed_any
+
+    def _verify(self, name: str, before: list[str], graph: Graph) -> None:
+        verifier = self.verifier or _default_verifier()
+        try:
+            problem = verifier(graph)
+        except Exception as e:  # the verifier's own error type; wrapped so the pass is named
+            raise PassVerificationError(name, before, e) from e
+        if problem:  # a verifier may also return a description instead of raising
+            raise PassVerificationError(name, before, str(problem))
+
+
+def _run_everywhere(p: Pass, graph: Graph, ctx: PassContext) -> bool:
+    """Run `p` on `graph`, then on the subgraphs that still exist afterwards (parents first)."""
+    changed = bool(p.run(graph, ctx))
+    for node in list(graph.nodes):
+        for key in sorted(node.subgraphs):
+            changed |= _run_everywhere(p, node.attrs[key], ctx)
+    return changed
+
+
+def _stage_name(name: str, ctx: PassContext) -> str:
+    count = sum(1 for r in ctx.log if r.name == name and r.stage is not None) + 1
+    return name if count == 1 else f"{name}.{count}"
+
+
+def _default_verifier() -> Callable[[Graph], Any]:
+    from ..ir import verify
+
+    return verify
+
+
+def walk_passes(passes: Iterable[Pass]) -> list[Pass]:
+    """Every pass and group in `passes`, groups before their members, in order."""
+    out: list[Pass] = []
+    for p in passes:
+        out.append(p)
+        if isinstance(p, PassGroup):
+            out.extend(walk_passes(p.passes))
+    return out

@@ -1,7 +1,15 @@
-"""Records the optimiser hands to codegen and the runtime (plain data, no logic).
+"""Records the optimiser hands to codegen and the runtime (plain data, little logic).
 
 A `KernelPlan` is one device kernel: one fusion group of the final graph.
 A `MemoryPlan` places every GM intermediate between kernels in one workspace.
+
+Schedule convention (what `ctx.results["kernels"]` holds, see ge/fusion.py):
+a flat list, depth first. The root graph's kernels come in a topological
+order of the groups; an `If` is one kernel step of its graph (category
+"OPAQUE", anchor "If") and is followed immediately by the kernels of its
+then-branch and then those of its else-branch (recursively, each branch in
+its own topological order). `KernelPlan.graph` tells which graph a kernel
+belongs to, so `[k for k in kernels if k.graph is g]` is g's own schedule.
 """
 from __future__ import annotations
 
@@ -19,10 +27,23 @@ class KernelPlan:
     outputs: list[Value]           # values used outside the group (other kernels or graph outputs)
     category: str                  # dominant op category name, e.g. "REDUCE"
     anchor: str                    # the op that decides the lowering (e.g. "softmax", "fused_matmul", "add")
+    working_set: int | None = None  # estimated UB bytes with double buffering (None: symbolic row length)
 
     @property
     def ops(self) -> list[str]:
         return [n.op for n in self.nodes]
+
+    @property
+    def is_control(self) -> bool:
+        """An If step: the host picks a branch; its branch kernels are the device work."""
+        return self.anchor == "If"
+
+    def describe(self) -> str:
+        """One readable line: `k3 [REDUCE anchor=max] max, sub, exp, sum, div  (2 in, 1 out)`."""
+        return (
+            f"k{self.group} [{self.category} anchor={self.anchor}] {', '.join(self.ops)}"
+            f"  ({len(self.inputs)} in, {len(self.outputs)} out)"
+        )
 
 
 @dataclass
@@ -32,16 +53,76 @@ class BufferAssignment:
     offset: int
     first: int                     # index of the producing kernel in the schedule
     last: int                      # index of the last consuming kernel
+    size: int = 0                  # bytes reserved: nbytes rounded up to the GM alignment
+    label: str = ""                # readable name for tables ("exp#3:0")
+
+    def overlaps_in_time(self, other: "BufferAssignment") -> bool:
+        return self.first <= other.last and other.first <= self.last
+
+    def overlaps_in_space(self, other: "BufferAssignment") -> bool:
+        return self.offset < other.offset + other.size and other.offset < self.offset + self.size
 
 
 @dataclass
 class MemoryPlan:
     assignments: list[BufferAssignment] = field(default_factory=list)
-    naive_bytes: int = 0           # every intermediate in its own buffer
-    lower_bound: int = 0           # max bytes live at once
-    peak_bytes: int = 0            # workspace size of the chosen plan
+    naive_bytes: int = 0           # every intermediate in its own buffer (aligned sizes summed)
+    lower_bound: int = 0           # max bytes live at once (aligned sizes, same rule as the plan)
+    peak_bytes: int = 0            # workspace size of the chosen plan (root plan + branch region)
     strategy: str = ""             # which ordering won ("size" or "lifetime")
+    # -- added by the memory planning pass -----------------------------------
+    alignment: int = 512           # GM allocation alignment applied to offsets and sizes
+    steps: int = 0                 # kernels in this graph's schedule
+    intermediate_bytes: int = 0    # raw bytes of all intermediates (what crosses GM between kernels)
+    traffic_bytes: int = 0         # GM bytes moved for intermediates: one write + one read per consumer kernel
+    candidates: dict[str, int] = field(default_factory=dict)  # peak per strategy tried
+    notes: list[str] = field(default_factory=list)            # skipped buffers (symbolic sizes) and the like
+    # If branches: key "k<if group>.<branch attr>" -> the branch's own plan (absolute offsets,
+    # placed at or above `branch_base`, the root plan's peak)
+    branch_plans: dict[str, "MemoryPlan"] = field(default_factory=dict)
+    branch_base: int = 0
+
+    @property
+    def ratio(self) -> float:
+        """peak / lower bound (1.0 when there is nothing to place)."""
+        return self.peak_bytes / self.lower_bound if self.lower_bound else 1.0
 
     def table(self) -> str:
         """Readable table of the plan (for dumps and the artifact)."""
-        raise NotImplementedError  # filled in by the memory planning pass
+        lines = [self._summary(), *self._rows("")]
+        for key, sub in self.branch_plans.items():
+            lines.append(f"branch {key}: {sub._summary()}")
+            lines.extend(sub._rows("  "))
+        lines.extend(f"note: {n}" for n in self.notes)
+        return "\n".join(lines)
+
+    def _summary(self) -> str:
+        tried = ", ".join(f"{k}={v}" for k, v in self.candidates.items()) or "-"
+        return (
+            f"workspace: {len(self.assignments)} buffers over {self.steps} kernels; naive {self.naive_bytes} B, "
+            f"lower bound {self.lower_bound} B, planned peak {self.peak_bytes} B "
+            f"(x{self.ratio:.3f}, strategy {self.strategy or '-'}; tried {tried}; align {self.alignment}"
+            + (f"; branch region from {self.branch_base} B" if self.branch_plans else "") + ")"
+        )
+
+    def _rows(self, indent: str) -> list[str]:
+        if not self.assignments:
+            return [f"{indent}(no intermediates between kernels)"]
+        header = ("buffer", "type", "bytes", "offset", "end", "live")
+        rows = [
+            (
+                a.label or repr(a.value),
+                str(a.value.type),
+                str(a.nbytes),
+                str(a.offset),
+                str(a.offset + (a.size or a.nbytes)),
+                f"[{a.first}, {a.last}]",
+            )
+            for a in sorted(self.assignments, key=lambda a: (a.offset, a.first))
+        ]
+        widths = [max(len(r[i]) for r in (header, *rows)) for i in range(len(header))]
+
+        def fmt(r: tuple[str, ...]) -> str:
+            return indent + "  ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))
+
+        return [fmt(header), fmt(tuple("-" * w for w in widths)), *map(fmt, rows)]

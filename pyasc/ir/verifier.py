@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from ..errors import InferError
-from .graph import Graph, Node, Value
+from .graph import Graph, Node, Value, is_annotation
 from .printer import format_node, node_names, subgraph_paths
 from .types import TensorType
 
@@ -164,7 +164,8 @@ class _Checker:
         if n.op == "Data" and not isinstance(n.attrs.get("type"), TensorType):
             raise self.fail("bad Data type", f"attr 'type' must be a TensorType, got {n.attrs.get('type')!r}", n)
         try:
-            again = list(ops.infer(n.op, in_types, n.attrs))
+            # annotations (fusion_group, _private) are not op attributes, as in the interpreter
+            again = list(ops.infer(n.op, in_types, {k: v for k, v in n.attrs.items() if not is_annotation(k)}))
         except InferError as e:
             raise self.fail("type re-inference failed", f"the op rejects its current inputs: {e}", n) from None
         except (KeyError, TypeError, AttributeError, IndexError, ValueError) as e:

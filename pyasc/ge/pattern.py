@@ -1,0 +1,245 @@
+"""Pattern fusion and composite decomposition.
+
+- `decompose_composites` (opt_level 0, a legalisation): every composite op
+  (one whose OpDef has a decomposition) that codegen has no dedicated
+  lowering for is replaced by its decomposition into primitive ops. The set
+  of ops with a dedicated lowering is the knob "dedicated_lowerings"
+  (default {"softmax", "layer_norm", "rms_norm"}); those are kept whole.
+- `matmul_transpose_fold`: `matmul(transpose(a), b)` where the transpose swaps
+  the last two axes becomes `matmul(a, b, transpose_a=True)` (likewise for b,
+  and for fused_matmul; an existing flag is toggled). The transpose itself stays
+  for its other users, if any; DCE removes it otherwise.
+- `matmul_epilogue_fusion`: matmul [+ bias] [-> relu] [-> cast] becomes one
+  `fused_matmul(a, b[, bias])` with has_bias / activation / out_dtype: what the
+  cube's bias table and FixPipe (ReLU, cast on the way out of L0C) do for free.
+  The bias is a 1-D tensor of N elements or a broadcastable row (1, …, 1, N),
+  added on either side, and the add must not change the shape or dtype.
+  The cast targets a float dtype (FixPipe's conversions).
+
+Pattern rules (GE's fusion_pattern_pass): a pattern is self-contained (every
+intermediate value is used only by the next node of the pattern and is not a
+graph output; a longer chain stops where that fails, so `relu` with a second
+reader stays outside), input counts are exact, the replacement must infer to
+exactly the type of the value it replaces, and a rewrite that would create a
+cycle is rejected.
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from .. import dtypes, ops
+from ..ir import Graph, Node, Value
+from .passes import Pass, PassContext
+from .rewrite import Sweep, Uses, build_node, insert_before, only_user, same_type, would_create_cycle
+from .simplify import op_attrs, perm_of
+
+DEFAULT_DEDICATED_LOWERINGS = frozenset({"softmax", "layer_norm", "rms_norm"})
+MATMUL_OPS = ("matmul", "fused_matmul")
+_MAX_DECOMPOSE_ROUNDS = 8  # a decomposition may use other composites; they are expanded in later rounds
+
+
+# ---- composite decomposition ----------------------------------------------------------------
+
+
+class DecomposeComposites(Pass):
+    name = "decompose_composites"
+    opt_level = 0
+
+    def run(self, graph: Graph, ctx: PassContext) -> bool:
+        keep = frozenset(ctx.knob("dedicated_lowerings", DEFAULT_DEDICATED_LOWERINGS))
+        changed = False
+        for _ in range(_MAX_DECOMPOSE_ROUNDS):
+            sweep = Sweep(graph)
+            for node in sweep:
+                if _is_composite(node.op) and node.op not in keep:
+                    added, outs = decompose_node(graph, node)
+                    for new in added:
+                        sweep.emit(new)
+                    sweep.replace(node, outs)
+                else:
+                    sweep.keep(node)
+            if not sweep.finish():
+                break
+            changed = True
+        return changed
+
+
+def _is_composite(op: str) -> bool:
+    return ops.exists(op) and ops.get(op).composite
+
+
+def decompose_node(graph: Graph, node: Node) -> tuple[list[Node], list[Value]]:
+    """The primitive nodes of `node`'s decomposition (taken back out of `graph`) and the values replacing its outputs.
+
+    The op's `decompose` appends its nodes to the graph; they are removed
+    again so the caller can place them where `node` was.
+    """
+    start = len(graph.nodes)
+    result = ops.get(node.op).decompose(graph, list(node.inputs), op_attrs(node), node.loc)
+    added = graph.nodes[start:]
+    del graph.nodes[start:]
+    outs = [result] if isinstance(result, Value) else list(result)
+    if len(outs) != len(node.outputs):
+        raise RuntimeError(f"the decomposition of {node.op} returned {len(outs)} values for {len(node.outputs)} outputs")
+    for v, t in zip(outs, node.outputs):
+        if not same_type(v.type, t):
+            raise RuntimeError(f"the decomposition of {node.op} returns {v.type} where the op infers {t}")
+    return added, outs
+
+
+# ---- transposes folded into matmul flags ----------------------------------------------------
+
+
+class MatmulTransposeFold(Pass):
+    name = "matmul_transpose_fold"
+    opt_level = 2
+
+    def run(self, graph: Graph, ctx: PassContext) -> bool:
+        changed = False
+        for node in graph.nodes:
+            if node.op in MATMUL_OPS:
+                for operand, flag in ((0, "transpose_a"), (1, "transpose_b")):
+                    while _fold_transpose(node, operand, flag):  # nested swaps toggle the flag each time
+                        changed = True
+        return changed
+
+
+def swaps_last_two(node: Node) -> bool:
+    """A transpose whose permutation is (0, 1, ..., n-1, n-2) on a rank >= 2 tensor."""
+    if node.op != "transpose" or node.inputs[0].type.ndim < 2:
+        return False
+    n = node.inputs[0].type.ndim
+    return perm_of(node) == tuple(range(n - 2)) + (n - 1, n - 2)
+
+
+def _fold_transpose(node: Node, operand: int, flag: str) -> bool:
+    v = node.inputs[operand]
+    if not swaps_last_two(v.node):
+        return False
+    inputs = list(node.inputs)
+    inputs[operand] = v.node.inputs[0]
+    flipped = not bool(node.attrs.get(flag, False))
+    trial = build_node(node.op, inputs, {**op_attrs(node), flag: flipped})
+    if trial is None or trial.outputs != node.outputs:
+        return False
+    node.inputs = inputs
+    node.attrs[flag] = flipped
+    return True
+
+
+# ---- matmul epilogue fusion --------------------------------------------------------------------
+
+_STEPS = ("bias", "activation", "cast")
+
+
+class MatmulEpilogueFusion(Pass):
+    name = "matmul_epilogue_fusion"
+    opt_level = 2
+
+    def run(self, graph: Graph, ctx: PassContext) -> bool:
+        changed = False
+        uses = Uses(graph)
+        for node in list(graph.nodes):
+            if node.op in MATMUL_OPS:
+                changed |= fuse_epilogue(graph, node, uses)
+        return changed
+
+
+def _state(node: Node) -> dict[str, Any]:
+    """The epilogue already carried by a matmul-family node."""
+    if node.op == "matmul":
+        return {"has_bias": False, "activation": None, "out_dtype": None, "bias": None}
+    bias = node.inputs[2] if node.attrs.get("has_bias") else None
+    return {"has_bias": bool(node.attrs.get("has_bias")), "activation": node.attrs.get("activation"),
+            "out_dtype": node.attrs.get("out_dtype"), "bias": bias}
+
+
+def _done_step(state: dict[str, Any]) -> int:
+    """Index in _STEPS after the last epilogue step the node already has (steps only go forward)."""
+    if state["out_dtype"] is not None:
+        return 3
+    if state["activation"] is not None:
+        return 2
+    if state["has_bias"]:
+        return 1
+    return 0
+
+
+def is_bias_for(bias: Value, out: Value) -> bool:
+    """A 1-D tensor of N elements or a row (1, ..., 1, N) that broadcasts along the matmul rows."""
+    b, o = bias.type, out.type
+    if b.ndim < 1 or b.ndim > o.ndim or o.ndim < 1:
+        return False
+    return b.shape[-1] == o.shape[-1] and all(d == 1 for d in b.shape[:-1])
+
+
+def fuse_epilogue(graph: Graph, mm: Node, uses: Uses | None = None) -> bool:
+    """Fold the epilogue chain after `mm` into one fused_matmul (`uses`: the graph's use index, kept current)."""
+    uses = Uses(graph) if uses is None else uses
+    users = uses.map
+    state = _state(mm)
+    step = _done_step(state)
+    chain: list[Node] = [mm]
+    cur = mm.out()
+    while step < len(_STEPS):
+        user = only_user(graph, cur, users)
+        if user is None:
+            break
+        taken = _match_step(_STEPS[step], user, cur, state)
+        step += 1
+        if taken is None:
+            continue  # an optional step that is absent: try the next kind on the same user
+        chain.append(user)
+        cur = user.out()
+    if len(chain) == 1:
+        return False
+    a, b = mm.inputs[0], mm.inputs[1]
+    inputs = [a, b] + ([state["bias"]] if state["has_bias"] else [])
+    if would_create_cycle(inputs, chain):
+        return False
+    attrs = {
+        "transpose_a": bool(mm.attrs.get("transpose_a", False)),
+        "transpose_b": bool(mm.attrs.get("transpose_b", False)),
+        "has_bias": state["has_bias"],
+        "activation": state["activation"],
+        "out_dtype": state["out_dtype"],
+    }
+    last = chain[-1]
+    fused = build_node("fused_matmul", inputs, attrs, loc=last.loc, name=last.name or mm.name)
+    if fused is None or not same_type(fused.outputs[0], last.outputs[0]):
+        return False
+    insert_before(graph, fused, last)  # every input is defined before the last node of the chain
+    uses.redirect(last.out(), fused.out())
+    for node in chain:
+        uses.dropped(node)
+    uses.added(fused)
+    graph.remove(chain)
+    return True
+
+
+def _match_step(kind: str, user: Node, cur: Value, state: dict[str, Any]) -> Node | None:
+    """If `user` is the epilogue step `kind` applied to `cur`, record it in `state` and return it."""
+    if kind == "bias":
+        if user.op != "add" or len(user.inputs) != 2 or user.inputs[0] == user.inputs[1]:
+            return None
+        other = user.inputs[1] if user.inputs[0] == cur else user.inputs[0]
+        if not is_bias_for(other, cur) or not same_type(user.outputs[0], cur.type):
+            return None
+        state["has_bias"], state["bias"] = True, other
+        return user
+    if kind == "activation":
+        if user.op != "relu":
+            return None
+        state["activation"] = "relu"
+        return user
+    if kind == "cast":
+        target = user.attrs.get("dtype")
+        if user.op != "cast" or target is None or not dtypes.is_float(dtypes.normalize(target)):
+            return None
+        state["out_dtype"] = dtypes.normalize(target)
+        return user
+    raise ValueError(f"unknown epilogue step {kind!r}")
+
+
+def pattern_passes() -> Sequence[Pass]:
+    return [MatmulTransposeFold(), MatmulEpilogueFusion()]

@@ -1,0 +1,182 @@
+"""The optimiser's pass list and `optimize`, its entry point.
+
+Order (GE's, as in reference/graph-optimizer-references.md §3):
+
+    decompose_composites                          opt 0  composites without a dedicated lowering
+    simplify (fixpoint group)                            fold -> algebra -> CSE -> DCE
+        constant_folding, algebraic_simplify,     opt 1
+        cse, dce                                  opt 1
+    pattern_fusion (group)
+        matmul_transpose_fold                     opt 2  a.T @ b -> transpose flags
+        matmul_epilogue_fusion                    opt 2  matmul + bias + relu + cast -> fused_matmul
+    layout (group)
+        layout_assign                             opt 0  transdata where formats disagree
+        transdata_elimination                     opt 1  inverse pairs, siblings, transposes
+        transpose_sinking                         opt 3
+    simplify (again: clean up after pattern fusion and layout)
+    fusion                                        opt 0  (ge.fusion) kernels, one op each at opt 0
+    memory_planning                               opt 0  (ge.memory) GM workspace plan
+
+Opt levels: 0 runs only what codegen needs (legalisations, one kernel per op,
+the memory plan); 1 adds simplification and elementwise fusion; 2 adds
+matmul pattern fusion; 3 (default) adds transpose sinking.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable
+
+from ..ir import Graph, format_graph, to_dot
+from .fusion import FusionPass
+from .layout import layout_passes
+from .memory import MemoryPlanningPass
+from .passes import Pass, PassContext, PassGroup, PassManager, PassRecord, PassVerificationError, walk_passes
+from .pattern import DEFAULT_DEDICATED_LOWERINGS, DecomposeComposites, pattern_passes
+from .plan import KernelPlan, MemoryPlan
+from .simplify import DEFAULT_FOLD_MAX_ELEMENTS, simplify_group
+
+OPT_LEVELS = (0, 1, 2, 3)
+DEFAULT_CHIP = "910b"
+
+DEFAULT_KNOBS: dict[str, Any] = {
+    "fold_max_elements": DEFAULT_FOLD_MAX_ELEMENTS,   # constant folding: largest output folded
+    "dedicated_lowerings": DEFAULT_DEDICATED_LOWERINGS,  # composites codegen lowers whole
+    "max_fixpoint_steps": 8,                          # rounds of a fixpoint group before it stops
+}
+
+
+@dataclass
+class OptimizeResult:
+    graph: Graph                                              # the optimised graph (same object, mutated)
+    stages: list[tuple[str, str]] = field(default_factory=list)   # (pass name, canonical text) per changed pass
+    dots: list[tuple[str, str]] = field(default_factory=list)     # (pass name, DOT) per changed pass
+    kernels: list[KernelPlan] = field(default_factory=list)       # planned device kernels, in schedule order
+    memory_plan: MemoryPlan | None = None
+    fusion_log: list[str] = field(default_factory=list)           # fusion decisions, incl. every "why not fused"
+    pass_times: dict[str, float] = field(default_factory=dict)    # seconds per pass (for reports)
+    pass_log: list[PassRecord] = field(default_factory=list)      # every pass considered: ran/changed/skipped
+    layout_log: list[str] = field(default_factory=list)           # how each matmul operand reaches the cube
+    nodes_before: int = 0                                         # node count (all graphs) before / after
+    nodes_after: int = 0
+    seconds: float = 0.0                                          # total optimiser wall time
+
+
+def _backend_passes() -> list[Pass]:
+    """Kernel formation and memory planning (ge.fusion, ge.memory), run last, in that order."""
+    return [FusionPass(), MemoryPlanningPass()]
+
+
+def build_pipeline() -> list[Pass]:
+    """A fresh pass list (passes hold no state between compiles, but fresh objects cost nothing)."""
+    return [
+        DecomposeComposites(),
+        simplify_group(),
+        PassGroup("pattern_fusion", pattern_passes()),
+        PassGroup("layout", layout_passes()),
+        simplify_group(),
+        *_backend_passes(),
+    ]
+
+
+def pass_names() -> list[str]:
+    """Every pass and group name `disabled_passes` / `required_passes` accept, in pipeline order."""
+    names: list[str] = []
+    for p in walk_passes(build_pipeline()):
+        if p.name not in names:
+            names.append(p.name)
+    return names
+
+
+def resolve_chip(chip: Any) -> Any:
+    """None -> the default preset, a preset name -> its config, anything else as given."""
+    if chip is not None and not isinstance(chip, str):
+        return chip
+    from simulator import chips  # ge reads only capacities from the chip config
+
+    return chips.get(chip or DEFAULT_CHIP)
+
+
+def optimize(
+    graph: Graph,
+    *,
+    opt_level: int = 3,
+    disabled_passes: Iterable[str] = (),
+    required_passes: Iterable[str] = (),
+    chip: Any = None,
+    knobs: dict[str, Any] | None = None,
+    on_stage: Callable[[str, Graph], None] | None = None,
+    verify: bool = True,
+    dots: bool = True,
+) -> OptimizeResult:
+    """Run the pass pipeline on `graph` (in place) and return what it did.
+
+    `on_stage(name, graph)` is called after each pass that changed the graph
+    (after the result's own text/DOT snapshot). `dots=False` skips the DOT
+    snapshots. Raises ValueError for an opt_level outside 0..3 or an unknown
+    pass name, and PassVerificationError when the input graph, or the graph
+    after some pass, breaks an IR invariant.
+    """
+    if not isinstance(opt_level, int) or isinstance(opt_level, bool) or opt_level not in OPT_LEVELS:
+        raise ValueError(f"opt_level must be one of 0, 1, 2, 3, got {opt_level!r}")
+    disabled = _checked_names(disabled_passes, "disabled_passes")
+    required = _checked_names(required_passes, "required_passes")
+    both = disabled & required
+    if both:
+        raise ValueError(f"passes both disabled and required: {', '.join(sorted(both))}")
+    start = time.perf_counter()
+    result = OptimizeResult(graph, nodes_before=_count_nodes(graph))
+
+    def record(stage: str, g: Graph) -> None:
+        result.stages.append((stage, format_graph(g)))
+        if dots:
+            result.dots.append((stage, to_dot(g)))
+        if on_stage is not None:
+            on_stage(stage, g)
+
+    ctx = PassContext(
+        opt_level=opt_level,
+        disabled_passes=disabled,
+        required_passes=required,
+        chip=resolve_chip(chip),
+        knobs={**DEFAULT_KNOBS, **(knobs or {})},
+        on_stage=record,
+        verify=verify,
+    )
+    if verify:
+        _verify_input(graph)
+    PassManager(build_pipeline()).run(graph, ctx)
+    result.kernels = list(ctx.results.get("kernels", []))
+    result.memory_plan = ctx.results.get("memory_plan")
+    result.fusion_log = list(ctx.results.get("fusion_log", []))
+    result.layout_log = list(ctx.results.get("layout_log", []))
+    result.pass_times = dict(ctx.pass_times)
+    result.pass_log = list(ctx.log)
+    result.nodes_after = _count_nodes(graph)
+    result.seconds = time.perf_counter() - start
+    return result
+
+
+def _checked_names(names: Iterable[str], what: str) -> frozenset[str]:
+    if isinstance(names, str):
+        names = (names,)  # a single name given bare
+    given = frozenset(names)
+    known = pass_names()
+    unknown = sorted(n for n in given if n not in known)
+    if unknown:
+        raise ValueError(f"unknown pass name(s) in {what}: {', '.join(map(repr, unknown))}; "
+                         f"known passes are {', '.join(known)}")
+    return given
+
+
+def _verify_input(graph: Graph) -> None:
+    from ..ir import verify
+
+    try:
+        verify(graph)
+    except Exception as e:
+        raise PassVerificationError("(input graph, before any pass)", [], e) from e
+
+
+def _count_nodes(graph: Graph) -> int:
+    return sum(len(g.nodes) for g in graph.walk())

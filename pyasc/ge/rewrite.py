@@ -1,0 +1,218 @@
+"""Small graph-editing helpers shared by the rewrite passes.
+
+They keep the two invariants every pass must leave behind: nodes stay in a
+topological order (new nodes are inserted right before the node they
+replace, whose inputs are all earlier) and every node is typed (new nodes
+are inferred through the op registry, like `Graph.add`).
+"""
+from __future__ import annotations
+
+from typing import Any, Iterable, Iterator, Mapping, Sequence
+
+import numpy as np
+
+from .. import dtypes, ops
+from ..errors import InferError, SourceLoc
+from ..ir import Graph, Node, TensorType, Value
+
+STRUCTURAL_OPS = frozenset({"Data", "Const", "If"})
+
+
+def make_node(
+    graph: Graph,
+    op: str,
+    inputs: Sequence[Value],
+    attrs: Mapping[str, Any] | None = None,
+    *,
+    before: Node | None = None,
+    loc: SourceLoc | None = None,
+    name: str | None = None,
+) -> Node:
+    """A new typed node inserted before `before` (or appended); raises InferError if the op rejects it."""
+    attrs = dict(attrs or {})
+    outputs = ops.infer(op, [v.type for v in inputs], attrs)
+    node = Node(op, inputs, attrs, outputs, loc, name)
+    insert_before(graph, node, before)
+    return node
+
+
+def build_node(op: str, inputs: Sequence[Value], attrs: Mapping[str, Any] | None = None,
+               *, loc: SourceLoc | None = None, name: str | None = None) -> Node | None:
+    """A typed node that is not in any graph yet, or None when the op's inference rejects it.
+
+    Rewrites build the replacement first, compare its type with the value it
+    replaces, and only then insert it (`insert_before`).
+    """
+    attrs = dict(attrs or {})
+    try:
+        outputs = ops.infer(op, [v.type for v in inputs], attrs)
+    except (InferError, KeyError):  # KeyError: an op this registry does not have
+        return None
+    return Node(op, inputs, attrs, outputs, loc, name)
+
+
+def const_node(value: Any, dtype: str, *, loc: SourceLoc | None = None, name: str | None = None) -> Node:
+    """A Const node (not in any graph yet) holding `value` cast to `dtype` (a read-only copy)."""
+    arr = np.array(value, dtype=dtypes.to_numpy(dtype), order="C", copy=True)
+    arr.flags.writeable = False
+    return Node("Const", (), {"value": arr}, ops.infer("Const", [], {"value": arr}), loc, name)
+
+
+def make_const(graph: Graph, value: Any, dtype: str, *, before: Node | None = None,
+               loc: SourceLoc | None = None, name: str | None = None) -> Node:
+    """`const_node` inserted before `before` (or appended)."""
+    node = const_node(value, dtype, loc=loc, name=name)
+    insert_before(graph, node, before)
+    return node
+
+
+class Sweep:
+    """One walk over a graph's nodes that rebuilds the node list in a single pass.
+
+    Iterating yields each node with its inputs already redirected to the
+    replacements made so far; the loop body then calls `keep(node)`, or
+    `replace(node, values)` (its outputs become `values`, it is dropped),
+    after `emit(new)` for any new nodes the replacement needs. `finish()`
+    installs the new node list and redirects graph outputs. Linear time,
+    where replacing use by use would be quadratic on big unrolled graphs.
+    """
+
+    def __init__(self, graph: Graph):
+        self.graph = graph
+        self.nodes: list[Node] = []
+        self.remap: dict[Value, Value] = {}
+        self.changed = False
+
+    def __iter__(self) -> Iterator[Node]:
+        for node in list(self.graph.nodes):
+            if self.remap:
+                node.inputs = [self.remap.get(v, v) for v in node.inputs]
+            yield node
+
+    def keep(self, node: Node) -> None:
+        self.nodes.append(node)
+
+    def emit(self, node: Node) -> None:
+        node.graph = self.graph
+        self.nodes.append(node)
+        self.changed = True
+
+    def replace(self, node: Node, values: Sequence[Value]) -> None:
+        for i, v in enumerate(values):
+            self.remap[node.out(i)] = v
+        self.changed = True
+
+    def finish(self) -> bool:
+        self.graph.nodes = self.nodes
+        if self.remap:
+            self.graph.outputs = [self.remap.get(v, v) for v in self.graph.outputs]
+        return self.changed
+
+
+def insert_before(graph: Graph, node: Node, before: Node | None) -> None:
+    node.graph = graph
+    if before is None:
+        graph.nodes.append(node)
+    else:
+        graph.nodes.insert(graph.nodes.index(before), node)
+
+
+class Uses:
+    """Value -> reading nodes (one entry per use), kept up to date across rewrites.
+
+    Recomputing `graph.users()` after every rewrite is quadratic on big
+    graphs; a rewrite instead tells the index what it added, dropped and
+    redirected.
+    """
+
+    def __init__(self, graph: Graph):
+        self.graph = graph
+        self.map: dict[Value, list[Node]] = graph.users()
+
+    def added(self, node: Node) -> None:
+        for v in node.inputs:
+            self.map.setdefault(v, []).append(node)
+
+    def dropped(self, node: Node) -> None:
+        for v in node.inputs:
+            readers = self.map.get(v)
+            if readers and node in readers:
+                readers.remove(node)
+
+    def redirect(self, old: Value, new: Value) -> None:
+        """Every use of `old` (node inputs and graph outputs) now reads `new`."""
+        readers = self.map.pop(old, [])
+        for reader in set(readers):
+            reader.inputs = [new if v == old else v for v in reader.inputs]
+        self.map.setdefault(new, []).extend(readers)
+        self.graph.outputs = [new if v == old else v for v in self.graph.outputs]
+
+
+def only_user(graph: Graph, value: Value, users: Mapping[Value, list[Node]]) -> Node | None:
+    """The single node reading `value` once, if that is its only use (not a graph output either)."""
+    readers = users.get(value, [])
+    if len(readers) != 1 or value in graph.outputs:
+        return None
+    return readers[0]
+
+
+def uniform_scalar(value: Value) -> float | int | bool | None:
+    """The single value every element of a constant tensor holds, else None.
+
+    Recognises Const nodes (any shape, all elements equal), `full`, and a
+    broadcast_to/expand_dims/reshape of such a constant, so a broadcast
+    constant `ones((4, 8))` counts as the scalar 1.
+    """
+    node = value.node
+    if node.op == "Const":
+        arr = node.attrs["value"]
+        if arr.size == 0:
+            return None
+        first = arr.reshape(-1)[0]
+        if arr.dtype.kind == "f" and np.isnan(first):
+            return None
+        if not np.all(arr == first):
+            return None
+        return first.item()
+    if node.op == "full":
+        fill = node.attrs.get("fill_value")
+        if isinstance(fill, (bool, int, float, np.generic)):
+            # the value as the node's dtype holds it (full(…, 0.1, float16) is not 0.1)
+            return np.asarray(fill).astype(dtypes.to_numpy(node.outputs[0].dtype)).item()
+        return None
+    if node.op in ("broadcast_to", "expand_dims", "reshape") and node.inputs:
+        return uniform_scalar(node.inputs[0])
+    return None
+
+
+def same_type(a: TensorType, b: TensorType) -> bool:
+    """Same shape, dtype and format: a value of type `a` may stand in for one of type `b`."""
+    return a.shape == b.shape and a.dtype == b.dtype and a.format == b.format
+
+
+def is_pure(node: Node) -> bool:
+    return ops.exists(node.op) and ops.get(node.op).pure
+
+
+def ancestors(nodes: Iterable[Node]) -> set[Node]:
+    """Every node some node in `nodes` (transitively) reads from, including `nodes` themselves."""
+    seen: set[Node] = set()
+    stack = list(nodes)
+    while stack:
+        n = stack.pop()
+        if n in seen:
+            continue
+        seen.add(n)
+        stack.extend(v.node for v in n.inputs)
+    return seen
+
+
+def would_create_cycle(external_inputs: Iterable[Value], interior: Iterable[Node]) -> bool:
+    """True if merging `interior` into one node reading `external_inputs` creates a cycle.
+
+    That happens exactly when some external input depends on an interior node
+    (the merged node would then read, through the outside, its own result).
+    """
+    inner = set(interior)
+    producers = [v.node for v in external_inputs if v.node not in inner]
+    return bool(ancestors(producers) & inner)
