@@ -1,0 +1,212 @@
+"""The emulated NPU: GM plus cores; host I/O and kernel launches."""
+from __future__ import annotations
+
+from typing import Any, Mapping, Optional, Sequence, Union
+
+import numpy as np
+
+from . import chips, isa, result, timing
+from .chips import ChipConfig
+from .errors import LaunchError, MemoryRuleError
+from .executor import Runner, mnemonic
+from .memory import GlobalMemory, GmBuffer, OnChipMemory
+from .program import Program
+from .sanitizer import Sanitizer
+
+BufferRef = Union[str, GmBuffer]
+
+
+class Device:
+    """One chip: `alloc`/`write`/`read` GM buffers from the host and `launch` tile programs.
+
+        dev = Device("tiny")
+        dev.upload("x", x); dev.alloc("y", x.nbytes)
+        res = dev.launch(program, block_dim=4, args={"x": "x", "y": "y"}, tiling={"n": x.size})
+        y = dev.read("y", np.float32, x.shape)
+    """
+
+    def __init__(self, chip: Union[str, ChipConfig] = "910b"):
+        self.chip = chips.get(chip)
+        self.gm = GlobalMemory(self.chip)
+        self._onchip = {t: OnChipMemory(self.chip, t, isa.CORE_SPACES[t]) for t in isa.CORE_TYPES}
+
+    def __repr__(self) -> str:
+        return f"Device({self.chip.name!r})"
+
+    # ------------------------------------------------------------------ host side
+
+    def alloc(self, name: str, nbytes: Optional[int] = None, *, shape: Any = None, dtype: Any = None) -> GmBuffer:
+        """Allocate a named GM buffer of `nbytes` (or of `shape` x `dtype`); 512-byte aligned, zero filled."""
+        if nbytes is None:
+            if shape is None or dtype is None:
+                raise MemoryRuleError(f"alloc({name!r}): give nbytes, or shape and dtype", space="GM",
+                                      rule="buffer size")
+            nbytes = int(np.prod(shape, dtype=np.int64)) * np.dtype(isa.DTYPES[isa.normalize_dtype(dtype)]).itemsize
+        return self.gm.alloc(name, nbytes)
+
+    def free(self, name: BufferRef) -> None:
+        self.gm.free(self._buf(name).name)
+
+    def buffer(self, name: BufferRef) -> GmBuffer:
+        return self._buf(name)
+
+    def _buf(self, ref: BufferRef) -> GmBuffer:
+        if isinstance(ref, GmBuffer):
+            if ref.name not in self.gm or self.gm.get(ref.name) is not ref:
+                raise MemoryRuleError(f"GM buffer {ref.name!r} does not belong to this device (freed?)", space="GM",
+                                      rule="unknown buffer")
+            return ref
+        return self.gm.get(ref)
+
+    def write(self, ref: BufferRef, array: Any, offset: int = 0) -> None:
+        """Copy the bytes of `array` (C order) into a GM buffer at byte `offset`."""
+        buf = self._buf(ref)
+        data = np.ascontiguousarray(np.asarray(array)).reshape(-1).view(np.uint8)
+        if offset < 0 or offset + data.size > buf.nbytes:
+            raise MemoryRuleError(
+                f"host write of {data.size} bytes at offset {offset} does not fit GM buffer {buf.name!r} "
+                f"({buf.nbytes} bytes)", space="GM", start=offset, end=offset + data.size,
+                rule="GM accesses stay inside their buffer")
+        buf.data[offset:offset + data.size] = data
+        buf.host_written.append((offset, offset + data.size))
+
+    def upload(self, name: str, array: Any) -> GmBuffer:
+        """alloc + write: a new GM buffer holding `array`."""
+        arr = np.ascontiguousarray(np.asarray(array))
+        buf = self.gm.alloc(name, max(arr.nbytes, 1))
+        self.write(buf, arr)
+        return buf
+
+    def read(self, ref: BufferRef, dtype: Any, shape: Any = None, offset: int = 0) -> np.ndarray:
+        """A copy of GM buffer contents as `dtype` (the whole buffer from `offset`, or `shape`)."""
+        buf = self._buf(ref)
+        name = isa.normalize_dtype(dtype)
+        dt = np.dtype(np.bool_) if name == "bool" else isa.DTYPES[name]
+        if shape is None:
+            count = (buf.nbytes - offset) // dt.itemsize
+            shape = (count,)
+        shape = tuple(int(s) for s in np.atleast_1d(shape)) if not isinstance(shape, tuple) else shape
+        nbytes = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
+        if offset < 0 or offset + nbytes > buf.nbytes:
+            raise MemoryRuleError(
+                f"host read of {nbytes} bytes at offset {offset} does not fit GM buffer {buf.name!r} "
+                f"({buf.nbytes} bytes)", space="GM", start=offset, end=offset + nbytes,
+                rule="GM accesses stay inside their buffer")
+        return buf.data[offset:offset + nbytes].view(dt).reshape(shape).copy()
+
+    # ------------------------------------------------------------------ launch
+
+    def launch(self, program: Union[Program, str, dict], block_dim: int, args: Any = None, tiling: Any = None,
+               sanitize: bool = False) -> result.LaunchResult:
+        """Run `program` on `block_dim` cores of its type.
+
+        args: {param: buffer name or GmBuffer}, or a sequence in `program.params` order.
+        tiling: {field: int}, or a sequence in `program.tiling_fields` order.
+        sanitize: track every access for races and reads of never-written memory.
+        """
+        prog = _as_program(program)
+        prog.validate()
+        n_cores = self.chip.cores_of(prog.core_type)
+        if isinstance(block_dim, bool) or not isinstance(block_dim, (int, np.integer)) or not 1 <= block_dim <= n_cores:
+            raise LaunchError(
+                f"block_dim must be an integer in 1..{n_cores} (the {prog.core_type.upper()} cores of chip "
+                f"{self.chip.name}), got {block_dim!r}"
+            )
+        block_dim = int(block_dim)
+        bound = self._bind_args(prog, args)
+        tiles = _bind_tiling(prog, tiling)
+        mem = self._onchip[prog.core_type]
+        onchip = {s: mem.array(s) for s in mem.spaces}
+        texts = [i.text() for i in prog.instructions]
+        san = Sanitizer({s: self.chip.space_bytes(s) for s in mem.spaces}, texts) if sanitize else None
+        runner = Runner(self.chip, prog, block_dim, tiles, bound, onchip, san)
+        groups = runner.run()
+        tgroups = _timing_groups(groups)
+        sched = timing.schedule(self.chip, tgroups, texts)
+        mnems = [mnemonic(i) for i in prog.instructions]
+        return result.build(prog, self.chip, block_dim, groups, tgroups, sched.cycles, texts, mnems,
+                            runner.pipes, bool(sanitize))
+
+    def _bind_args(self, prog: Program, args: Any) -> dict[str, GmBuffer]:
+        if args is None:
+            args = {}
+        if isinstance(args, Mapping):
+            extra = sorted(set(args) - set(prog.params))
+            if extra:
+                raise LaunchError(f"program {prog.name!r} has no parameter(s) {', '.join(extra)}; "
+                                  f"its parameters are: {', '.join(prog.params) or 'none'}")
+            missing = [p for p in prog.params if p not in args]
+            if missing:
+                raise LaunchError(f"launch of {prog.name!r} lacks argument(s) {', '.join(missing)} "
+                                  f"(parameters: {', '.join(prog.params)})")
+            items = [(p, args[p]) for p in prog.params]
+        elif isinstance(args, Sequence) and not isinstance(args, str):
+            if len(args) != len(prog.params):
+                raise LaunchError(f"program {prog.name!r} takes {len(prog.params)} argument(s) "
+                                  f"({', '.join(prog.params)}), got {len(args)}")
+            items = list(zip(prog.params, args))
+        else:
+            raise LaunchError(f"args must be a mapping or a sequence of GM buffers, got {type(args).__name__}")
+        out = {}
+        for p, ref in items:
+            if not isinstance(ref, (str, GmBuffer)):
+                raise LaunchError(f"argument {p!r} must be a GM buffer or its name, got {type(ref).__name__}")
+            try:
+                out[p] = self._buf(ref)
+            except MemoryRuleError as e:
+                raise LaunchError(f"argument {p!r}: {e}") from None
+        return out
+
+
+def _as_program(program: Any) -> Program:
+    if isinstance(program, Program):
+        return program
+    if isinstance(program, str):
+        return Program.from_json(program)
+    if isinstance(program, dict):
+        return Program.from_dict(program)
+    raise LaunchError(f"program must be a Program or its JSON, got {type(program).__name__}")
+
+
+def _bind_tiling(prog: Program, tiling: Any) -> dict[str, int]:
+    fields = prog.tiling_fields
+    if tiling is None:
+        tiling = {}
+    if isinstance(tiling, Mapping):
+        extra = sorted(set(tiling) - set(fields))
+        if extra:
+            raise LaunchError(f"program {prog.name!r} declares no tiling field(s) {', '.join(extra)}; "
+                              f"its fields are: {', '.join(fields) or 'none'}")
+        missing = [f for f in fields if f not in tiling]
+        if missing:
+            raise LaunchError(f"tiling data for {prog.name!r} lacks field(s) {', '.join(missing)}")
+        items = [(f, tiling[f]) for f in fields]
+    elif isinstance(tiling, Sequence) and not isinstance(tiling, str):
+        if len(tiling) != len(fields):
+            raise LaunchError(f"program {prog.name!r} has {len(fields)} tiling field(s) ({', '.join(fields)}), "
+                              f"got {len(tiling)} value(s)")
+        items = list(zip(fields, tiling))
+    else:
+        raise LaunchError(f"tiling must be a mapping or a sequence of integers, got {type(tiling).__name__}")
+    out = {}
+    for f, v in items:
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
+            raise LaunchError(f"tiling field {f!r} must be an integer, got {type(v).__name__} {v!r}")
+        out[f] = int(v)
+    return out
+
+
+def _timing_groups(groups: list) -> list[timing.TimingGroup]:
+    """One timing group per distinct (stream, trailing scalar work); identical cores share it."""
+    if len(groups) == 1:
+        g = groups[0]
+        return [timing.TimingGroup(g.stream, g.m, g.scyc, [int(c) for c in g.cores])]
+    buckets: dict[tuple, list] = {}
+    for g in groups:
+        key = (tuple(g.stream), g.scyc)
+        buckets.setdefault(key, []).append(g)
+    out = []
+    for (stream, tail), gs in buckets.items():
+        cores = sorted(int(c) for g in gs for c in g.cores)
+        out.append(timing.TimingGroup(list(stream), sum(g.m for g in gs), tail, cores))
+    return out

@@ -1,0 +1,242 @@
+"""Shared pieces of the handlers: operand getters, rule checks, memory views."""
+from __future__ import annotations
+
+from typing import Any, Callable, Optional
+
+import numpy as np
+
+from ..errors import MemoryRuleError, ProgramError
+from ..executor import Group, Runner, Split
+from ..isa import Reg
+
+
+U8 = np.dtype(np.uint8)
+MAX_NBURST = 4095
+MAX_PAD_BURST_BYTES = 2097151
+
+
+# --------------------------------------------------------------------------- operand access
+
+
+def get_value(op: Any) -> Callable[[Group], Any]:
+    """Per-core value getter: an int, or an int64 array with one value per core of the group."""
+    if isinstance(op, Reg):
+        name = op.name
+        return lambda g: g.regs[name]
+    c = op
+    return lambda g: c
+
+
+def get_uniform(op: Any) -> Callable[[Group], int]:
+    """Getter for a value every core of the group must agree on (else the group splits)."""
+    if isinstance(op, Reg):
+        name = op.name
+
+        def get(g: Group) -> int:
+            v = g.regs[name]
+            if v.__class__ is int:
+                return v
+            return g.uniform(name, v)
+        return get
+    c = op
+    return lambda g: c
+
+
+def get_optional(op: Any) -> Optional[Callable[[Group], int]]:
+    return None if op is None else get_uniform(op)
+
+
+def get_scalar(v: Any) -> Callable[[Group], Any]:
+    """Scalar operand of a vector instruction: a uniform register value or an immediate."""
+    if isinstance(v, Reg):
+        return get_uniform(v)
+    return lambda g: v
+
+
+def ceil_to(x: int, a: int) -> int:
+    return -(-x // a) * a
+
+
+# --------------------------------------------------------------------------- rule checks
+
+
+class Checker:
+    """Raises MemoryRuleError / ProgramError naming core, pipe, instruction and byte range."""
+
+    def __init__(self, rt: Runner, idx: int):
+        self.rt = rt
+        self.idx = idx
+        self.text = rt.texts[idx]
+        self.pipe = rt.pipes[idx]
+        self.chip = rt.chip
+
+    def fail(self, g: Group, msg: str, rule: str, space: Optional[str] = None, start: Optional[int] = None,
+             end: Optional[int] = None, core: Optional[int] = None) -> None:
+        core = int(g.cores[0]) if core is None else core
+        rng = ""
+        if space is not None and start is not None:
+            rng = f" [{space} bytes {start:#x}..{end:#x})"
+        raise MemoryRuleError(
+            f"core {core}: instruction #{self.idx} `{self.text}` on pipe {self.pipe}: {msg}{rng} (rule: {rule})",
+            core=core, pipe=self.pipe, instruction=self.idx, text=self.text, space=space, start=start, end=end,
+            rule=rule,
+        )
+
+    def bad(self, g: Group, msg: str) -> None:
+        raise ProgramError(f"core {int(g.cores[0])}: instruction #{self.idx} `{self.text}`: {msg}")
+
+    def positive(self, g: Group, **values: int) -> None:
+        for name, v in values.items():
+            if v < 1:
+                self.bad(g, f"{name} must be at least 1, got {v}")
+
+    def onchip(self, g: Group, space: str, a: int, extent: int, what: str) -> None:
+        align = self.chip.space_align(space)
+        size = self.chip.space_bytes(space)
+        if a % align:
+            self.fail(g, f"{what} address {a:#x} is not {align}-byte aligned", f"{space} addresses are "
+                      f"{align}-byte aligned", space, a, a + extent)
+        if a < 0 or a + extent > size:
+            self.fail(g, f"{what} needs {extent} bytes at {a:#x}, beyond the {size}-byte {space} of chip "
+                      f"{self.chip.name}", f"{space} capacity {size} bytes", space, a, a + extent)
+
+    def stride(self, g: Group, space: str, stride_b: int, what: str) -> None:
+        blk = self.chip.dma_block_bytes
+        if stride_b % blk:
+            self.fail(g, f"{what} row stride of {stride_b} bytes is not a whole number of {blk}-byte blocks",
+                      f"{space} rows start on {blk}-byte blocks")
+
+    def gm(self, g: Group, buf: Any, off: Any, extent: int, elem: int, what: str) -> None:
+        if off.__class__ is int:
+            lo = hi = off
+        else:
+            lo, hi = int(off.min()), int(off.max())
+        if lo < 0 or hi + extent > buf.nbytes:
+            j = 0
+            if off.__class__ is not int:
+                badm = (off < 0) | (off + extent > buf.nbytes)
+                j = int(np.argmax(badm))
+            o = off if off.__class__ is int else int(off[j])
+            self.fail(g, f"{what} bytes [{o:#x}, {o + extent:#x}) are outside GM buffer {buf.name!r} "
+                      f"({buf.nbytes} bytes)", "GM accesses stay inside their buffer", "GM", o, o + extent,
+                      core=int(g.cores[j]))
+        if (lo % elem) or (off.__class__ is not int and (off % elem).any()):
+            j = 0 if off.__class__ is int else int(np.argmax(off % elem != 0))
+            o = off if off.__class__ is int else int(off[j])
+            self.fail(g, f"{what} GM offset {o:#x} is not a multiple of the element size {elem}",
+                      "GM addresses are element aligned", "GM", o, o + extent, core=int(g.cores[j]))
+
+    def no_partial_overlap(self, g: Group, dst: tuple[int, int], src: tuple[int, int], space: str = "UB") -> None:
+        (da, dn), (sa, sn) = dst, src
+        if da != sa and da < sa + sn and sa < da + dn:
+            self.fail(g, f"destination [{da:#x}, {da + dn:#x}) partially overlaps source [{sa:#x}, {sa + sn:#x})",
+                      "vector operands are identical or disjoint", space, da, da + dn)
+
+    def repeats(self, g: Group, reps: int) -> None:
+        if reps > self.chip.max_repeats:
+            self.fail(g, f"covers {reps} repeats of {self.chip.vector_repeat_bytes} bytes, more than the "
+                      f"{self.chip.max_repeats} one vector instruction can do; split it",
+                      f"at most {self.chip.max_repeats} repeats per vector instruction")
+
+
+def gm_aligned(g: Group, off: Any, peak: int) -> bool:
+    """Whether the transfer's GM address is on the peak-bandwidth boundary (uniform, or the group splits)."""
+    if off.__class__ is int:
+        return off % peak == 0
+    al = (off % peak) == 0
+    if al.all():
+        return True
+    if not al.any():
+        return False
+    raise Split(al.astype(np.int64))
+
+
+# --------------------------------------------------------------------------- views
+
+
+def gm_view(g: Group, data: np.ndarray, off: Any, nrows: int, stride_b: int, width_b: int) -> Optional[np.ndarray]:
+    """(cores, nrows, width_b) byte view of GM for the group, or None when per-core offsets are not affine."""
+    m = g.m
+    if off.__class__ is int:
+        return np.ndarray((m, nrows, width_b), U8, buffer=data, offset=off, strides=(0, stride_b, 1))
+    d = int(off[1] - off[0])
+    if m == 2 or (np.diff(off) == d).all():
+        return np.ndarray((m, nrows, width_b), U8, buffer=data, offset=int(off[0]), strides=(d, stride_b, 1))
+    return None
+
+
+def chip_view(g: Group, arr: np.ndarray, a: int, nrows: int, stride_b: int, width_b: int) -> Optional[np.ndarray]:
+    """(cores, nrows, width_b) byte view of the group's on-chip memory, or None for an irregular core set."""
+    sel = g.sel
+    if sel.__class__ is slice:
+        size = arr.shape[1]
+        return np.ndarray((g.m, nrows, width_b), U8, buffer=arr, offset=sel.start * size + a,
+                          strides=(sel.step * size, stride_b, 1))
+    return None
+
+
+def core_views(g: Group, j: int, gm_data: Optional[np.ndarray], off: Any, arr: Optional[np.ndarray], a: int,
+                nrows: int, gstride: int, cstride: int, gwidth: int, cwidth: int):
+    """Single-core views (1, nrows, width) for the per-core fallback."""
+    gv = cv = None
+    if gm_data is not None:
+        o = off if off.__class__ is int else int(off[j])
+        gv = np.ndarray((1, nrows, gwidth), U8, buffer=gm_data, offset=o, strides=(0, gstride, 1))
+    if arr is not None:
+        c = int(g.cores[j])
+        cv = np.ndarray((1, nrows, cwidth), U8, buffer=arr, offset=c * arr.shape[1] + a,
+                        strides=(0, cstride, 1))
+    return gv, cv
+
+
+def region(g: Group, arr: np.ndarray, a: int, nbytes: int, dt: np.dtype) -> np.ndarray:
+    """(cores, n) typed view (or copy, for an irregular core set) of a contiguous on-chip region."""
+    return arr[g.sel, a:a + nbytes].view(dt)
+
+
+def out_view(g: Group, arr: np.ndarray, a: int, nbytes: int, dt: np.dtype) -> Optional[np.ndarray]:
+    if g.sel.__class__ is slice:
+        return arr[g.sel, a:a + nbytes].view(dt)
+    return None
+
+
+def store(g: Group, arr: np.ndarray, a: int, res: np.ndarray, out: Optional[np.ndarray]) -> None:
+    if out is None:
+        flat = np.ascontiguousarray(res).reshape(g.m, -1).view(U8)
+        arr[g.sel, a:a + flat.shape[1]] = flat
+
+
+def rows_read(g: Group, arr: np.ndarray, a: int, nrows: int, stride_b: int, width_b: int) -> np.ndarray:
+    v = chip_view(g, arr, a, nrows, stride_b, width_b)
+    if v is not None:
+        return v
+    return np.concatenate([core_views(g, j, None, 0, arr, a, nrows, 0, stride_b, 0, width_b)[1]
+                           for j in range(g.m)])
+
+
+def rows_write(g: Group, arr: np.ndarray, a: int, nrows: int, stride_b: int, data: np.ndarray) -> None:
+    width_b = data.shape[-1]
+    v = chip_view(g, arr, a, nrows, stride_b, width_b)
+    if v is not None:
+        v[...] = data
+        return
+    for j in range(g.m):
+        core_views(g, j, None, 0, arr, a, nrows, 0, stride_b, 0, width_b)[1][...] = data[j:j + 1]
+
+
+def gm_read(g: Group, buf: Any, off: Any, nrows: int, stride_b: int, width_b: int) -> np.ndarray:
+    v = gm_view(g, buf.data, off, nrows, stride_b, width_b)
+    if v is not None:
+        return v
+    return np.concatenate([core_views(g, j, buf.data, off, None, 0, nrows, stride_b, 0, width_b, 0)[0]
+                           for j in range(g.m)])
+
+
+def gm_write(g: Group, buf: Any, off: Any, nrows: int, stride_b: int, data: np.ndarray) -> None:
+    width_b = data.shape[-1]
+    v = gm_view(g, buf.data, off, nrows, stride_b, width_b)
+    if v is not None and (off.__class__ is not int or g.m == 1):
+        v[...] = data
+        return
+    for j in range(g.m):  # same address on several cores: cores write one after another
+        core_views(g, j, buf.data, off, None, 0, nrows, stride_b, 0, width_b, 0)[0][...] = data[j:j + 1]

@@ -1,0 +1,339 @@
+"""Handlers of the data moves and the cube unit."""
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from .. import isa, layouts
+from ..executor import Group, Runner
+from ..isa import DTYPES, PIPE_ID
+from ..timing import K_DMA, K_OP
+from .common import (
+    get_value, get_uniform, get_optional, ceil_to, Checker, gm_aligned, gm_view, chip_view, core_views,
+    region, gm_read, gm_write, U8, MAX_NBURST, MAX_PAD_BURST_BYTES,
+)
+
+
+# --------------------------------------------------------------------------- data moves
+
+
+def _c_copy(rt: Runner, idx: int, ins: isa.Copy) -> Callable:
+    chip = rt.chip
+    dt = DTYPES[ins.dtype]
+    size = dt.itemsize
+    load = ins.src.space == "GM"
+    gm_mem, chip_mem = (ins.src, ins.dst) if load else (ins.dst, ins.src)
+    space = chip_mem.space
+    arr = rt.onchip[space]
+    buf = rt.args[gm_mem.arg]
+    P = PIPE_ID[ins.pipe]
+    path_name = ins.path
+    path = getattr(chip, path_name)
+    blk = chip.dma_block_bytes
+    peak, unaligned = chip.gm_peak_align, chip.gm_unaligned_factor
+    g_gm, g_chip = get_value(gm_mem.offset), get_uniform(chip_mem.offset)
+    g_burst, g_nb = get_uniform(ins.burst), get_uniform(ins.nburst)
+    g_gs = get_optional(ins.src_stride if load else ins.dst_stride)
+    g_cs = get_optional(ins.dst_stride if load else ins.src_stride)
+    pad = ins.pad
+    pad_unit = np.asarray(ins.pad_value).astype(dt).tobytes() if (pad and load) else b""
+    max_burst = MAX_PAD_BURST_BYTES if pad else 65535 * blk
+    chk = Checker(rt, idx)
+    san = rt.san
+    pad_cache: dict[int, np.ndarray] = {}
+
+    def h(g: Group) -> None:
+        a, bl, nb = g_chip(g), g_burst(g), g_nb(g)
+        off = g_gm(g)
+        chk.positive(g, burst=bl, nburst=nb)
+        if nb > MAX_NBURST:
+            chk.bad(g, f"nburst {nb} exceeds the {MAX_NBURST} bursts of one data move")
+        blb = bl * size
+        if not pad and blb % blk:
+            chk.fail(g, f"a burst of {bl} {ins.dtype} is {blb} bytes, not a whole number of {blk}-byte blocks "
+                     f"(hardware would silently drop the last {blb % blk} bytes); use pad=True",
+                     f"data moves without pad are whole {blk}-byte blocks", space, a, a + blb)
+        if blb > max_burst:
+            chk.bad(g, f"a burst of {blb} bytes exceeds the {max_burst}-byte limit of one burst")
+        pbl = ceil_to(blb, blk)
+        cs = g_cs(g) * size if g_cs is not None else pbl
+        gs = g_gs(g) * size if g_gs is not None else blb
+        width = pbl if load else blb
+        if nb > 1:
+            chk.stride(g, space, cs, "on-chip")
+            if cs < pbl:
+                chk.fail(g, f"on-chip burst stride {cs} bytes is shorter than a (padded) burst of {pbl} bytes",
+                         "bursts do not overlap", space, a, a + pbl)
+            if gs < 0:
+                chk.bad(g, f"GM stride must not be negative, got {gs // size} elements")
+        chk.onchip(g, space, a, (nb - 1) * cs + width, "on-chip")
+        chk.gm(g, buf, off, (nb - 1) * gs + blb, size, f"GM.{gm_mem.arg}")
+        cap = path.bytes_per_cycle if gm_aligned(g, off, peak) else path.bytes_per_cycle * unaligned
+        nbytes = nb * blb
+        g.stream.append((K_DMA, P, path.startup, nbytes, cap, g.scyc, idx))
+        g.scyc = 0
+        g.bytes[path_name] = g.bytes.get(path_name, 0) + nbytes
+        rt.issue(g, P, exe, (off, a, nb, blb, gs, cs, pbl))
+
+    def move(gv: np.ndarray, cv: np.ndarray, blb: int, pbl: int) -> None:
+        if not load:
+            gv[...] = cv
+        elif pbl == blb:
+            cv[...] = gv
+        else:
+            cv[:, :, :blb] = gv
+            fill = pad_cache.get(pbl - blb)
+            if fill is None:
+                fill = pad_cache[pbl - blb] = np.frombuffer(pad_unit * ((pbl - blb) // size), U8)
+            cv[:, :, blb:] = fill
+
+    def exe(g: Group, vals: tuple) -> None:
+        off, a, nb, blb, gs, cs, pbl = vals
+        width = pbl if load else blb
+        if san is not None:
+            core = int(g.cores[0])
+            if load:
+                san.gm(core, P, idx, buf, (off, nb, gs, blb), False)
+                san.onchip(core, P, idx, space, (a, nb, cs, pbl), True)
+            else:
+                san.onchip(core, P, idx, space, (a, nb, cs, blb), False)
+                san.gm(core, P, idx, buf, (off, nb, gs, blb), True)
+        gv = gm_view(g, buf.data, off, nb, gs, blb)
+        cv = chip_view(g, arr, a, nb, cs, width)
+        if gv is not None and cv is not None and (load or off.__class__ is not int or g.m == 1):
+            move(gv, cv, blb, pbl)
+            return
+        for j in range(g.m):
+            gv, cv = core_views(g, j, buf.data, off, arr, a, nb, gs, cs, blb, width)
+            move(gv, cv, blb, pbl)
+    return h
+
+
+def _c_copy_nd2nz(rt: Runner, idx: int, ins: isa.CopyNd2Nz) -> Callable:
+    chip = rt.chip
+    dt = DTYPES[ins.dtype]
+    size = dt.itemsize
+    c0 = isa.fractal_c0(ins.dtype)
+    arr = rt.onchip["L1"]
+    buf = rt.args[ins.src.arg]
+    P = PIPE_ID["MTE2"]
+    path = chip.gm_to_l1
+    g_gm, g_a = get_value(ins.src.offset), get_uniform(ins.dst.offset)
+    g_rows, g_cols, g_rs = get_uniform(ins.rows), get_uniform(ins.cols), get_optional(ins.src_row_stride)
+    chk = Checker(rt, idx)
+    san = rt.san
+
+    def h(g: Group) -> None:
+        a, rows, cols = g_a(g), g_rows(g), g_cols(g)
+        rs = g_rs(g) if g_rs is not None else cols
+        off = g_gm(g)
+        chk.positive(g, rows=rows, cols=cols)
+        if rs < cols:
+            chk.bad(g, f"src_row_stride {rs} is shorter than a row of {cols} elements")
+        ext = layouts.ceil_to(rows, 16) * layouts.ceil_to(cols, c0) * size
+        chk.onchip(g, "L1", a, ext, "L1 destination")
+        chk.gm(g, buf, off, ((rows - 1) * rs + cols) * size, size, f"GM.{ins.src.arg}")
+        cap = path.bytes_per_cycle if gm_aligned(g, off, chip.gm_peak_align) else \
+            path.bytes_per_cycle * chip.gm_unaligned_factor
+        nbytes = rows * cols * size
+        g.stream.append((K_DMA, P, path.startup, nbytes, cap, g.scyc, idx))
+        g.scyc = 0
+        g.bytes["gm_to_l1"] = g.bytes.get("gm_to_l1", 0) + nbytes
+        rt.issue(g, P, exe, (off, a, rows, cols, rs, ext))
+
+    def exe(g: Group, vals: tuple) -> None:
+        off, a, rows, cols, rs, ext = vals
+        if san is not None:
+            core = int(g.cores[0])
+            san.gm(core, P, idx, buf, (off, rows, rs * size, cols * size), False)
+            san.onchip(core, P, idx, "L1", (a, 1, ext, ext), True)
+        x = gm_read(g, buf, off, rows, rs * size, cols * size).view(dt)
+        nz = layouts.nd_to_nz(x, c0)
+        arr[g.sel, a:a + ext] = nz.reshape(g.m, -1).view(U8)
+    return h
+
+
+def _c_load_l0(rt: Runner, idx: int, ins: isa.LoadL0) -> Callable:
+    chip = rt.chip
+    dt = DTYPES[ins.dtype]
+    size = dt.itemsize
+    c0 = isa.fractal_c0(ins.dtype)
+    to_a = ins.dst.space == "L0A"
+    src_arr, dst_arr = rt.onchip["L1"], rt.onchip[ins.dst.space]
+    path = chip.l1_to_l0a if to_a else chip.l1_to_l0b
+    P = PIPE_ID["MTE1"]
+    g_src, g_dst, g_rows, g_cols = get_uniform(ins.src.offset), get_uniform(ins.dst.offset), get_uniform(ins.rows), get_uniform(ins.cols)
+    chk = Checker(rt, idx)
+    san = rt.san
+    key = "l1_to_l0a" if to_a else "l1_to_l0b"
+
+    def h(g: Group) -> None:
+        s, d, rows, cols = g_src(g), g_dst(g), g_rows(g), g_cols(g)
+        chk.positive(g, rows=rows, cols=cols)
+        rp, cp = layouts.ceil_to(rows, 16), layouts.ceil_to(cols, c0)
+        mr, mc = (cp, rp) if ins.transpose else (rp, cp)
+        need_r, need_c = (16, c0) if to_a else (c0, 16)
+        if mr % need_r or mc % need_c:
+            chk.fail(g, f"the {ins.dtype} matrix loaded into {ins.dst.space} is {mr}x{mc}, which is not made of "
+                     f"whole {need_r}x{need_c} fractals (pad the L1 matrix: rows to a multiple of {need_r}, "
+                     f"cols to a multiple of {need_c})", "L1->L0 moves whole fractals", "L1", s, s + rp * cp * size)
+        ext = rp * cp * size
+        chk.onchip(g, "L1", s, ext, "L1 source")
+        chk.onchip(g, ins.dst.space, d, ext, f"{ins.dst.space} destination")
+        g.stream.append((K_OP, P, path.cycles(ext), 0, 0, g.scyc, idx))
+        g.scyc = 0
+        g.bytes[key] = g.bytes.get(key, 0) + ext
+        rt.issue(g, P, exe, (s, d, rp, cp, ext))
+
+    def exe(g: Group, vals: tuple) -> None:
+        s, d, rp, cp, ext = vals
+        if san is not None:
+            core = int(g.cores[0])
+            san.onchip(core, P, idx, "L1", (s, 1, ext, ext), False)
+            san.onchip(core, P, idx, ins.dst.space, (d, 1, ext, ext), True)
+        x = layouts.nz_to_nd(region(g, src_arr, s, ext, dt), rp, cp, c0)
+        if ins.transpose:
+            x = x.transpose(0, 2, 1)
+        img = layouts.to_zz(x, c0) if to_a else layouts.to_zn(x, c0)
+        dst_arr[g.sel, d:d + ext] = img.view(U8)
+    return h
+
+
+def _c_load_bias(rt: Runner, idx: int, ins: isa.LoadBias) -> Callable:
+    chip = rt.chip
+    src_arr, dst_arr = rt.onchip["L1"], rt.onchip["BT"]
+    path = chip.l1_to_bt
+    P = PIPE_ID["MTE1"]
+    g_src, g_dst, g_n = get_uniform(ins.src.offset), get_uniform(ins.dst.offset), get_uniform(ins.count)
+    chk = Checker(rt, idx)
+    san = rt.san
+
+    def h(g: Group) -> None:
+        s, d, n = g_src(g), g_dst(g), g_n(g)
+        chk.positive(g, count=n)
+        ext = n * 4
+        chk.onchip(g, "L1", s, ext, "L1 source")
+        chk.onchip(g, "BT", d, ext, "bias table destination")
+        g.stream.append((K_OP, P, path.cycles(ext), 0, 0, g.scyc, idx))
+        g.scyc = 0
+        g.bytes["l1_to_bt"] = g.bytes.get("l1_to_bt", 0) + ext
+        rt.issue(g, P, exe, (s, d, ext))
+
+    def exe(g: Group, vals: tuple) -> None:
+        s, d, ext = vals
+        if san is not None:
+            core = int(g.cores[0])
+            san.onchip(core, P, idx, "L1", (s, 1, ext, ext), False)
+            san.onchip(core, P, idx, "BT", (d, 1, ext, ext), True)
+        dst_arr[g.sel, d:d + ext] = src_arr[g.sel, s:s + ext]
+    return h
+
+
+def _c_mmad(rt: Runner, idx: int, ins: isa.Mmad) -> Callable:
+    chip = rt.chip
+    dt = DTYPES[ins.dtype]
+    size = dt.itemsize
+    c0 = isa.fractal_c0(ins.dtype)
+    acc_name = isa.CUBE_DTYPES[ins.dtype]
+    acc_dt = DTYPES[acc_name]
+    block_cycles = {"float16": chip.cube_fp16_block_cycles, "int8": chip.cube_int8_block_cycles,
+                    "float32": chip.cube_fp32_block_cycles}[ins.dtype]
+    la, lb, lc, bt = (rt.onchip[s] for s in ("L0A", "L0B", "L0C", "BT"))
+    P = PIPE_ID["M"]
+    g_a, g_b, g_c = get_uniform(ins.a.offset), get_uniform(ins.b.offset), get_uniform(ins.dst.offset)
+    g_bias = get_uniform(ins.bias.offset) if ins.bias is not None else None
+    g_m, g_k, g_n, g_acc = get_uniform(ins.m), get_uniform(ins.k), get_uniform(ins.n), get_uniform(ins.accumulate)
+    chk = Checker(rt, idx)
+    san = rt.san
+
+    def h(g: Group) -> None:
+        a, b, c = g_a(g), g_b(g), g_c(g)
+        m, k, n, acc = g_m(g), g_k(g), g_n(g), g_acc(g)
+        chk.positive(g, m=m, k=k, n=n)
+        mp, kp, np_ = layouts.ceil_to(m, 16), layouts.ceil_to(k, c0), layouts.ceil_to(n, 16)
+        ext_a, ext_b, ext_c = mp * kp * size, kp * np_ * size, mp * np_ * acc_dt.itemsize
+        chk.onchip(g, "L0A", a, ext_a, "A operand")
+        chk.onchip(g, "L0B", b, ext_b, "B operand")
+        chk.onchip(g, "L0C", c, ext_c, "accumulator")
+        bias = None
+        if g_bias is not None and not acc:
+            if acc_name != "float32":
+                chk.bad(g, "a bias needs a float32 accumulator (float16 or float32 inputs)")
+            bias = g_bias(g)
+            chk.onchip(g, "BT", bias, n * 4, "bias")
+        blocks = (mp // 16) * (kp // c0) * (np_ // 16)
+        g.stream.append((K_OP, P, chip.cube_startup_cycles + blocks * block_cycles, 0, 0, g.scyc, idx))
+        g.scyc = 0
+        rt.issue(g, P, exe, (a, b, c, bias, acc, m, n, mp, kp, np_, ext_a, ext_b, ext_c))
+
+    def exe(g: Group, vals: tuple) -> None:
+        a, b, c, bias, acc, m, n, mp, kp, np_, ext_a, ext_b, ext_c = vals
+        if san is not None:
+            core = int(g.cores[0])
+            san.onchip(core, P, idx, "L0A", (a, 1, ext_a, ext_a), False)
+            san.onchip(core, P, idx, "L0B", (b, 1, ext_b, ext_b), False)
+            if acc:
+                san.onchip(core, P, idx, "L0C", (c, 1, ext_c, ext_c), False)
+            if bias is not None:
+                san.onchip(core, P, idx, "BT", (bias, 1, n * 4, n * 4), False)
+            san.onchip(core, P, idx, "L0C", (c, 1, ext_c, ext_c), True)
+        work = np.float32 if acc_name == "float32" else np.int64
+        A = layouts.from_zz(region(g, la, a, ext_a, dt), mp, kp, c0).astype(work)
+        B = layouts.from_zn(region(g, lb, b, ext_b, dt), kp, np_, c0).astype(work)
+        C = np.matmul(A, B)
+        if acc:
+            C = C + layouts.nz_to_nd(region(g, lc, c, ext_c, acc_dt), mp, np_, 16)
+        elif bias is not None:
+            bv = np.zeros((g.m, np_), np.float32)
+            bv[:, :n] = region(g, bt, bias, n * 4, np.dtype(np.float32))
+            C = C + bv[:, None, :]
+        out = layouts.nd_to_nz(C.astype(acc_dt), 16)
+        lc[g.sel, c:c + ext_c] = out.reshape(g.m, -1).view(U8)
+    return h
+
+
+def _c_fixpipe(rt: Runner, idx: int, ins: isa.FixPipe) -> Callable:
+    chip = rt.chip
+    sdt, odt = DTYPES[ins.src_dtype], DTYPES[ins.dst_dtype]
+    osize = odt.itemsize
+    lc = rt.onchip["L0C"]
+    buf = rt.args[ins.dst.arg]
+    P = PIPE_ID["FIX"]
+    path = chip.l0c_to_gm
+    g_src, g_off = get_uniform(ins.src.offset), get_value(ins.dst.offset)
+    g_m, g_n, g_rs = get_uniform(ins.m), get_uniform(ins.n), get_optional(ins.dst_row_stride)
+    chk = Checker(rt, idx)
+    san = rt.san
+
+    def h(g: Group) -> None:
+        s, m, n = g_src(g), g_m(g), g_n(g)
+        rs = g_rs(g) if g_rs is not None else n
+        off = g_off(g)
+        chk.positive(g, m=m, n=n)
+        if rs < n:
+            chk.bad(g, f"dst_row_stride {rs} is shorter than a row of {n} elements")
+        mp, np_ = layouts.ceil_to(m, 16), layouts.ceil_to(n, 16)
+        ext = mp * np_ * sdt.itemsize
+        chk.onchip(g, "L0C", s, ext, "L0C source")
+        chk.gm(g, buf, off, ((m - 1) * rs + n) * osize, osize, f"GM.{ins.dst.arg}")
+        cap = path.bytes_per_cycle if gm_aligned(g, off, chip.gm_peak_align) else \
+            path.bytes_per_cycle * chip.gm_unaligned_factor
+        nbytes = m * n * osize
+        g.stream.append((K_DMA, P, path.startup, nbytes, cap, g.scyc, idx))
+        g.scyc = 0
+        g.bytes["l0c_to_gm"] = g.bytes.get("l0c_to_gm", 0) + nbytes
+        rt.issue(g, P, exe, (s, off, m, n, rs, mp, np_, ext))
+
+    def exe(g: Group, vals: tuple) -> None:
+        s, off, m, n, rs, mp, np_, ext = vals
+        if san is not None:
+            core = int(g.cores[0])
+            san.onchip(core, P, idx, "L0C", (s, 1, ext, ext), False)
+            san.gm(core, P, idx, buf, (off, m, rs * osize, n * osize), True)
+        C = layouts.nz_to_nd(region(g, lc, s, ext, sdt), mp, np_, 16)[:, :m, :n]
+        if ins.relu:
+            C = np.maximum(C, 0)
+        out = np.ascontiguousarray(C.astype(odt)).view(U8)
+        gm_write(g, buf, off, m, rs * osize, out)
+    return h

@@ -1,0 +1,228 @@
+"""Handlers of the scalar unit, control flow and synchronisation."""
+from __future__ import annotations
+
+import operator
+from typing import Any, Callable, Optional
+
+import numpy as np
+
+from .. import isa
+from ..executor import BARRIER, Group, Runner, Split
+from ..isa import PIPE_ID
+from ..timing import K_BAR, K_OP, K_SET, K_SYNC, K_WAIT
+from .common import (
+    get_value, get_uniform, Checker,
+)
+
+
+# --------------------------------------------------------------------------- scalar
+
+
+def _py_alu(fn: str) -> Callable[[int, int], int]:
+    cmp = {"lt": operator.lt, "le": operator.le, "gt": operator.gt, "ge": operator.ge,
+           "eq": operator.eq, "ne": operator.ne}
+    if fn in cmp:
+        f = cmp[fn]
+        return lambda a, b: int(f(a, b))
+    return {
+        "add": operator.add, "sub": operator.sub, "mul": operator.mul, "div": operator.floordiv,
+        "mod": operator.mod, "cdiv": lambda a, b: -((-a) // b), "min": min, "max": max,
+        "shl": operator.lshift, "shr": operator.rshift, "and": operator.and_, "or": operator.or_,
+        "xor": operator.xor,
+    }[fn]
+
+
+def _np_alu(fn: str) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
+    cmp = {"lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal,
+           "eq": np.equal, "ne": np.not_equal}
+    if fn in cmp:
+        f = cmp[fn]
+        return lambda a, b: f(a, b).astype(np.int64)
+    return {
+        "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.floor_divide, "mod": np.mod,
+        "cdiv": lambda a, b: -np.floor_divide(-a, b), "min": np.minimum, "max": np.maximum,
+        "shl": np.left_shift, "shr": np.right_shift, "and": np.bitwise_and, "or": np.bitwise_or,
+        "xor": np.bitwise_xor,
+    }[fn]
+
+
+def _c_core_idx(rt: Runner, idx: int, ins: isa.CoreIdx) -> Callable:
+    d, sc = ins.dst.name, rt.chip.scalar_cycles
+
+    def h(g: Group) -> None:
+        g.regs[d] = g.core_value()
+        g.scyc += sc
+    return h
+
+
+def _c_core_num(rt: Runner, idx: int, ins: isa.CoreNum) -> Callable:
+    d, sc, v = ins.dst.name, rt.chip.scalar_cycles, rt.block_dim
+
+    def h(g: Group) -> None:
+        g.regs[d] = v
+        g.scyc += sc
+    return h
+
+
+def _c_tiling(rt: Runner, idx: int, ins: isa.Tiling) -> Callable:
+    d, sc, v = ins.dst.name, rt.chip.scalar_cycles, int(rt.tiling[ins.field])
+
+    def h(g: Group) -> None:
+        g.regs[d] = v
+        g.scyc += sc
+    return h
+
+
+def _c_mov(rt: Runner, idx: int, ins: isa.Mov) -> Callable:
+    d, sc, get = ins.dst.name, rt.chip.scalar_cycles, get_value(ins.src)
+
+    def h(g: Group) -> None:
+        g.regs[d] = get(g)
+        g.scyc += sc
+    return h
+
+
+def _c_alu(rt: Runner, idx: int, ins: isa.Alu) -> Callable:
+    d, sc = ins.dst.name, rt.chip.scalar_cycles
+    ga, gb = get_value(ins.a), get_value(ins.b)
+    py, npf = _py_alu(ins.fn), _np_alu(ins.fn)
+    divides = ins.fn in ("div", "mod", "cdiv")
+    chk = Checker(rt, idx)
+
+    def h(g: Group) -> None:
+        a, b = ga(g), gb(g)
+        if divides and (b == 0 if b.__class__ is int else (b == 0).any()):
+            chk.bad(g, f"scalar {ins.fn} by zero")
+        if a.__class__ is int and b.__class__ is int:
+            g.regs[d] = py(a, b)
+        else:
+            g.regs[d] = np.asarray(npf(np.asarray(a, np.int64), np.asarray(b, np.int64)), np.int64)
+        g.scyc += sc
+    return h
+
+
+def _c_loop(rt: Runner, idx: int, ins: isa.Loop) -> Callable:
+    end = rt.structure.match[idx]
+    var, sc = ins.var.name, rt.chip.scalar_cycles
+    gs, ge, gst = get_value(ins.start), get_value(ins.stop), get_value(ins.step)
+    chk = Checker(rt, idx)
+
+    def h(g: Group) -> Optional[int]:
+        start, stop, step = gs(g), ge(g), gst(g)
+        if start.__class__ is int and stop.__class__ is int and step.__class__ is int:
+            if step == 0:
+                chk.bad(g, "loop step is 0")
+            trip = max(0, -((start - stop) // step))
+        else:
+            s = np.asarray(step, np.int64)
+            if (s == 0).any():
+                chk.bad(g, "loop step is 0")
+            trips = np.maximum(0, -((np.asarray(start, np.int64) - stop) // s))
+            trips = np.broadcast_to(trips, (g.m,))
+            trip = g.uniform(None, trips)
+        g.scyc += sc  # after a possible split, which re-runs this instruction
+        if trip <= 0:
+            return end + 1
+        g.regs[var] = start
+        g.loops.append([trip - 1, step, var])
+        return None
+    return h
+
+
+def _c_end_loop(rt: Runner, idx: int, ins: isa.EndLoop) -> Callable:
+    begin = rt.structure.match[idx]
+    sc = rt.chip.scalar_cycles
+
+    def h(g: Group) -> Optional[int]:
+        top = g.loops[-1]
+        g.scyc += sc
+        if top[0] > 0:
+            top[0] -= 1
+            g.regs[top[2]] = g.regs[top[2]] + top[1]
+            return begin + 1
+        g.loops.pop()
+        return None
+    return h
+
+
+def _c_if(rt: Runner, idx: int, ins: isa.If) -> Callable:
+    end = rt.structure.match[idx]
+    els = rt.structure.else_of.get(idx)
+    target = (els if els is not None else end) + 1
+    get, sc = get_value(ins.cond), rt.chip.scalar_cycles
+
+    def h(g: Group) -> Optional[int]:
+        c = get(g)
+        g.scyc += sc
+        if c.__class__ is not int:
+            t = np.asarray(c) != 0
+            if t.all():
+                c = 1
+            elif not t.any():
+                c = 0
+            else:
+                g.scyc -= sc
+                raise Split(t.astype(np.int64))
+        return None if c else target
+    return h
+
+
+def _c_else(rt: Runner, idx: int, ins: isa.Else) -> Callable:
+    end = rt.structure.match[idx]
+    return lambda g: end + 1
+
+
+def _c_end_if(rt: Runner, idx: int, ins: isa.EndIf) -> Callable:
+    return lambda g: None
+
+
+# --------------------------------------------------------------------------- synchronisation
+
+
+def _c_flag(rt: Runner, idx: int, ins: Any) -> Callable:
+    src, dst = PIPE_ID[ins.src], PIPE_ID[ins.dst]
+    is_set = isinstance(ins, isa.SetFlag)
+    pipe = src if is_set else dst
+    kind = K_SET if is_set else K_WAIT
+    action = rt.do_set if is_set else rt.do_wait
+    gev = get_uniform(ins.event)
+    n_ev = rt.chip.event_ids
+    chk = Checker(rt, idx)
+
+    def h(g: Group) -> None:
+        ev = gev(g)
+        if not 0 <= ev < n_ev:
+            chk.bad(g, f"event id {ev} is outside 0..{n_ev - 1} (chip {rt.chip.name} has {n_ev} ids per pipe pair)")
+        key = (src, dst, ev)
+        g.stream.append((kind, pipe, key, 0, 0, g.scyc, idx))
+        g.scyc = 0
+        rt.issue(g, pipe, action, (key, idx))
+    return h
+
+
+def _c_pipe_barrier(rt: Runner, idx: int, ins: isa.PipeBarrier) -> Callable:
+    if ins.pipe_name != "ALL":
+        p = PIPE_ID[ins.pipe_name]
+
+        def h1(g: Group) -> None:
+            # each pipe completes in order in this model: a single-pipe barrier orders nothing new
+            g.stream.append((K_OP, p, 0, 0, 0, g.scyc, idx))
+            g.scyc = 0
+        return h1
+
+    def h(g: Group) -> None:
+        rt.check_no_blocked(g, f"at pipe_barrier(ALL) #{idx}")
+        g.stream.append((K_BAR, 0, 0, 0, 0, g.scyc, idx))
+        g.scyc = 0
+        if rt.san is not None:
+            rt.san.join_all(int(g.cores[0]))
+    return h
+
+
+def _c_sync_all(rt: Runner, idx: int, ins: isa.SyncAll) -> Callable:
+    def h(g: Group) -> int:
+        rt.check_no_blocked(g, f"at sync_all #{idx}")
+        g.stream.append((K_SYNC, 0, 0, 0, 0, g.scyc, idx))
+        g.scyc = 0
+        return BARRIER
+    return h

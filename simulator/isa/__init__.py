@@ -1,0 +1,63 @@
+"""The instruction set: operands, instructions (plain frozen dataclasses) and their static rules.
+
+Conventions (see simulator/README.md for the full description):
+- Addresses (`Mem.offset`) are byte offsets: inside the core's on-chip
+  memory, or inside the GM kernel argument named by `Mem.arg`.
+- Sizes (`count`, `burst`, `rows`, `cols`, strides) are in elements of the
+  instruction's dtype.
+- Any integer operand may be a scalar register (`Reg`); registers hold
+  64-bit integers computed from the core index and the tiling data.
+- Pipes: S (scalar), V (vector), M (cube), MTE1, MTE2, MTE3, FIX. An AIV
+  (vector core) has S, V, MTE2, MTE3 and the UB; an AIC (cube core) has S, M,
+  MTE1, MTE2, FIX and L1, L0A, L0B, L0C, BT.
+
+Modules: base (pipes, spaces, dtypes, operands, Instr), control (scalar,
+control flow, sync), moves (data moves, cube), vector (vector unit).
+"""
+from __future__ import annotations
+
+import math
+
+from .base import (  # noqa: F401
+    ALU_FNS, BITWISE_ONLY, CAST_ROUNDING, CORE_PIPES, CORE_SPACES, CORE_TYPES, COPY_PATHS, CUBE_DTYPES, DTYPES,
+    FLOAT_DTYPES, FLOAT_ONLY, INT_DTYPES, PIPE_ID, PIPES, SPACES, VBINARY_COST, VCOMPARE_FNS, VREDUCE_FNS,
+    VUNARY_COST, BT, GM, L0A, L0B, L0C, L1, UB, Instr, Mem, Operand, Reg, ScalarValue, fractal_c0, itemsize,
+    normalize_dtype,
+)
+from .control import (  # noqa: F401
+    Alu, CoreIdx, CoreNum, Else, EndIf, EndLoop, If, Loop, Mov, PipeBarrier, SetFlag, SyncAll, Tiling, WaitFlag,
+)
+from .moves import Copy, CopyNd2Nz, FixPipe, LoadBias, LoadL0, Mmad  # noqa: F401
+from .vector import (  # noqa: F401
+    VBinary, VBroadcast, VCast, VCompare, VCopy, VDup, VectorInstr, VReduce, VScalar, VSelect, VTranspose, VUnary,
+)
+
+INSTRUCTIONS: dict[str, type[Instr]] = {
+    cls.OP: cls
+    for cls in (
+        CoreIdx, CoreNum, Tiling, Mov, Alu, Loop, EndLoop, If, Else, EndIf,
+        SetFlag, WaitFlag, PipeBarrier, SyncAll,
+        Copy, CopyNd2Nz, LoadL0, LoadBias, Mmad, FixPipe,
+        VBinary, VScalar, VUnary, VCompare, VSelect, VCast, VDup, VCopy, VReduce, VBroadcast, VTranspose,
+    )
+}
+BLOCK_OPENERS = ("loop", "if")
+
+
+def vector_cost_class(instr: Instr) -> str:
+    """Cost class of a vector instruction (cycles per repeat are in the chip config)."""
+    op = instr.OP
+    if op in ("vdup", "vcopy", "vcast", "vscalar", "vbroadcast"):
+        return "simple"
+    if op == "vbinary":
+        return VBINARY_COST[instr.fn]
+    if op == "vunary":
+        cls = VUNARY_COST[instr.fn]
+        if instr.fn in ("exp", "log") and instr.dtype == "float16":
+            return "complex"  # fp16 exp/log take 4 cycles a repeat, fp32 only 2 (measured)
+        return cls
+    return "binary"  # compare, select, reduce, transpose
+
+
+def repeats(nbytes: int, repeat_bytes: int) -> int:
+    return max(1, math.ceil(nbytes / repeat_bytes))

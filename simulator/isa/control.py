@@ -1,0 +1,224 @@
+"""Scalar-unit, control-flow and synchronisation instructions."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from .base import (
+    CORE_PIPES, ALU_FNS, Instr, Operand, Reg, _check_ops, _req,
+)
+
+
+# --------------------------------------------------------------------------- scalar
+
+
+@dataclass(frozen=True)
+class CoreIdx(Instr):
+    """dst = index of this core in the launch (0 .. block_dim-1)."""
+
+    dst: Reg
+    OP: ClassVar[str] = "core_idx"
+    WRITES: ClassVar[tuple[str, ...]] = ("dst",)
+
+    def text(self) -> str:
+        return f"{self.dst} = core_idx"
+
+
+@dataclass(frozen=True)
+class CoreNum(Instr):
+    """dst = block_dim of the launch."""
+
+    dst: Reg
+    OP: ClassVar[str] = "core_num"
+    WRITES: ClassVar[tuple[str, ...]] = ("dst",)
+
+    def text(self) -> str:
+        return f"{self.dst} = core_num"
+
+
+@dataclass(frozen=True)
+class Tiling(Instr):
+    """dst = the tiling-data field `field` passed at launch."""
+
+    dst: Reg
+    field: str
+    OP: ClassVar[str] = "tiling"
+    WRITES: ClassVar[tuple[str, ...]] = ("dst",)
+
+    def text(self) -> str:
+        return f"{self.dst} = tiling {self.field}"
+
+
+@dataclass(frozen=True)
+class Mov(Instr):
+    dst: Reg
+    src: Operand
+    OP: ClassVar[str] = "mov"
+    WRITES: ClassVar[tuple[str, ...]] = ("dst",)
+
+    def check(self, core_type: str) -> None:
+        super().check(core_type)
+        _check_ops(self, "src")
+
+    def text(self) -> str:
+        return f"{self.dst} = {self.src}"
+
+
+@dataclass(frozen=True)
+class Alu(Instr):
+    """dst = fn(a, b) on 64-bit integers; div/mod floor, cdiv is ceiling division, comparisons give 0/1."""
+
+    fn: str
+    dst: Reg
+    a: Operand
+    b: Operand
+    OP: ClassVar[str] = "alu"
+    WRITES: ClassVar[tuple[str, ...]] = ("dst",)
+
+    def check(self, core_type: str) -> None:
+        super().check(core_type)
+        _req(self, self.fn in ALU_FNS, f"unknown scalar function {self.fn!r}; known: {', '.join(ALU_FNS)}")
+        _check_ops(self, "a", "b")
+
+    def text(self) -> str:
+        return f"{self.dst} = {self.fn} {self.a}, {self.b}"
+
+
+@dataclass(frozen=True)
+class Loop(Instr):
+    """for var in range(start, stop, step): ... EndLoop. The trip count is evaluated once."""
+
+    var: Reg
+    start: Operand
+    stop: Operand
+    step: Operand = 1
+    OP: ClassVar[str] = "loop"
+    WRITES: ClassVar[tuple[str, ...]] = ("var",)
+
+    def check(self, core_type: str) -> None:
+        super().check(core_type)
+        _check_ops(self, "start", "stop", "step")
+        _req(self, not (isinstance(self.step, int) and self.step == 0), "step must not be 0")
+
+    def text(self) -> str:
+        return f"loop {self.var} = {self.start} .. {self.stop} step {self.step}"
+
+
+@dataclass(frozen=True)
+class EndLoop(Instr):
+    OP: ClassVar[str] = "end_loop"
+
+    def text(self) -> str:
+        return "end_loop"
+
+
+@dataclass(frozen=True)
+class If(Instr):
+    """Run the following block when cond != 0 (optional Else block), up to EndIf."""
+
+    cond: Operand
+    OP: ClassVar[str] = "if"
+
+    def check(self, core_type: str) -> None:
+        super().check(core_type)
+        _check_ops(self, "cond")
+
+    def text(self) -> str:
+        return f"if {self.cond}"
+
+
+@dataclass(frozen=True)
+class Else(Instr):
+    OP: ClassVar[str] = "else"
+
+    def text(self) -> str:
+        return "else"
+
+
+@dataclass(frozen=True)
+class EndIf(Instr):
+    OP: ClassVar[str] = "end_if"
+
+    def text(self) -> str:
+        return "end_if"
+
+
+# --------------------------------------------------------------------------- synchronisation
+
+
+def _check_pipe_pair(instr: Instr, core_type: str) -> None:
+    pipes = CORE_PIPES[core_type]
+    for n in ("src", "dst"):
+        p = getattr(instr, n)
+        _req(instr, p in pipes, f"{n} pipe {p!r} is not a pipe of an {core_type.upper()} core ({', '.join(pipes)})")
+    _req(instr, instr.src != instr.dst, f"source and destination pipe are both {instr.src}; use pipe_barrier")
+    _check_ops(instr, "event")
+
+
+@dataclass(frozen=True)
+class SetFlag(Instr):
+    """Queued on pipe `src`: sets event (src->dst, event) once src's earlier work is done."""
+
+    src: str
+    dst: str
+    event: Operand
+    OP: ClassVar[str] = "set_flag"
+
+    @property
+    def pipe(self) -> str:
+        return self.src
+
+    def check(self, core_type: str) -> None:
+        _check_pipe_pair(self, core_type)
+
+    def text(self) -> str:
+        return f"set_flag {self.src}->{self.dst} event={self.event}"
+
+
+@dataclass(frozen=True)
+class WaitFlag(Instr):
+    """Queued on pipe `dst`: blocks dst until event (src->dst, event) is set, then clears it."""
+
+    src: str
+    dst: str
+    event: Operand
+    OP: ClassVar[str] = "wait_flag"
+
+    @property
+    def pipe(self) -> str:
+        return self.dst
+
+    def check(self, core_type: str) -> None:
+        _check_pipe_pair(self, core_type)
+
+    def text(self) -> str:
+        return f"wait_flag {self.src}->{self.dst} event={self.event}"
+
+
+@dataclass(frozen=True)
+class PipeBarrier(Instr):
+    """`pipe`: orders that pipe's queue (always true in this model); "ALL": the scalar unit waits for every pipe."""
+
+    pipe_name: str
+    OP: ClassVar[str] = "pipe_barrier"
+
+    @property
+    def pipe(self) -> str:
+        return "S" if self.pipe_name == "ALL" else self.pipe_name
+
+    def check(self, core_type: str) -> None:
+        ok = self.pipe_name == "ALL" or self.pipe_name in CORE_PIPES[core_type]
+        _req(self, ok, f"pipe must be ALL or one of {', '.join(CORE_PIPES[core_type])}, got {self.pipe_name!r}")
+
+    def text(self) -> str:
+        return f"pipe_barrier {self.pipe_name}"
+
+
+@dataclass(frozen=True)
+class SyncAll(Instr):
+    """All-core barrier: waits until this core's pipes drain and every core of the launch arrives."""
+
+    OP: ClassVar[str] = "sync_all"
+
+    def text(self) -> str:
+        return "sync_all"

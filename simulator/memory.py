@@ -1,0 +1,119 @@
+"""Global memory (an allocator of named buffers) and the per-core on-chip memories.
+
+GM is a 64 GiB address space on the 910b preset, so it is never backed by
+one array: each allocation owns a numpy byte array and a virtual address
+(aligned to `gm_alloc_align`). On-chip memories of one kind are stacked, one
+row per core, so an instruction can act on many cores at once.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+import numpy as np
+
+from .chips import ChipConfig
+from .errors import MemoryRuleError
+
+
+@dataclass(eq=False)
+class GmBuffer:
+    """One named GM allocation: `addr` is its virtual GM address, `data` its bytes."""
+
+    name: str
+    addr: int
+    nbytes: int
+    data: np.ndarray = field(repr=False)
+    # byte ranges the host wrote (the sanitizer treats the rest as never written)
+    host_written: list[tuple[int, int]] = field(default_factory=list, repr=False)
+
+    @property
+    def end(self) -> int:
+        return self.addr + self.nbytes
+
+
+def _round_up(x: int, a: int) -> int:
+    return -(-x // a) * a
+
+
+class GlobalMemory:
+    """First-fit allocator over the chip's GM address space, with named buffers."""
+
+    def __init__(self, chip: ChipConfig):
+        self.chip = chip
+        self._buffers: dict[str, GmBuffer] = {}
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._buffers
+
+    def __iter__(self):
+        return iter(sorted(self._buffers.values(), key=lambda b: b.addr))
+
+    @property
+    def used_bytes(self) -> int:
+        return sum(_round_up(b.nbytes, self.chip.gm_alloc_align) for b in self._buffers.values())
+
+    def get(self, name: str) -> GmBuffer:
+        try:
+            return self._buffers[name]
+        except KeyError:
+            known = ", ".join(sorted(self._buffers)) or "none"
+            raise MemoryRuleError(f"no GM buffer named {name!r} (allocated: {known})",
+                                  space="GM", rule="unknown buffer") from None
+
+    def alloc(self, name: str, nbytes: int) -> GmBuffer:
+        if not isinstance(name, str) or not name:
+            raise MemoryRuleError(f"GM buffer name must be a non-empty string, got {name!r}", space="GM",
+                                  rule="buffer name")
+        if name in self._buffers:
+            raise MemoryRuleError(f"a GM buffer named {name!r} already exists; free it first", space="GM",
+                                  rule="unique buffer names")
+        if isinstance(nbytes, bool) or not isinstance(nbytes, (int, np.integer)) or nbytes <= 0:
+            raise MemoryRuleError(f"GM buffer {name!r}: size must be a positive number of bytes, got {nbytes!r}",
+                                  space="GM", rule="positive size")
+        nbytes = int(nbytes)
+        align = self.chip.gm_alloc_align
+        need = _round_up(nbytes, align)
+        addr = self._find_gap(need)
+        if addr is None:
+            raise MemoryRuleError(
+                f"GM capacity: cannot allocate {nbytes} bytes for {name!r}: {self.used_bytes} of "
+                f"{self.chip.gm_bytes} bytes of chip {self.chip.name} GM are in use",
+                space="GM", start=0, end=nbytes, rule="GM capacity",
+            )
+        buf = GmBuffer(name, addr, nbytes, np.zeros(nbytes, dtype=np.uint8))
+        self._buffers[name] = buf
+        return buf
+
+    def _find_gap(self, need: int) -> Optional[int]:
+        cursor = 0
+        for b in sorted(self._buffers.values(), key=lambda b: b.addr):
+            if b.addr - cursor >= need:
+                return cursor
+            cursor = _round_up(b.end, self.chip.gm_alloc_align)
+        return cursor if self.chip.gm_bytes - cursor >= need else None
+
+    def free(self, name: str) -> None:
+        self.get(name)
+        del self._buffers[name]
+
+
+class OnChipMemory:
+    """Stacked per-core memories of one core type: space -> (cores, bytes) uint8 array.
+
+    Arrays are created on first use and kept between launches (like real
+    hardware, a kernel finds whatever the previous one left behind).
+    """
+
+    def __init__(self, chip: ChipConfig, core_type: str, spaces: tuple[str, ...]):
+        self.chip = chip
+        self.cores = chip.cores_of(core_type)
+        self.spaces = tuple(s for s in spaces if s != "GM")
+        self._arrays: dict[str, np.ndarray] = {}
+
+    def array(self, space: str) -> np.ndarray:
+        arr = self._arrays.get(space)
+        if arr is None:
+            arr = np.zeros((self.cores, self.chip.space_bytes(space)), dtype=np.uint8)
+            self._arrays[space] = arr
+        return arr

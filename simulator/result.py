@@ -1,0 +1,151 @@
+"""The record a launch returns: cycles, time, busy cycles per pipe and core, bytes, counts, trace."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import trace as trace_mod
+from .isa import CORE_PIPES, PIPES
+from .timing import TimingGroup
+
+
+@dataclass
+class LaunchResult:
+    """Outcome of `Device.launch` (all byte and cycle counts are exact totals over the launch's cores).
+
+    cycles / time_s: kernel duration; pipe_busy: pipe -> busy cycles summed
+    over cores; core_pipe_busy: one such dict per core; core_cycles: when each
+    core finished; gm_read_bytes / gm_write_bytes and bytes_by_path (per data
+    path); instr_counts (by mnemonic) and pipe_instr_counts (by pipe).
+    """
+
+    program: str
+    chip: str
+    core_type: str
+    block_dim: int
+    clock_hz: float
+    gm_bytes_per_cycle: float
+    cycles: int
+    time_s: float
+    pipe_busy: dict[str, int]
+    core_pipe_busy: list[dict[str, int]]
+    core_cycles: list[int]
+    gm_read_bytes: int
+    gm_write_bytes: int
+    bytes_by_path: dict[str, int]
+    instr_counts: dict[str, int]
+    pipe_instr_counts: dict[str, int]
+    sanitized: bool
+    distinct_streams: int
+    _groups_by_core: dict[int, TimingGroup] = field(repr=False, default_factory=dict)
+    _texts: list[str] = field(repr=False, default_factory=list)
+    _mnemonics: list[str] = field(repr=False, default_factory=list)
+    _issue_cycles: int = field(repr=False, default=1)
+
+    @property
+    def gm_bytes(self) -> int:
+        return self.gm_read_bytes + self.gm_write_bytes
+
+    @property
+    def gm_bandwidth(self) -> float:
+        """Achieved GM bandwidth in bytes per second."""
+        return self.gm_bytes / self.time_s if self.time_s > 0 else 0.0
+
+    @property
+    def gm_bandwidth_fraction(self) -> float:
+        """Achieved GM bandwidth as a fraction of the chip's aggregate limit."""
+        limit = self.gm_bytes_per_cycle * self.clock_hz
+        return self.gm_bandwidth / limit if limit else 0.0
+
+    def utilisation(self, pipe: str) -> float:
+        """Busy fraction of `pipe` averaged over the launch's cores."""
+        if self.cycles == 0:
+            return 0.0
+        return self.pipe_busy.get(pipe, 0) / (self.cycles * self.block_dim)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "program": self.program, "chip": self.chip, "core_type": self.core_type, "block_dim": self.block_dim,
+            "cycles": self.cycles, "time_s": self.time_s, "pipe_busy": dict(self.pipe_busy),
+            "core_cycles": list(self.core_cycles), "gm_read_bytes": self.gm_read_bytes,
+            "gm_write_bytes": self.gm_write_bytes, "bytes_by_path": dict(self.bytes_by_path),
+            "instr_counts": dict(self.instr_counts), "pipe_instr_counts": dict(self.pipe_instr_counts),
+            "gm_bandwidth_fraction": self.gm_bandwidth_fraction, "sanitized": self.sanitized,
+        }
+
+    def summary(self) -> str:
+        """A readable table: per-pipe busy cycles and utilisation, bytes per path, GM bandwidth."""
+        lines = [
+            f"launch {self.program} on {self.chip}: {self.block_dim} {self.core_type.upper()} core(s), "
+            f"{self.cycles:,} cycles = {self.time_s * 1e6:,.2f} us at {self.clock_hz / 1e9:g} GHz"
+            + ("  [sanitized]" if self.sanitized else ""),
+            f"{'pipe':<6}{'busy cycles (all cores)':>26}{'utilisation':>12}{'instructions':>14}",
+        ]
+        for p in CORE_PIPES[self.core_type]:
+            lines.append(f"{p:<6}{self.pipe_busy.get(p, 0):>26,}{self.utilisation(p):>12.1%}"
+                         f"{self.pipe_instr_counts.get(p, 0):>14,}")
+        lines.append(f"{'path':<12}{'bytes':>20}")
+        for path, n in sorted(self.bytes_by_path.items()):
+            lines.append(f"{path:<12}{n:>20,}")
+        limit = self.gm_bytes_per_cycle * self.clock_hz
+        lines.append(
+            f"GM: read {self.gm_read_bytes:,} B, written {self.gm_write_bytes:,} B; achieved "
+            f"{self.gm_bandwidth / 1e12:.3f} TB/s = {self.gm_bandwidth_fraction:.1%} of the chip's "
+            f"{limit / 1e12:.3f} TB/s"
+        )
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.summary()
+
+    def trace(self) -> dict[str, Any]:
+        """The Chrome-trace dictionary (see save_trace)."""
+        return trace_mod.chrome_trace(self._groups_by_core, self._texts, self._mnemonics, self.clock_hz,
+                                      self.core_type, self._issue_cycles)
+
+    def save_trace(self, path: str) -> None:
+        """Write a Chrome-trace JSON file (open it in Perfetto or chrome://tracing)."""
+        trace_mod.save(path, self.trace())
+
+
+def build(program: Any, chip: Any, block_dim: int, groups: list, tgroups: list[TimingGroup], total: float,
+          texts: list[str], mnemonics: list[str], pipes: list[str], sanitized: bool) -> LaunchResult:
+    """Assemble the result from the functional groups and the timing groups."""
+    cycles = int(math.ceil(total - 1e-9)) if total > 0 else 0
+    by_core: dict[int, TimingGroup] = {}
+    for tg in tgroups:
+        for c in tg.cores:
+            by_core[c] = tg
+    core_pipe_busy = []
+    core_cycles = []
+    pipe_busy = {p: 0.0 for p in CORE_PIPES[program.core_type]}
+    for c in range(block_dim):
+        tg = by_core[c]
+        d = {p: tg.busy[i] for i, p in enumerate(PIPES) if p in pipe_busy}
+        d["S"] = tg.s_busy
+        core_pipe_busy.append({p: int(round(v)) for p, v in d.items()})
+        core_cycles.append(int(math.ceil(tg.total - 1e-9)))
+        for p, v in d.items():
+            pipe_busy[p] += v
+    bytes_by_path: dict[str, int] = {}
+    counts: dict[str, int] = {}
+    pipe_counts: dict[str, int] = {}
+    for g in groups:
+        for path, n in g.bytes.items():
+            bytes_by_path[path] = bytes_by_path.get(path, 0) + n * g.m
+        for k, n in enumerate(g.counts):
+            if n:
+                counts[mnemonics[k]] = counts.get(mnemonics[k], 0) + n * g.m
+                pipe_counts[pipes[k]] = pipe_counts.get(pipes[k], 0) + n * g.m
+    gm_read = sum(n for p, n in bytes_by_path.items() if p.startswith("gm_"))
+    gm_write = sum(n for p, n in bytes_by_path.items() if p.endswith("_gm"))
+    return LaunchResult(
+        program=program.name, chip=chip.name, core_type=program.core_type, block_dim=block_dim,
+        clock_hz=chip.clock_hz, gm_bytes_per_cycle=chip.gm_bytes_per_cycle, cycles=cycles,
+        time_s=cycles / chip.clock_hz, pipe_busy={p: int(round(v)) for p, v in pipe_busy.items()},
+        core_pipe_busy=core_pipe_busy, core_cycles=core_cycles, gm_read_bytes=gm_read, gm_write_bytes=gm_write,
+        bytes_by_path=bytes_by_path, instr_counts=dict(sorted(counts.items())),
+        pipe_instr_counts=pipe_counts, sanitized=sanitized, distinct_streams=len(tgroups),
+        _groups_by_core=by_core, _texts=texts, _mnemonics=mnemonics, _issue_cycles=chip.issue_cycles,
+    )

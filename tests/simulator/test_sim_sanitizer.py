@@ -1,0 +1,250 @@
+"""Every sanitizer finding and memory rule, each caught on a seeded bug."""
+import numpy as np
+import pytest
+
+from simulator import (
+    UB, DeadlockError, Device, DoubleSetError, FlagLeftSetError, MemoryRuleError, Program, ProgramError, RaceError,
+    SanitizerError, SimulatorError, UninitializedReadError, chips, isa,
+)
+from simulator.examples import vector_add
+
+N = 3000
+
+
+def _launch(prog, tiling=None, chip="tiny", block_dim=4, sanitize=True):
+    cfg = chips.get(chip)
+    dev = Device(cfg)
+    x = np.arange(N, dtype=np.float32)
+    dev.upload("x", x)
+    dev.upload("y", x)
+    dev.alloc("z", x.nbytes)
+    t = tiling or vector_add.tiling(N, cfg, block_dim)
+    return dev.launch(prog, block_dim, ["x", "y", "z"], t, sanitize=sanitize)
+
+
+def _without(prog, pred, which=0):
+    """The program minus the `which`-th instruction satisfying pred."""
+    hits = [k for k, i in enumerate(prog.instructions) if pred(i)]
+    drop = hits[which]
+    return prog.with_instructions([i for k, i in enumerate(prog.instructions) if k != drop]), drop
+
+
+def _is_wait(src, dst):
+    return lambda i: isinstance(i, isa.WaitFlag) and (i.src, i.dst) == (src, dst)
+
+
+def test_the_clean_program_passes():
+    res = _launch(vector_add.build())
+    assert res.sanitized
+
+
+def test_dropped_wait_is_a_race():
+    prog, _ = _without(vector_add.build(), _is_wait("MTE2", "V"))
+    with pytest.raises(RaceError) as info:
+        _launch(prog)
+    msg = str(info.value)
+    assert msg.startswith("core 0: race on UB bytes [0x")
+    assert "V instruction #" in msg and "vadd" in msg and "MTE2 instruction #" in msg and "copy UB[" in msg
+    assert "no set_flag/wait_flag chain orders MTE2 before V" in msg
+    a, b = info.value.accesses
+    assert (a["pipe"], b["pipe"]) == ("V", "MTE2") and a["space"] == "UB" and a["end"] > a["start"]
+
+
+def test_dropped_wait_leaves_its_set_unconsumed_even_without_the_sanitizer():
+    prog, _ = _without(vector_add.build(), _is_wait("MTE2", "V"))
+    with pytest.raises(FlagLeftSetError, match="flag MTE2->V event 0 is still set"):
+        _launch(prog, sanitize=False)  # the flag protocol checks are cheap and always on
+
+
+def test_overlapping_buffers_are_a_race():
+    cfg = chips.get("tiny")
+    t = vector_add.tiling(N, cfg, 4)
+    t["slot"] -= 32  # ping and pong buffers now share 32 bytes
+    with pytest.raises(RaceError, match=r"core \d: race on UB bytes"):
+        _launch(vector_add.build(), t)
+
+
+def test_forgotten_final_wait_leaves_a_flag_set():
+    prog, _ = _without(vector_add.build(), _is_wait("MTE3", "V"), which=-1)
+    with pytest.raises(FlagLeftSetError) as info:
+        _launch(prog)
+    msg = str(info.value)
+    assert "flag MTE3->V event 1 is still set when the kernel ends" in msg
+    assert "set_flag MTE3->V event=" in msg and msg.startswith("core 0:")
+    with pytest.raises(FlagLeftSetError):  # cheap check: always on
+        _launch(prog, sanitize=False)
+
+
+def test_wait_nobody_sets_is_a_deadlock():
+    prog = vector_add.build()
+    body = list(prog.instructions)
+    body.insert(-2, isa.WaitFlag("MTE2", "V", 5))
+    with pytest.raises(DeadlockError) as info:
+        _launch(prog.with_instructions(body), sanitize=False)
+    msg = str(info.value)
+    assert "deadlock at the end of the kernel" in msg
+    assert "pipe V waits at instruction #43 `wait_flag MTE2->V event=5`" in msg
+    assert "which has nothing left that sets it" in msg
+
+
+def test_circular_waits_are_reported_as_a_cycle():
+    p = Program("cycle", "aiv")
+    p.wait_flag("MTE2", "V", 0)
+    p.set_flag("V", "MTE2", 0)
+    p.wait_flag("V", "MTE2", 0)
+    p.set_flag("MTE2", "V", 0)
+    with pytest.raises(DeadlockError, match=r"cycle of waits: (V -> MTE2 -> V|MTE2 -> V -> MTE2)"):
+        Device("tiny").launch(p, 2)
+
+
+def test_wait_before_its_set_in_issue_order_is_fine(rng):
+    # V's queue blocks on the wait; the add issued behind it must see the data loaded afterwards
+    dev = Device("tiny")
+    x = rng.standard_normal(64).astype(np.float32)
+    dev.upload("x", x)
+    dev.alloc("z", 2 * x.nbytes)
+    p = Program("late_set", "aiv", params=["x", "z"])
+    core = p.core_idx()
+    p.wait_flag("MTE2", "V", 0)
+    p.vbinary("add", UB(512), UB(0), UB(0), 64, "float32")
+    p.set_flag("V", "MTE3", 0)
+    # the load is issued after the add; its length differs per core, so lockstep groups split here
+    p.copy(UB(0), p.gm("x"), "float32", burst=p.add(p.mul(core, 8), 32))
+    p.copy(UB(128), p.gm("x", 128), "float32", burst=32)
+    p.set_flag("MTE2", "V", 0)
+    p.wait_flag("V", "MTE3", 0)
+    p.copy(p.gm("z", p.mul(core, 256)), UB(512), "float32", burst=64)
+    for sanitize in (False, True):
+        res = dev.launch(p, 2, ["x", "z"], sanitize=sanitize)
+        assert np.array_equal(dev.read("z", np.float32), np.concatenate([x + x, x + x]))
+        assert res.cycles > 210 + 256 / 113  # the add waited for the loads
+
+
+def test_misaligned_ub_address_is_rejected():
+    with pytest.raises(MemoryRuleError) as info:
+        _launch(vector_add.build(ub_base=16), sanitize=False)
+    e = info.value
+    assert e.rule == "UB addresses are 32-byte aligned" and e.space == "UB" and e.start == 16
+    assert e.pipe == "MTE2" and e.core == 0 and "copy UB[" in e.text
+    assert "address 0x10 is not 32-byte aligned" in str(e)
+
+
+def test_ub_overflow_is_rejected():
+    # a tiling made for the 910b UB (192 KiB) run on the tiny chip (16 KiB)
+    t = vector_add.tiling(200000, chips.get("910b"), 4)
+    with pytest.raises(MemoryRuleError) as info:
+        _launch(vector_add.build(), t, sanitize=False)
+    e = info.value
+    assert e.rule == "UB capacity 16384 bytes" and e.end > 16384
+    assert "beyond the 16384-byte UB of chip tiny" in str(e)
+
+
+def test_read_of_never_written_memory():
+    p = Program("uninit", "aiv", params=["x"])
+    p.copy(UB(0), p.gm("x"), "float32", burst=8)
+    p.set_flag("MTE2", "V", 0)
+    p.wait_flag("MTE2", "V", 0)
+    p.vbinary("add", UB(128), UB(0), UB(32), 16, "float32")  # UB[32:64] is never written
+    dev = Device("tiny")
+    dev.upload("x", np.ones(8, np.float32))
+    with pytest.raises(UninitializedReadError, match=r"core 0: V instruction #3 `vadd UB\[128\] <- UB\[0\], UB\[32\] "
+                                                     r"float32 count=16` reads UB bytes \[0x20, 0x40\) that nothing wrote before"):
+        dev.launch(p, 1, ["x"], sanitize=True)
+
+
+def test_read_of_never_written_gm():
+    p = Program("uninit_gm", "aiv", params=["x"])
+    p.copy(UB(0), p.gm("x"), "float32", burst=8)
+    p.set_flag("MTE2", "V", 0)
+    p.wait_flag("MTE2", "V", 0)
+    dev = Device("tiny")
+    dev.alloc("x", 64)
+    with pytest.raises(UninitializedReadError, match="GM buffer 'x' that neither the host nor a kernel wrote"):
+        dev.launch(p, 1, ["x"], sanitize=True)
+
+
+def test_set_twice_without_a_wait():
+    p = Program("double", "aiv", params=["x"])
+    p.vdup(UB(4096), 1.0, 16000, "float32")           # keeps V busy
+    p.vunary("tanh", UB(4096), UB(4096), 16000, "float32")
+    p.copy(UB(0), p.gm("x"), "float32", burst=8)
+    p.set_flag("MTE2", "V", 0)
+    p.copy(UB(32), p.gm("x"), "float32", burst=8)
+    p.set_flag("MTE2", "V", 0)                         # fires while V still runs: first set not consumed
+    p.wait_flag("MTE2", "V", 0)
+    p.wait_flag("MTE2", "V", 0)
+    dev = Device("910b")
+    dev.upload("x", np.ones(8, np.float32))
+    with pytest.raises(DoubleSetError) as info:
+        dev.launch(p, 1, ["x"])
+    msg = str(info.value)
+    assert "set_flag MTE2->V event 0 is set twice without a wait" in msg
+    assert "instruction #5" in msg and "its wait #6" in msg
+
+
+def _reduce_over_cores(with_barrier):
+    """Each core writes one partial to a workspace; core 0 then sums them."""
+    p = Program("partials", "aiv", params=["ws", "out"])
+    core = p.core_idx()
+    p.vdup(UB(0), 1.0, 8, "float32")
+    p.vscalar("mul", UB(0), UB(0), core, 8, "float32")  # 8 copies of the core index
+    p.set_flag("V", "MTE3", 0)
+    p.wait_flag("V", "MTE3", 0)
+    p.copy(p.gm("ws", p.mul(core, 32)), UB(0), "float32", burst=8)
+    if with_barrier:
+        p.sync_all()
+    with p.if_(p.alu("eq", core, 0)):
+        p.set_flag("MTE3", "MTE2", 0)
+        p.wait_flag("MTE3", "MTE2", 0)
+        p.copy(UB(64), p.gm("ws"), "float32", burst=32)
+        p.set_flag("MTE2", "V", 0)
+        p.wait_flag("MTE2", "V", 0)
+        p.vreduce("sum", UB(256), UB(64), 1, 32, "float32")
+        p.set_flag("V", "MTE3", 1)
+        p.wait_flag("V", "MTE3", 1)
+        p.copy(p.gm("out"), UB(256), "float32", burst=1, pad=True)
+    return p
+
+
+def test_sync_all_orders_cores_through_gm():
+    dev = Device("tiny")
+    dev.alloc("ws", 4 * 32)
+    dev.alloc("out", 4)
+    for sanitize in (True, False):
+        res = dev.launch(_reduce_over_cores(True), 4, ["ws", "out"], sanitize=sanitize)
+        assert dev.read("out", np.float32)[0] == 8 * (0 + 1 + 2 + 3)
+        assert res.instr_counts["sync_all"] == 4
+
+
+def test_cross_core_gm_race_without_barrier():
+    dev = Device("tiny")
+    dev.upload("ws", np.zeros(32, np.float32))
+    dev.alloc("out", 4)
+    with pytest.raises(RaceError, match=r"core 1: race on byte 0x20 of GM buffer 'ws': MTE3 instruction #\d+ .* "
+                                        r"while core 0 MTE2 instruction #\d+ .* reads it, and "
+                                        r"no sync_all separates the two cores"):
+        dev.launch(_reduce_over_cores(False), 4, ["ws", "out"], sanitize=True)
+
+
+def test_barrier_some_cores_never_reach_is_a_deadlock():
+    p = Program("half_barrier", "aiv")
+    core = p.core_idx()
+    with p.if_(p.alu("lt", core, 2)):
+        p.sync_all()
+    with pytest.raises(DeadlockError, match=r"sync_all: cores \[0, 1\] wait at instruction #3 `sync_all` but cores "
+                                            r"\[2, 3\] ended without reaching it"):
+        Device("tiny").launch(p, 4)
+
+
+def test_event_id_out_of_range():
+    p = Program("ev", "aiv")
+    p.set_flag("V", "MTE3", 8)
+    p.wait_flag("V", "MTE3", 8)
+    with pytest.raises(ProgramError, match=r"event id 8 is outside 0..7"):
+        Device("tiny").launch(p, 1)
+
+
+def test_all_findings_share_one_base_class():
+    for cls in (RaceError, UninitializedReadError, DeadlockError, FlagLeftSetError, DoubleSetError):
+        assert issubclass(cls, SanitizerError) and issubclass(cls, SimulatorError)
+    assert issubclass(MemoryRuleError, SimulatorError)

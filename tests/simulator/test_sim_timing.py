@@ -1,0 +1,154 @@
+"""Timing model: pipelining, multi-core scaling, shared GM bandwidth, results, summary and trace."""
+import json
+
+import numpy as np
+import pytest
+
+from simulator import UB, Device, Program, chips
+from simulator.examples import vector_add
+
+
+def _add(n, chip, block_dim, buffer_num=2, tile=None, seed=0):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(n).astype(np.float32)
+    y = rng.standard_normal(n).astype(np.float32)
+    z, res = vector_add.run(x, y, chip, block_dim, buffer_num, sanitize=False, tile=tile)
+    assert np.array_equal(z, x + y)
+    return res
+
+
+def test_double_buffering_a_balanced_add_is_at_least_1_5x_faster():
+    # "balanced": the vector stage takes about as long as the load stage (8 cycles per repeat
+    # make a 32 KiB add ~1030 cycles, like loading its two inputs); then single buffering
+    # serialises load and add while double buffering overlaps them
+    chip = chips.get("910b").replace(vector_binary_cycles=8)
+    sb = _add(8192 * 8, chip, 1, buffer_num=1, tile=8192)
+    db = _add(8192 * 8, chip, 1, buffer_num=2, tile=8192)
+    v, mte2 = db.pipe_busy["V"], db.pipe_busy["MTE2"]
+    assert 0.8 < v / mte2 < 1.25
+    assert sb.cycles >= 1.5 * db.cycles
+
+
+def test_double_buffering_helps_on_the_stock_chip_too():
+    sb = _add(8192 * 8, "910b", 1, buffer_num=1, tile=8192)
+    db = _add(8192 * 8, "910b", 1, buffer_num=2, tile=8192)
+    assert sb.cycles > 1.2 * db.cycles
+    # double buffered, MTE2 (the slowest stage) is busy almost all the time
+    assert db.utilisation("MTE2") > 0.85 and db.utilisation("MTE2") > sb.utilisation("MTE2") + 0.1
+
+
+def test_eight_cores_are_at_least_6x_faster_when_gm_is_not_saturated():
+    one = _add(8 * 8 * 1024, "910b", 1, tile=1024)
+    eight = _add(8 * 8 * 1024, "910b", 8, tile=1024)
+    assert eight.gm_bandwidth_fraction < 0.5
+    assert one.cycles >= 6 * eight.cycles
+    assert eight.cycles * 8 >= one.cycles * 0.95  # and not magically more than linear
+
+
+def test_never_faster_than_the_aggregate_gm_bandwidth():
+    chip = chips.get("910b")
+    res = _add(48 * 4 * 8192, chip, 48)
+    floor = (res.gm_read_bytes + res.gm_write_bytes) / chip.gm_bytes_per_cycle
+    assert res.cycles >= floor
+    assert 0.8 < res.gm_bandwidth_fraction <= 1.0
+    # a chip with a tenth of the bandwidth is held to it
+    slow = chip.replace(gm_bytes_per_cycle=chip.gm_bytes_per_cycle / 10)
+    res2 = _add(48 * 4 * 8192, slow, 48)
+    assert res2.cycles >= (res2.gm_read_bytes + res2.gm_write_bytes) / slow.gm_bytes_per_cycle
+    assert res2.gm_bandwidth_fraction > 0.95
+    assert res2.cycles > 5 * res.cycles
+
+
+def test_cycles_are_deterministic_and_bytes_exact():
+    a = _add(12345, "tiny", 4)
+    b = _add(12345, "tiny", 4, seed=1)  # other data, same program and sizes
+    assert a.cycles == b.cycles and a.pipe_busy == b.pipe_busy
+    assert a.gm_read_bytes == 2 * 12345 * 4 and a.gm_write_bytes == 12345 * 4
+    assert a.bytes_by_path == {"gm_to_ub": 2 * 12345 * 4, "ub_to_gm": 12345 * 4}
+    assert a.time_s == pytest.approx(a.cycles / 1.8e9)
+    assert set(a.pipe_busy) == {"S", "V", "MTE2", "MTE3"}
+    assert sum(c["MTE2"] for c in a.core_pipe_busy) == a.pipe_busy["MTE2"]
+    assert a.cycles == max(a.core_cycles)
+    assert a.instr_counts["copy.gm_to_ub"] == 2 * a.instr_counts["vbinary.add"]
+    assert a.pipe_instr_counts["V"] > 0
+
+
+def _copy_program(gm_offset):
+    p = Program("one_copy", "aiv", params=["x"])
+    p.copy(UB(0), p.gm("x", gm_offset), "float32", burst=4096)
+    p.set_flag("MTE2", "V", 0)
+    p.wait_flag("MTE2", "V", 0)
+    return p
+
+
+def test_dma_costs_follow_the_chip_config():
+    chip = chips.get("910b")
+    dev = Device(chip)
+    dev.alloc("x", 64 * 1024)
+    aligned = dev.launch(_copy_program(0), 1, ["x"])
+    unaligned = dev.launch(_copy_program(32), 1, ["x"])
+    nbytes = 4096 * 4
+    assert aligned.pipe_busy["MTE2"] == pytest.approx(210 + nbytes / 113, abs=1)
+    # a GM address off the 512-byte boundary gets 70% of the path bandwidth
+    assert unaligned.pipe_busy["MTE2"] == pytest.approx(210 + nbytes / (113 * 0.7), abs=1)
+
+
+def test_vector_costs_follow_the_repeat_model():
+    dev = Device("910b")
+    p = Program("vec", "aiv")
+    p.vdup(UB(0), 1.0, 64 * 128, "float32")             # 128 repeats x 1 cycle
+    p.vbinary("add", UB(32768), UB(0), UB(0), 64 * 128, "float32")  # 128 repeats x 2
+    p.vbinary("div", UB(65536), UB(0), UB(0), 100, "float32")       # 2 repeats x 4
+    res = dev.launch(p, 1)
+    assert res.pipe_busy["V"] == (3 + 128) + (3 + 256) + (3 + 8)
+
+
+def test_summary_and_trace(tmp_path):
+    res = _add(5000, "tiny", 4)
+    text = res.summary()
+    for word in ("cycles", "MTE2", "MTE3", "utilisation", "gm_to_ub", "TB/s", "of the chip's"):
+        assert word in text
+    path = tmp_path / "trace.json"
+    res.save_trace(str(path))
+    data = json.loads(path.read_text())
+    events = data["traceEvents"]
+    procs = {e["args"]["name"] for e in events if e.get("name") == "process_name"}
+    assert procs == {f"core {c} (AIV)" for c in range(4)}
+    threads = {e["args"]["name"] for e in events if e.get("name") == "thread_name"}
+    assert {"S", "V", "MTE2", "MTE3"} <= threads
+    slices = [e for e in events if e["ph"] == "X"]
+    assert any(e["name"] == "vbinary.add" for e in slices)
+    assert all(e["dur"] >= 0 for e in slices)
+    starts = [e for e in events if e["ph"] == "s"]
+    finishes = [e for e in events if e["ph"] == "f"]
+    assert starts and len(starts) == len(finishes)
+    assert max(e["ts"] + e["dur"] for e in slices) == pytest.approx(res.time_s * 1e6, rel=1e-3)
+
+
+@pytest.mark.parametrize("cores", [1, 8, 48])
+def test_gm_bandwidth_is_shared_fairly(cores):
+    # one 64 KiB load per core: alone it runs at the path's 113 B/cycle; 48 at once share 1.6 TB/s
+    chip = chips.get("910b")
+    dev = Device(chip)
+    dev.alloc("x", 48 * 65536)
+    p = Program("bw", "aiv", params=["x"])
+    p.copy(UB(0), p.gm("x", p.mul(p.core_idx(), 65536)), "float32", burst=16384)
+    p.set_flag("MTE2", "V", 0)
+    p.wait_flag("MTE2", "V", 0)
+    res = dev.launch(p, cores, ["x"])
+    data = max(65536 / 113, cores * 65536 / chip.gm_bytes_per_cycle)
+    assert res.cycles == pytest.approx(210 + data, abs=5)  # plus a few scalar and issue cycles
+    assert len(set(res.core_cycles)) == 1
+
+
+def test_sync_all_releases_every_core_together():
+    p = Program("sync", "aiv")
+    with p.if_(p.alu("eq", p.core_idx(), 0)):
+        p.vdup(UB(0), 1.0, 16000, "float32")  # only core 0 is busy before the barrier
+    p.sync_all()
+    p.vdup(UB(0), 2.0, 64, "float32")
+    res = Device("910b").launch(p, 4)
+    assert len(set(res.core_cycles)) == 1
+    busy_v0 = 3 + 250  # 16000 floats = 250 repeats
+    assert res.cycles > busy_v0 + chips.get("910b").sync_all_cycles
+    assert res.core_pipe_busy[0]["V"] > res.core_pipe_busy[1]["V"]
