@@ -10,7 +10,16 @@ about source; the frontend catches it and re-raises a located CompileError.
 from __future__ import annotations
 
 import linecache
+import os
 from dataclasses import dataclass
+
+
+def debug_enabled() -> bool:
+    """PYASC_DEBUG=1 (or true/yes/on): compiler bugs show their internal stack, unwrapped.
+
+    Read at each use, and parsed here only, so every layer agrees on what switches it on.
+    """
+    return os.environ.get("PYASC_DEBUG", "").strip().lower() in ("1", "true", "yes", "on")
 
 
 @dataclass(frozen=True)
@@ -34,14 +43,26 @@ class InferError(ValueError):
     """Shape/dtype inference rejected an op; the message names shapes and dtypes."""
 
 
+@dataclass(frozen=True)
+class Note:
+    """Context printed under a diagnostic, e.g. the call a helper was inlined from."""
+
+    text: str
+    loc: SourceLoc
+    source_line: str | None = None
+
+
 class CompileError(Exception):
     """Something in the kernel source that pyasc cannot compile.
 
     Attributes: `reason`, `filename`, `lineno`, `col_offset`, `end_col_offset`,
-    `source_line` (all None when the location is unknown).
+    `source_line` (all None when the location is unknown), and `notes`: the
+    calls the failing code was inlined from, innermost first (each rendered as
+    `path:line:col: note: ...` with its own source line and caret).
     """
 
-    def __init__(self, reason: str, loc: SourceLoc | None = None, source_line: str | None = None):
+    def __init__(self, reason: str, loc: SourceLoc | None = None, source_line: str | None = None,
+                 notes: tuple[Note, ...] = ()):
         self.reason = reason
         self.loc = loc
         self.filename = loc.filename if loc else None
@@ -51,22 +72,37 @@ class CompileError(Exception):
         if source_line is None and loc is not None:
             source_line = loc.source_line()
         self.source_line = source_line
+        self.notes = tuple(notes)
         super().__init__(self._render())
+
+    def with_note(self, note: Note) -> "CompileError":
+        """The same error with `note` added after the existing ones (an outer call site)."""
+        return CompileError(self.reason, self.loc, self.source_line, self.notes + (note,))
 
     def _render(self) -> str:
         if self.loc is None:
-            return f"error: {self.reason}"
-        text = f"{self.loc}: error: {self.reason}"
-        if self.source_line:
-            line = self.source_line
-            start = self.col_offset or 0
-            if self.loc.end_lineno not in (None, self.loc.lineno) or self.end_col_offset is None:
-                end = len(line)
-            else:
-                end = self.end_col_offset
-            width = max(1, end - start)
-            text += f"\n    {line}\n    {' ' * start}{'^' * width}"
+            text = f"error: {self.reason}"
+        else:
+            text = f"{self.loc}: error: {self.reason}" + _quote(self.loc, self.source_line)
+        for note in self.notes:
+            line = note.source_line if note.source_line is not None else note.loc.source_line()
+            text += f"\n{note.loc}: note: {note.text}" + _quote(note.loc, line)
         return text
 
     def __reduce__(self):
-        return (CompileError, (self.reason, self.loc, self.source_line))
+        return (CompileError, (self.reason, self.loc, self.source_line, self.notes))
+
+
+def _quote(loc: SourceLoc, line: str | None) -> str:
+    """The source line and a caret run under `loc` (empty without a line)."""
+    if not line:
+        return ""
+    start = loc.col_offset or 0
+    if loc.end_lineno not in (None, loc.lineno) or loc.end_col_offset is None:
+        end = len(line)
+    else:
+        end = loc.end_col_offset
+    width = max(1, end - start)
+    # keep the line's tabs in the caret's indent so the caret lines up however tabs are shown
+    pad = "".join(c if c == "\t" else " " for c in line[:start])
+    return f"\n    {line}\n    {pad}{'^' * width}"

@@ -322,6 +322,32 @@ def bad_module_attribute(x):
     return pyasc.not_an_op(x)  # <- error
 
 
+def bad_list_append(x):
+    rows = []
+    rows.append(x)  # <- error
+    return rows[0]
+
+
+def bad_constant_array_fill(x):
+    I32.fill(0)  # <- error
+    return x
+
+
+def bad_sum_of_tensor(x):
+    return sum(x)  # <- error
+
+
+def doubles_in_a_tensor_if(v, c):
+    if c > 0:
+        v *= 2  # <- error
+    return v + 1
+
+
+def bad_in_place_of_callers_array_in_tensor_if(x, c):
+    z = x + 0
+    return doubles_in_a_tensor_if(z, c), z
+
+
 I32 = np.zeros(4, np.int32)
 
 
@@ -347,7 +373,8 @@ CASES = [
     (bad_and, (f32(4), f32(4)), ["`and` on a tensor", "`&`"], "(x > 0) and (y > 0)"),
     (bad_one_branch_variable, (f32(4), np.array(1, np.float32)), ["`z` may be undefined", "only in the then branch"], "z"),
     (bad_return_one_branch, (f32(4), np.array(1, np.float32)), ["`return` in only the then branch"], "return x + 1"),
-    (bad_unroll_budget, (f32(4),), ["`for j in range(1000)`", "unroll budget of 4096"], "range(1000)"),
+    (bad_unroll_budget, (f32(4),), ["`for j in range(1000)`", "unroll budget of 4096",
+                                    "@pyasc.kernel(unroll_budget=...)"], "range(1000)"),
     (bad_recursion, (f32(4),), ["recursive call to `recursive_helper`"], "recursive_helper(x, n - 1)"),
     (bad_zero_division, (f32(4), 3), ["ZeroDivisionError", "in `n // 0`"], "n // 0"),
     (bad_int_overflow, (np.zeros(4, np.int8),), ["1000 does not fit int8", "-128..127"], "1000"),
@@ -379,6 +406,14 @@ CASES = [
     (bad_aug_dtype, (np.zeros(4, np.int32),), ["computes float32", "dtype int32 in place"], "x += 0.5"),
     (bad_attribute_of_tensor, (f32(4),), ["tensors have no attribute `data`"], "x.data"),
     (bad_module_attribute, (f32(4),), ["module pyasc has no attribute `not_an_op`"], "pyasc.not_an_op"),
+    (bad_list_append, (f32(4),), ["rows.append() would change a list in place", "items = items + [value]"],
+     "rows.append(x)"),
+    (bad_constant_array_fill, (f32(4),), ["I32.fill() would change a constant numpy array in place"],
+     "I32.fill(0)"),
+    (bad_in_place_of_callers_array_in_tensor_if, (f32(4), np.array(1, np.float32)),
+     ["would also change `z` of the calling function `bad_in_place_of_callers_array_in_tensor_if`",
+      "`v = v ...`"], "v *= 2"),
+    (bad_sum_of_tensor, (f32(4),), ["sum() would iterate over the tensor (f32[4])", "x.sum()"], "sum(x)"),
 ]
 
 
@@ -388,7 +423,8 @@ def test_bad_kernel_is_a_located_compile_error(fn, args, words, under):
     for w in words:
         assert w in err.reason, f"{w!r} not in {err.reason!r}"
     assert err.filename == __file__
-    where = recursive_helper if fn is bad_recursion else fn
+    where = {bad_recursion: recursive_helper, bad_in_place_of_callers_array_in_tensor_if: doubles_in_a_tensor_if
+             }.get(fn, fn)
     assert err.lineno == marked_line(where), str(err)
     assert caret_text(err) == under, str(err)
 
@@ -506,9 +542,88 @@ def test_internal_errors_are_located_unless_debugging(monkeypatch):
         build_graph(bad_broadcast, specs_for(bad_broadcast, (f32(4, 8), f32(3))))
 
 
+@pytest.mark.parametrize("value, on", [("0", False), ("false", False), ("off", False), ("", False),
+                                       ("1", True), ("true", True), (" YES ", True)])
+def test_pyasc_debug_values_mean_the_same_in_the_frontend_and_the_runtime(monkeypatch, value, on):
+    from pyasc.frontend.builder import FunctionBuilder
+    from pyasc.runtime.errors import debug_enabled
+
+    def broken(self, node):
+        raise RuntimeError("simulated compiler bug")
+
+    monkeypatch.setattr(FunctionBuilder, "_e_BinOp", broken)
+    monkeypatch.setenv("PYASC_DEBUG", value)
+    assert debug_enabled() is on
+    expected = RuntimeError if on else CompileError
+    with pytest.raises(expected, match="simulated compiler bug"):
+        build_graph(bad_broadcast, specs_for(bad_broadcast, (f32(4, 8), f32(3))))
+
+
+def failing_helper(a, w):
+    return a @ w  # <- error
+
+
+def middle_helper(a, w):
+    return failing_helper(a, w) + 1  # <- middle
+
+
+def calls_failing_helpers(x, w):
+    return middle_helper(x, w)  # <- outer
+
+
+def test_error_in_a_helper_notes_every_call_that_led_there():
+    err = compile_error(calls_failing_helpers, f32(4, 8), f32(3))
+    assert err.lineno == marked_line(failing_helper) and caret_text(err) == "a @ w"
+    middle, outer = err.notes
+    assert (middle.loc.lineno, outer.loc.lineno) == (marked_line(middle_helper, "# <- middle"),
+                                                     marked_line(calls_failing_helpers, "# <- outer"))
+    assert middle.text == "in `failing_helper`, called here" and outer.text == "in `middle_helper`, called here"
+    rendered = str(err).splitlines()
+    assert rendered[3:] == [
+        f"{__file__}:{middle.loc.lineno}:12: note: in `failing_helper`, called here",
+        "        return failing_helper(a, w) + 1  # <- middle",
+        "               ^^^^^^^^^^^^^^^^^^^^",
+        f"{__file__}:{outer.loc.lineno}:12: note: in `middle_helper`, called here",
+        "        return middle_helper(x, w)  # <- outer",
+        "               ^^^^^^^^^^^^^^^^^^^",
+    ]
+
+
+def test_caret_keeps_the_tabs_of_a_tab_indented_source(tmp_path, monkeypatch):
+    (tmp_path / "tabbed_kernel.py").write_text("import pyasc\n\n\ndef k(x, w):\n\ty = x + 1\n\treturn y * w\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import tabbed_kernel
+
+    err = compile_error(tabbed_kernel.k, f32(4, 8), f32(3))
+    assert (err.lineno, err.col_offset, err.end_col_offset) == (6, 8, 13)
+    assert str(err).splitlines()[1:] == ["    \treturn y * w", "    \t       ^^^^^"]
+
+
+def kernel_reading_a_closure_variable_assigned_later():
+    def kernel(x):
+        return x * later  # <- error
+
+    err = compile_error(kernel, f32(4))
+    later = 2.0  # noqa: F841  (assigned after the compile: the kernel's cell is still empty)
+    return kernel, err
+
+
+later = 100.0  # a global of the same name, which Python does not fall back to
+
+
+def test_empty_closure_cell_is_an_error_not_the_global():
+    kernel, err = kernel_reading_a_closure_variable_assigned_later()
+    assert "`later` is a variable of the enclosing function" in err.reason
+    assert "kernel_reading_a_closure_variable_assigned_later" in err.reason
+    assert err.lineno == marked_line(kernel) and caret_text(err) == "later"
+
+
 def test_pickling_keeps_the_location():
     import pickle
 
     err = compile_error(bad_broadcast, f32(4, 8), f32(3))
     again = pickle.loads(pickle.dumps(err))
     assert str(again) == str(err) and again.lineno == err.lineno
+    noted = compile_error(calls_failing_helpers, f32(4, 8), f32(3))
+    again = pickle.loads(pickle.dumps(noted))
+    assert str(again) == str(noted) and again.notes == noted.notes

@@ -212,8 +212,9 @@ def all_binary(a, b):
 def test_arithmetic_and_comparison_operators():
     a, b = f32(3, 4) + 3, np.abs(f32(4, seed=1)) + 1
     r = check(all_binary, a, b)
+    # `+a` is a copy (np.positive), so an in-place update of it cannot reach `a`: a same-dtype cast
     assert ops_of(r) == ["add", "sub", "mul", "div", "floordiv", "mod", "pow", "lt", "le", "gt", "ge",
-                         "eq", "ne", "neg"]
+                         "eq", "ne", "neg", "cast"]
     assert [v.type.dtype for v in r.graph.outputs[7:13]] == ["bool"] * 6
 
 
@@ -391,6 +392,43 @@ def test_builtins_and_comprehensions_at_compile_time():
     assert float(node(r, "mul").inputs[1].node.attrs["value"]) == 6.5
 
 
+def len_of_a_list_of_tensors(x):
+    rows = [x[i] for i in range(x.shape[0])]
+    first, *rest = rows
+    return first * len(rest) + len(rows)
+
+
+def test_len_of_a_list_holding_tensors_is_compile_time():
+    r = check(len_of_a_list_of_tensors, f32(3, 2))
+    assert [float(n.attrs["value"]) for n in r.graph.nodes if n.op == "Const"] == [2.0, 3.0]
+
+
+WEIGHTS = np.linspace(0.0, 1.0, 8).reshape(2, 4)  # float64, as numpy makes it
+
+
+def constant_array_methods(x):
+    w16 = WEIGHTS.astype(np.float16)
+    return x * w16, x + WEIGHTS.sum(), x * WEIGHTS.T.reshape(2, 4).max(axis=0), x + [1, 2, 3].index(2)
+
+
+def test_methods_of_constant_arrays_run_at_compile_time():
+    r = check(constant_array_methods, f32(2, 4).astype(np.float16))
+    assert [v.type.dtype for v in r.graph.outputs] == ["float16", "float32", "float32", "float16"]
+    assert ops_of(r) == ["mul", "add", "mul", "add"]
+
+
+def python_sum(x, m):
+    rows = [x[i] for i in range(x.shape[0])]
+    masks = [m[i] for i in range(2)]
+    return sum(rows), sum(rows, 10), sum(masks), sum(rows[:0]) + x, sum((1, 2), start=3) * x
+
+
+def test_builtin_sum_adds_like_the_operator():
+    # Python's sum is 0 + a + b + ...: bool masks add up to ints, as in numpy
+    r = check(python_sum, f32(3, 4), np.array([[True, False], [True, True]]))
+    assert [v.type.dtype for v in r.graph.outputs] == ["float32", "float32", "int32", "float32", "float32"]
+
+
 def compile_time_numpy(x):
     scale = 1.0 / np.sqrt(x.shape[-1])
     big = np.finfo(np.float16).max
@@ -457,6 +495,36 @@ def annotated(x, k: pyasc.constexpr = 2):
 def test_annotated_assignments():
     r = check(annotated, f32(3), 2)
     assert float(node(r, "mul").inputs[1].node.attrs["value"]) == 4.0
+
+
+def in_place_through_aliases(x, y):
+    a = x + y
+    c = a  # the same array: numpy's `a += ...` below is seen through c
+    pair = (a, 3)
+    a += 1
+    a *= y
+    plus = +x  # a copy: not updated by `x -= ...`
+    x -= 0.5
+    return a, c, pair[0], plus, x
+
+
+def doubled_in_place(v):
+    v *= 2  # the caller's array
+    return v + 1
+
+
+def in_place_in_helper(x):
+    z = x + 0
+    w = doubled_in_place(z)
+    return z, w
+
+
+def test_in_place_operators_update_every_alias_like_numpy():
+    r = check(in_place_through_aliases, f32(3), f32(3, seed=1))
+    a, c, first, plus, x = r.graph.outputs
+    assert a == c == first and plus != x
+    r = check(in_place_in_helper, f32(3))
+    assert r.graph.outputs[0].node.op == "mul"
 
 
 def returns_constant(x):

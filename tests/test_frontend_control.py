@@ -39,7 +39,9 @@ def check(fn, *args, **kw) -> FrontendResult:
     got = run(result, *args)
     want = fn(*args)
     for g, w in zip(got if result.returns_tuple else [got], want if result.returns_tuple else [want]):
-        assert_close(g, np.asarray(w).astype(g.dtype))
+        w = np.asarray(w)
+        # numpy's own dtype, narrowed to 32 bits as pyasc documents (never simply the result's dtype)
+        assert_close(g, w.astype(dtypes.narrow(w.dtype)))
     return result
 
 
@@ -282,6 +284,99 @@ def test_compile_time_values_that_differ_become_tensors(c):
     r = check(compile_time_in_branches, f32(3), scalar(c))
     if_node = next(n for n in r.graph.nodes if n.op == "If")
     assert if_node.outputs[0].dtype == "int32"
+
+
+def number_chosen_at_run_time(x, c):
+    y = 0.0
+    if c > 0:
+        y = 1.5
+    return x + y, x * -y, y * 2 + x, pyasc.maximum(x, y), y
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.int8, np.uint8])
+@pytest.mark.parametrize("c", [1.0, -1.0])
+def test_python_number_chosen_by_a_tensor_if_stays_weak(dtype, c):
+    # numpy sees a Python float: f16 + y stays f16, int8 + y is float (narrowed to f32); y itself is 0-d
+    x = (np.arange(6) - 2).astype(dtype)
+    r = check(number_chosen_at_run_time, x, scalar(c))
+    assert r.graph.outputs[0].type.dtype == dtypes.narrow(np.result_type(dtype, 1.5))
+    assert r.graph.outputs[4].type == TensorType((), "float32")
+
+
+def weak_number_or_tensor(x, c):
+    y = 0.5
+    if c > 0:
+        y = 2.0
+    z = x
+    if c > 1:
+        z = y  # a Python number on this path: it takes x's dtype and shape, as a scalar next to x would
+    return z
+
+
+@pytest.mark.parametrize("c", [2.0, 0.5, -1.0])
+def test_weak_number_merged_with_a_tensor_takes_its_type(c):
+    x = f32(2, 3).astype(np.float16)
+    r = build(weak_number_or_tensor, x, scalar(c))
+    assert r.graph.outputs[0].type == TensorType((2, 3), "float16")
+    want = np.broadcast_to(np.asarray(weak_number_or_tensor(x, scalar(c)), np.float16), x.shape)
+    assert_close(run(r, x, scalar(c)), want)
+
+
+def ints_chosen_at_run_time(x, c):
+    s = 2 if c > 0 else 3
+    t = s * 2 + 1
+    return x * t, x // s, x + (s > 2)
+
+
+@pytest.mark.parametrize("c", [1.0, -1.0])
+def test_ternary_of_python_ints_keeps_int8(c):
+    r = check(ints_chosen_at_run_time, np.arange(-3, 3, dtype=np.int8), scalar(c))
+    assert [v.type.dtype for v in r.graph.outputs] == ["int8", "int8", "int8"]
+
+
+def augmented_weak_scalar(x, c):
+    y = 0.0
+    if c > 0:
+        y = 1.0
+    y += x  # y is a Python float in numpy: `+=` rebinds it to a new array
+    return y
+
+
+@pytest.mark.parametrize("c", [1.0, -1.0])
+def test_augmented_assignment_to_a_weak_scalar_rebinds(c):
+    check(augmented_weak_scalar, f32(2, 3).astype(np.float16), scalar(c))
+
+
+def weak_int_too_big(x, c):
+    y = 0
+    if c > 0:
+        y = 1000
+    return x + y
+
+
+def test_weak_int_out_of_range_is_rejected_like_numpy():
+    with pytest.raises(CompileError) as info:
+        build(weak_int_too_big, np.zeros(3, np.int8), scalar(1.0))
+    err = info.value
+    assert "Python int 1000 does not fit int8" in err.reason and "1000 or 0" in err.reason
+    assert err.lineno == inspect.getsourcelines(weak_int_too_big)[1] + 4
+    check(weak_int_too_big, np.zeros(3, np.int16), scalar(1.0))  # fits int16: fine
+
+
+def where_on_python_conditions(x, c):
+    flag = False
+    if c > 0:
+        flag = True
+    return pyasc.where(flag, x, 0), pyasc.where(256, x, 1), np.where(0.5, x, 2)
+
+
+@pytest.mark.parametrize("c", [1.0, -1.0])
+def test_where_condition_takes_no_part_in_promotion(c):
+    # numpy only tests the condition for truth: 256 does not have to fit int8, a bool is not cast to int8
+    r = check(where_on_python_conditions, np.arange(-2, 3, dtype=np.int8), scalar(c))
+    assert "cast" not in [n.op for n in r.graph.nodes]
+    conditions = [n.inputs[0].type.dtype for n in r.graph.nodes if n.op == "where"]
+    assert conditions == ["bool", "int32", "float32"]
 
 
 # ---- helpers and kernels --------------------------------------------------------------------------

@@ -93,6 +93,29 @@ def test_symbolic_dims_bind_per_call():
         assert_close(total, (x + v).sum(axis=0, keepdims=True))
 
 
+def test_symbolic_dims_in_attributes_take_this_runs_sizes():
+    # dynamic=True kernels carry shapes such as broadcast_to(y, x.shape) as attributes with symbolic dims
+    n = Sym("N")
+    g = Graph()
+    x = g.add_input(TensorType((n, 4), "float32"), name="x")
+    y = g.add_input(TensorType((4,), "float32"), name="y")
+    wide = g.add("broadcast_to", [y], {"shape": (n, 4)}).out()
+    zeros = g.add("full", [], {"shape": (n, 4), "fill_value": 1.0, "dtype": "float32"}).out()
+    flat = g.add("reshape", [x], {"shape": (n * 4,)}).out()
+    then, other = Graph("then"), Graph("else")
+    then.set_outputs([then.add("full", [], {"shape": (n,), "fill_value": 2.0, "dtype": "float32"}).out()])
+    other.set_outputs([other.add("full", [], {"shape": (n,), "fill_value": 3.0, "dtype": "float32"}).out()])
+    cond = g.const(np.array(True))
+    chosen = g.add("If", [cond], {"then_branch": then, "else_branch": other}).out()
+    g.set_outputs([g.add("add", [wide, zeros]).out(), flat, chosen])
+    for rows in (2, 5):
+        xs, ys = np.ones((rows, 4), np.float32), np.arange(4, dtype=np.float32)
+        total, flat_out, branch = interpret(g, [xs, ys])
+        assert_close(total, np.broadcast_to(ys, (rows, 4)) + 1)
+        assert flat_out.shape == (rows * 4,)
+        assert_close(branch, np.full(rows, 2.0, np.float32))  # N bound by the kernel's inputs, not the branch's
+
+
 def test_expression_dims_are_checked():
     g = Graph()
     a = g.add_input(TensorType((Sym("N"),), "float32"), name="a")

@@ -202,6 +202,11 @@ class TestAttrKey:
         assert attr_key(np.array([np.nan], np.float32)) == attr_key(-np.array([np.nan], np.float32))
         hash(attr_key(a[::2]))  # non-contiguous views are fine
 
+    def test_a_0d_array_differs_from_a_one_element_array(self):
+        # (CSE keys Consts by attr_key: merging these would change a result's shape)
+        assert attr_key(np.array(2.0, np.float32)) != attr_key(np.array([2.0], np.float32))
+        assert attr_key(np.array(2.0, np.float32))[2] == ()
+
     def test_graphs_by_identity(self):
         g1, g2 = Graph("b"), Graph("b")
         assert attr_key(g1) == attr_key(g1)

@@ -97,6 +97,14 @@ def test_flags():
         assert op.commutative == (name in COMMUTATIVE), name
 
 
+def test_only_wheres_condition_is_outside_promotion():
+    assert ops.get("where").unpromoted == ("condition",)
+    for name in ops.names():
+        op = ops.get(name)
+        assert set(op.unpromoted) <= set(op.tensor_params), name
+        assert name == "where" or not op.unpromoted, name
+
+
 def test_category_order_follows_tvm():
     assert Category.ELEMWISE < Category.BROADCAST < Category.INJECTIVE < Category.REDUCE < Category.MATMUL
     assert Category.MATMUL < Category.OPAQUE

@@ -135,6 +135,20 @@ def test_dynamic_keeps_size_one_dims_static():
     assert [str(d) for d in c.graph.inputs[1].outputs[0].shape] == ["1", "y_d1"]
 
 
+@pyasc.kernel(dynamic=True)
+def shapes_from_symbolic_dims(x, y):
+    base = pyasc.zeros(x.shape, x.dtype) + pyasc.broadcast_to(y, x.shape)
+    return base, x.reshape(x.shape[0], -1) * 2
+
+
+def test_dynamic_shapes_in_attributes_run_at_every_size():
+    for rows, cols in [(4, 6), (5, 3)]:
+        x, y = f32(rows, cols), f32(cols, seed=1)
+        for got, want in zip(shapes_from_symbolic_dims(x, y), shapes_from_symbolic_dims.py_func(x, y)):
+            assert_close(got, want)
+    assert shapes_from_symbolic_dims.cache_info().misses == 1
+
+
 def test_dynamic_rejects_shapes_that_do_not_broadcast():
     k = make_kernel(dynamic=True)
     k(f32(4, 8), f32(4, 8))

@@ -303,3 +303,18 @@ def test_comparison_functions_use_numpy_names_and_pyasc_ge_is_the_optimiser():
     assert isinstance(pyasc.ge, types.ModuleType) and hasattr(pyasc.ge, "optimize")
     assert pyasc.greater_equal(np.array([2, 0]), np.array([1, 1])).tolist() == [True, False]
     assert not hasattr(pyasc, "lt") and pyasc.less(1, 2)
+
+
+TWO = np.array([2.0], np.float32)
+
+
+@pyasc.kernel
+def scalar_and_one_element_constants(x):
+    return x + 2.0, x + TWO
+
+
+def test_0d_and_one_element_constants_keep_their_shapes():
+    # the optimiser's CSE once merged the two constants (their keys ignored 0-d), making both results 0-d
+    got = scalar_and_one_element_constants(np.float32(1.0))
+    assert [a.shape for a in got] == [(), (1,)]
+    assert_close(got[1], np.array([3.0], np.float32))

@@ -14,14 +14,13 @@ from __future__ import annotations
 
 import ast
 import inspect
-import os
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 import astor
 
 from .. import dtypes
-from ..errors import CompileError
+from ..errors import CompileError, debug_enabled
 from ..ir.graph import Graph, Value
 from ..ir.types import TensorType
 from .builder import FunctionBuilder
@@ -95,7 +94,7 @@ def _guarded(state: BuildState, work: Callable[[], Any]) -> Any:
         parsed, node = state.current
         raise parsed.error("the kernel is nested too deeply to compile (expressions or helper calls)", node) from None
     except Exception as e:
-        if os.environ.get("PYASC_DEBUG", "") not in ("", "0"):
+        if debug_enabled():
             raise
         if state.current is None:
             raise

@@ -19,6 +19,7 @@ from .. import dtypes
 from ..ir.graph import Graph, Value
 from .context import GraphContext
 from .scope import Undefined
+from .tensors import mark_weak, strong_dtypes, weak_dtype, weak_values
 from .values import contains_tensor, describe, is_number, is_tensor
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -95,8 +96,10 @@ def _same(a: Any, c: Any) -> bool:
 
 
 def _pair_to_values(b: "FunctionBuilder", what: str, tv: Any, ev: Any, then: Branch, other: Branch,
-                    at: ast.AST) -> tuple[Value, Value]:
-    """One If output: the then value and else value as tensors of one type in their branch graphs."""
+                    at: ast.AST) -> tuple[Value, Value, tuple | None]:
+    """One If output: the then value and else value as tensors of one type in their branch graphs,
+    and, when both are Python scalars (or weak tensors standing for them), the numbers the output
+    may be (the If output is then weak, see tensors.weak_values); else None."""
     for v, br in ((tv, then), (ev, other)):
         if not (is_tensor(v) or is_number(v)):
             raise b.error(
@@ -105,20 +108,36 @@ def _pair_to_values(b: "FunctionBuilder", what: str, tv: Any, ev: Any, then: Bra
                 "known at run time",
                 at,
             )
+    weak_t, weak_e = weak_values(b, tv), weak_values(b, ev)
+    weak = weak_t + weak_e if weak_t is not None and weak_e is not None else None
+    strong = strong_dtypes(b, (tv, ev))
     result: list[Value] = []
     for v, br, partner in ((tv, then, ev), (ev, other, tv)):
-        if is_tensor(v):
+        if is_tensor(v) and v not in b.state.weak:
             result.append(br.ctx.use(v))
             continue
-        if is_tensor(partner):
-            dtype = dtypes.promote(partner.type.dtype, v)
-            shape = partner.type.shape
-        else:
-            dtype = dtypes.promote(v, partner) if isinstance(v, (bool, int, float)) and isinstance(
-                partner, (bool, int, float)) else dtypes.narrow(np.asarray(v).dtype)
-            shape = ()
+        own = weak_values(b, v)  # None for a numpy scalar, which is strong
+        try:
+            if weak is not None:  # both Python scalars: the default dtype of their kind, as numpy would give
+                dtype, shape = dtypes.promote(*weak), ()
+            elif is_tensor(partner) and partner not in b.state.weak:  # a scalar next to a tensor: its type
+                shape = partner.type.shape
+                dtype = weak_dtype(own, [partner.type.dtype], "") if own else dtypes.promote(partner.type.dtype, v)
+            else:  # a scalar next to a numpy scalar
+                shape = ()
+                dtype = weak_dtype(own, strong, "") if own else dtypes.narrow(v.dtype)
+        except OverflowError as e:
+            raise b.error(f"{what}: {e}", at) from None
         if not all(isinstance(d, int) for d in shape):
             shape = ()  # a symbolic shape: leave the mismatch to the type check below
+        if is_tensor(v):  # a weak tensor: cast (and broadcast) as a Python scalar would be here
+            inner = br.ctx.use(v)
+            if inner.type.dtype != dtype:
+                inner = br.ctx.graph.add("cast", (inner,), {"dtype": dtype}, b.loc(at)).out()
+            if tuple(shape) != tuple(inner.type.shape):
+                inner = br.ctx.graph.add("broadcast_to", (inner,), {"shape": tuple(shape)}, b.loc(at)).out()
+            result.append(inner)
+            continue
         array = np.full(shape, v, dtype=dtypes.to_numpy(dtype))
         node = br.ctx.graph.add("Const", (), {"value": _readonly(array)}, b.loc(at))
         result.append(node.out())
@@ -129,11 +148,11 @@ def _pair_to_values(b: "FunctionBuilder", what: str, tv: Any, ev: Any, then: Bra
             "condition; both branches must give it the same shape and dtype",
             at,
         )
-    return result[0], result[1]
+    return result[0], result[1], weak
 
 
 def _readonly(a: np.ndarray) -> np.ndarray:
-    a = np.ascontiguousarray(a)
+    a = np.array(a, order="C")  # a copy; not ascontiguousarray, which makes a 0-d array 1-d
     a.flags.writeable = False
     return a
 
@@ -145,13 +164,17 @@ def _flatten(v: Any) -> tuple[bool, list[Any]]:
 
 
 def _make_if(b: "FunctionBuilder", cond: Value, operands: list[Value], then: Branch, other: Branch,
-             pairs: list[tuple[Value, Value]], at: ast.AST, name: str) -> list[Value]:
+             pairs: list[tuple[Value, Value, tuple | None]], at: ast.AST, name: str) -> list[Value]:
     then.ctx.graph.set_outputs([p[0] for p in pairs])
     other.ctx.graph.set_outputs([p[1] for p in pairs])
     then.ctx.complete_inputs()
     other.ctx.complete_inputs()
     attrs = {"then_branch": then.ctx.graph, "else_branch": other.ctx.graph}
-    return b.emit("If", [cond, *operands], attrs, at, name=name)
+    outs = b.emit("If", [cond, *operands], attrs, at, name=name)
+    for out, (_, _, weak) in zip(outs, pairs):
+        if weak is not None:
+            mark_weak(b, out, weak)
+    return outs
 
 
 def tensor_if_statement(b: "FunctionBuilder", stmt: ast.If, cond: Value) -> None:
@@ -196,7 +219,7 @@ def tensor_if_statement(b: "FunctionBuilder", stmt: ast.If, cond: Value) -> None
         for n in d:
             if n not in names and not _same(d[n], before.get(n, _MISSING)):
                 names.append(n)
-    merged: list[tuple[str, Value, Value]] = []
+    merged: list[tuple[str, tuple[Value, Value, tuple | None]]] = []
     for n in names:
         tv, ev = then.locals.get(n, _MISSING), other.locals.get(n, _MISSING)
         if tv is _MISSING or ev is _MISSING or isinstance(tv, Undefined) or isinstance(ev, Undefined):
@@ -212,12 +235,11 @@ def tensor_if_statement(b: "FunctionBuilder", stmt: ast.If, cond: Value) -> None
         elif _same(tv, ev):
             b.scope.bind(n, tv)
         else:
-            tval, evalue = _pair_to_values(b, f"variable `{n}`", tv, ev, then, other, stmt.test)
-            merged.append((n, tval, evalue))
+            merged.append((n, _pair_to_values(b, f"variable `{n}`", tv, ev, then, other, stmt.test)))
     if not merged:
         return  # neither branch computes anything used later
-    outs = _make_if(b, cond, operands, then, other, [(t, e) for _, t, e in merged], stmt.test, name)
-    for (n, _, _), v in zip(merged, outs):
+    outs = _make_if(b, cond, operands, then, other, [pair for _, pair in merged], stmt.test, name)
+    for (n, _), v in zip(merged, outs):
         b.bind_name(n, v)
 
 

@@ -23,7 +23,7 @@ from ..ir.graph import Value
 from ..ir.types import Sym
 from . import branches, calls, indexing
 from .context import BuildState, GraphContext
-from .scope import CLOSURE, GLOBAL, Scope, Undefined
+from .scope import CLOSURE, GLOBAL, Scope, UnassignedFreeVariable, Undefined
 from .source import ParsedFunction
 from .tensors import (
     BINARY_OPS,
@@ -31,6 +31,7 @@ from .tensors import (
     UNARY_OPS,
     check_symbolic_compare,
     fold,
+    mark_weak,
     tensor_binary,
 )
 from .values import (
@@ -111,6 +112,17 @@ def header(s: ast.stmt) -> ast.AST | Span:
     return Span(s.lineno, s.col_offset, s.lineno, s.col_offset + 1)
 
 
+def _replace_value(v: Any, old: Value, new: Value) -> Any:
+    """`v` with the tensor `old` replaced by `new` (inside tuples and lists too); `v` itself if unchanged."""
+    if is_tensor(v):
+        return new if v == old else v
+    if isinstance(v, (tuple, list)) and contains_tensor(v):
+        items = [_replace_value(x, old, new) for x in v]
+        if any(a is not c for a, c in zip(items, v)):
+            return tuple(items) if isinstance(v, tuple) else items
+    return v
+
+
 def _with_defaults(op_name: str, attrs: dict[str, Any]) -> dict[str, Any]:
     """Fill attributes the caller left out with the defaults of the op's public signature."""
     op = ops.get(op_name)
@@ -140,6 +152,7 @@ class FunctionBuilder:
         self.return_node: ast.AST | None = None
         self._frames: list[list[Any]] = []  # [statements, index being run] of the blocks being run
         self._loops: list[ast.AST] = []  # loops being unrolled (their bodies run again)
+        self.parent: FunctionBuilder | None = None  # the builder of the function this one is inlined into
 
     # ---- diagnostics ---------------------------------------------------------------
     def error(self, reason: str, at: ast.AST | None) -> CompileError:
@@ -247,9 +260,38 @@ class FunctionBuilder:
         current = self.load_name(target.id, target)
         rhs = self.eval(s.value)
         result = self.binary(s.op, current, rhs, s, (target, s.value))
-        if is_tensor(current) and is_tensor(result):
+        if is_tensor(current) and is_tensor(result) and current not in self.state.weak:
+            # (a weak tensor stands for a Python scalar, which `+=` rebinds like `y = y + ...`)
             result = self._in_place_result(s, target.id, current, result)
+            self._update_aliases(current, result, s)
         self.bind_name(target.id, result)
+
+    def _update_aliases(self, old: Value, new: Value, at: ast.AugAssign) -> None:
+        """numpy's `a += b` writes into a's array, so every other name holding that same array (`c = a`,
+        a tuple holding it, the caller's variable a helper parameter came from) sees the new value.
+
+        Views (`c = a[0]`, `a.T`, reshapes) also see it in numpy; the kernel does not follow those (its
+        tensors are values), so a kernel updating a view in place and then reading its base, or the
+        reverse, differs from numpy there.
+        """
+        builder: FunctionBuilder | None = self
+        while builder is not None:
+            for name, value in list(builder.scope.locals.items()):
+                replaced = _replace_value(value, old, new)
+                if replaced is value:
+                    continue
+                if builder.ctx is not self.ctx:
+                    # a caller's variable, updated inside an `if` on a tensor in the helper: only the
+                    # helper's own variables become outputs of that `if`
+                    raise self.error(
+                        f"this in-place update inside an `if` on a tensor would also change `{name}` of the "
+                        f"calling function `{builder.parsed.fn.__qualname__}` (numpy updates that same array "
+                        f"in place), which pyasc does not support; assign a new value instead "
+                        f"(`{self.text(at.target)} = {self.text(at.target)} ...`) and return it",
+                        at,
+                    )
+                builder.scope.bind(name, replaced)
+            builder = builder.parent
 
     def _in_place_result(self, s: ast.AugAssign, name: str, current: Value, result: Value) -> Value:
         """numpy's in-place operators keep the target's shape and dtype; so do we."""
@@ -307,7 +349,8 @@ class FunctionBuilder:
             raise self.error(
                 f"unrolling `{header}` ({n} iterations) would exceed the unroll budget of "
                 f"{self.state.unroll_budget} iterations in total ({self.state.unrolled} unrolled before it); "
-                "loops are unrolled at compile time: use fewer iterations or raise the unroll budget",
+                "loops are unrolled at compile time: use fewer iterations, or raise the budget with "
+                "`@pyasc.kernel(unroll_budget=...)`",
                 at,
             )
         self.state.unrolled = total
@@ -440,6 +483,11 @@ class FunctionBuilder:
             where, value = self.scope.lookup(name)
         except UnboundLocalError:
             raise self.error(f"local variable `{name}` is used before it is assigned", at) from None
+        except UnassignedFreeVariable:
+            enclosing = self.scope.fn.__qualname__.rsplit(".<locals>", 1)[0]
+            raise self.error(
+                f"`{name}` is a variable of the enclosing function `{enclosing}`, which has not assigned it "
+                "yet (the kernel was compiled before that assignment ran)", at) from None
         except NameError:
             raise self.error(f"name `{name}` is not defined", at) from None
         if isinstance(value, Undefined):
@@ -522,7 +570,11 @@ class FunctionBuilder:
             return not self.truth(v, node.operand)
         name, spelling, fn = UNARY_OPS[type(node.op)]
         if is_tensor(v):
-            return v if name is None else self.emit(name, [v], {}, node)[0]
+            if name is None:  # `+x` is a copy in numpy (np.positive): a new array, not another name for x
+                out = self.emit("cast", [v], {"dtype": v.type.dtype}, node)[0]
+                return mark_weak(self, out) if v in self.state.weak else out
+            out = self.emit(name, [v], {}, node)[0]
+            return mark_weak(self, out) if v in self.state.weak else out  # -y of a Python scalar is one
         return fold(self, fn, (v,), node)
 
     def _e_BoolOp(self, node: ast.BoolOp) -> Any:

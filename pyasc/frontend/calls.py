@@ -5,8 +5,8 @@ What a call may name (anything else is a CompileError naming the callee):
   function the registry names as its twin (`np.exp`, `np.sum`, ...);
 - a dtype (`np.float32(x)` casts a tensor, makes a numpy scalar of a number);
 - a few builtins on compile-time values (`len range min max abs int float
-  bool tuple list zip enumerate reversed isinstance round`) and `abs`/`len`
-  on tensors;
+  bool tuple list zip enumerate reversed isinstance round sum`), `abs`/`len`
+  on tensors and `sum` of a list of tensors;
 - a Python function with source, or another kernel: inlined with its own scope;
 - a method of a tensor (`x.sum(axis=1)`, `x.astype(d)`, ...) or a read-only
   method of a compile-time value (`shape.index(4)`, `"{}".format(n)`).
@@ -22,11 +22,11 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 import numpy as np
 
 from .. import dtypes, ops
-from ..errors import CompileError
+from ..errors import CompileError, Note
 from ..ir.types import Sym
 from . import source
 from .scope import Scope, assigned_names
-from .tensors import as_operand
+from .tensors import as_operand, strong_dtypes
 from .values import (
     TensorMethod,
     canonical_dtype,
@@ -61,6 +61,13 @@ NUMPY_COMPILE_TIME = ("finfo", "iinfo", "dtype", "prod", "result_type", "promote
 
 #: immutable types whose methods are safe to call at compile time
 _IMMUTABLE = (tuple, str, int, float, bool, bytes, np.dtype, np.generic, range)
+
+#: methods of a compile-time numpy array (a global or closure constant) that return a new value
+#: instead of changing the array, so they can run at compile time (`W.astype(np.float16)`, `W.sum()`)
+ARRAY_METHODS = frozenset(TENSOR_METHODS) | {
+    "copy", "item", "tolist", "prod", "any", "all", "clip", "round", "cumsum", "cumprod", "argmax", "argmin",
+    "swapaxes", "dot", "std", "var", "take", "repeat", "nonzero", "conj", "view",
+}
 
 
 def bind_op(fn: Any, op_name: str, args: Sequence[Any], kwargs: dict[str, Any]) -> tuple[str, list[Any], dict[str, Any]]:
@@ -131,6 +138,18 @@ def call_value(b: "FunctionBuilder", callee: Any, args: list[Any], kwargs: dict[
         getattr(callee, "__self__", None), _IMMUTABLE
     ):
         return compile_time_call(b, callee, args, kwargs, at, name)
+    if isinstance(callee, types.BuiltinMethodType) and isinstance(getattr(callee, "__self__", None), np.ndarray):
+        if callee.__name__ in ARRAY_METHODS:
+            return compile_time_call(b, callee, args, kwargs, at, name)
+        raise b.error(
+            f"{name}() would change a constant numpy array in place, which a kernel does not do "
+            "(constants are read-only; compute a new value instead)", at)
+    if isinstance(callee, types.BuiltinMethodType) and isinstance(getattr(callee, "__self__", None), list):
+        if callee.__name__ in ("index", "count", "copy"):
+            return compile_time_call_allowing_tensors(b, callee, args, kwargs, at, name)
+        raise b.error(
+            f"{name}() would change a list in place, which a kernel does not support; build a new list "
+            "instead, e.g. `items = items + [value]` or a comprehension", at)
     if isinstance(callee, types.MethodType) and isinstance(callee.__func__, types.FunctionType):
         return inline(b, callee.__func__, [callee.__self__, *args], kwargs, at, name)
     if isinstance(callee, type) and issubclass(callee, BaseException):
@@ -220,14 +239,19 @@ def op_call(b: "FunctionBuilder", fn: Any, op_name: str, args: Sequence[Any], kw
             return _scalar_result(ops.get(op_name).eager(*[a for a in arrays if a is not None], **attrs))
         except Exception as e:
             raise b.error(f"{display}(): {type(e).__name__}: {e}", at) from None
-    partners = [t.type.dtype for t in present if is_tensor(t)]
-    params = ops.get(op_name).tensor_params
+    op = ops.get(op_name)
+    params = op.tensor_params
+    given = [(params[i] if i < len(params) else None, t) for i, t in enumerate(tensors) if t is not None]
+    promoted = [t for p, t in given if p not in op.unpromoted]
+    strong = strong_dtypes(b, promoted)
+    partners = strong or [t.type.dtype for t in promoted if is_tensor(t)]
     inputs = []
-    for i, t in enumerate(tensors):
-        if t is None:
-            continue  # an optional operand not given (e.g. layer_norm without weight)
-        label = f"argument `{params[i]}` of {display}" if i < len(params) else f"argument {i} of {display}"
-        inputs.append(as_operand(b, t, partners, op_name, at, label))
+    for i, (param, t) in enumerate(given):
+        label = f"argument `{param}` of {display}" if param is not None else f"argument {i} of {display}"
+        if param in op.unpromoted:  # its own type: a Python scalar becomes a Const of its default dtype
+            inputs.append(as_operand(b, t, [], op_name, at, label))
+        else:
+            inputs.append(as_operand(b, t, partners, op_name, at, label, bool(strong)))
     outs = b.emit(op_name, inputs, attrs, at)
     return outs[0] if len(outs) == 1 else tuple(outs)
 
@@ -286,7 +310,8 @@ def _len(b, args, kwargs, at, name):
         if x.type.ndim == 0:
             raise b.error(f"len() of a 0-d tensor ({x.type}) in `{b.text(at)}`", at)
         return x.type.shape[0]
-    return compile_time_call(b, len, args, kwargs, at, name)
+    # a tuple or list may hold tensors: its length is still known now
+    return compile_time_call_allowing_tensors(b, len, args, kwargs, at, name)
 
 
 def _range(b, args, kwargs, at, name):
@@ -361,6 +386,19 @@ def compile_time_call_allowing_tensors(b, fn, args, kwargs, at, name):
         raise b.error(f"{name}(): {type(e).__name__}: {e}", at) from None
 
 
+def _sum(b, args, kwargs, at, name):
+    """Python's sum, also over a list of tensors: `start + a + b + ...`, each `+` as the operator would be."""
+    if not args or len(args) > 2 or set(kwargs) - {"start"} or (len(args) == 2 and kwargs):
+        return compile_time_call(b, sum, args, kwargs, at, name)  # Python's own message for a bad call
+    if is_tensor(args[0]):
+        raise b.error(f"{name}() would iterate over the tensor ({args[0].type}); use x.sum() or "
+                      "pyasc.sum(x, axis=...) to reduce it", at)
+    total = args[1] if len(args) == 2 else kwargs.get("start", 0)
+    for item in b.iterate(args[0], at):
+        total = b.binary(ast.Add(), total, item, at, (at, at))
+    return total
+
+
 def _compile_time_only(fn):
     def handler(b, args, kwargs, at, name):
         _no_tensors(b, args, at, name, "it only works on compile-time values")
@@ -385,6 +423,7 @@ BUILTINS: dict[Any, Callable[..., Any]] = {
     reversed: _iterating(lambda a: tuple(reversed(a))),
     isinstance: _compile_time_only(isinstance),
     round: _compile_time_only(round),
+    sum: _sum,
     math.prod: _compile_time_only(math.prod),
 }
 
@@ -425,9 +464,14 @@ def inline(b: "FunctionBuilder", fn: types.FunctionType, args: list[Any], kwargs
     for param, value in bound.arguments.items():
         scope.bind(param, value)
     helper = FunctionBuilder(b.state, parsed, scope, b.ctx, capture_prefix=f"{fn.__qualname__}.")
+    helper.parent = b
     b.state.inlining.append(fn.__code__)
     try:
         helper.run_body()
+    except CompileError as e:  # located in the helper: say which call of the kernel led there
+        at_call = b.loc(at)
+        raise e.with_note(Note(f"in `{fn.__qualname__}`, called here", at_call, b.parsed.line(at_call.lineno))) \
+            from None
     finally:
         b.state.inlining.pop()
     return helper.return_value

@@ -24,6 +24,8 @@ class BuildState:
     inlining: list[types.CodeType] = field(default_factory=list)  # functions being inlined (recursion check)
     if_count: int = 0
     current: Any = None  # (ParsedFunction, ast node) last visited: where an internal error is reported
+    # 0-d tensors standing for Python scalars chosen at run time -> the numbers they may be (tensors.weak_values)
+    weak: dict[Value, tuple] = field(default_factory=dict)
 
 
 class GraphContext:

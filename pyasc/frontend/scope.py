@@ -53,6 +53,10 @@ def assigned_names(fn_tree: ast.FunctionDef) -> set[str]:
     return names
 
 
+class UnassignedFreeVariable(NameError):
+    """A closure variable the enclosing function has not assigned yet."""
+
+
 class Scope:
     def __init__(self, fn: types.FunctionType, local_names: set[str]):
         self.fn = fn
@@ -62,11 +66,12 @@ class Scope:
         code = fn.__code__
         cells = fn.__closure__ or ()
         self.closure: dict[str, Any] = {}
+        self.empty_cells: set[str] = set()
         for name, cell in zip(code.co_freevars, cells):
             try:
                 self.closure[name] = cell.cell_contents
             except ValueError:  # an empty cell: the enclosing function has not assigned it yet
-                pass
+                self.empty_cells.add(name)
         self.globals = fn.__globals__
 
     def bind(self, name: str, value: Any) -> str:
@@ -80,7 +85,8 @@ class Scope:
     def lookup(self, name: str) -> tuple[str, Any]:
         """(where, value) for a name; raises NameError if it is not defined anywhere.
 
-        A local that is not bound yet raises UnboundLocalError.
+        A local that is not bound yet raises UnboundLocalError; a closure variable the
+        enclosing function has not assigned yet raises UnassignedFreeVariable.
         """
         if name in self.local_names:
             if name in self.locals:
@@ -88,6 +94,8 @@ class Scope:
             raise UnboundLocalError(name)
         if name in self.closure:
             return CLOSURE, self.closure[name]
+        if name in self.empty_cells:  # Python raises NameError here too, not a lookup of the global
+            raise UnassignedFreeVariable(name)
         if name in self.globals:
             return GLOBAL, self.globals[name]
         if hasattr(builtins, name):

@@ -80,10 +80,72 @@ def scalar_const_dtype(value: Any, partners: Sequence[str], op: str) -> str:
     return dtype
 
 
-def as_operand(b: "FunctionBuilder", v: Any, partners: Sequence[str], op: str, at: ast.AST, what: str) -> Value:
-    """A tensor operand of `op`: tensors pass through; numbers and constant arrays become Consts."""
+def weak_values(b: "FunctionBuilder", v: Any) -> tuple | None:
+    """The Python scalars `v` may be if it is *weak* (a Python scalar, or a tensor standing for one), else None.
+
+    A variable set to a Python number in both branches of an `if` on a tensor
+    is chosen at run time, so it becomes a 0-d tensor; numpy still sees a
+    Python scalar there, which is weak in promotion (`f16_array + y` stays
+    float16). Such tensors are recorded in `BuildState.weak` with the numbers
+    they may hold (or a sample of their kind when those are unknown), and are
+    cast like a Python scalar when they meet a strong operand.
+    """
     if is_tensor(v):
-        return v
+        return b.state.weak.get(v)
+    if isinstance(v, (bool, int, float)) and not isinstance(v, np.generic):
+        return (v,)
+    return None
+
+
+def strong_dtypes(b: "FunctionBuilder", operands: Sequence[Any]) -> list[str]:
+    """dtypes of the operands that decide promotion: tensors that are not weak, numpy scalars, constant arrays."""
+    found = []
+    for v in operands:
+        if is_tensor(v):
+            if v not in b.state.weak:
+                found.append(v.type.dtype)
+        elif isinstance(v, np.generic) and is_number(v):
+            found.append(dtypes.narrow(v.dtype))
+        elif is_const_array(v):
+            try:
+                found.append(dtypes.narrow(v.dtype))
+            except dtypes.DTypeError:
+                pass  # as_operand rejects it with the location
+    return found
+
+
+def mark_weak(b: "FunctionBuilder", v: Value, values: tuple | None = None) -> Value:
+    """Record `v` as weak; without known `values`, a sample of its dtype's kind (never out of range)."""
+    if values is None:
+        kind = v.type.dtype
+        values = (False,) if dtypes.is_bool(kind) else (0,) if dtypes.is_int(kind) else (0.0,)
+    b.state.weak[v] = tuple(values)
+    return v
+
+
+def weak_dtype(values: Sequence[Any], partners: Sequence[str], op: str) -> str:
+    """The dtype Python scalars `values` take next to `partners` (OverflowError if an int does not fit)."""
+    return dtypes.promote(*{scalar_const_dtype(x, partners, op) for x in values})
+
+
+def as_operand(b: "FunctionBuilder", v: Any, partners: Sequence[str], op: str, at: ast.AST, what: str,
+               strong: bool = False) -> Value:
+    """A tensor operand of `op`: tensors pass through; numbers and constant arrays become Consts.
+
+    `strong` says `partners` are strong operands: a weak tensor is then cast
+    to the dtype a Python scalar would take next to them.
+    """
+    if is_tensor(v):
+        weak = b.state.weak.get(v)
+        if weak is None or not strong:
+            return v
+        try:
+            dtype = weak_dtype(weak, partners, op)
+        except OverflowError as e:
+            numbers = " or ".join(map(repr, dict.fromkeys(weak)))
+            raise b.error(f"{e} in `{b.text(at)}` (an operand is the Python number {numbers}, chosen at run "
+                          "time by an `if` on a tensor)", at) from None
+        return v if dtype == v.type.dtype else b.emit("cast", [v], {"dtype": dtype}, at)[0]
     if is_number(v):
         try:
             dtype = scalar_const_dtype(v, partners, op)
@@ -108,11 +170,15 @@ def as_operand(b: "FunctionBuilder", v: Any, partners: Sequence[str], op: str, a
 def tensor_binary(b: "FunctionBuilder", op: str, left: Any, right: Any, at: ast.AST,
                   operands: tuple[ast.AST, ast.AST] | None = None) -> Value:
     """`left <op> right` where at least one side is a tensor; scalars follow weak promotion."""
-    partners = [v.type.dtype for v in (left, right) if is_tensor(v)]
+    strong = strong_dtypes(b, (left, right))
+    partners = strong or [v.type.dtype for v in (left, right) if is_tensor(v)]
     lhs_at, rhs_at = operands or (at, at)
-    a = as_operand(b, left, partners, op, lhs_at if not is_tensor(left) else at, "the left operand")
-    c = as_operand(b, right, partners, op, rhs_at if not is_tensor(right) else at, "the right operand")
-    return b.emit(op, [a, c], {}, at)[0]
+    a = as_operand(b, left, partners, op, lhs_at if not is_tensor(left) else at, "the left operand", bool(strong))
+    c = as_operand(b, right, partners, op, rhs_at if not is_tensor(right) else at, "the right operand", bool(strong))
+    out = b.emit(op, [a, c], {}, at)[0]
+    if not strong and weak_values(b, left) is not None and weak_values(b, right) is not None:
+        mark_weak(b, out)  # Python scalars combined by an operator give a Python scalar: still weak
+    return out
 
 
 def fold(b: "FunctionBuilder", fn: Any, args: Sequence[Any], at: ast.AST) -> Any:

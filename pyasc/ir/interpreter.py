@@ -33,12 +33,17 @@ def interpret(graph: Graph, inputs: Sequence[Any]) -> list[np.ndarray]:
     (count, dtype, rank, static dims, and the same size for every use of a
     symbolic dim).
     """
-    arrays = bind_inputs(graph, inputs)
-    return [np.array(a, copy=True) for a in _run(graph, arrays)]
+    arrays, bindings = _bind(graph, inputs)
+    return [np.array(a, copy=True) for a in _run(graph, arrays, bindings)]
 
 
 def bind_inputs(graph: Graph, inputs: Sequence[Any], what: str = "input") -> list[np.ndarray]:
     """Check `inputs` against the graph's Data types; returns them as arrays."""
+    return _bind(graph, inputs, what)[0]
+
+
+def _bind(graph: Graph, inputs: Sequence[Any], what: str = "input") -> tuple[list[np.ndarray], dict[str, int]]:
+    """bind_inputs, also returning the size each symbolic dim name has in these inputs."""
     data = graph.inputs
     if len(inputs) != len(data):
         raise ValueError(f"graph {graph.name!r} takes {len(data)} {what}(s), got {len(inputs)}")
@@ -74,10 +79,25 @@ def bind_inputs(graph: Graph, inputs: Sequence[Any], what: str = "input") -> lis
             continue  # a name no input binds on its own: nothing to check it against
         if expected != size:
             raise ValueError(f"{here} must be {dim} = {expected}, got {size}")
-    return arrays
+    return arrays, bindings
 
 
-def _run(graph: Graph, inputs: list[np.ndarray]) -> list[np.ndarray]:
+def _resolve(value: Any, bindings: dict[str, int], node: Node) -> Any:
+    """An attribute with its symbolic dims replaced by their sizes in this run (`broadcast_to(x, (N, 4))`)."""
+    if isinstance(value, Sym):
+        try:
+            return value.evaluate(bindings)
+        except NameError:
+            raise InterpreterError(
+                f"op {node.op}: attribute dim {value} uses a symbolic name no input binds") from None
+    if isinstance(value, tuple):
+        return tuple(_resolve(v, bindings, node) for v in value)
+    if isinstance(value, list):
+        return [_resolve(v, bindings, node) for v in value]
+    return value
+
+
+def _run(graph: Graph, inputs: list[np.ndarray], bindings: dict[str, int]) -> list[np.ndarray]:
     from .. import ops  # imported late: ops imports ir.types while ir is being imported
 
     env: dict[Value, np.ndarray] = {}
@@ -93,35 +113,46 @@ def _run(graph: Graph, inputs: list[np.ndarray]) -> list[np.ndarray]:
         elif node.op == "Const":
             results = [node.attrs["value"]]
         elif node.op == "If":
-            results = _run_if(node, args)
+            results = _run_if(node, args, bindings)
         else:
-            attrs = {k: v for k, v in node.attrs.items() if not isinstance(v, Graph) and not is_annotation(k)}
+            attrs = {k: _resolve(v, bindings, node) for k, v in node.attrs.items()
+                     if not isinstance(v, Graph) and not is_annotation(k)}
             results = ops.get(node.op).eager(*args, **attrs)
             if len(node.outputs) == 1 or not isinstance(results, (tuple, list)):
                 results = [results]
         if len(results) != len(node.outputs):
             raise InterpreterError(f"op {node.op} returned {len(results)} results, its node has {len(node.outputs)}")
         for i, (value, t) in enumerate(zip(results, node.outputs)):
-            env[Value(node, i)] = _as_type(value, t, node)
+            env[Value(node, i)] = _as_type(value, t, node, bindings)
     missing = [v for v in graph.outputs if v not in env]
     if missing:
         raise InterpreterError(f"graph {graph.name!r}: an output is not computed by the graph (run the verifier)")
     return [env[v] for v in graph.outputs]
 
 
-def _run_if(node: Node, args: list[np.ndarray]) -> list[np.ndarray]:
+def _run_if(node: Node, args: list[np.ndarray], bindings: dict[str, int]) -> list[np.ndarray]:
     cond = args[0]
     if cond.size != 1:
         raise ValueError(f"an If condition must have one element, got shape {cond.shape}")
     branch: Graph = node.attrs["then_branch"] if bool(cond.reshape(())) else node.attrs["else_branch"]
-    return _run(branch, bind_inputs(branch, args[1:], what="branch input"))
+    arrays, inner = _bind(branch, args[1:], what="branch input")
+    return _run(branch, arrays, {**bindings, **inner})  # a branch may use dims only the kernel's inputs bind
 
 
-def _as_type(value: Any, t: TensorType, node: Node) -> np.ndarray:
+def _as_type(value: Any, t: TensorType, node: Node, bindings: dict[str, int]) -> np.ndarray:
     arr = np.asarray(value)
     want = dtypes.to_numpy(t.dtype)
     if arr.dtype != want:
         arr = arr.astype(want)
-    if arr.ndim != t.ndim or any(isinstance(d, int) and d != s for d, s in zip(t.shape, arr.shape)):
+    if arr.ndim != t.ndim or any(_dim_differs(d, s, bindings) for d, s in zip(t.shape, arr.shape)):
         raise InterpreterError(f"op {node.op} produced shape {arr.shape} but its node's type is {t}")
     return arr
+
+
+def _dim_differs(dim: Any, size: int, bindings: dict[str, int]) -> bool:
+    if isinstance(dim, int):
+        return dim != size
+    try:
+        return dim.evaluate(bindings) != size
+    except NameError:
+        return False  # a name no input binds: nothing to compare with

@@ -188,7 +188,7 @@ def attr_key(value: Any) -> Hashable:
     if isinstance(value, TensorType):
         return ("type", tuple(attr_key(d) for d in value.shape), value.dtype, value.format)
     if isinstance(value, np.ndarray):
-        arr = np.ascontiguousarray(value)
+        arr = np.asarray(value, order="C")  # not ascontiguousarray, which makes a 0-d array 1-d
         if arr.dtype.kind == "f":
             arr = np.where(np.isnan(arr), np.array(np.nan, arr.dtype), arr)  # one bit pattern per NaN
         return ("array", arr.dtype.str, arr.shape, arr.tobytes())

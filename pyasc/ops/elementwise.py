@@ -194,7 +194,8 @@ def _infer_where(ts: Sequence[TensorType], attrs: Mapping[str, Any]) -> tuple[Te
 
 
 register(OpDef("where", Category.BROADCAST, named("where", _infer_where), where, api=where,
-               tensor_params=("condition", "x", "y"), numpy_names=("where",), doc=where.__doc__ or ""))
+               tensor_params=("condition", "x", "y"), numpy_names=("where",), doc=where.__doc__ or "",
+               unpromoted=("condition",)))
 
 
 # ---- cast ------------------------------------------------------------------------------

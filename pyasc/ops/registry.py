@@ -97,6 +97,9 @@ class OpDef:
     optional_tensors: tuple[str, ...] = ()
     #: binary ops whose two operands can be swapped (add, mul, maximum, eq, ...)
     commutative: bool = False
+    #: tensor parameters that take no part in dtype promotion (where's condition is only tested for
+    #: truth), so a Python scalar passed there keeps its own type instead of its neighbours'
+    unpromoted: tuple[str, ...] = ()
 
     @property
     def public_name(self) -> str:

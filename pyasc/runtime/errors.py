@@ -1,8 +1,9 @@
 """Errors raised at the kernel boundary (user-facing errors live in pyasc.errors)."""
 from __future__ import annotations
 
-import os
 from types import TracebackType
+
+from ..errors import debug_enabled  # noqa: F401  (re-exported: the runtime's switch is the same)
 
 
 class InternalCompilerError(RuntimeError):
@@ -25,9 +26,6 @@ class InternalCompilerError(RuntimeError):
         )
 
 
-def debug_enabled() -> bool:
-    """PYASC_DEBUG=1: keep internal frames and raise compiler exceptions unwrapped."""
-    return os.environ.get("PYASC_DEBUG", "").strip().lower() in ("1", "true", "yes", "on")
 
 
 def failing_pass(tb: TracebackType | None) -> str | None:
