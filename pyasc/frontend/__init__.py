@@ -25,6 +25,7 @@ from ..ir.graph import Graph, Value
 from ..ir.types import TensorType
 from .builder import FunctionBuilder
 from .context import BuildState, GraphContext
+from .guards import Guard
 from .scope import Scope, assigned_names
 from .source import get_source, parse_function
 from .tensors import scalar_const_dtype
@@ -49,6 +50,7 @@ class FrontendResult:
     returns_tuple: bool
     captured: dict[str, Any]  # closure/global names read -> values ("helper_qualname.name" for helpers)
     helpers: list[str]  # "module.qualname" of inlined helper functions and kernels, first call first
+    guards: tuple[Guard, ...]  # re-checked by the runtime on every cache hit (see guards.py)
     filename: str
     firstlineno: int  # file line where the function's source (its first decorator, if any) starts
 
@@ -79,6 +81,7 @@ def build_graph(fn: Any, specs: Sequence[ArgSpec], *, unroll_budget: int = 4096)
         returns_tuple=returns_tuple,
         captured=state.captured,
         helpers=state.helpers,
+        guards=tuple(state.guards.values()),
         filename=parsed.filename,
         firstlineno=parsed.firstlineno,
     )

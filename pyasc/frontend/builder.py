@@ -22,7 +22,7 @@ from ..errors import CompileError, InferError, SourceLoc
 from ..ir.graph import Value
 from ..ir.types import Sym
 from . import branches, calls, indexing
-from .context import BuildState, GraphContext
+from .context import BuildState, GraphContext, record_capture
 from .scope import CLOSURE, GLOBAL, Scope, UnassignedFreeVariable, Undefined
 from .source import ParsedFunction
 from .tensors import (
@@ -493,7 +493,7 @@ class FunctionBuilder:
         if isinstance(value, Undefined):
             raise self.error(f"`{name}` may be undefined here: {value.why}", at)
         if where in (CLOSURE, GLOBAL):
-            self.state.captured[self.capture_prefix + name] = value
+            record_capture(self.state, self.scope.fn, name, where, value, self.capture_prefix + name)
         return value
 
     # ---- expressions ------------------------------------------------------------------------

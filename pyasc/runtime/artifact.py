@@ -52,11 +52,16 @@ class CompiledKernel:
     memory_plan: Any
     fusion_log: list[str]
     returns_tuple: bool
+    guards: tuple = ()          # frontend Guards on the globals/closure values the kernel read
     pass_times: dict[str, float] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)   # seconds: frontend, optimize, total
     nodes_in: int = 0
     nodes_out: int = 0
     _shapes_ok: set = field(default_factory=set, repr=False)
+
+    def guards_hold(self) -> bool:
+        """Whether every global/closure value read at compile time is still what it was."""
+        return all(g.holds() for g in self.guards)
 
     @property
     def host_ir(self) -> str:

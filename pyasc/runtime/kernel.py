@@ -91,6 +91,8 @@ class Kernel:
     def _lookup(self, call: BoundCall) -> CompiledKernel:
         key = (call.key, self._options_key)
         compiled = None if _env_flag("PYASC_ALWAYS_COMPILE") else self._cache.get(key)
+        if compiled is not None and not compiled.guards_hold():
+            compiled = None  # a global/closure value the kernel read has changed: never run a stale graph
         if compiled is None:
             compiled = self._compile(call, key)
             self._misses += 1
@@ -140,7 +142,7 @@ class Kernel:
             name=self.__name__, signature=describe_key(params, call.key), key=key,
             key_hash=key_hash(self._id, key), options=self.options, params=params, graph=result.graph,
             stages=stages, dots=dots, kernels=list(result.kernels), memory_plan=result.memory_plan,
-            fusion_log=list(result.fusion_log), returns_tuple=fe.returns_tuple, pass_times=dict(result.pass_times),
+            fusion_log=list(result.fusion_log), returns_tuple=fe.returns_tuple, guards=fe.guards, pass_times=dict(result.pass_times),
             timings={"frontend": t1 - t0, "print": t2 - t1, "optimize": t3 - t2, "total": t3 - t0},
             nodes_in=nodes_in, nodes_out=count_ops(result.graph),
         )
