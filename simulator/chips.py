@@ -65,8 +65,12 @@ class ChipConfig:
     gm_alloc_align: int = 512
     gm_peak_align: int = 512
     gm_unaligned_factor: float = 0.7
-    # data moves on the UB/L1 side are in 32-byte blocks (DataCopy rule)
+    # data moves on the UB/L1 side are in 32-byte blocks (DataCopy rule); one move has at most
+    # `max_nburst` bursts of at most `max_burst_blocks` blocks, or `max_pad_burst_bytes` with padding
     dma_block_bytes: int = 32
+    max_nburst: int = 4095
+    max_burst_blocks: int = 65535
+    max_pad_burst_bytes: int = 2097151
     vector_repeat_bytes: int = 256
     max_repeats: int = 255
     event_ids: int = 8
@@ -132,6 +136,7 @@ class ChipConfig:
 _POSITIVE_INTS = (
     "l1_bytes", "l0a_bytes", "l0b_bytes", "l0c_bytes", "ub_bytes", "bias_table_bytes", "gm_bytes",
     "vector_repeat_bytes", "max_repeats", "event_ids", "dma_block_bytes",
+    "max_nburst", "max_burst_blocks", "max_pad_burst_bytes",
 )
 _POWERS_OF_TWO = (
     "ub_align", "l1_align", "l0ab_align", "l0c_align", "bias_table_align",

@@ -5,13 +5,12 @@ from typing import Any, Mapping, Optional, Sequence, Union
 
 import numpy as np
 
-from . import chips, isa, result, timing
+from . import chips, isa, result, sanitizer, timing
 from .chips import ChipConfig
 from .errors import LaunchError, MemoryRuleError
 from .executor import Runner, mnemonic
 from .memory import GlobalMemory, GmBuffer, OnChipMemory
 from .program import Program
-from .sanitizer import Sanitizer
 
 BufferRef = Union[str, GmBuffer]
 
@@ -68,7 +67,7 @@ class Device:
                 f"({buf.nbytes} bytes)", space="GM", start=offset, end=offset + data.size,
                 rule="GM accesses stay inside their buffer")
         buf.data[offset:offset + data.size] = data
-        buf.host_written.append((offset, offset + data.size))
+        buf.mark_written(np.array([offset]), np.array([offset + data.size]))
 
     def upload(self, name: str, array: Any) -> GmBuffer:
         """alloc + write: a new GM buffer holding `array`."""
@@ -118,9 +117,10 @@ class Device:
         mem = self._onchip[prog.core_type]
         onchip = {s: mem.array(s) for s in mem.spaces}
         texts = [i.text() for i in prog.instructions]
-        san = Sanitizer({s: self.chip.space_bytes(s) for s in mem.spaces}, texts) if sanitize else None
+        san = sanitizer.make(self.chip, mem.spaces, texts, bool(sanitize))
         runner = Runner(self.chip, prog, block_dim, tiles, bound, onchip, san)
         groups = runner.run()
+        _commit_gm_writes(runner.gm_writes)
         tgroups = _timing_groups(groups)
         sched = timing.schedule(self.chip, tgroups, texts)
         mnems = [mnemonic(i) for i in prog.instructions]
@@ -194,6 +194,24 @@ def _bind_tiling(prog: Program, tiling: Any) -> dict[str, int]:
             raise LaunchError(f"tiling field {f!r} must be an integer, got {type(v).__name__} {v!r}")
         out[f] = int(v)
     return out
+
+
+def _commit_gm_writes(records: list[tuple]) -> None:
+    """Remember which GM bytes the kernel wrote, so a later sanitized launch may read them."""
+    ranges: dict[int, tuple[GmBuffer, list, list]] = {}
+    for buf, off, nrows, stride, width in records:
+        offs = np.atleast_1d(np.asarray(off, dtype=np.int64))
+        if nrows == 1 or stride == width:
+            starts = offs
+            ends = offs + (nrows - 1) * stride + width
+        else:
+            starts = (offs[:, None] + np.arange(nrows, dtype=np.int64)[None, :] * stride).ravel()
+            ends = starts + width
+        entry = ranges.setdefault(id(buf), (buf, [], []))
+        entry[1].append(starts)
+        entry[2].append(ends)
+    for buf, starts, ends in ranges.values():
+        buf.mark_written(np.concatenate(starts), np.concatenate(ends))
 
 
 def _timing_groups(groups: list) -> list[timing.TimingGroup]:

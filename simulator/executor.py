@@ -131,6 +131,8 @@ class Runner:
         self.instrs = program.instructions
         self.texts = [i.text() for i in self.instrs]
         self.pipes = [i.pipe for i in self.instrs]
+        # GM stores that ran: (buffer, offset (int or per core), rows, row stride, row bytes)
+        self.gm_writes: list[tuple] = []
         from .handlers import compile_instruction  # local import: handlers needs this module's names
         self.code: list[Callable] = [compile_instruction(self, k, instr) for k, instr in enumerate(self.instrs)]
 
@@ -145,15 +147,15 @@ class Runner:
 
     def do_set(self, g: Group, vals: tuple) -> None:
         key, idx = vals
+        if self.san is not None:
+            self.san.set_flag(int(g.cores[0]), key, idx)
         g.flags[key] = g.flags.get(key, 0) + 1
         g.last_set[key] = idx
-        if self.san is not None:
-            self.san.set_flag(int(g.cores[0]), key)
         dst = key[1]
         b = g.blocked.get(dst)
         if b is not None and b[0] == key:
             del g.blocked[dst]
-            self._consume(g, key)
+            self._consume(g, key, b[1])
             q = g.pending.get(dst)
             while q and dst not in g.blocked:
                 fn, v = q.popleft()
@@ -162,14 +164,46 @@ class Runner:
     def do_wait(self, g: Group, vals: tuple) -> None:
         key, idx = vals
         if g.flags.get(key, 0) > 0:
-            self._consume(g, key)
+            self._consume(g, key, idx)
         else:
             g.blocked[key[1]] = (key, idx)
 
-    def _consume(self, g: Group, key: tuple) -> None:
+    def do_scalar_wait(self, g: Group, vals: tuple) -> None:
+        """wait_flag(X, S): the scalar unit stops issuing until the event is set.
+
+        Everything issued before the wait has already run or is held behind a blocked
+        wait, so an event not set by now can only be set by an instruction after the
+        wait, which the stopped scalar unit never issues: a deadlock.
+        """
+        key, idx = vals
+        if g.flags.get(key, 0) <= 0:
+            src = key[0]
+            why = "no instruction issued before it sets the event"
+            b = g.blocked.get(src)
+            if b is not None:
+                why = (f"pipe {PIPES[src]} is itself blocked at instruction #{b[1]} `{self.texts[b[1]]}` "
+                       f"before it could set it")
+            raise DeadlockError(
+                f"core {int(g.cores[0])}: deadlock: the scalar unit waits at instruction #{idx} `{self.texts[idx]}` "
+                f"for a set_flag {PIPES[src]}->S event {key[2]}, but {why}; the scalar unit cannot issue anything "
+                f"after the wait, so the event is never set",
+                int(g.cores[0]), ({"pipe": "S", "instruction": idx, "text": self.texts[idx]},),
+            )
+        self._consume(g, key, idx)
+        if self.san is not None:
+            # what the scalar unit now knows, every instruction it issues later knows too
+            snap = self.san.clock(int(g.cores[0]), 0)
+            for p in range(1, len(PIPES)):
+                self.issue(g, p, self._join_scalar, (p, [snap]))
+
+    def _join_scalar(self, g: Group, vals: tuple) -> None:
+        p, (snap,) = vals
+        self.san.join(int(g.cores[0]), p, snap)
+
+    def _consume(self, g: Group, key: tuple, idx: int) -> None:
         g.flags[key] -= 1
         if self.san is not None:
-            self.san.wait_flag(int(g.cores[0]), key)
+            self.san.wait_flag(int(g.cores[0]), key, idx)
 
     def check_no_blocked(self, g: Group, where: str) -> None:
         """At a point where the scalar unit waits for the pipes (end, barrier), a blocked pipe never runs again."""

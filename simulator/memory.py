@@ -24,12 +24,35 @@ class GmBuffer:
     addr: int
     nbytes: int
     data: np.ndarray = field(repr=False)
-    # byte ranges the host wrote (the sanitizer treats the rest as never written)
-    host_written: list[tuple[int, int]] = field(default_factory=list, repr=False)
+    # sorted, disjoint byte ranges written by the host or by a finished kernel (the sanitizer
+    # treats the rest as never written, so a kernel may read what an earlier kernel produced)
+    written: list[tuple[int, int]] = field(default_factory=list, repr=False)
 
     @property
     def end(self) -> int:
         return self.addr + self.nbytes
+
+    def mark_written(self, starts: np.ndarray, ends: np.ndarray) -> None:
+        """Add byte ranges [starts[i], ends[i]) to `written`, keeping it sorted and coalesced."""
+        if self.written:
+            old = np.array(self.written, dtype=np.int64).reshape(-1, 2)
+            starts = np.concatenate([old[:, 0], np.asarray(starts, np.int64).ravel()])
+            ends = np.concatenate([old[:, 1], np.asarray(ends, np.int64).ravel()])
+        else:
+            starts = np.asarray(starts, np.int64).ravel()
+            ends = np.asarray(ends, np.int64).ravel()
+        keep = ends > starts
+        starts, ends = starts[keep], ends[keep]
+        if starts.size == 0:
+            return
+        order = np.argsort(starts, kind="stable")
+        starts, ends = starts[order], np.maximum.accumulate(ends[order])
+        # a new range begins where a start lies beyond every earlier end
+        new = np.ones(starts.size, dtype=bool)
+        new[1:] = starts[1:] > ends[:-1]
+        first = np.flatnonzero(new)
+        last = np.append(first[1:] - 1, starts.size - 1)
+        self.written = [(int(a), int(b)) for a, b in zip(starts[first], ends[last])]
 
 
 def _round_up(x: int, a: int) -> int:

@@ -1,14 +1,17 @@
-"""Opt-in race and uninitialised-read detection.
+"""Opt-in detection of races, uninitialised reads and event sets not ordered after their previous wait.
 
 Ordering is tracked with vector clocks, one per pipe of each core: an access
 ticks its pipe's clock; set_flag snapshots the source pipe's clock and the
-matching wait_flag joins it into the destination pipe; pipe_barrier(ALL) and
+matching wait_flag joins it into the destination pipe (and ticks it, so that
+the next set of the event can be checked to come after it); a wait on the
+scalar unit reaches every pipe's later instructions; pipe_barrier(ALL) and
 sync_all join every pipe. Two accesses are ordered when the later one's clock
 covers the earlier one's tick. Cores are ordered only by sync_all (epochs).
 
-Shadow state: on-chip memories per 32-byte block (every on-chip access
-starts on a 32-byte boundary, so block overlap is byte overlap) plus a
-written bit per byte; GM per byte (GM accesses need only element alignment).
+Shadow state: on-chip memories per block of min(space alignment, DMA block)
+bytes (every on-chip access row starts on such a boundary, so block overlap
+is byte overlap) plus a written bit per byte; GM per byte (GM accesses need
+only element alignment).
 """
 from __future__ import annotations
 
@@ -17,12 +20,12 @@ from typing import Optional
 
 import numpy as np
 
-from .errors import RaceError, UninitializedReadError
+from .chips import ChipConfig
+from .errors import DoubleSetError, RaceError, UninitializedReadError
 from .isa import PIPES
 from .memory import GmBuffer
 
 NP = len(PIPES)
-BLOCK = 32
 
 # an access pattern: (start, nburst, stride, length) in bytes
 Pattern = tuple[int, int, int, int]
@@ -35,12 +38,12 @@ def _byte_index(p: Pattern):
     return (start + np.arange(nb)[:, None] * stride + np.arange(length)[None, :]).ravel()
 
 
-def _block_index(p: Pattern):
+def _block_index(p: Pattern, block: int):
     start, nb, stride, length = p
     if nb == 1 or stride == length:
-        return slice(start // BLOCK, (start + (nb - 1) * stride + length - 1) // BLOCK + 1)
-    firsts = (start + np.arange(nb) * stride) // BLOCK
-    lasts = (start + np.arange(nb) * stride + length - 1) // BLOCK
+        return slice(start // block, (start + (nb - 1) * stride + length - 1) // block + 1)
+    firsts = (start + np.arange(nb) * stride) // block
+    lasts = (start + np.arange(nb) * stride + length - 1) // block
     span = int((lasts - firsts).max()) + 1
     idx = (firsts[:, None] + np.arange(span)[None, :])
     idx = idx[idx <= lasts[:, None]]
@@ -61,8 +64,9 @@ def _extent(p: Pattern) -> tuple[int, int]:
 
 
 class _OnChipShadow:
-    def __init__(self, nbytes: int):
-        nblk = -(-nbytes // BLOCK)
+    def __init__(self, nbytes: int, block: int):
+        self.block = block
+        nblk = -(-nbytes // block)
         self.w_pipe = np.full(nblk, -1, dtype=np.int8)
         self.w_cnt = np.zeros(nblk, dtype=np.int64)
         self.w_idx = np.zeros(nblk, dtype=np.int32)
@@ -72,15 +76,15 @@ class _OnChipShadow:
 
 
 class _GmShadow:
-    HOST = -2
+    EARLIER = -2  # written by the host or by an earlier kernel
     NONE = -1
     MULTI = -3
 
     def __init__(self, buf: GmBuffer):
         n = buf.nbytes
         self.w_core = np.full(n, self.NONE, dtype=np.int32)
-        for a, b in buf.host_written:
-            self.w_core[a:b] = self.HOST
+        for a, b in buf.written:
+            self.w_core[a:b] = self.EARLIER
         self.w_ep = np.zeros(n, dtype=np.int32)
         self.w_pipe = np.zeros(n, dtype=np.int8)
         self.w_cnt = np.zeros(n, dtype=np.int64)
@@ -95,15 +99,19 @@ class _GmShadow:
 class _CoreState:
     def __init__(self):
         self.vc = np.zeros((NP, NP), dtype=np.int64)
-        self.flags: dict[tuple, deque] = {}
+        self.flags: dict[tuple, deque] = {}       # event -> (clock snapshot, set instruction) not yet waited
+        self.last_wait: dict[tuple, tuple] = {}   # event -> (wait's stamp on its pipe, wait idx, set idx)
         self.shadows: dict[str, _OnChipShadow] = {}
 
 
 class Sanitizer:
-    """Tracks every access of a launch; raises RaceError / UninitializedReadError on the first finding."""
+    """Tracks every access and flag of a launch; raises RaceError / UninitializedReadError /
+    DoubleSetError on the first finding."""
 
-    def __init__(self, space_bytes: dict[str, int], texts: list[str]):
+    def __init__(self, space_bytes: dict[str, int], texts: list[str], space_blocks: dict[str, int]):
+        """space_blocks: per on-chip space, a power of two every access row starts on."""
         self.space_bytes = space_bytes
+        self.space_blocks = space_blocks
         self.texts = texts
         self.epoch = 0
         self.cores: dict[int, _CoreState] = {}
@@ -120,14 +128,58 @@ class Sanitizer:
 
     # ------------------------------------------------------------------ sync
 
-    def set_flag(self, core: int, key: tuple) -> None:
-        st = self._core(core)
-        st.flags.setdefault(key, deque()).append(st.vc[key[0]].copy())
+    def set_flag(self, core: int, key: tuple, idx: int) -> None:
+        """A set must follow (in happens-before order) the wait that consumed the previous set.
 
-    def wait_flag(self, core: int, key: tuple) -> None:
+        Otherwise some timing lets it fire while the previous set is still pending: the
+        binary event is set twice and one set is lost.
+        """
         st = self._core(core)
-        snap = st.flags[key].popleft()
-        np.maximum(st.vc[key[1]], snap, out=st.vc[key[1]])
+        src, dst, ev = key
+        q = st.flags.setdefault(key, deque())
+        prev = None
+        if q:
+            prev = (q[0][1], None)
+        else:
+            lw = st.last_wait.get(key)
+            if lw is not None and st.vc[src][dst] < lw[0]:
+                prev = (lw[2], lw[1])
+        if prev is not None:
+            s1, w = prev
+            if w is None:
+                why = "before any wait consumed the previous set"
+            else:
+                why = (f"and no set_flag/wait_flag chain orders it after {self._describe(dst, w)}, which consumed "
+                       f"the previous set")
+            accesses = [{"pipe": PIPES[src], "instruction": s1, "text": self.texts[s1]},
+                        {"pipe": PIPES[src], "instruction": idx, "text": self.texts[idx]}]
+            if w is not None:
+                accesses.append({"pipe": PIPES[dst], "instruction": w, "text": self.texts[w]})
+            raise DoubleSetError(
+                f"core {core}: set_flag {PIPES[src]}->{PIPES[dst]} event {ev} may be set twice without a wait: "
+                f"{self._describe(src, idx)} sets it again after {self._describe(src, s1)} {why}; on hardware "
+                f"the second set can fire while the first is still pending, the event is lost and a later wait hangs "
+                f"(order the set after that wait with a flag back from {PIPES[dst]} to {PIPES[src]}, or use another "
+                f"event id)",
+                core, tuple(accesses),
+            )
+        q.append((st.vc[src].copy(), idx))
+
+    def wait_flag(self, core: int, key: tuple, idx: int) -> None:
+        st = self._core(core)
+        snap, set_idx = st.flags[key].popleft()
+        vc = st.vc[key[1]]
+        np.maximum(vc, snap, out=vc)
+        vc[key[1]] += 1  # the wait is an event on its pipe: a later set must be ordered after it
+        st.last_wait[key] = (int(vc[key[1]]), idx, set_idx)
+
+    def clock(self, core: int, pipe: int) -> np.ndarray:
+        """A copy of what `pipe` of `core` knows of every pipe (its vector clock)."""
+        return self._core(core).vc[pipe].copy()
+
+    def join(self, core: int, pipe: int, snapshot: np.ndarray) -> None:
+        vc = self._core(core).vc[pipe]
+        np.maximum(vc, snapshot, out=vc)
 
     def join_all(self, core: int) -> None:
         st = self._core(core)
@@ -144,11 +196,11 @@ class Sanitizer:
         st = self._core(core)
         sh = st.shadows.get(space)
         if sh is None:
-            sh = st.shadows[space] = _OnChipShadow(self.space_bytes[space])
+            sh = st.shadows[space] = _OnChipShadow(self.space_bytes[space], self.space_blocks[space])
         vc = st.vc[pipe]
         vc[pipe] += 1
         stamp = vc[pipe]
-        blk = _block_index(p)
+        blk = _block_index(p, sh.block)
         lo, hi = _extent(p)
         if not write:
             byt = _byte_index(p)
@@ -172,8 +224,8 @@ class Sanitizer:
             if bad.any():
                 k = _first(bad, blk)
                 other_pipe = int(sh.w_pipe[k])
-                self._race(core, space, pipe, idx, "reads" if not write else "writes", lo, hi, k,
-                           other_pipe, int(sh.w_idx[k]), "writes")
+                self._race(core, space, pipe, idx, "reads" if not write else "writes", lo, hi, k * sh.block,
+                           sh.block, other_pipe, int(sh.w_idx[k]), "writes")
         if write:
             for q in range(NP):
                 if q == pipe:
@@ -182,7 +234,8 @@ class Sanitizer:
                 bad = rc > vc[q]
                 if bad.any():
                     k = _first(bad, blk)
-                    self._race(core, space, pipe, idx, "writes", lo, hi, k, q, int(sh.r_idx[q, k]), "reads")
+                    self._race(core, space, pipe, idx, "writes", lo, hi, k * sh.block, sh.block, q,
+                               int(sh.r_idx[q, k]), "reads")
             sh.w_pipe[blk] = pipe
             sh.w_cnt[blk] = stamp
             sh.w_idx[blk] = idx
@@ -191,9 +244,9 @@ class Sanitizer:
             sh.r_cnt[pipe, blk] = stamp
             sh.r_idx[pipe, blk] = idx
 
-    def _race(self, core: int, space: str, pipe: int, idx: int, verb: str, lo: int, hi: int, blk: int,
-              other_pipe: int, other_idx: int, other_verb: str) -> None:
-        b0, b1 = max(lo, blk * BLOCK), min(hi, (blk + 1) * BLOCK)
+    def _race(self, core: int, space: str, pipe: int, idx: int, verb: str, lo: int, hi: int, blk_start: int,
+              block: int, other_pipe: int, other_idx: int, other_verb: str) -> None:
+        b0, b1 = max(lo, blk_start), min(hi, blk_start + block)
         raise RaceError(
             f"core {core}: race on {space} bytes [{b0:#x}, {b1:#x}): {self._describe(pipe, idx)} {verb} "
             f"[{lo:#x}, {hi:#x}) while {self._describe(other_pipe, other_idx)} {other_verb} them, and no "
@@ -274,5 +327,9 @@ class Sanitizer:
         )
 
 
-def make(space_bytes: dict[str, int], texts: list[str], enabled: bool) -> Optional[Sanitizer]:
-    return Sanitizer(space_bytes, texts) if enabled else None
+def make(chip: ChipConfig, spaces: tuple[str, ...], texts: list[str], enabled: bool) -> Optional[Sanitizer]:
+    """The sanitizer for one launch on `chip` (None when not enabled)."""
+    if not enabled:
+        return None
+    return Sanitizer({s: chip.space_bytes(s) for s in spaces}, texts,
+                     {s: min(chip.space_align(s), chip.dma_block_bytes) for s in spaces})

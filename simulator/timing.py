@@ -3,7 +3,9 @@
 Input: per distinct instruction stream (cores whose dynamic streams are
 identical share one), the pipe instructions in issue order with their costs.
 The scalar unit issues them in program order (paying the scalar cycles spent
-in between plus one issue slot each) into per-pipe in-order queues. A pipe
+in between plus one issue slot each) into per-pipe in-order queues. Flags on
+the scalar unit itself run as it reaches them: set_flag(S, X) fires at once,
+wait_flag(X, S) stops all further issue until its set has fired. A pipe
 starts its next instruction when the previous one has finished and it has
 been issued; a wait_flag also needs the matching set_flag (the k-th wait of
 an event pairs with its k-th set), which fires when the source pipe has
@@ -138,6 +140,30 @@ class TimingEngine:
                     g.sync_k = k + 1
                     end[i] = rel
                     g.s_time = rel
+                    i += 1
+                    continue
+                if rec[1] == 0:  # a flag on the scalar unit itself: it runs as the scalar unit reaches it
+                    t = g.s_time + rec[5] + issue_cost
+                    key = rec[2]
+                    if kind == K_SET:
+                        g.fires.setdefault(key, []).append((t, i))
+                        start[i] = t
+                    elif kind == K_WAIT:  # wait_flag(X, S): the scalar unit stops issuing until the k-th set fires
+                        k = g.nwait.get(key, 0)
+                        fl = g.fires.get(key)
+                        if fl is None or len(fl) <= k:
+                            break
+                        start[i] = t
+                        if fl[k][0] > t:
+                            t = fl[k][0]
+                        g.nwait[key] = k + 1
+                        g.consumed.setdefault(key, []).append((t, i))
+                    else:  # pipe_barrier(S): the scalar unit is in order anyway
+                        start[i] = t
+                    g.s_busy += rec[5] + issue_cost
+                    issue[i] = start[i]
+                    end[i] = t
+                    g.s_time = t
                     i += 1
                     continue
                 g.s_time += rec[5] + issue_cost

@@ -2,14 +2,16 @@
 
 One process per core, one thread (track) per pipe, one complete ("X") slice
 per instruction; the scalar unit's work between pipe instructions appears as
-"scalar" slices on the S track; each set_flag -> wait_flag pair is a flow arrow.
+"scalar" slices on the S track; each set_flag -> wait_flag pair is a flow arrow
+from the set's track to the wait's track. A wait on the scalar unit (wait_flag(X, S))
+spans the cycles the scalar unit stalled.
 """
 from __future__ import annotations
 
 import json
 from typing import Any
 
-from .isa import PIPES
+from .isa import CORE_PIPES, PIPES
 from .timing import K_BAR, K_SET, K_WAIT, TimingGroup
 
 
@@ -24,6 +26,8 @@ def chrome_trace(groups_by_core: dict[int, TimingGroup], texts: list[str], mnemo
                        "args": {"name": f"core {core} ({core_type.upper()})"}})
         events.append({"ph": "M", "name": "process_sort_index", "pid": pid, "tid": 0, "args": {"sort_index": core}})
         for t, p in enumerate(PIPES):
+            if p not in CORE_PIPES[core_type]:
+                continue  # no empty tracks for pipes this core type does not have
             events.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": t, "args": {"name": p}})
             events.append({"ph": "M", "name": "thread_sort_index", "pid": pid, "tid": t, "args": {"sort_index": t}})
         for j, rec in enumerate(g.stream):

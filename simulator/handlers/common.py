@@ -11,8 +11,6 @@ from ..isa import Reg
 
 
 U8 = np.dtype(np.uint8)
-MAX_NBURST = 4095
-MAX_PAD_BURST_BYTES = 2097151
 
 
 # --------------------------------------------------------------------------- operand access
@@ -127,8 +125,10 @@ class Checker:
                       "GM addresses are element aligned", "GM", o, o + extent, core=int(g.cores[j]))
 
     def no_partial_overlap(self, g: Group, dst: tuple[int, int], src: tuple[int, int], space: str = "UB") -> None:
+        # identical means the same bytes: an in-place cast that widens or narrows would have the
+        # unit overwrite source elements of later repeats before it reads them
         (da, dn), (sa, sn) = dst, src
-        if da != sa and da < sa + sn and sa < da + dn:
+        if (da, dn) != (sa, sn) and da < sa + sn and sa < da + dn:
             self.fail(g, f"destination [{da:#x}, {da + dn:#x}) partially overlaps source [{sa:#x}, {sa + sn:#x})",
                       "vector operands are identical or disjoint", space, da, da + dn)
 
@@ -139,11 +139,17 @@ class Checker:
                       f"at most {self.chip.max_repeats} repeats per vector instruction")
 
 
-def gm_aligned(g: Group, off: Any, peak: int) -> bool:
-    """Whether the transfer's GM address is on the peak-bandwidth boundary (uniform, or the group splits)."""
-    if off.__class__ is int:
-        return off % peak == 0
-    al = (off % peak) == 0
+def gm_aligned(g: Group, addr: Any, nrows: int, stride_b: int, peak: int) -> bool:
+    """Whether every row of a GM transfer starts on the peak-bandwidth boundary.
+
+    `addr` is the absolute GM address of the first row (an int, or one per core); the other
+    rows start `stride_b` bytes apart. The answer must be uniform over the group, else it splits.
+    """
+    if nrows > 1 and stride_b % peak:
+        return False
+    if addr.__class__ is int:
+        return addr % peak == 0
+    al = (addr % peak) == 0
     if al.all():
         return True
     if not al.any():

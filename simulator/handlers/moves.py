@@ -11,7 +11,7 @@ from ..isa import DTYPES, PIPE_ID
 from ..timing import K_DMA, K_OP
 from .common import (
     get_value, get_uniform, get_optional, ceil_to, Checker, gm_aligned, gm_view, chip_view, core_views,
-    region, gm_read, gm_write, U8, MAX_NBURST, MAX_PAD_BURST_BYTES,
+    region, gm_read, gm_write, U8,
 )
 
 
@@ -38,7 +38,8 @@ def _c_copy(rt: Runner, idx: int, ins: isa.Copy) -> Callable:
     g_cs = get_optional(ins.dst_stride if load else ins.src_stride)
     pad = ins.pad
     pad_unit = np.asarray(ins.pad_value).astype(dt).tobytes() if (pad and load) else b""
-    max_burst = MAX_PAD_BURST_BYTES if pad else 65535 * blk
+    max_burst = chip.max_pad_burst_bytes if pad else chip.max_burst_blocks * blk
+    max_nburst = chip.max_nburst
     chk = Checker(rt, idx)
     san = rt.san
     pad_cache: dict[int, np.ndarray] = {}
@@ -47,8 +48,8 @@ def _c_copy(rt: Runner, idx: int, ins: isa.Copy) -> Callable:
         a, bl, nb = g_chip(g), g_burst(g), g_nb(g)
         off = g_gm(g)
         chk.positive(g, burst=bl, nburst=nb)
-        if nb > MAX_NBURST:
-            chk.bad(g, f"nburst {nb} exceeds the {MAX_NBURST} bursts of one data move")
+        if nb > max_nburst:
+            chk.bad(g, f"nburst {nb} exceeds the {max_nburst} bursts of one data move")
         blb = bl * size
         if not pad and blb % blk:
             chk.fail(g, f"a burst of {bl} {ins.dtype} is {blb} bytes, not a whole number of {blk}-byte blocks "
@@ -69,7 +70,8 @@ def _c_copy(rt: Runner, idx: int, ins: isa.Copy) -> Callable:
                 chk.bad(g, f"GM stride must not be negative, got {gs // size} elements")
         chk.onchip(g, space, a, (nb - 1) * cs + width, "on-chip")
         chk.gm(g, buf, off, (nb - 1) * gs + blb, size, f"GM.{gm_mem.arg}")
-        cap = path.bytes_per_cycle if gm_aligned(g, off, peak) else path.bytes_per_cycle * unaligned
+        cap = path.bytes_per_cycle if gm_aligned(g, buf.addr + off, nb, gs, peak) else \
+            path.bytes_per_cycle * unaligned
         nbytes = nb * blb
         g.stream.append((K_DMA, P, path.startup, nbytes, cap, g.scyc, idx))
         g.scyc = 0
@@ -99,6 +101,8 @@ def _c_copy(rt: Runner, idx: int, ins: isa.Copy) -> Callable:
             else:
                 san.onchip(core, P, idx, space, (a, nb, cs, blb), False)
                 san.gm(core, P, idx, buf, (off, nb, gs, blb), True)
+        if not load:
+            rt.gm_writes.append((buf, off, nb, gs, blb))
         gv = gm_view(g, buf.data, off, nb, gs, blb)
         cv = chip_view(g, arr, a, nb, cs, width)
         if gv is not None and cv is not None and (load or off.__class__ is not int or g.m == 1):
@@ -134,7 +138,7 @@ def _c_copy_nd2nz(rt: Runner, idx: int, ins: isa.CopyNd2Nz) -> Callable:
         ext = layouts.ceil_to(rows, 16) * layouts.ceil_to(cols, c0) * size
         chk.onchip(g, "L1", a, ext, "L1 destination")
         chk.gm(g, buf, off, ((rows - 1) * rs + cols) * size, size, f"GM.{ins.src.arg}")
-        cap = path.bytes_per_cycle if gm_aligned(g, off, chip.gm_peak_align) else \
+        cap = path.bytes_per_cycle if gm_aligned(g, buf.addr + off, rows, rs * size, chip.gm_peak_align) else \
             path.bytes_per_cycle * chip.gm_unaligned_factor
         nbytes = rows * cols * size
         g.stream.append((K_DMA, P, path.startup, nbytes, cap, g.scyc, idx))
@@ -178,24 +182,27 @@ def _c_load_l0(rt: Runner, idx: int, ins: isa.LoadL0) -> Callable:
             chk.fail(g, f"the {ins.dtype} matrix loaded into {ins.dst.space} is {mr}x{mc}, which is not made of "
                      f"whole {need_r}x{need_c} fractals (pad the L1 matrix: rows to a multiple of {need_r}, "
                      f"cols to a multiple of {need_c})", "L1->L0 moves whole fractals", "L1", s, s + rp * cp * size)
-        ext = rp * cp * size
-        chk.onchip(g, "L1", s, ext, "L1 source")
+        # B's columns are in 16-wide fractals in L0B, so mmad finds a row of fractals every
+        # ceil16(n) columns; an int8 L1 matrix padded to 32 columns drops its last empty fractal
+        dc = mc if to_a else layouts.ceil_to(rows if ins.transpose else cols, 16)
+        src_ext, ext = rp * cp * size, mr * dc * size
+        chk.onchip(g, "L1", s, src_ext, "L1 source")
         chk.onchip(g, ins.dst.space, d, ext, f"{ins.dst.space} destination")
         g.stream.append((K_OP, P, path.cycles(ext), 0, 0, g.scyc, idx))
         g.scyc = 0
         g.bytes[key] = g.bytes.get(key, 0) + ext
-        rt.issue(g, P, exe, (s, d, rp, cp, ext))
+        rt.issue(g, P, exe, (s, d, rp, cp, dc, src_ext, ext))
 
     def exe(g: Group, vals: tuple) -> None:
-        s, d, rp, cp, ext = vals
+        s, d, rp, cp, dc, src_ext, ext = vals
         if san is not None:
             core = int(g.cores[0])
-            san.onchip(core, P, idx, "L1", (s, 1, ext, ext), False)
+            san.onchip(core, P, idx, "L1", (s, 1, src_ext, src_ext), False)
             san.onchip(core, P, idx, ins.dst.space, (d, 1, ext, ext), True)
-        x = layouts.nz_to_nd(region(g, src_arr, s, ext, dt), rp, cp, c0)
+        x = layouts.nz_to_nd(region(g, src_arr, s, src_ext, dt), rp, cp, c0)
         if ins.transpose:
             x = x.transpose(0, 2, 1)
-        img = layouts.to_zz(x, c0) if to_a else layouts.to_zn(x, c0)
+        img = layouts.to_zz(x, c0) if to_a else layouts.to_zn(np.ascontiguousarray(x[:, :, :dc]), c0)
         dst_arr[g.sel, d:d + ext] = img.view(U8)
     return h
 
@@ -317,7 +324,7 @@ def _c_fixpipe(rt: Runner, idx: int, ins: isa.FixPipe) -> Callable:
         ext = mp * np_ * sdt.itemsize
         chk.onchip(g, "L0C", s, ext, "L0C source")
         chk.gm(g, buf, off, ((m - 1) * rs + n) * osize, osize, f"GM.{ins.dst.arg}")
-        cap = path.bytes_per_cycle if gm_aligned(g, off, chip.gm_peak_align) else \
+        cap = path.bytes_per_cycle if gm_aligned(g, buf.addr + off, m, rs * osize, chip.gm_peak_align) else \
             path.bytes_per_cycle * chip.gm_unaligned_factor
         nbytes = m * n * osize
         g.stream.append((K_DMA, P, path.startup, nbytes, cap, g.scyc, idx))
@@ -334,6 +341,8 @@ def _c_fixpipe(rt: Runner, idx: int, ins: isa.FixPipe) -> Callable:
         C = layouts.nz_to_nd(region(g, lc, s, ext, sdt), mp, np_, 16)[:, :m, :n]
         if ins.relu:
             C = np.maximum(C, 0)
-        out = np.ascontiguousarray(C.astype(odt)).view(U8)
+        with np.errstate(over="ignore"):  # out-of-range values become inf, like an IEEE conversion
+            out = np.ascontiguousarray(C.astype(odt)).view(U8)
+        rt.gm_writes.append((buf, off, m, rs * osize, n * osize))
         gm_write(g, buf, off, m, rs * osize, out)
     return h

@@ -184,7 +184,8 @@ def _c_flag(rt: Runner, idx: int, ins: Any) -> Callable:
     is_set = isinstance(ins, isa.SetFlag)
     pipe = src if is_set else dst
     kind = K_SET if is_set else K_WAIT
-    action = rt.do_set if is_set else rt.do_wait
+    # a wait on the scalar unit stops issue altogether (a pipe wait only holds back its own queue)
+    action = rt.do_set if is_set else (rt.do_scalar_wait if pipe == PIPE_ID["S"] else rt.do_wait)
     gev = get_uniform(ins.event)
     n_ev = rt.chip.event_ids
     chk = Checker(rt, idx)

@@ -64,6 +64,7 @@ def test_replace_derives_a_validated_config():
     ({"gm_to_ub": DmaPath(-1, 10.0)}, "gm_to_ub.startup must be a non-negative integer"),
     ({"ub_to_gm": (1, 2)}, r"ub_to_gm must be a DmaPath"),
     ({"name": ""}, "chip name must be a non-empty string"),
+    ({"max_nburst": 0}, "max_nburst must be a positive integer, got 0"),
 ])
 def test_invalid_replace_is_rejected(overrides, message):
     with pytest.raises(ConfigError, match=message) as info:

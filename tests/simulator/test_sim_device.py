@@ -145,3 +145,88 @@ def test_cube_moves_whole_fractals():
     p.load_l0(L0B(0), L1(0), "int8", 16, 16)  # int8 B needs K in whole 32-row fractals
     with pytest.raises(MemoryRuleError, match=r"not made of whole 32x16 fractals"):
         dev.launch(p, 1, ["a"])
+
+
+def _one_mmad(dev, dtype, m, k, n, out_dtype, accumulate_twice=False):
+    from simulator import L0A, L0B, L0C, L1
+    p = Program("mmad", "aic", params=["a", "b", "c"])
+    p.copy_nd2nz(L1(0), p.gm("a"), dtype, m, k)
+    p.copy_nd2nz(L1(32768), p.gm("b"), dtype, k, n)
+    p.set_flag("MTE2", "MTE1", 0)
+    p.wait_flag("MTE2", "MTE1", 0)
+    p.load_l0(L0A(0), L1(0), dtype, m, k)
+    p.load_l0(L0B(0), L1(32768), dtype, k, n)
+    p.set_flag("MTE1", "M", 0)
+    p.wait_flag("MTE1", "M", 0)
+    p.mmad(L0C(0), L0A(0), L0B(0), m, k, n, dtype)
+    if accumulate_twice:
+        p.mmad(L0C(0), L0A(0), L0B(0), m, k, n, dtype, accumulate=1)
+    p.set_flag("M", "FIX", 0)
+    p.wait_flag("M", "FIX", 0)
+    p.fixpipe(p.gm("c"), L0C(0), m, n, out_dtype, src_dtype="int32" if dtype == "int8" else "float32")
+    return dev.launch(p, 1, ["a", "b", "c"], sanitize=True)
+
+
+@pytest.mark.parametrize("dtype, m, k, n, twice", [("int8", 32, 64, 48, False), ("float32", 20, 24, 48, True),
+                                                   ("float16", 16, 48, 32, True)])
+def test_cube_dtypes_and_accumulation(rng, dtype, m, k, n, twice):
+    dev = Device("tiny")
+    if dtype == "int8":
+        a, b = rng.integers(-128, 128, (m, k)).astype(np.int8), rng.integers(-128, 128, (k, n)).astype(np.int8)
+    else:
+        a, b = rng.standard_normal((m, k)).astype(dtype), rng.standard_normal((k, n)).astype(dtype)
+    dev.upload("a", a)
+    dev.upload("b", b)
+    out = "int32" if dtype == "int8" else "float32"
+    dev.alloc("c", shape=(m, n), dtype=out)
+    res = _one_mmad(dev, dtype, m, k, n, out, twice)
+    ref = (a.astype(np.int64) @ b.astype(np.int64)) * (2 if twice else 1)
+    if dtype == "int8":
+        assert np.array_equal(dev.read("c", out, (m, n)), ref)
+    else:
+        ref = (a.astype(np.float64) @ b.astype(np.float64)) * (2 if twice else 1)
+        np.testing.assert_allclose(dev.read("c", out, (m, n)), ref, rtol=1e-5, atol=1e-4)
+    # cost: fractal blocks (16 x c0 x 16, c0 = 32 bytes of the input) at the chip's per-dtype rate
+    c0 = 32 // np.dtype(dtype).itemsize
+    per_block = {"int8": dev.chip.cube_int8_block_cycles, "float32": dev.chip.cube_fp32_block_cycles,
+                 "float16": dev.chip.cube_fp16_block_cycles}[dtype]
+    blocks = -(-m // 16) * -(-k // c0) * -(-n // 16)
+    assert res.pipe_busy["M"] == (2 if twice else 1) * (dev.chip.cube_startup_cycles + blocks * per_block)
+
+
+def test_fixpipe_conversion_overflow_gives_inf_without_warnings():
+    import warnings
+    dev = Device("tiny")
+    dev.upload("a", np.full((16, 32), 127, np.int8))
+    dev.upload("b", np.full((32, 16), 127, np.int8))
+    dev.alloc("c", shape=(16, 16), dtype="float16")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _one_mmad(dev, "int8", 16, 32, 16, "float16")
+    assert np.isinf(dev.read("c", "float16", (16, 16))).all()  # 32 * 127 * 127 > 65504
+
+
+def test_transposed_loads_feed_the_cube(rng):
+    from simulator import L0A, L0B, L0C, L1
+    m, k, n = 20, 40, 24
+    a, b = rng.standard_normal((m, k)).astype(np.float16), rng.standard_normal((k, n)).astype(np.float16)
+    dev = Device("tiny")
+    dev.upload("at", a.T.copy())  # both operands stored transposed in GM
+    dev.upload("bt", b.T.copy())
+    dev.alloc("c", shape=(m, n), dtype="float32")
+    p = Program("transposed", "aic", params=["at", "bt", "c"])
+    p.copy_nd2nz(L1(0), p.gm("at"), "float16", k, m)
+    p.copy_nd2nz(L1(16384), p.gm("bt"), "float16", n, k)
+    p.set_flag("MTE2", "MTE1", 0)
+    p.wait_flag("MTE2", "MTE1", 0)
+    p.load_l0(L0A(0), L1(0), "float16", k, m, transpose=True)
+    p.load_l0(L0B(0), L1(16384), "float16", n, k, transpose=True)
+    p.set_flag("MTE1", "M", 0)
+    p.wait_flag("MTE1", "M", 0)
+    p.mmad(L0C(0), L0A(0), L0B(0), m, k, n, "float16")
+    p.set_flag("M", "FIX", 0)
+    p.wait_flag("M", "FIX", 0)
+    p.fixpipe(p.gm("c"), L0C(0), m, n, "float32")
+    dev.launch(p, 1, ["at", "bt", "c"], sanitize=True)
+    np.testing.assert_allclose(dev.read("c", "float32", (m, n)), a.astype(np.float32) @ b.astype(np.float32),
+                               rtol=1e-5, atol=1e-5)

@@ -94,3 +94,27 @@ def test_device_state_persists_between_launches(rng):
     z1, _ = vector_add.run(x, x, "tiny", device=dev)
     z2, _ = vector_add.run(z1, x, "tiny", device=dev)
     assert_close(z2, x + x + x, rtol=1e-6)
+
+
+def _reference_runs(rng):
+    x = rng.standard_normal(3000 + 5).astype(np.float16)
+    s = rng.standard_normal((29, 70)).astype(np.float32)
+    a = rng.standard_normal((40, 70)).astype(np.float16)
+    b = rng.standard_normal((70, 50)).astype(np.float16)
+    bias = rng.standard_normal(50).astype(np.float32)
+    return [
+        ("add x1", lambda chip, san: vector_add.run(x, x, chip, 3, 1, sanitize=san)),
+        ("add x2", lambda chip, san: vector_add.run(x, x, chip, None, 2, sanitize=san)),
+        ("softmax", lambda chip, san: softmax.run(s, chip, 3, sanitize=san)),
+        ("matmul", lambda chip, san: matmul.run(a, b, bias, chip, None, "float16", sanitize=san)),
+    ]
+
+
+@pytest.mark.parametrize("chip", ["tiny", "910b"])
+def test_every_reference_program_gives_the_same_results_and_cycles_with_and_without_the_sanitizer(rng, chip):
+    for name, run in _reference_runs(rng):
+        out1, r1 = run(chip, False)
+        out2, r2 = run(chip, True)
+        assert np.array_equal(out1, out2), name
+        assert (r1.cycles, r1.core_cycles, r1.core_pipe_busy) == (r2.cycles, r2.core_cycles, r2.core_pipe_busy), name
+        assert (r1.instr_counts, r1.bytes_by_path) == (r2.instr_counts, r2.bytes_by_path), name

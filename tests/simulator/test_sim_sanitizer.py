@@ -248,3 +248,123 @@ def test_all_findings_share_one_base_class():
     for cls in (RaceError, UninitializedReadError, DeadlockError, FlagLeftSetError, DoubleSetError):
         assert issubclass(cls, SanitizerError) and issubclass(cls, SimulatorError)
     assert issubclass(MemoryRuleError, SimulatorError)
+
+
+def _reused_event(back_flag):
+    """Two loads, each handed to V with event MTE2->V 0; optionally a flag back from V orders the reuse."""
+    p = Program("reuse", "aiv", params=["x"])
+    p.copy(UB(0), p.gm("x"), "float32", burst=64)
+    p.set_flag("MTE2", "V", 0)
+    p.wait_flag("MTE2", "V", 0)
+    p.vbinary("add", UB(256), UB(0), UB(0), 64, "float32")
+    if back_flag:
+        p.set_flag("V", "MTE2", 0)
+        p.wait_flag("V", "MTE2", 0)
+    p.copy(UB(512), p.gm("x"), "float32", burst=64)
+    p.set_flag("MTE2", "V", 0)
+    p.wait_flag("MTE2", "V", 0)
+    p.vbinary("add", UB(768), UB(512), UB(512), 64, "float32")
+    return p
+
+
+def test_a_set_not_ordered_after_the_previous_wait_is_a_double_set():
+    # the timing model happens to consume the first set in time, but nothing guarantees it:
+    # with a busier V the second set would fire while the first is pending
+    dev = Device("tiny")
+    dev.upload("x", np.ones(64, np.float32))
+    dev.launch(_reused_event(False), 1, ["x"])  # the cheap timing check finds nothing here
+    with pytest.raises(DoubleSetError) as info:
+        dev.launch(_reused_event(False), 1, ["x"], sanitize=True)
+    msg = str(info.value)
+    assert msg.startswith("core 0: set_flag MTE2->V event 0 may be set twice without a wait: MTE2 instruction #5")
+    assert "after MTE2 instruction #1" in msg and "V instruction #2 `wait_flag MTE2->V event=0`" in msg
+    assert [a["instruction"] for a in info.value.accesses] == [1, 5, 2]
+    assert [a["pipe"] for a in info.value.accesses] == ["MTE2", "MTE2", "V"]
+    dev.launch(_reused_event(True), 1, ["x"], sanitize=True)  # a flag back from V makes the reuse safe
+
+
+def test_a_set_before_the_previous_one_was_waited_for_is_a_double_set():
+    p = Program("twice", "aiv", params=["x"])
+    p.copy(UB(0), p.gm("x"), "float32", burst=8)
+    p.set_flag("MTE2", "V", 3)
+    p.set_flag("MTE2", "V", 3)
+    p.wait_flag("MTE2", "V", 3)
+    p.wait_flag("MTE2", "V", 3)
+    dev = Device("tiny")
+    dev.upload("x", np.ones(8, np.float32))
+    with pytest.raises(DoubleSetError, match=r"MTE2 instruction #2 .* sets it again after MTE2 instruction #1 "
+                                             r"`set_flag MTE2->V event=3` before any wait consumed the previous set"):
+        dev.launch(p, 1, ["x"], sanitize=True)
+
+
+def test_two_pipes_writing_the_same_bytes_race():
+    p = Program("waw", "aiv", params=["x"])
+    p.copy(UB(0), p.gm("x"), "float32", burst=64)
+    p.vdup(UB(64), 1.0, 16, "float32")  # overwrites bytes MTE2 is still loading
+    p.set_flag("MTE2", "V", 0)
+    p.wait_flag("MTE2", "V", 0)
+    dev = Device("tiny")
+    dev.upload("x", np.ones(64, np.float32))
+    with pytest.raises(RaceError) as info:
+        dev.launch(p, 1, ["x"], sanitize=True)
+    assert "V instruction #1 `vdup UB[64]" in str(info.value) and "writes [0x40, 0x80)" in str(info.value)
+    assert "MTE2 instruction #0" in str(info.value) and "writes them" in str(info.value)
+    a, b = info.value.accesses
+    assert (a["pipe"], b["pipe"], b["start"], b["end"]) == ("V", "MTE2", 0x40, 0x60)
+
+
+def test_a_write_after_reads_by_two_cores_races_with_the_other_core():
+    # cores 0 and 1 both read ws; then core 1 overwrites it without a barrier: core 0's read is unordered
+    # (core 1's own read is ordered before its write by its flags)
+    p = Program("readers", "aiv", params=["ws"])
+    core = p.core_idx()
+    p.copy(UB(0), p.gm("ws"), "float32", burst=8)
+    p.set_flag("MTE2", "V", 0)
+    p.wait_flag("MTE2", "V", 0)
+    p.vscalar("add", UB(0), UB(0), 1.0, 8, "float32")
+    p.set_flag("V", "MTE3", 0)
+    p.wait_flag("V", "MTE3", 0)
+    with p.if_(p.alu("eq", core, 1)):
+        p.copy(p.gm("ws"), UB(0), "float32", burst=8)
+    dev = Device("tiny")
+    dev.upload("ws", np.zeros(8, np.float32))
+    with pytest.raises(RaceError, match=r"core 1: race on byte 0x0 of GM buffer 'ws': MTE3 instruction #\d+ .* writes "
+                                        r"\[0x0, 0x20\) while another core MTE2 instruction #1 .* reads it, and no "
+                                        r"sync_all separates the two cores"):
+        dev.launch(p, 2, ["ws"], sanitize=True)
+
+
+def test_gm_written_by_an_earlier_kernel_may_be_read(rng):
+    cfg = chips.get("tiny")
+    dev = Device(cfg)
+    x = rng.standard_normal(1000).astype(np.float32)
+    dev.upload("x", x)
+    dev.upload("y", x)
+    dev.alloc("z", x.nbytes)
+    dev.alloc("w", x.nbytes)
+    dev.alloc("never", x.nbytes)
+    t = vector_add.tiling(1000, cfg, 4)
+    dev.launch(vector_add.build(), 4, ["x", "y", "z"], t, sanitize=True)
+    dev.launch(vector_add.build(), 4, ["z", "x", "w"], t, sanitize=True)  # reads the first kernel's output
+    assert np.array_equal(dev.read("w", np.float32), (x + x) + x)
+    with pytest.raises(UninitializedReadError, match="GM buffer 'never' that neither the host nor a kernel wrote"):
+        dev.launch(vector_add.build(), 4, ["never", "x", "w"], t, sanitize=True)
+
+
+def test_sanitizer_blocks_follow_the_chip_alignment():
+    # with 16-byte UB alignment, MTE2 filling [0, 16) and V filling [16, 32) touch different bytes
+    chip = chips.get("tiny").replace(ub_align=16, dma_block_bytes=16)
+    p = Program("halves", "aiv", params=["x"])
+    p.copy(UB(0), p.gm("x"), "float32", burst=4)
+    p.vdup(UB(16), 2.0, 4, "float32")
+    p.set_flag("MTE2", "V", 0)
+    p.wait_flag("MTE2", "V", 0)
+    p.vbinary("add", UB(32), UB(0), UB(16), 4, "float32")
+    dev = Device(chip)
+    dev.upload("x", np.ones(4, np.float32))
+    dev.launch(p, 1, ["x"], sanitize=True)
+    p2 = Program("halves2", "aiv", params=["x"])
+    p2.copy(UB(0), p2.gm("x"), "float32", burst=4)
+    p2.vdup(UB(0), 2.0, 4, "float32")  # ... but V writing the bytes MTE2 writes still races
+    with pytest.raises(RaceError, match=r"race on UB bytes \[0x0, 0x10\)"):
+        dev.launch(p2, 1, ["x"], sanitize=True)

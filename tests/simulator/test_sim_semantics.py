@@ -212,3 +212,42 @@ def test_vector_transpose_rejects_overlap():
     x = np.zeros(64, np.float32)
     with pytest.raises(MemoryRuleError, match="a transpose cannot work in place"):
         ub_roundtrip(lambda p, ad: p.vtranspose(UB(ad["x"]), UB(ad["x"]), 8, 8, "float32"), {"x": x}, "float32", 8)
+
+
+def _fp16_ulps(a, b):
+    """Distance in fp16 units in the last place (monotone integer image of the bit patterns)."""
+    ia = a.astype(np.float16).view(np.int16).astype(np.int32)
+    ib = b.astype(np.float16).view(np.int16).astype(np.int32)
+    ia = np.where(ia < 0, -32768 - ia, ia)
+    ib = np.where(ib < 0, -32768 - ib, ib)
+    return np.abs(ia - ib)
+
+
+@pytest.mark.parametrize("fn", ["gelu", "silu", "sigmoid", "tanh", "exp", "rsqrt", "erf"])
+def test_fp16_math_is_computed_in_fp32_and_rounded_once(rng, fn):
+    # rounding once gives at most 1 ulp from the exact value; a unit computing each step of a
+    # composite in fp16 would be off by several
+    n = 2000
+    x = (rng.random(n) * 3 + 0.05).astype(np.float16) if fn == "rsqrt" else \
+        (rng.standard_normal(n) * 3).astype(np.float16)
+    chunks = []
+    for k in range(0, n, 1000):  # keep each instruction within the repeat limit
+        part = x[k:k + 1000]
+        out, _ = ub_roundtrip(lambda p, ad: p.vunary(fn, UB(ad["out"]), UB(ad["x"]), part.size, "float16"),
+                              {"x": part}, "float16", part.size, chip="910b")
+        chunks.append(out)
+    exact = np.asarray(UNARY[fn](x.astype(np.float64)), dtype=np.float64)
+    normal = np.abs(exact) >= np.finfo(np.float16).tiny  # fp32 cancellation may cost an ulp of a subnormal
+    assert normal.sum() > n // 2
+    assert _fp16_ulps(np.concatenate(chunks), exact)[normal].max() <= 1
+
+
+def test_in_place_vector_operands_must_be_the_same_bytes():
+    from simulator import MemoryRuleError
+    x = np.zeros(64, np.float16)
+    # a widening cast in place would overwrite source elements before the unit reads them
+    with pytest.raises(MemoryRuleError, match=r"destination \[0x0, 0x100\) partially overlaps source \[0x0, 0x80\)"):
+        ub_roundtrip(lambda p, ad: p.vcast(UB(ad["x"]), UB(ad["x"]), 64, "float16", "float32"), {"x": x}, "float16", 8)
+    out, _ = ub_roundtrip(lambda p, ad: (p.vunary("abs", UB(ad["x"]), UB(ad["x"]), 64, "float16"),
+                                         p.vcopy(UB(ad["out"]), UB(ad["x"]), 64, "float16")), {"x": x}, "float16", 64)
+    assert np.array_equal(out, x)  # the same bytes in and out are fine

@@ -4,7 +4,7 @@ import json
 import numpy as np
 import pytest
 
-from simulator import UB, Device, Program, chips
+from simulator import UB, DeadlockError, Device, Program, ProgramError, RaceError, chips
 from simulator.examples import vector_add
 
 
@@ -152,3 +152,114 @@ def test_sync_all_releases_every_core_together():
     busy_v0 = 3 + 250  # 16000 floats = 250 repeats
     assert res.cycles > busy_v0 + chips.get("910b").sync_all_cycles
     assert res.core_pipe_busy[0]["V"] > res.core_pipe_busy[1]["V"]
+
+
+def _scalar_wait_program(wait_on_scalar):
+    """MTE2 loads; the scalar unit waits for it (or not) before issuing a V instruction that reads the data."""
+    p = Program("scalar_wait", "aiv", params=["x", "y"])
+    p.copy(UB(0), p.gm("x"), "float32", burst=4096)
+    if wait_on_scalar:
+        p.set_flag("MTE2", "S", 0)
+        p.wait_flag("MTE2", "S", 0)
+    p.vscalar("mul", UB(16384), UB(0), 2.0, 4096, "float32")
+    p.set_flag("V", "MTE3", 0)
+    p.wait_flag("V", "MTE3", 0)
+    p.copy(p.gm("y"), UB(16384), "float32", burst=4096)
+    return p
+
+
+def test_flags_on_the_scalar_unit_stop_issue_until_set():
+    dev = Device("910b")
+    x = np.arange(4096, dtype=np.float32)
+    dev.upload("x", x)
+    dev.alloc("y", x.nbytes)
+    load = 210 + 4096 * 4 / 113
+    for sanitize in (False, True):
+        res = dev.launch(_scalar_wait_program(True), 1, ["x", "y"], sanitize=sanitize)
+        assert np.array_equal(dev.read("y", np.float32), 2 * x)
+        g = res._groups_by_core[0]
+        v = [j for j, rec in enumerate(g.stream) if rec[1] == 1][0]  # the vector instruction
+        assert g.issue[v] > load and g.start[v] >= g.issue[v]  # issued only after the load finished
+        assert res.pipe_busy["S"] < 20  # the stall is not busy time
+    with pytest.raises(RaceError, match="no set_flag/wait_flag chain orders MTE2 before V"):
+        dev.launch(_scalar_wait_program(False), 1, ["x", "y"], sanitize=True)
+    trace = res.trace()["traceEvents"]
+    wait = [e for e in trace if e["ph"] == "X" and e["name"] == "wait_flag" and e["tid"] == 0][0]
+    assert wait["dur"] * 1.8e3 == pytest.approx(load, abs=5)  # the stall shows on the S track
+    flow = [e for e in trace if e["ph"] == "f"]
+    assert [e["tid"] for e in flow if e["name"] == "MTE2->S event 0"] == [0]
+
+
+def test_a_scalar_wait_nobody_set_before_it_is_a_deadlock():
+    p = Program("scalar_deadlock", "aiv")
+    p.wait_flag("V", "S", 2)
+    p.vdup(UB(0), 1.0, 8, "float32")
+    p.set_flag("V", "S", 2)
+    with pytest.raises(DeadlockError, match=r"core 0: deadlock: the scalar unit waits at instruction #0 "
+                                            r"`wait_flag V->S event=2` for a set_flag V->S event 2, but no instruction "
+                                            r"issued before it sets the event"):
+        Device("tiny").launch(p, 1)
+
+
+def test_set_flag_from_the_scalar_unit_and_single_pipe_barriers():
+    p = Program("scalar_set", "aiv")
+    p.vdup(UB(0), 1.0, 64, "float32")
+    p.set_flag("S", "V", 1)  # fires as soon as the scalar unit reaches it
+    p.wait_flag("S", "V", 1)
+    p.pipe_barrier("S")
+    p.pipe_barrier("V")
+    p.vdup(UB(256), 2.0, 64, "float32")
+    for sanitize in (False, True):
+        res = Device("tiny").launch(p, 2, sanitize=sanitize)
+        assert res.pipe_busy["V"] == 2 * 2 * (3 + 1)
+        # six instructions issued one a cycle; the last vdup starts at its issue (cycle 6) and takes 3 + 1
+        assert res.cycles == 6 + 3 + 1
+
+
+def test_trace_tracks_and_flow_arrows_bind_to_their_flag_slices():
+    res = _add(5000, "tiny", 2)
+    events = res.trace()["traceEvents"]
+    names = {e["tid"]: e["args"]["name"] for e in events if e.get("name") == "thread_name"}
+    assert set(names.values()) == {"S", "V", "MTE2", "MTE3"}  # only the pipes an AIV has
+    slices = [e for e in events if e["ph"] == "X"]
+    for kind, side in (("s", "set_flag"), ("f", "wait_flag")):
+        flows = [e for e in events if e["ph"] == kind]
+        assert flows
+        for e in flows:
+            src, dst = e["name"].split(" ")[0].split("->")
+            assert names[e["tid"]] == (src if kind == "s" else dst)
+            assert any(s["name"] == side and s["pid"] == e["pid"] and s["tid"] == e["tid"]
+                       and s["ts"] <= e["ts"] <= s["ts"] + s["dur"] for s in slices)
+
+
+def test_gm_peak_bandwidth_needs_every_row_on_the_boundary():
+    # the boundary is on absolute GM addresses: a buffer allocated off it is slow from offset 0
+    chip = chips.get("910b").replace(gm_alloc_align=32)
+    dev = Device(chip)
+    dev.alloc("pad", 32)
+    dev.upload("x", np.zeros(64 * 1024, np.float32))
+    assert dev.buffer("x").addr % 512 == 32
+    full, slow = 113, 113 * 0.7
+
+    def mte2(gm_off, nburst, src_stride):
+        p = Program("rows", "aiv", params=["x"])
+        p.copy(UB(0), p.gm("x", gm_off), "float32", burst=1024, nburst=nburst, src_stride=src_stride)
+        p.set_flag("MTE2", "V", 0)
+        p.wait_flag("MTE2", "V", 0)
+        return dev.launch(p, 1, ["x"]).pipe_busy["MTE2"]
+
+    assert mte2(480, 4, 1024) == pytest.approx(210 + 16384 / full, abs=1)   # 480 + 32 = 512
+    assert mte2(0, 4, 1024) == pytest.approx(210 + 16384 / slow, abs=1)
+    assert mte2(480, 4, 1032) == pytest.approx(210 + 16384 / slow, abs=1)   # rows 4128 bytes apart
+
+
+def test_copy_limits_come_from_the_chip_config():
+    chip = chips.get("tiny").replace(max_nburst=2, max_burst_blocks=4)
+    dev = Device(chip)
+    dev.upload("x", np.zeros(256, np.float32))
+    for kwargs, message in (({"burst": 8, "nburst": 3}, "nburst 3 exceeds the 2 bursts of one data move"),
+                            ({"burst": 40}, "a burst of 160 bytes exceeds the 128-byte limit of one burst")):
+        p = Program("lim", "aiv", params=["x"])
+        p.copy(UB(0), p.gm("x"), "float32", **kwargs)
+        with pytest.raises(ProgramError, match=message):
+            dev.launch(p, 1, ["x"])
