@@ -151,6 +151,11 @@ class _GraphFuser:
         for i, n in enumerate(self.compute):
             self.group[n] = i
             self.members[i] = {n}
+        # A topological order of the kernel DAG (groups as nodes), kept valid across merges:
+        # `order[slot]` is a group id or None (a slot freed by a merge), `slot[gid]` its index.
+        # The cycle check only has to look at groups between the merged ones in this order.
+        self.order: list[int | None] = list(range(len(self.compute)))
+        self.slot: dict[int, int] = {i: i for i in range(len(self.compute))}
 
     # -- graph facts ------------------------------------------------------
     def _refresh(self) -> None:
@@ -368,23 +373,33 @@ class _GraphFuser:
         return None
 
     def _cycle(self, group: set[Node], dup: Node | None) -> str | None:
-        """A path that leaves the group and comes back would order the kernel before and after another."""
-        hi = max(self.pos[n] for n in group)
-        stack: list[tuple[Node, Node, Node]] = []  # (node, member it left from, first outside node)
+        """Would running `group` (a union of whole groups) as one kernel create a cycle between kernels?
+
+        It would if a path leaves the group and comes back. The path is one of
+        kernels, not just of ops: it may enter another kernel at one op and
+        leave it from another (kernel B = {p, q} with p reading the group and
+        q feeding it), so reaching a kernel continues from all its ops. Only
+        kernels placed between the group's first and last kernel in the
+        topological order `self.order` can lie on such a path.
+        """
+        gids = {self.group[n] for n in group}
+        hi = max(self.slot[g] for g in gids)
+        stack: list[tuple[Node, Node, Node]] = []  # (node reached, member it left from, first outside node)
         for n in group:
             if n is dup:
-                continue
+                continue  # its uses outside the group go to private copies
             stack.extend((u, n, u) for u in self.users[n] if u not in group)
-        seen: set[Node] = set()
+        seen: set[int] = set()
         while stack:
             x, origin, exit_ = stack.pop()
-            if x in group:
+            g = self.group[x]
+            if g in gids:
                 return (f"fusing would create a cycle: {self.label(origin)} -> {self.label(exit_)} -> ... -> "
                         f"{self.label(x)} leaves the kernel and comes back")
-            if x in seen or self.pos[x] > hi:
+            if g in seen or self.slot[g] > hi:
                 continue
-            seen.add(x)
-            stack.extend((u, origin, exit_) for u in self.users[x])
+            seen.add(g)
+            stack.extend((u, origin, exit_) for m in self.members[g] for u in self.users[m] if self.group[u] != g)
         return None
 
     def _working_set(self, order: list[Node], st: _Structure) -> int | None:
@@ -430,8 +445,32 @@ class _GraphFuser:
         return set().union(*(self.members[g] for g in gids))
 
     def merge(self, gids: set[int]) -> int:
+        """Merge groups (the caller has checked that no cycle results) and keep `self.order` topological.
+
+        Within the window of the order spanned by the merged groups, the groups
+        reachable from them move after the merged group and the others before
+        it, each keeping their relative order (valid because no group is both
+        reachable from the merged ones and feeding them).
+        """
         keep = min(gids)
+        lo = min(self.slot[g] for g in gids)
+        hi = max(self.slot[g] for g in gids)
+        after: set[int] = set()
+        stack = [u for g in gids for m in self.members[g] for u in self.users[m]]
+        while stack:
+            g = self.group[stack.pop()]
+            if g in gids or g in after or self.slot[g] > hi:
+                continue
+            after.add(g)
+            stack.extend(u for m in self.members[g] for u in self.users[m])
+        window = [g for g in self.order[lo:hi + 1] if g is not None]
+        arranged = [g for g in window if g not in gids and g not in after] + [keep] + [
+            g for g in window if g in after]
+        self.order[lo:hi + 1] = arranged + [None] * (hi + 1 - lo - len(arranged))
+        for i, g in enumerate(arranged, start=lo):
+            self.slot[g] = i
         for g in gids - {keep}:
+            del self.slot[g]
             for n in self.members.pop(g):
                 self.group[n] = keep
                 self.members[keep].add(n)

@@ -18,12 +18,14 @@ same rounding, so peak / lower bound measures fragmentation only.
 If nodes: an If is one step of its graph's schedule (it reads its inputs
 and writes its outputs at that step). Each branch is planned on its own
 schedule, exactly like a graph whose inputs are the If's inputs and whose
-outputs are the If's outputs, and all branch plans share one region placed
-above the root plan (`MemoryPlan.branch_base` = the root peak): only one
-branch of one If runs at a time, so the region needs the largest branch
-peak. Nested Ifs repeat this inside their branch. Values with symbolic
-sizes are skipped (the runtime allocates them at launch) and named in
-`MemoryPlan.notes`.
+outputs are the If's outputs. The two branches of one If share one region
+(only one of them runs), as large as the larger branch peak; that region is
+placed together with the graph's own buffers as one more buffer, live only
+at the If's step, so it reuses space of buffers that are dead by then and
+two Ifs at different steps may share space (`MemoryPlan.base` of a branch
+plan is its region's offset). Nested Ifs repeat this inside their branch.
+Values with symbolic sizes are skipped (the runtime allocates them at
+launch) and named in `MemoryPlan.notes`.
 """
 from __future__ import annotations
 
@@ -36,6 +38,7 @@ from .passes import Pass, PassContext
 from .plan import BufferAssignment, KernelPlan, MemoryPlan
 
 GM_ALIGNMENT = 512
+UNFUSED_NOTE = "fusion did not run (disabled): one kernel per op, nodes carry no fusion_group"
 STRATEGIES = ("size", "lifetime")
 
 
@@ -121,7 +124,7 @@ def plan_memory(kernels: Sequence[KernelPlan], graph: Graph, *, alignment: int =
     """Plan the workspace for `graph`'s schedule (the kernels whose `.graph is graph`, in list order).
 
     Branch kernels of If steps (same list, other graphs) are planned into the
-    shared branch region, see the module docstring.
+    region their If's branches share, see the module docstring.
     """
     if alignment <= 0:
         raise ValueError(f"alignment must be a positive number of bytes, got {alignment}")
@@ -156,36 +159,44 @@ def plan_memory(kernels: Sequence[KernelPlan], graph: Graph, *, alignment: int =
         values[key] = (v, nbytes)
         plan.intermediate_bytes += nbytes
         plan.traffic_bytes += nbytes * (1 + readers[v])
+    live = live_bytes(intervals, len(schedule))
 
-    strategy, offsets, peak, candidates = best_placement(intervals)
-    plan.strategy, plan.candidates = (strategy, candidates) if intervals else ("", {})
+    # If steps: plan each branch on its own; the branches of one If share a region placed like a
+    # buffer live at the If's step only
+    regions: list[Interval] = []
+    region_plans: dict[int, list[MemoryPlan]] = {}
+    branch_need: dict[int, int] = {}   # step -> max branch lower bound at that If
+    for i, k in enumerate(schedule):
+        if not k.is_control:
+            continue
+        subs: list[MemoryPlan] = []
+        for attr, sub in k.nodes[0].subgraphs.items():
+            sub_plan = plan_memory(kernels, sub, alignment=alignment)
+            sub_plan.if_step = i
+            plan.branch_plans[f"k{k.group}.{attr}"] = sub_plan
+            subs.append(sub_plan)
+            branch_need[i] = max(branch_need.get(i, 0), sub_plan.lower_bound)
+            plan.naive_bytes += sub_plan.naive_bytes
+            plan.intermediate_bytes += sub_plan.intermediate_bytes
+            plan.traffic_bytes += sub_plan.traffic_bytes
+            plan.notes.extend(sub_plan.notes)
+        size = max((s.peak_bytes for s in subs), default=0)
+        if size:
+            region_plans[i] = subs
+            regions.append(Interval(("branches", i), size, i, i))
+
+    strategy, offsets, peak, candidates = best_placement(intervals + regions)
+    plan.strategy, plan.candidates = (strategy, candidates) if intervals or regions else ("", {})
     plan.assignments = [
         BufferAssignment(values[b.key][0], values[b.key][1], offsets[b.key], b.first, b.last, b.size,
                          _label(values[b.key][0], names))
         for b in intervals
     ]
-    plan.naive_bytes = sum(b.size for b in intervals)
-    live = live_bytes(intervals, len(schedule))
-
-    # If steps: plan each branch, then stack the shared branch region above the root plan
-    branch_need: dict[int, int] = {}   # step -> max branch lower bound at that If
-    branch_peak = 0
-    for i, k in enumerate(schedule):
-        if not k.is_control:
-            continue
-        for attr, sub in k.nodes[0].subgraphs.items():
-            sub_plan = plan_memory(kernels, sub, alignment=alignment)
-            plan.branch_plans[f"k{k.group}.{attr}"] = sub_plan
-            branch_need[i] = max(branch_need.get(i, 0), sub_plan.lower_bound)
-            branch_peak = max(branch_peak, sub_plan.peak_bytes)
-            plan.naive_bytes += sub_plan.naive_bytes
-            plan.intermediate_bytes += sub_plan.intermediate_bytes
-            plan.traffic_bytes += sub_plan.traffic_bytes
-            plan.notes.extend(sub_plan.notes)
-    plan.branch_base = peak
-    for sub_plan in plan.branch_plans.values():
-        _shift(sub_plan, peak)
-    plan.peak_bytes = peak + branch_peak
+    plan.naive_bytes += sum(b.size for b in intervals)
+    for i, subs in region_plans.items():
+        for sub_plan in subs:
+            _shift(sub_plan, offsets[("branches", i)])
+    plan.peak_bytes = peak
     plan.lower_bound = max((live[t] + branch_need.get(t, 0) for t in range(len(schedule))), default=0)
     return plan
 
@@ -194,7 +205,7 @@ def _shift(plan: MemoryPlan, delta: int) -> None:
     """Move a branch plan (and its nested branch plans) up by `delta` bytes."""
     for a in plan.assignments:
         a.offset += delta
-    plan.branch_base += delta
+    plan.base += delta
     for sub in plan.branch_plans.values():
         _shift(sub, delta)
 
@@ -219,6 +230,9 @@ class MemoryPlanningPass(Pass):
 
             kernels = singleton_kernels(graph)
             note = "no fusion result for this graph: planned with one kernel per op"
+            if "kernels" not in ctx.results:  # fusion did not run: this is the schedule the plan is for
+                ctx.results["kernels"] = kernels
+                ctx.results.setdefault("fusion_log", []).append(UNFUSED_NOTE)
         plan = plan_memory(kernels, graph, alignment=int(ctx.knobs.get("gm_alignment", GM_ALIGNMENT)))
         if note:
             plan.notes.append(note)

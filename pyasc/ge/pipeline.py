@@ -28,9 +28,9 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
 from ..ir import Graph, format_graph, to_dot
-from .fusion import FusionPass
+from .fusion import FusionPass, singleton_kernels
 from .layout import layout_passes
-from .memory import MemoryPlanningPass
+from .memory import UNFUSED_NOTE, MemoryPlanningPass
 from .passes import Pass, PassContext, PassGroup, PassManager, PassRecord, PassVerificationError, walk_passes
 from .pattern import DEFAULT_DEDICATED_LOWERINGS, DecomposeComposites, pattern_passes
 from .plan import KernelPlan, MemoryPlan
@@ -60,6 +60,22 @@ class OptimizeResult:
     nodes_before: int = 0                                         # node count (all graphs) before / after
     nodes_after: int = 0
     seconds: float = 0.0                                          # total optimiser wall time
+
+    def pass_report(self) -> str:
+        """Every pass considered, in order, one line each: its stage when it changed the graph, "unchanged"
+        (noted, not re-dumped) or why it was skipped. The per-pass dumps show only the stages."""
+        lines = []
+        for r in self.pass_log:
+            if r.note:
+                what = r.note
+            elif r.skipped is not None:
+                what = f"skipped ({r.skipped})"
+            elif r.changed:
+                what = f"changed -> stage {r.stage}  [{r.seconds * 1e3:.2f} ms]"
+            else:
+                what = f"unchanged (no stage)  [{r.seconds * 1e3:.2f} ms]"
+            lines.append(f"{r.name}: {what}")
+        return "\n".join(lines)
 
 
 def _backend_passes() -> list[Pass]:
@@ -146,7 +162,10 @@ def optimize(
     if verify:
         _verify_input(graph)
     PassManager(build_pipeline()).run(graph, ctx)
-    result.kernels = list(ctx.results.get("kernels", []))
+    if "kernels" not in ctx.results:  # fusion and memory planning both disabled: still one kernel per op
+        ctx.results["kernels"] = singleton_kernels(graph)
+        ctx.results.setdefault("fusion_log", []).append(UNFUSED_NOTE)
+    result.kernels = list(ctx.results["kernels"])
     result.memory_plan = ctx.results.get("memory_plan")
     result.fusion_log = list(ctx.results.get("fusion_log", []))
     result.layout_log = list(ctx.results.get("layout_log", []))

@@ -20,7 +20,8 @@ from ..ir import Graph, Node, Value
 
 @dataclass
 class KernelPlan:
-    group: int                     # the fusion_group attr value shared by its nodes
+    group: int                     # the fusion_group attr value shared by its nodes (with fusion disabled:
+                                   # just the kernel's index; the nodes carry no attr, the fusion log says so)
     graph: Graph                   # the graph the nodes live in (root or an If branch)
     nodes: list[Node]              # in topological order
     inputs: list[Value]            # values read from outside the group (graph inputs, consts, other kernels)
@@ -68,7 +69,7 @@ class MemoryPlan:
     assignments: list[BufferAssignment] = field(default_factory=list)
     naive_bytes: int = 0           # every intermediate in its own buffer (aligned sizes summed)
     lower_bound: int = 0           # max bytes live at once (aligned sizes, same rule as the plan)
-    peak_bytes: int = 0            # workspace size of the chosen plan (root plan + branch region)
+    peak_bytes: int = 0            # workspace size of the chosen plan (If branch regions included)
     strategy: str = ""             # which ordering won ("size" or "lifetime")
     # -- added by the memory planning pass -----------------------------------
     alignment: int = 512           # GM allocation alignment applied to offsets and sizes
@@ -77,10 +78,12 @@ class MemoryPlan:
     traffic_bytes: int = 0         # GM bytes moved for intermediates: one write + one read per consumer kernel
     candidates: dict[str, int] = field(default_factory=dict)  # peak per strategy tried
     notes: list[str] = field(default_factory=list)            # skipped buffers (symbolic sizes) and the like
-    # If branches: key "k<if group>.<branch attr>" -> the branch's own plan (absolute offsets,
-    # placed at or above `branch_base`, the root plan's peak)
+    # If branches: key "k<if group>.<branch attr>" -> the branch's own plan. Its offsets are
+    # absolute, inside [base, base + peak_bytes) of the branch plan: the region the two branches
+    # of that If share, placed in this plan like a buffer live only at step `if_step`.
     branch_plans: dict[str, "MemoryPlan"] = field(default_factory=dict)
-    branch_base: int = 0
+    base: int = 0                  # offset of this plan's region in the workspace (0 for the root plan)
+    if_step: int | None = None     # for a branch plan: the If's step in the parent schedule
 
     @property
     def ratio(self) -> float:
@@ -89,20 +92,26 @@ class MemoryPlan:
 
     def table(self) -> str:
         """Readable table of the plan (for dumps and the artifact)."""
-        lines = [self._summary(), *self._rows("")]
-        for key, sub in self.branch_plans.items():
-            lines.append(f"branch {key}: {sub._summary()}")
-            lines.extend(sub._rows("  "))
+        lines = [self._summary(), *self._rows(""), *self._branch_lines("")]
         lines.extend(f"note: {n}" for n in self.notes)
         return "\n".join(lines)
+
+    def _branch_lines(self, indent: str) -> list[str]:
+        """Each branch plan (and, indented further, the branch plans nested in it)."""
+        lines: list[str] = []
+        for key, sub in self.branch_plans.items():
+            lines.append(f"{indent}branch {key} (region at {sub.base} B, live at step {sub.if_step}): "
+                         f"{sub._summary()}")
+            lines.extend(sub._rows(indent + "  "))
+            lines.extend(sub._branch_lines(indent + "  "))
+        return lines
 
     def _summary(self) -> str:
         tried = ", ".join(f"{k}={v}" for k, v in self.candidates.items()) or "-"
         return (
             f"workspace: {len(self.assignments)} buffers over {self.steps} kernels; naive {self.naive_bytes} B, "
             f"lower bound {self.lower_bound} B, planned peak {self.peak_bytes} B "
-            f"(x{self.ratio:.3f}, strategy {self.strategy or '-'}; tried {tried}; align {self.alignment}"
-            + (f"; branch region from {self.branch_base} B" if self.branch_plans else "") + ")"
+            f"(x{self.ratio:.3f}, strategy {self.strategy or '-'}; tried {tried}; align {self.alignment})"
         )
 
     def _rows(self, indent: str) -> list[str]:

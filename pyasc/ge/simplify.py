@@ -425,14 +425,15 @@ def _prune_if_outputs(graph: Graph, node: Node) -> bool:
 def _prune_if_operands(node: Node) -> bool:
     """Drop If operands (inputs after the condition) that neither branch reads."""
     branches: list[Graph] = [node.attrs["then_branch"], node.attrs["else_branch"]]
+    pruned = False
     for b in branches:
-        remove_dead(b)
+        pruned |= remove_dead(b)  # a change too: the pass must report it (stage dump, verifier)
     unused: list[int] = []
     for index in range(len(node.inputs) - 1):
         if all(_data_unused(b, index) for b in branches):
             unused.append(index)
     if not unused:
-        return False
+        return pruned
     drop = set(unused)
     node.inputs = [node.inputs[0]] + [v for i, v in enumerate(node.inputs[1:]) if i not in drop]
     for b in branches:

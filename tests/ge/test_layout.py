@@ -195,6 +195,18 @@ def test_transpose_sinking_does_not_fire(kw):
     assert not changed and ops_of(g) == before
 
 
+def test_transpose_sinking_does_not_move_a_binary_op_with_a_full_operand():
+    # T(x) * y, then T: moving the mul before the first transpose would need y transposed too. With square
+    # shapes x * y still type-checks, so only the operand rule (0-d operands only) keeps the rewrite out.
+    def build():
+        g, (x, y) = graph(t((4, 4)), t((4, 4)))
+        g.set_outputs([op(g, "transpose", op(g, "mul", op(g, "exp", op(g, "transpose", x)), y))])
+        return g
+
+    g, changed = check_equivalent(build, [TransposeSinking()])
+    assert not changed and count(g, "transpose") == 2
+
+
 def test_transpose_sinking_needs_opt_level_3():
     g = sink_case()
     changed, _ = run_passes(g, [TransposeSinking()], opt_level=2)

@@ -130,6 +130,20 @@ def test_transpose_flag_does_not_fire_for_other_permutations():
     assert not changed and count(g, "transpose") == 1
 
 
+def test_transpose_flag_needs_a_swap_of_the_last_two_axes_even_when_shapes_agree():
+    # on a cube of equal dims every permutation keeps the shape: only the permutation check can refuse
+    g, changed = check_equivalent(lambda: _cube_transpose_matmul((1, 0, 2)), [MatmulTransposeFold()])
+    assert not changed and count(g, "transpose") == 1
+    g, changed = check_equivalent(lambda: _cube_transpose_matmul((0, 2, 1)), [MatmulTransposeFold(), DCE()])
+    assert changed and count(g, "transpose") == 0 and g.outputs[0].node.attrs["transpose_a"] is True
+
+
+def _cube_transpose_matmul(axes) -> Graph:
+    g, (a, b) = graph(t((4, 4, 4)), t((4, 4, 4)))
+    g.set_outputs([op(g, "matmul", op(g, "transpose", a, axes=axes), b)])
+    return g
+
+
 # ---- matmul epilogue ---------------------------------------------------------------------------------
 
 
@@ -236,6 +250,19 @@ def test_cycle_check_sees_an_input_computed_from_the_pattern():
     add = g.add("add", [mm.out(), derived])
     assert would_create_cycle([a, b, derived], [mm, add])
     assert not would_create_cycle([a, b], [mm, add])
+
+
+def test_a_bias_computed_from_the_product_is_not_fused():
+    # relu(mm + sum(mm, axis=0)): the "bias" row depends on the product, so the pattern is not
+    # self-contained (and folding it into the matmul would make the fused node read its own result)
+    def build():
+        g, (a, b) = graph(t((4, 8)), t((8, 6)))
+        mm = op(g, "matmul", a, b)
+        g.set_outputs([op(g, "relu", op(g, "add", mm, op(g, "sum", mm, axis=0)))])
+        return g
+
+    g, changed = check_equivalent(build, [MatmulEpilogueFusion()])
+    assert not changed and count(g, "fused_matmul") == 0
 
 
 def test_a_decomposition_of_the_wrong_type_is_reported(monkeypatch):

@@ -100,6 +100,29 @@ def test_disabled_passes_really_disable(disabled, kept):
     assert count(g2, kept[0]) != kept[1]  # the same graph without the switch: the pass does fire
 
 
+@pytest.mark.parametrize("disabled", [{"fusion"}, {"fusion", "memory_planning"}])
+def test_disabled_fusion_still_plans_one_kernel_per_op(disabled):
+    # codegen needs a schedule: without fusion it is one kernel per op, the one the memory plan uses
+    g = example_graph()
+    result = optimize(g, disabled_passes=disabled)
+    compute = [n for n in g.nodes if n.op not in ("Data", "Const")]
+    assert [k.nodes for k in result.kernels] == [[n] for n in compute]
+    assert all("fusion_group" not in n.attrs for n in compute) and "fusion" not in [s for s, _ in result.stages]
+    assert any("fusion did not run" in line for line in result.fusion_log)
+    if "memory_planning" not in disabled:
+        assert result.memory_plan.steps == len(result.kernels)
+
+
+def test_pass_report_notes_unchanged_and_skipped_passes():
+    result = optimize(example_graph(), disabled_passes={"transpose_sinking"})
+    lines = result.pass_report().splitlines()
+    assert len(lines) == len(result.pass_log)
+    assert "cse: changed -> stage cse  [" in lines[3]
+    assert lines[0].startswith("decompose_composites: unchanged (no stage)")
+    assert "transpose_sinking: skipped (disabled)" in lines
+    assert lines[-1].startswith("memory_planning: unchanged")
+
+
 def test_required_pass_runs_at_opt_level_0():
     g = example_graph()
     result = optimize(g, opt_level=0, required_passes={"cse"})

@@ -214,12 +214,16 @@ def no_fire_case(kind: str) -> Graph:
         "x*nonuniform": lambda: op(g, "mul", x, g.const(np.array([1.0] * 7 + [2.0], np.float32))),
         "transpose pair not inverse": lambda: op(g, "transpose", op(g, "exp", op(g, "transpose", x)),
                                                  axes=(0, 1)),
+        "neg of another unary": lambda: op(g, "neg", op(g, "abs", x)),
+        # f16 ** (f32 2) is f32: x*x on the f16 operand would be f16
+        "promoting x**2": lambda: op(g, "pow", op(g, "cast", x, dtype="float16"), g.const(np.float32(2.0))),
     }[kind]()
     g.set_outputs([y])
     return g
 
 
-@pytest.mark.parametrize("kind", ["float x*0", "broadcasting x+0", "promoting x*1", "x*2", "0-x", "x*nonuniform"])
+@pytest.mark.parametrize("kind", ["float x*0", "broadcasting x+0", "promoting x*1", "x*2", "0-x", "x*nonuniform",
+                                  "neg of another unary", "promoting x**2"])
 def test_algebraic_does_not_fire(kind):
     g = no_fire_case(kind)
     before = ops_of(g)
@@ -279,6 +283,24 @@ def test_cse_does_not_fire_without_duplicates():
     assert not changed
 
 
+def test_cse_and_dce_leave_impure_ops_alone(monkeypatch):
+    # every registered op is pure today; an impure one (a random draw, a store) must neither be merged
+    # with its twin nor dropped when unused
+    import pyasc.ge.simplify as simplify
+
+    monkeypatch.setattr(simplify, "is_pure", lambda node: node.op != "exp")
+    g, (x,) = graph(F32)
+    g.set_outputs([op(g, "add", op(g, "exp", x), op(g, "exp", x))])
+    op(g, "exp", x)  # unused
+    changed, _ = run_passes(g, [CSE(), DCE()])
+    assert not changed and count(g, "exp") == 3
+    # an If is as pure as its branches: one with an exp inside stays even when its result is unused
+    g = if_graph(None)
+    g.set_outputs([op(g, "relu", g.inputs[1].out())])
+    changed, _ = run_passes(g, [DCE()])
+    assert count(g, "If") == 1
+
+
 def test_cse_does_not_merge_across_subgraphs():
     def branch(name: str) -> Graph:
         b = Graph(name)
@@ -320,6 +342,19 @@ def test_dce_removes_an_if_whose_results_are_unused():
     g.set_outputs([op(g, "relu", x)])
     changed, _ = run_passes(g, [DCE()])
     assert changed and count(g, "If") == 0 and ops_of(g) == ["relu"]
+
+
+def test_dce_reports_dead_code_it_removes_inside_a_branch():
+    # the branch is pruned while DCE visits its parent; the pass must still say it changed the graph
+    # (so the verifier runs and a stage is dumped), even though no If operand or result goes away
+    g = if_graph(None)
+    then = next(n for n in g.nodes if n.op == "If").attrs["then_branch"]
+    op(then, "tanh", then.inputs[0].out())  # dead
+    stages: list[str] = []
+    changed, _ = run_passes(g, [DCE()], on_stage=lambda name, _g: stages.append(name))
+    assert changed and stages == ["dce"] and count(g, "tanh") == 0
+    changed, _ = run_passes(g, [DCE()])
+    assert not changed
 
 
 def two_output_if() -> Graph:
