@@ -61,9 +61,10 @@ class OptimizeResult:
     nodes_after: int = 0
     seconds: float = 0.0                                          # total optimiser wall time
 
-    def pass_report(self) -> str:
+    def pass_report(self, times: bool = True) -> str:
         """Every pass considered, in order, one line each: its stage when it changed the graph, "unchanged"
-        (noted, not re-dumped) or why it was skipped. The per-pass dumps show only the stages."""
+        (noted, not re-dumped) or why it was skipped. The per-pass dumps show only the stages.
+        `times=False` leaves out the wall times, so two reports diff cleanly."""
         lines = []
         for r in self.pass_log:
             if r.note:
@@ -71,9 +72,11 @@ class OptimizeResult:
             elif r.skipped is not None:
                 what = f"skipped ({r.skipped})"
             elif r.changed:
-                what = f"changed -> stage {r.stage}  [{r.seconds * 1e3:.2f} ms]"
+                what = f"changed -> stage {r.stage}"
             else:
-                what = f"unchanged (no stage)  [{r.seconds * 1e3:.2f} ms]"
+                what = "unchanged (no stage)"
+            if times and not r.note and r.skipped is None:
+                what += f"  [{r.seconds * 1e3:.2f} ms]"
             lines.append(f"{r.name}: {what}")
         return "\n".join(lines)
 

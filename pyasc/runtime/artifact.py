@@ -51,6 +51,7 @@ class CompiledKernel:
     kernels: list[Any]
     memory_plan: Any
     fusion_log: list[str]
+    pass_log: str             # one line per optimiser pass: changed (its stage), unchanged or skipped
     returns_tuple: bool
     guards: tuple = ()          # frontend Guards on the globals/closure values the kernel read
     pass_times: dict[str, float] = field(default_factory=dict)

@@ -2,8 +2,9 @@
 
 Layout: `<dir>/<kernel name>/<key hash>/`, one file per stage numbered in
 stage order (`00_source.py`, `01_graph.txt` + `01_graph.dot`,
-`02_inferred.txt`, `03_ge.01.<pass>.txt` + `.dot`, ...), plus
-`fusion_log.txt` and `memory_plan.txt` when the optimiser produced them and
+`02_inferred.txt`, `03_ge.01.<pass>.txt` + `.dot`, ...), plus `pass_log.txt`
+(every pass: changed, unchanged or skipped), `fusion_log.txt` and
+`memory_plan.txt` when the optimiser produced them and
 `specialization.txt` saying which call this folder is for.
 
 A folder is written completely under a temporary name and then renamed,
@@ -36,6 +37,8 @@ def stage_files(compiled: CompiledKernel) -> dict[str, str]:
         dot = compiled.dots.get(stage)
         if dot:
             files[stem + ".dot"] = _ensure_newline(dot)
+    if compiled.pass_log:
+        files["pass_log.txt"] = _ensure_newline(compiled.pass_log)
     if compiled.fusion_log:
         files["fusion_log.txt"] = "\n".join(compiled.fusion_log) + "\n"
     if compiled.memory_plan is not None:
