@@ -106,3 +106,31 @@ def _quote(loc: SourceLoc, line: str | None) -> str:
     # keep the line's tabs in the caret's indent so the caret lines up however tabs are shown
     pad = "".join(c if c == "\t" else " " for c in line[:start])
     return f"\n    {line}\n    {pad}{'^' * width}"
+
+
+class InternalCompilerError(RuntimeError):
+    """The compiler itself failed on a kernel (a pyasc bug, not a user mistake).
+
+    Chained (`__cause__`) to the original exception; `stage` names the
+    compiler stage or optimiser pass that failed and `loc`, when known, the
+    kernel line being compiled. With PYASC_DEBUG=1 the original exception is
+    raised unwrapped instead.
+    """
+
+    def __init__(self, stage: str, kernel: str, original: BaseException, loc: SourceLoc | None = None):
+        self.stage = stage
+        self.kernel = kernel
+        self.original = original
+        self.loc = loc
+        where = ""
+        if loc is not None:
+            where = f"\n  while compiling {loc}: {loc.source_line().strip()}"
+        super().__init__(
+            f"internal compiler error in {stage} while compiling kernel {kernel!r}: "
+            f"{type(original).__name__}: {original}{where}\n"
+            "This is a bug in pyasc, not in your kernel; please report it with the kernel source. "
+            "Set PYASC_DEBUG=1 to get the original exception and its internal stack unwrapped."
+        )
+
+    def __reduce__(self):
+        return (InternalCompilerError, (self.stage, self.kernel, self.original, self.loc))

@@ -533,10 +533,15 @@ def test_internal_errors_are_located_unless_debugging(monkeypatch):
 
     monkeypatch.setattr(FunctionBuilder, "_e_BinOp", broken)
     monkeypatch.delenv("PYASC_DEBUG", raising=False)
-    err = compile_error(bad_broadcast, f32(4, 8), f32(3))
-    assert "internal compiler error (RuntimeError: simulated compiler bug)" in err.reason
-    assert "PYASC_DEBUG=1" in err.reason
-    assert err.lineno == marked_line(bad_broadcast)
+    with pytest.raises(pyasc.InternalCompilerError) as info:
+        build_graph(bad_broadcast, specs_for(bad_broadcast, (f32(4, 8), f32(3))))
+    err = info.value
+    assert not isinstance(err, CompileError)  # a pyasc bug is never reported as the user's mistake
+    assert "internal compiler error in the frontend" in str(err)
+    assert "RuntimeError: simulated compiler bug" in str(err) and "PYASC_DEBUG=1" in str(err)
+    assert isinstance(err.__cause__, RuntimeError)
+    assert err.loc.lineno == marked_line(bad_broadcast)
+    assert f":{marked_line(bad_broadcast)}:" in str(err)
     monkeypatch.setenv("PYASC_DEBUG", "1")
     with pytest.raises(RuntimeError, match="simulated compiler bug"):
         build_graph(bad_broadcast, specs_for(bad_broadcast, (f32(4, 8), f32(3))))
@@ -554,9 +559,10 @@ def test_pyasc_debug_values_mean_the_same_in_the_frontend_and_the_runtime(monkey
     monkeypatch.setattr(FunctionBuilder, "_e_BinOp", broken)
     monkeypatch.setenv("PYASC_DEBUG", value)
     assert debug_enabled() is on
-    expected = RuntimeError if on else CompileError
-    with pytest.raises(expected, match="simulated compiler bug"):
+    expected = RuntimeError if on else pyasc.InternalCompilerError
+    with pytest.raises(expected, match="simulated compiler bug") as info:
         build_graph(bad_broadcast, specs_for(bad_broadcast, (f32(4, 8), f32(3))))
+    assert type(info.value) is expected
 
 
 def failing_helper(a, w):

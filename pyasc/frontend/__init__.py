@@ -20,7 +20,7 @@ from typing import Any, Callable, Sequence
 import astor
 
 from .. import dtypes
-from ..errors import CompileError, debug_enabled
+from ..errors import CompileError, InternalCompilerError, debug_enabled
 from ..ir.graph import Graph, Value
 from ..ir.types import TensorType
 from .builder import FunctionBuilder
@@ -88,7 +88,8 @@ def build_graph(fn: Any, specs: Sequence[ArgSpec], *, unroll_budget: int = 4096)
 
 
 def _guarded(state: BuildState, work: Callable[[], Any]) -> Any:
-    """Run `work`; a compiler bug surfaces as a located CompileError unless PYASC_DEBUG=1."""
+    """Run `work`; a compiler bug surfaces as an InternalCompilerError naming the kernel line being
+    compiled (a user mistake is a CompileError), unless PYASC_DEBUG=1."""
     try:
         return work()
     except CompileError:
@@ -102,11 +103,8 @@ def _guarded(state: BuildState, work: Callable[[], Any]) -> Any:
         if state.current is None:
             raise
         parsed, node = state.current
-        raise parsed.error(
-            f"internal compiler error ({type(e).__name__}: {e}); set PYASC_DEBUG=1 to see the compiler's "
-            "traceback",
-            node,
-        ) from None
+        loc = parsed.error("", node).loc
+        raise InternalCompilerError("the frontend", parsed.fn.__qualname__, e, loc) from e
 
 
 def _bind_parameters(b: FunctionBuilder, graph: Graph, specs: Sequence[ArgSpec]) -> None:

@@ -3,29 +3,7 @@ from __future__ import annotations
 
 from types import TracebackType
 
-from ..errors import debug_enabled  # noqa: F401  (re-exported: the runtime's switch is the same)
-
-
-class InternalCompilerError(RuntimeError):
-    """The compiler itself failed on a kernel (a pyasc bug, not a user mistake).
-
-    Chained (`__cause__`) to the original exception; `stage` names the
-    compiler stage or optimiser pass that failed. With PYASC_DEBUG=1 the
-    original exception is raised unwrapped instead.
-    """
-
-    def __init__(self, stage: str, kernel: str, original: BaseException):
-        self.stage = stage
-        self.kernel = kernel
-        self.original = original
-        super().__init__(
-            f"internal compiler error in {stage} while compiling kernel {kernel!r}: "
-            f"{type(original).__name__}: {original}\n"
-            "This is a bug in pyasc, not in your kernel; please report it with the kernel source. "
-            "Set PYASC_DEBUG=1 to get the original exception and its internal stack unwrapped."
-        )
-
-
+from ..errors import InternalCompilerError, debug_enabled  # noqa: F401  (re-exported)
 
 
 def failing_pass(tb: TracebackType | None) -> str | None:
