@@ -1,4 +1,4 @@
-"""Shared pieces of the handlers: operand getters, rule checks, memory views."""
+"""Shared pieces of the handlers: operand getters, rule checks, pipe records, memory views."""
 from __future__ import annotations
 
 from typing import Any, Callable, Optional
@@ -7,7 +7,8 @@ import numpy as np
 
 from ..errors import MemoryRuleError, ProgramError
 from ..executor import Group, Runner, Split
-from ..isa import Reg
+from ..isa import PIPE_ID, Reg
+from ..timing import K_DMA, K_OP
 
 
 U8 = np.dtype(np.uint8)
@@ -98,6 +99,11 @@ class Checker:
             self.fail(g, f"{what} needs {extent} bytes at {a:#x}, beyond the {size}-byte {space} of chip "
                       f"{self.chip.name}", f"{space} capacity {size} bytes", space, a, a + extent)
 
+    def row_stride(self, g: Group, name: str, stride: int, row: int) -> None:
+        """A row stride (elements) holds at least a row of `row` elements."""
+        if stride < row:
+            self.bad(g, f"{name} {stride} is shorter than a row of {row} elements")
+
     def stride(self, g: Group, space: str, stride_b: int, what: str) -> None:
         blk = self.chip.dma_block_bytes
         if stride_b % blk:
@@ -137,6 +143,58 @@ class Checker:
             self.fail(g, f"covers {reps} repeats of {self.chip.vector_repeat_bytes} bytes, more than the "
                       f"{self.chip.max_repeats} one vector instruction can do; split it",
                       f"at most {self.chip.max_repeats} repeats per vector instruction")
+
+
+class PipeSetup:
+    """What every pipe instruction's handler shares: its pipe, rule checker, timing record and sanitizer reports.
+
+    `path_name` names the chip's data path (a field of the chip config, also the key of
+    the bytes moved) when the instruction moves data over one.
+    """
+
+    def __init__(self, rt: Runner, idx: int, pipe: str, path_name: Optional[str] = None):
+        self.rt, self.idx, self.chip = rt, idx, rt.chip
+        self.P = PIPE_ID[pipe]
+        self.chk = Checker(rt, idx)
+        self.san = rt.san
+        self.path_name = path_name
+        self.path = getattr(rt.chip, path_name) if path_name is not None else None
+
+    def op(self, g: Group, cycles: int, vals: Any, exe: Callable, nbytes: int = 0) -> None:
+        """Records `cycles` of work on the pipe (and `nbytes` moved on the data path), then issues `exe(g, vals)`."""
+        g.stream.append((K_OP, self.P, cycles, 0, 0, g.scyc, self.idx))
+        g.scyc = 0
+        if self.path_name is not None:
+            g.bytes[self.path_name] = g.bytes.get(self.path_name, 0) + nbytes
+        self.rt.issue(g, self.P, exe, vals)
+
+    def dma(self, g: Group, gm_addr: Any, nrows: int, stride_b: int, nbytes: int, vals: Any, exe: Callable) -> None:
+        """Records a GM transfer of `nbytes` in `nrows` rows from absolute GM address `gm_addr` (full
+        bandwidth only when every row starts on the peak boundary), then issues `exe(g, vals)`."""
+        path, chip = self.path, self.chip
+        cap = path.bytes_per_cycle if gm_aligned(g, gm_addr, nrows, stride_b, chip.gm_peak_align) else \
+            path.bytes_per_cycle * chip.gm_unaligned_factor
+        g.stream.append((K_DMA, self.P, path.startup, nbytes, cap, g.scyc, self.idx))
+        g.scyc = 0
+        g.bytes[self.path_name] = g.bytes.get(self.path_name, 0) + nbytes
+        self.rt.issue(g, self.P, exe, vals)
+
+    def sanitize(self, g: Group, *accesses: tuple) -> None:
+        """Reports accesses, in order, to the sanitizer if it is on: (space name or GM buffer, pattern, write)."""
+        san = self.san
+        if san is None:
+            return
+        core = int(g.cores[0])
+        for where, p, write in accesses:
+            if where.__class__ is str:
+                san.onchip(core, self.P, self.idx, where, p, write)
+            else:
+                san.gm(core, self.P, self.idx, where, p, write)
+
+
+def flat(a: int, n: int) -> tuple:
+    """Access pattern of `n` contiguous bytes at `a`: (start, rows, row stride, row bytes)."""
+    return (a, 1, n, n)
 
 
 def gm_aligned(g: Group, addr: Any, nrows: int, stride_b: int, peak: int) -> bool:

@@ -7,11 +7,10 @@ import numpy as np
 
 from .. import isa, layouts
 from ..executor import Group, Runner
-from ..isa import DTYPES, PIPE_ID
-from ..timing import K_DMA, K_OP
+from ..isa import DTYPES
 from .common import (
-    get_value, get_uniform, get_optional, ceil_to, Checker, gm_aligned, gm_view, chip_view, core_views,
-    region, gm_read, gm_write, U8,
+    get_value, get_uniform, get_optional, ceil_to, PipeSetup, flat, gm_view, chip_view, core_views, region,
+    gm_read, gm_write, U8,
 )
 
 
@@ -27,11 +26,8 @@ def _c_copy(rt: Runner, idx: int, ins: isa.Copy) -> Callable:
     space = chip_mem.space
     arr = rt.onchip[space]
     buf = rt.args[gm_mem.arg]
-    P = PIPE_ID[ins.pipe]
-    path_name = ins.path
-    path = getattr(chip, path_name)
+    st = PipeSetup(rt, idx, ins.pipe, ins.path)
     blk = chip.dma_block_bytes
-    peak, unaligned = chip.gm_peak_align, chip.gm_unaligned_factor
     g_gm, g_chip = get_value(gm_mem.offset), get_uniform(chip_mem.offset)
     g_burst, g_nb = get_uniform(ins.burst), get_uniform(ins.nburst)
     g_gs = get_optional(ins.src_stride if load else ins.dst_stride)
@@ -40,8 +36,7 @@ def _c_copy(rt: Runner, idx: int, ins: isa.Copy) -> Callable:
     pad_unit = np.asarray(ins.pad_value).astype(dt).tobytes() if (pad and load) else b""
     max_burst = chip.max_pad_burst_bytes if pad else chip.max_burst_blocks * blk
     max_nburst = chip.max_nburst
-    chk = Checker(rt, idx)
-    san = rt.san
+    chk, san = st.chk, st.san
     pad_cache: dict[int, np.ndarray] = {}
 
     def h(g: Group) -> None:
@@ -70,13 +65,7 @@ def _c_copy(rt: Runner, idx: int, ins: isa.Copy) -> Callable:
                 chk.bad(g, f"GM stride must not be negative, got {gs // size} elements")
         chk.onchip(g, space, a, (nb - 1) * cs + width, "on-chip")
         chk.gm(g, buf, off, (nb - 1) * gs + blb, size, f"GM.{gm_mem.arg}")
-        cap = path.bytes_per_cycle if gm_aligned(g, buf.addr + off, nb, gs, peak) else \
-            path.bytes_per_cycle * unaligned
-        nbytes = nb * blb
-        g.stream.append((K_DMA, P, path.startup, nbytes, cap, g.scyc, idx))
-        g.scyc = 0
-        g.bytes[path_name] = g.bytes.get(path_name, 0) + nbytes
-        rt.issue(g, P, exe, (off, a, nb, blb, gs, cs, pbl))
+        st.dma(g, buf.addr + off, nb, gs, nb * blb, (off, a, nb, blb, gs, cs, pbl), exe)
 
     def move(gv: np.ndarray, cv: np.ndarray, blb: int, pbl: int) -> None:
         if not load:
@@ -94,13 +83,10 @@ def _c_copy(rt: Runner, idx: int, ins: isa.Copy) -> Callable:
         off, a, nb, blb, gs, cs, pbl = vals
         width = pbl if load else blb
         if san is not None:
-            core = int(g.cores[0])
             if load:
-                san.gm(core, P, idx, buf, (off, nb, gs, blb), False)
-                san.onchip(core, P, idx, space, (a, nb, cs, pbl), True)
+                st.sanitize(g, (buf, (off, nb, gs, blb), False), (space, (a, nb, cs, pbl), True))
             else:
-                san.onchip(core, P, idx, space, (a, nb, cs, blb), False)
-                san.gm(core, P, idx, buf, (off, nb, gs, blb), True)
+                st.sanitize(g, (space, (a, nb, cs, blb), False), (buf, (off, nb, gs, blb), True))
         if not load:
             rt.gm_writes.append((buf, off, nb, gs, blb))
         gv = gm_view(g, buf.data, off, nb, gs, blb)
@@ -115,43 +101,30 @@ def _c_copy(rt: Runner, idx: int, ins: isa.Copy) -> Callable:
 
 
 def _c_copy_nd2nz(rt: Runner, idx: int, ins: isa.CopyNd2Nz) -> Callable:
-    chip = rt.chip
     dt = DTYPES[ins.dtype]
     size = dt.itemsize
     c0 = isa.fractal_c0(ins.dtype)
     arr = rt.onchip["L1"]
     buf = rt.args[ins.src.arg]
-    P = PIPE_ID["MTE2"]
-    path = chip.gm_to_l1
+    st = PipeSetup(rt, idx, "MTE2", "gm_to_l1")
     g_gm, g_a = get_value(ins.src.offset), get_uniform(ins.dst.offset)
     g_rows, g_cols, g_rs = get_uniform(ins.rows), get_uniform(ins.cols), get_optional(ins.src_row_stride)
-    chk = Checker(rt, idx)
-    san = rt.san
+    chk = st.chk
 
     def h(g: Group) -> None:
         a, rows, cols = g_a(g), g_rows(g), g_cols(g)
         rs = g_rs(g) if g_rs is not None else cols
         off = g_gm(g)
         chk.positive(g, rows=rows, cols=cols)
-        if rs < cols:
-            chk.bad(g, f"src_row_stride {rs} is shorter than a row of {cols} elements")
+        chk.row_stride(g, "src_row_stride", rs, cols)
         ext = layouts.ceil_to(rows, 16) * layouts.ceil_to(cols, c0) * size
         chk.onchip(g, "L1", a, ext, "L1 destination")
         chk.gm(g, buf, off, ((rows - 1) * rs + cols) * size, size, f"GM.{ins.src.arg}")
-        cap = path.bytes_per_cycle if gm_aligned(g, buf.addr + off, rows, rs * size, chip.gm_peak_align) else \
-            path.bytes_per_cycle * chip.gm_unaligned_factor
-        nbytes = rows * cols * size
-        g.stream.append((K_DMA, P, path.startup, nbytes, cap, g.scyc, idx))
-        g.scyc = 0
-        g.bytes["gm_to_l1"] = g.bytes.get("gm_to_l1", 0) + nbytes
-        rt.issue(g, P, exe, (off, a, rows, cols, rs, ext))
+        st.dma(g, buf.addr + off, rows, rs * size, rows * cols * size, (off, a, rows, cols, rs, ext), exe)
 
     def exe(g: Group, vals: tuple) -> None:
         off, a, rows, cols, rs, ext = vals
-        if san is not None:
-            core = int(g.cores[0])
-            san.gm(core, P, idx, buf, (off, rows, rs * size, cols * size), False)
-            san.onchip(core, P, idx, "L1", (a, 1, ext, ext), True)
+        st.sanitize(g, (buf, (off, rows, rs * size, cols * size), False), ("L1", flat(a, ext), True))
         x = gm_read(g, buf, off, rows, rs * size, cols * size).view(dt)
         nz = layouts.nd_to_nz(x, c0)
         arr[g.sel, a:a + ext] = nz.reshape(g.m, -1).view(U8)
@@ -159,18 +132,14 @@ def _c_copy_nd2nz(rt: Runner, idx: int, ins: isa.CopyNd2Nz) -> Callable:
 
 
 def _c_load_l0(rt: Runner, idx: int, ins: isa.LoadL0) -> Callable:
-    chip = rt.chip
     dt = DTYPES[ins.dtype]
     size = dt.itemsize
     c0 = isa.fractal_c0(ins.dtype)
     to_a = ins.dst.space == "L0A"
     src_arr, dst_arr = rt.onchip["L1"], rt.onchip[ins.dst.space]
-    path = chip.l1_to_l0a if to_a else chip.l1_to_l0b
-    P = PIPE_ID["MTE1"]
+    st = PipeSetup(rt, idx, "MTE1", "l1_to_l0a" if to_a else "l1_to_l0b")
     g_src, g_dst, g_rows, g_cols = get_uniform(ins.src.offset), get_uniform(ins.dst.offset), get_uniform(ins.rows), get_uniform(ins.cols)
-    chk = Checker(rt, idx)
-    san = rt.san
-    key = "l1_to_l0a" if to_a else "l1_to_l0b"
+    chk = st.chk
 
     def h(g: Group) -> None:
         s, d, rows, cols = g_src(g), g_dst(g), g_rows(g), g_cols(g)
@@ -188,17 +157,11 @@ def _c_load_l0(rt: Runner, idx: int, ins: isa.LoadL0) -> Callable:
         src_ext, ext = rp * cp * size, mr * dc * size
         chk.onchip(g, "L1", s, src_ext, "L1 source")
         chk.onchip(g, ins.dst.space, d, ext, f"{ins.dst.space} destination")
-        g.stream.append((K_OP, P, path.cycles(ext), 0, 0, g.scyc, idx))
-        g.scyc = 0
-        g.bytes[key] = g.bytes.get(key, 0) + ext
-        rt.issue(g, P, exe, (s, d, rp, cp, dc, src_ext, ext))
+        st.op(g, st.path.cycles(ext), (s, d, rp, cp, dc, src_ext, ext), exe, ext)
 
     def exe(g: Group, vals: tuple) -> None:
         s, d, rp, cp, dc, src_ext, ext = vals
-        if san is not None:
-            core = int(g.cores[0])
-            san.onchip(core, P, idx, "L1", (s, 1, src_ext, src_ext), False)
-            san.onchip(core, P, idx, ins.dst.space, (d, 1, ext, ext), True)
+        st.sanitize(g, ("L1", flat(s, src_ext), False), (ins.dst.space, flat(d, ext), True))
         x = layouts.nz_to_nd(region(g, src_arr, s, src_ext, dt), rp, cp, c0)
         if ins.transpose:
             x = x.transpose(0, 2, 1)
@@ -208,13 +171,10 @@ def _c_load_l0(rt: Runner, idx: int, ins: isa.LoadL0) -> Callable:
 
 
 def _c_load_bias(rt: Runner, idx: int, ins: isa.LoadBias) -> Callable:
-    chip = rt.chip
     src_arr, dst_arr = rt.onchip["L1"], rt.onchip["BT"]
-    path = chip.l1_to_bt
-    P = PIPE_ID["MTE1"]
+    st = PipeSetup(rt, idx, "MTE1", "l1_to_bt")
     g_src, g_dst, g_n = get_uniform(ins.src.offset), get_uniform(ins.dst.offset), get_uniform(ins.count)
-    chk = Checker(rt, idx)
-    san = rt.san
+    chk = st.chk
 
     def h(g: Group) -> None:
         s, d, n = g_src(g), g_dst(g), g_n(g)
@@ -222,17 +182,11 @@ def _c_load_bias(rt: Runner, idx: int, ins: isa.LoadBias) -> Callable:
         ext = n * 4
         chk.onchip(g, "L1", s, ext, "L1 source")
         chk.onchip(g, "BT", d, ext, "bias table destination")
-        g.stream.append((K_OP, P, path.cycles(ext), 0, 0, g.scyc, idx))
-        g.scyc = 0
-        g.bytes["l1_to_bt"] = g.bytes.get("l1_to_bt", 0) + ext
-        rt.issue(g, P, exe, (s, d, ext))
+        st.op(g, st.path.cycles(ext), (s, d, ext), exe, ext)
 
     def exe(g: Group, vals: tuple) -> None:
         s, d, ext = vals
-        if san is not None:
-            core = int(g.cores[0])
-            san.onchip(core, P, idx, "L1", (s, 1, ext, ext), False)
-            san.onchip(core, P, idx, "BT", (d, 1, ext, ext), True)
+        st.sanitize(g, ("L1", flat(s, ext), False), ("BT", flat(d, ext), True))
         dst_arr[g.sel, d:d + ext] = src_arr[g.sel, s:s + ext]
     return h
 
@@ -247,12 +201,11 @@ def _c_mmad(rt: Runner, idx: int, ins: isa.Mmad) -> Callable:
     block_cycles = {"float16": chip.cube_fp16_block_cycles, "int8": chip.cube_int8_block_cycles,
                     "float32": chip.cube_fp32_block_cycles}[ins.dtype]
     la, lb, lc, bt = (rt.onchip[s] for s in ("L0A", "L0B", "L0C", "BT"))
-    P = PIPE_ID["M"]
+    st = PipeSetup(rt, idx, "M")
     g_a, g_b, g_c = get_uniform(ins.a.offset), get_uniform(ins.b.offset), get_uniform(ins.dst.offset)
     g_bias = get_uniform(ins.bias.offset) if ins.bias is not None else None
     g_m, g_k, g_n, g_acc = get_uniform(ins.m), get_uniform(ins.k), get_uniform(ins.n), get_uniform(ins.accumulate)
-    chk = Checker(rt, idx)
-    san = rt.san
+    chk, san = st.chk, st.san
 
     def h(g: Group) -> None:
         a, b, c = g_a(g), g_b(g), g_c(g)
@@ -270,21 +223,18 @@ def _c_mmad(rt: Runner, idx: int, ins: isa.Mmad) -> Callable:
             bias = g_bias(g)
             chk.onchip(g, "BT", bias, n * 4, "bias")
         blocks = (mp // 16) * (kp // c0) * (np_ // 16)
-        g.stream.append((K_OP, P, chip.cube_startup_cycles + blocks * block_cycles, 0, 0, g.scyc, idx))
-        g.scyc = 0
-        rt.issue(g, P, exe, (a, b, c, bias, acc, m, n, mp, kp, np_, ext_a, ext_b, ext_c))
+        vals = (a, b, c, bias, acc, m, n, mp, kp, np_, ext_a, ext_b, ext_c)
+        st.op(g, chip.cube_startup_cycles + blocks * block_cycles, vals, exe)
 
     def exe(g: Group, vals: tuple) -> None:
         a, b, c, bias, acc, m, n, mp, kp, np_, ext_a, ext_b, ext_c = vals
         if san is not None:
-            core = int(g.cores[0])
-            san.onchip(core, P, idx, "L0A", (a, 1, ext_a, ext_a), False)
-            san.onchip(core, P, idx, "L0B", (b, 1, ext_b, ext_b), False)
+            reads = [("L0A", flat(a, ext_a), False), ("L0B", flat(b, ext_b), False)]
             if acc:
-                san.onchip(core, P, idx, "L0C", (c, 1, ext_c, ext_c), False)
+                reads.append(("L0C", flat(c, ext_c), False))
             if bias is not None:
-                san.onchip(core, P, idx, "BT", (bias, 1, n * 4, n * 4), False)
-            san.onchip(core, P, idx, "L0C", (c, 1, ext_c, ext_c), True)
+                reads.append(("BT", flat(bias, n * 4), False))
+            st.sanitize(g, *reads, ("L0C", flat(c, ext_c), True))
         work = np.float32 if acc_name == "float32" else np.int64
         A = layouts.from_zz(region(g, la, a, ext_a, dt), mp, kp, c0).astype(work)
         B = layouts.from_zn(region(g, lb, b, ext_b, dt), kp, np_, c0).astype(work)
@@ -301,43 +251,30 @@ def _c_mmad(rt: Runner, idx: int, ins: isa.Mmad) -> Callable:
 
 
 def _c_fixpipe(rt: Runner, idx: int, ins: isa.FixPipe) -> Callable:
-    chip = rt.chip
     sdt, odt = DTYPES[ins.src_dtype], DTYPES[ins.dst_dtype]
     osize = odt.itemsize
     lc = rt.onchip["L0C"]
     buf = rt.args[ins.dst.arg]
-    P = PIPE_ID["FIX"]
-    path = chip.l0c_to_gm
+    st = PipeSetup(rt, idx, "FIX", "l0c_to_gm")
     g_src, g_off = get_uniform(ins.src.offset), get_value(ins.dst.offset)
     g_m, g_n, g_rs = get_uniform(ins.m), get_uniform(ins.n), get_optional(ins.dst_row_stride)
-    chk = Checker(rt, idx)
-    san = rt.san
+    chk = st.chk
 
     def h(g: Group) -> None:
         s, m, n = g_src(g), g_m(g), g_n(g)
         rs = g_rs(g) if g_rs is not None else n
         off = g_off(g)
         chk.positive(g, m=m, n=n)
-        if rs < n:
-            chk.bad(g, f"dst_row_stride {rs} is shorter than a row of {n} elements")
+        chk.row_stride(g, "dst_row_stride", rs, n)
         mp, np_ = layouts.ceil_to(m, 16), layouts.ceil_to(n, 16)
         ext = mp * np_ * sdt.itemsize
         chk.onchip(g, "L0C", s, ext, "L0C source")
         chk.gm(g, buf, off, ((m - 1) * rs + n) * osize, osize, f"GM.{ins.dst.arg}")
-        cap = path.bytes_per_cycle if gm_aligned(g, buf.addr + off, m, rs * osize, chip.gm_peak_align) else \
-            path.bytes_per_cycle * chip.gm_unaligned_factor
-        nbytes = m * n * osize
-        g.stream.append((K_DMA, P, path.startup, nbytes, cap, g.scyc, idx))
-        g.scyc = 0
-        g.bytes["l0c_to_gm"] = g.bytes.get("l0c_to_gm", 0) + nbytes
-        rt.issue(g, P, exe, (s, off, m, n, rs, mp, np_, ext))
+        st.dma(g, buf.addr + off, m, rs * osize, m * n * osize, (s, off, m, n, rs, mp, np_, ext), exe)
 
     def exe(g: Group, vals: tuple) -> None:
         s, off, m, n, rs, mp, np_, ext = vals
-        if san is not None:
-            core = int(g.cores[0])
-            san.onchip(core, P, idx, "L0C", (s, 1, ext, ext), False)
-            san.gm(core, P, idx, buf, (off, m, rs * osize, n * osize), True)
+        st.sanitize(g, ("L0C", flat(s, ext), False), (buf, (off, m, rs * osize, n * osize), True))
         C = layouts.nz_to_nd(region(g, lc, s, ext, sdt), mp, np_, 16)[:, :m, :n]
         if ins.relu:
             C = np.maximum(C, 0)

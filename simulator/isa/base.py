@@ -1,15 +1,8 @@
 """ISA basics: pipes, spaces, dtypes, operands, the Instr base class and static-check helpers.
 
-Conventions (see README.md for the full description):
-- Addresses (`Mem.offset`) are byte offsets: inside the core's on-chip
-  memory, or inside the GM kernel argument named by `Mem.arg`.
-- Sizes (`count`, `burst`, `rows`, `cols`, strides) are in elements of the
-  instruction's dtype.
-- Any integer operand may be a scalar register (`Reg`); registers hold
-  64-bit integers computed from the core index and the tiling data.
-- Pipes: S (scalar), V (vector), M (cube), MTE1, MTE2, MTE3, FIX. An AIV
-  (vector core) has S, V, MTE2, MTE3 and the UB; an AIC (cube core) has S, M,
-  MTE1, MTE2, FIX and L1, L0A, L0B, L0C, BT.
+The conventions (byte addresses, sizes in elements, registers, the pipes and
+spaces of each core type) are in the package docstring (isa/__init__.py) and
+simulator/README.md.
 """
 from __future__ import annotations
 
@@ -200,10 +193,11 @@ class Instr:
 
     OP: ClassVar[str] = ""
     WRITES: ClassVar[tuple[str, ...]] = ()  # fields naming registers this instruction writes
+    PIPE: ClassVar[str] = "S"  # the pipe it runs on, unless `pipe` depends on the operands
 
     @property
     def pipe(self) -> str:
-        return "S"
+        return self.PIPE
 
     def regs_read(self) -> list[Reg]:
         out = []
@@ -266,3 +260,14 @@ def _check_mem(instr: Instr, name: str, *spaces: str) -> None:
     v = getattr(instr, name)
     _req(instr, isinstance(v, Mem), f"{name} must be a Mem operand, got {v!r}")
     _req(instr, v.space in spaces, f"{name} must be in {' or '.join(spaces)}, got {v.space}")
+
+
+def _check_mems(instr: Instr, **spaces: Union[str, tuple[str, ...]]) -> None:
+    """_check_mem for each operand named, in order: field name -> its space (or the spaces it may be in)."""
+    for name, where in spaces.items():
+        _check_mem(instr, name, *((where,) if isinstance(where, str) else where))
+
+
+def _optional(instr: Instr, *names: str) -> str:
+    """Listing suffix " name=value" for each optional operand that is set."""
+    return "".join(f" {n}={getattr(instr, n)}" for n in names if getattr(instr, n) is not None)

@@ -5,8 +5,14 @@ from dataclasses import dataclass
 from typing import ClassVar, Optional
 
 from .base import (
-    COPY_PATHS, CUBE_DTYPES, Instr, Mem, Operand, _check_dtype, _check_mem, _check_ops, _fmt, _req,
+    COPY_PATHS, CUBE_DTYPES, Instr, Mem, Operand, _check_dtype, _check_mem, _check_mems, _check_ops, _fmt,
+    _optional, _req,
 )
+
+
+def _check_cube_dtype(instr: Instr) -> None:
+    _check_dtype(instr, "dtype")
+    _req(instr, instr.dtype in CUBE_DTYPES, f"cube dtype must be one of {', '.join(CUBE_DTYPES)}")
 
 
 # --------------------------------------------------------------------------- data moves
@@ -59,10 +65,7 @@ class Copy(Instr):
         s = f"copy {self.dst} <- {self.src} {self.dtype} burst={self.burst}"
         if self.nburst != 1:
             s += f" nburst={self.nburst}"
-        if self.src_stride is not None:
-            s += f" src_stride={self.src_stride}"
-        if self.dst_stride is not None:
-            s += f" dst_stride={self.dst_stride}"
+        s += _optional(self, "src_stride", "dst_stride")
         if self.pad:
             s += f" pad={_fmt(float(self.pad_value))}"
         return s
@@ -83,24 +86,17 @@ class CopyNd2Nz(Instr):
     cols: Operand
     src_row_stride: Optional[Operand] = None
     OP: ClassVar[str] = "copy_nd2nz"
-
-    @property
-    def pipe(self) -> str:
-        return "MTE2"
+    PIPE: ClassVar[str] = "MTE2"
 
     def check(self, core_type: str) -> None:
         super().check(core_type)
-        _check_mem(self, "dst", "L1")
-        _check_mem(self, "src", "GM")
-        _check_dtype(self, "dtype")
-        _req(self, self.dtype in CUBE_DTYPES, f"cube dtype must be one of {', '.join(CUBE_DTYPES)}")
+        _check_mems(self, dst="L1", src="GM")
+        _check_cube_dtype(self)
         _check_ops(self, "rows", "cols", "src_row_stride")
 
     def text(self) -> str:
         s = f"copy_nd2nz {self.dst} <- {self.src} {self.dtype} rows={self.rows} cols={self.cols}"
-        if self.src_row_stride is not None:
-            s += f" src_row_stride={self.src_row_stride}"
-        return s
+        return s + _optional(self, "src_row_stride")
 
 
 @dataclass(frozen=True)
@@ -117,17 +113,12 @@ class LoadL0(Instr):
     cols: Operand
     transpose: bool = False
     OP: ClassVar[str] = "load_l0"
-
-    @property
-    def pipe(self) -> str:
-        return "MTE1"
+    PIPE: ClassVar[str] = "MTE1"
 
     def check(self, core_type: str) -> None:
         super().check(core_type)
-        _check_mem(self, "dst", "L0A", "L0B")
-        _check_mem(self, "src", "L1")
-        _check_dtype(self, "dtype")
-        _req(self, self.dtype in CUBE_DTYPES, f"cube dtype must be one of {', '.join(CUBE_DTYPES)}")
+        _check_mems(self, dst=("L0A", "L0B"), src="L1")
+        _check_cube_dtype(self)
         _check_ops(self, "rows", "cols")
         _req(self, isinstance(self.transpose, bool), "transpose must be a bool")
         _req(self, not self.transpose or self.dtype == "float16",
@@ -147,15 +138,11 @@ class LoadBias(Instr):
     count: Operand
     dtype: str = "float32"
     OP: ClassVar[str] = "load_bias"
-
-    @property
-    def pipe(self) -> str:
-        return "MTE1"
+    PIPE: ClassVar[str] = "MTE1"
 
     def check(self, core_type: str) -> None:
         super().check(core_type)
-        _check_mem(self, "dst", "BT")
-        _check_mem(self, "src", "L1")
+        _check_mems(self, dst="BT", src="L1")
         _req(self, self.dtype == "float32", f"bias dtype must be float32, got {self.dtype!r}")
         _check_ops(self, "count")
 
@@ -181,29 +168,21 @@ class Mmad(Instr):
     accumulate: Operand = 0
     bias: Optional[Mem] = None
     OP: ClassVar[str] = "mmad"
-
-    @property
-    def pipe(self) -> str:
-        return "M"
+    PIPE: ClassVar[str] = "M"
 
     def check(self, core_type: str) -> None:
         super().check(core_type)
-        _check_mem(self, "dst", "L0C")
-        _check_mem(self, "a", "L0A")
-        _check_mem(self, "b", "L0B")
+        _check_mems(self, dst="L0C", a="L0A", b="L0B")
         if self.bias is not None:
             _check_mem(self, "bias", "BT")
-        _check_dtype(self, "dtype")
-        _req(self, self.dtype in CUBE_DTYPES, f"cube dtype must be one of {', '.join(CUBE_DTYPES)}")
+        _check_cube_dtype(self)
         _check_ops(self, "m", "k", "n", "accumulate")
 
     def text(self) -> str:
         s = f"mmad {self.dst} <- {self.a} @ {self.b} {self.dtype} m={self.m} k={self.k} n={self.n}"
         if self.accumulate != 0:
             s += f" accumulate={self.accumulate}"
-        if self.bias is not None:
-            s += f" bias={self.bias}"
-        return s
+        return s + _optional(self, "bias")
 
 
 @dataclass(frozen=True)
@@ -219,15 +198,11 @@ class FixPipe(Instr):
     relu: bool = False
     dst_row_stride: Optional[Operand] = None
     OP: ClassVar[str] = "fixpipe"
-
-    @property
-    def pipe(self) -> str:
-        return "FIX"
+    PIPE: ClassVar[str] = "FIX"
 
     def check(self, core_type: str) -> None:
         super().check(core_type)
-        _check_mem(self, "dst", "GM")
-        _check_mem(self, "src", "L0C")
+        _check_mems(self, dst="GM", src="L0C")
         _check_dtype(self, "dst_dtype")
         _req(self, self.src_dtype in ("float32", "int32"), f"src_dtype must be float32 or int32, got {self.src_dtype!r}")
         allowed = ("float32", "float16") if self.src_dtype == "float32" else ("int32", "float32", "float16")
@@ -240,6 +215,4 @@ class FixPipe(Instr):
         s = f"fixpipe {self.dst} <- {self.src} {self.src_dtype}->{self.dst_dtype} m={self.m} n={self.n}"
         if self.relu:
             s += " relu"
-        if self.dst_row_stride is not None:
-            s += f" dst_row_stride={self.dst_row_stride}"
-        return s
+        return s + _optional(self, "dst_row_stride")

@@ -7,38 +7,60 @@ from typing import Any, ClassVar, Optional, Union
 from .base import (
     VBINARY_COST, VCOMPARE_FNS, VREDUCE_FNS, VUNARY_COST, CAST_ROUNDING, FLOAT_DTYPES, INT_DTYPES,
     FLOAT_ONLY, BITWISE_ONLY, Instr, Mem, Operand, ScalarValue, _check_dtype, _check_mem, _check_ops,
-    _check_scalar, _fmt, _req,
+    _check_scalar, _fmt, _optional, _req,
 )
-
 
 
 # --------------------------------------------------------------------------- vector
 
 
 class VectorInstr(Instr):
-    """Vector instructions act on UB only and run on pipe V."""
+    """Vector instructions act on UB only and run on pipe V.
 
-    @property
-    def pipe(self) -> str:
-        return "V"
+    A subclass declares the kinds of its operands and check() applies their rules, in this
+    order: UB operands (dst, UB_SRCS, EITHER when a Mem) are in UB; DTYPE_FIELDS name dtypes;
+    OPS are integer operands; UB_SRCS are Mem operands; SCALARS (and EITHER when not a Mem) are
+    scalars; `fn` is a key of FNS (a `FN_KIND`) valid for the dtype; then _check_own().
+    """
 
-    def _vcheck(self, core_type: str, mems: tuple[str, ...], dtypes: tuple[str, ...], ops: tuple[str, ...]) -> None:
+    PIPE: ClassVar[str] = "V"
+    UB_SRCS: ClassVar[tuple[str, ...]] = ("src",)
+    EITHER: ClassVar[tuple[str, ...]] = ()  # a UB operand or a scalar
+    SCALARS: ClassVar[tuple[str, ...]] = ()
+    DTYPE_FIELDS: ClassVar[tuple[str, ...]] = ("dtype",)
+    OPS: ClassVar[tuple[str, ...]] = ("count",)
+    FNS: ClassVar[Any] = None
+    FN_KIND: ClassVar[str] = "function"
+
+    def check(self, core_type: str) -> None:
         super().check(core_type)
-        for m in mems:
+        for m in ("dst",) + self.UB_SRCS + self.EITHER:
             v = getattr(self, m)
             if isinstance(v, Mem):
                 _req(self, v.space == "UB", f"{m} must be in UB, got {v.space}")
-        for d in dtypes:
+        for d in self.DTYPE_FIELDS:
             _check_dtype(self, d)
-        _check_ops(self, *ops)
+        _check_ops(self, *self.OPS)
+        for m in self.UB_SRCS:
+            _check_mem(self, m, "UB")
+        for n in self.SCALARS + self.EITHER:
+            v = getattr(self, n)
+            if n in self.SCALARS or not isinstance(v, Mem):
+                _check_scalar(v, f"{self.OP}: {n}")
+        if self.FNS is not None:
+            self._check_fn()
+        self._check_own()
 
-    def _check_fn(self, table: Any, dtype: str) -> None:
-        fn = getattr(self, "fn")
-        _req(self, fn in table, f"unknown function {fn!r}; known: {', '.join(table)}")
+    def _check_fn(self) -> None:
+        fn, dtype, table = getattr(self, "fn"), getattr(self, "dtype"), self.FNS
+        _req(self, fn in table, f"unknown {self.FN_KIND} {fn!r}; known: {', '.join(table)}")
         if fn in FLOAT_ONLY:
             _req(self, dtype in FLOAT_DTYPES, f"{fn} needs a float dtype, got {dtype}")
         if fn in BITWISE_ONLY:
             _req(self, dtype in INT_DTYPES, f"{fn} needs an integer or bool dtype, got {dtype}")
+
+    def _check_own(self) -> None:
+        """Rules of this instruction alone (none by default)."""
 
 
 @dataclass(frozen=True)
@@ -50,12 +72,8 @@ class VBinary(VectorInstr):
     count: Operand
     dtype: str
     OP: ClassVar[str] = "vbinary"
-
-    def check(self, core_type: str) -> None:
-        self._vcheck(core_type, ("dst", "a", "b"), ("dtype",), ("count",))
-        _check_mem(self, "a", "UB")
-        _check_mem(self, "b", "UB")
-        self._check_fn(VBINARY_COST, self.dtype)
+    UB_SRCS: ClassVar[tuple[str, ...]] = ("a", "b")
+    FNS: ClassVar[Any] = VBINARY_COST
 
     def text(self) -> str:
         return f"v{self.fn} {self.dst} <- {self.a}, {self.b} {self.dtype} count={self.count}"
@@ -73,12 +91,10 @@ class VScalar(VectorInstr):
     dtype: str
     reverse: bool = False
     OP: ClassVar[str] = "vscalar"
+    SCALARS: ClassVar[tuple[str, ...]] = ("scalar",)
+    FNS: ClassVar[Any] = VBINARY_COST
 
-    def check(self, core_type: str) -> None:
-        self._vcheck(core_type, ("dst", "src"), ("dtype",), ("count",))
-        _check_mem(self, "src", "UB")
-        _check_scalar(self.scalar, "vscalar: scalar")
-        self._check_fn(VBINARY_COST, self.dtype)
+    def _check_own(self) -> None:
         _req(self, isinstance(self.reverse, bool), "reverse must be a bool")
 
     def text(self) -> str:
@@ -94,11 +110,7 @@ class VUnary(VectorInstr):
     count: Operand
     dtype: str
     OP: ClassVar[str] = "vunary"
-
-    def check(self, core_type: str) -> None:
-        self._vcheck(core_type, ("dst", "src"), ("dtype",), ("count",))
-        _check_mem(self, "src", "UB")
-        self._check_fn(VUNARY_COST, self.dtype)
+    FNS: ClassVar[Any] = VUNARY_COST
 
     def text(self) -> str:
         return f"v{self.fn} {self.dst} <- {self.src} {self.dtype} count={self.count}"
@@ -115,13 +127,10 @@ class VCompare(VectorInstr):
     count: Operand
     dtype: str
     OP: ClassVar[str] = "vcompare"
-
-    def check(self, core_type: str) -> None:
-        self._vcheck(core_type, ("dst", "a", "b"), ("dtype",), ("count",))
-        _check_mem(self, "a", "UB")
-        if not isinstance(self.b, Mem):
-            _check_scalar(self.b, "vcompare: b")
-        _req(self, self.fn in VCOMPARE_FNS, f"unknown comparison {self.fn!r}; known: {', '.join(VCOMPARE_FNS)}")
+    UB_SRCS: ClassVar[tuple[str, ...]] = ("a",)
+    EITHER: ClassVar[tuple[str, ...]] = ("b",)
+    FNS: ClassVar[Any] = VCOMPARE_FNS
+    FN_KIND: ClassVar[str] = "comparison"
 
     def text(self) -> str:
         return f"vcmp_{self.fn} {self.dst} <- {self.a}, {_fmt(self.b)} {self.dtype} count={self.count}"
@@ -138,13 +147,8 @@ class VSelect(VectorInstr):
     count: Operand
     dtype: str
     OP: ClassVar[str] = "vselect"
-
-    def check(self, core_type: str) -> None:
-        self._vcheck(core_type, ("dst", "mask", "a", "b"), ("dtype",), ("count",))
-        _check_mem(self, "mask", "UB")
-        for n in ("a", "b"):
-            if not isinstance(getattr(self, n), Mem):
-                _check_scalar(getattr(self, n), f"vselect: {n}")
+    UB_SRCS: ClassVar[tuple[str, ...]] = ("mask",)
+    EITHER: ClassVar[tuple[str, ...]] = ("a", "b")
 
     def text(self) -> str:
         return f"vselect {self.dst} <- {self.mask} ? {_fmt(self.a)} : {_fmt(self.b)} {self.dtype} count={self.count}"
@@ -161,10 +165,9 @@ class VCast(VectorInstr):
     dst_dtype: str
     round: str = "trunc"
     OP: ClassVar[str] = "vcast"
+    DTYPE_FIELDS: ClassVar[tuple[str, ...]] = ("src_dtype", "dst_dtype")
 
-    def check(self, core_type: str) -> None:
-        self._vcheck(core_type, ("dst", "src"), ("src_dtype", "dst_dtype"), ("count",))
-        _check_mem(self, "src", "UB")
+    def _check_own(self) -> None:
         _req(self, self.round in CAST_ROUNDING, f"round must be one of {', '.join(CAST_ROUNDING)}, got {self.round!r}")
 
     def text(self) -> str:
@@ -181,10 +184,8 @@ class VDup(VectorInstr):
     count: Operand
     dtype: str
     OP: ClassVar[str] = "vdup"
-
-    def check(self, core_type: str) -> None:
-        self._vcheck(core_type, ("dst",), ("dtype",), ("count",))
-        _check_scalar(self.value, "vdup: value")
+    UB_SRCS: ClassVar[tuple[str, ...]] = ()
+    SCALARS: ClassVar[tuple[str, ...]] = ("value",)
 
     def text(self) -> str:
         return f"vdup {self.dst} <- {_fmt(self.value)} {self.dtype} count={self.count}"
@@ -197,10 +198,6 @@ class VCopy(VectorInstr):
     count: Operand
     dtype: str
     OP: ClassVar[str] = "vcopy"
-
-    def check(self, core_type: str) -> None:
-        self._vcheck(core_type, ("dst", "src"), ("dtype",), ("count",))
-        _check_mem(self, "src", "UB")
 
     def text(self) -> str:
         return f"vcopy {self.dst} <- {self.src} {self.dtype} count={self.count}"
@@ -218,17 +215,13 @@ class VReduce(VectorInstr):
     dtype: str
     src_row_stride: Optional[Operand] = None
     OP: ClassVar[str] = "vreduce"
-
-    def check(self, core_type: str) -> None:
-        self._vcheck(core_type, ("dst", "src"), ("dtype",), ("rows", "cols", "src_row_stride"))
-        _check_mem(self, "src", "UB")
-        _req(self, self.fn in VREDUCE_FNS, f"unknown reduction {self.fn!r}; known: {', '.join(VREDUCE_FNS)}")
+    OPS: ClassVar[tuple[str, ...]] = ("rows", "cols", "src_row_stride")
+    FNS: ClassVar[Any] = VREDUCE_FNS
+    FN_KIND: ClassVar[str] = "reduction"
 
     def text(self) -> str:
         s = f"vreduce_{self.fn} {self.dst} <- {self.src} {self.dtype} rows={self.rows} cols={self.cols}"
-        if self.src_row_stride is not None:
-            s += f" src_row_stride={self.src_row_stride}"
-        return s
+        return s + _optional(self, "src_row_stride")
 
 
 @dataclass(frozen=True)
@@ -243,17 +236,14 @@ class VBroadcast(VectorInstr):
     axis: int = 1
     dst_row_stride: Optional[Operand] = None
     OP: ClassVar[str] = "vbroadcast"
+    OPS: ClassVar[tuple[str, ...]] = ("rows", "cols", "dst_row_stride")
 
-    def check(self, core_type: str) -> None:
-        self._vcheck(core_type, ("dst", "src"), ("dtype",), ("rows", "cols", "dst_row_stride"))
-        _check_mem(self, "src", "UB")
+    def _check_own(self) -> None:
         _req(self, self.axis in (0, 1), f"axis must be 0 or 1, got {self.axis!r}")
 
     def text(self) -> str:
         s = f"vbroadcast {self.dst} <- {self.src} {self.dtype} rows={self.rows} cols={self.cols} axis={self.axis}"
-        if self.dst_row_stride is not None:
-            s += f" dst_row_stride={self.dst_row_stride}"
-        return s
+        return s + _optional(self, "dst_row_stride")
 
 
 @dataclass(frozen=True)
@@ -269,15 +259,8 @@ class VTranspose(VectorInstr):
     src_row_stride: Optional[Operand] = None
     dst_row_stride: Optional[Operand] = None
     OP: ClassVar[str] = "vtranspose"
-
-    def check(self, core_type: str) -> None:
-        self._vcheck(core_type, ("dst", "src"), ("dtype",), ("rows", "cols", "src_row_stride", "dst_row_stride"))
-        _check_mem(self, "src", "UB")
+    OPS: ClassVar[tuple[str, ...]] = ("rows", "cols", "src_row_stride", "dst_row_stride")
 
     def text(self) -> str:
         s = f"vtranspose {self.dst} <- {self.src} {self.dtype} rows={self.rows} cols={self.cols}"
-        if self.src_row_stride is not None:
-            s += f" src_row_stride={self.src_row_stride}"
-        if self.dst_row_stride is not None:
-            s += f" dst_row_stride={self.dst_row_stride}"
-        return s
+        return s + _optional(self, "src_row_stride", "dst_row_stride")
