@@ -8,17 +8,15 @@ and writes the same figures as JSON.
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import platform
 import statistics
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
 import pyasc
+from _report import RESULTS, write_json
 from pyasc.examples import BY_NAME
 
 KERNELS = ("fused_elementwise", "softmax")
@@ -50,7 +48,7 @@ def main(argv=None) -> int:
     parser.add_argument("--repeat", type=int, default=20)
     parser.add_argument("--chip", default="910b")
     parser.add_argument("--opt-level", type=int, default=3)
-    parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "compile.json"))
+    parser.add_argument("--out", default=str(RESULTS / "compile.json"))
     args = parser.parse_args(argv)
     for var in ("PYASC_DUMP_DIR", "PYASC_ALWAYS_COMPILE"):
         os.environ.pop(var, None)  # a dump would time the disk, not the compiler
@@ -64,14 +62,8 @@ def main(argv=None) -> int:
         split = ", ".join(f"{k} {v:.2f}" for k, v in r["split_ms"].items() if k != "total")
         print(f"{r['kernel']:<20} {r['nodes_in']:>6} -> {r['nodes_out']:<5} {r['median_ms']:>10.2f} "
               f"{r['min_ms']:>8.2f} {r['max_ms']:>8.2f}   {split}")
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({
-        "benchmark": "cold_compile", "pyasc_version": pyasc.__version__, "python": sys.version.split()[0],
-        "numpy": np.__version__, "machine": platform.machine(), "chip": args.chip, "opt_level": args.opt_level,
-        "results": rows,
-    }, indent=2) + "\n")
-    print(f"wrote {out}")
+    write_json(args.out, "cold_compile", {"pyasc_version": pyasc.__version__, "chip": args.chip,
+                                          "opt_level": args.opt_level, "repeat": args.repeat}, rows)
     return 0
 
 

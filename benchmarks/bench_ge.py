@@ -20,17 +20,15 @@ from __future__ import annotations
 
 import argparse
 import inspect
-import json
-import platform
 import statistics
 import sys
 import time
-from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
 
 import pyasc
+from _report import RESULTS, write_json
 from pyasc import dtypes
 from pyasc.examples import BY_NAME
 from pyasc.frontend import ArgSpec, build_graph
@@ -116,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=20)
     parser.add_argument("--chip", default="910b")
-    parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "ge.json"))
+    parser.add_argument("--out", default=str(RESULTS / "ge.json"))
     args = parser.parse_args(argv)
     if args.repeat < 1:
         parser.error(f"--repeat must be >= 1, got {args.repeat}")
@@ -126,14 +124,8 @@ def main(argv: list[str] | None = None) -> int:
     worst = max(rows, key=lambda r: r["workspace_peak_o0"] / max(r["workspace_lower_bound_o0"], 1))
     print(f"worst planned/lower-bound at opt 0: {worst['kernel']} "
           f"{worst['workspace_peak_o0']}/{worst['workspace_lower_bound_o0']}")
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({
-        "benchmark": "ge_optimizer", "pyasc_version": pyasc.__version__, "python": sys.version.split()[0],
-        "numpy": np.__version__, "machine": platform.machine(), "chip": args.chip, "repeat": args.repeat,
-        "results": rows,
-    }, indent=2) + "\n")
-    print(f"wrote {out}")
+    write_json(args.out, "ge_optimizer", {"pyasc_version": pyasc.__version__, "chip": args.chip,
+                                          "repeat": args.repeat}, rows)
     return 0
 
 

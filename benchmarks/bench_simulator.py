@@ -11,9 +11,7 @@ for context. Prints a table and writes benchmarks/results/bench_simulator.json.
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import platform
 import statistics
 import sys
 import time
@@ -24,6 +22,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 from simulator import Device, chips  # noqa: E402
 from simulator.examples import matmul, softmax, vector_add  # noqa: E402
+from _report import RESULTS, write_json  # noqa: E402
 
 
 def _times(fn, repeat):
@@ -129,14 +128,8 @@ def main(argv=None):
           f"{'met' if m['gm_bandwidth_fraction'] >= 0.85 else 'MISSED'}")
     print()
     print(m["summary"])
-    out_dir = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
-    os.makedirs(out_dir, exist_ok=True)
-    path = os.path.join(out_dir, "bench_simulator.json")
-    with open(path, "w") as f:
-        json.dump({"machine": {"python": sys.version.split()[0], "numpy": np.__version__,
-                               "platform": platform.platform(), "cpus": os.cpu_count()},
-                   "command": " ".join([os.path.basename(sys.executable)] + sys.argv), "rows": rows}, f, indent=2)
-    print(f"\nwrote {path}")
+    print()
+    write_json(RESULTS / "bench_simulator.json", "simulator", {}, rows)
 
 
 if __name__ == "__main__":
