@@ -177,15 +177,22 @@ def _make_if(b: "FunctionBuilder", cond: Value, operands: list[Value], then: Bra
     return outs
 
 
+def _build_both(b: "FunctionBuilder", operands: list[Value], before: dict, then_body: Callable[[], Any],
+                else_body: Callable[[], Any]) -> tuple[Branch, Branch, str]:
+    """Build the then- and else-subgraphs of one If, sharing its operand list; returns them and the If's name."""
+    b.state.if_count += 1
+    name = f"if{b.state.if_count}"
+    return (_build_branch(b, "then", operands, before, then_body, name),
+            _build_branch(b, "else", operands, before, else_body, name), name)
+
+
 def tensor_if_statement(b: "FunctionBuilder", stmt: ast.If, cond: Value) -> None:
     check_condition(b, cond, stmt.test, "an `if`")
     live = b.live_after()
     before = b.scope.snapshot()
     operands: list[Value] = []
-    b.state.if_count += 1
-    name = f"if{b.state.if_count}"
-    then = _build_branch(b, "then", operands, before, lambda: b.exec_block(stmt.body), name)
-    other = _build_branch(b, "else", operands, before, lambda: b.exec_block(stmt.orelse), name)
+    then, other, name = _build_both(b, operands, before, lambda: b.exec_block(stmt.body),
+                              lambda: b.exec_block(stmt.orelse))
 
     if then.returned or other.returned:
         if not (then.returned and other.returned):
@@ -247,10 +254,7 @@ def tensor_ternary(b: "FunctionBuilder", node: ast.IfExp, cond: Value) -> Any:
     check_condition(b, cond, node.test, "a conditional expression")
     before = b.scope.snapshot()
     operands: list[Value] = []
-    b.state.if_count += 1
-    name = f"if{b.state.if_count}"
-    then = _build_branch(b, "then", operands, before, lambda: b.eval(node.body), name)
-    other = _build_branch(b, "else", operands, before, lambda: b.eval(node.orelse), name)
+    then, other, name = _build_both(b, operands, before, lambda: b.eval(node.body), lambda: b.eval(node.orelse))
     tuple_t, t_items = _flatten(then.value)
     tuple_e, e_items = _flatten(other.value)
     if tuple_t != tuple_e or len(t_items) != len(e_items):
