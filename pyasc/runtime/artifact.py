@@ -7,9 +7,15 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from simulator import SimulatorError
+
+from ..codegen.generate import DeviceModule
+from ..codegen.host import HostProgram, build_host_source
 from ..ir import Graph
+from .emulator import EmulatorRunner
 from .errors import ArgumentTypeError, ArgumentValueError, InternalCompilerError
 from .options import KernelOptions
+from .profile import Profile
 from .specialize import Param, tensor_dims, to_array
 
 
@@ -32,9 +38,13 @@ class CompiledKernel:
       frontend), "inferred" (the same graph with types and source
       locations), then one "ge.NN.<pass>" entry per optimiser pass that
       changed the graph.
-    - `graph`: the final graph; `kernels`: the device kernels the optimiser
+    - `graph`: the final graph; `plans`: the device kernels the optimiser
       planned (one `KernelPlan` per fusion group); `memory_plan`,
-      `fusion_log`: the optimiser's decisions.
+      `fusion_log`: the optimiser's decisions;
+    - `kernels`: the launched device kernels (emulator backend), each with its
+      template, tiling choice, schedule, sync plan, program, core type and block
+      count; `device`: the whole code-generation result with its launch plan;
+      `host_ir`: the LLVM IR of the host module that drives the launches.
     - `run(*arrays)`: run on tensor arguments (in parameter order) that
       match this specialisation.
     """
@@ -48,7 +58,7 @@ class CompiledKernel:
     graph: Graph
     stages: dict[str, str]
     dots: dict[str, str]
-    kernels: list[Any]
+    plans: list[Any]
     memory_plan: Any
     fusion_log: list[str]
     pass_log: str             # one line per optimiser pass: changed (its stage), unchanged or skipped
@@ -58,17 +68,24 @@ class CompiledKernel:
     timings: dict[str, float] = field(default_factory=dict)   # seconds: frontend, optimize, total
     nodes_in: int = 0
     nodes_out: int = 0
+    device: Any = None          # codegen.generate.DeviceModule (emulator backend)
+    host: Any = None            # codegen.host.HostProgram
     _shapes_ok: set = field(default_factory=set, repr=False)
+    _runner: Any = field(default=None, repr=False)
 
     def guards_hold(self) -> bool:
         """Whether every global/closure value read at compile time is still what it was."""
         return all(g.holds() for g in self.guards)
 
     @property
+    def kernels(self) -> list[Any]:
+        """The launched device kernels (empty on the reference backend, which launches nothing)."""
+        return list(self.device.kernels) if self.device is not None else []
+
+    @property
     def host_ir(self) -> str:
-        """LLVM IR of the host launch module. Empty ("") until code generation lands: the
-        reference backend runs the graph directly and has no host module."""
-        return ""
+        """LLVM IR of the host module ("" on the reference backend, which has no host code)."""
+        return self.host.source.ir if self.host is not None else ""
 
     @property
     def tensor_params(self) -> list[tuple[Param, tuple]]:
@@ -95,17 +112,43 @@ class CompiledKernel:
 
     def launch(self, arrays: list[np.ndarray]) -> Any:
         """Run on arrays already converted and matched to the key (the Kernel's fast path)."""
+        return self._pack(self._execute(arrays, None))
+
+    def profile_launch(self, arrays: list[np.ndarray]) -> tuple[Any, Profile]:
+        """Run on the emulator recording every launch; returns (outputs, profile)."""
+        if self.device is None:
+            raise ArgumentValueError(f"{self.name}: kernel.profile() needs the emulator backend; this kernel was "
+                                     f"compiled with backend={self.options.backend!r}")
+        chip = self.options.chip_config
+        prof = Profile(chip.clock_hz, chip.gm_bytes_per_second)
+        outputs = self._execute(arrays, prof)
+        return self._pack(outputs), prof
+
+    def _pack(self, outputs: list[np.ndarray]) -> Any:
+        return tuple(outputs) if self.returns_tuple else outputs[0]
+
+    def _execute(self, arrays: list[np.ndarray], prof: Profile | None) -> list[np.ndarray]:
         if self.options.dynamic:
             shapes = tuple(a.shape for a in arrays)
             if shapes not in self._shapes_ok:
                 self._check_dynamic(arrays, shapes)
-        from ..ir import InterpreterError, interpret
+        if self.device is None:
+            return self._interpret(arrays)
+        if self._runner is None:
+            self._runner = EmulatorRunner(self.device, self.host, self.options.chip_config, self.options.sanitize,
+                                          self.graph)
+        try:
+            return self._runner.run(arrays, prof)
+        except SimulatorError as e:  # generated code broke a hardware rule: a compiler bug, never the user's
+            raise InternalCompilerError("the emulator backend", self.name, e) from e
+
+    def _interpret(self, arrays: list[np.ndarray]) -> list[np.ndarray]:
+        from ..ir import InterpreterError, interpret  # the reference backend only
 
         try:
-            outputs = interpret(self.graph, arrays)
+            return interpret(self.graph, arrays)
         except InterpreterError as e:  # the graph disagrees with itself at run time: a compiler bug
             raise InternalCompilerError("the reference backend", self.name, e) from e
-        return tuple(outputs) if self.returns_tuple else outputs[0]
 
     def _check_dynamic(self, arrays: list[np.ndarray], shapes: tuple) -> None:
         from .shapes import ShapeMismatch, check_launch_shapes
@@ -127,24 +170,45 @@ class CompiledKernel:
         lines = [f"CompiledKernel {self.name}({self.signature})",
                  f"  options: {self.options.describe()}",
                  f"  graph: {self.nodes_in} op nodes after the frontend, {self.nodes_out} after optimisation",
-                 f"  device kernels planned: {len(self.kernels)}"]
-        for i, k in enumerate(self.kernels):
+                 f"  kernels planned: {len(self.plans)}"]
+        for i, k in enumerate(self.plans):
             ops = getattr(k, "ops", None)
             lines.append(f"    #{i} {getattr(k, 'category', '?')} anchor={getattr(k, 'anchor', '?')}"
                          + (f": {' '.join(ops)}" if ops else ""))
+        for k in self.kernels:
+            lines.append(f"  device kernel k{k.index} {k.name}: {k.core_type.upper()} x {k.blocks}, "
+                         f"{len(k.program)} instructions; {k.tiling.params.describe()}")
         plan = self.memory_plan
         if plan is not None and getattr(plan, "peak_bytes", None) is not None:
             lines.append(f"  workspace: {plan.peak_bytes} bytes (naive {plan.naive_bytes})")
         lines.append(f"  stages: {', '.join(self.stages)}")
         if self.timings:
             lines.append("  compile: " + ", ".join(f"{k} {v * 1e3:.2f} ms" for k, v in self.timings.items()))
-        lines.append("  host_ir: (none until code generation)")
+        lines.append(f"  host_ir: {len(self.host_ir.splitlines())} lines" if self.host_ir else
+                     "  host_ir: (none: reference backend)")
         lines.append("final graph:")
         lines.extend("  " + line for line in format_graph(self.graph).splitlines())
         return "\n".join(lines)
 
     def __repr__(self) -> str:
         return f"<CompiledKernel {self.name}({self.signature}) {self.key_hash}>"
+
+
+def build_host(device: DeviceModule, name: str) -> HostProgram:
+    """The host module for a device module, compiled to object code and loaded."""
+    outputs = [loc.nbytes if loc is not None else None for loc in device.launch.outputs]
+    return HostProgram.load(build_host_source(device.launch, device.kernels, outputs, name))
+
+
+def device_stages(device: DeviceModule, host: HostProgram) -> dict[str, str]:
+    """The code-generation stages of an artifact: tiling (with schedules and sync), each tile program,
+    the launch plan and the host LLVM IR."""
+    out = {"tiling": device.tiling_text()}
+    for k in device.kernels:
+        out[f"program.k{k.index}"] = k.program.listing()
+    out["launch"] = device.launch.text([k.name for k in device.kernels])
+    out["host"] = host.source.ir
+    return out
 
 
 def matched_dots(stage_names: Sequence[str], dots: Sequence[tuple[str, str]]) -> dict[str, str]:

@@ -17,9 +17,11 @@ from typing import Any, Callable
 
 from ..errors import CompileError
 from .. import ge
-from .artifact import CompiledKernel, count_ops, key_hash, matched_dots
+from ..codegen.generate import CodegenOptions, generate
+from .artifact import CompiledKernel, build_host, count_ops, device_stages, key_hash, matched_dots
 from .errors import ArgumentError, InternalCompilerError, debug_enabled, failing_pass
 from .options import KernelOptions, make_options
+from .profile import Profile
 from .specialize import ArgBinder, BoundCall, describe_key, specialize, tensor_type
 
 
@@ -60,6 +62,18 @@ class Kernel:
             if debug_enabled():
                 raise
             raise e.with_traceback(None) from None  # a user mistake: no compiler frames
+
+    def profile(self, *args: Any, **kwargs: Any) -> tuple[Any, Profile]:
+        """Run on the emulator and return (outputs, profile): simulated cycles, time, GM bytes, pipes, trace."""
+        __tracebackhide__ = True  # noqa: F841
+        try:
+            call = self._specialize(args, kwargs)
+            compiled = self._lookup(call)
+            return compiled.profile_launch(call.arrays)
+        except (CompileError, ArgumentError) as e:
+            if debug_enabled():
+                raise
+            raise e.with_traceback(None) from None
 
     def compile(self, *args: Any, **kwargs: Any) -> CompiledKernel:
         """The compiled artifact for these arguments, without running it (uses and fills the cache)."""
@@ -138,14 +152,26 @@ class Kernel:
         ge_stages = [f"ge.{i:02d}.{name}" for i, (name, _) in enumerate(result.stages, 1)]
         stages.update(zip(ge_stages, (text for _, text in result.stages)))
         dots.update(matched_dots(ge_stages, result.dots))
+        device = host = None
+        if self.options.backend == "emulator":
+            with _stage(self.__name__, "code generation"):
+                device = generate(result.graph, result.kernels, result.memory_plan, self.options.chip_config,
+                                  CodegenOptions(self.options.buffer_num, self.options.cores, self.options.sync),
+                                  self.__name__)
+            t4 = time.perf_counter()
+            with _stage(self.__name__, "host code generation"):
+                host = build_host(device, self.__name__)
+            stages.update(device_stages(device, host))
+        t5 = time.perf_counter()
         return CompiledKernel(
             name=self.__name__, signature=describe_key(params, call.key), key=key,
             key_hash=key_hash(self._id, key), options=self.options, params=params, graph=result.graph,
-            stages=stages, dots=dots, kernels=list(result.kernels), memory_plan=result.memory_plan,
+            stages=stages, dots=dots, plans=list(result.kernels), memory_plan=result.memory_plan,
             fusion_log=list(result.fusion_log), pass_log=result.pass_report(times=False),
             returns_tuple=fe.returns_tuple, guards=fe.guards, pass_times=dict(result.pass_times),
-            timings={"frontend": t1 - t0, "print": t2 - t1, "optimize": t3 - t2, "total": t3 - t0},
-            nodes_in=nodes_in, nodes_out=count_ops(result.graph),
+            timings={"frontend": t1 - t0, "print": t2 - t1, "optimize": t3 - t2,
+                     **({"codegen": t4 - t3, "host": t5 - t4} if device is not None else {}), "total": t5 - t0},
+            nodes_in=nodes_in, nodes_out=count_ops(result.graph), device=device, host=host,
         )
 
 
@@ -178,8 +204,10 @@ def kernel(fn: Callable[..., Any] | None = None, /, **options: Any) -> Any:
     config; default $PYASC_CHIP or "910b"), buffer_num (1 or 2, default 2),
     cores (None or a positive int), dynamic (bool: specialise on rank instead
     of shape), disable_passes (iterable of pass names), sanitize (bool;
-    default $PYASC_SANITIZE), backend ("reference"), unroll_budget (positive
-    int, default 4096). A bad option raises TypeError/ValueError right here.
+    default $PYASC_SANITIZE), backend ("emulator", the default, or "reference": the
+    numpy interpreter of the optimised graph, for debugging), sync ("flags" or
+    "barrier": a pipe barrier after every tile op, for bisecting sync bugs),
+    unroll_budget (positive int, default 4096). A bad option raises TypeError/ValueError right here.
     The environment defaults are read when the decorator runs; PYASC_DUMP_DIR,
     PYASC_ALWAYS_COMPILE and PYASC_DEBUG are read at each call.
     """

@@ -1,0 +1,202 @@
+"""The iteration domain of a vector kernel and how each input maps onto it.
+
+A vector kernel's tiles cover its domain (the shape of its full-size
+values). Dims where every operand agrees on being present or broadcast are
+collapsed (XLA's and TVM's dim collapsing), leaving `outer` dims, a row
+count `R` and a row length `C`: a tile is some rows of one outer index (or a
+chunk of one row). For a row reduction the reduced trailing axes collapse
+into `C` and the kept leading axes into `outer` and `R`.
+
+Each input then has a class relative to (R, C) — "full" (rows of C
+contiguous elements), "rowvec" (one row broadcast over R), "col" (one value
+per row) or "scalar" (one value) — and element strides over the outer dims
+(0 where it broadcasts).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Sequence
+
+from .. import symbolic as sy
+from ..ir import Sym
+from ..symbolic import IntLike
+
+
+class UnsupportedDomain(Exception):
+    """The kernel's shapes do not fit the vector templates (the capacity check says no, with this reason)."""
+
+
+def dim(d: object) -> IntLike:
+    """An IR dim as an integer expression."""
+    if isinstance(d, int):
+        return d
+    if isinstance(d, Sym):
+        if d.expr.isidentifier():
+            return sy.sym(d.expr)
+        raise UnsupportedDomain(f"the symbolic dim {d} is an expression codegen cannot read yet")
+    if isinstance(d, sy.Expr):
+        return d
+    raise UnsupportedDomain(f"unknown dim {d!r}")
+
+
+def dims(shape: Sequence[object]) -> tuple[IntLike, ...]:
+    return tuple(dim(d) for d in shape)
+
+
+def prod(values: Sequence[IntLike]) -> IntLike:
+    return sy.mul(1, *values)
+
+
+@dataclass(frozen=True)
+class Domain:
+    shape: tuple[IntLike, ...]          # the full-size shape
+    lead: int                           # leading dims that are rows (the rest is the row)
+    outer: tuple[IntLike, ...]          # collapsed outer dims
+    R: IntLike                          # rows per outer index
+    C: IntLike                          # elements per row
+    groups: tuple[tuple[int, ...], ...]  # domain dims of each collapsed dim: outer..., R, C
+
+    @property
+    def outer_count(self) -> IntLike:
+        return prod(self.outer)
+
+    @property
+    def rows_shape(self) -> tuple[IntLike, ...]:
+        return self.shape[: self.lead]
+
+
+@dataclass(frozen=True)
+class InputLayout:
+    cls: str                        # "full" | "rowvec" | "col" | "scalar"
+    o_strides: tuple[IntLike, ...]  # elements per step of each outer dim (0: broadcast)
+    r_stride: IntLike               # elements between rows (0: broadcast)
+
+    @property
+    def outer_dependent(self) -> bool:
+        return any(s != 0 for s in self.o_strides)
+
+
+def _strides(shape: Sequence[IntLike]) -> list[IntLike]:
+    out: list[IntLike] = []
+    acc: IntLike = 1
+    for d in reversed(shape):
+        out.append(acc)
+        acc = sy.mul(acc, d)
+    return out[::-1]
+
+
+def _masks(shape: Sequence[IntLike], operand: Sequence[IntLike]) -> list[int]:
+    """Per domain dim: 1 where `operand` (right-aligned) has it, 0 where it broadcasts."""
+    off = len(shape) - len(operand)
+    if off < 0:
+        raise UnsupportedDomain(f"an operand of shape {tuple(operand)} has more dims than the domain {tuple(shape)}")
+    out = []
+    for i, d in enumerate(shape):
+        j = i - off
+        od = operand[j] if j >= 0 else 1
+        if od == d:
+            out.append(1)
+        elif od == 1:
+            out.append(0)
+        else:
+            raise UnsupportedDomain(f"an operand of shape {tuple(operand)} does not broadcast to {tuple(shape)}")
+    return out
+
+
+def _collapse(dims_idx: list[int], masks: list[list[int]]) -> list[list[int]]:
+    groups: list[list[int]] = []
+    for i in dims_idx:
+        col = [m[i] for m in masks]
+        if groups and [m[groups[-1][-1]] for m in masks] == col:
+            groups[-1].append(i)
+        else:
+            groups.append([i])
+    return groups
+
+
+def make_domain(shape: Sequence[IntLike], lead: int, operands: Sequence[Sequence[IntLike]]) -> Domain:
+    """Collapse `shape` (rows = its first `lead` dims) by the broadcast patterns of `operands`.
+
+    lead == len(shape) - 1 with no reduction means "pointwise": then rows and row may collapse together.
+    """
+    shape = tuple(shape)
+    masks = [_masks(shape, op) for op in operands]
+    keep = [i for i, d in enumerate(shape) if d != 1]
+    lead_dims = [i for i in keep if i < lead]
+    row_dims = [i for i in keep if i >= lead]
+    lead_groups = _collapse(lead_dims, masks)
+    row_groups = _collapse(row_dims, masks)
+    if len(row_groups) > 1:
+        raise UnsupportedDomain(f"operands broadcast differently inside the reduced axes of {shape}")
+    c_group = row_groups[0] if row_groups else []
+    r_group = lead_groups[-1] if lead_groups else []
+    outer_groups = lead_groups[:-1]
+    size = lambda g: prod([shape[i] for i in g])  # noqa: E731 - a local shorthand
+    return Domain(shape, lead, tuple(size(g) for g in outer_groups), size(r_group), size(c_group),
+                  tuple(tuple(g) for g in (*outer_groups, r_group, c_group)))
+
+
+def pointwise_domain(shape: Sequence[IntLike], operands: Sequence[Sequence[IntLike]]) -> Domain:
+    """A domain without a reduction: the last collapsed dim is the row, the one before it the rows."""
+    shape = tuple(shape)
+    masks = [_masks(shape, op) for op in operands]
+    keep = [i for i, d in enumerate(shape) if d != 1]
+    groups = _collapse(keep, masks)
+    if not groups:
+        return Domain(shape, len(shape), (), 1, 1, ((), ()))
+    c_group = groups[-1]
+    lead = c_group[0]
+    return make_domain(shape, lead, operands)
+
+
+def input_layout(domain: Domain, operand: Sequence[IntLike], per_row: bool = False) -> InputLayout:
+    """How an input of shape `operand` maps onto the domain.
+
+    `per_row`: the input is read by per-row values, so it aligns with the row dims (keepdims shapes
+    end in ones; dropped shapes are the rows shape itself).
+    """
+    operand = tuple(operand)
+    if math.prod(d for d in operand if isinstance(d, int)) == 1 and all(isinstance(d, int) for d in operand):
+        return InputLayout("scalar", tuple(0 for _ in domain.outer), 0)
+    if per_row:
+        trimmed = operand
+        while len(trimmed) > domain.lead and trimmed and trimmed[-1] == 1:
+            trimmed = trimmed[:-1]
+        target = domain.shape[: domain.lead]
+        off = len(target) - len(trimmed)
+        if off < 0:
+            raise UnsupportedDomain(f"per-row operand {operand} does not match the rows {target}")
+        aligned: list[IntLike | None] = [None] * off + list(trimmed) + [None] * (len(domain.shape) - domain.lead)
+    else:
+        off = len(domain.shape) - len(operand)
+        aligned = [None] * off + list(operand)
+    present = [i for i, d in enumerate(aligned) if d is not None]
+    own = _strides([aligned[i] for i in present])
+    stride_of = {i: s for i, s in zip(present, own)}
+    for i, d in enumerate(aligned):
+        if d is not None and d != domain.shape[i] and d != 1:
+            raise UnsupportedDomain(f"operand {operand} does not broadcast to {domain.shape}")
+
+    def group_stride(g: tuple[int, ...]) -> IntLike:
+        if not g:
+            return 0
+        inner = g[-1]
+        d = aligned[inner]
+        if d is None or d == 1:
+            if any(aligned[i] not in (None, 1) for i in g):
+                raise UnsupportedDomain(f"operand {operand} broadcasts part of a collapsed dim of {domain.shape}")
+            return 0
+        return stride_of[inner]
+
+    *outer_groups, r_group, c_group = domain.groups
+    o_strides = tuple(group_stride(g) for g in outer_groups)
+    r_stride = group_stride(r_group)
+    c_stride = group_stride(c_group)
+    if c_stride not in (0, 1):
+        raise UnsupportedDomain(f"operand {operand}: its row elements are not contiguous")
+    if c_stride == 1:
+        cls = "full" if r_stride != 0 else "rowvec"
+    else:
+        cls = "col" if r_stride != 0 else "scalar"
+    return InputLayout(cls, o_strides, r_stride)

@@ -1,0 +1,204 @@
+"""The launch plan: kernel order, where every graph value lives in GM, and If branches.
+
+Device buffers: `in<i>` (the caller's tensor inputs), `out<j>` (the results),
+`c<k>` (constant tensors, uploaded once), and `ws`, the workspace holding
+every intermediate between kernels at the offset the optimiser's memory plan
+gave it (intermediates with symbolic sizes, and a kernel's own scratch, are
+laid out after the planned region with offsets computed at launch).
+
+A `Launch` binds each GM parameter of a device kernel to a `Loc` (buffer,
+byte offset); the offset reaches the kernel as the tiling field
+`b_<param>`. An `IfStep` reads a one-element condition and runs one of two
+step lists. Every size and offset is an integer expression over the dims,
+so the host code evaluates the same formulas the compiler used.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping, Sequence, Union
+
+import numpy as np
+
+from .. import symbolic as sy
+from ..ir import Graph, Value
+from ..symbolic import IntLike
+from .domain import dims, prod
+
+WORKSPACE = "ws"
+
+
+@dataclass(frozen=True)
+class Loc:
+    buffer: str
+    offset: IntLike = 0
+    nbytes: IntLike = 0
+
+    def __str__(self) -> str:
+        return f"{self.buffer}+{self.offset}" if self.offset != 0 else self.buffer
+
+
+@dataclass
+class Launch:
+    kernel: int                      # index into DeviceModule.kernels
+    args: dict[str, Loc]             # GM parameter -> where it points
+
+
+@dataclass
+class IfStep:
+    cond: Loc
+    cond_dtype: str
+    then_steps: list["Step"]
+    else_steps: list["Step"]
+
+
+Step = Union[Launch, IfStep]
+
+
+def base_field(param: str) -> str:
+    """The tiling field carrying a GM parameter's byte offset inside its buffer."""
+    return f"b_{param}"
+
+
+@dataclass
+class LaunchPlan:
+    steps: list[Step]
+    inputs: list[Loc]                        # per tensor input of the graph (Data index order)
+    outputs: list[Loc | None]                # per graph output; None: the host returns an input or constant
+    output_sources: list[tuple[str, Any]]    # per output: ("buffer", Loc) | ("input", i) | ("const", array)
+    consts: dict[str, np.ndarray]            # constant buffers
+    workspace_bytes: IntLike
+    dim_symbols: list[str]                   # the dims the plan's expressions use, in host-argument order
+
+    def text(self, kernel_names: Sequence[str]) -> str:
+        lines = [f"workspace: {self.workspace_bytes} B; dims: {', '.join(self.dim_symbols) or '(static)'}"]
+        lines += [f"input {i}: {loc} ({loc.nbytes} B)" for i, loc in enumerate(self.inputs)]
+        lines += [f"const {name}: {arr.dtype}{list(arr.shape)}" for name, arr in self.consts.items()]
+        lines += _step_lines(self.steps, kernel_names, "")
+        for j, (kind, what) in enumerate(self.output_sources):
+            desc = str(what) if kind == "buffer" else (
+                f"input {what}" if kind == "input" else f"constant {what.dtype}{list(what.shape)}")
+            lines.append(f"output {j}: {desc}")
+        return "\n".join(lines)
+
+
+def _step_lines(steps: Sequence[Step], names: Sequence[str], indent: str) -> list[str]:
+    out = []
+    for s in steps:
+        if isinstance(s, Launch):
+            args = ", ".join(f"{p}={loc}" for p, loc in s.args.items())
+            out.append(f"{indent}launch k{s.kernel} {names[s.kernel]}({args})")
+        else:
+            out.append(f"{indent}if {s.cond} ({s.cond_dtype}) != 0:")
+            out += _step_lines(s.then_steps, names, indent + "  ")
+            out.append(f"{indent}else:")
+            out += _step_lines(s.else_steps, names, indent + "  ")
+    return out
+
+
+def value_nbytes(v: Value) -> IntLike:
+    return sy.mul(prod(dims(v.type.shape)), v.type.itemsize)
+
+
+def align512(n: IntLike) -> IntLike:
+    return sy.align_up(n, 512)
+
+
+class Locator:
+    """Where values of one graph scope live (the root graph, or an If branch inside its parent's scope)."""
+
+    def __init__(self, locs: dict[Value, Loc], parent: "Locator | None" = None):
+        self.locs = locs
+        self.parent = parent
+
+    def __getitem__(self, v: Value) -> Loc:
+        return self.locs[v]
+
+    def get(self, v: Value) -> Loc | None:
+        return self.locs.get(v)
+
+
+class WorkspaceLayout:
+    """Offsets in the workspace: planned ones from the memory plan, then a growing tail for the rest."""
+
+    def __init__(self, planned_peak: int):
+        self.end: IntLike = planned_peak
+
+    def take(self, nbytes: IntLike) -> IntLike:
+        off = self.end
+        self.end = sy.add(self.end, align512(nbytes))
+        return off
+
+
+def root_locations(graph: Graph, memory_plan: Any, layout: WorkspaceLayout, consts: dict[str, np.ndarray],
+                   produced: Sequence[Value]) -> tuple[Locator, list[Loc], list[tuple[str, Any]]]:
+    locs: dict[Value, Loc] = {}
+    inputs = []
+    for n in graph.inputs:
+        loc = Loc(f"in{n.attrs['index']}", 0, value_nbytes(n.out()))
+        locs[n.out()] = loc
+        inputs.append(loc)
+    sources: list[tuple[str, Any]] = []
+    for j, v in enumerate(graph.outputs):
+        if v.node.op == "Data":
+            sources.append(("input", v.node.attrs["index"]))
+        elif v.node.op == "Const":
+            sources.append(("const", v.node.attrs["value"]))
+        elif v in locs:
+            sources.append(("buffer", locs[v]))     # the same value returned twice
+        else:
+            locs[v] = Loc(f"out{j}", 0, value_nbytes(v))
+            sources.append(("buffer", locs[v]))
+    _place_intermediates(graph, memory_plan, locs, layout, consts, produced)
+    return Locator(locs), inputs, sources
+
+
+def branch_locations(branch: Graph, if_inputs: Sequence[Value], if_outputs: Sequence[Value], parent: Locator,
+                     plan: Any, layout: WorkspaceLayout, consts: dict[str, np.ndarray],
+                     produced: Sequence[Value]) -> tuple[Locator, list[int]]:
+    """Locations inside an If branch; also the branch outputs that need a copy into the If's output
+    (a branch that returns one of its inputs or a constant)."""
+    locs: dict[Value, Loc] = {}
+    for n in branch.inputs:
+        locs[n.out()] = parent[if_inputs[n.attrs["index"] + 1]]
+    copies: list[int] = []
+    for j, v in enumerate(branch.outputs):
+        target = parent[if_outputs[j]]
+        if v.node.op in ("Data", "Const") or v in locs:
+            copies.append(j)
+        else:
+            locs[v] = target
+    _place_intermediates(branch, plan, locs, layout, consts, produced)
+    return Locator(locs, parent), copies
+
+
+def _place_intermediates(graph: Graph, plan: Any, locs: dict[Value, Loc], layout: WorkspaceLayout,
+                         consts: dict[str, np.ndarray], produced: Sequence[Value]) -> None:
+    """Planned intermediates at their memory-plan offsets; constant tensors in their own buffers; every
+    other value a kernel of this graph writes (symbolic sizes, values nobody reads) in the workspace tail."""
+    if plan is not None:
+        for a in plan.assignments:
+            if a.value not in locs:
+                locs[a.value] = Loc(WORKSPACE, a.offset, a.nbytes)
+    for n in graph.nodes:
+        if n.op == "Const" and n.outputs[0].numel != 1:
+            name = f"c{len(consts)}"
+            consts[name] = np.ascontiguousarray(n.attrs["value"])
+            locs[n.out()] = Loc(name, 0, int(n.attrs["value"].nbytes))
+    for v in produced:
+        if v not in locs:
+            locs[v] = Loc(WORKSPACE, layout.take(value_nbytes(v)), value_nbytes(v))
+
+
+def dim_symbols(exprs: Iterable[IntLike]) -> list[str]:
+    out: set[str] = set()
+    for e in exprs:
+        out |= sy.free_symbols(e)
+    return sorted(out)
+
+
+def evaluate_fields(fields: Mapping[str, IntLike], args: Mapping[str, Loc], dims_env: Mapping[str, int]) -> dict[str, int]:
+    """Python evaluation of a launch's tiling data: the reference the host code is checked against."""
+    out = {name: sy.evaluate(e, dims_env) for name, e in fields.items()}
+    for p, loc in args.items():
+        out[base_field(p)] = sy.evaluate(loc.offset, dims_env)
+    return out
