@@ -86,6 +86,12 @@ def _strides(shape: Sequence[IntLike]) -> list[IntLike]:
     return out[::-1]
 
 
+def same_dim(a: IntLike, b: IntLike) -> bool:
+    """Two dims the graph treats as one size: equal, or symbolic where it paired them by broadcasting
+    (dynamic=True assumes two names that meet agree, and checks it at launch)."""
+    return a == b or (a != 1 and b != 1 and (not isinstance(a, int) or not isinstance(b, int)))
+
+
 def _masks(shape: Sequence[IntLike], operand: Sequence[IntLike]) -> list[int]:
     """Per domain dim: 1 where `operand` (right-aligned) has it, 0 where it broadcasts."""
     off = len(shape) - len(operand)
@@ -95,10 +101,10 @@ def _masks(shape: Sequence[IntLike], operand: Sequence[IntLike]) -> list[int]:
     for i, d in enumerate(shape):
         j = i - off
         od = operand[j] if j >= 0 else 1
-        if od == d:
-            out.append(1)
-        elif od == 1:
+        if od == 1 and d != 1:
             out.append(0)
+        elif same_dim(od, d):
+            out.append(1)
         else:
             raise UnsupportedDomain(f"an operand of shape {tuple(operand)} does not broadcast to {tuple(shape)}")
     return out
@@ -175,7 +181,7 @@ def input_layout(domain: Domain, operand: Sequence[IntLike], per_row: bool = Fal
     own = _strides([aligned[i] for i in present])
     stride_of = {i: s for i, s in zip(present, own)}
     for i, d in enumerate(aligned):
-        if d is not None and d != domain.shape[i] and d != 1:
+        if d is not None and d != 1 and not same_dim(d, domain.shape[i]):
             raise UnsupportedDomain(f"operand {operand} does not broadcast to {domain.shape}")
 
     def group_stride(g: tuple[int, ...]) -> IntLike:

@@ -25,7 +25,7 @@ from .launch import IfStep, Launch, LaunchPlan, Locator, Step, WorkspaceLayout, 
 from .lowering import no_lowering
 from .schedule import TileSchedule
 from .sync import SyncPlan
-from .templates import vector
+from .templates import vector, vector_kernel
 from .tiling import NoLegalTiling, TilingChoice, choose, scoring_dims
 
 
@@ -142,9 +142,9 @@ class _Generator:
             for j in copies:
                 src = sub.outputs[j]
                 dk = self.copy_kernel(src, node.values[j], f"{self.name}_k{plan.group}_{attr}_out{j}")
-                args = {vector.out_param(0): loc[node.values[j]]}
+                args = {vector_kernel.out_param(0): loc[node.values[j]]}
                 if dk.inputs:  # a scalar constant is written without reading anything
-                    args[vector.in_param(0)] = sub_loc[src]
+                    args[vector_kernel.in_param(0)] = sub_loc[src]
                 steps.append(Launch(dk.index, args))
             branches.append(steps)
         return IfStep(loc[cond], cond.type.dtype, branches[0], branches[1])
@@ -152,9 +152,9 @@ class _Generator:
     def _args(self, dk: DeviceKernel, loc: Locator) -> dict[str, Any]:
         args = {}
         for i, v in enumerate(dk.inputs):
-            args[vector.in_param(i)] = loc[v]
+            args[vector_kernel.in_param(i)] = loc[v]
         for j, v in enumerate(dk.outputs):
-            args[vector.out_param(j)] = loc[v]
+            args[vector_kernel.out_param(j)] = loc[v]
         return args
 
     # ---- one kernel plan --------------------------------------------------------------------------
@@ -178,7 +178,7 @@ class _Generator:
         candidates, analyses = [], {}
         for mode in modes:
             try:
-                vk = vector.analyze(label, kg, shape.reduce_rows, shape.k, mode)
+                vk = vector_kernel.analyze(label, kg, shape.reduce_rows, shape.k, mode)
             except UnsupportedDomain as e:
                 errors.append(str(e))
                 continue

@@ -148,6 +148,7 @@ class TileSchedule:
     buffers: list[Buffer]
     body: list[Stmt]
     notes: list[str] = field(default_factory=list)
+    scratch: dict[str, IntLike] = field(default_factory=dict)   # GM scratch parameter -> bytes (over dims)
 
     def buffer(self, name: str) -> Buffer:
         for b in self.buffers:

@@ -46,9 +46,12 @@ class Assignment:
 
 
 def assign(ops: Sequence[VOp], loaded: Sequence[VBuf], resident: Sequence[VBuf], outputs: Sequence[VBuf],
-           prologue: Sequence[VOp] = ()) -> Assignment:
+           prologue: Sequence[VOp] = (), loops: Sequence[tuple[int, int]] = ()) -> Assignment:
     """Physical buffers for a tile: `loaded` come from MTE2 per tile, `resident` exist before the loop
-    (with `prologue` ops computing resident values), `outputs` are stored after the tile's ops."""
+    (with `prologue` ops computing resident values), `outputs` are stored after the tile's ops.
+
+    `loops`: [start, end) ranges of `ops` that repeat (chunk loops of a multi-pass kernel); a value read
+    inside one stays alive to its end, since the next iteration reads it again."""
     bufs: list[PhysBuf] = []
     of: dict[int, PhysBuf] = {}
     pool: dict[tuple, list[PhysBuf]] = {}
@@ -66,7 +69,7 @@ def assign(ops: Sequence[VOp], loaded: Sequence[VBuf], resident: Sequence[VBuf],
             of[op.dst.id] = new("res", op.dst, False)
     for v in loaded:
         of[v.id] = new("in", v, True)
-    last = _last_uses(ops, out_ids)
+    last = _last_uses(ops, out_ids, loops)
     for i, op in enumerate(ops):
         dst = op.dst
         if dst.id in of:
@@ -101,11 +104,22 @@ def assign(ops: Sequence[VOp], loaded: Sequence[VBuf], resident: Sequence[VBuf],
     return Assignment(bufs, of)
 
 
-def _last_uses(ops: Sequence[VOp], outputs: set[int]) -> dict[int, int]:
+def _last_uses(ops: Sequence[VOp], outputs: set[int], loops: Sequence[tuple[int, int]] = ()) -> dict[int, int]:
+    """Index of the last op reading each value. Inside a repeating range, a value defined before the range
+    (not reloaded in it) is read again by the next iteration: it lives to the range's end; an accumulator
+    (a reduction's destination in a repeating range) too."""
+    defined = {op.dst.id: i for i, op in enumerate(ops)}
     last: dict[int, int] = {}
     for i, op in enumerate(ops):
+        for lo, hi in loops:
+            if lo <= i < hi and op.kind == "reduce":
+                last[op.dst.id] = max(last.get(op.dst.id, -1), hi - 1)
         for s in op.reads:
-            last[s.id] = i
+            end = i
+            for lo, hi in loops:
+                if lo <= i < hi and s.id in defined and defined[s.id] < lo:
+                    end = max(end, hi - 1)
+            last[s.id] = max(last.get(s.id, -1), end)
     for o in outputs:
         last[o] = len(ops)  # stored after the tile's ops
     return last
