@@ -70,6 +70,7 @@ from typing import Any, Callable, Iterator
 
 from .. import ops
 from ..ir import Graph, Node, Sym, Value, node_names
+from ..ops.common import broadcasts_to
 from ..ops.registry import Category
 from .passes import Pass, PassContext
 from .plan import KernelPlan
@@ -77,10 +78,6 @@ from .plan import KernelPlan
 DEFAULT_UB_BYTES = 192 * 1024
 BLOCK_BYTES = 32           # UB alignment: the minimum tile of one buffer
 FRACTAL_ELEMS = 16 * 16    # minimum matmul output tile
-STRUCTURAL = ("Data", "Const")
-ROW_COMPOSITES = ("softmax", "log_softmax", "layer_norm", "rms_norm")
-MATMUL_OPS = ("matmul", "fused_matmul")
-BRANCH_ORDER = ("then_branch", "else_branch")
 DEFAULT_KNOBS = {"fusion_max_ops": 64, "fusion_max_users": 6, "fusion_duplicate": True, "fusion_multi_output": True}
 
 
@@ -110,20 +107,6 @@ class _Structure:
 
 def _is_scalar_const(v: Value) -> bool:
     return v.node.op == "Const" and v.type.numel == 1
-
-
-def _normalize_axes(axis: Any, ndim: int) -> tuple[int, ...]:
-    if axis is None:
-        return tuple(range(ndim))
-    axes = (axis,) if isinstance(axis, int) else tuple(axis)
-    return tuple(sorted(a % ndim for a in axes)) if ndim else ()
-
-
-def _broadcasts_to(shape: tuple[Any, ...], rows: tuple[Any, ...]) -> bool:
-    """numpy broadcasting of `shape` into `rows` without growing `rows`."""
-    if len(shape) > len(rows):
-        return False
-    return all(d == 1 or d == r for d, r in zip(reversed(shape), reversed(rows)))
 
 
 def _align(n: int, a: int) -> int:
@@ -161,24 +144,17 @@ class _GraphFuser:
     def _refresh(self) -> None:
         g = self.graph
         self.pos = {n: i for i, n in enumerate(g.nodes)}
-        self.compute = [n for n in g.nodes if n.op not in STRUCTURAL]
-        self.users: dict[Node, list[Node]] = {n: [] for n in self.compute}
-        for n in self.compute:
-            for v in n.inputs:
-                if v.node in self.users and n not in self.users[v.node]:
-                    self.users[v.node].append(n)
-        self.value_users = g.users()
+        self.compute = [n for n in g.nodes if not ops.get(n.op).leaf]
+        self.computed = set(self.compute)
+        self.uses = g.users()
         self.graph_outputs = set(g.outputs)
         self.pattern = {n: self._pattern(n) for n in self.compute}
         self.reduction = {n: self._reduction(n) for n in self.compute if self.pattern[n] == Category.REDUCE}
 
+    def users(self, n: Node) -> list[Node]:
+        return self.uses.users(n)
+
     def _pattern(self, n: Node) -> Category:
-        if n.op in ROW_COMPOSITES:
-            return Category.REDUCE
-        if n.op in MATMUL_OPS:
-            return Category.MATMUL
-        if not ops.exists(n.op):
-            return Category.OPAQUE
         cat = ops.get(n.op).category
         if cat == Category.BROADCAST and all(
             v.type.shape == t.shape for v in n.inputs if not _is_scalar_const(v) for t in n.outputs
@@ -189,16 +165,15 @@ class _GraphFuser:
     def _reduction(self, n: Node) -> _Reduction:
         rows = tuple(n.inputs[0].type.shape)
         ndim = len(rows)
-        if n.op in ROW_COMPOSITES:
-            axis = n.attrs.get("axis", -1) if n.op in ("softmax", "log_softmax") else -1
-            axes, keep, composite = _normalize_axes(axis, ndim), True, True
-        else:
-            axes, keep, composite = _normalize_axes(n.attrs.get("axis"), ndim), bool(n.attrs.get("keepdims")), False
+        facts = ops.get(n.op)
+        axes = facts.reduced_axes(n.attrs, ndim)
+        composite = facts.row_composite
+        keep = composite or bool(n.attrs.get("keepdims"))  # a row composite's output has its input's shape
         trailing = axes == tuple(range(ndim - len(axes), ndim))
         return _Reduction(rows, len(axes) if trailing else None, keep, composite)
 
     def expensive(self, n: Node) -> bool:
-        return not ops.exists(n.op) or ops.get(n.op).expensive
+        return ops.get(n.op).expensive
 
     def label(self, n: Node) -> str:
         return self.labels.get(n) or f"{n.op} %?"
@@ -225,7 +200,7 @@ class _GraphFuser:
             return a
 
         for n in reversed(self.compute):
-            us = self.users[n]
+            us = self.users(n)
             parent: Node | None = us[0] if us else None
             for u in us[1:]:
                 parent = lca(parent, u)
@@ -239,7 +214,7 @@ class _GraphFuser:
         fwd: set[Node] = set()
         stack = [src]
         while stack:
-            for u in self.users[stack.pop()]:
+            for u in self.users(stack.pop()):
                 if u not in fwd and self.pos[u] <= limit:
                     fwd.add(u)
                     stack.append(u)
@@ -249,7 +224,7 @@ class _GraphFuser:
         while stack:
             for v in stack.pop().inputs:
                 p = v.node
-                if p in self.users and p not in bwd and self.pos[p] >= floor:
+                if p in self.computed and p not in bwd and self.pos[p] >= floor:
                     bwd.add(p)
                     stack.append(p)
         return (fwd & bwd) - {src, dst}
@@ -289,7 +264,7 @@ class _GraphFuser:
         if reason:
             return reason, st, None
         for n in order:
-            inside = sum(1 for u in self.users[n] if u in group)
+            inside = sum(1 for u in self.users(n) if u in group)
             if inside > self.max_users:
                 return (f"{self.label(n)} would feed {inside} ops inside one kernel, more than "
                         f"fusion_max_users={self.max_users}", st, None)
@@ -306,7 +281,7 @@ class _GraphFuser:
         seen: set[Node] = set()
         stack = [n]
         while stack:
-            for u in self.users[stack.pop()]:
+            for u in self.users(stack.pop()):
                 if u in group and u not in seen:
                     seen.add(u)
                     stack.append(u)
@@ -367,7 +342,7 @@ class _GraphFuser:
                     return (f"{self.label(n)} broadcasts {self.label(fed[0])} (reduced without keepdims, shape "
                             f"{reduced}) against shape {shape}: numpy aligns trailing axes, not the reduced rows")
                 dropped.add(n)
-            elif not _broadcasts_to(shape, st.rows):
+            elif not broadcasts_to(shape, st.rows, symbols_agree=False):
                 return f"{self.label(n)} has shape {shape}, which does not follow the rows of {st.rows}"
         st.dropped = frozenset(dropped)
         return None
@@ -388,7 +363,7 @@ class _GraphFuser:
         for n in group:
             if n is dup:
                 continue  # its uses outside the group go to private copies
-            stack.extend((u, n, u) for u in self.users[n] if u not in group)
+            stack.extend((u, n, u) for u in self.users(n) if u not in group)
         seen: set[int] = set()
         while stack:
             x, origin, exit_ = stack.pop()
@@ -399,12 +374,12 @@ class _GraphFuser:
             if g in seen or self.slot[g] > hi:
                 continue
             seen.add(g)
-            stack.extend((u, origin, exit_) for m in self.members[g] for u in self.users[m] if self.group[u] != g)
+            stack.extend((u, origin, exit_) for m in self.members[g] for u in self.users(m) if self.group[u] != g)
         return None
 
     def _working_set(self, order: list[Node], st: _Structure) -> int | None:
         """UB bytes of the group's minimum tiles, single-buffered (None: row length is symbolic)."""
-        if st.kind == "opaque" and order[0].op == "If":
+        if st.kind == "opaque" and ops.get(order[0].op).is_control:
             return 0
         members = set(order)
         buffers: dict[Value, None] = {}
@@ -433,7 +408,7 @@ class _GraphFuser:
         if any(isinstance(d, Sym) for d in row):
             return None
         for n in order:
-            if n.op in ROW_COMPOSITES:  # one fp32 row of scratch for the composite's internal steps
+            if ops.get(n.op).row_composite:  # one fp32 row of scratch for the composite's internal steps
                 total += _align(math.prod(row) * 4, BLOCK_BYTES)
         return total
 
@@ -456,13 +431,13 @@ class _GraphFuser:
         lo = min(self.slot[g] for g in gids)
         hi = max(self.slot[g] for g in gids)
         after: set[int] = set()
-        stack = [u for g in gids for m in self.members[g] for u in self.users[m]]
+        stack = [u for g in gids for m in self.members[g] for u in self.users(m)]
         while stack:
             g = self.group[stack.pop()]
             if g in gids or g in after or self.slot[g] > hi:
                 continue
             after.add(g)
-            stack.extend(u for m in self.members[g] for u in self.users[m])
+            stack.extend(u for m in self.members[g] for u in self.users(m))
         window = [g for g in self.order[lo:hi + 1] if g is not None]
         arranged = [g for g in window if g not in gids and g not in after] + [keep] + [
             g for g in window if g in after]
@@ -505,14 +480,14 @@ class _GraphFuser:
         for n in self.compute:
             p = self.pattern[n]
             if p in (Category.INJECTIVE, Category.OPAQUE):
-                what = "control flow; each branch is fused on its own" if n.op == "If" else (
+                what = "control flow; each branch is fused on its own" if ops.get(n.op).is_control else (
                     "data movement/opaque ops are not fused (GE buffer fusion fuses elementwise/broadcast ops)")
                 self.log(f"own kernel: {self.label(n)} is {p.name}: {what}")
 
     def _consumer_groups(self, n: Node) -> list[int]:
         own = self.group[n]
         seen: list[int] = []
-        for u in sorted(self.users[n], key=self.pos.__getitem__):
+        for u in sorted(self.users(n), key=self.pos.__getitem__):
             g = self.group[u]
             if g != own and g not in seen:
                 seen.append(g)
@@ -585,20 +560,17 @@ class _GraphFuser:
             attrs = {k: v for k, v in n.attrs.items() if k != "fusion_group"}
             copy = Node(n.op, list(n.inputs), attrs, list(n.outputs), n.loc, f"{n.name}_dup{j}" if n.name else None)
             self.graph.append(copy)
-            for u in self.members[c]:
+            self.uses.added(copy)  # later cycle checks in this phase must see the copy's in-edges
+            for u in [u for u in self.users(n) if u in self.members[c]]:
                 for i, v in enumerate(u.inputs):
                     if v.node is n:
-                        u.inputs[i] = Value(copy, v.index)
+                        self.uses.replace_input(u, i, Value(copy, v.index))
             self.labels[copy] = f"{base}.dup{j}"  # "relu %0.dup1"
             self.group[copy] = c
             self.members[c].add(copy)
+            self.computed.add(copy)
             self.pattern[copy] = self.pattern[n]
             self.pos[copy] = len(self.pos)
-            self.users[copy] = [u for u in self.users[n] if u in self.members[c]]
-            self.users[n] = [u for u in self.users[n] if u not in self.members[c]]
-            for v in copy.inputs:  # later cycle checks in this phase must see the copy's in-edges
-                if v.node in self.users and copy not in self.users[v.node]:
-                    self.users[v.node].append(copy)
         self.log(f"duplicated: {base} into {len(consumers)} consumer kernels (cheap: {n.op} is not expensive and "
                  "reads at most one full-size operand)")
 
@@ -609,7 +581,7 @@ class _GraphFuser:
         succ: dict[int, set[int]] = {g: set() for g in self.members}
         indeg = {g: 0 for g in self.members}
         for n in self.compute:
-            for u in self.users[n]:
+            for u in self.users(n):
                 a, b = self.group[n], self.group[u]
                 if a != b and b not in succ[a]:
                     succ[a].add(b)
@@ -637,7 +609,7 @@ class _GraphFuser:
                 if v.node not in members:
                     inputs[v] = None
             for v in n.values:
-                if v in self.graph_outputs or any(u not in members for u in self.value_users.get(v, ())):
+                if v in self.graph_outputs or any(u not in members for u in self.uses.readers(v)):
                     outputs.append(v)
         _, st, ws = self.check(members)
         category = max(self.pattern[n] for n in nodes).name
@@ -663,8 +635,8 @@ def _settings(ctx: PassContext) -> tuple[int, dict[str, Any]]:
 
 
 def _branch_order(n: Node) -> list[str]:
-    """Subgraph attrs of `n`: then_branch before else_branch, any others after, by name."""
-    return sorted(n.subgraphs, key=lambda a: (BRANCH_ORDER.index(a) if a in BRANCH_ORDER else len(BRANCH_ORDER), a))
+    """Subgraph attrs of `n` in the order their kernels are scheduled (the registry's `subgraph_attrs`)."""
+    return [a for a in ops.get(n.op).subgraph_attrs if a in n.subgraphs]
 
 
 def _run(graph: Graph, ub: int, knobs: dict[str, Any], fuse: bool, log: list[str]) -> list[KernelPlan]:

@@ -40,25 +40,18 @@ from __future__ import annotations
 from typing import Hashable
 
 from .. import ops
-from ..ir import FORMATS, Graph, Node, Value
+from ..ir import Graph, Node, UseIndex, Value
 from .passes import Pass, PassContext
-from .pattern import MATMUL_OPS
-from .rewrite import Sweep, Uses, build_node, insert_before, make_node, only_user, same_type
+from .pattern import cube_operands
+from .rewrite import Sweep, build_node, insert_before, is_structural, make_node, same_type
 from .simplify import compose_perms, is_identity_perm, op_attrs, perm_of, rewrite_node
 
 CUBE_FORMAT = "FRACTAL_NZ"
-_ANY = frozenset(FORMATS)
-_ND = frozenset({"ND"})
-_CUBE_OPERAND = frozenset({"ND", CUBE_FORMAT})
 
 
 def accepted_formats(node: Node, index: int) -> frozenset[str]:
-    """Storage formats `node` can read on input `index` without a conversion node."""
-    if node.op in MATMUL_OPS and index in (0, 1):
-        return _CUBE_OPERAND
-    if node.op in ("transdata", "If"):
-        return _ANY  # transdata converts from anything; an If hands the value to its branch's Data as is
-    return _ND
+    """Storage formats `node` can read on input `index` without a conversion node (the registry's fact)."""
+    return ops.get(node.op).accepted_formats(index)
 
 
 # ---- layout_assign -----------------------------------------------------------------------------
@@ -73,11 +66,12 @@ class LayoutAssign(Pass):
         converted: dict[tuple[Value, str], Value] = {}
         changed = False
         for node in list(graph.nodes):
+            cube = {c.index: c.name for c in cube_operands(node)}
             for i, v in enumerate(node.inputs):
                 want = accepted_formats(node, i)
-                if node.op in MATMUL_OPS and i in (0, 1):
+                if i in cube:
                     how = "converted ND->NZ by the GM->L1 move" if v.type.format == "ND" else "copied as is"
-                    log.append(f"{graph.name}: {node.op} operand {'ab'[i]} {v.type} in GM -> {CUBE_FORMAT} in L1 ({how})")
+                    log.append(f"{graph.name}: {node.op} operand {cube[i]} {v.type} in GM -> {CUBE_FORMAT} in L1 ({how})")
                 if v.type.format not in want:
                     node.inputs[i] = _converted(graph, v, _target(want), converted)
                     changed = True
@@ -151,8 +145,9 @@ def _rewrite_transdata(node: Node) -> Value | Node | None:
 def _bypass_unneeded(node: Node) -> bool:
     """Read the unconverted value where the reader accepts its format as it is."""
     changed = False
+    control = ops.get(node.op).is_control  # its branch's Data types must stay what they are
     for i, v in enumerate(node.inputs):
-        if v.node.op != "transdata" or node.op == "If":
+        if v.node.op != "transdata" or control:
             continue
         source = v.node.inputs[0]
         if source.type.format not in accepted_formats(node, i):
@@ -191,7 +186,7 @@ class TransposeSinking(Pass):
 
     def run(self, graph: Graph, ctx: PassContext) -> bool:
         changed = False
-        uses = Uses(graph)
+        uses = graph.users()
         removed: set[Node] = set()  # a rewrite may remove transposes still ahead in this loop
         for node in list(graph.nodes):
             if node.op == "transpose" and node not in removed:
@@ -203,7 +198,7 @@ class TransposeSinking(Pass):
 
 def _sinkable(node: Node, through: Value) -> bool:
     """An op that commutes with any transpose of `through`: elementwise, shape-preserving, 1 tensor operand."""
-    if node.op in ("Data", "Const", "If") or not ops.exists(node.op) or not ops.get(node.op).pure:
+    if not ops.exists(node.op) or is_structural(node) or not ops.get(node.op).pure:
         return False
     if len(node.outputs) != 1 or tuple(node.outputs[0].shape) != tuple(through.type.shape):
         return False
@@ -216,15 +211,14 @@ def _sinkable(node: Node, through: Value) -> bool:
     return False
 
 
-def sink_transpose(graph: Graph, first: Node, uses: Uses | None = None) -> list[Node]:
+def sink_transpose(graph: Graph, first: Node, uses: UseIndex | None = None) -> list[Node]:
     """Sink `first` down its chain to the next transpose; returns the nodes removed (empty: no rewrite)."""
-    uses = Uses(graph) if uses is None else uses
-    users = uses.map
+    uses = graph.users() if uses is None else uses
     chain: list[Node] = []
     cur = first.out()
     second = None
     while True:
-        user = only_user(graph, cur, users)
+        user = uses.sole_reader(cur)
         if user is None:
             return []
         if user.op == "transpose":

@@ -32,6 +32,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Hashable, Iterable, Sequence
 
+from .. import ops
 from ..ir import Graph, Value, node_names
 from ..ir.printer import value_ref
 from .passes import Pass, PassContext
@@ -225,7 +226,7 @@ class MemoryPlanningPass(Pass):
         kernels = ctx.results.get("kernels")
         note = None
         if kernels is None or (graph.nodes and not any(k.graph is graph for k in kernels) and any(
-                n.op not in ("Data", "Const") for n in graph.nodes)):
+                not ops.get(n.op).leaf for n in graph.nodes)):
             from .fusion import singleton_kernels  # fusion imports nothing from here; late import keeps it so
 
             kernels = singleton_kernels(graph)

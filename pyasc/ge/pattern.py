@@ -30,11 +30,11 @@ from typing import Any, Sequence
 from .. import dtypes, ops
 from ..ir import Graph, Node, Value
 from .passes import Pass, PassContext
-from .rewrite import Sweep, Uses, build_node, insert_before, only_user, same_type, would_create_cycle
+from ..ir import UseIndex
+from .rewrite import Sweep, build_node, insert_before, same_type, would_create_cycle
 from .simplify import op_attrs, perm_of
 
 DEFAULT_DEDICATED_LOWERINGS = frozenset({"softmax", "layer_norm", "rms_norm"})
-MATMUL_OPS = ("matmul", "fused_matmul")
 _MAX_DECOMPOSE_ROUNDS = 8  # a decomposition may use other composites; they are expanded in later rounds
 
 
@@ -68,6 +68,11 @@ def _is_composite(op: str) -> bool:
     return ops.exists(op) and ops.get(op).composite
 
 
+def cube_operands(node: Node) -> tuple[ops.CubeOperand, ...]:
+    """The operands of `node` the cube reads (empty unless it is a matmul-family op)."""
+    return ops.get(node.op).cube_operands if ops.exists(node.op) else ()
+
+
 def decompose_node(graph: Graph, node: Node) -> tuple[list[Node], list[Value]]:
     """The primitive nodes of `node`'s decomposition (taken back out of `graph`) and the values replacing its outputs.
 
@@ -97,10 +102,9 @@ class MatmulTransposeFold(Pass):
     def run(self, graph: Graph, ctx: PassContext) -> bool:
         changed = False
         for node in graph.nodes:
-            if node.op in MATMUL_OPS:
-                for operand, flag in ((0, "transpose_a"), (1, "transpose_b")):
-                    while _fold_transpose(node, operand, flag):  # nested swaps toggle the flag each time
-                        changed = True
+            for operand in cube_operands(node):
+                while _fold_transpose(node, operand.index, operand.transpose_attr):  # nested swaps toggle it
+                    changed = True
         return changed
 
 
@@ -138,9 +142,9 @@ class MatmulEpilogueFusion(Pass):
 
     def run(self, graph: Graph, ctx: PassContext) -> bool:
         changed = False
-        uses = Uses(graph)
+        uses = graph.users()
         for node in list(graph.nodes):
-            if node.op in MATMUL_OPS:
+            if cube_operands(node):
                 changed |= fuse_epilogue(graph, node, uses)
         return changed
 
@@ -173,16 +177,15 @@ def is_bias_for(bias: Value, out: Value) -> bool:
     return b.shape[-1] == o.shape[-1] and all(d == 1 for d in b.shape[:-1])
 
 
-def fuse_epilogue(graph: Graph, mm: Node, uses: Uses | None = None) -> bool:
+def fuse_epilogue(graph: Graph, mm: Node, uses: UseIndex | None = None) -> bool:
     """Fold the epilogue chain after `mm` into one fused_matmul (`uses`: the graph's use index, kept current)."""
-    uses = Uses(graph) if uses is None else uses
-    users = uses.map
+    uses = graph.users() if uses is None else uses
     state = _state(mm)
     step = _done_step(state)
     chain: list[Node] = [mm]
     cur = mm.out()
     while step < len(_STEPS):
-        user = only_user(graph, cur, users)
+        user = uses.sole_reader(cur)
         if user is None:
             break
         taken = _match_step(_STEPS[step], user, cur, state)

@@ -15,8 +15,6 @@ from .. import dtypes, ops
 from ..errors import InferError, SourceLoc
 from ..ir import Graph, Node, TensorType, Value
 
-STRUCTURAL_OPS = frozenset({"Data", "Const", "If"})
-
 
 def make_node(
     graph: Graph,
@@ -117,51 +115,13 @@ def insert_before(graph: Graph, node: Node, before: Node | None) -> None:
         graph.nodes.insert(graph.nodes.index(before), node)
 
 
-class Uses:
-    """Value -> reading nodes (one entry per use), kept up to date across rewrites.
-
-    Recomputing `graph.users()` after every rewrite is quadratic on big
-    graphs; a rewrite instead tells the index what it added, dropped and
-    redirected.
-    """
-
-    def __init__(self, graph: Graph):
-        self.graph = graph
-        self.map: dict[Value, list[Node]] = graph.users()
-
-    def added(self, node: Node) -> None:
-        for v in node.inputs:
-            self.map.setdefault(v, []).append(node)
-
-    def dropped(self, node: Node) -> None:
-        for v in node.inputs:
-            readers = self.map.get(v)
-            if readers and node in readers:
-                readers.remove(node)
-
-    def redirect(self, old: Value, new: Value) -> None:
-        """Every use of `old` (node inputs and graph outputs) now reads `new`."""
-        readers = self.map.pop(old, [])
-        for reader in set(readers):
-            reader.inputs = [new if v == old else v for v in reader.inputs]
-        self.map.setdefault(new, []).extend(readers)
-        self.graph.outputs = [new if v == old else v for v in self.graph.outputs]
-
-
-def only_user(graph: Graph, value: Value, users: Mapping[Value, list[Node]]) -> Node | None:
-    """The single node reading `value` once, if that is its only use (not a graph output either)."""
-    readers = users.get(value, [])
-    if len(readers) != 1 or value in graph.outputs:
-        return None
-    return readers[0]
-
-
 def uniform_scalar(value: Value) -> float | int | bool | None:
     """The single value every element of a constant tensor holds, else None.
 
-    Recognises Const nodes (any shape, all elements equal), `full`, and a
-    broadcast_to/expand_dims/reshape of such a constant, so a broadcast
-    constant `ones((4, 8))` counts as the scalar 1.
+    Recognises Const nodes (any shape, all elements equal), `full`, and an op
+    that only moves or repeats the elements of one such constant (a reshape,
+    broadcast, transpose, slice, ...), so a broadcast constant `ones((4, 8))`
+    counts as the scalar 1.
     """
     node = value.node
     if node.op == "Const":
@@ -180,9 +140,17 @@ def uniform_scalar(value: Value) -> float | int | bool | None:
             # the value as the node's dtype holds it (full(…, 0.1, float16) is not 0.1)
             return np.asarray(fill).astype(dtypes.to_numpy(node.outputs[0].dtype)).item()
         return None
-    if node.op in ("broadcast_to", "expand_dims", "reshape") and node.inputs:
+    if len(node.inputs) == 1 and moves_elements(node):
         return uniform_scalar(node.inputs[0])
     return None
+
+
+def moves_elements(node: Node) -> bool:
+    """Every output element is a copy of an input element: a data-movement or single-operand broadcast op."""
+    if not ops.exists(node.op):
+        return False
+    category = ops.get(node.op).category
+    return category == ops.Category.INJECTIVE or (category == ops.Category.BROADCAST and len(node.inputs) == 1)
 
 
 def same_type(a: TensorType, b: TensorType) -> bool:
@@ -192,6 +160,11 @@ def same_type(a: TensorType, b: TensorType) -> bool:
 
 def is_pure(node: Node) -> bool:
     return ops.exists(node.op) and ops.get(node.op).pure
+
+
+def is_structural(node: Node) -> bool:
+    """Graph structure, not computation (Data, Const, If): the registry's `structural` fact."""
+    return ops.exists(node.op) and ops.get(node.op).structural
 
 
 def ancestors(nodes: Iterable[Node]) -> set[Node]:

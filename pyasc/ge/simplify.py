@@ -41,12 +41,12 @@ from .. import dtypes, ops
 from ..ir import Graph, Node, Value, attr_key, is_annotation
 from .passes import Pass, PassContext, PassGroup
 from .rewrite import (
-    STRUCTURAL_OPS,
     Sweep,
     ancestors,
     build_node,
     const_node,
     is_pure,
+    is_structural,
     make_const,
     same_type,
     uniform_scalar,
@@ -94,7 +94,7 @@ class ConstantFolding(Pass):
 
 
 def _foldable(node: Node, cap: int) -> bool:
-    if node.op in STRUCTURAL_OPS or not is_pure(node):
+    if is_structural(node) or not is_pure(node):
         return False
     if not all(v.node.op == "Const" for v in node.inputs):
         return False

@@ -21,6 +21,7 @@ import numpy as np
 
 from ..errors import SourceLoc
 from .types import TensorType
+from .uses import UseIndex
 
 _ids = itertools.count()
 
@@ -156,13 +157,13 @@ class Graph:
     def output_types(self) -> list[TensorType]:
         return [v.type for v in self.outputs]
 
-    def users(self) -> dict[Value, list[Node]]:
-        """Value -> nodes reading it (a node appears once per use). Graph outputs are not nodes."""
-        result: dict[Value, list[Node]] = {}
-        for n in self.nodes:
-            for v in n.inputs:
-                result.setdefault(v, []).append(n)
-        return result
+    def users(self) -> UseIndex:
+        """The use-list index: value -> nodes reading it (once per use), node -> distinct users.
+
+        Graph outputs are not nodes (`UseIndex.is_output`). Edits made through the
+        index keep it current (see ir/uses.py).
+        """
+        return UseIndex(self)
 
     def walk(self) -> Iterator["Graph"]:
         """This graph and every subgraph, depth first, parents before children."""

@@ -21,6 +21,11 @@ def axis_arg(axis: Any) -> Any:
     return tuple(axis) if isinstance(axis, list) else axis
 
 
+def reduce_axes(attrs: Mapping[str, Any], ndim: int) -> tuple[int, ...]:
+    """The axes sum/max/min/mean reduce: attribute `axis` (None: all of them)."""
+    return normalize_axis(axis_arg(attrs.get("axis")), ndim)
+
+
 def reduced_shape(shape: Sequence[Any], axes: Sequence[int], keepdims: bool) -> tuple[Any, ...]:
     if keepdims:
         return tuple(1 if i in axes else d for i, d in enumerate(shape))
@@ -80,4 +85,5 @@ for _fn, _rule, _identity, _np_names in (
     (mean, _mean_dtype, True, ("mean",)),
 ):
     register(OpDef(_fn.__name__, Category.REDUCE, _reduce_infer(_fn.__name__, _rule, _identity), _fn, api=_fn,
-                   tensor_params=("a",), expensive=True, numpy_names=_np_names, doc=_fn.__doc__ or ""))
+                   tensor_params=("a",), expensive=True, numpy_names=_np_names, doc=_fn.__doc__ or "",
+                   reduce_axes=reduce_axes))

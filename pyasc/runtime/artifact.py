@@ -7,6 +7,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from .. import ops
 from ..ir import Graph
 from .errors import ArgumentTypeError, ArgumentValueError, InternalCompilerError
 from .options import KernelOptions
@@ -15,7 +16,7 @@ from .specialize import Param, tensor_dims, to_array
 
 def count_ops(graph: Graph) -> int:
     """Compute nodes in a graph and its subgraphs (inputs and constants are not counted)."""
-    return sum(1 for n in graph.all_nodes() if n.op not in ("Data", "Const"))
+    return sum(1 for n in graph.all_nodes() if not ops.get(n.op).leaf)
 
 
 def key_hash(kernel_id: str, key: tuple) -> str:
