@@ -41,9 +41,10 @@ from typing import Hashable
 
 from .. import ops
 from ..ir import Graph, Node, UseIndex, Value
+from .edit import build_node, is_structural, make_node, same_type
 from .passes import Pass, PassContext
 from .pattern import cube_operands
-from .rewrite import Sweep, build_node, insert_before, is_structural, make_node, same_type
+from .rewrite import Replacement, RewriteRule, Rewriter, RulePass
 from .simplify import compose_perms, is_identity_perm, op_attrs, perm_of, rewrite_node
 
 CUBE_FORMAT = "FRACTAL_NZ"
@@ -99,31 +100,15 @@ def _converted(graph: Graph, v: Value, dst: str, cache: dict[tuple[Value, str], 
 # ---- transdata_elimination -------------------------------------------------------------------
 
 
-class TransdataElimination(Pass):
+class TransdataElimination(RulePass):
     name = "transdata_elimination"
     opt_level = 1
 
-    def run(self, graph: Graph, ctx: PassContext) -> bool:
-        sweep = Sweep(graph)
-        for node in sweep:
-            found: Value | Node | None = None
-            if node.op == "transdata":
-                found = _rewrite_transdata(node)
-            elif node.op == "transpose":
-                found = rewrite_node(node)  # transpose pairs: the algebraic rule
-            if isinstance(found, Node):
-                sweep.emit(found)
-                found = found.out()
-            if found is not None:
-                sweep.replace(node, [found])
-                continue
-            sweep.changed |= _bypass_unneeded(node)
-            sweep.keep(node)
-        changed = sweep.finish()
-        return _merge_siblings(graph) or changed
+    def rules(self, ctx: PassContext) -> tuple[RewriteRule, ...]:
+        return TRANSDATA_RULES
 
 
-def _rewrite_transdata(node: Node) -> Value | Node | None:
+def _rewrite_transdata(node: Node, rw: Rewriter) -> Value | Node | None:
     """What a transdata simplifies to: its input (identity / inverse pair), one merged conversion, or None."""
     x = node.inputs[0]
     want = node.outputs[0]
@@ -142,7 +127,7 @@ def _rewrite_transdata(node: Node) -> Value | Node | None:
     return merged
 
 
-def _bypass_unneeded(node: Node) -> bool:
+def _bypass_unneeded(node: Node, rw: Rewriter) -> bool:
     """Read the unconverted value where the reader accepts its format as it is."""
     changed = False
     control = ops.get(node.op).is_control  # its branch's Data types must stay what they are
@@ -161,39 +146,31 @@ def _bypass_unneeded(node: Node) -> bool:
     return changed
 
 
-def _merge_siblings(graph: Graph) -> bool:
-    """Identical conversions of one value (same source, same formats) become one."""
-    first: dict[Hashable, Node] = {}
-    sweep = Sweep(graph)
-    for node in sweep:
-        if node.op == "transdata":
-            x = node.inputs[0]
-            key = (id(x.node), x.index, node.attrs.get("src_format"), node.attrs.get("dst_format"))
-            kept = first.setdefault(key, node)
-            if kept is not node:
-                sweep.replace(node, [kept.out()])
-                continue
-        sweep.keep(node)
-    return sweep.finish()
+def _merge_sibling(node: Node, rw: Rewriter) -> Replacement | None:
+    """An identical conversion of the same value seen earlier (same source, same formats) replaces this one."""
+    x = node.inputs[0]
+    key = (id(x.node), x.index, node.attrs.get("src_format"), node.attrs.get("dst_format"))
+    kept = rw.memo.setdefault("transdata_siblings", {}).setdefault(key, node)
+    return None if kept is node else Replacement([kept.out()])
+
+
+TRANSDATA_RULES = (
+    RewriteRule("transdata_pair", "transdata", _rewrite_transdata),
+    RewriteRule("transpose_pair", "transpose", lambda node, rw: rewrite_node(node)),
+    RewriteRule("merge_sibling_transdata", "transdata", _merge_sibling),
+    RewriteRule("bypass_conversion", None, _bypass_unneeded),
+)
 
 
 # ---- transpose_sinking --------------------------------------------------------------------------
 
 
-class TransposeSinking(Pass):
+class TransposeSinking(RulePass):
     name = "transpose_sinking"
     opt_level = 3
 
-    def run(self, graph: Graph, ctx: PassContext) -> bool:
-        changed = False
-        uses = graph.users()
-        removed: set[Node] = set()  # a rewrite may remove transposes still ahead in this loop
-        for node in list(graph.nodes):
-            if node.op == "transpose" and node not in removed:
-                gone = sink_transpose(graph, node, uses)
-                removed.update(gone)
-                changed |= bool(gone)
-        return changed
+    def rules(self, ctx: PassContext) -> list[RewriteRule]:
+        return [RewriteRule("sink_transpose", "transpose", lambda node, rw: sink_transpose(node, rw.uses))]
 
 
 def _sinkable(node: Node, through: Value) -> bool:
@@ -211,25 +188,24 @@ def _sinkable(node: Node, through: Value) -> bool:
     return False
 
 
-def sink_transpose(graph: Graph, first: Node, uses: UseIndex | None = None) -> list[Node]:
-    """Sink `first` down its chain to the next transpose; returns the nodes removed (empty: no rewrite)."""
-    uses = graph.users() if uses is None else uses
+def sink_transpose(first: Node, uses: UseIndex) -> Replacement | None:
+    """`first` sunk down its chain to the next transpose, which the result replaces (a chain rule)."""
     chain: list[Node] = []
     cur = first.out()
     second = None
     while True:
         user = uses.sole_reader(cur)
         if user is None:
-            return []
+            return None
         if user.op == "transpose":
             second = user
             break
         if not _sinkable(user, cur):
-            return []
+            return None
         chain.append(user)
         cur = user.out()
     if not chain:
-        return []  # transpose∘transpose alone is the algebraic rule's job
+        return None  # transpose∘transpose alone is the algebraic rule's job
     value = first.inputs[0]
     built: list[Node] = []
     prev = first.out()
@@ -237,7 +213,7 @@ def sink_transpose(graph: Graph, first: Node, uses: UseIndex | None = None) -> l
         inputs = [value if v == prev else v for v in node.inputs]
         moved = build_node(node.op, inputs, op_attrs(node), loc=node.loc, name=node.name)
         if moved is None or tuple(moved.outputs[0].shape) != tuple(value.type.shape):
-            return []
+            return None
         built.append(moved)
         prev, value = node.out(), moved.out()
     perm = compose_perms(perm_of(first), perm_of(second))
@@ -246,20 +222,12 @@ def sink_transpose(graph: Graph, first: Node, uses: UseIndex | None = None) -> l
         last = build_node("transpose", (value,), {**op_attrs(second), "axes": perm}, loc=second.loc,
                           name=second.name)
         if last is None:
-            return []
+            return None
         built.append(last)
         value = last.out()
     if not same_type(value.type, second.outputs[0]):
-        return []
-    removed = [first, *chain, second]
-    for node in built:
-        insert_before(graph, node, second)
-        uses.added(node)
-    uses.redirect(second.out(), value)
-    for node in removed:
-        uses.dropped(node)
-    graph.remove(removed)
-    return removed
+        return None
+    return Replacement([value], built, at=second, removed=[first, *chain])
 
 
 def layout_passes() -> list[Pass]:

@@ -20,6 +20,7 @@ and torch.fx's pass infra; see reference/graph-optimizer-references.md §2):
 from __future__ import annotations
 
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Sequence
 
@@ -38,6 +39,7 @@ class PassRecord:
     skipped: str | None = None      # "disabled" / "opt_level N < M" / None when it ran
     stage: str | None = None        # the stage name when it changed the graph
     note: str = ""                  # a remark about a group, e.g. "stopped at the step cap" (not a run)
+    stats: dict[str, int] = field(default_factory=dict)  # what the pass counted: rule name -> times fired, ...
 
 
 @dataclass
@@ -52,6 +54,7 @@ class PassContext:
     verify: bool = True            # run the IR verifier after every pass that changed the graph
     log: list[PassRecord] = field(default_factory=list)     # every pass considered, in order
     pass_times: dict[str, float] = field(default_factory=dict)  # seconds per pass name (summed over runs)
+    stats: Counter = field(default_factory=Counter)  # the running pass's statistics (MLIR's pass statistics)
 
     def __post_init__(self) -> None:
         self.disabled_passes = frozenset(self.disabled_passes)
@@ -161,9 +164,11 @@ class PassManager:
         before = ctx.passes_run()
         record = PassRecord(p.name)
         ctx.log.append(record)
+        ctx.stats = Counter()
         start = time.perf_counter()
         changed = p.run(graph, ctx) if p.root_only else _run_everywhere(p, graph, ctx)
         record.seconds = time.perf_counter() - start
+        record.stats = dict(sorted(ctx.stats.items()))
         ctx.pass_times[p.name] = ctx.pass_times.get(p.name, 0.0) + record.seconds
         record.changed = bool(changed)
         if changed:

@@ -63,7 +63,8 @@ class OptimizeResult:
 
     def pass_report(self, times: bool = True) -> str:
         """Every pass considered, in order, one line each: its stage when it changed the graph, "unchanged"
-        (noted, not re-dumped) or why it was skipped. The per-pass dumps show only the stages.
+        (noted, not re-dumped) or why it was skipped, then what it counted (`stats: cse=3`: rule name =
+        times it fired). The per-pass dumps show only the stages.
         `times=False` leaves out the wall times, so two reports diff cleanly."""
         lines = []
         for r in self.pass_log:
@@ -77,6 +78,8 @@ class OptimizeResult:
                 what = "unchanged (no stage)"
             if times and not r.note and r.skipped is None:
                 what += f"  [{r.seconds * 1e3:.2f} ms]"
+            if r.stats:
+                what += "  stats: " + ", ".join(f"{k}={v}" for k, v in r.stats.items())
             lines.append(f"{r.name}: {what}")
         return "\n".join(lines)
 
