@@ -16,5 +16,7 @@ from .passes import (  # noqa: F401
     PassRecord,
     PassVerificationError,
 )
-from .plan import BufferAssignment, KernelPlan, MemoryPlan  # noqa: F401
+from .decisions import CubeOperandRoute, DecisionKind, FusionDecision, Rejection  # noqa: F401
+from .plan import BufferAssignment, KernelKind, KernelPlan, KernelStructure, MemoryPlan  # noqa: F401
+from .state import OptimizerState  # noqa: F401
 from .pipeline import DEFAULT_KNOBS, OptimizeResult, build_pipeline, optimize, pass_names  # noqa: F401

@@ -49,14 +49,23 @@ first consumer kernel that can take it, as an extra output the others read
 
 Results: every compute node gets attr "fusion_group" (ids unique over the
 root graph and all branches, numbered in schedule order);
-`ctx.results["kernels"]` is the flat schedule described in ge/plan.py (each
+`ctx.state.kernels` is the flat schedule described in ge/plan.py (each
 graph's kernels in a topological order of the kernel DAG, an If's branch
-kernels right after the If, then-branch first); `ctx.results["fusion_log"]`
-lists every decision, one line each: "fused: ...", "not fused: ...: <why>",
-"duplicated: ...", "not duplicated: ...: <why>", "boundary: ...: <why>" and
-"own kernel: ..." for data-movement ops and Ifs. Ops are named "exp %2" (op
-and canonical dump name in the graph before fusion; "%1.then_branch/%0"
-inside a branch). At opt_level 0 every compute node is its own kernel. The
+kernels right after the If, then-branch first); `ctx.state.fusion_decisions`
+records every decision (ge/decisions.py): FUSED, NOT_FUSED (with the rule
+that refused), DUPLICATED, NOT_DUPLICATED, BOUNDARY and OWN_KERNEL for
+data-movement ops and Ifs. Ops are named "exp %2" (op and canonical dump
+name in the graph before fusion; "%1.then_branch/%0" inside a branch).
+
+Rule names: merges "post_dominator", "extra_output", "duplicate"; refusals
+"max_ops", "data_movement_member", "two_matmuls", "matmul_with_reduction",
+"matmul_prologue", "matmul_epilogue_shape", "column_reduction_shared",
+"column_reduction_epilogue", "different_rows", "dropped_axes",
+"not_row_shaped", "max_users", "cycle", "capacity"; duplication refusals
+"duplicate_off", "shared_kernel", "graph_output", "expensive",
+"not_elementwise", "full_operands" (or the consumer kernel's refusal);
+boundaries "no_consumer_fits", "multi_output_off"; own kernels
+"data_movement", "control"; notes "opt_level_0", "no_chip", "unfused". At opt_level 0 every compute node is its own kernel. The
 pass is root_only (it fuses the branches itself) and may run again: it
 recomputes all groups (duplicates made by a previous run simply stay).
 """
@@ -72,12 +81,17 @@ from .. import ops
 from ..ir import Graph, Node, Sym, Value, node_names
 from ..ops.common import broadcasts_to
 from ..ops.registry import Category
+from .decisions import DecisionKind, FusionDecision, Rejection
 from .passes import Pass, PassContext
-from .plan import KernelPlan
+from .plan import KernelKind, KernelPlan, KernelStructure
+from .state import OptimizerState
 
 DEFAULT_UB_BYTES = 192 * 1024
 BLOCK_BYTES = 32           # UB alignment: the minimum tile of one buffer
 FRACTAL_ELEMS = 16 * 16    # minimum matmul output tile
+UNFUSED_NOTE = "fusion did not run (disabled): one kernel per op, nodes carry no fusion_group"
+_KINDS = {"elementwise": KernelKind.ELEMENTWISE, "row": KernelKind.ROW_REDUCE, "column": KernelKind.COLUMN_REDUCE,
+          "matmul": KernelKind.MATMUL, "opaque": KernelKind.DATA_MOVEMENT}
 DEFAULT_KNOBS = {"fusion_max_ops": 64, "fusion_max_users": 6, "fusion_duplicate": True, "fusion_multi_output": True}
 
 
@@ -178,8 +192,11 @@ class _GraphFuser:
     def label(self, n: Node) -> str:
         return self.labels.get(n) or f"{n.op} %?"
 
+    def _ordered_labels(self, nodes: Iterator[Node] | list[Node] | set[Node]) -> list[str]:
+        return [self.label(n) for n in sorted(nodes, key=self.pos.__getitem__)]
+
     def _labels(self, nodes: Iterator[Node] | list[Node] | set[Node]) -> str:
-        return ", ".join(self.label(n) for n in sorted(nodes, key=self.pos.__getitem__))
+        return ", ".join(self._ordered_labels(nodes))
 
     # -- post-dominator tree ----------------------------------------------
     def post_dominators(self) -> dict[Node, Node | None]:
@@ -230,7 +247,7 @@ class _GraphFuser:
         return (fwd & bwd) - {src, dst}
 
     # -- legality ---------------------------------------------------------
-    def check(self, group: set[Node], dup: Node | None = None) -> tuple[str | None, _Structure, int | None]:
+    def check(self, group: set[Node], dup: Node | None = None) -> tuple[Rejection | None, _Structure, int | None]:
         """(why not, structure, working set in bytes before double buffering) for a candidate group.
 
         `dup`: a member that will be a private copy, so its uses outside the
@@ -239,22 +256,23 @@ class _GraphFuser:
         order = sorted(group, key=self.pos.__getitem__)
         st = _Structure()
         if len(order) > self.max_ops:
-            return (f"the kernel would have {len(order)} ops, more than fusion_max_ops={self.max_ops}", st, None)
+            return (Rejection("max_ops", f"the kernel would have {len(order)} ops, more than fusion_max_ops={self.max_ops}"),
+                    st, None)
         if len(order) == 1 and self.pattern[order[0]] in (Category.INJECTIVE, Category.OPAQUE):
             st.kind = "opaque"
             return None, st, self._working_set(order, st)
         for n in order:
             p = self.pattern[n]
             if p in (Category.INJECTIVE, Category.OPAQUE):
-                return (f"{self.label(n)} is {p.name}: only elementwise/broadcast ops, reductions and matmul "
-                        "epilogues share a kernel", st, None)
+                return (Rejection("data_movement_member", f"{self.label(n)} is {p.name}: only elementwise/broadcast "
+                                  "ops, reductions and matmul epilogues share a kernel"), st, None)
         mms = [n for n in order if self.pattern[n] == Category.MATMUL]
         reds = [n for n in order if self.pattern[n] == Category.REDUCE]
         if len(mms) > 1:
-            return f"two matmul anchors {self._labels(mms)} in one kernel", st, None
+            return Rejection("two_matmuls", f"two matmul anchors {self._labels(mms)} in one kernel"), st, None
         if mms and reds:
-            return (f"matmul {self.label(mms[0])} and reduction {self.label(reds[0])} are both complex anchors "
-                    "and never share a kernel", st, None)
+            return (Rejection("matmul_with_reduction", f"matmul {self.label(mms[0])} and reduction "
+                              f"{self.label(reds[0])} are both complex anchors and never share a kernel"), st, None)
         if mms:
             reason = self._check_matmul(mms[0], order, st)
         elif reds:
@@ -266,15 +284,15 @@ class _GraphFuser:
         for n in order:
             inside = sum(1 for u in self.users(n) if u in group)
             if inside > self.max_users:
-                return (f"{self.label(n)} would feed {inside} ops inside one kernel, more than "
-                        f"fusion_max_users={self.max_users}", st, None)
+                return (Rejection("max_users", f"{self.label(n)} would feed {inside} ops inside one kernel, more than "
+                                  f"fusion_max_users={self.max_users}"), st, None)
         cycle = self._cycle(group, dup)
         if cycle:
             return cycle, st, None
         ws = self._working_set(order, st)
         if ws is not None and 2 * ws > self.ub_bytes:
-            return (f"working set 2 x {ws} B = {2 * ws} B (double-buffered) does not fit the {self.ub_bytes} B UB",
-                    st, ws)
+            return (Rejection("capacity", f"working set 2 x {ws} B = {2 * ws} B (double-buffered) does not fit "
+                              f"the {self.ub_bytes} B UB"), st, ws)
         return None, st, ws
 
     def _descendants(self, n: Node, group: set[Node]) -> set[Node]:
@@ -287,7 +305,7 @@ class _GraphFuser:
                     stack.append(u)
         return seen
 
-    def _check_matmul(self, mm: Node, order: list[Node], st: _Structure) -> str | None:
+    def _check_matmul(self, mm: Node, order: list[Node], st: _Structure) -> Rejection | None:
         st.kind, st.matmul = "matmul", mm
         after = self._descendants(mm, set(order))
         out_shape = mm.outputs[0].shape
@@ -295,14 +313,14 @@ class _GraphFuser:
             if n is mm:
                 continue
             if n not in after:
-                return (f"{self.label(n)} would be a prologue of matmul {self.label(mm)}: the cube reads its operands "
-                        "from GM through L1, only an epilogue fuses")
+                return Rejection("matmul_prologue", f"{self.label(n)} would be a prologue of matmul {self.label(mm)}: "
+                                 "the cube reads its operands from GM through L1, only an epilogue fuses")
             if n.outputs[0].shape != out_shape:
-                return (f"{self.label(n)} has shape {n.outputs[0].shape}, not the matmul output shape {out_shape}: "
-                        "not an elementwise epilogue")
+                return Rejection("matmul_epilogue_shape", f"{self.label(n)} has shape {n.outputs[0].shape}, not the "
+                                 f"matmul output shape {out_shape}: not an elementwise epilogue")
         return None
 
-    def _check_reductions(self, reds: list[Node], order: list[Node], st: _Structure) -> str | None:
+    def _check_reductions(self, reds: list[Node], order: list[Node], st: _Structure) -> Rejection | None:
         info = [self.reduction[r] for r in reds]
         group = set(order)
         columns = [r for r, i in zip(reds, info) if i.k is None]
@@ -310,19 +328,19 @@ class _GraphFuser:
             c = columns[0]
             if len(reds) > 1:
                 other = next(r for r in reds if r is not c)
-                return (f"{self.label(c)} reduces leading axes and cannot share a kernel with another reduction "
-                        f"({self.label(other)})")
+                return Rejection("column_reduction_shared", f"{self.label(c)} reduces leading axes and cannot share "
+                                 f"a kernel with another reduction ({self.label(other)})")
             after = self._descendants(c, group)
             if after:
-                return (f"{self.label(c)} reduces leading axes (not the rows): a column reduction takes no "
-                        f"epilogue ({self._labels(after)})")
+                return Rejection("column_reduction_epilogue", f"{self.label(c)} reduces leading axes (not the rows): "
+                                 f"a column reduction takes no epilogue ({self._labels(after)})")
             st.kind, st.rows = "column", info[0].rows
             return None
         head = info[0]
         for r, i in zip(reds, info):
             if (i.rows, i.k) != (head.rows, head.k):
-                return (f"{self.label(reds[0])} reduces the last {head.k} axes of {head.rows} but {self.label(r)} "
-                        f"the last {i.k} of {i.rows}: not the same rows")
+                return Rejection("different_rows", f"{self.label(reds[0])} reduces the last {head.k} axes of "
+                                 f"{head.rows} but {self.label(r)} the last {i.k} of {i.rows}: not the same rows")
         st.kind, st.rows, st.k = "row", info[0].rows, info[0].k
         reduced = st.rows[: len(st.rows) - st.k]
         dropped: set[Node] = set()
@@ -339,15 +357,17 @@ class _GraphFuser:
                 continue  # puts the reduced axes back: a keepdims value again
             if fed:
                 if shape != reduced:
-                    return (f"{self.label(n)} broadcasts {self.label(fed[0])} (reduced without keepdims, shape "
-                            f"{reduced}) against shape {shape}: numpy aligns trailing axes, not the reduced rows")
+                    return Rejection("dropped_axes", f"{self.label(n)} broadcasts {self.label(fed[0])} (reduced "
+                                     f"without keepdims, shape {reduced}) against shape {shape}: numpy aligns trailing "
+                                     "axes, not the reduced rows")
                 dropped.add(n)
             elif not broadcasts_to(shape, st.rows, symbols_agree=False):
-                return f"{self.label(n)} has shape {shape}, which does not follow the rows of {st.rows}"
+                return Rejection("not_row_shaped", f"{self.label(n)} has shape {shape}, which does not follow the "
+                                 f"rows of {st.rows}")
         st.dropped = frozenset(dropped)
         return None
 
-    def _cycle(self, group: set[Node], dup: Node | None) -> str | None:
+    def _cycle(self, group: set[Node], dup: Node | None) -> Rejection | None:
         """Would running `group` (a union of whole groups) as one kernel create a cycle between kernels?
 
         It would if a path leaves the group and comes back. The path is one of
@@ -369,8 +389,8 @@ class _GraphFuser:
             x, origin, exit_ = stack.pop()
             g = self.group[x]
             if g in gids:
-                return (f"fusing would create a cycle: {self.label(origin)} -> {self.label(exit_)} -> ... -> "
-                        f"{self.label(x)} leaves the kernel and comes back")
+                return Rejection("cycle", f"fusing would create a cycle: {self.label(origin)} -> {self.label(exit_)} "
+                                 f"-> ... -> {self.label(x)} leaves the kernel and comes back")
             if g in seen or self.slot[g] > hi:
                 continue
             seen.add(g)
@@ -469,20 +489,24 @@ class _GraphFuser:
                     continue
                 path = self.between(n, target)
                 gids = self.groups_of({n, target} | path)
-                reason, _, _ = self.check(self.union(gids))
-                via = f" via {self._labels(path)}" if path else ""
-                if reason:
-                    self.log(f"not fused: {self.label(n)} -> post-dominator {self.label(target)}{via}: {reason}")
+                rejection, _, _ = self.check(self.union(gids))
+                via = tuple(self._ordered_labels(path))
+                if rejection:
+                    self.log(FusionDecision(DecisionKind.NOT_FUSED, rejection.rule, self.label(n), self.label(target),
+                                            rejection.reason, via))
                 else:
                     self.merge(gids)
-                    self.log(f"fused: {self.label(n)} -> post-dominator {self.label(target)}{via}")
+                    self.log(FusionDecision(DecisionKind.FUSED, "post_dominator", self.label(n), self.label(target),
+                                            via=via))
         self._multi_consumer()
         for n in self.compute:
             p = self.pattern[n]
             if p in (Category.INJECTIVE, Category.OPAQUE):
-                what = "control flow; each branch is fused on its own" if ops.get(n.op).is_control else (
+                control = ops.get(n.op).is_control
+                what = "control flow; each branch is fused on its own" if control else (
                     "data movement/opaque ops are not fused (GE buffer fusion fuses elementwise/broadcast ops)")
-                self.log(f"own kernel: {self.label(n)} is {p.name}: {what}")
+                self.log(FusionDecision(DecisionKind.OWN_KERNEL, "control" if control else "data_movement",
+                                        self.label(n), detail=f"{p.name}: {what}"))
 
     def _consumer_groups(self, n: Node) -> list[int]:
         own = self.group[n]
@@ -503,54 +527,56 @@ class _GraphFuser:
             consumers = self._consumer_groups(n)
             if len(consumers) < 2:
                 continue
-            why_not_dup = self._why_not_duplicate(n, consumers)
-            if why_not_dup is None:
+            refusal = self._why_not_duplicate(n, consumers)
+            if refusal is None:
                 self._duplicate(n, consumers)
                 changed = True
                 continue
-            self.log(f"not duplicated: {self.label(n)} into its {len(consumers)} consumer kernels: {why_not_dup}")
-            rejected = []
+            self.log(FusionDecision(DecisionKind.NOT_DUPLICATED, refusal.rule, self.label(n), refusal.consumer,
+                                    refusal.reason, consumers=len(consumers)))
+            rejected: list[Rejection] = []
             if self.multi_output:
                 for c in consumers:
-                    first = min(self.members[c], key=self.pos.__getitem__)
-                    reason, _, _ = self.check(self.members[gid] | self.members[c])
-                    if reason is None:
+                    first = self.label(min(self.members[c], key=self.pos.__getitem__))
+                    rejection, _, _ = self.check(self.members[gid] | self.members[c])
+                    if rejection is None:
                         self.merge({gid, c})
-                        self.log(f"fused: {self.label(n)} into the kernel of {self.label(first)} as an extra output; "
-                                 f"{len(consumers) - 1} other consumer kernel(s) read it from GM")
+                        self.log(FusionDecision(DecisionKind.FUSED, "extra_output", self.label(n), first,
+                                                consumers=len(consumers)))
                         break
-                    rejected.append(f"kernel of {self.label(first)}: {reason}")
+                    rejected.append(Rejection(rejection.rule, rejection.reason, first))
                 else:
-                    self.log(f"boundary: {self.label(n)} writes its output to GM for {len(consumers)} kernels; "
-                             + "; ".join(rejected))
+                    self.log(FusionDecision(DecisionKind.BOUNDARY, "no_consumer_fits", self.label(n),
+                                            consumers=len(consumers), rejected=tuple(rejected)))
             else:
-                self.log(f"boundary: {self.label(n)} writes its output to GM for {len(consumers)} kernels "
-                         "(fusion_multi_output is off)")
+                self.log(FusionDecision(DecisionKind.BOUNDARY, "multi_output_off", self.label(n),
+                                        detail="fusion_multi_output is off", consumers=len(consumers)))
         if changed:
             self.graph.sort()
             self._refresh()
 
-    def _why_not_duplicate(self, n: Node, consumers: list[int]) -> str | None:
+    def _why_not_duplicate(self, n: Node, consumers: list[int]) -> Rejection | None:
         if not self.duplicate:
-            return "fusion_duplicate is off"
+            return Rejection("duplicate_off", "fusion_duplicate is off")
         if len(self.members[self.group[n]]) > 1:
-            return f"its kernel also holds {self._labels(self.members[self.group[n]] - {n})}"
+            return Rejection("shared_kernel", f"its kernel also holds {self._labels(self.members[self.group[n]] - {n})}")
         if any(v in self.graph_outputs for v in n.values):
-            return "its value is a graph output, written to GM anyway"
+            return Rejection("graph_output", "its value is a graph output, written to GM anyway")
         if self.expensive(n):
-            return f"{n.op} is expensive to recompute"
+            return Rejection("expensive", f"{n.op} is expensive to recompute")
         if self.pattern[n] > Category.BROADCAST:
-            return f"{n.op} is {self.pattern[n].name}, only elementwise/broadcast ops are recomputed"
+            return Rejection("not_elementwise",
+                             f"{n.op} is {self.pattern[n].name}, only elementwise/broadcast ops are recomputed")
         out = n.outputs[0]
         full = [v for v in n.inputs if not _is_scalar_const(v) and v.type.shape == out.shape]
         if len(full) > 1:
-            return (f"it reads {len(full)} operands of its full size: recomputing it in every consumer reads more "
-                    "than it saves")
+            return Rejection("full_operands", f"it reads {len(full)} operands of its full size: recomputing it in "
+                             "every consumer reads more than it saves")
         for c in consumers:
-            reason, _, _ = self.check(self.members[c] | {n}, dup=n)
-            if reason:
-                first = min(self.members[c], key=self.pos.__getitem__)
-                return f"the kernel of {self.label(first)} cannot take it: {reason}"
+            rejection, _, _ = self.check(self.members[c] | {n}, dup=n)
+            if rejection:
+                first = self.label(min(self.members[c], key=self.pos.__getitem__))
+                return Rejection(rejection.rule, f"the kernel of {first} cannot take it: {rejection.reason}", first)
         return None
 
     def _duplicate(self, n: Node, consumers: list[int]) -> None:
@@ -571,8 +597,8 @@ class _GraphFuser:
             self.computed.add(copy)
             self.pattern[copy] = self.pattern[n]
             self.pos[copy] = len(self.pos)
-        self.log(f"duplicated: {base} into {len(consumers)} consumer kernels (cheap: {n.op} is not expensive and "
-                 "reads at most one full-size operand)")
+        self.log(FusionDecision(DecisionKind.DUPLICATED, "duplicate", base, consumers=len(consumers),
+                                detail=f"cheap: {n.op} is not expensive and reads at most one full-size operand"))
 
     # -- results ------------------------------------------------------------
     def schedule(self) -> list[list[Node]]:
@@ -612,11 +638,22 @@ class _GraphFuser:
                 if v in self.graph_outputs or any(u not in members for u in self.uses.readers(v)):
                     outputs.append(v)
         _, st, ws = self.check(members)
-        category = max(self.pattern[n] for n in nodes).name
-        anchor_node = next((n for n in nodes if self.pattern[n] == Category.MATMUL), None) or next(
+        category = max(self.pattern[n] for n in nodes)
+        anchor = next((n for n in nodes if self.pattern[n] == Category.MATMUL), None) or next(
             (n for n in nodes if self.pattern[n] == Category.REDUCE), nodes[0])
-        return KernelPlan(gid, self.graph, nodes, list(inputs), outputs, category, anchor_node.op,
+        return KernelPlan(gid, self.graph, nodes, list(inputs), outputs, category, self._public(st, anchor),
                           None if ws is None else 2 * ws)
+
+    def _public(self, st: _Structure, anchor: Node) -> KernelStructure:
+        kind = _KINDS[st.kind]
+        if st.kind == "opaque" and ops.get(anchor.op).is_control:
+            kind = KernelKind.CONTROL
+        axes: tuple[int, ...] = ()
+        if kind is KernelKind.ROW_REDUCE:
+            axes = tuple(range(len(st.rows) - st.k, len(st.rows)))
+        elif kind is KernelKind.COLUMN_REDUCE:
+            axes = ops.get(anchor.op).reduced_axes(anchor.attrs, len(st.rows))
+        return KernelStructure(kind, anchor, tuple(st.rows), st.k, axes, frozenset(st.dropped))
 
 
 def _settings(ctx: PassContext) -> tuple[int, dict[str, Any]]:
@@ -639,7 +676,8 @@ def _branch_order(n: Node) -> list[str]:
     return [a for a in ops.get(n.op).subgraph_attrs if a in n.subgraphs]
 
 
-def _run(graph: Graph, ub: int, knobs: dict[str, Any], fuse: bool, log: list[str]) -> list[KernelPlan]:
+def _run(graph: Graph, ub: int, knobs: dict[str, Any], fuse: bool,
+         log: list[FusionDecision]) -> list[KernelPlan]:
     for g in graph.walk():
         for n in g.nodes:
             n.attrs.pop("fusion_group", None)
@@ -680,8 +718,25 @@ def singleton_kernels(graph: Graph) -> list[KernelPlan]:
     return kernels
 
 
+def schedule_for(graph: Graph, state: OptimizerState) -> tuple[list[KernelPlan], bool]:
+    """The kernel schedule for `graph`: fusion's, or (True) one kernel per op when fusion has none for it.
+
+    The one place the one-kernel-per-op fallback is made: when fusion did not
+    run at all, the fallback becomes the state's schedule, with a note.
+    """
+    kernels = state.kernels
+    has_compute = any(not ops.get(n.op).leaf for n in graph.nodes)
+    if kernels is not None and (not has_compute or any(k.graph is graph for k in kernels)):
+        return kernels, False
+    fallback = singleton_kernels(graph)
+    if state.kernels is None:
+        state.kernels = fallback
+        state.fusion_decisions.append(FusionDecision(DecisionKind.NOTE, "unfused", detail=UNFUSED_NOTE))
+    return fallback, True
+
+
 class FusionPass(Pass):
-    """Annotates "fusion_group" on every compute node; stores ctx.results["kernels"] and ["fusion_log"].
+    """Annotates "fusion_group" on every compute node; stores the schedule and decisions in `ctx.state`.
 
     Runs once on the root graph and fuses every branch graph itself, so that
     group ids are unique across the whole graph and the schedule is one list.
@@ -693,13 +748,13 @@ class FusionPass(Pass):
 
     def run(self, graph: Graph, ctx: PassContext) -> bool:
         ub, knobs = _settings(ctx)
-        log: list[str] = []
+        log: list[FusionDecision] = []
         fuse = ctx.opt_level >= 1
         if not fuse:
-            log.append("opt_level 0: fusion off, one kernel per op")
+            log.append(FusionDecision(DecisionKind.NOTE, "opt_level_0", detail="opt_level 0: fusion off, one kernel per op"))
         if ctx.chip is None:
-            log.append(f"no chip given: assuming a {ub} B UB (the 910b figure)")
-        kernels = _run(graph, ub, knobs, fuse, log)
-        ctx.results["kernels"] = kernels
-        ctx.results["fusion_log"] = log
+            log.append(FusionDecision(DecisionKind.NOTE, "no_chip",
+                                      detail=f"no chip given: assuming a {ub} B UB (the 910b figure)"))
+        ctx.state.kernels = _run(graph, ub, knobs, fuse, log)
+        ctx.state.fusion_decisions = log
         return True

@@ -11,7 +11,7 @@ What the graph shows (our decision, see DESIGN §3 "Formats"):
   matmul / fused_matmul operand stays ND in the graph, and no transdata node is
   inserted for it. A matmul operand that is already FRACTAL_NZ in GM (a graph
   input declared NZ, or the result of a transdata) is accepted as is: it is
-  copied into L1 without conversion. `ctx.results["layout_log"]` records, per
+  copied into L1 without conversion. `ctx.state.cube_routes` records, per
   matmul operand, its GM format and how it reaches the cube.
 - A `transdata` node appears only where a producer's format is one the
   consumer does not accept (e.g. an NZ graph input read by an add, or an NZ
@@ -41,6 +41,7 @@ from typing import Hashable
 
 from .. import ops
 from ..ir import Graph, Node, UseIndex, Value
+from .decisions import CubeOperandRoute
 from .edit import build_node, is_structural, make_node, same_type
 from .passes import Pass, PassContext
 from .pattern import cube_operands
@@ -63,7 +64,6 @@ class LayoutAssign(Pass):
     opt_level = 0
 
     def run(self, graph: Graph, ctx: PassContext) -> bool:
-        log: list[str] = ctx.results.setdefault("layout_log", [])
         converted: dict[tuple[Value, str], Value] = {}
         changed = False
         for node in list(graph.nodes):
@@ -71,8 +71,7 @@ class LayoutAssign(Pass):
             for i, v in enumerate(node.inputs):
                 want = accepted_formats(node, i)
                 if i in cube:
-                    how = "converted ND->NZ by the GM->L1 move" if v.type.format == "ND" else "copied as is"
-                    log.append(f"{graph.name}: {node.op} operand {cube[i]} {v.type} in GM -> {CUBE_FORMAT} in L1 ({how})")
+                    ctx.state.cube_routes.append(CubeOperandRoute(graph.name, node.op, cube[i], v.type, CUBE_FORMAT))
                 if v.type.format not in want:
                     node.inputs[i] = _converted(graph, v, _target(want), converted)
                     changed = True

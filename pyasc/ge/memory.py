@@ -32,14 +32,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Hashable, Iterable, Sequence
 
-from .. import ops
 from ..ir import Graph, Value, node_names
 from ..ir.printer import value_ref
+from .fusion import schedule_for
 from .passes import Pass, PassContext
 from .plan import BufferAssignment, KernelPlan, MemoryPlan
 
 GM_ALIGNMENT = 512
-UNFUSED_NOTE = "fusion did not run (disabled): one kernel per op, nodes carry no fusion_group"
 STRATEGIES = ("size", "lifetime")
 
 
@@ -212,7 +211,7 @@ def _shift(plan: MemoryPlan, delta: int) -> None:
 
 
 class MemoryPlanningPass(Pass):
-    """Analysis: reads `ctx.results["kernels"]`, stores `ctx.results["memory_plan"]`.
+    """Analysis: reads `ctx.state.kernels`, stores `ctx.state.memory_plan`.
 
     Knob `gm_alignment` (default 512) overrides the GM allocation alignment.
     Without a fusion result (fusion disabled), each compute node is a kernel.
@@ -223,19 +222,9 @@ class MemoryPlanningPass(Pass):
     root_only = True
 
     def run(self, graph: Graph, ctx: PassContext) -> bool:
-        kernels = ctx.results.get("kernels")
-        note = None
-        if kernels is None or (graph.nodes and not any(k.graph is graph for k in kernels) and any(
-                not ops.get(n.op).leaf for n in graph.nodes)):
-            from .fusion import singleton_kernels  # fusion imports nothing from here; late import keeps it so
-
-            kernels = singleton_kernels(graph)
-            note = "no fusion result for this graph: planned with one kernel per op"
-            if "kernels" not in ctx.results:  # fusion did not run: this is the schedule the plan is for
-                ctx.results["kernels"] = kernels
-                ctx.results.setdefault("fusion_log", []).append(UNFUSED_NOTE)
+        kernels, fell_back = schedule_for(graph, ctx.state)
         plan = plan_memory(kernels, graph, alignment=int(ctx.knobs.get("gm_alignment", GM_ALIGNMENT)))
-        if note:
-            plan.notes.append(note)
-        ctx.results["memory_plan"] = plan
+        if fell_back:
+            plan.notes.append("no fusion result for this graph: planned with one kernel per op")
+        ctx.state.memory_plan = plan
         return False

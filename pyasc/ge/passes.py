@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Sequence
 
 from ..ir import Graph
+from .state import OptimizerState
 
 DEFAULT_MAX_FIXPOINT_STEPS = 8
 
@@ -49,7 +50,7 @@ class PassContext:
     required_passes: frozenset[str] = frozenset()
     chip: Any = None               # an object with the chip's capacities (ub_bytes, l1_bytes, ...)
     knobs: dict[str, Any] = field(default_factory=dict)
-    results: dict[str, Any] = field(default_factory=dict)   # analyses passes leave for later passes
+    state: OptimizerState = field(default_factory=OptimizerState)  # what passes hand to later passes
     on_stage: Callable[[str, Graph], None] | None = None    # called after each pass that changed the graph
     verify: bool = True            # run the IR verifier after every pass that changed the graph
     log: list[PassRecord] = field(default_factory=list)     # every pass considered, in order

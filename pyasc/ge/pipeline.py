@@ -28,9 +28,10 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
 from ..ir import Graph, format_graph, to_dot
-from .fusion import FusionPass, singleton_kernels
+from .decisions import CubeOperandRoute, FusionDecision
+from .fusion import FusionPass, schedule_for
 from .layout import layout_passes
-from .memory import UNFUSED_NOTE, MemoryPlanningPass
+from .memory import MemoryPlanningPass
 from .passes import Pass, PassContext, PassGroup, PassManager, PassRecord, PassVerificationError, walk_passes
 from .pattern import DEFAULT_DEDICATED_LOWERINGS, DecomposeComposites, pattern_passes
 from .plan import KernelPlan, MemoryPlan
@@ -53,13 +54,22 @@ class OptimizeResult:
     dots: list[tuple[str, str]] = field(default_factory=list)     # (pass name, DOT) per changed pass
     kernels: list[KernelPlan] = field(default_factory=list)       # planned device kernels, in schedule order
     memory_plan: MemoryPlan | None = None
-    fusion_log: list[str] = field(default_factory=list)           # fusion decisions, incl. every "why not fused"
+    fusion_decisions: list[FusionDecision] = field(default_factory=list)  # every fusion decision, "why not" too
     pass_times: dict[str, float] = field(default_factory=dict)    # seconds per pass (for reports)
     pass_log: list[PassRecord] = field(default_factory=list)      # every pass considered: ran/changed/skipped
-    layout_log: list[str] = field(default_factory=list)           # how each matmul operand reaches the cube
+    cube_routes: list[CubeOperandRoute] = field(default_factory=list)  # how each matmul operand reaches the cube
     nodes_before: int = 0                                         # node count (all graphs) before / after
     nodes_after: int = 0
     seconds: float = 0.0                                          # total optimiser wall time
+
+    @property
+    def fusion_log(self) -> list[str]:
+        """The fusion decisions as text, one line each (what dumps write)."""
+        return [d.render() for d in self.fusion_decisions]
+
+    @property
+    def layout_log(self) -> list[str]:
+        return [r.render() for r in self.cube_routes]
 
     def pass_report(self, times: bool = True) -> str:
         """Every pass considered, in order, one line each: its stage when it changed the graph, "unchanged"
@@ -168,13 +178,12 @@ def optimize(
     if verify:
         _verify_input(graph)
     PassManager(build_pipeline()).run(graph, ctx)
-    if "kernels" not in ctx.results:  # fusion and memory planning both disabled: still one kernel per op
-        ctx.results["kernels"] = singleton_kernels(graph)
-        ctx.results.setdefault("fusion_log", []).append(UNFUSED_NOTE)
-    result.kernels = list(ctx.results["kernels"])
-    result.memory_plan = ctx.results.get("memory_plan")
-    result.fusion_log = list(ctx.results.get("fusion_log", []))
-    result.layout_log = list(ctx.results.get("layout_log", []))
+    state = ctx.state
+    schedule_for(graph, state)  # fusion and memory planning both disabled: still one kernel per op
+    result.kernels = list(state.kernels or [])
+    result.memory_plan = state.memory_plan
+    result.fusion_decisions = list(state.fusion_decisions)
+    result.cube_routes = list(state.cube_routes)
     result.pass_times = dict(ctx.pass_times)
     result.pass_log = list(ctx.log)
     result.nodes_after = _count_nodes(graph)

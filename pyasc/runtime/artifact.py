@@ -8,6 +8,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from .. import ops
+from ..ge import FusionDecision, KernelPlan, MemoryPlan
 from ..ir import Graph
 from .errors import ArgumentTypeError, ArgumentValueError, InternalCompilerError
 from .options import KernelOptions
@@ -35,7 +36,7 @@ class CompiledKernel:
       changed the graph.
     - `graph`: the final graph; `kernels`: the device kernels the optimiser
       planned (one `KernelPlan` per fusion group); `memory_plan`,
-      `fusion_log`: the optimiser's decisions.
+      `fusion_decisions`: the optimiser's decisions (`fusion_log`: them as text).
     - `run(*arrays)`: run on tensor arguments (in parameter order) that
       match this specialisation.
     """
@@ -49,9 +50,9 @@ class CompiledKernel:
     graph: Graph
     stages: dict[str, str]
     dots: dict[str, str]
-    kernels: list[Any]
-    memory_plan: Any
-    fusion_log: list[str]
+    kernels: list[KernelPlan]
+    memory_plan: MemoryPlan | None
+    fusion_decisions: list[FusionDecision]
     pass_log: str             # one line per optimiser pass: changed (its stage), unchanged or skipped
     returns_tuple: bool
     guards: tuple = ()          # frontend Guards on the globals/closure values the kernel read
@@ -60,6 +61,11 @@ class CompiledKernel:
     nodes_in: int = 0
     nodes_out: int = 0
     _shapes_ok: set = field(default_factory=set, repr=False)
+
+    @property
+    def fusion_log(self) -> list[str]:
+        """The fusion decisions as text, one line each (what the dump's fusion_log.txt holds)."""
+        return [d.render() for d in self.fusion_decisions]
 
     def guards_hold(self) -> bool:
         """Whether every global/closure value read at compile time is still what it was."""
@@ -130,9 +136,7 @@ class CompiledKernel:
                  f"  graph: {self.nodes_in} op nodes after the frontend, {self.nodes_out} after optimisation",
                  f"  device kernels planned: {len(self.kernels)}"]
         for i, k in enumerate(self.kernels):
-            ops = getattr(k, "ops", None)
-            lines.append(f"    #{i} {getattr(k, 'category', '?')} anchor={getattr(k, 'anchor', '?')}"
-                         + (f": {' '.join(ops)}" if ops else ""))
+            lines.append(f"    #{i} {k.category.name} anchor={k.anchor}" + (f": {' '.join(k.ops)}" if k.ops else ""))
         plan = self.memory_plan
         if plan is not None and getattr(plan, "peak_bytes", None) is not None:
             lines.append(f"  workspace: {plan.peak_bytes} bytes (naive {plan.naive_bytes})")

@@ -142,7 +142,7 @@ class Kernel:
             name=self.__name__, signature=describe_key(params, call.key), key=key,
             key_hash=key_hash(self._id, key), options=self.options, params=params, graph=result.graph,
             stages=stages, dots=dots, kernels=list(result.kernels), memory_plan=result.memory_plan,
-            fusion_log=list(result.fusion_log), pass_log=result.pass_report(times=False),
+            fusion_decisions=list(result.fusion_decisions), pass_log=result.pass_report(times=False),
             returns_tuple=fe.returns_tuple, guards=fe.guards, pass_times=dict(result.pass_times),
             timings={"frontend": t1 - t0, "print": t2 - t1, "optimize": t3 - t2, "total": t3 - t0},
             nodes_in=nodes_in, nodes_out=count_ops(result.graph),
