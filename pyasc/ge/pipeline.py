@@ -28,11 +28,13 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
 from ..ir import Graph, format_graph, to_dot
+from ..ir import verify as verify_graph
 from .decisions import CubeOperandRoute, FusionDecision
 from .fusion import FusionPass, schedule_for
 from .layout import layout_passes
 from .memory import MemoryPlanningPass
-from .passes import Pass, PassContext, PassGroup, PassManager, PassRecord, PassVerificationError, walk_passes
+from .instruments import PassVerificationError, StageCapture
+from .passes import Pass, PassContext, PassGroup, PassManager, PassRecord, walk_passes
 from .pattern import DEFAULT_DEDICATED_LOWERINGS, DecomposeComposites, pattern_passes
 from .plan import KernelPlan, MemoryPlan
 from .simplify import DEFAULT_FOLD_MAX_ELEMENTS, simplify_group
@@ -146,8 +148,9 @@ def optimize(
     `on_stage(name, graph)` is called after each pass that changed the graph
     (after the result's own text/DOT snapshot). `dots=False` skips the DOT
     snapshots. Raises ValueError for an opt_level outside 0..3 or an unknown
-    pass name, and PassVerificationError when the input graph, or the graph
-    after some pass, breaks an IR invariant.
+    pass name, PassVerificationError when the input graph, or the graph
+    after some pass, breaks an IR invariant, and PassFailure (naming the pass)
+    when a pass itself fails.
     """
     if not isinstance(opt_level, int) or isinstance(opt_level, bool) or opt_level not in OPT_LEVELS:
         raise ValueError(f"opt_level must be one of 0, 1, 2, 3, got {opt_level!r}")
@@ -158,26 +161,21 @@ def optimize(
         raise ValueError(f"passes both disabled and required: {', '.join(sorted(both))}")
     start = time.perf_counter()
     result = OptimizeResult(graph, nodes_before=_count_nodes(graph))
-
-    def record(stage: str, g: Graph) -> None:
-        result.stages.append((stage, format_graph(g)))
-        if dots:
-            result.dots.append((stage, to_dot(g)))
-        if on_stage is not None:
-            on_stage(stage, g)
-
+    capture = StageCapture(format_graph, to_dot if dots else None)
     ctx = PassContext(
         opt_level=opt_level,
         disabled_passes=disabled,
         required_passes=required,
         chip=resolve_chip(chip),
         knobs={**DEFAULT_KNOBS, **(knobs or {})},
-        on_stage=record,
+        on_stage=on_stage,
         verify=verify,
+        instruments=[capture],
     )
     if verify:
         _verify_input(graph)
     PassManager(build_pipeline()).run(graph, ctx)
+    result.stages, result.dots = capture.stages, capture.dots
     state = ctx.state
     schedule_for(graph, state)  # fusion and memory planning both disabled: still one kernel per op
     result.kernels = list(state.kernels or [])
@@ -204,10 +202,8 @@ def _checked_names(names: Iterable[str], what: str) -> frozenset[str]:
 
 
 def _verify_input(graph: Graph) -> None:
-    from ..ir import verify
-
     try:
-        verify(graph)
+        verify_graph(graph)
     except Exception as e:
         raise PassVerificationError("(input graph, before any pass)", [], e) from e
 

@@ -18,7 +18,7 @@ from typing import Any, Callable
 from ..errors import CompileError
 from .. import ge
 from .artifact import CompiledKernel, count_ops, key_hash, matched_dots
-from .errors import ArgumentError, InternalCompilerError, debug_enabled, failing_pass
+from .errors import ArgumentError, InternalCompilerError, debug_enabled
 from .options import KernelOptions, make_options
 from .specialize import ArgBinder, BoundCall, describe_key, specialize, tensor_type
 
@@ -162,13 +162,13 @@ class _stage:
     def __exit__(self, exc_type, exc, tb) -> bool:
         if exc is None or isinstance(exc, (CompileError, InternalCompilerError)) or not isinstance(exc, Exception):
             return False
+        original = exc.error if isinstance(exc, ge.PassFailure) else exc
         if debug_enabled():
-            return False  # PYASC_DEBUG=1: the original exception, unwrapped
-        where = self.stage
-        pass_name = failing_pass(tb)
-        if pass_name:
-            where = f"optimiser pass {pass_name!r}"
-        raise InternalCompilerError(where, self.kernel, exc) from exc
+            if original is exc:
+                return False  # PYASC_DEBUG=1: the original exception, unwrapped
+            raise original  # the pass's own exception, with its traceback
+        where = f"optimiser pass {exc.pass_name!r}" if isinstance(exc, ge.PassError) else self.stage
+        raise InternalCompilerError(where, self.kernel, original) from original
 
 
 def kernel(fn: Callable[..., Any] | None = None, /, **options: Any) -> Any:
