@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Sequence
 
 from ..ir import Graph
+from .capacity import CapacityFn
 from .instruments import PassError, PassFailure, PassInstrument, StageHook, TimingInstrument, VerifyInstrument
 from .state import OptimizerState
 
@@ -61,6 +62,7 @@ class PassContext:
     on_stage: Callable[[str, Any], None] | None = None      # called after each pass that changed the unit
     verify: bool = True            # run the verifier after every pass that changed the unit
     instruments: list[PassInstrument] = field(default_factory=list)  # more instruments (stage capture, ...)
+    capacity: CapacityFn | None = None  # what fits on the chip (None: ge.capacity's estimate for `chip`)
     log: list[PassRecord] = field(default_factory=list)     # every pass considered, in order
     pass_times: dict[str, float] = field(default_factory=dict)  # seconds per pass name (summed over runs)
     stats: Counter = field(default_factory=Counter)  # the running pass's statistics (MLIR's pass statistics)

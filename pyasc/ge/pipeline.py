@@ -29,6 +29,7 @@ from typing import Any, Callable, Iterable
 
 from ..ir import Graph, format_graph, to_dot
 from ..ir import verify as verify_graph
+from .capacity import DEFAULT_CHIP, CapacityFn, resolve_chip  # noqa: F401  (resolve_chip: part of this face)
 from .decisions import CubeOperandRoute, FusionDecision
 from .fusion import FusionPass, schedule_for
 from .layout import layout_passes
@@ -40,7 +41,6 @@ from .plan import KernelPlan, MemoryPlan
 from .simplify import DEFAULT_FOLD_MAX_ELEMENTS, simplify_group
 
 OPT_LEVELS = (0, 1, 2, 3)
-DEFAULT_CHIP = "910b"
 
 DEFAULT_KNOBS: dict[str, Any] = {
     "fold_max_elements": DEFAULT_FOLD_MAX_ELEMENTS,   # constant folding: largest output folded
@@ -122,15 +122,6 @@ def pass_names() -> list[str]:
     return names
 
 
-def resolve_chip(chip: Any) -> Any:
-    """None -> the default preset, a preset name -> its config, anything else as given."""
-    if chip is not None and not isinstance(chip, str):
-        return chip
-    from simulator import chips  # ge reads only capacities from the chip config
-
-    return chips.get(chip or DEFAULT_CHIP)
-
-
 def optimize(
     graph: Graph,
     *,
@@ -142,12 +133,14 @@ def optimize(
     on_stage: Callable[[str, Graph], None] | None = None,
     verify: bool = True,
     dots: bool = True,
+    capacity: CapacityFn | None = None,
 ) -> OptimizeResult:
     """Run the pass pipeline on `graph` (in place) and return what it did.
 
     `on_stage(name, graph)` is called after each pass that changed the graph
     (after the result's own text/DOT snapshot). `dots=False` skips the DOT
-    snapshots. Raises ValueError for an opt_level outside 0..3 or an unknown
+    snapshots. `capacity` decides what fits on the chip (ge/capacity.py;
+    default: the built-in estimate from the chip config). Raises ValueError for an opt_level outside 0..3 or an unknown
     pass name, PassVerificationError when the input graph, or the graph
     after some pass, breaks an IR invariant, and PassFailure (naming the pass)
     when a pass itself fails.
@@ -171,13 +164,14 @@ def optimize(
         on_stage=on_stage,
         verify=verify,
         instruments=[capture],
+        capacity=capacity,
     )
     if verify:
         _verify_input(graph)
     PassManager(build_pipeline()).run(graph, ctx)
     result.stages, result.dots = capture.stages, capture.dots
     state = ctx.state
-    schedule_for(graph, state)  # fusion and memory planning both disabled: still one kernel per op
+    schedule_for(graph, ctx)  # fusion and memory planning both disabled: still one kernel per op
     result.kernels = list(state.kernels or [])
     result.memory_plan = state.memory_plan
     result.fusion_decisions = list(state.fusion_decisions)

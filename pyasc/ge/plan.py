@@ -118,7 +118,7 @@ class MemoryPlan:
     peak_bytes: int = 0            # workspace size of the chosen plan (If branch regions included)
     strategy: str = ""             # which ordering won ("size" or "lifetime")
     # -- added by the memory planning pass -----------------------------------
-    alignment: int = 512           # GM allocation alignment applied to offsets and sizes
+    alignment: int = 0             # GM allocation alignment applied to offsets and sizes (the chip's)
     steps: int = 0                 # kernels in this graph's schedule
     intermediate_bytes: int = 0    # raw bytes of all intermediates (what crosses GM between kernels)
     traffic_bytes: int = 0         # GM bytes moved for intermediates: one write + one read per consumer kernel

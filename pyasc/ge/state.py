@@ -20,12 +20,3 @@ class OptimizerState:
     fusion_decisions: list[FusionDecision] = field(default_factory=list)
     cube_routes: list[CubeOperandRoute] = field(default_factory=list)
     memory_plan: MemoryPlan | None = None
-
-    @property
-    def fusion_log(self) -> list[str]:
-        """The fusion decisions as text, one line each (for dumps)."""
-        return [d.render() for d in self.fusion_decisions]
-
-    @property
-    def layout_log(self) -> list[str]:
-        return [r.render() for r in self.cube_routes]

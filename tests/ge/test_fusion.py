@@ -10,12 +10,17 @@ from pyasc.ge import DecisionKind, FusionDecision, KernelKind, PassContext
 from pyasc.ge.fusion import FusionPass, singleton_kernels
 from pyasc.ir import Graph, Sym, TensorType, interpret, verify
 from pyasc.ops import Category
+from simulator import chips
 
 FUSED, NOT_FUSED, DUPLICATED = DecisionKind.FUSED, DecisionKind.NOT_FUSED, DecisionKind.DUPLICATED
 NOT_DUPLICATED, BOUNDARY, OWN_KERNEL = DecisionKind.NOT_DUPLICATED, DecisionKind.BOUNDARY, DecisionKind.OWN_KERNEL
 
-BIG = SimpleNamespace(ub_bytes=192 * 1024)
-TINY = SimpleNamespace(ub_bytes=16 * 1024)
+BIG = chips.get("910b")
+TINY = chips.get("tiny")  # a 16 KiB UB
+
+
+def ub_of(nbytes: int):
+    return BIG.replace(ub_bytes=nbytes)
 F32 = "float32"
 
 
@@ -357,7 +362,7 @@ def test_no_cycle_through_another_multi_op_kernel():
     g.add("add", [s4, s1])
     s6 = g.add("sum", [s4], {"axis": 0, "keepdims": True}).out()
     g.set_outputs([g.add("add", [s1, s6]).out()])
-    ctx = fuse(g, chip=SimpleNamespace(ub_bytes=2048))
+    ctx = fuse(g, chip=ub_of(2048))
     check_schedule(g, ctx.state.kernels)
     decided(ctx, FUSED, "extra_output", producer="sum %1", consumer="add %5")
     cycles = [r for d in decisions(ctx, BOUNDARY) for r in d.rejected if (r.rule, r.consumer) == ("cycle", "add %3")]
@@ -498,8 +503,9 @@ def test_no_chip_assumes_the_910b_ub_and_says_so():
 
 
 @pytest.mark.parametrize("chip, knobs, words", [
-    (SimpleNamespace(ub_bytes=0), {}, "ctx.chip.ub_bytes must be a positive int, got 0"),
-    (SimpleNamespace(), {}, "ctx.chip.ub_bytes must be a positive int, got None"),
+    (SimpleNamespace(ub_bytes=0, ub_align=32), {}, "chip.ub_bytes must be a positive int, got 0 from SimpleNamespace"),
+    (SimpleNamespace(), {}, "chip.ub_bytes must be a positive int, got None"),
+    (SimpleNamespace(ub_bytes=1024), {}, "chip.ub_align must be a positive int, got None"),
     (BIG, {"fusion_max_ops": 0}, "knob fusion_max_ops must be an int >= 1, got 0"),
     (BIG, {"fusion_max_users": "6"}, "knob fusion_max_users must be an int >= 1, got '6'"),
 ])
@@ -609,7 +615,7 @@ def check_schedule(graph: Graph, kernels) -> None:
 def test_random_graphs_fuse_into_a_valid_schedule(data):
     g = random_graph(data)
     ub = data.draw(st.sampled_from([2 * 1024, 16 * 1024, 192 * 1024]), "ub")
-    ctx = fuse(g, chip=SimpleNamespace(ub_bytes=ub))  # also checks verify() and numerical equivalence
+    ctx = fuse(g, chip=ub_of(ub))  # also checks verify() and numerical equivalence
     kernels = ctx.state.kernels
     check_schedule(g, kernels)
     for k in kernels:

@@ -2,8 +2,6 @@
 from __future__ import annotations
 
 import inspect
-from types import SimpleNamespace
-
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -12,14 +10,14 @@ from hypothesis import strategies as st
 from pyasc import dtypes
 from pyasc.ge import PassContext
 from pyasc.ge.fusion import FusionPass, singleton_kernels
-from pyasc.ge.memory import (
-    GM_ALIGNMENT, STRATEGIES, Interval, MemoryPlanningPass, best_placement, lower_bound, place, plan_memory,
-)
+from pyasc.ge.memory import STRATEGIES, Interval, MemoryPlanningPass, best_placement, lower_bound, place, plan_memory
 from pyasc.ge.plan import MemoryPlan
 from pyasc.ir import Graph, Sym, TensorType
+from simulator import chips
 
 F32 = "float32"
-BIG = SimpleNamespace(ub_bytes=192 * 1024)
+BIG = chips.get("910b")
+GM_ALIGNMENT = BIG.gm_alloc_align  # 512 B
 
 
 def check_no_conflicts(items) -> None:
