@@ -9,7 +9,7 @@ import numpy as np
 
 from .. import dtypes
 from ..errors import InferError
-from ..ir.types import Dim, Sym, TensorType
+from ..tensor_type import Dim, Sym, TensorType
 
 FLOATS = ("float16", "float32")
 INTS = ("int8", "int16", "int32", "uint8")

@@ -25,7 +25,7 @@ import math
 from typing import Any, Mapping, Sequence
 
 from ..errors import InferError
-from ..ir.types import TensorType
+from ..tensor_type import TensorType
 from .builder import Builder, decompose_of, eager_of, types_of
 from .common import arity, broadcasts_to, fmt_shape, named, normalize_axis
 from .registry import Category, OpDef, register

@@ -17,7 +17,7 @@ import numpy as np
 
 from .. import dtypes
 from ..errors import InferError
-from ..ir.types import Dim, Sym, TensorType
+from ..tensor_type import Dim, Sym, TensorType
 from .common import NUMERIC, arity, attr_bool, attr_dtype, broadcast_shapes, broadcasts_to, fmt_shape, named, require_dtype
 from .registry import Category, CubeOperand, OpDef, register
 

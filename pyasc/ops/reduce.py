@@ -11,7 +11,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from ..errors import InferError
-from ..ir.types import TensorType
+from ..tensor_type import TensorType
 from .common import FLOATS, arity, attr_bool, fmt_shape, named, normalize_axis
 from .registry import Category, OpDef, register
 

@@ -68,7 +68,7 @@ import numpy as np
 
 from .. import dtypes
 from ..errors import InferError
-from ..ir.types import FORMATS, TensorType
+from ..tensor_type import FORMATS, TensorType
 
 
 class Category(enum.IntEnum):

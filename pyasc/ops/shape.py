@@ -14,7 +14,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from ..errors import InferError
-from ..ir.types import FORMATS, Dim, Sym, TensorType
+from ..tensor_type import FORMATS, Dim, Sym, TensorType
 from .common import (
     arity,
     attr_shape,

@@ -9,9 +9,10 @@ import numpy as np
 
 from .. import ops
 from ..ge import FusionDecision, KernelPlan, MemoryPlan
-from ..ir import Graph
+from ..ir import Graph, InterpreterError, format_graph, interpret
 from .errors import ArgumentTypeError, ArgumentValueError, InternalCompilerError
 from .options import KernelOptions
+from .shapes import ShapeMismatch, check_launch_shapes
 from .specialize import Param, tensor_dims, to_array
 
 
@@ -106,8 +107,6 @@ class CompiledKernel:
             shapes = tuple(a.shape for a in arrays)
             if shapes not in self._shapes_ok:
                 self._check_dynamic(arrays, shapes)
-        from ..ir import InterpreterError, interpret
-
         try:
             outputs = interpret(self.graph, arrays)
         except InterpreterError as e:  # the graph disagrees with itself at run time: a compiler bug
@@ -115,8 +114,6 @@ class CompiledKernel:
         return tuple(outputs) if self.returns_tuple else outputs[0]
 
     def _check_dynamic(self, arrays: list[np.ndarray], shapes: tuple) -> None:
-        from .shapes import ShapeMismatch, check_launch_shapes
-
         try:
             check_launch_shapes(self.graph, arrays)
         except ShapeMismatch as e:
@@ -129,8 +126,6 @@ class CompiledKernel:
 
     # ---- reports ----------------------------------------------------------------
     def __str__(self) -> str:
-        from ..ir import format_graph
-
         lines = [f"CompiledKernel {self.name}({self.signature})",
                  f"  options: {self.options.describe()}",
                  f"  graph: {self.nodes_in} op nodes after the frontend, {self.nodes_out} after optimisation",

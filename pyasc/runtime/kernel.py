@@ -15,9 +15,10 @@ import types
 from collections import namedtuple
 from typing import Any, Callable
 
+from .. import ge, ir
 from ..errors import CompileError
-from .. import ge
 from .artifact import CompiledKernel, count_ops, key_hash, matched_dots
+from .dump import write_dump
 from .errors import ArgumentError, InternalCompilerError, debug_enabled
 from .options import KernelOptions, make_options
 from .specialize import ArgBinder, BoundCall, describe_key, specialize, tensor_type
@@ -101,15 +102,12 @@ class Kernel:
             self._hits += 1
         dump_dir = os.environ.get("PYASC_DUMP_DIR")
         if dump_dir:
-            from .dump import write_dump
-
             write_dump(dump_dir, compiled)  # also on hits: re-creates a folder the user deleted
         return compiled
 
     # ---- the pipeline ----------------------------------------------------------
     def _compile(self, call: BoundCall, key: tuple) -> CompiledKernel:
-        from .. import ir
-        from ..frontend import ArgSpec, build_graph
+        from ..frontend import ArgSpec, build_graph  # loaded at the first compile: `import pyasc` stays light
 
         params = self._binder.params
         specs = [
