@@ -133,7 +133,7 @@ def _constants_into_branches(node: Node, cap: int) -> bool:
     for i, v in enumerate(node.inputs[1:]):
         if v.node.op != "Const" or v.node.attrs["value"].size > cap:
             continue
-        for key in ("then_branch", "else_branch"):
+        for key in ops.get(node.op).subgraph_attrs:
             branch: Graph = node.attrs[key]
             data = next((n for n in branch.nodes if n.op == "Data" and n.attrs["index"] == i), None)
             if data is None or not _has_uses(branch, data.out()):
@@ -329,7 +329,7 @@ def _first_occurrence(node: Node, rw: Rewriter) -> Replacement | None:
 
 def cse_key(node: Node) -> Hashable | None:
     """Op + ordered inputs + attributes, for pure non-structural nodes; None when not eligible."""
-    if node.op in ("Data", "If") or node.subgraphs or not is_pure(node):
+    if node.op == "Data" or node.subgraphs or not is_pure(node):  # an input is a value of its own
         return None
     try:
         attrs = attr_key(op_attrs(node))
@@ -383,7 +383,7 @@ def _prune_if_outputs(graph: Graph, node: Node) -> bool:
         return False  # all unused: the whole If is dead (remove_dead); all used: nothing to prune
     kept = sorted(used)
     new_index = {old: new for new, old in enumerate(kept)}
-    for key in ("then_branch", "else_branch"):
+    for key in ops.get(node.op).subgraph_attrs:
         branch: Graph = node.attrs[key]
         branch.outputs = [branch.outputs[i] for i in kept]
     node.outputs = ops.infer("If", [v.type for v in node.inputs], node.attrs)
@@ -399,7 +399,7 @@ def _prune_if_outputs(graph: Graph, node: Node) -> bool:
 
 def _prune_if_operands(node: Node) -> bool:
     """Drop If operands (inputs after the condition) that neither branch reads."""
-    branches: list[Graph] = [node.attrs["then_branch"], node.attrs["else_branch"]]
+    branches: list[Graph] = [node.attrs[key] for key in ops.get(node.op).subgraph_attrs]
     pruned = False
     for b in branches:
         pruned |= remove_dead(b)  # a change too: the pass must report it (stage dump, verifier)
