@@ -37,7 +37,7 @@ class Rejection:
 @dataclass(frozen=True)
 class FusionDecision:
     kind: DecisionKind
-    rule: str                         # the rule that decided (see ge/fusion.py for the names)
+    rule: str                         # the rule that decided (ge/fusion/__init__.py lists the names)
     producer: str = ""                # label of the op the decision is about ("exp %2")
     consumer: str = ""                # label of the op or kernel it was fused into / refused by
     detail: str = ""                  # the reason (refusals) or the note's text, in words

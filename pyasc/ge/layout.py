@@ -37,8 +37,6 @@ Passes:
 """
 from __future__ import annotations
 
-from typing import Hashable
-
 from .. import ops
 from ..ir import Graph, Node, UseIndex, Value
 from .decisions import CubeOperandRoute

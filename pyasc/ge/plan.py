@@ -3,7 +3,7 @@
 A `KernelPlan` is one device kernel: one fusion group of the final graph.
 A `MemoryPlan` places every GM intermediate between kernels in one workspace.
 
-Schedule convention (what `OptimizerState.kernels` holds, see ge/fusion.py):
+Schedule convention (what `OptimizerState.kernels` holds, see ge/fusion/):
 a flat list, depth first. The root graph's kernels come in a topological
 order of the groups; an `If` is one kernel step of its graph (kind CONTROL,
 category OPAQUE, anchor "If") and is followed immediately by the kernels of

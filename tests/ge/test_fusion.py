@@ -1,4 +1,4 @@
-"""Elementwise/buffer fusion (pyasc/ge/fusion.py): which ops share a kernel, and why not when they don't."""
+"""Elementwise/buffer fusion (pyasc/ge/fusion/): which ops share a kernel, and why not when they don't."""
 from __future__ import annotations
 
 from types import SimpleNamespace
