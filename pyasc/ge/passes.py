@@ -56,7 +56,7 @@ class PassContext:
     opt_level: int = 3
     disabled_passes: frozenset[str] = frozenset()
     required_passes: frozenset[str] = frozenset()
-    chip: Any = None               # an object with the chip's capacities (ub_bytes, l1_bytes, ...)
+    chip: Any = None               # a simulator ChipConfig (None: the default preset); hardware numbers come from it
     knobs: dict[str, Any] = field(default_factory=dict)
     state: OptimizerState = field(default_factory=OptimizerState)  # what passes hand to later passes
     on_stage: Callable[[str, Any], None] | None = None      # called after each pass that changed the unit
