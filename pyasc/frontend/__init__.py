@@ -22,7 +22,7 @@ import astor
 from .. import dtypes
 from ..errors import CompileError, InternalCompilerError, debug_enabled
 from ..ir.graph import Graph, Value
-from ..ir.types import TensorType
+from ..tensor_type import TensorType
 from .builder import FunctionBuilder
 from .context import BuildState, GraphContext
 from .guards import Guard

@@ -9,19 +9,22 @@ import numpy as np
 
 from simulator import SimulatorError
 
-from ..codegen.generate import DeviceModule
+from .. import ops
+from ..codegen.generate import DeviceKernel, DeviceModule
 from ..codegen.host import HostProgram, build_host_source
-from ..ir import Graph
+from ..ge import FusionDecision, KernelPlan, MemoryPlan
+from ..ir import Graph, InterpreterError, format_graph, interpret
 from .emulator import EmulatorRunner
 from .errors import ArgumentTypeError, ArgumentValueError, InternalCompilerError
 from .options import KernelOptions
 from .profile import Profile
+from .shapes import ShapeMismatch, check_launch_shapes
 from .specialize import Param, tensor_dims, to_array
 
 
 def count_ops(graph: Graph) -> int:
     """Compute nodes in a graph and its subgraphs (inputs and constants are not counted)."""
-    return sum(1 for n in graph.all_nodes() if n.op not in ("Data", "Const"))
+    return sum(1 for n in graph.all_nodes() if not ops.get(n.op).leaf)
 
 
 def key_hash(kernel_id: str, key: tuple) -> str:
@@ -40,7 +43,7 @@ class CompiledKernel:
       changed the graph.
     - `graph`: the final graph; `plans`: the device kernels the optimiser
       planned (one `KernelPlan` per fusion group); `memory_plan`,
-      `fusion_log`: the optimiser's decisions;
+      `fusion_decisions`: the optimiser's decisions (`fusion_log`: them as text);
     - `kernels`: the launched device kernels (emulator backend), each with its
       template, tiling choice, schedule, sync plan, program, core type and block
       count; `device`: the whole code-generation result with its launch plan;
@@ -58,9 +61,9 @@ class CompiledKernel:
     graph: Graph
     stages: dict[str, str]
     dots: dict[str, str]
-    plans: list[Any]
-    memory_plan: Any
-    fusion_log: list[str]
+    plans: list[KernelPlan]
+    memory_plan: MemoryPlan | None
+    fusion_decisions: list[FusionDecision]
     pass_log: str             # one line per optimiser pass: changed (its stage), unchanged or skipped
     returns_tuple: bool
     guards: tuple = ()          # frontend Guards on the globals/closure values the kernel read
@@ -68,17 +71,22 @@ class CompiledKernel:
     timings: dict[str, float] = field(default_factory=dict)   # seconds: frontend, optimize, total
     nodes_in: int = 0
     nodes_out: int = 0
-    device: Any = None          # codegen.generate.DeviceModule (emulator backend)
-    host: Any = None            # codegen.host.HostProgram
+    device: DeviceModule | None = None      # code generation's result (emulator backend)
+    host: HostProgram | None = None         # the loaded host module that drives the launches
     _shapes_ok: set = field(default_factory=set, repr=False)
-    _runner: Any = field(default=None, repr=False)
+    _runner: EmulatorRunner | None = field(default=None, repr=False)
+
+    @property
+    def fusion_log(self) -> list[str]:
+        """The fusion decisions as text, one line each (what the dump's fusion_log.txt holds)."""
+        return [d.render() for d in self.fusion_decisions]
 
     def guards_hold(self) -> bool:
         """Whether every global/closure value read at compile time is still what it was."""
         return all(g.holds() for g in self.guards)
 
     @property
-    def kernels(self) -> list[Any]:
+    def kernels(self) -> list[DeviceKernel]:
         """The launched device kernels (empty on the reference backend, which launches nothing)."""
         return list(self.device.kernels) if self.device is not None else []
 
@@ -132,8 +140,11 @@ class CompiledKernel:
             shapes = tuple(a.shape for a in arrays)
             if shapes not in self._shapes_ok:
                 self._check_dynamic(arrays, shapes)
-        if self.device is None:
-            return self._interpret(arrays)
+        if self.device is None or self.host is None:
+            try:
+                return interpret(self.graph, arrays)
+            except InterpreterError as e:  # the graph disagrees with itself at run time: a compiler bug
+                raise InternalCompilerError("the reference backend", self.name, e) from e
         if self._runner is None:
             self._runner = EmulatorRunner(self.device, self.host, self.options.chip_config, self.options.sanitize,
                                           self.graph)
@@ -142,17 +153,7 @@ class CompiledKernel:
         except SimulatorError as e:  # generated code broke a hardware rule: a compiler bug, never the user's
             raise InternalCompilerError("the emulator backend", self.name, e) from e
 
-    def _interpret(self, arrays: list[np.ndarray]) -> list[np.ndarray]:
-        from ..ir import InterpreterError, interpret  # the reference backend only
-
-        try:
-            return interpret(self.graph, arrays)
-        except InterpreterError as e:  # the graph disagrees with itself at run time: a compiler bug
-            raise InternalCompilerError("the reference backend", self.name, e) from e
-
     def _check_dynamic(self, arrays: list[np.ndarray], shapes: tuple) -> None:
-        from .shapes import ShapeMismatch, check_launch_shapes
-
         try:
             check_launch_shapes(self.graph, arrays)
         except ShapeMismatch as e:
@@ -165,19 +166,15 @@ class CompiledKernel:
 
     # ---- reports ----------------------------------------------------------------
     def __str__(self) -> str:
-        from ..ir import format_graph
-
         lines = [f"CompiledKernel {self.name}({self.signature})",
                  f"  options: {self.options.describe()}",
                  f"  graph: {self.nodes_in} op nodes after the frontend, {self.nodes_out} after optimisation",
                  f"  kernels planned: {len(self.plans)}"]
         for i, k in enumerate(self.plans):
-            ops = getattr(k, "ops", None)
-            lines.append(f"    #{i} {getattr(k, 'category', '?')} anchor={getattr(k, 'anchor', '?')}"
-                         + (f": {' '.join(ops)}" if ops else ""))
-        for k in self.kernels:
-            lines.append(f"  device kernel k{k.index} {k.name}: {k.core_type.upper()} x {k.blocks}, "
-                         f"{len(k.program)} instructions; {k.tiling.params.describe()}")
+            lines.append(f"    #{i} {k.category.name} anchor={k.anchor}" + (f": {' '.join(k.ops)}" if k.ops else ""))
+        for dk in self.kernels:
+            lines.append(f"  device kernel k{dk.index} {dk.name}: {dk.core_type.upper()} x {dk.blocks}, "
+                         f"{len(dk.program)} instructions; {dk.tiling.params.describe()}")
         plan = self.memory_plan
         if plan is not None and getattr(plan, "peak_bytes", None) is not None:
             lines.append(f"  workspace: {plan.peak_bytes} bytes (naive {plan.naive_bytes})")

@@ -15,11 +15,12 @@ import types
 from collections import namedtuple
 from typing import Any, Callable
 
+from .. import ge, ir
 from ..errors import CompileError
-from .. import ge
 from ..codegen.generate import CodegenOptions, generate
 from .artifact import CompiledKernel, build_host, count_ops, device_stages, key_hash, matched_dots
-from .errors import ArgumentError, InternalCompilerError, debug_enabled, failing_pass
+from .dump import write_dump
+from .errors import ArgumentError, InternalCompilerError, debug_enabled
 from .options import KernelOptions, make_options
 from .profile import Profile
 from .specialize import ArgBinder, BoundCall, describe_key, specialize, tensor_type
@@ -115,15 +116,12 @@ class Kernel:
             self._hits += 1
         dump_dir = os.environ.get("PYASC_DUMP_DIR")
         if dump_dir:
-            from .dump import write_dump
-
             write_dump(dump_dir, compiled)  # also on hits: re-creates a folder the user deleted
         return compiled
 
     # ---- the pipeline ----------------------------------------------------------
     def _compile(self, call: BoundCall, key: tuple) -> CompiledKernel:
-        from .. import ir
-        from ..frontend import ArgSpec, build_graph
+        from ..frontend import ArgSpec, build_graph  # loaded at the first compile: `import pyasc` stays light
 
         params = self._binder.params
         specs = [
@@ -167,7 +165,7 @@ class Kernel:
             name=self.__name__, signature=describe_key(params, call.key), key=key,
             key_hash=key_hash(self._id, key), options=self.options, params=params, graph=result.graph,
             stages=stages, dots=dots, plans=list(result.kernels), memory_plan=result.memory_plan,
-            fusion_log=list(result.fusion_log), pass_log=result.pass_report(times=False),
+            fusion_decisions=list(result.fusion_decisions), pass_log=result.pass_report(times=False),
             returns_tuple=fe.returns_tuple, guards=fe.guards, pass_times=dict(result.pass_times),
             timings={"frontend": t1 - t0, "print": t2 - t1, "optimize": t3 - t2,
                      **({"codegen": t4 - t3, "host": t5 - t4} if device is not None else {}), "total": t5 - t0},
@@ -188,13 +186,13 @@ class _stage:
     def __exit__(self, exc_type, exc, tb) -> bool:
         if exc is None or isinstance(exc, (CompileError, InternalCompilerError)) or not isinstance(exc, Exception):
             return False
+        original = exc.error if isinstance(exc, ge.PassFailure) else exc
         if debug_enabled():
-            return False  # PYASC_DEBUG=1: the original exception, unwrapped
-        where = self.stage
-        pass_name = failing_pass(tb)
-        if pass_name:
-            where = f"optimiser pass {pass_name!r}"
-        raise InternalCompilerError(where, self.kernel, exc) from exc
+            if original is exc:
+                return False  # PYASC_DEBUG=1: the original exception, unwrapped
+            raise original  # the pass's own exception, with its traceback
+        where = f"optimiser pass {exc.pass_name!r}" if isinstance(exc, ge.PassError) else self.stage
+        raise InternalCompilerError(where, self.kernel, original) from original
 
 
 def kernel(fn: Callable[..., Any] | None = None, /, **options: Any) -> Any:
