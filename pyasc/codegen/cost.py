@@ -155,7 +155,9 @@ class _Walker:
     def stmt(self, s: Stmt, env: dict[str, int]) -> Cost:
         if isinstance(s, TileOp):
             c = Cost()
-            if s.pipe == "V":
+            if s.instr == "sync_all":
+                cyc = self.chip.sync_all_cycles
+            elif s.pipe == "V":
                 cyc = _vector_cycles(s, env, self.chip)
             elif s.pipe == "M":
                 cyc = _mmad_cycles(s, env, self.chip)

@@ -206,3 +206,25 @@ def input_layout(domain: Domain, operand: Sequence[IntLike], per_row: bool = Fal
     else:
         cls = "col" if r_stride != 0 else "scalar"
     return InputLayout(cls, o_strides, r_stride)
+
+
+def column_domain(shape: Sequence[IntLike], reduced: Sequence[int], operands: Sequence[Sequence[IntLike]]) -> Domain:
+    """The domain of a column reduction: kept leading dims (outer), the reduced dims (R), kept trailing dims
+    (C, the columns). The reduced axes must be one contiguous block followed by at least one kept axis."""
+    shape = tuple(shape)
+    red = sorted(set(reduced))
+    if not red or red != list(range(red[0], red[-1] + 1)) or red[-1] == len(shape) - 1:
+        raise UnsupportedDomain(f"a reduction over axes {tuple(red)} of {shape} is not one block of leading or "
+                                "middle axes")
+    masks = [_masks(shape, op) for op in operands]
+    keep = [i for i, d in enumerate(shape) if d != 1]
+    outer_groups = _collapse([i for i in keep if i < red[0]], masks)
+    r_groups = _collapse([i for i in keep if red[0] <= i <= red[-1]], masks)
+    c_groups = _collapse([i for i in keep if i > red[-1]], masks)
+    if len(r_groups) > 1 or len(c_groups) > 1:
+        raise UnsupportedDomain(f"operands broadcast differently inside the reduced or kept axes of {shape}")
+    r_group = r_groups[0] if r_groups else []
+    c_group = c_groups[0] if c_groups else []
+    size = lambda g: prod([shape[i] for i in g])  # noqa: E731 - a local shorthand
+    return Domain(shape, red[-1] + 1, tuple(size(g) for g in outer_groups), size(r_group), size(c_group),
+                  tuple(tuple(g) for g in (*outer_groups, r_group, c_group)))

@@ -15,17 +15,17 @@ from simulator import Program
 
 from .. import symbolic as sy
 from ..errors import CompileError
+from ..ge.plan import KernelKind, KernelPlan
 from ..ir import Graph, Node, Value
-from . import kinds
 from .domain import UnsupportedDomain, dims
 from .emit import emit
 from .kernel_graph import KernelGraph, build_kernel_graph
-from .launch import IfStep, Launch, LaunchPlan, Locator, Step, WorkspaceLayout, branch_locations, \
+from .launch import WORKSPACE, IfStep, Launch, LaunchPlan, Loc, Locator, Step, WorkspaceLayout, branch_locations, \
     dim_symbols, root_locations
 from .lowering import no_lowering
 from .schedule import TileSchedule
 from .sync import SyncPlan
-from .templates import vector, vector_kernel
+from .templates import column, multipass, vector, vector_kernel
 from .tiling import NoLegalTiling, TilingChoice, choose, scoring_dims
 
 
@@ -50,6 +50,7 @@ class DeviceKernel:
     inputs: list[Value]          # graph values bound to in<i>
     outputs: list[Value]         # graph values bound to out<j>
     plan: Any = None             # the optimiser's KernelPlan (None for a copy the launch plan added)
+    scratch: dict[str, Loc] = field(default_factory=dict)   # GM scratch parameter -> its workspace area
 
     @property
     def core_type(self) -> str:
@@ -155,43 +156,64 @@ class _Generator:
             args[vector_kernel.in_param(i)] = loc[v]
         for j, v in enumerate(dk.outputs):
             args[vector_kernel.out_param(j)] = loc[v]
+        args.update(dk.scratch)
         return args
 
     # ---- one kernel plan --------------------------------------------------------------------------
-    def compile_plan(self, plan: Any) -> list[DeviceKernel]:
+    def compile_plan(self, plan: KernelPlan) -> list[DeviceKernel]:
         label = f"{self.name}_k{plan.group}"
         kg = build_kernel_graph(label, plan.nodes, plan.inputs, plan.outputs)
-        return [self.vector_kernel(label, kg, plan)]
+        kind = plan.kind
+        if kind == KernelKind.ELEMENTWISE:
+            return [self.vector_kernel(label, kg, plan)]
+        if kind == KernelKind.ROW_REDUCE:
+            return [self.vector_kernel(label, kg, plan, rows=dims(plan.structure.rows), k=plan.structure.k)]
+        if kind == KernelKind.COLUMN_REDUCE:
+            return [self.column_kernel(label, kg, plan)]
+        raise _unsupported(kg, label, f"a {kind.value} kernel has no template yet")
+
+    def column_kernel(self, label: str, kg: KernelGraph, plan: KernelPlan) -> DeviceKernel:
+        try:
+            ck = column.analyze(label, kg, plan.structure.rows, tuple(plan.structure.reduced_axes))
+        except UnsupportedDomain as e:
+            raise _unsupported(kg, label, str(e)) from None
+        cands = column.tilings(ck, self.chip, self.options.buffer_num, self.options.cores or self.chip.aiv_cores)
+        scoring, nominal = scoring_dims(sorted({s for d in ck.domain.shape for s in _syms(d)}))
+        try:
+            chosen = choose(cands, lambda t: column.schedule(ck, t, self.chip), self.chip, scoring,
+                            self.options.sync, nominal)
+        except NoLegalTiling as e:
+            raise _unsupported(kg, label, str(e)) from None
+        return self._finish(label, "column", chosen, kg, plan, None)
 
     def copy_kernel(self, src: Value, dst: Value, label: str) -> DeviceKernel:
         """A kernel that writes `src` (a branch input or constant) into the If output `dst`."""
         kg = build_kernel_graph(label, [], [src], [src])
         return self.vector_kernel(label, kg, None, outputs=[dst])
 
-    def vector_kernel(self, label: str, kg: KernelGraph, plan: Any, outputs: list[Value] | None = None) -> DeviceKernel:
-        shape = kinds.classify(kg)
-        if shape.kind not in ("pointwise", "row"):
-            raise _unsupported(kg, label, f"a {shape.kind} reduction has no template yet")
-        chosen: TilingChoice | None = None
+    def vector_kernel(self, label: str, kg: KernelGraph, plan: Any, outputs: list[Value] | None = None,
+                      rows: tuple | None = None, k: int = 0) -> DeviceKernel:
+        """A pointwise kernel (rows None) or a row reduction of `rows` over its last k axes."""
         errors: list[str] = []
-        modes = ("rows",) if shape.reduce_rows is not None else ("rows", "chunks")
+        modes = ("rows", "multipass") if rows is not None else ("rows", "chunks")
         candidates, analyses = [], {}
+        cores = self.options.cores or self.chip.aiv_cores
         for mode in modes:
             try:
-                vk = vector_kernel.analyze(label, kg, shape.reduce_rows, shape.k, mode)
+                vk = vector_kernel.analyze(label, kg, rows, k, mode)
             except UnsupportedDomain as e:
                 errors.append(str(e))
                 continue
             analyses[mode] = vk
-            candidates += vector.tilings(vk, self.chip, self.options.buffer_num,
-                                         self.options.cores or self.chip.aiv_cores)
+            tiler = multipass.tilings if mode == "multipass" else vector.tilings
+            candidates += tiler(vk, self.chip, self.options.buffer_num, cores)
         if not candidates:
             raise _unsupported(kg, label, "; ".join(errors) or "no tile of this kernel fits the chip's UB")
         syms = sorted({s for vk in analyses.values() for d in vk.domain.shape for s in _syms(d)})
-        dims, nominal = scoring_dims(syms)
+        scoring, nominal = scoring_dims(syms)
         try:
-            chosen = choose(candidates, lambda t: vector.schedule(analyses[t.mode], t, self.chip), self.chip, dims,
-                            self.options.sync, nominal)
+            chosen = choose(candidates, lambda t: _SCHEDULES[t.mode](analyses[t.mode], t, self.chip), self.chip,
+                            scoring, self.options.sync, nominal)
         except NoLegalTiling as e:
             raise _unsupported(kg, label, str(e)) from None
         return self._finish(label, "vector", chosen, kg, plan, outputs)
@@ -201,8 +223,9 @@ class _Generator:
         sched = chosen.chosen.schedule
         assert sched is not None and chosen.chosen.sync is not None
         program = emit(sched, chosen.chosen.sync, self.chip)
+        scratch = {p: Loc(WORKSPACE, self.layout.take(n), n) for p, n in sched.scratch.items()}
         dk = DeviceKernel(len(self.kernels), label, template, sched, chosen, chosen.chosen.sync, program,
-                          list(kg.inputs), list(outputs if outputs is not None else kg.outputs), plan)
+                          list(kg.inputs), list(outputs if outputs is not None else kg.outputs), plan, scratch)
         self.kernels.append(dk)
         return dk
 
@@ -211,8 +234,11 @@ def _syms(d: Any) -> set[str]:
     return set(sy.free_symbols(d))
 
 
+_SCHEDULES = {"rows": vector.schedule, "chunks": vector.schedule, "multipass": multipass.schedule}
+
+
 def _is_control(plan: Any) -> bool:
-    return plan.anchor == "If"
+    return plan.kind == KernelKind.CONTROL
 
 
 def _unsupported(kg: KernelGraph, label: str, why: str) -> CompileError:

@@ -309,7 +309,7 @@ def _rows_body(b: _Builder) -> list[Stmt]:
     body += _per_row_loads(place, b) + _row_ops(place, b.pp.before)
     for n, p in enumerate(b.pp.passes):
         body += _init_accs(place, p.loop_ops)
-        body.append(_chunk_loop(b, f"j{n}", p.loop_ops, 0, F("NC")', False))
+        body.append(_chunk_loop(b, f"j{n}", p.loop_ops, 0, F("NC"), False))
         body += _row_ops(place, p.after)
     body.append(_chunk_loop(b, "jf", b.pp.final, 0, F("NC"), True))
     body += _row_stores(place, b)

@@ -5,7 +5,7 @@ template (a tile is a chunk of one row, revisited once per pass).
 """
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Callable, Sequence
 
 from simulator import isa
 
@@ -169,35 +169,37 @@ class Placement:
         if resident:
             g = Geometry(full=sy.mul(F("tr"), F("Cp")) if self.rows_mode else F("tw"), row=F("tr"), rows=F("tr"),
                          cols=F("C") if self.rows_mode else F("tw"), stride=F("Cp") if self.rows_mode else F("tw"))
-        ref = (lambda b: self.ref(b, tile_slot=False)) if resident else self.ref
-        n = g.count(op.dst.space) if op.dst.space != Space.SCALAR else 1
-        dst = ref(op.dst)
-        s = [ref(x) if isinstance(x, VBuf) else x for x in op.srcs]
-        k = op.kind
-        if k == "binary":
-            return [T.vbinary(op.fn, dst, s[0], s[1], n, op.dtype, note=op.note)]
-        if k == "scalar":
-            return [T.vscalar(op.fn, dst, s[0], s[1], n, op.dtype, reverse=op.reverse, note=op.note)]
-        if k == "unary":
-            return [T.vunary(op.fn, dst, s[0], n, op.dtype, note=op.note)]
-        if k == "compare":
-            return [T.vcompare(op.fn, dst, s[0], s[1], n, op.dtype, note=op.note)]
-        if k == "select":
-            return [T.vselect(dst, s[0], s[1], s[2], n, op.dtype, note=op.note)]
-        if k == "cast":
-            return [T.vcast(dst, s[0], n, op.dtype, op.dst.dtype, note=op.note)]
-        if k == "dup":
-            return [T.vdup(dst, s[0], n, op.dst.dtype, note=op.note)]
-        if k == "copy":
-            return [T.vcopy(dst, s[0], n, op.dtype, note=op.note)]
-        if k == "reduce":
-            return [T.vreduce(op.fn, dst, s[0], g.rows, g.cols, op.dtype, src_row_stride=g.stride, note=op.note)]
-        if k == "finalize_mean":
-            return [T.vscalar("div", dst, s[0], F("C"), n, op.dtype, note=op.note)]
-        if k == "expand":
-            src_space = op.srcs[0].space
-            if src_space == Space.SCALAR:
-                return [T.vbroadcast(dst, s[0], 1, n, op.dtype, axis=1, note=op.note)]
-            return [T.vbroadcast(dst, s[0], g.rows, g.stride, op.dtype, axis=1, dst_row_stride=g.stride,
-                                 note=op.note)]
-        raise AssertionError(f"unknown vector op kind {k!r}")
+        return translate_vop(op, g, (lambda b: self.ref(b, tile_slot=False)) if resident else self.ref)
+
+
+def translate_vop(op: VOp, g: Geometry, ref: Callable[[VBuf], Ref]) -> list[Stmt]:
+    """The tile ops of one vector op for a tile geometry (`ref` places its buffers)."""
+    n = g.count(op.dst.space) if op.dst.space != Space.SCALAR else 1
+    dst = ref(op.dst)
+    s = [ref(x) if isinstance(x, VBuf) else x for x in op.srcs]
+    k = op.kind
+    if k == "binary":
+        return [T.vbinary(op.fn, dst, s[0], s[1], n, op.dtype, note=op.note)]
+    if k == "scalar":
+        return [T.vscalar(op.fn, dst, s[0], s[1], n, op.dtype, reverse=op.reverse, note=op.note)]
+    if k == "unary":
+        return [T.vunary(op.fn, dst, s[0], n, op.dtype, note=op.note)]
+    if k == "compare":
+        return [T.vcompare(op.fn, dst, s[0], s[1], n, op.dtype, note=op.note)]
+    if k == "select":
+        return [T.vselect(dst, s[0], s[1], s[2], n, op.dtype, note=op.note)]
+    if k == "cast":
+        return [T.vcast(dst, s[0], n, op.dtype, op.dst.dtype, note=op.note)]
+    if k == "dup":
+        return [T.vdup(dst, s[0], n, op.dst.dtype, note=op.note)]
+    if k == "copy":
+        return [T.vcopy(dst, s[0], n, op.dtype, note=op.note)]
+    if k == "reduce":
+        return [T.vreduce(op.fn, dst, s[0], g.rows, g.cols, op.dtype, src_row_stride=g.stride, note=op.note)]
+    if k == "finalize_mean":
+        return [T.vscalar("div", dst, s[0], F("C"), n, op.dtype, note=op.note)]
+    if k == "expand":
+        if op.srcs[0].space == Space.SCALAR:
+            return [T.vbroadcast(dst, s[0], 1, n, op.dtype, axis=1, note=op.note)]
+        return [T.vbroadcast(dst, s[0], g.rows, g.stride, op.dtype, axis=1, dst_row_stride=g.stride, note=op.note)]
+    raise AssertionError(f"unknown vector op kind {k!r}")
