@@ -166,14 +166,20 @@ def input_layout(domain: Domain, operand: Sequence[IntLike], per_row: bool = Fal
     if math.prod(d for d in operand if isinstance(d, int)) == 1 and all(isinstance(d, int) for d in operand):
         return InputLayout("scalar", tuple(0 for _ in domain.outer), 0)
     if per_row:
-        trimmed = operand
-        while len(trimmed) > domain.lead and trimmed and trimmed[-1] == 1:
-            trimmed = trimmed[:-1]
+        # numpy's alignment first (a keepdims shape [R, 1] broadcasts as one value per row); a shape that
+        # only makes sense per row (the rows shape itself, beside a reduction without keepdims) aligns with
+        # the row dims instead
+        try:
+            lay = input_layout(domain, operand)
+            if lay.cls in ("col", "scalar"):
+                return lay
+        except UnsupportedDomain:
+            pass
         target = domain.shape[: domain.lead]
-        off = len(target) - len(trimmed)
+        off = len(target) - len(operand)
         if off < 0:
             raise UnsupportedDomain(f"per-row operand {operand} does not match the rows {target}")
-        aligned: list[IntLike | None] = [None] * off + list(trimmed) + [None] * (len(domain.shape) - domain.lead)
+        aligned: list[IntLike | None] = [None] * off + list(operand) + [None] * (len(domain.shape) - domain.lead)
     else:
         off = len(domain.shape) - len(operand)
         aligned = [None] * off + list(operand)

@@ -80,6 +80,7 @@ class InputUse:
     value: Value            # the local Data value
     space: Space
     buf: VBuf
+    shape: tuple = ()       # the shape its layout is read as (an expand_dims view of it; else its own)
 
 
 @dataclass
@@ -119,16 +120,19 @@ class _Builder:
         if v.node.op == "Const":
             return _scalar(v.node.attrs["value"], dtype)
         if v.node.op == "Data":
-            src = self.load(v, min(space, self.space_of(v)))
+            src = self.load(v, min(space, self.space_of(v)), tuple(v.type.shape))
+        elif v not in self.env and is_input_view(v):
+            # expand_dims of an input only inserts size-1 dims: read the input's bytes with the view's shape
+            src = self.load(v.node.inputs[0], min(space, self.space_of(v)), tuple(v.type.shape))
         else:
             src = self.env[v]
         return self.convert(src, space, dtype)
 
-    def load(self, v: Value, space: Space) -> VBuf:
-        key = (v, space)
+    def load(self, v: Value, space: Space, shape: tuple) -> VBuf:
+        key = (v, space, shape)
         if key not in self.inputs:
             buf = self.new(space, v.type.dtype, v.node.name or f"in{self.data_index[v]}")
-            self.inputs[key] = InputUse(self.data_index[v], v, space, buf)
+            self.inputs[key] = InputUse(self.data_index[v], v, space, buf, shape)
         return self.inputs[key].buf
 
     def convert(self, src: VBuf, space: Space, dtype: str) -> VBuf:
@@ -150,6 +154,8 @@ class _Builder:
 
     # ---- nodes ------------------------------------------------------------------------------
     def node(self, n: Node) -> None:
+        if is_input_view(n.out()):
+            return  # read through when used (see operand)
         if n.op in REDUCE:
             self.reduce(n)
             return
@@ -247,6 +253,11 @@ class _Builder:
         self.env[n.out()] = res
 
 
+def is_input_view(v: Value) -> bool:
+    """expand_dims of a kernel input: a view of the input's bytes with size-1 dims inserted."""
+    return v.node.op == "expand_dims" and v.node.inputs[0].node.op == "Data"
+
+
 _SWAPPED = {"lt": "gt", "gt": "lt", "le": "ge", "ge": "le", "eq": "eq", "ne": "ne"}
 
 
@@ -287,8 +298,8 @@ def build_vector_plan(kg: KernelGraph, nodes: Sequence[Node], space_of: Callable
             out = b.emit(VOp("dup", b.new(space_of(v), v.type.dtype, "constant"), (value,), dtype=v.type.dtype))
         elif v.node.op == "Data":
             out = b.operand(v, space_of(v), v.type.dtype)
-        elif v in b.env:
-            out = b.env[v]
+        elif v in b.env or is_input_view(v):
+            out = b.operand(v, space_of(v), v.type.dtype) if v not in b.env else b.env[v]
         else:
             continue
         if isinstance(out, VBuf):

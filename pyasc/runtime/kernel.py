@@ -17,6 +17,7 @@ from typing import Any, Callable
 
 from .. import ge, ir
 from ..errors import CompileError
+from ..codegen.capacity import codegen_capacity
 from ..codegen.generate import CodegenOptions, generate
 from .artifact import CompiledKernel, build_host, count_ops, device_stages, key_hash, matched_dots
 from .dump import write_dump
@@ -144,8 +145,12 @@ class Kernel:
         nodes_in = count_ops(graph)
         t2 = time.perf_counter()
         with _stage(self.__name__, "the optimiser"):
+            # on the emulator, fusion asks the code generator what fits, so every group it forms tiles
+            capacity = (codegen_capacity(self.options.chip_config, self.options.buffer_num)
+                        if self.options.backend == "emulator" else None)
             result = ge.optimize(graph, opt_level=self.options.opt_level,
-                                 disabled_passes=self.options.disable_passes, chip=self.options.chip_config)
+                                 disabled_passes=self.options.disable_passes, chip=self.options.chip_config,
+                                 capacity=capacity)
         t3 = time.perf_counter()
         ge_stages = [f"ge.{i:02d}.{name}" for i, (name, _) in enumerate(result.stages, 1)]
         stages.update(zip(ge_stages, (text for _, text in result.stages)))

@@ -93,7 +93,7 @@ def analyze(name: str, kg: KernelGraph, shape: Any, reduced: tuple[int, ...]) ->
         raise UnsupportedDomain("a column reduction takes no epilogue")
     layouts = {}
     for use in plan.inputs:
-        lay = input_layout(domain, dims(use.value.type.shape))
+        lay = input_layout(domain, dims(use.shape))
         if lay.cls == "col" and lay.r_stride != 1:
             raise UnsupportedDomain(f"input of shape {use.value.type.shape}: per-row values are not contiguous")
         layouts[use.buf.id] = lay

@@ -80,12 +80,10 @@ class Placement:
         return loads + out
 
     def _needs_pad_init(self) -> bool:
+        """Rows padded past their length leave bytes the vector ops read: loads pad only to 32 bytes and
+        a row broadcast writes only the row, so every full-tile input slot is zeroed once."""
         c = self.vk.domain.C
-        if not isinstance(c, int):
-            return True
-        cp = padded_row(self.vk)
-        return any(-(-c * isa.itemsize(u.buf.dtype) // 32) * 32 < cp * isa.itemsize(u.buf.dtype)
-                   for u in self.vk.per_tile if u.space == Space.FULL)
+        return not isinstance(c, int) or padded_row(self.vk) != c
 
     # -- per tile -------------------------------------------------------------------------------------
     def loads(self) -> list[Stmt]:

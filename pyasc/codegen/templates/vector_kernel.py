@@ -17,7 +17,7 @@ from ..domain import (Domain, InputLayout, UnsupportedDomain, dims, input_layout
 from ..kernel_graph import KernelGraph
 from ..schedule import Buffer
 from ..ub_alloc import Assignment, assign
-from ..vector_ops import InputUse, Space, VectorPlan, VOp, build_vector_plan
+from ..vector_ops import InputUse, Space, VectorPlan, VOp, build_vector_plan, is_input_view
 
 F = sy.sym   # tiling fields and loop variables are symbols of the kernel body
 
@@ -68,7 +68,9 @@ class VectorTiling:
 def analyze(name: str, kg: KernelGraph, reduce_rows: Sequence[Any] | None, k: int, mode: str) -> VectorKernel:
     """`reduce_rows`: the row reduction's input shape (None for a pointwise kernel); k: axes it reduces;
     mode: "rows" or "chunks" (a row broadcast over all rows is resident only in rows mode)."""
-    graph_inputs = [n.out() for n in kg.graph.nodes if n.op == "Data"]
+    views = [n.out() for n in kg.graph.nodes if is_input_view(n.out())]
+    viewed = {v.node.inputs[0] for v in views}
+    graph_inputs = [n.out() for n in kg.graph.nodes if n.op == "Data" and n.out() not in viewed] + views
     in_shapes = [dims(v.type.shape) for v in graph_inputs if v.type.numel != 1]
     if reduce_rows is None:
         shape = _domain_shape(kg)
@@ -85,7 +87,7 @@ def analyze(name: str, kg: KernelGraph, reduce_rows: Sequence[Any] | None, k: in
         if v.node.op in ("Data", "Const") and t.numel == 1 and t.is_static:
             return Space.SCALAR
         shp = dims(t.shape)
-        if v.node.op == "Data":
+        if v.node.op == "Data" or is_input_view(v):
             if not _broadcastable(shp, domain.shape):
                 return Space.ROW
             cls = input_layout(domain, shp).cls
@@ -103,7 +105,7 @@ def analyze(name: str, kg: KernelGraph, reduce_rows: Sequence[Any] | None, k: in
     resident: list[InputUse] = []
     per_tile: list[InputUse] = []
     for use in plan.inputs:
-        shp = dims(use.value.type.shape)
+        shp = dims(use.shape)
         lay = input_layout(domain, shp, per_row=use.space == Space.ROW)
         if use.space == Space.ROW and lay.cls not in ("col", "scalar"):
             raise UnsupportedDomain(f"input of shape {tuple(shp)} is read per row but is not one value per row")
