@@ -11,12 +11,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
+import numpy as np
+
 from simulator import Program
 
 from .. import symbolic as sy
 from ..errors import CompileError
 from ..ge.plan import KernelKind, KernelPlan
-from ..ir import Graph, Node, Value
+from ..ir import Graph, Node, Value, interpret
 from .domain import UnsupportedDomain, dims
 from .emit import emit
 from .kernel_graph import KernelGraph, build_kernel_graph
@@ -163,6 +165,8 @@ class _Generator:
     def compile_plan(self, plan: KernelPlan) -> list[DeviceKernel]:
         label = f"{self.name}_k{plan.group}"
         kg = build_kernel_graph(label, plan.nodes, plan.inputs, plan.outputs)
+        if any(v.type.numel == 0 for v in kg.inputs) and all(v.type.is_static for v in kg.outputs):
+            return self.empty_input_kernels(label, kg, plan)
         kind = plan.kind
         if kind == KernelKind.ELEMENTWISE:
             return [self.vector_kernel(label, kg, plan)]
@@ -185,6 +189,24 @@ class _Generator:
         except NoLegalTiling as e:
             raise _unsupported(kg, label, str(e)) from None
         return self._finish(label, "column", chosen, kg, plan, None)
+
+    def empty_input_kernels(self, label: str, kg: KernelGraph, plan: KernelPlan) -> list[DeviceKernel]:
+        """A kernel reading a zero-size input computes constants (a reduction over nothing is its identity):
+        they are computed now and written by fill kernels (an empty output needs no launch at all)."""
+        values = interpret(kg.graph, [np.zeros(dims_static(v), v.type.dtype) for v in kg.inputs])
+        out = []
+        for j, (v, arr) in enumerate(zip(kg.outputs, values)):
+            if arr.size == 0:
+                continue
+            flat = np.asarray(arr).reshape(-1)
+            if not (flat == flat[0]).all() and not np.isnan(flat).all():
+                raise _unsupported(kg, label, "a kernel of empty inputs with a non-uniform result")
+            g = Graph(f"{label}_fill{j}")
+            g.set_outputs([g.add("full", [], {"shape": tuple(arr.shape), "fill_value": flat[0].item(),
+                                             "dtype": v.type.dtype}).out()])
+            fill = KernelGraph(g, [], [v])
+            out.append(self.vector_kernel(f"{label}_fill{j}", fill, plan))
+        return out
 
     def copy_kernel(self, src: Value, dst: Value, label: str) -> DeviceKernel:
         """A kernel that writes `src` (a branch input or constant) into the If output `dst`."""
@@ -228,6 +250,10 @@ class _Generator:
                           list(kg.inputs), list(outputs if outputs is not None else kg.outputs), plan, scratch)
         self.kernels.append(dk)
         return dk
+
+
+def dims_static(v: Value) -> tuple[int, ...]:
+    return tuple(int(d) for d in v.type.shape)
 
 
 def _syms(d: Any) -> set[str]:

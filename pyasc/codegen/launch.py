@@ -202,3 +202,25 @@ def evaluate_fields(fields: Mapping[str, IntLike], args: Mapping[str, Loc], dims
     for p, loc in args.items():
         out[base_field(p)] = sy.evaluate(loc.offset, dims_env)
     return out
+
+
+def reference_launches(plan: LaunchPlan, kernels: Sequence[Any], env: Mapping[str, int],
+                       cond: Any = lambda loc, dtype: True) -> list[tuple[int, int, dict[str, int]]]:
+    """The launches the host code makes, computed in Python: (kernel, blocks, tiling data) in order.
+
+    The reference the LLVM host module is tested against; `cond(loc, dtype)` answers If conditions.
+    """
+    out: list[tuple[int, int, dict[str, int]]] = []
+
+    def walk(steps: Sequence[Step]) -> None:
+        for s in steps:
+            if isinstance(s, Launch):
+                k = kernels[s.kernel]
+                blocks = sy.evaluate(k.schedule.blocks, env)
+                if blocks > 0:
+                    out.append((s.kernel, blocks, evaluate_fields(k.schedule.fields, s.args, env)))
+            else:
+                walk(s.then_steps if cond(s.cond, s.cond_dtype) else s.else_steps)
+
+    walk(plan.steps)
+    return out

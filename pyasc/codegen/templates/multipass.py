@@ -130,9 +130,12 @@ class _Builder:
         ops, loops = self.pp.linear()
         per_chunk = [u for u in vk.per_tile if u.space == Space.FULL]
         per_row = [u for u in vk.per_tile if u.space != Space.FULL]
-        out_bufs = [b for _, b in vk.plan.outputs]
-        self.alloc = assign(ops, [u.buf for u in per_chunk], [u.buf for u in vk.resident + per_row], out_bufs,
-                            vk.prologue, loops)
+        # full-size outputs are stored per chunk (they rotate); per-row outputs once per row: they live in
+        # their own buffer for the whole row, like the per-row inputs
+        full_out = [b for (_, b), sp in zip(vk.plan.outputs, vk.out_spaces) if sp == Space.FULL]
+        row_out = [b for (_, b), sp in zip(vk.plan.outputs, vk.out_spaces) if sp != Space.FULL]
+        self.alloc = assign(ops, [u.buf for u in per_chunk], [u.buf for u in vk.resident + per_row] + row_out,
+                            full_out, vk.prologue, loops)
         self.per_chunk, self.per_row = per_chunk, per_row
         vk_view = _with_alloc(vk, self.alloc)
         self.vk_alloc = vk_view

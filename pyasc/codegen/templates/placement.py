@@ -162,11 +162,15 @@ class Placement:
         return out
 
     # -- one vector op ----------------------------------------------------------------------------
+    def resident_geometry(self) -> Geometry:
+        """Resident values are made once for the largest tile (rows mode) or chunk."""
+        if self.rows_mode:
+            return Geometry(full=sy.mul(F("tr"), F("Cp")), row=F("tr"), rows=F("tr"), cols=F("C"), stride=F("Cp"))
+        rows = 1 if self.vk.mode == "multipass" else F("tr")
+        return Geometry(full=F("tw"), row=rows, rows=rows, cols=F("tw"), stride=F("tw"))
+
     def vop(self, op: VOp, resident: bool = False) -> list[Stmt]:
-        g = self.geom
-        if resident:
-            g = Geometry(full=sy.mul(F("tr"), F("Cp")) if self.rows_mode else F("tw"), row=F("tr"), rows=F("tr"),
-                         cols=F("C") if self.rows_mode else F("tw"), stride=F("Cp") if self.rows_mode else F("tw"))
+        g = self.resident_geometry() if resident else self.geom
         return translate_vop(op, g, (lambda b: self.ref(b, tile_slot=False)) if resident else self.ref)
 
 
