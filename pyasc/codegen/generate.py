@@ -116,7 +116,13 @@ class _Generator:
         return DeviceModule(self.kernels, plan, shapes, [v.type.dtype for v in self.graph.outputs])
 
     def _produced(self, graph: Graph) -> list[Value]:
-        return [v for p in self.plans if p.graph is graph and not _is_control(p) for v in p.outputs]
+        """Values the kernels of `graph` write: their outputs, and every output of an If (its branches
+        write them all, read or not)."""
+        out: list[Value] = []
+        for p in self.plans:
+            if p.graph is graph:
+                out += [v for n in p.nodes for v in n.values] if _is_control(p) else p.outputs
+        return out
 
     # ---- one graph scope ------------------------------------------------------------------------
     def scope(self, graph: Graph, loc: Locator, memory_plan: Any) -> list[Step]:

@@ -302,6 +302,8 @@ def build_vector_plan(kg: KernelGraph, nodes: Sequence[Node], space_of: Callable
             out = b.operand(v, space_of(v), v.type.dtype) if v not in b.env else b.env[v]
         else:
             continue
-        if isinstance(out, VBuf):
-            outputs.append((i, out))
+        if not isinstance(out, VBuf):  # an op that reduced to an immediate (broadcast_to of a constant)
+            out = b.emit(VOp("dup", b.new(space_of(v), v.type.dtype, "constant"), (_scalar(out, v.type.dtype),),
+                             dtype=v.type.dtype))
+        outputs.append((i, out))
     return VectorPlan(b.ops, list(b.inputs.values()), outputs, b.bufs, b.reductions)
