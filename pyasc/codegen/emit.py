@@ -85,10 +85,36 @@ class Emitter:
         self.p = Program(schedule.name, schedule.core_type, [g.name for g in schedule.params],
                          list(schedule.fields))
         self.scopes: list[_Scope] = []
+        # a field whose value is known when compiling (static shapes) is folded into the program
+        self.static = {f: v for f, v in schedule.fields.items() if isinstance(v, int)}
+        self._folded: dict[Expr, IntLike] = {}
+
+    def fold(self, e: IntLike) -> IntLike:
+        if isinstance(e, int) or not self.static:
+            return e
+        out = self._folded.get(e)
+        if out is None:
+            out = self._folded[e] = sy.substitute(e, self.static)
+        return out
+
+    def fold_args(self, args: dict[str, Any]) -> dict[str, Any]:
+        out = {}
+        for k, v in args.items():
+            if isinstance(v, Expr):
+                v = self.fold(v)
+            elif isinstance(v, Ref):
+                v = Ref(v.buffer, self.fold(v.slot), self.fold(v.offset))
+            elif isinstance(v, GmRef):
+                v = GmRef(v.param, self.fold(v.offset))
+            out[k] = v
+        return out
 
     # ---- expressions ----------------------------------------------------------------------
     def value(self, e: IntLike) -> int | Reg:
         """An operand for `e`: the int itself, or a register holding it."""
+        if isinstance(e, int):
+            return e
+        e = self.fold(e)
         if isinstance(e, int):
             return e
         for sc in reversed(self.scopes):
@@ -220,6 +246,7 @@ class Emitter:
             self.p.wait_flag(op.src, op.dst, self.value(op.event))
 
     def op(self, t: TileOp) -> None:
+        t = TileOp(t.pipe, t.instr, self.fold_args(t.args), t.reads, t.writes, t.note)
         if t.instr in _ELEMENTWISE:
             self._split_elementwise(t)
         elif t.instr in _ROWWISE:
@@ -270,16 +297,16 @@ class Emitter:
         a = t.args
         cols, rows = a["cols"], a["rows"]
         size = isa.itemsize(a["dtype"])
+        stride_key = "src_row_stride" if t.instr == "vreduce" else "dst_row_stride"
         if not isinstance(cols, int):
-            self._call(t.instr, a)  # a symbolic row length: the tiler keeps such rows within one instruction
+            self._split_rows_at_launch(t, size, a.get(stride_key) if a.get(stride_key) is not None else cols)
             return
         per_row = isa.repeats(cols * size, self.chip.vector_repeat_bytes)
-        rows_per = max(1, self.chip.max_repeats // per_row)
+        rows_per = self._rows_per_instruction(per_row, size)
         if not isinstance(rows, int) or rows <= rows_per:
             if isinstance(rows, int) or rows_per >= self._row_bound(t):
                 self._call(t.instr, a)
                 return
-        stride_key = "src_row_stride" if t.instr == "vreduce" else "dst_row_stride"
         stride = a.get(stride_key) if a.get(stride_key) is not None else cols
         if isinstance(rows, int):
             for r0 in range(0, rows, rows_per):
@@ -291,6 +318,29 @@ class Emitter:
             self.scopes.append(_Scope({j: reg}, {var}))
             r0 = sy.mul(j, rows_per)
             self._call(t.instr, _shift_rows(t, r0, sy.min_(rows_per, sy.add(rows, sy.mul(-1, r0))), stride, size))
+            self.scopes.pop()
+
+    def _rows_per_instruction(self, per_row: int, size: int) -> int:
+        """Rows one instruction may cover: within the repeat limit and, when split, a whole number of UB
+        blocks of per-row values (the next chunk's per-row operand starts on a block)."""
+        fit = max(1, self.chip.max_repeats // per_row)
+        block = self.chip.ub_align // size
+        return fit if fit < block else fit // block * block
+
+    def _split_rows_at_launch(self, t: TileOp, size: int, stride: IntLike) -> None:
+        """Rows of a length known only at launch: as many rows per instruction as the repeat limit allows,
+        computed on the scalar unit."""
+        a = t.args
+        per_row = sy.ceildiv(sy.mul(a["cols"], size), self.chip.vector_repeat_bytes)
+        block = self.chip.ub_align // size
+        rows_per = sy.max_(block, sy.mul(sy.floordiv(sy.floordiv(self.chip.max_repeats, per_row), block), block))
+        var = f"_rows{id(t)}"
+        j = sy.sym(var)
+        with self.p.loop(self.value(sy.ceildiv(a["rows"], rows_per))) as reg:
+            self.scopes.append(_Scope({j: reg}, {var}))
+            r0 = sy.mul(j, rows_per)
+            self._call(t.instr, _shift_rows(t, r0, sy.min_(rows_per, sy.add(a["rows"], sy.mul(-1, r0))), stride,
+                                            size))
             self.scopes.pop()
 
     def _row_bound(self, t: TileOp) -> int:

@@ -44,13 +44,38 @@ def build_kernel_graph(name: str, nodes: list[Node], inputs: list[Value], output
         else:
             env[v] = g.add_input(v.type, name=v.node.name, loc=v.node.loc)
             data_inputs.append(v)
-    for n in nodes:
+    for n in _topological(nodes):
         new = g.add(n.op, [env[v] for v in n.inputs], _op_attrs(n), n.loc, n.name)
         for i in range(len(n.outputs)):
             env[Value(n, i)] = new.out(i)
     g.set_outputs([env[v] for v in outputs])
     _expand_composites(g)
     return KernelGraph(g, data_inputs, list(outputs))
+
+
+def _topological(nodes: list[Node]) -> list[Node]:
+    """The nodes with every producer before its readers (a fusion candidate may list a duplicated producer,
+    appended to the graph, after the consumer it was copied into), otherwise in the given order."""
+    members = set(nodes)
+    done: set[Node] = set()
+    out: list[Node] = []
+
+    def visit(n: Node) -> None:
+        stack = [(n, False)]
+        while stack:
+            m, ready = stack.pop()
+            if m in done:
+                continue
+            if ready:
+                done.add(m)
+                out.append(m)
+                continue
+            stack.append((m, True))
+            stack.extend((v.node, False) for v in reversed(m.inputs) if v.node in members and v.node not in done)
+
+    for n in nodes:
+        visit(n)
+    return out
 
 
 def _expand_composites(g: Graph) -> None:

@@ -100,7 +100,8 @@ def analyze(name: str, kg: KernelGraph, shape: Any, reduced: tuple[int, ...]) ->
     out_buf = plan.outputs[0][1]
     resident = [u.buf for u in plan.inputs if layouts[u.buf.id].cls == "scalar"]
     loaded = [u.buf for u in plan.inputs if layouts[u.buf.id].cls != "scalar"]
-    alloc = assign(ops + after, loaded, resident, [out_buf])
+    # the accumulator lives across the row loop (initialised before it): its own buffer, never a reloaded one
+    alloc = assign(ops + after, loaded, resident + [red.dst], [out_buf], loops=[(0, len(ops))])
     sizes = [isa.itemsize(b.dtype) for b in plan.buffers] or [4]
     return ColumnKernel(name, kg, domain, ops, red, after, list(plan.inputs), layouts, alloc, out_buf, min(sizes))
 
@@ -214,7 +215,7 @@ class _Body:
             elif lay.cls == "rowvec":
                 stage = Ref(f"rv{use.buf.id}", slot)
                 body.append(T.load(stage, self.gm_in(use, 0, F("c0")), use.buf.dtype, F("cols"), note=use.buf.what))
-                body.append(T.vbroadcast(dst, stage, rows, F("twp"), use.buf.dtype, axis=0, dst_row_stride=F("twp"),
+                body.append(T.vbroadcast(dst, stage, rows, F("cols"), use.buf.dtype, axis=0, dst_row_stride=F("twp"),
                                          note=f"{use.buf.what} over the rows"))
             elif lay.cls == "col":
                 body.append(T.load(dst, self.gm_in(use, r0, 0), use.buf.dtype, rows, note=f"{use.buf.what} per row"))
@@ -261,7 +262,7 @@ class _Body:
         out: list[Stmt] = []
         for use in self.vk.inputs:
             p = self.vk.alloc.of[use.buf.id]
-            if p.space == Space.FULL and self.vk.layouts[use.buf.id].cls == "full":
+            if p.space == Space.FULL and self.vk.layouts[use.buf.id].cls in ("full", "rowvec"):
                 for slot in range(self.t.buffer_num if p.rotating else 1):
                     out.append(T.vdup(Ref(p.name, slot), 0, sy.mul(F("tr"), F("twp")), use.buf.dtype,
                                       note="zero the row padding"))

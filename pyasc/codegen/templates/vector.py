@@ -20,6 +20,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from simulator import isa
+
 from ... import symbolic as sy
 from ...symbolic import IntLike
 from ..schedule import BLOCKS, CORE, GmParam, Let, Loop, Stmt, TileSchedule
@@ -155,8 +157,22 @@ def tilings(vk: VectorKernel, chip: Any, buffer_num: int, cores: int) -> list[Ve
 
 
 def _fits(vk: VectorKernel, tiling: VectorTiling, chip: Any, slot_cap: int) -> bool:
+    if tiling.mode == "rows" and vk.reduces and not _rows_split_aligned(vk, tiling, chip):
+        return False
     bufs = buffers_for(vk, tiling, chip)
     return all(b.slot_bytes <= slot_cap for b in bufs) and sum(b.nbytes for b in bufs) <= chip.ub_bytes
+
+
+def _rows_split_aligned(vk: VectorKernel, tiling: VectorTiling, chip: Any) -> bool:
+    """A reduction over rows too long for 255 repeats in blocks of rows must still split on whole UB blocks
+    of its per-row results: either one instruction covers every row of a tile, or a block of rows fits."""
+    cp = padded_row(vk)
+    worst = max(isa.itemsize(b.dtype) for b in vk.plan.buffers)
+    per_row = -(-cp * worst // chip.vector_repeat_bytes)
+    if per_row == 0:
+        return True  # empty rows: nothing to reduce per instruction
+    fit = chip.max_repeats // per_row
+    return tiling.rows <= fit or fit >= chip.ub_align // vk.min_itemsize
 
 
 def _largest(fits: Any, upper: int) -> int:
