@@ -71,6 +71,9 @@ class ChipConfig:
     max_nburst: int = 4095
     max_burst_blocks: int = 65535
     max_pad_burst_bytes: int = 2097151
+    # cube fractals: cube_block rows (and L0C columns) of fractal_row_bytes each (16 x 32 B = 512 B)
+    cube_block: int = 16
+    fractal_row_bytes: int = 32
     vector_repeat_bytes: int = 256
     max_repeats: int = 255
     event_ids: int = 8
@@ -112,6 +115,10 @@ class ChipConfig:
             )
         return dataclasses.replace(self, **overrides)
 
+    def fractal_c0(self, itemsize: int) -> int:
+        """Columns of one fractal row for elements of `itemsize` bytes (16 for fp16, 8 for fp32, 32 for int8)."""
+        return self.fractal_row_bytes // itemsize
+
     def cores_of(self, core_type: str) -> int:
         """Number of cores of one type ("aiv" or "aic")."""
         return self.aiv_cores if core_type == "aiv" else self.aic_cores
@@ -136,11 +143,11 @@ class ChipConfig:
 _POSITIVE_INTS = (
     "l1_bytes", "l0a_bytes", "l0b_bytes", "l0c_bytes", "ub_bytes", "bias_table_bytes", "gm_bytes",
     "vector_repeat_bytes", "max_repeats", "event_ids", "dma_block_bytes",
-    "max_nburst", "max_burst_blocks", "max_pad_burst_bytes",
+    "max_nburst", "max_burst_blocks", "max_pad_burst_bytes", "cube_block",
 )
 _POWERS_OF_TWO = (
     "ub_align", "l1_align", "l0ab_align", "l0c_align", "bias_table_align",
-    "gm_alloc_align", "gm_peak_align", "dma_block_bytes",
+    "gm_alloc_align", "gm_peak_align", "dma_block_bytes", "fractal_row_bytes",
 )
 _NON_NEGATIVE_INTS = (
     "aic_cores", "aiv_cores", "scalar_cycles", "issue_cycles", "sync_all_cycles",

@@ -7,8 +7,10 @@ import numpy as np
 
 from . import chips, isa, result, sanitizer, timing
 from .chips import ChipConfig
+from .decode import decode
 from .errors import LaunchError, MemoryRuleError
-from .executor import Runner, mnemonic
+from .executor import Runner
+from .lockstep import Launch
 from .memory import GlobalMemory, GmBuffer, OnChipMemory
 from .program import Program
 
@@ -104,7 +106,7 @@ class Device:
         sanitize: track every access for races and reads of never-written memory.
         """
         prog = _as_program(program)
-        prog.validate()
+        dec = decode(prog, self.chip)
         n_cores = self.chip.cores_of(prog.core_type)
         if isinstance(block_dim, bool) or not isinstance(block_dim, (int, np.integer)) or not 1 <= block_dim <= n_cores:
             raise LaunchError(
@@ -115,17 +117,15 @@ class Device:
         bound = self._bind_args(prog, args)
         tiles = _bind_tiling(prog, tiling)
         mem = self._onchip[prog.core_type]
-        onchip = {s: mem.array(s) for s in mem.spaces}
-        texts = [i.text() for i in prog.instructions]
-        san = sanitizer.make(self.chip, mem.spaces, texts, bool(sanitize))
-        runner = Runner(self.chip, prog, block_dim, tiles, bound, onchip, san)
-        groups = runner.run()
-        _commit_gm_writes(runner.gm_writes)
+        mems = {prog.core_type: {s: mem.array(s) for s in mem.spaces}}
+        san = sanitizer.make(self.chip, mem.spaces, dec.texts, bool(sanitize))
+        ctx = Launch(bound, tiles, mems, {prog.core_type: block_dim}, block_dim, san)
+        groups = Runner(dec, block_dim, ctx).run()
+        _commit_gm_writes(ctx.gm_writes)
         tgroups = _timing_groups(groups)
-        sched = timing.schedule(self.chip, tgroups, texts)
-        mnems = [mnemonic(i) for i in prog.instructions]
-        return result.build(prog, self.chip, block_dim, groups, tgroups, sched.cycles, texts, mnems,
-                            runner.pipes, bool(sanitize))
+        sched = timing.schedule(self.chip, tgroups, dec.texts)
+        return result.build(prog, self.chip, block_dim, groups, tgroups, sched.cycles, dec.texts, dec.mnemonics,
+                            dec.pipes, bool(sanitize))
 
     def _bind_args(self, prog: Program, args: Any) -> dict[str, GmBuffer]:
         if args is None:

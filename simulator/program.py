@@ -83,6 +83,9 @@ class Program:
         self.instructions: list[Instr] = []
         self._next_reg = 0
         self._open: list[tuple[str, int]] = []  # open blocks while building
+        self._rev = 0  # bumped by every change, so cached checks and decodings know when to redo
+        self._structure: Optional[tuple[tuple[int, int], Structure]] = None
+        self._decoded: dict[int, tuple] = {}  # id(chip) -> (revision, decoded program), see decode.py
         for p in params:
             self.param(p)
         for t in tiling:
@@ -135,7 +138,12 @@ class Program:
         if isinstance(instr, Tiling):
             self.declare_tiling(instr.field)
         self.instructions.append(instr)
+        self._rev += 1
         return instr
+
+    def revision(self) -> tuple[int, int]:
+        """Changes with every builder call (and with the instruction count, if the list is edited directly)."""
+        return (self._rev, len(self.instructions))
 
     def _dst(self, dst: Optional[Reg]) -> Reg:
         if dst is None:
@@ -246,6 +254,7 @@ class Program:
             elif isinstance(instr, Else) and depth == 0:
                 raise ProgramError("this if_() block already has an else_()")
         self.instructions[-1] = Else()
+        self._rev += 1
         self._open.append(("else", len(self.instructions) - 1))
         try:
             yield
@@ -381,6 +390,14 @@ class Program:
         """Check block structure and register use; returns the matching block indices."""
         if self._open:
             raise ProgramError(f"program {self.name!r} has unclosed blocks: {', '.join(k for k, _ in self._open)}")
+        rev = self.revision()
+        if self._structure is not None and self._structure[0] == rev:
+            return self._structure[1]
+        st = self._check_structure()
+        self._structure = (rev, st)
+        return st
+
+    def _check_structure(self) -> Structure:
         match: dict[int, int] = {}
         else_of: dict[int, int] = {}
         depth: list[int] = []

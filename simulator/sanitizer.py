@@ -23,6 +23,7 @@ import numpy as np
 from .chips import ChipConfig
 from .errors import DoubleSetError, RaceError, UninitializedReadError
 from .isa import PIPES
+from .lockstep import Group
 from .memory import GmBuffer
 
 NP = len(PIPES)
@@ -128,12 +129,13 @@ class Sanitizer:
 
     # ------------------------------------------------------------------ sync
 
-    def set_flag(self, core: int, key: tuple, idx: int) -> None:
+    def set_flag(self, g: Group, key: tuple, idx: int) -> None:
         """A set must follow (in happens-before order) the wait that consumed the previous set.
 
         Otherwise some timing lets it fire while the previous set is still pending: the
         binary event is set twice and one set is lost.
         """
+        core = int(g.cores[0])
         st = self._core(core)
         src, dst, ev = key
         q = st.flags.setdefault(key, deque())
@@ -165,34 +167,35 @@ class Sanitizer:
             )
         q.append((st.vc[src].copy(), idx))
 
-    def wait_flag(self, core: int, key: tuple, idx: int) -> None:
-        st = self._core(core)
+    def wait_flag(self, g: Group, key: tuple, idx: int) -> None:
+        st = self._core(int(g.cores[0]))
         snap, set_idx = st.flags[key].popleft()
         vc = st.vc[key[1]]
         np.maximum(vc, snap, out=vc)
         vc[key[1]] += 1  # the wait is an event on its pipe: a later set must be ordered after it
         st.last_wait[key] = (int(vc[key[1]]), idx, set_idx)
 
-    def clock(self, core: int, pipe: int) -> np.ndarray:
-        """A copy of what `pipe` of `core` knows of every pipe (its vector clock)."""
-        return self._core(core).vc[pipe].copy()
+    def clock(self, g: Group, pipe: int) -> np.ndarray:
+        """A copy of what `pipe` of the group's core knows of every pipe (its vector clock)."""
+        return self._core(int(g.cores[0])).vc[pipe].copy()
 
-    def join(self, core: int, pipe: int, snapshot: np.ndarray) -> None:
-        vc = self._core(core).vc[pipe]
+    def join(self, g: Group, pipe: int, snapshot: np.ndarray) -> None:
+        vc = self._core(int(g.cores[0])).vc[pipe]
         np.maximum(vc, snapshot, out=vc)
 
-    def join_all(self, core: int) -> None:
-        st = self._core(core)
+    def join_all(self, g: Group) -> None:
+        st = self._core(int(g.cores[0]))
         st.vc[:] = st.vc.max(axis=0)
 
     def sync_all(self) -> None:
         self.epoch += 1
-        for c in self.cores:
-            self.join_all(c)
+        for st in self.cores.values():
+            st.vc[:] = st.vc.max(axis=0)
 
     # ------------------------------------------------------------------ accesses
 
-    def onchip(self, core: int, pipe: int, idx: int, space: str, p: Pattern, write: bool) -> None:
+    def onchip(self, g: Group, pipe: int, idx: int, space: str, p: Pattern, write: bool) -> None:
+        core = int(g.cores[0])
         st = self._core(core)
         sh = st.shadows.get(space)
         if sh is None:
@@ -258,7 +261,8 @@ class Sanitizer:
               "start": b0, "end": b1}),
         )
 
-    def gm(self, core: int, pipe: int, idx: int, buf: GmBuffer, p: Pattern, write: bool) -> None:
+    def gm(self, g: Group, pipe: int, idx: int, buf: GmBuffer, p: Pattern, write: bool) -> None:
+        core = int(g.cores[0])
         st = self._core(core)
         sh = self.gm_shadows.get(id(buf))
         if sh is None:

@@ -28,8 +28,8 @@ from dataclasses import dataclass
 from .chips import ChipConfig
 from .errors import DoubleSetError, SimulatorError
 from .isa import PIPES
+from .stream import BAR, DMA, OP, SET, WAIT, StreamRecord
 
-K_OP, K_DMA, K_SET, K_WAIT, K_BAR, K_SYNC = range(6)
 NP = len(PIPES)
 _INF = math.inf
 
@@ -37,7 +37,7 @@ _INF = math.inf
 class TimingGroup:
     """The schedule of one distinct instruction stream, shared by `multiplicity` identical cores."""
 
-    def __init__(self, stream: list, multiplicity: int, tail_scalar: float, cores: list[int]):
+    def __init__(self, stream: list[StreamRecord], multiplicity: int, tail_scalar: float, cores: list[int]):
         self.stream = stream
         self.m = multiplicity
         self.cores = cores
@@ -112,21 +112,21 @@ class TimingEngine:
             i = g.s_idx
             while i < n:
                 rec = st[i]
-                kind = rec[0]
-                if kind >= K_BAR:
+                kind = rec.kind
+                if kind >= BAR:
                     if not g.drained():
                         break
-                    t = max(g.s_time + rec[5], max(free_at))
-                    if kind == K_BAR:
-                        g.s_busy += rec[5]
-                        start[i] = g.s_time + rec[5]
+                    t = max(g.s_time + rec.scalar, max(free_at))
+                    if kind == BAR:
+                        g.s_busy += rec.scalar
+                        start[i] = g.s_time + rec.scalar
                         end[i] = t
                         g.s_time = t
                         i += 1
                         continue
                     k = g.sync_k
                     if not g.arrived:
-                        g.s_busy += rec[5]
+                        g.s_busy += rec.scalar
                         g.arrived = True
                         start[i] = t
                         g.s_idx = i
@@ -142,13 +142,13 @@ class TimingEngine:
                     g.s_time = rel
                     i += 1
                     continue
-                if rec[1] == 0:  # a flag on the scalar unit itself: it runs as the scalar unit reaches it
-                    t = g.s_time + rec[5] + issue_cost
-                    key = rec[2]
-                    if kind == K_SET:
+                if rec.pipe == 0:  # a flag on the scalar unit itself: it runs as the scalar unit reaches it
+                    t = g.s_time + rec.scalar + issue_cost
+                    key = rec.key
+                    if kind == SET:
                         g.fires.setdefault(key, []).append((t, i))
                         start[i] = t
-                    elif kind == K_WAIT:  # wait_flag(X, S): the scalar unit stops issuing until the k-th set fires
+                    elif kind == WAIT:  # wait_flag(X, S): the scalar unit stops issuing until the k-th set fires
                         k = g.nwait.get(key, 0)
                         fl = g.fires.get(key)
                         if fl is None or len(fl) <= k:
@@ -160,16 +160,16 @@ class TimingEngine:
                         g.consumed.setdefault(key, []).append((t, i))
                     else:  # pipe_barrier(S): the scalar unit is in order anyway
                         start[i] = t
-                    g.s_busy += rec[5] + issue_cost
+                    g.s_busy += rec.scalar + issue_cost
                     issue[i] = start[i]
                     end[i] = t
                     g.s_time = t
                     i += 1
                     continue
-                g.s_time += rec[5] + issue_cost
-                g.s_busy += rec[5] + issue_cost
+                g.s_time += rec.scalar + issue_cost
+                g.s_busy += rec.scalar + issue_cost
                 issue[i] = g.s_time
-                queues[rec[1]].append(i)
+                queues[rec.pipe].append(i)
                 i += 1
             g.s_idx = i
             progressed = False
@@ -185,30 +185,30 @@ class TimingEngine:
                 while h < nq:
                     j = q[h]
                     rec = st[j]
-                    kind = rec[0]
+                    kind = rec.kind
                     t = issue[j]
                     if fa > t:
                         t = fa
-                    if kind == K_OP:
+                    if kind == OP:
                         start[j] = t
-                        fa = t + rec[2]
+                        fa = t + rec.cycles
                         end[j] = fa
-                        busy[p] += rec[2]
-                    elif kind == K_DMA:
+                        busy[p] += rec.cycles
+                    elif kind == DMA:
                         start[j] = t
                         running[p] = True
                         fa = t
                         h += 1
                         progressed = True
-                        self._add_transfer(g, p, j, t + rec[2], rec[3], rec[4])
+                        self._add_transfer(g, p, j, t + rec.cycles, rec.nbytes, rec.rate)
                         break
-                    elif kind == K_SET:
-                        key = rec[2]
+                    elif kind == SET:
+                        key = rec.key
                         g.fires.setdefault(key, []).append((t, j))
                         start[j] = end[j] = t
                         fa = t
-                    else:  # K_WAIT
-                        key = rec[2]
+                    else:  # WAIT
+                        key = rec.key
                         k = g.nwait.get(key, 0)
                         fl = g.fires.get(key)
                         if fl is None or len(fl) <= k:
@@ -309,9 +309,9 @@ class TimingEngine:
                 consumed = g.consumed.get(key, [])
                 for k in range(len(fires) - 1):
                     if k < len(consumed) and fires[k + 1][0] < consumed[k][0] - 1e-9:
-                        s1 = g.stream[fires[k][1]][6]
-                        s2 = g.stream[fires[k + 1][1]][6]
-                        w = g.stream[consumed[k][1]][6]
+                        s1 = g.stream[fires[k][1]].instr
+                        s2 = g.stream[fires[k + 1][1]].instr
+                        w = g.stream[consumed[k][1]].instr
                         src, dst, ev = key
                         raise DoubleSetError(
                             f"core {g.cores[0]}: set_flag {PIPES[src]}->{PIPES[dst]} event {ev} is set twice "

@@ -12,7 +12,8 @@ import json
 from typing import Any
 
 from .isa import CORE_PIPES, PIPES
-from .timing import K_BAR, K_SET, K_WAIT, TimingGroup
+from .stream import BAR, SET, WAIT
+from .timing import TimingGroup
 
 
 def chrome_trace(groups_by_core: dict[int, TimingGroup], texts: list[str], mnemonics: list[str],
@@ -31,15 +32,15 @@ def chrome_trace(groups_by_core: dict[int, TimingGroup], texts: list[str], mnemo
             events.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": t, "args": {"name": p}})
             events.append({"ph": "M", "name": "thread_sort_index", "pid": pid, "tid": t, "args": {"sort_index": t}})
         for j, rec in enumerate(g.stream):
-            kind, pipe, scyc, idx = rec[0], rec[1], rec[5], rec[6]
-            if scyc > 0 and kind < K_BAR:
+            kind, pipe, scyc, idx = rec.kind, rec.pipe, rec.scalar, rec.instr
+            if scyc > 0 and kind < BAR:
                 end = g.issue[j] - issue_cycles
                 events.append({"ph": "X", "name": "scalar", "pid": pid, "tid": 0, "ts": (end - scyc) * us,
                                "dur": scyc * us, "args": {"cycles": scyc}})
-            tid = 0 if kind >= K_BAR else pipe
+            tid = 0 if kind >= BAR else pipe
             start, end = g.start[j], g.end[j]
             # flag slices share cat/pid/tid/ts with their flow events so that viewers bind them
-            cat = "flag" if kind in (K_SET, K_WAIT) else "instr"
+            cat = "flag" if kind in (SET, WAIT) else "instr"
             events.append({
                 "ph": "X", "name": mnemonics[idx], "cat": cat, "pid": pid, "tid": tid, "ts": start * us,
                 "dur": max(end - start, 0.0) * us,

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from .. import isa
-from ..executor import Group, Runner
+from ..lockstep import Group, ProgramInfo
 from .moves import _c_copy, _c_copy_nd2nz, _c_fixpipe, _c_load_bias, _c_load_l0, _c_mmad
 from .scalar import (
     _c_alu, _c_core_idx, _c_core_num, _c_else, _c_end_if, _c_end_loop, _c_flag, _c_if, _c_loop, _c_mov,
@@ -36,5 +36,5 @@ _COMPILERS: dict[type, Callable] = {
 }
 
 
-def compile_instruction(rt: Runner, idx: int, instr: isa.Instr) -> Callable[[Group], Any]:
+def compile_instruction(rt: ProgramInfo, idx: int, instr: isa.Instr) -> Callable[[Group], Any]:
     return _COMPILERS[type(instr)](rt, idx, instr)

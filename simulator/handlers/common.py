@@ -5,10 +5,12 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
+from .. import stream
 from ..errors import MemoryRuleError, ProgramError
-from ..executor import Group, Runner, Split
 from ..isa import PIPE_ID, Reg
-from ..timing import K_DMA, K_OP
+from ..lockstep import Group, ProgramInfo, Split
+from ..stream import StreamRecord
+from ..sync import issue
 
 
 U8 = np.dtype(np.uint8)
@@ -62,7 +64,7 @@ def ceil_to(x: int, a: int) -> int:
 class Checker:
     """Raises MemoryRuleError / ProgramError naming core, pipe, instruction and byte range."""
 
-    def __init__(self, rt: Runner, idx: int):
+    def __init__(self, rt: ProgramInfo, idx: int):
         self.rt = rt
         self.idx = idx
         self.text = rt.texts[idx]
@@ -152,21 +154,20 @@ class PipeSetup:
     the bytes moved) when the instruction moves data over one.
     """
 
-    def __init__(self, rt: Runner, idx: int, pipe: str, path_name: Optional[str] = None):
+    def __init__(self, rt: ProgramInfo, idx: int, pipe: str, path_name: Optional[str] = None):
         self.rt, self.idx, self.chip = rt, idx, rt.chip
         self.P = PIPE_ID[pipe]
         self.chk = Checker(rt, idx)
-        self.san = rt.san
         self.path_name = path_name
         self.path = getattr(rt.chip, path_name) if path_name is not None else None
 
     def op(self, g: Group, cycles: int, vals: Any, exe: Callable, nbytes: int = 0) -> None:
         """Records `cycles` of work on the pipe (and `nbytes` moved on the data path), then issues `exe(g, vals)`."""
-        g.stream.append((K_OP, self.P, cycles, 0, 0, g.scyc, self.idx))
+        g.stream.append(StreamRecord(stream.OP, self.P, cycles, 0, 0, g.scyc, self.idx))
         g.scyc = 0
         if self.path_name is not None:
             g.bytes[self.path_name] = g.bytes.get(self.path_name, 0) + nbytes
-        self.rt.issue(g, self.P, exe, vals)
+        issue(g, self.P, exe, vals)
 
     def dma(self, g: Group, gm_addr: Any, nrows: int, stride_b: int, nbytes: int, vals: Any, exe: Callable) -> None:
         """Records a GM transfer of `nbytes` in `nrows` rows from absolute GM address `gm_addr` (full
@@ -174,22 +175,21 @@ class PipeSetup:
         path, chip = self.path, self.chip
         cap = path.bytes_per_cycle if gm_aligned(g, gm_addr, nrows, stride_b, chip.gm_peak_align) else \
             path.bytes_per_cycle * chip.gm_unaligned_factor
-        g.stream.append((K_DMA, self.P, path.startup, nbytes, cap, g.scyc, self.idx))
+        g.stream.append(StreamRecord(stream.DMA, self.P, path.startup, nbytes, cap, g.scyc, self.idx))
         g.scyc = 0
         g.bytes[self.path_name] = g.bytes.get(self.path_name, 0) + nbytes
-        self.rt.issue(g, self.P, exe, vals)
+        issue(g, self.P, exe, vals)
 
     def sanitize(self, g: Group, *accesses: tuple) -> None:
         """Reports accesses, in order, to the sanitizer if it is on: (space name or GM buffer, pattern, write)."""
-        san = self.san
+        san = g.san
         if san is None:
             return
-        core = int(g.cores[0])
         for where, p, write in accesses:
             if where.__class__ is str:
-                san.onchip(core, self.P, self.idx, where, p, write)
+                san.onchip(g, self.P, self.idx, where, p, write)
             else:
-                san.gm(core, self.P, self.idx, where, p, write)
+                san.gm(g, self.P, self.idx, where, p, write)
 
 
 def flat(a: int, n: int) -> tuple:

@@ -6,10 +6,10 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
-from .. import isa
-from ..executor import BARRIER, Group, Runner, Split
+from .. import isa, stream, sync
 from ..isa import PIPE_ID
-from ..timing import K_BAR, K_OP, K_SET, K_SYNC, K_WAIT
+from ..lockstep import BARRIER, Group, ProgramInfo, Split
+from ..stream import StreamRecord
 from .common import (
     get_value, get_uniform, Checker,
 )
@@ -46,7 +46,7 @@ def _np_alu(fn: str) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
     }[fn]
 
 
-def _c_core_idx(rt: Runner, idx: int, ins: isa.CoreIdx) -> Callable:
+def _c_core_idx(rt: ProgramInfo, idx: int, ins: isa.CoreIdx) -> Callable:
     d, sc = ins.dst.name, rt.chip.scalar_cycles
 
     def h(g: Group) -> None:
@@ -55,25 +55,25 @@ def _c_core_idx(rt: Runner, idx: int, ins: isa.CoreIdx) -> Callable:
     return h
 
 
-def _c_core_num(rt: Runner, idx: int, ins: isa.CoreNum) -> Callable:
-    d, sc, v = ins.dst.name, rt.chip.scalar_cycles, rt.block_dim
+def _c_core_num(rt: ProgramInfo, idx: int, ins: isa.CoreNum) -> Callable:
+    d, sc, ct = ins.dst.name, rt.chip.scalar_cycles, rt.core_type
 
     def h(g: Group) -> None:
-        g.regs[d] = v
+        g.regs[d] = g.ctx.counts[ct]
         g.scyc += sc
     return h
 
 
-def _c_tiling(rt: Runner, idx: int, ins: isa.Tiling) -> Callable:
-    d, sc, v = ins.dst.name, rt.chip.scalar_cycles, int(rt.tiling[ins.field])
+def _c_tiling(rt: ProgramInfo, idx: int, ins: isa.Tiling) -> Callable:
+    d, sc, field = ins.dst.name, rt.chip.scalar_cycles, ins.field
 
     def h(g: Group) -> None:
-        g.regs[d] = v
+        g.regs[d] = g.ctx.tiling[field]
         g.scyc += sc
     return h
 
 
-def _c_mov(rt: Runner, idx: int, ins: isa.Mov) -> Callable:
+def _c_mov(rt: ProgramInfo, idx: int, ins: isa.Mov) -> Callable:
     d, sc, get = ins.dst.name, rt.chip.scalar_cycles, get_value(ins.src)
 
     def h(g: Group) -> None:
@@ -82,7 +82,7 @@ def _c_mov(rt: Runner, idx: int, ins: isa.Mov) -> Callable:
     return h
 
 
-def _c_alu(rt: Runner, idx: int, ins: isa.Alu) -> Callable:
+def _c_alu(rt: ProgramInfo, idx: int, ins: isa.Alu) -> Callable:
     d, sc = ins.dst.name, rt.chip.scalar_cycles
     ga, gb = get_value(ins.a), get_value(ins.b)
     py, npf = _py_alu(ins.fn), _np_alu(ins.fn)
@@ -101,7 +101,7 @@ def _c_alu(rt: Runner, idx: int, ins: isa.Alu) -> Callable:
     return h
 
 
-def _c_loop(rt: Runner, idx: int, ins: isa.Loop) -> Callable:
+def _c_loop(rt: ProgramInfo, idx: int, ins: isa.Loop) -> Callable:
     end = rt.structure.match[idx]
     var, sc = ins.var.name, rt.chip.scalar_cycles
     gs, ge, gst = get_value(ins.start), get_value(ins.stop), get_value(ins.step)
@@ -129,7 +129,7 @@ def _c_loop(rt: Runner, idx: int, ins: isa.Loop) -> Callable:
     return h
 
 
-def _c_end_loop(rt: Runner, idx: int, ins: isa.EndLoop) -> Callable:
+def _c_end_loop(rt: ProgramInfo, idx: int, ins: isa.EndLoop) -> Callable:
     begin = rt.structure.match[idx]
     sc = rt.chip.scalar_cycles
 
@@ -145,7 +145,7 @@ def _c_end_loop(rt: Runner, idx: int, ins: isa.EndLoop) -> Callable:
     return h
 
 
-def _c_if(rt: Runner, idx: int, ins: isa.If) -> Callable:
+def _c_if(rt: ProgramInfo, idx: int, ins: isa.If) -> Callable:
     end = rt.structure.match[idx]
     els = rt.structure.else_of.get(idx)
     target = (els if els is not None else end) + 1
@@ -167,25 +167,25 @@ def _c_if(rt: Runner, idx: int, ins: isa.If) -> Callable:
     return h
 
 
-def _c_else(rt: Runner, idx: int, ins: isa.Else) -> Callable:
+def _c_else(rt: ProgramInfo, idx: int, ins: isa.Else) -> Callable:
     end = rt.structure.match[idx]
     return lambda g: end + 1
 
 
-def _c_end_if(rt: Runner, idx: int, ins: isa.EndIf) -> Callable:
+def _c_end_if(rt: ProgramInfo, idx: int, ins: isa.EndIf) -> Callable:
     return lambda g: None
 
 
 # --------------------------------------------------------------------------- synchronisation
 
 
-def _c_flag(rt: Runner, idx: int, ins: Any) -> Callable:
+def _c_flag(rt: ProgramInfo, idx: int, ins: Any) -> Callable:
     src, dst = PIPE_ID[ins.src], PIPE_ID[ins.dst]
     is_set = isinstance(ins, isa.SetFlag)
     pipe = src if is_set else dst
-    kind = K_SET if is_set else K_WAIT
+    kind = stream.SET if is_set else stream.WAIT
     # a wait on the scalar unit stops issue altogether (a pipe wait only holds back its own queue)
-    action = rt.do_set if is_set else (rt.do_scalar_wait if pipe == PIPE_ID["S"] else rt.do_wait)
+    action = sync.do_set if is_set else (sync.do_scalar_wait if pipe == PIPE_ID["S"] else sync.do_wait)
     gev = get_uniform(ins.event)
     n_ev = rt.chip.event_ids
     chk = Checker(rt, idx)
@@ -195,35 +195,35 @@ def _c_flag(rt: Runner, idx: int, ins: Any) -> Callable:
         if not 0 <= ev < n_ev:
             chk.bad(g, f"event id {ev} is outside 0..{n_ev - 1} (chip {rt.chip.name} has {n_ev} ids per pipe pair)")
         key = (src, dst, ev)
-        g.stream.append((kind, pipe, key, 0, 0, g.scyc, idx))
+        g.stream.append(StreamRecord(kind, pipe, 0, 0, 0, g.scyc, idx, key))
         g.scyc = 0
-        rt.issue(g, pipe, action, (key, idx))
+        sync.issue(g, pipe, action, (key, idx))
     return h
 
 
-def _c_pipe_barrier(rt: Runner, idx: int, ins: isa.PipeBarrier) -> Callable:
+def _c_pipe_barrier(rt: ProgramInfo, idx: int, ins: isa.PipeBarrier) -> Callable:
     if ins.pipe_name != "ALL":
         p = PIPE_ID[ins.pipe_name]
 
         def h1(g: Group) -> None:
             # each pipe completes in order in this model: a single-pipe barrier orders nothing new
-            g.stream.append((K_OP, p, 0, 0, 0, g.scyc, idx))
+            g.stream.append(StreamRecord(stream.OP, p, 0, 0, 0, g.scyc, idx))
             g.scyc = 0
         return h1
 
     def h(g: Group) -> None:
-        rt.check_no_blocked(g, f"at pipe_barrier(ALL) #{idx}")
-        g.stream.append((K_BAR, 0, 0, 0, 0, g.scyc, idx))
+        sync.check_no_blocked(g, f"at pipe_barrier(ALL) #{idx}")
+        g.stream.append(StreamRecord(stream.BAR, 0, 0, 0, 0, g.scyc, idx))
         g.scyc = 0
-        if rt.san is not None:
-            rt.san.join_all(int(g.cores[0]))
+        if g.san is not None:
+            g.san.join_all(g)
     return h
 
 
-def _c_sync_all(rt: Runner, idx: int, ins: isa.SyncAll) -> Callable:
+def _c_sync_all(rt: ProgramInfo, idx: int, ins: isa.SyncAll) -> Callable:
     def h(g: Group) -> int:
-        rt.check_no_blocked(g, f"at sync_all #{idx}")
-        g.stream.append((K_SYNC, 0, 0, 0, 0, g.scyc, idx))
+        sync.check_no_blocked(g, f"at sync_all #{idx}")
+        g.stream.append(StreamRecord(stream.SYNC, 0, 0, 0, 0, g.scyc, idx))
         g.scyc = 0
         return BARRIER
     return h

@@ -6,7 +6,7 @@ from typing import Any, Callable, Optional
 import numpy as np
 
 from .. import isa, vector_math
-from ..executor import Group, Runner
+from ..lockstep import Group, ProgramInfo
 from ..isa import DTYPES
 from .common import (
     get_uniform, get_optional, get_scalar, PipeSetup, flat, region, out_view, store, rows_read, rows_write, U8,
@@ -19,9 +19,8 @@ from .common import (
 class VectorSetup(PipeSetup):
     """Shared setup of a vector instruction: UB array, cost, checker."""
 
-    def __init__(self, rt: Runner, idx: int, ins: isa.Instr):
+    def __init__(self, rt: ProgramInfo, idx: int, ins: isa.Instr):
         super().__init__(rt, idx, "V")
-        self.ub = rt.onchip["UB"]
         cls = isa.vector_cost_class(ins)
         c = rt.chip
         self.per_repeat = {"simple": c.vector_simple_cycles, "binary": c.vector_binary_cycles,
@@ -43,7 +42,7 @@ class VectorSetup(PipeSetup):
             self.chk.no_partial_overlap(g, dst, s)
 
     def sanitize_ub(self, g: Group, reads: list, writes: list) -> None:
-        if self.san is None:
+        if g.san is None:
             return
         self.sanitize(g, *[("UB", p, False) for p in reads], *[("UB", p, True) for p in writes])
 
@@ -51,7 +50,7 @@ class VectorSetup(PipeSetup):
 # --------------------------------------------------------------------------- elementwise
 
 
-def _elementwise(rt: Runner, idx: int, ins: isa.Instr, dst_dtype: str, ub_srcs: tuple = (), mixed: tuple = (),
+def _elementwise(rt: ProgramInfo, idx: int, ins: isa.Instr, dst_dtype: str, ub_srcs: tuple = (), mixed: tuple = (),
                  compute: Optional[Callable] = None, write: Optional[Callable] = None) -> Callable:
     """Handler of an instruction that makes dst[i] from the sources' element i, for i < count.
 
@@ -66,7 +65,7 @@ def _elementwise(rt: Runner, idx: int, ins: isa.Instr, dst_dtype: str, ub_srcs: 
     sources' UB addresses and scalars. Repeats cover count elements of the widest operand.
     """
     v = VectorSetup(rt, idx, ins)
-    ub, chk, san, ddt = v.ub, v.chk, v.san, DTYPES[dst_dtype]
+    chk, ddt = v.chk, DTYPES[dst_dtype]
     dsize = ddt.itemsize
     gd, gn = get_uniform(ins.dst.offset), get_uniform(ins.count)
     early = tuple(get_uniform(m.offset) for m, _ in ub_srcs)
@@ -94,7 +93,8 @@ def _elementwise(rt: Runner, idx: int, ins: isa.Instr, dst_dtype: str, ub_srcs: 
 
     def exe(g: Group, vals: tuple) -> None:
         d, n, ops = vals
-        if san is not None:
+        ub = g.mem["UB"]
+        if g.san is not None:
             v.sanitize_ub(g, [flat(ops[i], n * s) for i, s, _ in in_ub], [flat(d, n * dsize)])
         if write is not None:
             write(g, d, n, ops)
@@ -112,13 +112,13 @@ def _scalar_getter(x: Any, dtype: str) -> Callable[[Group], Any]:
     return lambda g: vector_math.scalar_value(get(g), dtype)
 
 
-def _c_vbinary(rt: Runner, idx: int, ins: isa.VBinary) -> Callable:
+def _c_vbinary(rt: ProgramInfo, idx: int, ins: isa.VBinary) -> Callable:
     fn, dtype = ins.fn, ins.dtype
     return _elementwise(rt, idx, ins, dtype, ((ins.a, dtype), (ins.b, dtype)),
                         compute=lambda out, a, b: vector_math.binary(fn, a, b, dtype, out))
 
 
-def _c_vscalar(rt: Runner, idx: int, ins: isa.VScalar) -> Callable:
+def _c_vscalar(rt: ProgramInfo, idx: int, ins: isa.VScalar) -> Callable:
     fn, dtype = ins.fn, ins.dtype
     if ins.reverse:
         def compute(out: Any, x: np.ndarray, sv: Any) -> np.ndarray:
@@ -129,36 +129,36 @@ def _c_vscalar(rt: Runner, idx: int, ins: isa.VScalar) -> Callable:
     return _elementwise(rt, idx, ins, dtype, ((ins.src, dtype),), ((ins.scalar, dtype),), compute)
 
 
-def _c_vunary(rt: Runner, idx: int, ins: isa.VUnary) -> Callable:
+def _c_vunary(rt: ProgramInfo, idx: int, ins: isa.VUnary) -> Callable:
     fn, dtype = ins.fn, ins.dtype
     return _elementwise(rt, idx, ins, dtype, ((ins.src, dtype),),
                         compute=lambda out, x: vector_math.unary(fn, x, dtype, out))
 
 
-def _c_vcompare(rt: Runner, idx: int, ins: isa.VCompare) -> Callable:
+def _c_vcompare(rt: ProgramInfo, idx: int, ins: isa.VCompare) -> Callable:
     fn, dtype = ins.fn, ins.dtype
     return _elementwise(rt, idx, ins, "bool", ((ins.a, dtype),), ((ins.b, dtype),),
                         lambda out, a, b: vector_math.compare(fn, a, b, dtype, out))
 
 
-def _c_vselect(rt: Runner, idx: int, ins: isa.VSelect) -> Callable:
+def _c_vselect(rt: ProgramInfo, idx: int, ins: isa.VSelect) -> Callable:
     dtype = ins.dtype
     return _elementwise(rt, idx, ins, dtype, ((ins.mask, "bool"),), ((ins.a, dtype), (ins.b, dtype)),
                         lambda out, mask, a, b: vector_math.select(mask, a, b, dtype, out))
 
 
-def _c_vcast(rt: Runner, idx: int, ins: isa.VCast) -> Callable:
+def _c_vcast(rt: ProgramInfo, idx: int, ins: isa.VCast) -> Callable:
     src, dst, rounding = ins.src_dtype, ins.dst_dtype, ins.round
     return _elementwise(rt, idx, ins, dst, ((ins.src, src),),
                         compute=lambda out, x: vector_math.cast(x, src, dst, rounding, out))
 
 
-def _c_vdup(rt: Runner, idx: int, ins: isa.VDup) -> Callable:
+def _c_vdup(rt: ProgramInfo, idx: int, ins: isa.VDup) -> Callable:
     dt = DTYPES[ins.dtype]
     size = dt.itemsize
-    ub = rt.onchip["UB"]
 
     def write(g: Group, d: int, n: int, ops: tuple) -> None:
+        ub = g.mem["UB"]
         val = ops[0].astype(dt)
         out = out_view(g, ub, d, n * size, dt)
         if out is not None:
@@ -168,11 +168,11 @@ def _c_vdup(rt: Runner, idx: int, ins: isa.VDup) -> Callable:
     return _elementwise(rt, idx, ins, ins.dtype, (), ((ins.value, ins.dtype),), write=write)
 
 
-def _c_vcopy(rt: Runner, idx: int, ins: isa.VCopy) -> Callable:
+def _c_vcopy(rt: ProgramInfo, idx: int, ins: isa.VCopy) -> Callable:
     size = DTYPES[ins.dtype].itemsize
-    ub = rt.onchip["UB"]
 
     def write(g: Group, d: int, n: int, ops: tuple) -> None:
+        ub = g.mem["UB"]
         s, nb = ops[0], n * size
         ub[g.sel, d:d + nb] = ub[g.sel, s:s + nb]
     return _elementwise(rt, idx, ins, ins.dtype, ((ins.src, ins.dtype),), write=write)
@@ -201,12 +201,12 @@ def _strided_rows(v: VectorSetup, ins: isa.Instr, stride_name: str, what: str) -
     return resolve
 
 
-def _c_vreduce(rt: Runner, idx: int, ins: isa.VReduce) -> Callable:
+def _c_vreduce(rt: ProgramInfo, idx: int, ins: isa.VReduce) -> Callable:
     v = VectorSetup(rt, idx, ins)
     dt = DTYPES[ins.dtype]
     size = dt.itemsize
     resolve = _strided_rows(v, ins, "src_row_stride", "source")
-    ub, fn, dtype = v.ub, ins.fn, ins.dtype
+    fn, dtype = ins.fn, ins.dtype
 
     def h(g: Group) -> None:
         d, s, rows, cols, rs = resolve(g)
@@ -215,6 +215,7 @@ def _c_vreduce(rt: Runner, idx: int, ins: isa.VReduce) -> Callable:
         v.record(g, rows * v.reps(cols * size), (d, s, rows, cols, rs), exe)
 
     def exe(g: Group, vals: tuple) -> None:
+        ub = g.mem["UB"]
         d, s, rows, cols, rs = vals
         v.sanitize_ub(g, [(s, rows, rs * size, cols * size)], [flat(d, rows * size)])
         x = rows_read(g, ub, s, rows, rs * size, cols * size).view(dt)
@@ -227,12 +228,12 @@ def _c_vreduce(rt: Runner, idx: int, ins: isa.VReduce) -> Callable:
     return h
 
 
-def _c_vbroadcast(rt: Runner, idx: int, ins: isa.VBroadcast) -> Callable:
+def _c_vbroadcast(rt: ProgramInfo, idx: int, ins: isa.VBroadcast) -> Callable:
     v = VectorSetup(rt, idx, ins)
     dt = DTYPES[ins.dtype]
     size = dt.itemsize
     resolve = _strided_rows(v, ins, "dst_row_stride", "destination")
-    ub, axis = v.ub, ins.axis
+    axis = ins.axis
 
     def h(g: Group) -> None:
         d, s, rows, cols, rs = resolve(g)
@@ -241,6 +242,7 @@ def _c_vbroadcast(rt: Runner, idx: int, ins: isa.VBroadcast) -> Callable:
         v.record(g, rows * v.reps(cols * size), (d, s, rows, cols, rs, src_n), exe)
 
     def exe(g: Group, vals: tuple) -> None:
+        ub = g.mem["UB"]
         d, s, rows, cols, rs, src_n = vals
         v.sanitize_ub(g, [flat(s, src_n)], [(d, rows, rs * size, cols * size)])
         src = region(g, ub, s, src_n, dt)
@@ -250,14 +252,13 @@ def _c_vbroadcast(rt: Runner, idx: int, ins: isa.VBroadcast) -> Callable:
     return h
 
 
-def _c_vtranspose(rt: Runner, idx: int, ins: isa.VTranspose) -> Callable:
+def _c_vtranspose(rt: ProgramInfo, idx: int, ins: isa.VTranspose) -> Callable:
     v = VectorSetup(rt, idx, ins)
     dt = DTYPES[ins.dtype]
     size = dt.itemsize
     gd, gs = get_uniform(ins.dst.offset), get_uniform(ins.src.offset)
     gr, gc = get_uniform(ins.rows), get_uniform(ins.cols)
     gss, gds = get_optional(ins.src_row_stride), get_optional(ins.dst_row_stride)
-    ub = v.ub
 
     def h(g: Group) -> None:
         d, s, rows, cols = gd(g), gs(g), gr(g), gc(g)
@@ -279,6 +280,7 @@ def _c_vtranspose(rt: Runner, idx: int, ins: isa.VTranspose) -> Callable:
         v.record(g, v.reps(rows * cols * size), (d, s, rows, cols, ss, ds), exe)
 
     def exe(g: Group, vals: tuple) -> None:
+        ub = g.mem["UB"]
         d, s, rows, cols, ss, ds = vals
         v.sanitize_ub(g, [(s, rows, ss * size, cols * size)], [(d, cols, ds * size, rows * size)])
         x = rows_read(g, ub, s, rows, ss * size, cols * size).view(dt)

@@ -21,7 +21,7 @@ import math
 from .base import (  # noqa: F401
     ALU_FNS, BITWISE_ONLY, CAST_ROUNDING, CORE_PIPES, CORE_SPACES, CORE_TYPES, COPY_PATHS, CUBE_DTYPES, DTYPES,
     FLOAT_DTYPES, FLOAT_ONLY, INT_DTYPES, PIPE_ID, PIPES, SPACES, VBINARY_COST, VCOMPARE_FNS, VREDUCE_FNS,
-    VUNARY_COST, BT, GM, L0A, L0B, L0C, L1, UB, Instr, Mem, Operand, Reg, ScalarValue, fractal_c0, itemsize,
+    VUNARY_COST, BT, GM, L0A, L0B, L0C, L1, UB, Instr, Mem, Operand, Reg, ScalarValue, itemsize,
     normalize_dtype,
 )
 from .control import (  # noqa: F401

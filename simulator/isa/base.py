@@ -97,11 +97,6 @@ def normalize_dtype(dtype: Any) -> str:
     return name
 
 
-def fractal_c0(dtype: str) -> int:
-    """Columns of one 32-byte-wide fractal row (16 for fp16, 8 for fp32, 32 for int8)."""
-    return 32 // itemsize(dtype)
-
-
 @dataclass(frozen=True)
 class Reg:
     """A scalar register (64-bit integer)."""

@@ -164,13 +164,13 @@ def test_read_of_never_written_gm():
 
 
 def test_set_twice_without_a_wait():
+    # events are binary: the second set, issued before any wait consumed the first, is an error
+    # on every timing, so the functional run reports it (no sanitizer needed)
     p = Program("double", "aiv", params=["x"])
-    p.vdup(UB(4096), 1.0, 16000, "float32")           # keeps V busy
-    p.vunary("tanh", UB(4096), UB(4096), 16000, "float32")
     p.copy(UB(0), p.gm("x"), "float32", burst=8)
     p.set_flag("MTE2", "V", 0)
     p.copy(UB(32), p.gm("x"), "float32", burst=8)
-    p.set_flag("MTE2", "V", 0)                         # fires while V still runs: first set not consumed
+    p.set_flag("MTE2", "V", 0)
     p.wait_flag("MTE2", "V", 0)
     p.wait_flag("MTE2", "V", 0)
     dev = Device("910b")
@@ -178,8 +178,30 @@ def test_set_twice_without_a_wait():
     with pytest.raises(DoubleSetError) as info:
         dev.launch(p, 1, ["x"])
     msg = str(info.value)
+    assert msg.startswith("core 0: set_flag MTE2->V event 0 is set twice without a wait: instruction #3 ")
+    assert "while the set by #1 `set_flag MTE2->V event=0` is still pending" in msg
+    assert [a["instruction"] for a in info.value.accesses] == [1, 3]
+
+
+def test_a_set_that_fires_before_the_previous_wait_consumed_it():
+    # the wait is issued before the second set, but V is busy: in this schedule the second
+    # set fires while the first is still pending; the cheap timing check reports it
+    p = Program("double_late", "aiv", params=["x"])
+    p.vdup(UB(4096), 1.0, 16000, "float32")           # keeps V busy
+    p.vunary("tanh", UB(4096), UB(4096), 16000, "float32")
+    p.copy(UB(0), p.gm("x"), "float32", burst=8)
+    p.set_flag("MTE2", "V", 0)
+    p.wait_flag("MTE2", "V", 0)
+    p.copy(UB(32), p.gm("x"), "float32", burst=8)
+    p.set_flag("MTE2", "V", 0)                         # fires while V still runs: first set not consumed
+    p.wait_flag("MTE2", "V", 0)
+    dev = Device("910b")
+    dev.upload("x", np.ones(8, np.float32))
+    with pytest.raises(DoubleSetError) as info:
+        dev.launch(p, 1, ["x"])
+    msg = str(info.value)
     assert "set_flag MTE2->V event 0 is set twice without a wait" in msg
-    assert "instruction #5" in msg and "its wait #6" in msg
+    assert "instruction #6" in msg and "its wait #4" in msg
 
 
 def _reduce_over_cores(with_barrier):
@@ -292,9 +314,10 @@ def test_a_set_before_the_previous_one_was_waited_for_is_a_double_set():
     p.wait_flag("MTE2", "V", 3)
     dev = Device("tiny")
     dev.upload("x", np.ones(8, np.float32))
-    with pytest.raises(DoubleSetError, match=r"MTE2 instruction #2 .* sets it again after MTE2 instruction #1 "
-                                             r"`set_flag MTE2->V event=3` before any wait consumed the previous set"):
-        dev.launch(p, 1, ["x"], sanitize=True)
+    for sanitize in (True, False):  # the binary-event rule holds with and without the sanitizer
+        with pytest.raises(DoubleSetError, match=r"instruction #2 `set_flag MTE2->V event=3` sets it while the set by "
+                                                 r"#1 `set_flag MTE2->V event=3` is still pending"):
+            dev.launch(p, 1, ["x"], sanitize=sanitize)
 
 
 def test_two_pipes_writing_the_same_bytes_race():
