@@ -14,6 +14,8 @@ from .chips import ChipConfig
 from .handlers import compile_instruction
 from .program import Program, Structure
 
+DATA_READS: tuple[type, ...] = ()  # scalar instructions that load a register from on-chip memory
+
 
 class Decoded:
     """A program decoded for one chip: handlers, listing texts, pipes and counting names."""
@@ -29,6 +31,9 @@ class Decoded:
         self.pipes: list[str] = [i.pipe for i in instrs]
         self.mnemonics: list[str] = [mnemonic(i) for i in instrs]
         self.code: list[Callable[[Any], Any]] = [compile_instruction(self, k, i) for k, i in enumerate(instrs)]
+        # a register loaded from on-chip data makes control flow and addresses depend on the data,
+        # so such a program is never replayed (replay.py)
+        self.data_dependent = any(isinstance(i, DATA_READS) for i in instrs)
 
 
 def decode(program: Program, chip: ChipConfig) -> Decoded:

@@ -1,18 +1,21 @@
 """The emulated NPU: GM plus cores; host I/O and kernel launches."""
 from __future__ import annotations
 
-from typing import Any, Mapping, Optional, Sequence, Union
+from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
+from typing import Any, Iterator, Optional, Union
 
 import numpy as np
 
-from . import chips, isa, result, sanitizer, timing
+from . import chips, isa, launcher, result, sanitizer
 from .chips import ChipConfig
 from .decode import decode
 from .errors import LaunchError, MemoryRuleError
-from .executor import Runner
+from .l2 import L2Cache
 from .lockstep import Launch
 from .memory import GlobalMemory, GmBuffer, OnChipMemory
 from .program import Program
+from .replay import Replay, ReplayCache
 
 BufferRef = Union[str, GmBuffer]
 
@@ -24,12 +27,39 @@ class Device:
         dev.upload("x", x); dev.alloc("y", x.nbytes)
         res = dev.launch(program, block_dim=4, args={"x": "x", "y": "y"}, tiling={"n": x.size})
         y = dev.read("y", np.float32, x.shape)
+
+    The L2 keeps its contents across the launches of one kernel call: `begin_call()` starts a
+    call (with an empty L2) that lasts until `end_call()`; `with dev.call(): ...` does both. A
+    launch outside a call is a call of its own.
     """
 
     def __init__(self, chip: Union[str, ChipConfig] = "910b"):
         self.chip = chips.get(chip)
         self.gm = GlobalMemory(self.chip)
         self._onchip = {t: OnChipMemory(self.chip, t, isa.CORE_SPACES[t]) for t in isa.CORE_TYPES}
+        self.l2 = L2Cache(self.chip)
+        self.in_call = False
+        self._replays = ReplayCache()
+
+    # ------------------------------------------------------------------ kernel calls and the L2
+
+    def begin_call(self) -> None:
+        """Start a kernel call: the L2 is flushed, then keeps its contents across this call's launches."""
+        self.l2.flush()
+        self.in_call = True
+
+    def end_call(self) -> None:
+        """End the kernel call; the next launch (or begin_call) starts with an empty L2."""
+        self.in_call = False
+
+    @contextmanager
+    def call(self) -> Iterator["Device"]:
+        """`with dev.call(): dev.launch(...); dev.launch(...)`: launches that share the L2."""
+        self.begin_call()
+        try:
+            yield self
+        finally:
+            self.end_call()
 
     def __repr__(self) -> str:
         return f"Device({self.chip.name!r})"
@@ -46,7 +76,10 @@ class Device:
         return self.gm.alloc(name, nbytes)
 
     def free(self, name: BufferRef) -> None:
-        self.gm.free(self._buf(name).name)
+        buf = self._buf(name)
+        self.l2.forget(buf)
+        self._replays.forget(buf)
+        self.gm.free(buf.name)
 
     def buffer(self, name: BufferRef) -> GmBuffer:
         return self._buf(name)
@@ -70,6 +103,7 @@ class Device:
                 rule="GM accesses stay inside their buffer")
         buf.data[offset:offset + data.size] = data
         buf.mark_written(np.array([offset]), np.array([offset + data.size]))
+        self.l2.invalidate(buf, offset, offset + data.size)
 
     def upload(self, name: str, array: Any) -> GmBuffer:
         """alloc + write: a new GM buffer holding `array`."""
@@ -116,16 +150,29 @@ class Device:
         block_dim = int(block_dim)
         bound = self._bind_args(prog, args)
         tiles = _bind_tiling(prog, tiling)
+        if not self.in_call:
+            self.l2.flush()
+        parts = [launcher.Part(dec, block_dim, 0)]
+        replayable = not sanitize and not dec.data_dependent
+        if replayable:
+            key = ReplayCache.key((dec,), block_dim, tiles, bound)
+            rep = self._replays.get(key)
+            if rep is not None:
+                rep.run(bound)
+                if not self.in_call:  # an empty L2 at the start: the very same schedule
+                    return rep.result.copy()
+                return launcher.schedule(self.chip, parts, rep.groups, rep.ctx, self.l2, block_dim, prog.name)
         mem = self._onchip[prog.core_type]
         mems = {prog.core_type: {s: mem.array(s) for s in mem.spaces}}
         san = sanitizer.make(self.chip, mem.spaces, dec.texts, bool(sanitize))
         ctx = Launch(bound, tiles, mems, {prog.core_type: block_dim}, block_dim, san)
-        groups = Runner(dec, block_dim, ctx).run()
-        _commit_gm_writes(ctx.gm_writes)
-        tgroups = _timing_groups(groups)
-        sched = timing.schedule(self.chip, tgroups, dec.texts)
-        return result.build(prog, self.chip, block_dim, groups, tgroups, sched.cycles, dec.texts, dec.mnemonics,
-                            dec.pipes, bool(sanitize))
+        if replayable:
+            ctx.record = []
+        res, groups = launcher.run(self.chip, parts, ctx, self.l2, block_dim, prog.name)
+        if replayable:
+            ctx.record, actions = None, ctx.record
+            self._replays.put(key, Replay(actions, groups, ctx, res.copy()))
+        return res
 
     def _bind_args(self, prog: Program, args: Any) -> dict[str, GmBuffer]:
         if args is None:
@@ -193,38 +240,4 @@ def _bind_tiling(prog: Program, tiling: Any) -> dict[str, int]:
         if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
             raise LaunchError(f"tiling field {f!r} must be an integer, got {type(v).__name__} {v!r}")
         out[f] = int(v)
-    return out
-
-
-def _commit_gm_writes(records: list[tuple]) -> None:
-    """Remember which GM bytes the kernel wrote, so a later sanitized launch may read them."""
-    ranges: dict[int, tuple[GmBuffer, list, list]] = {}
-    for buf, off, nrows, stride, width in records:
-        offs = np.atleast_1d(np.asarray(off, dtype=np.int64))
-        if nrows == 1 or stride == width:
-            starts = offs
-            ends = offs + (nrows - 1) * stride + width
-        else:
-            starts = (offs[:, None] + np.arange(nrows, dtype=np.int64)[None, :] * stride).ravel()
-            ends = starts + width
-        entry = ranges.setdefault(id(buf), (buf, [], []))
-        entry[1].append(starts)
-        entry[2].append(ends)
-    for buf, starts, ends in ranges.values():
-        buf.mark_written(np.concatenate(starts), np.concatenate(ends))
-
-
-def _timing_groups(groups: list) -> list[timing.TimingGroup]:
-    """One timing group per distinct (stream, trailing scalar work); identical cores share it."""
-    if len(groups) == 1:
-        g = groups[0]
-        return [timing.TimingGroup(g.stream, g.m, g.scyc, [int(c) for c in g.cores])]
-    buckets: dict[tuple, list] = {}
-    for g in groups:
-        key = (tuple(g.stream), g.scyc)
-        buckets.setdefault(key, []).append(g)
-    out = []
-    for (stream, tail), gs in buckets.items():
-        cores = sorted(int(c) for g in gs for c in g.cores)
-        out.append(timing.TimingGroup(list(stream), sum(g.m for g in gs), tail, cores))
     return out

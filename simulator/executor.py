@@ -24,12 +24,14 @@ from .sync import finish
 
 
 class Runner:
-    """One launch's functional execution. `run()` returns the final groups."""
+    """One launch's functional execution of its parts ((decoded program, cores) per core type).
 
-    def __init__(self, dec: Decoded, block_dim: int, ctx: Launch):
-        self.dec = dec
-        self.block_dim = block_dim
+    `run()` returns the final groups.
+    """
+
+    def __init__(self, ctx: Launch, parts: list[tuple[Decoded, int]]):
         self.ctx = ctx
+        self.parts = parts
 
     def _run_group(self, g: Group) -> Any:
         code = g.dec.code
@@ -62,16 +64,19 @@ class Runner:
         return None
 
     def initial_groups(self) -> list[Group]:
-        cores = np.arange(self.block_dim, dtype=np.int64)
-        if self.ctx.san is not None:
-            return [Group(cores[i:i + 1], self.dec, self.ctx) for i in range(self.block_dim)]
-        return [Group(cores, self.dec, self.ctx)]
+        out = []
+        for dec, count in self.parts:
+            cores = np.arange(count, dtype=np.int64)
+            if self.ctx.san is not None:
+                out.extend(Group(cores[i:i + 1], dec, self.ctx) for i in range(count))
+            else:
+                out.append(Group(cores, dec, self.ctx))
+        return out
 
     def run(self) -> list[Group]:
         work = self.initial_groups()[::-1]
         waiting: list[Group] = []
         finished: list[Group] = []
-        texts = self.dec.texts
         while True:
             while work:
                 g = work.pop()
@@ -88,6 +93,7 @@ class Runner:
                 done_cores = sorted(int(c) for f in finished for c in f.cores)
                 wait_cores = sorted(int(c) for w in waiting for c in w.cores)
                 idx = waiting[0].pc - 1
+                texts = waiting[0].dec.texts
                 raise DeadlockError(
                     f"sync_all: cores {_short(wait_cores)} wait at instruction #{idx} `{texts[idx]}` but cores "
                     f"{_short(done_cores)} ended without reaching it; the all-core barrier never opens",

@@ -43,10 +43,11 @@ class Launch:
     args: param -> GmBuffer; tiling: field -> int; mems: core type -> {space: stacked
     (cores, bytes) array}; counts: core type -> cores launched; san: the sanitizer or None;
     gm_writes: GM stores that ran, as (buffer, offset (int or per core), rows, row stride,
-    row bytes), so the device can remember what a kernel wrote.
+    row bytes), so the device can remember what a kernel wrote; record: the memory actions as
+    they run, when the launch is recorded for a replay (replay.py).
     """
 
-    __slots__ = ("args", "tiling", "mems", "counts", "groups", "san", "gm_writes", "xflags")
+    __slots__ = ("args", "tiling", "mems", "counts", "groups", "san", "gm_writes", "xflags", "record")
 
     def __init__(self, args: dict, tiling: dict[str, int], mems: dict[str, dict[str, np.ndarray]],
                  counts: dict[str, int], groups: int, san: Any):
@@ -58,6 +59,7 @@ class Launch:
         self.san = san
         self.gm_writes: list[tuple] = []
         self.xflags: Any = None
+        self.record: Optional[list] = None  # when recording for a replay: (exe, group, vals) as they run
 
 
 class Group:
@@ -69,7 +71,7 @@ class Group:
 
     __slots__ = ("cores", "m", "sel", "regs", "pc", "loops", "stream", "scyc", "flags", "last_set",
                  "blocked", "pending", "counts", "bytes", "done", "dec", "ctx", "mem", "args", "san",
-                 "core_type", "xwait")
+                 "core_type", "xwait", "touches")
 
     def __init__(self, cores: np.ndarray, dec: Any, ctx: Launch):
         self.cores = cores
@@ -94,6 +96,7 @@ class Group:
         self.args = ctx.args
         self.san = ctx.san
         self.xwait: Optional[tuple] = None   # the cross-core wait the scalar unit is stopped at
+        self.touches: dict[int, Any] = {}    # stream index -> GmTouch of that DMA record (for the L2)
 
     def core_value(self) -> Any:
         return int(self.cores[0]) if self.m == 1 else self.cores.copy()
@@ -131,6 +134,7 @@ class Group:
         g.counts = list(self.counts)
         g.bytes = dict(self.bytes)
         g.xwait = self.xwait
+        g.touches = {j: _cut_touch(t, cut) for j, t in self.touches.items()}
         return g
 
 
@@ -142,3 +146,9 @@ class ProgramInfo(Protocol):
     structure: Any
     texts: list[str]
     pipes: list[str]
+
+
+def _cut_touch(t: Any, cut: Any) -> Any:
+    """The touch of a subset of the group's cores (per-core offsets are cut like registers)."""
+    off = cut(t.off)
+    return t if off is t.off else t._replace(off=off)

@@ -1,12 +1,15 @@
 """The record a launch returns: cycles, time, busy cycles per pipe and core, bytes, counts, trace."""
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from . import trace as trace_mod
-from .isa import CORE_PIPES, PIPES
+from .isa import CORE_PIPES, PIPE_ID
 from .timing import TimingGroup
 
 
@@ -38,10 +41,15 @@ class LaunchResult:
     pipe_instr_counts: dict[str, int]
     sanitized: bool
     distinct_streams: int
-    _groups_by_core: dict[int, TimingGroup] = field(repr=False, default_factory=dict)
-    _texts: list[str] = field(repr=False, default_factory=list)
-    _mnemonics: list[str] = field(repr=False, default_factory=list)
+    startup_cycles: int = 0
+    l2_hit_bytes: int = 0
+    _groups: list[TimingGroup] = field(repr=False, default_factory=list)
     _issue_cycles: int = field(repr=False, default=1)
+
+    @property
+    def kernel_cycles(self) -> int:
+        """Cycles after the launch start-up (what the kernel body takes)."""
+        return self.cycles - self.startup_cycles
 
     @property
     def gm_bytes(self) -> int:
@@ -59,10 +67,20 @@ class LaunchResult:
         return self.gm_bandwidth / limit if limit else 0.0
 
     def utilisation(self, pipe: str) -> float:
-        """Busy fraction of `pipe` averaged over the launch's cores."""
-        if self.cycles == 0:
+        """Busy fraction of `pipe` averaged over the cores that have it, after the launch start-up."""
+        n = sum(1 for c in self.core_pipe_busy if pipe in c)
+        if self.kernel_cycles <= 0 or n == 0:
             return 0.0
-        return self.pipe_busy.get(pipe, 0) / (self.cycles * self.block_dim)
+        return self.pipe_busy.get(pipe, 0) / (self.kernel_cycles * n)
+
+    def copy(self) -> "LaunchResult":
+        """A copy whose dicts and lists can be changed without touching this one."""
+        new = dataclasses.replace(self)
+        for f in ("pipe_busy", "bytes_by_path", "instr_counts", "pipe_instr_counts"):
+            setattr(new, f, dict(getattr(self, f)))
+        new.core_pipe_busy = [dict(c) for c in self.core_pipe_busy]
+        new.core_cycles = list(self.core_cycles)
+        return new
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -101,51 +119,60 @@ class LaunchResult:
 
     def trace(self) -> dict[str, Any]:
         """The Chrome-trace dictionary (see save_trace)."""
-        return trace_mod.chrome_trace(self._groups_by_core, self._texts, self._mnemonics, self.clock_hz,
-                                      self.core_type, self._issue_cycles)
+        return trace_mod.chrome_trace(self._groups, self.clock_hz, self._issue_cycles, self.startup_cycles)
 
     def save_trace(self, path: str) -> None:
         """Write a Chrome-trace JSON file (open it in Perfetto or chrome://tracing)."""
         trace_mod.save(path, self.trace())
 
 
-def build(program: Any, chip: Any, block_dim: int, groups: list, tgroups: list[TimingGroup], total: float,
-          texts: list[str], mnemonics: list[str], pipes: list[str], sanitized: bool) -> LaunchResult:
-    """Assemble the result from the functional groups and the timing groups."""
+def build(name: str, chip: Any, block_dim: int, parts: list, groups: list, tgroups: list[TimingGroup],
+          sched: Any, sanitized: bool) -> LaunchResult:
+    """Assemble the result from the functional groups and the timing groups of a launch's parts."""
+    total = sched.cycles
     cycles = int(math.ceil(total - 1e-9)) if total > 0 else 0
-    by_core: dict[int, TimingGroup] = {}
-    for tg in tgroups:
-        for c in tg.cores:
-            by_core[c] = tg
-    core_pipe_busy = []
-    core_cycles = []
-    pipe_busy = {p: 0.0 for p in CORE_PIPES[program.core_type]}
-    for c in range(block_dim):
-        tg = by_core[c]
-        d = {p: tg.busy[i] for i, p in enumerate(PIPES) if p in pipe_busy}
-        d["S"] = tg.s_busy
-        core_pipe_busy.append({p: int(round(v)) for p, v in d.items()})
-        core_cycles.append(int(math.ceil(tg.total - 1e-9)))
-        for p, v in d.items():
-            pipe_busy[p] += v
+    core_types = [p.dec.core_type for p in parts]
+    pipe_busy: dict[str, float] = {p: 0.0 for ct in core_types for p in CORE_PIPES[ct]}
+    core_pipe_busy: list = []
+    core_cycles: list = []
+    for part in parts:
+        own = [(PIPE_ID[p], p) for p in CORE_PIPES[part.dec.core_type] if p != "S"]
+        per_core: list = [None] * part.count
+        for tg in tgroups:
+            if tg.core_type != part.dec.core_type:
+                continue
+            busy = {p: tg.busy[i] for i, p in own}
+            busy["S"] = tg.s_busy
+            for p, v in busy.items():
+                pipe_busy[p] += v * tg.m
+            rounded = {p: int(round(v)) for p, v in busy.items()}
+            done = int(math.ceil(tg.total - 1e-9))
+            for c in tg.cores:
+                per_core[c] = (rounded, done)
+        core_pipe_busy.extend(dict(r) for r, _ in per_core)
+        core_cycles.extend(d for _, d in per_core)
     bytes_by_path: dict[str, int] = {}
     counts: dict[str, int] = {}
     pipe_counts: dict[str, int] = {}
     for g in groups:
+        mn, pp = g.dec.mnemonics, g.dec.pipes
         for path, n in g.bytes.items():
             bytes_by_path[path] = bytes_by_path.get(path, 0) + n * g.m
         for k, n in enumerate(g.counts):
             if n:
-                counts[mnemonics[k]] = counts.get(mnemonics[k], 0) + n * g.m
-                pipe_counts[pipes[k]] = pipe_counts.get(pipes[k], 0) + n * g.m
+                counts[mn[k]] = counts.get(mn[k], 0) + n * g.m
+                pipe_counts[pp[k]] = pipe_counts.get(pp[k], 0) + n * g.m
     gm_read = sum(n for p, n in bytes_by_path.items() if p.startswith("gm_"))
     gm_write = sum(n for p, n in bytes_by_path.items() if p.endswith("_gm"))
+    l2_hit = sum(tg.hit_bytes for tg in tgroups)
+    core_type = core_types[0] if len(core_types) == 1 else "mix"
     return LaunchResult(
-        program=program.name, chip=chip.name, core_type=program.core_type, block_dim=block_dim,
+        program=name, chip=chip.name, core_type=core_type, block_dim=block_dim,
         clock_hz=chip.clock_hz, gm_bytes_per_cycle=chip.gm_bytes_per_cycle, cycles=cycles,
         time_s=cycles / chip.clock_hz, pipe_busy={p: int(round(v)) for p, v in pipe_busy.items()},
         core_pipe_busy=core_pipe_busy, core_cycles=core_cycles, gm_read_bytes=gm_read, gm_write_bytes=gm_write,
         bytes_by_path=bytes_by_path, instr_counts=dict(sorted(counts.items())),
         pipe_instr_counts=pipe_counts, sanitized=sanitized, distinct_streams=len(tgroups),
-        _groups_by_core=by_core, _texts=texts, _mnemonics=mnemonics, _issue_cycles=chip.issue_cycles,
+        startup_cycles=int(round(sched.startup)), l2_hit_bytes=int(round(l2_hit)),
+        _groups=tgroups, _issue_cycles=chip.issue_cycles,
     )

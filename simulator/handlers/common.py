@@ -8,6 +8,7 @@ import numpy as np
 from .. import stream
 from ..errors import MemoryRuleError, ProgramError
 from ..isa import PIPE_ID, Reg
+from ..l2 import GmTouch
 from ..lockstep import Group, ProgramInfo, Split
 from ..stream import StreamRecord
 from ..sync import issue
@@ -167,18 +168,30 @@ class PipeSetup:
         g.scyc = 0
         if self.path_name is not None:
             g.bytes[self.path_name] = g.bytes.get(self.path_name, 0) + nbytes
-        issue(g, self.P, exe, vals)
+        if g.ctx.record is None:
+            issue(g, self.P, exe, vals)
+        else:
+            issue(g, self.P, _recorded, (exe, vals))
 
-    def dma(self, g: Group, gm_addr: Any, nrows: int, stride_b: int, nbytes: int, vals: Any, exe: Callable) -> None:
-        """Records a GM transfer of `nbytes` in `nrows` rows from absolute GM address `gm_addr` (full
-        bandwidth only when every row starts on the peak boundary), then issues `exe(g, vals)`."""
+    def dma(self, g: Group, buf: Any, arg: str, off: Any, nrows: int, stride_b: int, width_b: int, write: bool,
+            vals: Any, exe: Callable) -> None:
+        """Records a GM transfer of `nrows` rows of `width_b` bytes, `stride_b` apart, at byte `off` of `buf`
+        (kernel argument `arg`)
+        (full bandwidth only when every row starts on the peak boundary; each row costs the whole GM
+        pieces it touches), then issues `exe(g, vals)`."""
         path, chip = self.path, self.chip
-        cap = path.bytes_per_cycle if gm_aligned(g, gm_addr, nrows, stride_b, chip.gm_peak_align) else \
+        addr = buf.addr + off
+        cap = path.bytes_per_cycle if gm_aligned(g, addr, nrows, stride_b, chip.gm_peak_align) else \
             path.bytes_per_cycle * chip.gm_unaligned_factor
-        g.stream.append(StreamRecord(stream.DMA, self.P, path.startup, nbytes, cap, g.scyc, self.idx))
+        bus = bus_bytes(addr, nrows, stride_b, width_b, chip.gm_piece_bytes)
+        g.stream.append(StreamRecord(stream.DMA, self.P, path.startup, bus, cap, g.scyc, self.idx))
+        g.touches[len(g.stream) - 1] = GmTouch(arg, off, nrows, stride_b, width_b, write)
         g.scyc = 0
-        g.bytes[self.path_name] = g.bytes.get(self.path_name, 0) + nbytes
-        issue(g, self.P, exe, vals)
+        g.bytes[self.path_name] = g.bytes.get(self.path_name, 0) + nrows * width_b
+        if g.ctx.record is None:
+            issue(g, self.P, exe, vals)
+        else:
+            issue(g, self.P, _recorded, (exe, vals))
 
     def sanitize(self, g: Group, *accesses: tuple) -> None:
         """Reports accesses, in order, to the sanitizer if it is on: (space name or GM buffer, pattern, write)."""
@@ -192,9 +205,30 @@ class PipeSetup:
                 san.gm(g, self.P, self.idx, where, p, write)
 
 
+def _recorded(g: Group, v: tuple) -> None:
+    """Run a memory action and note it for replays (see replay.py)."""
+    exe, vals = v
+    g.ctx.record.append((exe, g, vals))
+    exe(g, vals)
+
+
 def flat(a: int, n: int) -> tuple:
     """Access pattern of `n` contiguous bytes at `a`: (start, rows, row stride, row bytes)."""
     return (a, 1, n, n)
+
+
+def bus_bytes(addr: Any, nrows: int, stride_b: int, width_b: int, piece: int) -> int:
+    """Bytes the bus carries for rows of `width_b` bytes, `stride_b` apart, from GM address `addr` (an int, or
+    one per core): every row costs the whole `piece`-byte pieces it touches. Must be uniform over the group."""
+    if addr.__class__ is not int:
+        phase = addr % piece
+        if not (phase == phase[0]).all():
+            raise Split(phase)
+        addr = int(addr[0])
+    if nrows == 1 or stride_b % piece == 0:
+        return nrows * ((addr % piece + width_b + piece - 1) // piece) * piece
+    starts = addr % piece + np.arange(nrows, dtype=np.int64) * stride_b
+    return int(((starts + width_b + piece - 1) // piece - starts // piece).sum()) * piece
 
 
 def gm_aligned(g: Group, addr: Any, nrows: int, stride_b: int, peak: int) -> bool:

@@ -64,7 +64,7 @@ def _c_copy(rt: ProgramInfo, idx: int, ins: isa.Copy) -> Callable:
                 chk.bad(g, f"GM stride must not be negative, got {gs // size} elements")
         chk.onchip(g, space, a, (nb - 1) * cs + width, "on-chip")
         chk.gm(g, buf, off, (nb - 1) * gs + blb, size, f"GM.{gm_mem.arg}")
-        st.dma(g, buf.addr + off, nb, gs, nb * blb, (buf, off, a, nb, blb, gs, cs, pbl), exe)
+        st.dma(g, buf, arg, off, nb, gs, blb, not load, (off, a, nb, blb, gs, cs, pbl), exe)
 
     def move(gv: np.ndarray, cv: np.ndarray, blb: int, pbl: int) -> None:
         if not load:
@@ -79,8 +79,8 @@ def _c_copy(rt: ProgramInfo, idx: int, ins: isa.Copy) -> Callable:
             cv[:, :, blb:] = fill
 
     def exe(g: Group, vals: tuple) -> None:
-        buf, off, a, nb, blb, gs, cs, pbl = vals
-        arr = g.mem[space]
+        off, a, nb, blb, gs, cs, pbl = vals
+        buf, arr = g.args[arg], g.mem[space]
         width = pbl if load else blb
         if g.san is not None:
             if load:
@@ -120,11 +120,11 @@ def _c_copy_nd2nz(rt: ProgramInfo, idx: int, ins: isa.CopyNd2Nz) -> Callable:
         ext = layouts.ceil_to(rows, r0) * layouts.ceil_to(cols, c0) * size
         chk.onchip(g, "L1", a, ext, "L1 destination")
         chk.gm(g, buf, off, ((rows - 1) * rs + cols) * size, size, f"GM.{ins.src.arg}")
-        st.dma(g, buf.addr + off, rows, rs * size, rows * cols * size, (buf, off, a, rows, cols, rs, ext), exe)
+        st.dma(g, buf, arg, off, rows, rs * size, cols * size, False, (off, a, rows, cols, rs, ext), exe)
 
     def exe(g: Group, vals: tuple) -> None:
-        buf, off, a, rows, cols, rs, ext = vals
-        arr = g.mem["L1"]
+        off, a, rows, cols, rs, ext = vals
+        buf, arr = g.args[arg], g.mem["L1"]
         st.sanitize(g, (buf, (off, rows, rs * size, cols * size), False), ("L1", flat(a, ext), True))
         x = gm_read(g, buf, off, rows, rs * size, cols * size).view(dt)
         nz = layouts.nd_to_nz(x, r0, c0)
@@ -273,11 +273,11 @@ def _c_fixpipe(rt: ProgramInfo, idx: int, ins: isa.FixPipe) -> Callable:
         ext = mp * np_ * sdt.itemsize
         chk.onchip(g, "L0C", s, ext, "L0C source")
         chk.gm(g, buf, off, ((m - 1) * rs + n) * osize, osize, f"GM.{ins.dst.arg}")
-        st.dma(g, buf.addr + off, m, rs * osize, m * n * osize, (buf, s, off, m, n, rs, mp, np_, ext), exe)
+        st.dma(g, buf, arg, off, m, rs * osize, n * osize, True, (s, off, m, n, rs, mp, np_, ext), exe)
 
     def exe(g: Group, vals: tuple) -> None:
-        buf, s, off, m, n, rs, mp, np_, ext = vals
-        lc = g.mem["L0C"]
+        s, off, m, n, rs, mp, np_, ext = vals
+        buf, lc = g.args[arg], g.mem["L0C"]
         st.sanitize(g, ("L0C", flat(s, ext), False), (buf, (off, m, rs * osize, n * osize), True))
         C = layouts.nz_to_nd(region(g, lc, s, ext, sdt), mp, np_, r0)[:, :m, :n]
         if ins.relu:

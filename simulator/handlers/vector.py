@@ -19,18 +19,24 @@ from .common import (
 class VectorSetup(PipeSetup):
     """Shared setup of a vector instruction: UB array, cost, checker."""
 
-    def __init__(self, rt: ProgramInfo, idx: int, ins: isa.Instr):
+    def __init__(self, rt: ProgramInfo, idx: int, ins: isa.Instr, passes: Optional[tuple] = None):
         super().__init__(rt, idx, "V")
-        cls = isa.vector_cost_class(ins)
         c = rt.chip
-        self.per_repeat = {"simple": c.vector_simple_cycles, "binary": c.vector_binary_cycles,
-                           "complex": c.vector_complex_cycles, "composite": c.vector_composite_cycles}[cls]
+        per = {"simple": c.vector_simple_cycles, "binary": c.vector_binary_cycles,
+               "complex": c.vector_complex_cycles, "composite": c.vector_composite_cycles}
+        # (cycles per repeat, element width) of each hardware instruction this one costs
+        self.passes = [(per[p.cls], p.width) for p in (passes or isa.costs.passes(ins))]
         self.startup = c.vector_startup_cycles
         self.rb = c.vector_repeat_bytes
 
-    def record(self, g: Group, reps: int, vals: Any, exe: Callable) -> None:
+    def record(self, g: Group, reps: int, vals: Any, exe: Callable, elems: int = 0) -> None:
+        """Charge `reps` repeats (of the instruction's own operands; a pass of another element width
+        repeats over `elems` elements of that width), then issue `exe`."""
         self.chk.repeats(g, reps)
-        self.op(g, self.startup + reps * self.per_repeat, vals, exe)
+        cycles = 0
+        for per, width in self.passes:
+            cycles += self.startup + (reps if width == 0 else self.reps(elems * width)) * per
+        self.op(g, cycles, vals, exe)
 
     def reps(self, nbytes: int) -> int:
         return max(1, -(-nbytes // self.rb))
@@ -89,7 +95,7 @@ def _elementwise(rt: ProgramInfo, idx: int, ins: isa.Instr, dst_dtype: str, ub_s
         for i, s, _ in in_ub:
             srcs.append((ops[i], n * s))
         v.check(g, (d, n * dsize), *srcs)
-        v.record(g, v.reps(n * wsize), (d, n, tuple(ops)), exe)
+        v.record(g, v.reps(n * wsize), (d, n, tuple(ops)), exe, n)
 
     def exe(g: Group, vals: tuple) -> None:
         d, n, ops = vals
@@ -253,9 +259,10 @@ def _c_vbroadcast(rt: ProgramInfo, idx: int, ins: isa.VBroadcast) -> Callable:
 
 
 def _c_vtranspose(rt: ProgramInfo, idx: int, ins: isa.VTranspose) -> Callable:
-    v = VectorSetup(rt, idx, ins)
     dt = DTYPES[ins.dtype]
     size = dt.itemsize
+    v = VectorSetup(rt, idx, ins, isa.costs.transpose_passes(size))
+    blk = isa.costs.TRANSPOSE_BLOCK
     gd, gs = get_uniform(ins.dst.offset), get_uniform(ins.src.offset)
     gr, gc = get_uniform(ins.rows), get_uniform(ins.cols)
     gss, gds = get_optional(ins.src_row_stride), get_optional(ins.dst_row_stride)
@@ -277,7 +284,9 @@ def _c_vtranspose(rt: ProgramInfo, idx: int, ins: isa.VTranspose) -> Callable:
         if d < s + src_n and s < d + dst_n:
             v.chk.fail(g, "a transpose cannot work in place: source and destination overlap",
                        "transpose operands are disjoint", "UB", d, d + dst_n)
-        v.record(g, v.reps(rows * cols * size), (d, s, rows, cols, ss, ds), exe)
+        # the hardware transposes whole 16 x 16 blocks: padded dims set the cost
+        padded = -(-rows // blk) * blk * (-(-cols // blk) * blk)
+        v.record(g, v.reps(padded * size), (d, s, rows, cols, ss, ds), exe, padded)
 
     def exe(g: Group, vals: tuple) -> None:
         ub = g.mem["UB"]

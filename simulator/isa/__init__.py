@@ -27,6 +27,7 @@ from .base import (  # noqa: F401
 from .control import (  # noqa: F401
     Alu, CoreIdx, CoreNum, Else, EndIf, EndLoop, If, Loop, Mov, PipeBarrier, SetFlag, SyncAll, Tiling, WaitFlag,
 )
+from . import costs  # noqa: F401
 from .moves import Copy, CopyNd2Nz, FixPipe, LoadBias, LoadL0, Mmad  # noqa: F401
 from .vector import (  # noqa: F401
     VBinary, VBroadcast, VCast, VCompare, VCopy, VDup, VectorInstr, VReduce, VScalar, VSelect, VTranspose, VUnary,
@@ -42,21 +43,6 @@ INSTRUCTIONS: dict[str, type[Instr]] = {
     )
 }
 BLOCK_OPENERS = ("loop", "if")
-
-
-def vector_cost_class(instr: Instr) -> str:
-    """Cost class of a vector instruction (cycles per repeat are in the chip config)."""
-    op = instr.OP
-    if op in ("vdup", "vcopy", "vcast", "vscalar", "vbroadcast"):
-        return "simple"
-    if op == "vbinary":
-        return VBINARY_COST[instr.fn]
-    if op == "vunary":
-        cls = VUNARY_COST[instr.fn]
-        if instr.fn in ("exp", "log") and instr.dtype == "float16":
-            return "complex"  # fp16 exp/log take 4 cycles a repeat, fp32 only 2 (measured)
-        return cls
-    return "binary"  # compare, select, reduce, transpose
 
 
 def repeats(nbytes: int, repeat_bytes: int) -> int:
