@@ -15,17 +15,20 @@ from . import chips, isa
 from .chips import ChipConfig, DmaPath
 from .device import Device
 from .errors import (
-    ConfigError, DeadlockError, DoubleSetError, FlagLeftSetError, LaunchError, MemoryRuleError, ProgramError,
+    ConfigError, DeadlockError, DoubleSetError, FlagLeftSetError, FlagOverflowError, LaunchError, MemoryRuleError,
+    ProgramError,
     RaceError, SanitizerError, SimulatorError, SyncError, UninitializedReadError,
 )
 from .isa import BT, GM, L0A, L0B, L0C, L1, UB, Mem, Reg
 from .memory import GmBuffer
+from .mixed import MixedKernel
 from .program import Program
 from .result import LaunchResult
 
 __all__ = [
-    "chips", "isa", "ChipConfig", "DmaPath", "Device", "Program", "LaunchResult", "GmBuffer",
+    "chips", "isa", "ChipConfig", "DmaPath", "Device", "Program", "MixedKernel", "LaunchResult", "GmBuffer",
     "Mem", "Reg", "GM", "UB", "L1", "L0A", "L0B", "L0C", "BT",
     "SimulatorError", "ConfigError", "ProgramError", "LaunchError", "MemoryRuleError", "SanitizerError",
     "RaceError", "UninitializedReadError", "SyncError", "DeadlockError", "FlagLeftSetError", "DoubleSetError",
+    "FlagOverflowError",
 ]

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from contextlib import contextmanager
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any, Iterator, Optional, Union
 
@@ -14,6 +15,9 @@ from .errors import LaunchError, MemoryRuleError
 from .l2 import L2Cache
 from .lockstep import Launch
 from .memory import GlobalMemory, GmBuffer, OnChipMemory
+from .crossflags import CrossFlags, Layout
+from .mixed import JSON_FORMAT as MIXED_FORMAT
+from .mixed import MixedKernel
 from .program import Program
 from .replay import Replay, ReplayCache
 
@@ -131,50 +135,68 @@ class Device:
 
     # ------------------------------------------------------------------ launch
 
-    def launch(self, program: Union[Program, str, dict], block_dim: int, args: Any = None, tiling: Any = None,
-               sanitize: bool = False) -> result.LaunchResult:
-        """Run `program` on `block_dim` cores of its type.
+    def launch(self, program: Union[Program, MixedKernel, str, dict], block_dim: int, args: Any = None,
+               tiling: Any = None, sanitize: bool = False, lockstep: bool = True) -> result.LaunchResult:
+        """Run `program` on `block_dim` cores of its type, or a MixedKernel on `block_dim` groups.
 
         args: {param: buffer name or GmBuffer}, or a sequence in `program.params` order.
         tiling: {field: int}, or a sequence in `program.tiling_fields` order.
         sanitize: track every access for races and reads of never-written memory.
+        lockstep=False runs every core on its own (slow; cross-checks the lockstep executor).
         """
-        prog = _as_program(program)
-        dec = decode(prog, self.chip)
-        n_cores = self.chip.cores_of(prog.core_type)
-        if isinstance(block_dim, bool) or not isinstance(block_dim, (int, np.integer)) or not 1 <= block_dim <= n_cores:
-            raise LaunchError(
-                f"block_dim must be an integer in 1..{n_cores} (the {prog.core_type.upper()} cores of chip "
-                f"{self.chip.name}), got {block_dim!r}"
-            )
+        kernel = _as_kernel(program)
+        parts, layout = self._parts(kernel, block_dim)
         block_dim = int(block_dim)
-        bound = self._bind_args(prog, args)
-        tiles = _bind_tiling(prog, tiling)
+        bound = self._bind_args(kernel, args)
+        tiles = _bind_tiling(kernel, tiling)
         if not self.in_call:
             self.l2.flush()
-        parts = [launcher.Part(dec, block_dim, 0)]
-        replayable = not sanitize and not dec.data_dependent
+        decs = tuple(p.dec for p in parts)
+        replayable = not sanitize and lockstep and not any(d.data_dependent for d in decs)
         if replayable:
-            key = ReplayCache.key((dec,), block_dim, tiles, bound)
+            key = ReplayCache.key(decs, block_dim, tiles, bound)
             rep = self._replays.get(key)
             if rep is not None:
                 rep.run(bound)
                 if not self.in_call:  # an empty L2 at the start: the very same schedule
                     return rep.result.copy()
-                return launcher.schedule(self.chip, parts, rep.groups, rep.ctx, self.l2, block_dim, prog.name)
-        mem = self._onchip[prog.core_type]
-        mems = {prog.core_type: {s: mem.array(s) for s in mem.spaces}}
-        san = sanitizer.make(self.chip, mem.spaces, dec.texts, bool(sanitize))
-        ctx = Launch(bound, tiles, mems, {prog.core_type: block_dim}, block_dim, san)
+                return launcher.schedule(self.chip, parts, rep.groups, rep.ctx, self.l2, block_dim, kernel.name)
+        mems, spaces = {}, {}
+        for p in parts:
+            mem = self._onchip[p.dec.core_type]
+            mems[p.dec.core_type] = {s: mem.array(s) for s in mem.spaces}
+            spaces[p.dec.core_type] = (mem.spaces, p.count, p.gbase)
+        san = sanitizer.make(self.chip, spaces, bool(sanitize))
+        ctx = Launch(bound, tiles, mems, {p.dec.core_type: p.count for p in parts}, block_dim, san)
+        ctx.xflags = CrossFlags(layout, self.chip.cross_flag_limit)
         if replayable:
             ctx.record = []
-        res, groups = launcher.run(self.chip, parts, ctx, self.l2, block_dim, prog.name)
+        res, groups = launcher.run(self.chip, parts, ctx, self.l2, block_dim, kernel.name, lockstep)
         if replayable:
             ctx.record, actions = None, ctx.record
             self._replays.put(key, Replay(actions, groups, ctx, res.copy()))
         return res
 
-    def _bind_args(self, prog: Program, args: Any) -> dict[str, GmBuffer]:
+    def _parts(self, kernel: Any, block_dim: Any) -> tuple[list[launcher.Part], Layout]:
+        """The decoded parts of a launch and where its cores are; checks block_dim."""
+        chip = self.chip
+        if isinstance(kernel, MixedKernel):
+            limit = min(chip.aic_cores, chip.aiv_cores // chip.group_aivs)
+            what = (f"groups of one AIC and {chip.group_aivs} AIVs (chip {chip.name} has {chip.aic_cores} AIC and "
+                    f"{chip.aiv_cores} AIV cores)")
+        else:
+            limit = chip.cores_of(kernel.core_type)
+            what = f"the {kernel.core_type.upper()} cores of chip {chip.name}"
+        if isinstance(block_dim, bool) or not isinstance(block_dim, (int, np.integer)) or not 1 <= block_dim <= limit:
+            raise LaunchError(f"block_dim must be an integer in 1..{limit} ({what}), got {block_dim!r}")
+        n = int(block_dim)
+        if isinstance(kernel, MixedKernel):
+            aivs = n * chip.group_aivs
+            parts = [launcher.Part(decode(kernel.aic, chip), n, 0), launcher.Part(decode(kernel.aiv, chip), aivs, n)]
+            return parts, Layout({"aic": n, "aiv": aivs}, n, chip.group_aivs)
+        return [launcher.Part(decode(kernel, chip), n, 0)], Layout({kernel.core_type: n}, None, chip.group_aivs)
+
+    def _bind_args(self, prog: Any, args: Any) -> dict[str, GmBuffer]:
         if args is None:
             args = {}
         if isinstance(args, Mapping):
@@ -205,17 +227,23 @@ class Device:
         return out
 
 
-def _as_program(program: Any) -> Program:
-    if isinstance(program, Program):
+def _as_kernel(program: Any) -> Union[Program, MixedKernel]:
+    if isinstance(program, (Program, MixedKernel)):
         return program
     if isinstance(program, str):
-        return Program.from_json(program)
+        try:
+            data = json.loads(program)
+        except json.JSONDecodeError:
+            return Program.from_json(program)  # says what does not parse
+        program = data
     if isinstance(program, dict):
+        if program.get("format") == MIXED_FORMAT:
+            return MixedKernel.from_dict(program)
         return Program.from_dict(program)
-    raise LaunchError(f"program must be a Program or its JSON, got {type(program).__name__}")
+    raise LaunchError(f"program must be a Program, a MixedKernel or its JSON, got {type(program).__name__}")
 
 
-def _bind_tiling(prog: Program, tiling: Any) -> dict[str, int]:
+def _bind_tiling(prog: Any, tiling: Any) -> dict[str, int]:
     fields = prog.tiling_fields
     if tiling is None:
         tiling = {}

@@ -7,8 +7,6 @@ core type and a launch-wide id (AIC cores first), which cross-core flags use.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Optional
-
 from . import result, timing
 from .chips import ChipConfig
 from .decode import Decoded
@@ -27,17 +25,18 @@ class Part:
 
 
 def run(chip: ChipConfig, parts: list[Part], ctx: Launch, l2: L2Cache, block_dim: int, name: str,
-        sources: Optional[Callable[[tuple, int], list[int]]] = None) -> tuple[result.LaunchResult, list]:
+        lockstep: bool = True) -> tuple[result.LaunchResult, list]:
     """Run the launch functionally, then schedule it; returns the result and the final groups."""
-    groups = Runner(ctx, [(p.dec, p.count) for p in parts]).run()
+    groups = Runner(ctx, [(p.dec, p.count) for p in parts], lockstep).run()
     for buf, off, nrows, stride, width in ctx.gm_writes:
         buf.note_store(off, nrows, stride, width)
-    return schedule(chip, parts, groups, ctx, l2, block_dim, name, sources), groups
+    return schedule(chip, parts, groups, ctx, l2, block_dim, name), groups
 
 
-def schedule(chip: ChipConfig, parts: list[Part], groups: list, ctx: Launch, l2: L2Cache, block_dim: int, name: str,
-             sources: Optional[Callable[[tuple, int], list[int]]] = None) -> result.LaunchResult:
+def schedule(chip: ChipConfig, parts: list[Part], groups: list, ctx: Launch, l2: L2Cache, block_dim: int,
+             name: str) -> result.LaunchResult:
     """The timing of a functional run's groups, and the launch result."""
+    sources = ctx.xflags.sources if ctx.xflags is not None else None
     gbase = {p.dec.core_type: p.gbase for p in parts}
     tgroups = timing_groups(groups, gbase)
     total_cores = sum(p.count for p in parts)

@@ -71,7 +71,7 @@ class Group:
 
     __slots__ = ("cores", "m", "sel", "regs", "pc", "loops", "stream", "scyc", "flags", "last_set",
                  "blocked", "pending", "counts", "bytes", "done", "dec", "ctx", "mem", "args", "san",
-                 "core_type", "xwait", "touches")
+                 "core_type", "xwait", "touches", "sg")
 
     def __init__(self, cores: np.ndarray, dec: Any, ctx: Launch):
         self.cores = cores
@@ -97,6 +97,7 @@ class Group:
         self.san = ctx.san
         self.xwait: Optional[tuple] = None   # the cross-core wait the scalar unit is stopped at
         self.touches: dict[int, Any] = {}    # stream index -> GmTouch of that DMA record (for the L2)
+        self.sg: Any = None                  # the sanitizer's state of these cores (sanitizer.SanGroup)
 
     def core_value(self) -> Any:
         return int(self.cores[0]) if self.m == 1 else self.cores.copy()
@@ -135,6 +136,9 @@ class Group:
         g.bytes = dict(self.bytes)
         g.xwait = self.xwait
         g.touches = {j: _cut_touch(t, cut) for j, t in self.touches.items()}
+        if self.sg is not None:
+            g.sg = self.sg.subset(mask)
+            self.san.groups.append(g)
         return g
 
 

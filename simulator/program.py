@@ -23,7 +23,7 @@ import numpy as np
 from . import isa
 from .errors import ProgramError
 from .isa import (
-    Alu, Copy, CopyNd2Nz, CoreIdx, CoreNum, Else, EndIf, EndLoop, FixPipe, If, Instr, LoadBias, LoadL0,
+    Alu, Copy, CopyNd2Nz, CoreIdx, CoreNum, CrossSet, CrossWait, Else, GroupIdx, SubIdx, EndIf, EndLoop, FixPipe, If, Instr, LoadBias, LoadL0,
     Loop, Mem, Mmad, Mov, Operand, PipeBarrier, Reg, ScalarValue, SetFlag, SyncAll, Tiling, VBinary,
     VBroadcast, VCast, VCompare, VCopy, VDup, VReduce, VScalar, VSelect, VTranspose, VUnary, WaitFlag,
 )
@@ -164,6 +164,18 @@ class Program:
         self.emit(CoreNum(d))
         return d
 
+    def group_idx(self, dst: Optional[Reg] = None) -> Reg:
+        """The core's group in a mixed launch (its AIC's index); in a one-type launch, the core index."""
+        d = self._dst(dst)
+        self.emit(GroupIdx(d))
+        return d
+
+    def sub_idx(self, dst: Optional[Reg] = None) -> Reg:
+        """An AIV's index inside its group in a mixed launch (0 or 1 on the 910B); 0 otherwise."""
+        d = self._dst(dst)
+        self.emit(SubIdx(d))
+        return d
+
     def tiling(self, field: str, dst: Optional[Reg] = None) -> Reg:
         """Load tiling-data field `field` (declared if new) into a register."""
         self.declare_tiling(field)
@@ -280,6 +292,19 @@ class Program:
 
     def sync_all(self) -> None:
         self.emit(SyncAll())
+
+    def cross_set(self, pipe: str, flag: Any, mode: Any = "group") -> None:
+        """Cross-core flag `flag` (0..cross_flag_ids-1), set once pipe `pipe`'s earlier work is done.
+
+        mode "all" (0): for every core of this type in the launch; "group_aivs" (1): for the AIVs of
+        this core's group; "group" (2): between the AIC and the AIVs of this core's group."""
+        self.emit(CrossSet(isa.cross_mode(mode), _operand(flag, "cross-core flag id"), pipe))
+
+    def cross_wait(self, flag: Any, mode: Any = "group") -> None:
+        """The scalar unit waits until every core this one listens to in `mode` made its matching cross_set:
+        "all": every core of this type; "group_aivs": both AIVs of the group; "group": an AIV waits for its
+        AIC, an AIC for each of its AIVs."""
+        self.emit(CrossWait(isa.cross_mode(mode), _operand(flag, "cross-core flag id")))
 
     # data moves -----------------------------------------------------------
 

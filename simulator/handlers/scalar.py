@@ -8,7 +8,7 @@ import numpy as np
 
 from .. import isa, stream, sync
 from ..isa import PIPE_ID
-from ..lockstep import BARRIER, Group, ProgramInfo, Split
+from ..lockstep import BARRIER, BLOCKED, Group, ProgramInfo, Split
 from ..stream import StreamRecord
 from .common import (
     get_value, get_uniform, Checker,
@@ -226,4 +226,86 @@ def _c_sync_all(rt: ProgramInfo, idx: int, ins: isa.SyncAll) -> Callable:
         g.stream.append(StreamRecord(stream.SYNC, 0, 0, 0, 0, g.scyc, idx))
         g.scyc = 0
         return BARRIER
+    return h
+
+
+# --------------------------------------------------------------------------- mixed launches
+
+
+def _c_group_idx(rt: ProgramInfo, idx: int, ins: isa.GroupIdx) -> Callable:
+    d, sc, per = ins.dst.name, rt.chip.scalar_cycles, rt.chip.group_aivs
+    aiv = rt.core_type == "aiv"
+
+    def h(g: Group) -> None:
+        v = g.core_value()
+        g.regs[d] = v // per if aiv and g.ctx.xflags.layout.mixed else v
+        g.scyc += sc
+    return h
+
+
+def _c_sub_idx(rt: ProgramInfo, idx: int, ins: isa.SubIdx) -> Callable:
+    d, sc, per = ins.dst.name, rt.chip.scalar_cycles, rt.chip.group_aivs
+    aiv = rt.core_type == "aiv"
+
+    def h(g: Group) -> None:
+        v = g.core_value()
+        g.regs[d] = v % per if aiv and g.ctx.xflags.layout.mixed else v * 0
+        g.scyc += sc
+    return h
+
+
+def _cross_key(rt: ProgramInfo, idx: int, ins: Any) -> Callable[[Group], tuple]:
+    gflag, n = get_uniform(ins.flag), rt.chip.cross_flag_ids
+    chk = Checker(rt, idx)
+    mode = ins.mode
+
+    def key(g: Group) -> tuple:
+        f = gflag(g)
+        if not 0 <= f < n:
+            chk.bad(g, f"cross-core flag id {f} is outside 0..{n - 1} (chip {rt.chip.name} has {n})")
+        if mode != "all" and not g.ctx.xflags.layout.mixed:
+            chk.bad(g, f"cross-core flag mode {mode!r} needs a mixed launch (groups of one AIC and its AIVs)")
+        return (mode, f)
+    return key
+
+
+def _c_cross_set(rt: ProgramInfo, idx: int, ins: isa.CrossSet) -> Callable:
+    pipe = PIPE_ID[ins.pipe_name]
+    key_of = _cross_key(rt, idx, ins)
+    text = rt.texts[idx]
+
+    def action(g: Group, key: tuple) -> None:
+        g.ctx.xflags.set(key, g.cores + g.ctx.xflags.layout.gbase[g.core_type], (idx, text))
+        if g.san is not None:
+            g.san.cross_set(g, pipe, key, idx)
+
+    def h(g: Group) -> None:
+        key = key_of(g)
+        g.stream.append(StreamRecord(stream.XSET, pipe, 0, 0, 0, g.scyc, idx, key))
+        g.scyc = 0
+        sync.issue(g, pipe, action, key)
+    return h
+
+
+def _c_cross_wait(rt: ProgramInfo, idx: int, ins: isa.CrossWait) -> Callable:
+    key_of = _cross_key(rt, idx, ins)
+
+    def h(g: Group) -> Optional[int]:
+        key = key_of(g)
+        xf = g.ctx.xflags
+        gc = g.cores + xf.layout.gbase[g.core_type]
+        ok = xf.ready(key, gc)
+        if not ok.all():
+            if ok.any():
+                raise Split(ok.astype(np.int64))
+            g.xwait = (key, idx)
+            return BLOCKED
+        g.xwait = None
+        xf.passed(key, gc)
+        g.stream.append(StreamRecord(stream.XWAIT, 0, 0, 0, 0, g.scyc, idx, key))
+        g.scyc = 0
+        if g.san is not None:
+            g.san.cross_wait(g, key, xf.sources)
+            sync.scalar_reaches_all(g)
+        return None
     return h

@@ -25,7 +25,8 @@ from .base import (  # noqa: F401
     normalize_dtype,
 )
 from .control import (  # noqa: F401
-    Alu, CoreIdx, CoreNum, Else, EndIf, EndLoop, If, Loop, Mov, PipeBarrier, SetFlag, SyncAll, Tiling, WaitFlag,
+    CROSS_MODES, Alu, CoreIdx, CoreNum, CrossSet, CrossWait, Else, EndIf, EndLoop, GroupIdx, If, Loop, Mov,
+    PipeBarrier, SetFlag, SubIdx, SyncAll, Tiling, WaitFlag, cross_mode,
 )
 from . import costs  # noqa: F401
 from .moves import Copy, CopyNd2Nz, FixPipe, LoadBias, LoadL0, Mmad  # noqa: F401
@@ -36,8 +37,8 @@ from .vector import (  # noqa: F401
 INSTRUCTIONS: dict[str, type[Instr]] = {
     cls.OP: cls
     for cls in (
-        CoreIdx, CoreNum, Tiling, Mov, Alu, Loop, EndLoop, If, Else, EndIf,
-        SetFlag, WaitFlag, PipeBarrier, SyncAll,
+        CoreIdx, CoreNum, GroupIdx, SubIdx, Tiling, Mov, Alu, Loop, EndLoop, If, Else, EndIf,
+        SetFlag, WaitFlag, PipeBarrier, SyncAll, CrossSet, CrossWait,
         Copy, CopyNd2Nz, LoadL0, LoadBias, Mmad, FixPipe,
         VBinary, VScalar, VUnary, VCompare, VSelect, VCast, VDup, VCopy, VReduce, VBroadcast, VTranspose,
     )

@@ -2,8 +2,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
+from ..errors import ProgramError
 from .base import (
     CORE_PIPES, ALU_FNS, Instr, Operand, Reg, _check_ops, _req,
 )
@@ -222,3 +223,81 @@ class SyncAll(Instr):
 
     def text(self) -> str:
         return "sync_all"
+
+
+# --------------------------------------------------------------------------- mixed launches: groups, cross-core flags
+
+CROSS_MODES: dict[str, int] = {"all": 0, "group_aivs": 1, "group": 2}  # name -> the hardware's mode number
+
+
+def cross_mode(mode: Any) -> str:
+    """Canonical name of a cross-core flag mode (a name, or the hardware's number 0, 1, 2)."""
+    for name, num in CROSS_MODES.items():
+        if mode == name or (isinstance(mode, int) and not isinstance(mode, bool) and mode == num):
+            return name
+    raise ProgramError(f"cross-core flag mode must be one of {', '.join(CROSS_MODES)} (or 0, 1, 2), got {mode!r}")
+
+
+@dataclass(frozen=True)
+class GroupIdx(Instr):
+    """dst = the core's group in a mixed launch (its AIC's index); in a one-type launch, its core index."""
+
+    dst: Reg
+    OP: ClassVar[str] = "group_idx"
+    WRITES: ClassVar[tuple[str, ...]] = ("dst",)
+
+    def text(self) -> str:
+        return f"{self.dst} = group_idx"
+
+
+@dataclass(frozen=True)
+class SubIdx(Instr):
+    """dst = an AIV's index inside its group in a mixed launch (0 .. group_aivs-1); 0 otherwise."""
+
+    dst: Reg
+    OP: ClassVar[str] = "sub_idx"
+    WRITES: ClassVar[tuple[str, ...]] = ("dst",)
+
+    def text(self) -> str:
+        return f"{self.dst} = sub_idx"
+
+
+@dataclass(frozen=True)
+class CrossSet(Instr):
+    """Queued on `pipe_name`: once that pipe's earlier work is done, signals cross-core flag `flag` in `mode`."""
+
+    mode: str
+    flag: Operand
+    pipe_name: str
+    OP: ClassVar[str] = "cross_set"
+
+    @property
+    def pipe(self) -> str:
+        return self.pipe_name
+
+    def check(self, core_type: str) -> None:
+        _req(self, self.mode in CROSS_MODES, f"mode must be one of {', '.join(CROSS_MODES)}, got {self.mode!r}")
+        _req(self, self.pipe_name in CORE_PIPES[core_type],
+             f"pipe {self.pipe_name!r} is not a pipe of an {core_type.upper()} core ({', '.join(CORE_PIPES[core_type])})")
+        _req(self, not (self.mode == "group_aivs" and core_type != "aiv"), "mode group_aivs syncs the AIVs of a group")
+        _check_ops(self, "flag")
+
+    def text(self) -> str:
+        return f"cross_set {self.mode} flag={self.flag} on {self.pipe_name}"
+
+
+@dataclass(frozen=True)
+class CrossWait(Instr):
+    """The scalar unit stops until every core this one waits on in `mode` made its matching cross_set of `flag`."""
+
+    mode: str
+    flag: Operand
+    OP: ClassVar[str] = "cross_wait"
+
+    def check(self, core_type: str) -> None:
+        _req(self, self.mode in CROSS_MODES, f"mode must be one of {', '.join(CROSS_MODES)}, got {self.mode!r}")
+        _req(self, not (self.mode == "group_aivs" and core_type != "aiv"), "mode group_aivs syncs the AIVs of a group")
+        _check_ops(self, "flag")
+
+    def text(self) -> str:
+        return f"cross_wait {self.mode} flag={self.flag}"

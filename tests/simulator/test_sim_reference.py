@@ -32,14 +32,25 @@ def test_tiny_preset_forces_tiles_tails_and_several_cores(rng):
     assert len(set(res.core_cycles)) > 1  # the tail core finishes at another time
 
 
-def test_lockstep_and_per_core_execution_agree_exactly(rng):
+@pytest.mark.parametrize("sanitize", [False, True])
+def test_lockstep_and_per_core_execution_agree_exactly(rng, sanitize):
     n = 40000 + 13
     x, y = rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32)
-    z1, r1 = vector_add.run(x, y, "910b", block_dim=7, sanitize=False)
-    z2, r2 = vector_add.run(x, y, "910b", block_dim=7, sanitize=True)
+    cfg = chips.get("910b")
+    t = vector_add.tiling(n, cfg, 7)
+    out = []
+    for lockstep in (True, False):
+        dev = Device(cfg)
+        dev.upload("x", x)
+        dev.upload("y", y)
+        dev.alloc("z", x.nbytes)
+        res = dev.launch(vector_add.build(), 7, ["x", "y", "z"], t, sanitize=sanitize, lockstep=lockstep)
+        out.append((dev.read("z", np.float32), res))
+    (z1, r1), (z2, r2) = out
     assert np.array_equal(z1, z2) and np.array_equal(z1, x + y)
     assert r1.cycles == r2.cycles and r1.pipe_busy == r2.pipe_busy and r1.core_cycles == r2.core_cycles
     assert r1.instr_counts == r2.instr_counts and r1.bytes_by_path == r2.bytes_by_path
+    assert r2.distinct_streams < 7  # identical cores share one schedule
 
 
 @pytest.mark.parametrize("shape", [(37, 100), (5, 3), (4, 64), (1, 1)])
