@@ -11,7 +11,7 @@ trace export and sanitizer. Imports nothing from pyasc.
 
 See simulator/README.md for the instruction set.
 """
-from . import chips, isa
+from . import bfloat16, chips, isa
 from .chips import ChipConfig, DmaPath
 from .device import Device
 from .errors import (

@@ -8,7 +8,7 @@ from typing import Any, Iterator, Optional, Union
 
 import numpy as np
 
-from . import chips, isa, launcher, result, sanitizer
+from . import bfloat16, chips, isa, launcher, result, sanitizer
 from .chips import ChipConfig
 from .decode import decode
 from .errors import LaunchError, MemoryRuleError
@@ -117,7 +117,8 @@ class Device:
         return buf
 
     def read(self, ref: BufferRef, dtype: Any, shape: Any = None, offset: int = 0) -> np.ndarray:
-        """A copy of GM buffer contents as `dtype` (the whole buffer from `offset`, or `shape`)."""
+        """A copy of GM buffer contents as `dtype` (the whole buffer from `offset`, or `shape`); bfloat16
+        contents come back as their float32 values."""
         buf = self._buf(ref)
         name = isa.normalize_dtype(dtype)
         dt = np.dtype(np.bool_) if name == "bool" else isa.DTYPES[name]
@@ -131,7 +132,8 @@ class Device:
                 f"host read of {nbytes} bytes at offset {offset} does not fit GM buffer {buf.name!r} "
                 f"({buf.nbytes} bytes)", space="GM", start=offset, end=offset + nbytes,
                 rule="GM accesses stay inside their buffer")
-        return buf.data[offset:offset + nbytes].view(dt).reshape(shape).copy()
+        data = buf.data[offset:offset + nbytes].view(dt).reshape(shape)
+        return bfloat16.to_float32(data) if name == "bfloat16" else data.copy()
 
     # ------------------------------------------------------------------ launch
 

@@ -23,7 +23,7 @@ import numpy as np
 from . import isa
 from .errors import ProgramError
 from .isa import (
-    Alu, Copy, CopyNd2Nz, CoreIdx, CoreNum, CrossSet, CrossWait, Else, GroupIdx, SubIdx, EndIf, EndLoop, FixPipe, If, Instr, LoadBias, LoadL0,
+    Alu, Copy, CopyNd2Nz, CoreIdx, Load3D, LoadL0Fractals, CoreNum, CrossSet, CrossWait, Else, GroupIdx, SubIdx, EndIf, EndLoop, FixPipe, If, Instr, LoadBias, LoadL0,
     Loop, Mem, Mmad, Mov, Operand, PipeBarrier, Reg, ScalarValue, SetFlag, SyncAll, Tiling, VBinary,
     VBroadcast, VCast, VCompare, VCopy, VDup, VReduce, VScalar, VSelect, VTranspose, VUnary, WaitFlag,
 )
@@ -309,13 +309,15 @@ class Program:
     # data moves -----------------------------------------------------------
 
     def copy(self, dst: Mem, src: Mem, dtype: Any, burst: Any, nburst: Any = 1, src_stride: Any = None,
-             dst_stride: Any = None, pad: bool = False, pad_value: float = 0.0) -> None:
-        """GM->UB, UB->GM or GM->L1: `nburst` bursts of `burst` elements (strides: elements between starts)."""
+             dst_stride: Any = None, pad: bool = False, pad_value: float = 0.0, atomic: Optional[str] = None) -> None:
+        """GM->UB, UB->GM or GM->L1: `nburst` bursts of `burst` elements (strides: elements between starts).
+
+        atomic ("add", "max", "min"; UB->GM only): combine with what GM holds instead of overwriting."""
         self.emit(Copy(
             dst, src, isa.normalize_dtype(dtype), _operand(burst, "burst"), _operand(nburst, "nburst"),
             None if src_stride is None else _operand(src_stride, "src_stride"),
             None if dst_stride is None else _operand(dst_stride, "dst_stride"),
-            bool(pad), float(pad_value),
+            bool(pad), float(pad_value), atomic,
         ))
 
     def copy_nd2nz(self, dst: Mem, src: Mem, dtype: Any, rows: Any, cols: Any, src_row_stride: Any = None) -> None:
@@ -328,6 +330,22 @@ class Program:
         self.emit(LoadL0(dst, src, isa.normalize_dtype(dtype), _operand(rows, "rows"), _operand(cols, "cols"),
                          bool(transpose)))
 
+    def load_l0_2d(self, dst: Mem, src: Mem, dtype: Any, start: Any, repeat: Any, src_stride: Any = 1,
+                   dst_gap: Any = 0, transpose: bool = False) -> None:
+        """`repeat` fractals from L1 fractal `start` on (`src_stride` apart) into L0A / L0B (LoadData2D)."""
+        self.emit(LoadL0Fractals(dst, src, isa.normalize_dtype(dtype), _operand(start, "start"),
+                                 _operand(repeat, "repeat"), _operand(src_stride, "src_stride"),
+                                 _operand(dst_gap, "dst_gap"), bool(transpose)))
+
+    def load3d(self, dst: Mem, src: Mem, dtype: Any, c1: Any, h: Any, w: Any, kh: int, kw: int,
+               stride: Sequence[int] = (1, 1), pad: Sequence[int] = (0, 0, 0, 0), dilation: Sequence[int] = (1, 1),
+               m_start: Any = 0, m_len: Any = None, k_start: Any = 0, k_len: Any = None) -> None:
+        """img2col of an NC1HWC0 feature map in L1 straight into L0A (as A) or L0B (as A^T) (LoadData3D)."""
+        self.emit(Load3D(dst, src, isa.normalize_dtype(dtype), _operand(c1, "c1"), _operand(h, "h"),
+                         _operand(w, "w"), kh, kw, tuple(stride), tuple(pad), tuple(dilation),
+                         _operand(m_start, "m_start"), None if m_len is None else _operand(m_len, "m_len"),
+                         _operand(k_start, "k_start"), None if k_len is None else _operand(k_len, "k_len")))
+
     def load_bias(self, dst: Mem, src: Mem, count: Any) -> None:
         self.emit(LoadBias(dst, src, _operand(count, "count")))
 
@@ -337,10 +355,14 @@ class Program:
                        isa.normalize_dtype(dtype), _operand(accumulate, "accumulate"), bias))
 
     def fixpipe(self, dst: Mem, src: Mem, m: Any, n: Any, dst_dtype: Any, src_dtype: Any = "float32",
-                relu: bool = False, dst_row_stride: Any = None) -> None:
+                relu: bool = False, dst_row_stride: Any = None, scale: Any = None, scale_l1: Optional[Mem] = None,
+                nz: bool = False, atomic: Optional[str] = None) -> None:
+        """L0C -> GM with optional quantisation (scale: a number; scale_l1: n per-channel float32 scales in
+        L1), ReLU, cast, NZ output (`nz`) and atomic accumulation (`atomic="add"` / "max" / "min")."""
         self.emit(FixPipe(dst, src, _operand(m, "m"), _operand(n, "n"), isa.normalize_dtype(dst_dtype),
                           isa.normalize_dtype(src_dtype), bool(relu),
-                          None if dst_row_stride is None else _operand(dst_row_stride, "dst_row_stride")))
+                          None if dst_row_stride is None else _operand(dst_row_stride, "dst_row_stride"),
+                          None if scale is None else _scalar(scale, "scale"), scale_l1, bool(nz), atomic))
 
     # vector unit ------------------------------------------------------------
 

@@ -6,7 +6,8 @@ group's stream, and issues its memory action, which runs at once unless the
 pipe is held back behind a wait_flag (see executor.py).
 
 Modules: common (getters, checks, views), scalar (scalar unit, control flow,
-sync), moves (data moves, cube), vector (vector unit).
+sync), moves (GM <-> core data moves), cube (L1 -> L0, mmad, FixPipe), vector
+(vector unit).
 """
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ from typing import Any, Callable
 
 from .. import isa
 from ..lockstep import Group, ProgramInfo
-from .moves import _c_copy, _c_copy_nd2nz, _c_fixpipe, _c_load_bias, _c_load_l0, _c_mmad
+from .cube import _c_fixpipe, _c_load3d, _c_load_bias, _c_load_l0, _c_load_l0_2d, _c_mmad
+from .moves import _c_copy, _c_copy_nd2nz
 from .scalar import (
     _c_alu, _c_core_idx, _c_core_num, _c_cross_set, _c_cross_wait, _c_else, _c_end_if, _c_end_loop, _c_flag,
     _c_group_idx, _c_if, _c_loop, _c_mov, _c_pipe_barrier, _c_sub_idx, _c_sync_all, _c_tiling,
@@ -33,6 +35,7 @@ _COMPILERS: dict[type, Callable] = {
     isa.VScalar: _c_vscalar, isa.VUnary: _c_vunary, isa.VCompare: _c_vcompare, isa.VSelect: _c_vselect,
     isa.VCast: _c_vcast, isa.VDup: _c_vdup, isa.VCopy: _c_vcopy, isa.VReduce: _c_vreduce,
     isa.VBroadcast: _c_vbroadcast, isa.VTranspose: _c_vtranspose,
+    isa.LoadL0Fractals: _c_load_l0_2d, isa.Load3D: _c_load3d,
     isa.GroupIdx: _c_group_idx, isa.SubIdx: _c_sub_idx, isa.CrossSet: _c_cross_set, isa.CrossWait: _c_cross_wait,
 }
 

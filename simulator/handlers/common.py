@@ -174,7 +174,7 @@ class PipeSetup:
             issue(g, self.P, _recorded, (exe, vals))
 
     def dma(self, g: Group, buf: Any, arg: str, off: Any, nrows: int, stride_b: int, width_b: int, write: bool,
-            vals: Any, exe: Callable) -> None:
+            vals: Any, exe: Callable, extra_startup: float = 0) -> None:
         """Records a GM transfer of `nrows` rows of `width_b` bytes, `stride_b` apart, at byte `off` of `buf`
         (kernel argument `arg`)
         (full bandwidth only when every row starts on the peak boundary; each row costs the whole GM
@@ -184,7 +184,7 @@ class PipeSetup:
         cap = path.bytes_per_cycle if gm_aligned(g, addr, nrows, stride_b, chip.gm_peak_align) else \
             path.bytes_per_cycle * chip.gm_unaligned_factor
         bus = bus_bytes(addr, nrows, stride_b, width_b, chip.gm_piece_bytes)
-        g.stream.append(StreamRecord(stream.DMA, self.P, path.startup, bus, cap, g.scyc, self.idx))
+        g.stream.append(StreamRecord(stream.DMA, self.P, path.startup + extra_startup, bus, cap, g.scyc, self.idx))
         g.touches[len(g.stream) - 1] = GmTouch(arg, off, nrows, stride_b, width_b, write)
         g.scyc = 0
         g.bytes[self.path_name] = g.bytes.get(self.path_name, 0) + nrows * width_b
@@ -194,15 +194,16 @@ class PipeSetup:
             issue(g, self.P, _recorded, (exe, vals))
 
     def sanitize(self, g: Group, *accesses: tuple) -> None:
-        """Reports accesses, in order, to the sanitizer if it is on: (space name or GM buffer, pattern, write)."""
+        """Reports accesses, in order, to the sanitizer if it is on: (space name or GM buffer, pattern, write)
+        or, for an atomic GM store, (buffer, pattern, True, atomic kind)."""
         san = g.san
         if san is None:
             return
-        for where, p, write in accesses:
+        for where, p, write, *atomic in accesses:
             if where.__class__ is str:
                 san.onchip(g, self.P, self.idx, where, p, write)
             else:
-                san.gm(g, self.P, self.idx, where, p, write)
+                san.gm(g, self.P, self.idx, where, p, write, atomic[0] if atomic else None)
 
 
 def _recorded(g: Group, v: tuple) -> None:
@@ -330,11 +331,22 @@ def gm_read(g: Group, buf: Any, off: Any, nrows: int, stride_b: int, width_b: in
                            for j in range(g.m)])
 
 
-def gm_write(g: Group, buf: Any, off: Any, nrows: int, stride_b: int, data: np.ndarray) -> None:
+def disjoint(off: Any, extent: int) -> bool:
+    """Whether per-core GM offsets `off` (an array) leave the cores' `extent`-byte spans apart."""
+    if off.__class__ is int:
+        return False
+    o = np.sort(off)
+    return bool((np.diff(o) >= extent).all())
+
+
+def gm_write(g: Group, buf: Any, off: Any, nrows: int, stride_b: int, data: np.ndarray,
+             combine: Optional[Callable] = None) -> None:
+    """Store (cores, nrows, width) bytes; `combine(old, new) -> bytes` for an atomic store."""
     width_b = data.shape[-1]
     v = gm_view(g, buf.data, off, nrows, stride_b, width_b)
-    if v is not None and (off.__class__ is not int or g.m == 1):
-        v[...] = data
+    if v is not None and (g.m == 1 or disjoint(off, (nrows - 1) * stride_b + width_b)):
+        v[...] = data if combine is None else combine(v, data)
         return
-    for j in range(g.m):  # same address on several cores: cores write one after another
-        core_views(g, j, buf.data, off, None, 0, nrows, stride_b, 0, width_b, 0)[0][...] = data[j:j + 1]
+    for j in range(g.m):  # cores whose bytes meet write one after another
+        view = core_views(g, j, buf.data, off, None, 0, nrows, stride_b, 0, width_b, 0)[0]
+        view[...] = data[j:j + 1] if combine is None else combine(view, data[j:j + 1])

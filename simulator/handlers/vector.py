@@ -165,7 +165,7 @@ def _c_vdup(rt: ProgramInfo, idx: int, ins: isa.VDup) -> Callable:
 
     def write(g: Group, d: int, n: int, ops: tuple) -> None:
         ub = g.mem["UB"]
-        val = ops[0].astype(dt)
+        val = vector_math.storage(ops[0], ins.dtype)
         out = out_view(g, ub, d, n * size, dt)
         if out is not None:
             out[...] = val
@@ -218,7 +218,7 @@ def _c_vreduce(rt: ProgramInfo, idx: int, ins: isa.VReduce) -> Callable:
         d, s, rows, cols, rs = resolve(g)
         src_n = ((rows - 1) * rs + cols) * size
         v.check(g, (d, rows * size), (s, src_n))
-        v.record(g, rows * v.reps(cols * size), (d, s, rows, cols, rs), exe)
+        v.record(g, rows * v.reps(cols * size), (d, s, rows, cols, rs), exe, rows * cols)
 
     def exe(g: Group, vals: tuple) -> None:
         ub = g.mem["UB"]

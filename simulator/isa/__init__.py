@@ -29,7 +29,7 @@ from .control import (  # noqa: F401
     PipeBarrier, SetFlag, SubIdx, SyncAll, Tiling, WaitFlag, cross_mode,
 )
 from . import costs  # noqa: F401
-from .moves import Copy, CopyNd2Nz, FixPipe, LoadBias, LoadL0, Mmad  # noqa: F401
+from .moves import ATOMIC_OPS, Copy, CopyNd2Nz, FixPipe, Load3D, LoadBias, LoadL0, LoadL0Fractals, Mmad  # noqa: F401
 from .vector import (  # noqa: F401
     VBinary, VBroadcast, VCast, VCompare, VCopy, VDup, VectorInstr, VReduce, VScalar, VSelect, VTranspose, VUnary,
 )
@@ -39,7 +39,7 @@ INSTRUCTIONS: dict[str, type[Instr]] = {
     for cls in (
         CoreIdx, CoreNum, GroupIdx, SubIdx, Tiling, Mov, Alu, Loop, EndLoop, If, Else, EndIf,
         SetFlag, WaitFlag, PipeBarrier, SyncAll, CrossSet, CrossWait,
-        Copy, CopyNd2Nz, LoadL0, LoadBias, Mmad, FixPipe,
+        Copy, CopyNd2Nz, LoadL0, LoadL0Fractals, Load3D, LoadBias, Mmad, FixPipe,
         VBinary, VScalar, VUnary, VCompare, VSelect, VCast, VDup, VCopy, VReduce, VBroadcast, VTranspose,
     )
 }

@@ -51,13 +51,13 @@ DECOMPOSITIONS: tuple[Decomposition, ...] = (
                   "no integer division: the vector cast to float32, divided, cast back rounding down"),
     Decomposition("vscalar", ("mod",), INT16_32, _DIV_INT[1:] + (Pass("binary", 4), Pass("binary", 4)),
                   "no integer division: a - (a // b) * b through float32"),
-    Decomposition("vbinary", ("floordiv",), FLOATS, _DIV_FLOAT,
+    Decomposition("vbinary", ("floordiv",), FLOATS - {"bfloat16"}, _DIV_FLOAT,
                   "no floor division: divide, cast to an integer rounding down, cast back"),
-    Decomposition("vbinary", ("mod",), FLOATS, _DIV_FLOAT + (Pass("binary"), Pass("binary")),
+    Decomposition("vbinary", ("mod",), FLOATS - {"bfloat16"}, _DIV_FLOAT + (Pass("binary"), Pass("binary")),
                   "no remainder: a - floor(a / b) * b"),
-    Decomposition("vscalar", ("floordiv",), FLOATS, _DIV_FLOAT,
+    Decomposition("vscalar", ("floordiv",), FLOATS - {"bfloat16"}, _DIV_FLOAT,
                   "no floor division: divide, cast to an integer rounding down, cast back"),
-    Decomposition("vscalar", ("mod",), FLOATS, _DIV_FLOAT + (Pass("binary"), Pass("binary")),
+    Decomposition("vscalar", ("mod",), FLOATS - {"bfloat16"}, _DIV_FLOAT + (Pass("binary"), Pass("binary")),
                   "no remainder: a - floor(a / b) * b"),
     Decomposition("vbinary", ARITH, INT8, (_VIA_F16, _VIA_F16, Pass("binary", 2), _VIA_F16),
                   "no 8-bit arithmetic: both operands cast to float16, computed, cast back"),
@@ -68,9 +68,27 @@ DECOMPOSITIONS: tuple[Decomposition, ...] = (
     Decomposition("vbinary", ("xor",), frozenset({"int8", "uint8", "int16", "int32", "bool"}),
                   (Pass("binary"), Pass("binary"), Pass("simple"), Pass("binary")),
                   "no xor: (a | b) & ~(a & b)"),
-    Decomposition("vunary", ("sign",), FLOATS | INT16_32, (Pass("binary"), Pass("binary"), Pass("binary")),
+    Decomposition("vunary", ("sign",), FLOATS - {"bfloat16"} | INT16_32, (Pass("binary"), Pass("binary"),
+                                                                         Pass("binary")),
                   "no sign: two compares and a select"),
 )
+
+def _bf16_via_float32() -> tuple[Decomposition, ...]:
+    """bfloat16 has no arithmetic of its own on the 910B vector unit: through float32 (cast in, compute, cast out)."""
+    bf = frozenset({"bfloat16"})
+    out = []
+    for op, fns, ins in (("vbinary", VBINARY_COST, 2), ("vscalar", VBINARY_COST, 1), ("vunary", VUNARY_COST, 1)):
+        for fn, cls in fns.items():
+            out.append(Decomposition(op, (fn,), bf, (_TO_F32,) * ins + (Pass(cls, 4), _TO_F32),
+                                     "no bfloat16 arithmetic: cast to float32, compute, cast back"))
+    out.append(Decomposition("vcompare", ("lt", "le", "gt", "ge", "eq", "ne"), bf, (_TO_F32, _TO_F32, Pass("binary", 4)),
+                             "no bfloat16 compare: both operands cast to float32 first"))
+    out.append(Decomposition("vreduce", ("sum", "max", "min"), bf, (_TO_F32, Pass("binary", 4)),
+                             "no bfloat16 reduction: cast to float32 first"))
+    return tuple(out)
+
+
+DECOMPOSITIONS = DECOMPOSITIONS + _bf16_via_float32()
 
 _BY_KEY: dict[tuple[str, str, str], tuple[Pass, ...]] = {
     (d.op, fn, dt): d.passes for d in DECOMPOSITIONS for fn in d.fns for dt in d.dtypes
