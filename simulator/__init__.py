@@ -19,7 +19,7 @@ from .errors import (
     ProgramError,
     RaceError, SanitizerError, SimulatorError, SyncError, UninitializedReadError,
 )
-from .isa import BT, GM, L0A, L0B, L0C, L1, UB, Mem, Reg
+from .isa import BT, GM, L0A, L0B, L0C, L1, UB, Mem, Reg, VRepeat
 from .memory import GmBuffer
 from .mixed import MixedKernel
 from .program import Program
@@ -27,7 +27,7 @@ from .result import LaunchResult
 
 __all__ = [
     "chips", "isa", "ChipConfig", "DmaPath", "Device", "Program", "MixedKernel", "LaunchResult", "GmBuffer",
-    "Mem", "Reg", "GM", "UB", "L1", "L0A", "L0B", "L0C", "BT",
+    "Mem", "Reg", "VRepeat", "GM", "UB", "L1", "L0A", "L0B", "L0C", "BT",
     "SimulatorError", "ConfigError", "ProgramError", "LaunchError", "MemoryRuleError", "SanitizerError",
     "RaceError", "UninitializedReadError", "SyncError", "DeadlockError", "FlagLeftSetError", "DoubleSetError",
     "FlagOverflowError",

@@ -88,6 +88,7 @@ class ChipConfig:
     # issue queue holds pipe_queue_depth instructions not yet started (the scalar unit stalls when full)
     scalar_cycles: int = 1
     issue_cycles: int = 1
+    scalar_ub_cycles: int = 10  # the scalar unit reading or writing one UB element
     pipe_queue_depth: int = 32
     sync_all_cycles: int = 100
     # a launch costs launch_startup_cycles + launch_core_cycles per core before the first instruction
@@ -169,7 +170,7 @@ _POWERS_OF_TWO = (
     "gm_alloc_align", "gm_peak_align", "dma_block_bytes", "fractal_row_bytes", "gm_piece_bytes", "l2_line_bytes",
 )
 _NON_NEGATIVE_INTS = (
-    "aic_cores", "aiv_cores", "scalar_cycles", "issue_cycles", "sync_all_cycles",
+    "aic_cores", "aiv_cores", "scalar_cycles", "issue_cycles", "scalar_ub_cycles", "sync_all_cycles",
     "vector_startup_cycles", "cube_startup_cycles", "launch_startup_cycles", "launch_core_cycles",
     "cross_flag_cycles",
 )

@@ -14,7 +14,7 @@ from .chips import ChipConfig
 from .handlers import compile_instruction
 from .program import Program, Structure
 
-DATA_READS: tuple[type, ...] = ()  # scalar instructions that load a register from on-chip memory
+DATA_READS: tuple[type, ...] = (isa.ScalarLoad,)  # instructions that load a register from on-chip memory
 
 
 class Decoded:

@@ -23,9 +23,9 @@ import numpy as np
 from . import isa
 from .errors import ProgramError
 from .isa import (
-    Alu, Copy, CopyNd2Nz, CoreIdx, Load3D, LoadL0Fractals, CoreNum, CrossSet, CrossWait, Else, GroupIdx, SubIdx, EndIf, EndLoop, FixPipe, If, Instr, LoadBias, LoadL0,
+    Alu, Copy, CopyNd2Nz, CoreIdx, Cvt, FAlu, Load3D, LoadL0Fractals, ScalarLoad, ScalarStore, VGather, CoreNum, CrossSet, CrossWait, Else, GroupIdx, SubIdx, EndIf, EndLoop, FixPipe, If, Instr, LoadBias, LoadL0,
     Loop, Mem, Mmad, Mov, Operand, PipeBarrier, Reg, ScalarValue, SetFlag, SyncAll, Tiling, VBinary,
-    VBroadcast, VCast, VCompare, VCopy, VDup, VReduce, VScalar, VSelect, VTranspose, VUnary, WaitFlag,
+    VBroadcast, VCast, VCompare, VCopy, VDup, VReduce, VRepeat, VScalar, VSelect, VTranspose, VUnary, WaitFlag,
 )
 
 JSON_FORMAT = "simulator-program"
@@ -49,6 +49,10 @@ def _operand(v: Any, what: str) -> Operand:
     if isinstance(v, (int, np.integer)):
         return int(v)
     raise ProgramError(f"{what} must be an int or a Reg, got {type(v).__name__} {v!r}")
+
+
+def _count(v: Any) -> Optional[Operand]:
+    return None if v is None else _operand(v, "count")
 
 
 def _scalar(v: Any, what: str) -> ScalarValue:
@@ -196,6 +200,28 @@ class Program:
 
     def add(self, a: Any, b: Any, dst: Optional[Reg] = None) -> Reg:
         return self.alu("add", a, b, dst)
+
+    def falu(self, fn: str, a: Any, b: Any, dst: Optional[Reg] = None) -> Reg:
+        """dst = fn(a, b) on float registers or immediates (fn in isa.FALU_FNS; div is true division)."""
+        d = self._dst(dst)
+        self.emit(FAlu(fn, d, _scalar(a, f"f{fn} operand"), _scalar(b, f"f{fn} operand")))
+        return d
+
+    def cvt(self, src: Reg, to: str, round: str = "trunc", dst: Optional[Reg] = None) -> Reg:
+        """A register converted to an integer ("int", rounding `round`) or a float ("float") register."""
+        d = self._dst(dst)
+        self.emit(Cvt(d, src, to, round))
+        return d
+
+    def ld(self, src: Mem, dtype: Any, dst: Optional[Reg] = None) -> Reg:
+        """Read one `dtype` element of UB into a register (integer or float by dtype)."""
+        d = self._dst(dst)
+        self.emit(ScalarLoad(d, src, isa.normalize_dtype(dtype)))
+        return d
+
+    def st(self, dst: Mem, value: Any, dtype: Any) -> None:
+        """Write one `dtype` element of UB from a register or an immediate."""
+        self.emit(ScalarStore(dst, _scalar(value, "stored value"), isa.normalize_dtype(dtype)))
 
     def sub(self, a: Any, b: Any, dst: Optional[Reg] = None) -> Reg:
         return self.alu("sub", a, b, dst)
@@ -366,15 +392,18 @@ class Program:
 
     # vector unit ------------------------------------------------------------
 
-    def vbinary(self, fn: str, dst: Mem, a: Mem, b: Mem, count: Any, dtype: Any) -> None:
-        self.emit(VBinary(fn, dst, a, b, _operand(count, "count"), isa.normalize_dtype(dtype)))
+    def vbinary(self, fn: str, dst: Mem, a: Mem, b: Mem, count: Any, dtype: Any,
+                rep: Optional[VRepeat] = None) -> None:
+        """dst = fn(a, b) over `count` elements, or over the repeats, strides and mask of `rep` (count None)."""
+        self.emit(VBinary(fn, dst, a, b, _count(count), isa.normalize_dtype(dtype), rep))
 
-    def vscalar(self, fn: str, dst: Mem, src: Mem, scalar: Any, count: Any, dtype: Any, reverse: bool = False) -> None:
-        self.emit(VScalar(fn, dst, src, _scalar(scalar, "scalar"), _operand(count, "count"),
-                          isa.normalize_dtype(dtype), bool(reverse)))
+    def vscalar(self, fn: str, dst: Mem, src: Mem, scalar: Any, count: Any, dtype: Any, reverse: bool = False,
+                rep: Optional[VRepeat] = None) -> None:
+        self.emit(VScalar(fn, dst, src, _scalar(scalar, "scalar"), _count(count), isa.normalize_dtype(dtype),
+                          bool(reverse), rep))
 
-    def vunary(self, fn: str, dst: Mem, src: Mem, count: Any, dtype: Any) -> None:
-        self.emit(VUnary(fn, dst, src, _operand(count, "count"), isa.normalize_dtype(dtype)))
+    def vunary(self, fn: str, dst: Mem, src: Mem, count: Any, dtype: Any, rep: Optional[VRepeat] = None) -> None:
+        self.emit(VUnary(fn, dst, src, _count(count), isa.normalize_dtype(dtype), rep))
 
     def vcompare(self, fn: str, dst: Mem, a: Mem, b: Any, count: Any, dtype: Any) -> None:
         bb = b if isinstance(b, Mem) else _scalar(b, "compare operand")
@@ -389,11 +418,15 @@ class Program:
         self.emit(VCast(dst, src, _operand(count, "count"), isa.normalize_dtype(src_dtype),
                         isa.normalize_dtype(dst_dtype), round))
 
-    def vdup(self, dst: Mem, value: Any, count: Any, dtype: Any) -> None:
-        self.emit(VDup(dst, _scalar(value, "value"), _operand(count, "count"), isa.normalize_dtype(dtype)))
+    def vdup(self, dst: Mem, value: Any, count: Any, dtype: Any, rep: Optional[VRepeat] = None) -> None:
+        self.emit(VDup(dst, _scalar(value, "value"), _count(count), isa.normalize_dtype(dtype), rep))
 
-    def vcopy(self, dst: Mem, src: Mem, count: Any, dtype: Any) -> None:
-        self.emit(VCopy(dst, src, _operand(count, "count"), isa.normalize_dtype(dtype)))
+    def vcopy(self, dst: Mem, src: Mem, count: Any, dtype: Any, rep: Optional[VRepeat] = None) -> None:
+        self.emit(VCopy(dst, src, _count(count), isa.normalize_dtype(dtype), rep))
+
+    def vgather(self, dst: Mem, src: Mem, offsets: Mem, count: Any, dtype: Any) -> None:
+        """dst[i] = UB[src + offsets[i]] (offsets: int32 byte offsets in UB) for i < count."""
+        self.emit(VGather(dst, src, offsets, _operand(count, "count"), isa.normalize_dtype(dtype)))
 
     def vreduce(self, fn: str, dst: Mem, src: Mem, rows: Any, cols: Any, dtype: Any,
                 src_row_stride: Any = None) -> None:
@@ -563,6 +596,9 @@ class Program:
 def _encode(v: Any) -> Any:
     if isinstance(v, Reg):
         return {"reg": v.name}
+    if isinstance(v, VRepeat):
+        return {"vrepeat": {"repeats": _encode(v.repeats), "dst": list(v.dst), "srcs": [list(x) for x in v.srcs],
+                            "mask": v.mask}}
     if isinstance(v, Mem):
         d = {"space": v.space, "offset": _encode(v.offset)}
         if v.arg is not None:
@@ -581,6 +617,9 @@ def _decode(v: Any) -> Any:
             return Mem(v["space"], _decode(v.get("offset", 0)), v.get("arg"))
         if set(v) == {"float"}:
             return float(v["float"])
+        if set(v) == {"vrepeat"}:
+            r = v["vrepeat"]
+            return VRepeat(_decode(r["repeats"]), tuple(r["dst"]), tuple(tuple(x) for x in r["srcs"]), r["mask"])
         raise ProgramError(f"cannot decode operand {v!r}")
     return v
 

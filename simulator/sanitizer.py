@@ -262,7 +262,12 @@ class Sanitizer(GmAccesses):
 
 
 def _indices(p: Pattern, block: int) -> tuple[Any, Any]:
-    """(block index, byte index) of an on-chip access pattern: slices when contiguous."""
+    """(block index, byte index) of an on-chip access pattern: slices when contiguous. A pattern is
+    (start, rows, row stride, row bytes), or (row starts, row bytes) for rows at arbitrary places."""
+    if len(p) == 2:
+        starts, length = p
+        byt = (starts[:, None] + np.arange(length)[None, :]).ravel()
+        return np.unique(byt // block), byt
     start, nb, stride, length = p
     if nb == 1 or stride == length:
         end = start + (nb - 1) * stride + length
@@ -284,6 +289,8 @@ def _first(mask: np.ndarray, index: Any) -> int:
 
 
 def _extent(p: Pattern) -> tuple[int, int]:
+    if len(p) == 2:
+        return int(p[0].min()), int(p[0].max()) + p[1]
     start, nb, stride, length = p
     return start, start + (nb - 1) * stride + length
 

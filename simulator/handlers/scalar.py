@@ -6,8 +6,8 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
-from .. import isa, stream, sync
-from ..isa import PIPE_ID
+from .. import isa, stream, sync, vector_math
+from ..isa import DTYPES, PIPE_ID
 from ..lockstep import BARRIER, BLOCKED, Group, ProgramInfo, Split
 from ..stream import StreamRecord
 from .common import (
@@ -91,14 +91,22 @@ def _c_alu(rt: ProgramInfo, idx: int, ins: isa.Alu) -> Callable:
 
     def h(g: Group) -> None:
         a, b = ga(g), gb(g)
-        if divides and (b == 0 if b.__class__ is int else (b == 0).any()):
-            chk.bad(g, f"scalar {ins.fn} by zero")
         if a.__class__ is int and b.__class__ is int:
+            if divides and b == 0:
+                chk.bad(g, f"scalar {ins.fn} by zero")
             g.regs[d] = py(a, b)
         else:
+            if _is_float(a) or _is_float(b):
+                chk.bad(g, f"{ins.fn} works on integer registers; use falu for float registers")
+            if divides and (np.asarray(b) == 0).any():
+                chk.bad(g, f"scalar {ins.fn} by zero")
             g.regs[d] = np.asarray(npf(np.asarray(a, np.int64), np.asarray(b, np.int64)), np.int64)
         g.scyc += sc
     return h
+
+
+def _is_float(v: Any) -> bool:
+    return v.__class__ is float or (isinstance(v, np.ndarray) and v.dtype.kind == "f")
 
 
 def _c_loop(rt: ProgramInfo, idx: int, ins: isa.Loop) -> Callable:
@@ -308,4 +316,89 @@ def _c_cross_wait(rt: ProgramInfo, idx: int, ins: isa.CrossWait) -> Callable:
             g.san.cross_wait(g, key, xf.sources)
             sync.scalar_reaches_all(g)
         return None
+    return h
+
+
+# --------------------------------------------------------------------------- scalar access to data
+
+
+def _c_ld(rt: ProgramInfo, idx: int, ins: isa.ScalarLoad) -> Callable:
+    dt = DTYPES[ins.dtype]
+    size, d = dt.itemsize, ins.dst.name
+    g_a = get_uniform(ins.src.offset)
+    chk, cost, S = Checker(rt, idx), rt.chip.scalar_ub_cycles, PIPE_ID["S"]
+    floats = ins.dtype in isa.FLOAT_DTYPES
+
+    def h(g: Group) -> None:
+        a = g_a(g)
+        _ub_element(g, chk, a, size, "ld")
+        if g.san is not None:
+            g.san.onchip(g, S, idx, "UB", (a, 1, size, size), False)
+        raw = vector_math.widen(g.mem["UB"][g.sel, a:a + size].view(dt)[:, 0], ins.dtype)
+        vals = raw.astype(np.float64) if floats else raw.astype(np.int64)
+        g.regs[d] = vals[0].item() if g.m == 1 or (vals == vals[0]).all() else vals
+        g.scyc += cost
+    return h
+
+
+def _c_st(rt: ProgramInfo, idx: int, ins: isa.ScalarStore) -> Callable:
+    dt = DTYPES[ins.dtype]
+    size = dt.itemsize
+    g_a, g_v = get_uniform(ins.dst.offset), get_value(ins.src)
+    chk, cost, S = Checker(rt, idx), rt.chip.scalar_ub_cycles, PIPE_ID["S"]
+
+    def h(g: Group) -> None:
+        a = g_a(g)
+        _ub_element(g, chk, a, size, "st")
+        if g.san is not None:
+            g.san.onchip(g, S, idx, "UB", (a, 1, size, size), True)
+        v = np.broadcast_to(np.asarray(g_v(g)), (g.m,))
+        with np.errstate(all="ignore"):
+            g.mem["UB"][g.sel, a:a + size] = vector_math.storage(v, ins.dtype).reshape(g.m, 1).view(np.uint8)
+        g.scyc += cost
+    return h
+
+
+def _ub_element(g: Group, chk: Checker, a: int, size: int, what: str) -> None:
+    """One element of UB: aligned to its size (the scalar unit needs no 32-byte block), inside UB."""
+    if a % size:
+        chk.fail(g, f"{what} address {a:#x} is not aligned to its {size}-byte element", "UB elements are aligned",
+                 "UB", a, a + size)
+    ub = chk.chip.ub_bytes
+    if a < 0 or a + size > ub:
+        chk.fail(g, f"{what} element at {a:#x} is outside the {ub}-byte UB of chip {chk.chip.name}",
+                 f"UB capacity {ub} bytes", "UB", a, a + size)
+
+
+_FALU = {"add": operator.add, "sub": operator.sub, "mul": operator.mul, "min": min, "max": max}
+
+
+def _c_falu(rt: ProgramInfo, idx: int, ins: isa.FAlu) -> Callable:
+    d, sc = ins.dst.name, rt.chip.scalar_cycles
+    ga, gb = get_value(ins.a), get_value(ins.b)
+    fn = ins.fn
+    npf = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide, "min": np.minimum,
+           "max": np.maximum, "lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal,
+           "eq": np.equal, "ne": np.not_equal}[fn]
+
+    def h(g: Group) -> None:
+        a, b = np.asarray(ga(g), np.float64), np.asarray(gb(g), np.float64)
+        with np.errstate(all="ignore"):
+            r = npf(a, b)
+        r = r.astype(np.int64) if r.dtype == bool else r
+        g.regs[d] = r.item() if r.ndim == 0 else r
+        g.scyc += sc
+    return h
+
+
+def _c_cvt(rt: ProgramInfo, idx: int, ins: isa.Cvt) -> Callable:
+    d, sc, s = ins.dst.name, rt.chip.scalar_cycles, ins.src.name
+    rounding = {"trunc": np.trunc, "rint": np.rint, "floor": np.floor, "ceil": np.ceil}[ins.round]
+    to_int = ins.to == "int"
+
+    def h(g: Group) -> None:
+        v = np.asarray(g.regs[s], np.float64)
+        r = rounding(v).astype(np.int64) if to_int else v
+        g.regs[d] = r.item() if r.ndim == 0 else r
+        g.scyc += sc
     return h

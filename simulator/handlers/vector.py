@@ -70,6 +70,8 @@ def _elementwise(rt: ProgramInfo, idx: int, ins: isa.Instr, dst_dtype: str, ub_s
     then the result is stored); or, given `write(g, dst, count, operands)`, that function with the
     sources' UB addresses and scalars. Repeats cover count elements of the widest operand.
     """
+    if getattr(ins, "rep", None) is not None:
+        return _repeated(rt, idx, ins, dst_dtype, ub_srcs, mixed, compute)
     v = VectorSetup(rt, idx, ins)
     chk, ddt = v.chk, DTYPES[dst_dtype]
     dsize = ddt.itemsize
@@ -110,6 +112,74 @@ def _elementwise(rt: ProgramInfo, idx: int, ins: isa.Instr, dst_dtype: str, ub_s
         for i, s, dt in in_ub:
             args[i] = region(g, ub, ops[i], n * s, dt)
         store(g, ub, d, compute(out, *args), out)
+    return h
+
+
+def _repeated(rt: ProgramInfo, idx: int, ins: isa.Instr, dst_dtype: str, ub_srcs: tuple, mixed: tuple,
+              compute: Optional[Callable]) -> Callable:
+    """The `rep` form of an elementwise instruction: repeats of 8 blocks per operand at their block and
+    repeat strides, only the elements of the mask computed (see isa.VRepeat)."""
+    v = VectorSetup(rt, idx, ins)
+    chip, chk, rep = rt.chip, v.chk, ins.rep
+    dt = DTYPES[dst_dtype]
+    size = dt.itemsize
+    blk = chip.dma_block_bytes
+    bpr, epb = chip.vector_repeat_bytes // blk, blk // size
+    epr = bpr * epb
+    srcs = tuple(x for x, _ in ub_srcs + mixed if isinstance(x, isa.Mem))
+    strides = rep.src_strides(len(srcs))
+    gd, gr = get_uniform(ins.dst.offset), get_uniform(rep.repeats)
+    g_src = tuple(get_uniform(m.offset) for m in srcs)
+    scalars = tuple(_scalar_getter(x, ins.dtype) for x, _ in mixed if not isinstance(x, isa.Mem))
+    kinds = tuple(isinstance(x, isa.Mem) for x, _ in ub_srcs + mixed)
+    mask = rep.mask if rep.mask is not None else (1 << epr) - 1
+    active = np.array([e for e in range(epr) if mask >> e & 1], dtype=np.int64)
+    mask_fits = not mask >> epr
+    blocks = np.arange(bpr, dtype=np.int64)
+
+    def layout(a: int, reps: int, pair: tuple) -> tuple[np.ndarray, np.ndarray]:
+        """(element index into the UB row, for the active elements of each repeat; start of each block)."""
+        bs, rs = pair
+        starts = a + (np.arange(reps, dtype=np.int64)[:, None] * rs + blocks[None, :] * bs) * blk
+        elems = starts[:, active // epb] // size + (active % epb)[None, :]
+        return elems.ravel(), starts.ravel()
+
+    def h(g: Group) -> None:
+        if not mask_fits:
+            chk.bad(g, f"mask {rep.mask:#x} has bits beyond the {epr} {dst_dtype} elements of a repeat")
+        d, reps = gd(g), gr(g)
+        chk.positive(g, repeats=reps)
+        addrs = [get(g) for get in g_src]
+        vals = [get(g) for get in scalars]
+        ops = [(d, rep.dst)] + list(zip(addrs, strides))
+        for a, (bs, rs) in ops:
+            last = a + ((reps - 1) * rs + (bpr - 1) * bs) * blk
+            chk.onchip(g, "UB", a, last + blk - a, "operand")
+        if reps > 1 and rep.dst[1] * blk < (bpr - 1) * rep.dst[0] * blk + blk:
+            chk.bad(g, f"destination repeats overlap: a repeat stride of {rep.dst[1]} blocks is shorter than the "
+                       f"{(bpr - 1) * rep.dst[0] + 1} blocks one repeat covers")
+        v.record(g, reps, (d, reps, addrs, vals), exe, reps * epr)
+
+    def exe(g: Group, vals_: tuple) -> None:
+        d, reps, addrs, vals = vals_
+        ub = g.mem["UB"]
+        d_elems, d_blocks = layout(d, reps, rep.dst)
+        src_layouts = [layout(a, reps, pair) for a, pair in zip(addrs, strides)]
+        if g.san is not None:
+            v.sanitize_ub(g, [(b, blk) for _, b in src_layouts], [(d_blocks, blk)])
+        rows = ub[g.sel]
+        typed = rows.view(dt)
+        it_src, it_val = iter(src_layouts), iter(vals)
+        args = [typed[:, next(it_src)[0]] if k else next(it_val) for k in kinds]
+        if compute is not None:
+            res = compute(None, *args)
+        elif kinds[0]:        # a copy: the source's stored bits
+            res = args[0]
+        else:                 # a dup: the value in the destination's storage form
+            res = vector_math.storage(np.broadcast_to(args[0], (g.m, d_elems.size)), dst_dtype)
+        typed[:, d_elems] = res
+        if g.sel.__class__ is not slice:
+            ub[g.sel] = rows
     return h
 
 
@@ -295,4 +365,40 @@ def _c_vtranspose(rt: ProgramInfo, idx: int, ins: isa.VTranspose) -> Callable:
         x = rows_read(g, ub, s, rows, ss * size, cols * size).view(dt)
         data = np.ascontiguousarray(x.transpose(0, 2, 1)).view(U8)
         rows_write(g, ub, d, cols, ds * size, data)
+    return h
+
+
+def _c_vgather(rt: ProgramInfo, idx: int, ins: isa.VGather) -> Callable:
+    v = VectorSetup(rt, idx, ins)
+    dt = DTYPES[ins.dtype]
+    size, i32 = dt.itemsize, np.dtype(np.int32)
+    gd, gs, go, gn = (get_uniform(x) for x in (ins.dst.offset, ins.src.offset, ins.offsets.offset, ins.count))
+    ub_bytes = rt.chip.ub_bytes
+
+    def h(g: Group) -> None:
+        d, s, o, n = gd(g), gs(g), go(g), gn(g)
+        v.chk.positive(g, count=n)
+        v.check(g, (d, n * size), (o, n * 4))
+        v.chk.onchip(g, "UB", s, size, "gather base")
+        v.record(g, v.reps(n * size), (d, s, o, n), exe, n)
+
+    def exe(g: Group, vals: tuple) -> None:
+        d, s, o, n = vals
+        ub = g.mem["UB"]
+        addrs = s + region(g, ub, o, n * 4, i32).astype(np.int64)
+        bad = (addrs % size != 0) | (addrs < 0) | (addrs + size > ub_bytes)
+        if bad.any():
+            j, k = (int(x[0]) for x in np.nonzero(bad))
+            a = int(addrs[j, k])
+            v.chk.fail(g, f"gathers element {k} from UB address {a:#x}, off its {size}-byte element or outside the "
+                       f"{ub_bytes}-byte UB", "gathered elements are aligned and inside UB", "UB", a, a + size,
+                       core=int(g.cores[j]))
+        if g.san is not None:
+            v.sanitize_ub(g, [flat(o, n * 4), (np.unique(addrs), size)], [flat(d, n * size)])
+        got = np.take_along_axis(ub[g.sel].view(dt), addrs // size, axis=1)
+        out = out_view(g, ub, d, n * size, dt)
+        if out is not None:
+            out[...] = got
+        else:
+            store(g, ub, d, got, None)
     return h

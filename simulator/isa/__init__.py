@@ -25,22 +25,24 @@ from .base import (  # noqa: F401
     normalize_dtype,
 )
 from .control import (  # noqa: F401
-    CROSS_MODES, Alu, CoreIdx, CoreNum, CrossSet, CrossWait, Else, EndIf, EndLoop, GroupIdx, If, Loop, Mov,
-    PipeBarrier, SetFlag, SubIdx, SyncAll, Tiling, WaitFlag, cross_mode,
+    CROSS_MODES, FALU_FNS, Alu, CoreIdx, CoreNum, CrossSet, CrossWait, Cvt, Else, EndIf, EndLoop, FAlu, GroupIdx, If,
+    Loop, Mov, PipeBarrier, ScalarLoad, ScalarStore, SetFlag, SubIdx, SyncAll, Tiling, WaitFlag, cross_mode,
 )
 from . import costs  # noqa: F401
 from .moves import ATOMIC_OPS, Copy, CopyNd2Nz, FixPipe, Load3D, LoadBias, LoadL0, LoadL0Fractals, Mmad  # noqa: F401
 from .vector import (  # noqa: F401
-    VBinary, VBroadcast, VCast, VCompare, VCopy, VDup, VectorInstr, VReduce, VScalar, VSelect, VTranspose, VUnary,
+    VBinary, VBroadcast, VCast, VCompare, VCopy, VDup, VectorInstr, VGather, VReduce, VRepeat, VScalar, VSelect,
+    VTranspose, VUnary,
 )
 
 INSTRUCTIONS: dict[str, type[Instr]] = {
     cls.OP: cls
     for cls in (
-        CoreIdx, CoreNum, GroupIdx, SubIdx, Tiling, Mov, Alu, Loop, EndLoop, If, Else, EndIf,
+        CoreIdx, CoreNum, GroupIdx, SubIdx, Tiling, Mov, Alu, FAlu, Cvt, ScalarLoad, ScalarStore,
+        Loop, EndLoop, If, Else, EndIf,
         SetFlag, WaitFlag, PipeBarrier, SyncAll, CrossSet, CrossWait,
         Copy, CopyNd2Nz, LoadL0, LoadL0Fractals, Load3D, LoadBias, Mmad, FixPipe,
-        VBinary, VScalar, VUnary, VCompare, VSelect, VCast, VDup, VCopy, VReduce, VBroadcast, VTranspose,
+        VBinary, VScalar, VUnary, VCompare, VSelect, VCast, VDup, VCopy, VReduce, VBroadcast, VTranspose, VGather,
     )
 }
 BLOCK_OPENERS = ("loop", "if")

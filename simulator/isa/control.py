@@ -6,7 +6,8 @@ from typing import Any, ClassVar
 
 from ..errors import ProgramError
 from .base import (
-    CORE_PIPES, ALU_FNS, Instr, Operand, Reg, _check_ops, _req,
+    ALU_FNS, CAST_ROUNDING, CORE_PIPES, Instr, Operand, Reg, ScalarValue, _check_dtype, _check_mem, _check_ops,
+    _check_scalar, _fmt, _req,
 )
 
 
@@ -301,3 +302,91 @@ class CrossWait(Instr):
 
     def text(self) -> str:
         return f"cross_wait {self.mode} flag={self.flag}"
+
+
+# --------------------------------------------------------------------------- scalar access to data
+
+FALU_FNS = ("add", "sub", "mul", "div", "min", "max", "lt", "le", "gt", "ge", "eq", "ne")
+CVT_TARGETS = ("int", "float")
+
+
+@dataclass(frozen=True)
+class ScalarLoad(Instr):
+    """dst = the `dtype` element at UB address `src` (an integer register for integer dtypes, a float one for
+    float dtypes). The scalar unit reads UB directly: order it after the pipe that wrote the value
+    (e.g. wait_flag(MTE2, S))."""
+
+    dst: Reg
+    src: Mem
+    dtype: str
+    OP: ClassVar[str] = "ld"
+    WRITES: ClassVar[tuple[str, ...]] = ("dst",)
+
+    def check(self, core_type: str) -> None:
+        super().check(core_type)
+        _check_mem(self, "src", "UB")
+        _check_dtype(self, "dtype")
+
+    def text(self) -> str:
+        return f"{self.dst} = ld {self.src} {self.dtype}"
+
+
+@dataclass(frozen=True)
+class ScalarStore(Instr):
+    """The `dtype` element at UB address `dst` = `src` (a register or an immediate), converted to dtype."""
+
+    dst: Mem
+    src: ScalarValue
+    dtype: str
+    OP: ClassVar[str] = "st"
+
+    def check(self, core_type: str) -> None:
+        super().check(core_type)
+        _check_mem(self, "dst", "UB")
+        _check_dtype(self, "dtype")
+        _check_scalar(self.src, f"{self.OP}: src")
+
+    def text(self) -> str:
+        return f"st {self.dst} <- {_fmt(self.src)} {self.dtype}"
+
+
+@dataclass(frozen=True)
+class FAlu(Instr):
+    """dst = fn(a, b) on float registers (or immediates); div is true division; comparisons give int 0/1."""
+
+    fn: str
+    dst: Reg
+    a: ScalarValue
+    b: ScalarValue
+    OP: ClassVar[str] = "falu"
+    WRITES: ClassVar[tuple[str, ...]] = ("dst",)
+
+    def check(self, core_type: str) -> None:
+        super().check(core_type)
+        _req(self, self.fn in FALU_FNS, f"unknown float scalar function {self.fn!r}; known: {', '.join(FALU_FNS)}")
+        _check_scalar(self.a, f"{self.OP}: a")
+        _check_scalar(self.b, f"{self.OP}: b")
+
+    def text(self) -> str:
+        return f"{self.dst} = f{self.fn} {_fmt(self.a)}, {_fmt(self.b)}"
+
+
+@dataclass(frozen=True)
+class Cvt(Instr):
+    """dst = src converted to an integer register (rounding `round`) or a float register."""
+
+    dst: Reg
+    src: Reg
+    to: str
+    round: str = "trunc"
+    OP: ClassVar[str] = "cvt"
+    WRITES: ClassVar[tuple[str, ...]] = ("dst",)
+
+    def check(self, core_type: str) -> None:
+        super().check(core_type)
+        _req(self, self.to in CVT_TARGETS, f"to must be one of {', '.join(CVT_TARGETS)}, got {self.to!r}")
+        _req(self, self.round in CAST_ROUNDING, f"round must be one of {', '.join(CAST_ROUNDING)}, got {self.round!r}")
+
+    def text(self) -> str:
+        r = f" round={self.round}" if self.to == "int" and self.round != "trunc" else ""
+        return f"{self.dst} = cvt.{self.to} {self.src}{r}"

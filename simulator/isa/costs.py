@@ -104,6 +104,8 @@ def cost_class(instr: Any) -> str:
     op = instr.OP
     if op in ("vdup", "vcopy", "vcast", "vscalar", "vbroadcast"):
         return "simple"
+    if op == "vgather":
+        return "complex"  # one UB access per element: charged like a division
     if op == "vbinary":
         return VBINARY_COST[instr.fn]
     if op == "vunary":
