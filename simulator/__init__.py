@@ -23,10 +23,10 @@ from .isa import BT, GM, L0A, L0B, L0C, L1, UB, Mem, Reg, VRepeat
 from .memory import GmBuffer
 from .mixed import MixedKernel
 from .program import Program
-from .result import LaunchResult
+from .result import CallProfile, LaunchResult
 
 __all__ = [
-    "chips", "isa", "ChipConfig", "DmaPath", "Device", "Program", "MixedKernel", "LaunchResult", "GmBuffer",
+    "chips", "isa", "ChipConfig", "DmaPath", "Device", "Program", "MixedKernel", "LaunchResult", "CallProfile", "GmBuffer",
     "Mem", "Reg", "VRepeat", "GM", "UB", "L1", "L0A", "L0B", "L0C", "BT",
     "SimulatorError", "ConfigError", "ProgramError", "LaunchError", "MemoryRuleError", "SanitizerError",
     "RaceError", "UninitializedReadError", "SyncError", "DeadlockError", "FlagLeftSetError", "DoubleSetError",

@@ -94,13 +94,14 @@ class LaunchResult:
 
     def summary(self) -> str:
         """A readable table: per-pipe busy cycles and utilisation, bytes per path, GM bandwidth."""
+        what = (f"{self.block_dim} group(s) of AIC + AIVs" if self.core_type == "mix"
+                else f"{self.block_dim} {self.core_type.upper()} core(s)")
         lines = [
-            f"launch {self.program} on {self.chip}: {self.block_dim} {self.core_type.upper()} core(s), "
-            f"{self.cycles:,} cycles = {self.time_s * 1e6:,.2f} us at {self.clock_hz / 1e9:g} GHz"
-            + ("  [sanitized]" if self.sanitized else ""),
+            f"launch {self.program} on {self.chip}: {what}, {self.cycles:,} cycles = {self.time_s * 1e6:,.2f} us at "
+            f"{self.clock_hz / 1e9:g} GHz (start-up {self.startup_cycles:,})" + ("  [sanitized]" if self.sanitized else ""),
             f"{'pipe':<6}{'busy cycles (all cores)':>26}{'utilisation':>12}{'instructions':>14}",
         ]
-        for p in CORE_PIPES[self.core_type]:
+        for p in self.pipe_busy:
             lines.append(f"{p:<6}{self.pipe_busy.get(p, 0):>26,}{self.utilisation(p):>12.1%}"
                          f"{self.pipe_instr_counts.get(p, 0):>14,}")
         lines.append(f"{'path':<12}{'bytes':>20}")
@@ -108,7 +109,8 @@ class LaunchResult:
             lines.append(f"{path:<12}{n:>20,}")
         limit = self.gm_bytes_per_cycle * self.clock_hz
         lines.append(
-            f"GM: read {self.gm_read_bytes:,} B, written {self.gm_write_bytes:,} B; achieved "
+            f"GM: read {self.gm_read_bytes:,} B ({self.l2_hit_bytes:,} B from L2 hits), "
+            f"written {self.gm_write_bytes:,} B; achieved "
             f"{self.gm_bandwidth / 1e12:.3f} TB/s = {self.gm_bandwidth_fraction:.1%} of the chip's "
             f"{limit / 1e12:.3f} TB/s"
         )
@@ -176,3 +178,90 @@ def build(name: str, chip: Any, block_dim: int, parts: list, groups: list, tgrou
         startup_cycles=int(round(sched.startup)), l2_hit_bytes=int(round(l2_hit)),
         _groups=tgroups, _issue_cycles=chip.issue_cycles,
     )
+
+
+@dataclass
+class CallProfile:
+    """Several launches of one kernel call, end to end: totals and one trace (launch i starts where i-1 ended).
+
+        prof = CallProfile([res1, res2]); prof.cycles; prof.save_trace("call.json")
+    """
+
+    launches: list[LaunchResult]
+
+    @property
+    def cycles(self) -> int:
+        return sum(r.cycles for r in self.launches)
+
+    @property
+    def time_s(self) -> float:
+        return sum(r.time_s for r in self.launches)
+
+    @property
+    def gm_read_bytes(self) -> int:
+        return sum(r.gm_read_bytes for r in self.launches)
+
+    @property
+    def gm_write_bytes(self) -> int:
+        return sum(r.gm_write_bytes for r in self.launches)
+
+    @property
+    def l2_hit_bytes(self) -> int:
+        return sum(r.l2_hit_bytes for r in self.launches)
+
+    def _sum(self, field: str) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for r in self.launches:
+            for k, v in getattr(r, field).items():
+                out[k] = out.get(k, 0) + v
+        return out
+
+    @property
+    def pipe_busy(self) -> dict[str, int]:
+        return self._sum("pipe_busy")
+
+    @property
+    def bytes_by_path(self) -> dict[str, int]:
+        return self._sum("bytes_by_path")
+
+    @property
+    def instr_counts(self) -> dict[str, int]:
+        return dict(sorted(self._sum("instr_counts").items()))
+
+    def summary(self) -> str:
+        lines = [f"kernel call: {len(self.launches)} launch(es), {self.cycles:,} cycles = {self.time_s * 1e6:,.2f} us"]
+        for k, r in enumerate(self.launches):
+            lines.append(f"  #{k} {r.program}: {r.cycles:,} cycles, GM {r.gm_bytes:,} B ({r.l2_hit_bytes:,} B L2 hits)")
+        return "\n".join(lines)
+
+    def trace(self) -> dict[str, Any]:
+        """One Chrome trace: a "kernel call" process with a slice per launch, then one process per core (AIC
+        cores first, then AIV cores, the same process for a core across launches), a track per pipe."""
+        events: list[dict[str, Any]] = [
+            {"ph": "M", "name": "process_name", "pid": 0, "tid": 0, "args": {"name": "kernel call"}},
+            {"ph": "M", "name": "process_sort_index", "pid": 0, "tid": 0, "args": {"sort_index": 0}},
+        ]
+        offset = 0.0
+        for k, r in enumerate(self.launches):
+            us = 1e6 / r.clock_hz
+            events.append({"ph": "X", "name": r.program, "cat": "launch", "pid": 0, "tid": 0, "ts": offset,
+                           "dur": r.cycles * us, "args": {"launch": k, "cycles": r.cycles}})
+            part = trace_mod.chrome_trace(r._groups, r.clock_hz, r._issue_cycles, r.startup_cycles, offset,
+                                          pid_of=_call_pid, flow_base=(k + 1) * 1_000_000)
+            events.extend(part["traceEvents"])
+            offset += r.cycles * us
+        seen: set = set()
+        unique = []
+        for e in events:  # each core's process and track names once
+            key = (e["ph"], e["name"], e["pid"], e.get("tid")) if e["ph"] == "M" else None
+            if key is None or key not in seen:
+                seen.add(key)
+                unique.append(e)
+        return {"traceEvents": unique, "displayTimeUnit": "ns"}
+
+    def save_trace(self, path: str) -> None:
+        trace_mod.save(path, self.trace())
+
+
+def _call_pid(core_type: str, core: int, gcore: int) -> int:
+    return (1 if core_type == "aic" else 1001) + core

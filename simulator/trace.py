@@ -10,7 +10,7 @@ the scalar unit stalled.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Callable, Optional
 
 from .isa import CORE_PIPES, PIPES
 from .stream import BAR, SET, WAIT, XSET, XWAIT
@@ -18,18 +18,20 @@ from .timing import TimingGroup
 
 
 def chrome_trace(groups: list[TimingGroup], clock_hz: float, issue_cycles: int, startup: float = 0.0,
-                 offset_us: float = 0.0, pid_base: int = 0, label: str = "") -> dict[str, Any]:
-    """Trace events of one launch; `offset_us` shifts it in time and `pid_base` its process ids (to combine
-    several launches into one trace)."""
+                 offset_us: float = 0.0, pid_of: Optional[Callable[[str, int, int], int]] = None,
+                 flow_base: int = 0) -> dict[str, Any]:
+    """Trace events of one launch. To combine several launches into one trace, `offset_us` shifts it in
+    time, `pid_of(core type, core index, launch-wide id)` gives each core's process id (default: the
+    launch-wide id) and `flow_base` keeps flow ids apart."""
     us = 1e6 / clock_hz
     events: list[dict[str, Any]] = []
-    flow_id = pid_base * 100000
+    flow_id = flow_base
     rows = sorted(((gc, c, g) for g in groups for c, gc in zip(g.cores, g.gcores)), key=lambda r: r[0])
     for gc, core, g in rows:
-        pid = pid_base + gc
         ct = g.core_type
+        pid = pid_of(ct, core, gc) if pid_of is not None else gc
         events.append({"ph": "M", "name": "process_name", "pid": pid, "tid": 0,
-                       "args": {"name": f"{label}core {core} ({ct.upper()})"}})
+                       "args": {"name": f"core {core} ({ct.upper()})"}})
         events.append({"ph": "M", "name": "process_sort_index", "pid": pid, "tid": 0, "args": {"sort_index": pid}})
         for t, p in enumerate(PIPES):
             if p not in CORE_PIPES[ct]:

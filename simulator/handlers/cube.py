@@ -10,7 +10,8 @@ from .. import isa, layouts, vector_math
 from ..isa import DTYPES
 from ..lockstep import Group, ProgramInfo
 from .common import (
-    get_value, get_uniform, get_optional, get_scalar, PipeSetup, flat, region, gm_write, rows_read, rows_write, U8,
+    get_value, get_uniform, get_optional, get_scalar, PipeSetup, flat, region, gm_write, out_view, rows_read,
+    rows_write, store, U8,
 )
 
 
@@ -213,14 +214,18 @@ def _c_mmad(rt: ProgramInfo, idx: int, ins: isa.Mmad) -> Callable:
         A = vector_math.widen(layouts.from_zz(region(g, la, a, ext_a, dt), mp, kp, r0, c0), ins.dtype).astype(work)
         B = vector_math.widen(layouts.from_zn(region(g, lb, b, ext_b, dt), kp, np_, r0, c0), ins.dtype).astype(work)
         C = np.matmul(A, B)
-        if acc:
-            C = C + layouts.nz_to_nd(region(g, lc, c, ext_c, acc_dt), mp, np_, r0)
-        elif bias is not None:
+        if bias is not None and not acc:
             bv = np.zeros((g.m, np_), np.float32)
             bv[:, :n] = region(g, bt, bias, n * 4, np.dtype(np.float32))
-            C = C + bv[:, None, :]
-        out = layouts.nd_to_nz(C.astype(acc_dt), r0, r0)
-        lc[g.sel, c:c + ext_c] = out.reshape(g.m, -1).view(U8)
+            C += bv[:, None, :]
+        new = layouts.nd_to_nz(C.astype(acc_dt, copy=False), r0, r0).reshape(g.m, -1)
+        view = out_view(g, lc, c, ext_c, acc_dt)
+        if acc and view is not None:
+            view += new  # accumulate in place, in the NZ layout (int32 wraps like the hardware's adder)
+        elif acc:
+            store(g, lc, c, region(g, lc, c, ext_c, acc_dt) + new, None)
+        else:
+            lc[g.sel, c:c + ext_c] = new.view(U8)
     return h
 
 
