@@ -138,13 +138,16 @@ class Device:
     # ------------------------------------------------------------------ launch
 
     def launch(self, program: Union[Program, MixedKernel, str, dict], block_dim: int, args: Any = None,
-               tiling: Any = None, sanitize: bool = False, lockstep: bool = True) -> result.LaunchResult:
+               tiling: Any = None, sanitize: bool = False, lockstep: bool = True,
+               schedule_seed: Optional[int] = None) -> result.LaunchResult:
         """Run `program` on `block_dim` cores of its type, or a MixedKernel on `block_dim` groups.
 
         args: {param: buffer name or GmBuffer}, or a sequence in `program.params` order.
         tiling: {field: int}, or a sequence in `program.tiling_fields` order.
         sanitize: track every access for races and reads of never-written memory.
         lockstep=False runs every core on its own (slow; cross-checks the lockstep executor).
+        schedule_seed: run every core on its own with its pipes in a random legal order drawn from this seed
+        (fuzz.py): a race-free program gives the same result for every seed.
         """
         kernel = _as_kernel(program)
         parts, layout = self._parts(kernel, block_dim)
@@ -154,7 +157,9 @@ class Device:
         if not self.in_call:
             self.l2.flush()
         decs = tuple(p.dec for p in parts)
-        replayable = not sanitize and lockstep and not any(d.data_dependent for d in decs)
+        if schedule_seed is not None and sanitize:
+            raise LaunchError("a randomly ordered run (schedule_seed) cannot be sanitized; run them separately")
+        replayable = not sanitize and lockstep and schedule_seed is None and not any(d.data_dependent for d in decs)
         if replayable:
             key = ReplayCache.key(decs, block_dim, tiles, bound)
             rep = self._replays.get(key)
@@ -173,7 +178,7 @@ class Device:
         ctx.xflags = CrossFlags(layout, self.chip.cross_flag_limit)
         if replayable:
             ctx.record = []
-        res, groups = launcher.run(self.chip, parts, ctx, self.l2, block_dim, kernel.name, lockstep)
+        res, groups = launcher.run(self.chip, parts, ctx, self.l2, block_dim, kernel.name, lockstep, schedule_seed)
         if replayable:
             ctx.record, actions = None, ctx.record
             self._replays.put(key, Replay(actions, groups, ctx, res.copy()))

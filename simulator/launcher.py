@@ -7,10 +7,12 @@ core type and a launch-wide id (AIC cores first), which cross-core flags use.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Optional
 from . import result, timing
 from .chips import ChipConfig
 from .decode import Decoded
 from .executor import Runner
+from .fuzz import RandomRunner
 from .l2 import L2Cache
 from .lockstep import Launch
 
@@ -25,9 +27,11 @@ class Part:
 
 
 def run(chip: ChipConfig, parts: list[Part], ctx: Launch, l2: L2Cache, block_dim: int, name: str,
-        lockstep: bool = True) -> tuple[result.LaunchResult, list]:
-    """Run the launch functionally, then schedule it; returns the result and the final groups."""
-    groups = Runner(ctx, [(p.dec, p.count) for p in parts], lockstep).run()
+        lockstep: bool = True, seed: Optional[int] = None) -> tuple[result.LaunchResult, list]:
+    """Run the launch functionally (in a random legal order when `seed` is given), then schedule it;
+    returns the result and the final groups."""
+    pairs = [(p.dec, p.count) for p in parts]
+    groups = (RandomRunner(ctx, pairs, seed) if seed is not None else Runner(ctx, pairs, lockstep)).run()
     for buf, off, nrows, stride, width in ctx.gm_writes:
         buf.note_store(off, nrows, stride, width)
     return schedule(chip, parts, groups, ctx, l2, block_dim, name), groups

@@ -47,7 +47,7 @@ class Launch:
     they run, when the launch is recorded for a replay (replay.py).
     """
 
-    __slots__ = ("args", "tiling", "mems", "counts", "groups", "san", "gm_writes", "xflags", "record")
+    __slots__ = ("args", "tiling", "mems", "counts", "groups", "san", "gm_writes", "xflags", "record", "fuzz")
 
     def __init__(self, args: dict, tiling: dict[str, int], mems: dict[str, dict[str, np.ndarray]],
                  counts: dict[str, int], groups: int, san: Any):
@@ -60,6 +60,7 @@ class Launch:
         self.gm_writes: list[tuple] = []
         self.xflags: Any = None
         self.record: Optional[list] = None  # when recording for a replay: (exe, group, vals) as they run
+        self.fuzz: Any = None               # the random generator of a randomly ordered run (fuzz.py)
 
 
 class Group:

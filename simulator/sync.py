@@ -16,11 +16,17 @@ from .lockstep import Group
 
 
 def issue(g: Group, pipe: int, fn: Callable, vals: Any) -> None:
-    """Run `fn(g, vals)` now, or hold it back if `pipe` waits on a flag."""
-    if g.blocked and pipe in g.blocked:
+    """Run `fn(g, vals)` now, or hold it back if `pipe` waits on a flag; in a randomly ordered run
+    (fuzz.py) every pipe's actions wait in its queue for the scheduler."""
+    if (g.blocked and pipe in g.blocked) or (pipe and g.ctx.fuzz is not None):
         g.pending.setdefault(pipe, deque()).append((fn, vals))
     else:
         fn(g, vals)
+
+
+def queued(g: Group) -> bool:
+    """Whether any pipe of the group still has actions waiting."""
+    return any(g.pending.values())
 
 
 def do_set(g: Group, vals: tuple) -> None:
@@ -31,6 +37,8 @@ def do_set(g: Group, vals: tuple) -> None:
         g.san.set_flag(g, key, idx)
     g.flags[key] = 1
     g.last_set[key] = idx
+    if g.ctx.fuzz is not None:
+        return  # the scheduler runs the waiting pipe when it picks it
     dst = key[1]
     b = g.blocked.get(dst)
     if b is not None and b[0] == key:

@@ -198,14 +198,19 @@ def _c_flag(rt: ProgramInfo, idx: int, ins: Any) -> Callable:
     n_ev = rt.chip.event_ids
     chk = Checker(rt, idx)
 
-    def h(g: Group) -> None:
+    scalar_wait = not is_set and pipe == PIPE_ID["S"]
+
+    def h(g: Group) -> Optional[int]:
         ev = gev(g)
         if not 0 <= ev < n_ev:
             chk.bad(g, f"event id {ev} is outside 0..{n_ev - 1} (chip {rt.chip.name} has {n_ev} ids per pipe pair)")
         key = (src, dst, ev)
+        if scalar_wait and g.ctx.fuzz is not None and g.flags.get(key, 0) <= 0:
+            return BLOCKED  # a randomly ordered run: the set is still queued on its pipe
         g.stream.append(StreamRecord(kind, pipe, 0, 0, 0, g.scyc, idx, key))
         g.scyc = 0
         sync.issue(g, pipe, action, (key, idx))
+        return None
     return h
 
 
@@ -219,17 +224,22 @@ def _c_pipe_barrier(rt: ProgramInfo, idx: int, ins: isa.PipeBarrier) -> Callable
             g.scyc = 0
         return h1
 
-    def h(g: Group) -> None:
+    def h(g: Group) -> Optional[int]:
+        if g.ctx.fuzz is not None and sync.queued(g):
+            return BLOCKED  # a randomly ordered run: the scalar unit waits until its pipes drain
         sync.check_no_blocked(g, f"at pipe_barrier(ALL) #{idx}")
         g.stream.append(StreamRecord(stream.BAR, 0, 0, 0, 0, g.scyc, idx))
         g.scyc = 0
         if g.san is not None:
             g.san.join_all(g)
+        return None
     return h
 
 
 def _c_sync_all(rt: ProgramInfo, idx: int, ins: isa.SyncAll) -> Callable:
     def h(g: Group) -> int:
+        if g.ctx.fuzz is not None and sync.queued(g):
+            return BLOCKED
         sync.check_no_blocked(g, f"at sync_all #{idx}")
         g.stream.append(StreamRecord(stream.SYNC, 0, 0, 0, 0, g.scyc, idx))
         g.scyc = 0
