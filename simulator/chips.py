@@ -83,6 +83,10 @@ class ChipConfig:
     fractal_row_bytes: int = 32
     vector_repeat_bytes: int = 256
     max_repeats: int = 255
+    max_vector_stride: int = 255       # block and repeat strides of repeat addressing, in 32-byte blocks
+    # the vector transpose the hardware has: transpose_block x transpose_block blocks of 16-bit elements
+    transpose_block: int = 16
+    transpose_itemsize: int = 2
     event_ids: int = 8
     # scalar unit: cost of one scalar instruction and of issuing one pipe instruction; each pipe's
     # issue queue holds pipe_queue_depth instructions not yet started (the scalar unit stalls when full)
@@ -161,7 +165,8 @@ class ChipConfig:
 
 _POSITIVE_INTS = (
     "l1_bytes", "l0a_bytes", "l0b_bytes", "l0c_bytes", "ub_bytes", "bias_table_bytes", "gm_bytes",
-    "vector_repeat_bytes", "max_repeats", "event_ids", "dma_block_bytes",
+    "vector_repeat_bytes", "max_repeats", "event_ids", "dma_block_bytes", "max_vector_stride", "transpose_block",
+    "transpose_itemsize",
     "max_nburst", "max_burst_blocks", "max_pad_burst_bytes", "cube_block", "l2_bytes", "pipe_queue_depth",
     "group_aivs", "cross_flag_ids", "cross_flag_limit",
 )

@@ -164,14 +164,31 @@ class L2Cache:
         self._clock += 1
         stamp = self._clock
         hits = total = 0
+        line = self.line
         for t in touches:
             buf = args[t.arg]
             key = id(buf)
             st = self._stamps.get(key)
             if st is None:
-                st = self._stamps[key] = np.zeros(-(-(buf.addr % self.line + buf.nbytes) // self.line),
-                                                  dtype=np.int64)
+                st = self._stamps[key] = np.zeros(-(-(buf.addr % line + buf.nbytes) // line), dtype=np.int64)
                 self._bufs[key] = buf  # keep it alive while its id is a key
+            if t.off.__class__ is int and (t.nrows == 1 or t.stride == t.width):
+                # one core, one contiguous range: a slice, no index arrays
+                a = buf.addr + t.off
+                base = buf.addr // line
+                lo, hi = a // line - base, (a + (t.nrows - 1) * t.stride + t.width - 1) // line - base + 1
+                total += hi - lo
+                view = st[lo:hi]
+                if view.any():
+                    u, cnt = np.unique(view[view > 0], return_counts=True)
+                    tree = self._tree
+                    for s_old, n in zip(u.tolist(), cnt.tolist()):
+                        if not t.write and tree.total - tree.prefix(s_old) < self.capacity:
+                            hits += n
+                        tree.add(s_old, -n)
+                view[:] = stamp
+                self._tree.add(stamp, hi - lo)
+                continue
             every = self._lines(t, buf)
             total += every.size
             lines = every if _distinct(every) else np.unique(every)

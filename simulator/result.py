@@ -1,7 +1,7 @@
 """The record a launch returns: cycles, time, busy cycles per pipe and core, bytes, counts, trace."""
 from __future__ import annotations
 
-import dataclasses
+import copy
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -75,7 +75,7 @@ class LaunchResult:
 
     def copy(self) -> "LaunchResult":
         """A copy whose dicts and lists can be changed without touching this one."""
-        new = dataclasses.replace(self)
+        new = copy.copy(self)
         for f in ("pipe_busy", "bytes_by_path", "instr_counts", "pipe_instr_counts"):
             setattr(new, f, dict(getattr(self, f)))
         new.core_pipe_busy = [dict(c) for c in self.core_pipe_busy]

@@ -84,28 +84,9 @@ class GmAccesses:
         if kind == READ and (w == NEVER).any():
             k = int(np.argmax(w == NEVER))
             self._uninit(acc, int(cj[k]), int(gi[k]) * G)
-        single = w >= 0
-        if single.any():
-            ws, js = w[single], cj[single]
-            ok = self._ordered(g, js, ws, pipe) | self._commutes(ws, kind)
-            if not ok.all():
-                k = int(np.argmax(~ok))
-                self._gm_race(acc, int(js[k]), int(gi[single][k]) * G, int(ws[k]))
-        for e in np.unique(w[w <= SET0]).tolist():
-            sel = w == e
-            self._check_members(acc, cj[sel], gi[sel], self.sets.of(e))
+        self._check_entries(acc, gi, cj, w)
         if kind != READ:
-            r = sh.r[gi]
-            single = r >= 0
-            if single.any():
-                rs, js = r[single], cj[single]
-                ok = self._ordered(g, js, rs, pipe)
-                if not ok.all():
-                    k = int(np.argmax(~ok))
-                    self._gm_race(acc, int(js[k]), int(gi[single][k]) * G, int(rs[k]))
-            for e in np.unique(r[r <= SET0]).tolist():
-                sel = r == e
-                self._check_members(acc, cj[sel], gi[sel], self.sets.of(e))
+            self._check_entries(acc, gi, cj, sh.r[gi])
         shared = g.m > 1 and _overlaps(starts, int(self.records.hi[ids[0]] - starts[0, -1]))
         if kind == READ:
             self._new_entries(sh.r, acc, gi, cj, shared, prune_old=True)
@@ -215,6 +196,20 @@ class GmAccesses:
     def _commutes_entry(self, entry: int) -> bool:
         members = self.sets.of(entry)
         return bool(members) and all(self.records.kind[r] >= 2 for r in members)
+
+    def _check_entries(self, acc: tuple, gi: np.ndarray, cj: np.ndarray, entries: np.ndarray) -> None:
+        """Every record the entries of granules gi name must be ordered before the access (or commute with it)."""
+        g, pipe, kind = acc[0], acc[3], acc[6]
+        single = entries >= 0
+        if single.any():
+            es, js = entries[single], cj[single]
+            ok = self._ordered(g, js, es, pipe) | self._commutes(es, kind)
+            if not ok.all():
+                k = int(np.argmax(~ok))
+                self._gm_race(acc, int(js[k]), int(gi[single][k]) * G, int(es[k]))
+        for e in np.unique(entries[entries <= SET0]).tolist():
+            sel = entries == e
+            self._check_members(acc, cj[sel], gi[sel], self.sets.of(e))
 
     def _check_members(self, acc: tuple, cj: np.ndarray, gi: np.ndarray, members: tuple) -> None:
         g, pipe, kind = acc[0], acc[3], acc[6]

@@ -144,9 +144,14 @@ def _repeated(rt: ProgramInfo, idx: int, ins: isa.Instr, dst_dtype: str, ub_srcs
         elems = starts[:, active // epb] // size + (active % epb)[None, :]
         return elems.ravel(), starts.ravel()
 
+    limit = chip.max_vector_stride
+    too_far = [pair for pair in (rep.dst,) + tuple(strides) if max(pair) > limit]
+
     def h(g: Group) -> None:
         if not mask_fits:
             chk.bad(g, f"mask {rep.mask:#x} has bits beyond the {epr} {dst_dtype} elements of a repeat")
+        if too_far:
+            chk.bad(g, f"stride pair {too_far[0]} exceeds the {limit} blocks a stride field holds")
         d, reps = gd(g), gr(g)
         chk.positive(g, repeats=reps)
         addrs = [get(g) for get in g_src]
@@ -331,8 +336,8 @@ def _c_vbroadcast(rt: ProgramInfo, idx: int, ins: isa.VBroadcast) -> Callable:
 def _c_vtranspose(rt: ProgramInfo, idx: int, ins: isa.VTranspose) -> Callable:
     dt = DTYPES[ins.dtype]
     size = dt.itemsize
-    v = VectorSetup(rt, idx, ins, isa.costs.transpose_passes(size))
-    blk = isa.costs.TRANSPOSE_BLOCK
+    v = VectorSetup(rt, idx, ins, isa.costs.transpose_passes(size, rt.chip.transpose_itemsize))
+    blk = rt.chip.transpose_block
     gd, gs = get_uniform(ins.dst.offset), get_uniform(ins.src.offset)
     gr, gc = get_uniform(ins.rows), get_uniform(ins.cols)
     gss, gds = get_optional(ins.src_row_stride), get_optional(ins.dst_row_stride)

@@ -94,11 +94,6 @@ _BY_KEY: dict[tuple[str, str, str], tuple[Pass, ...]] = {
     (d.op, fn, dt): d.passes for d in DECOMPOSITIONS for fn in d.fns for dt in d.dtypes
 }
 
-# the vector transpose the 910B has: 16 x 16 blocks of 16-bit elements
-TRANSPOSE_BLOCK = 16
-TRANSPOSE_NATIVE_ITEMSIZE = 2
-
-
 def cost_class(instr: Any) -> str:
     """Cost class of a vector instruction as the hardware runs it natively."""
     op = instr.OP
@@ -126,12 +121,13 @@ def passes(instr: Any) -> tuple[Pass, ...]:
     return (Pass(cost_class(instr)),)
 
 
-def transpose_passes(itemsize: int) -> tuple[Pass, ...]:
-    """A transpose as the hardware runs it, on dims padded to whole 16 x 16 blocks: native for 16-bit
-    elements; 32-bit elements split into their 16-bit halves, each half transposed, and interleaved
-    again; 8-bit elements cast to float16 and back around one transpose."""
-    if itemsize == TRANSPOSE_NATIVE_ITEMSIZE:
+def transpose_passes(itemsize: int, native_itemsize: int) -> tuple[Pass, ...]:
+    """A transpose as the hardware runs it (on dims padded to whole blocks): native for elements of
+    `native_itemsize` (16-bit on the 910B); elements twice as wide split into their halves, each half
+    transposed, and interleaved again; elements half as wide cast up and back around one transpose."""
+    if itemsize == native_itemsize:
         return (Pass("binary"),)
-    if itemsize == 4:
-        return (Pass("simple", 4), Pass("binary", 2), Pass("binary", 2), Pass("simple", 4))
-    return (Pass("simple", 2), Pass("binary", 2), Pass("simple", 2))
+    if itemsize > native_itemsize:
+        return (Pass("simple", itemsize), Pass("binary", native_itemsize), Pass("binary", native_itemsize),
+                Pass("simple", itemsize))
+    return (Pass("simple", native_itemsize), Pass("binary", native_itemsize), Pass("simple", native_itemsize))

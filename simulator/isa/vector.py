@@ -19,7 +19,7 @@ class VRepeat:
     """Hardware-style addressing of an elementwise vector instruction (instead of `count`): `repeats`
     repeats of 8 blocks of 32 bytes. Block b of repeat r of an operand is at its address +
     (r * repeat stride + b * block stride) * 32 bytes; `dst` and each of `srcs` (one per UB source) is a
-    (block stride, repeat stride) pair, default (1, 8): contiguous. A source stride of 0 re-reads the same
+    (block stride, repeat stride) pair, default (1, 8): contiguous; at most the chip's max_vector_stride. A source stride of 0 re-reads the same
     block (a broadcast without a scratch copy). `mask`: bit e set computes element e of every repeat
     (partial repeats); the others keep their destination values. Default: every element."""
 
@@ -38,9 +38,8 @@ class VRepeat:
         _req(instr, len(self.srcs) in (0, n_srcs),
              f"rep.srcs needs one (block stride, repeat stride) per UB source ({n_srcs}), got {len(self.srcs)}")
         for pair in strides:
-            _req(instr, len(pair) == 2 and all(isinstance(x, int) and not isinstance(x, bool) and 0 <= x <= 255
-                                              for x in pair),
-                 f"strides are (block stride, repeat stride) pairs of integers 0..255, got {pair!r}")
+            _req(instr, len(pair) == 2 and all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in pair),
+                 f"strides are (block stride, repeat stride) pairs of non-negative integers, got {pair!r}")
         _req(instr, self.dst[0] >= 1, "a destination block stride of 0 is undefined on the hardware")
         if self.mask is not None:
             _req(instr, isinstance(self.mask, int) and not isinstance(self.mask, bool) and self.mask > 0,

@@ -93,3 +93,10 @@ def test_repeat_form_round_trips_through_json():
                                                                            mask=0xFF))
     back = Program.from_json(p.to_json())
     assert back == p and "rep=r0 dst=(1, 8) srcs=((1, 8), (0, 1)) mask=0xff" in back.listing()
+
+
+def test_strides_beyond_the_stride_field_are_rejected_at_launch():
+    p = Program("far", "aiv")
+    p.vcopy(UB(0), UB(0), None, "float32", rep=VRepeat(1, srcs=((256, 8),)))
+    with pytest.raises(ProgramError, match=r"stride pair \(256, 8\) exceeds the 255 blocks a stride field holds"):
+        Device("910b").launch(p, 1)
