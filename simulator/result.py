@@ -17,10 +17,12 @@ from .timing import TimingGroup
 class LaunchResult:
     """Outcome of `Device.launch` (all byte and cycle counts are exact totals over the launch's cores).
 
-    cycles / time_s: kernel duration; pipe_busy: pipe -> busy cycles summed
-    over cores; core_pipe_busy: one such dict per core; core_cycles: when each
-    core finished; gm_read_bytes / gm_write_bytes and bytes_by_path (per data
-    path); instr_counts (by mnemonic) and pipe_instr_counts (by pipe).
+    cycles / time_s: launch duration, start-up included (startup_cycles; kernel_cycles
+    is the rest); pipe_busy: pipe -> busy cycles summed over cores; core_pipe_busy:
+    one such dict per core (AIC cores first in a mixed launch); core_cycles: when each
+    core finished; gm_read_bytes / gm_write_bytes and bytes_by_path (per data path);
+    l2_hit_bytes: the bytes read that hit in L2; instr_counts (by mnemonic) and
+    pipe_instr_counts (by pipe).
     """
 
     program: str
@@ -90,6 +92,8 @@ class LaunchResult:
             "gm_write_bytes": self.gm_write_bytes, "bytes_by_path": dict(self.bytes_by_path),
             "instr_counts": dict(self.instr_counts), "pipe_instr_counts": dict(self.pipe_instr_counts),
             "gm_bandwidth_fraction": self.gm_bandwidth_fraction, "sanitized": self.sanitized,
+            "startup_cycles": self.startup_cycles, "kernel_cycles": self.kernel_cycles,
+            "l2_hit_bytes": self.l2_hit_bytes,
         }
 
     def summary(self) -> str:
