@@ -23,7 +23,6 @@ def _cube(with_done_wait=True, tile_flag=0):
     p.mmad(L0C(0), L0A(0), L0B(0), 16, 32, 16, "float16")
     p.set_flag("M", "FIX", 0)
     p.wait_flag("M", "FIX", 0)
-    p.vscalar = None  # an AIC has no vector unit: keep the builder honest in this test
     p.fixpipe(p.gm("ws", p.mul(grp, 1024)), L0C(0), 16, 16, "float32")
     p.cross_set("FIX", tile_flag)      # the tile is in GM once FIX is done
     if with_done_wait:
