@@ -32,6 +32,7 @@ from typing import Any, Callable, Optional
 from .chips import ChipConfig
 from .errors import DoubleSetError, SimulatorError
 from .isa import CORE_PIPES, PIPE_ID, PIPES
+from .bandwidth import Transfer, fair_rates
 from .l2 import L2Cache
 from .stream import BAR, DMA, OP, SET, WAIT, XSET, XWAIT, StreamRecord
 
@@ -90,53 +91,6 @@ class TimingGroup:
         return True
 
 
-class _Transfer:
-    __slots__ = ("g", "p", "j", "rem", "cap", "m", "rate", "hbm")
-
-    def __init__(self, g: TimingGroup, p: int, j: int, nbytes: float, cap: float, hbm: float):
-        self.g, self.p, self.j, self.rem, self.cap, self.m, self.rate = g, p, j, float(nbytes), cap, g.m, 0.0
-        self.hbm = hbm  # share of the bytes that come from (or go to) HBM
-
-
-def fair_rates(active: list, hbm_capacity: float, l2_capacity: float) -> None:
-    """Max-min fair rates: every transfer rises at the same rate until it reaches its cap or a resource
-    it uses (HBM for its missing share, L2 for all of it) is full."""
-    if len(active) == 1:
-        tr = active[0]
-        rate = min(tr.cap, l2_capacity / tr.m)
-        if tr.hbm > 0:
-            rate = min(rate, hbm_capacity / (tr.m * tr.hbm))
-        tr.rate = rate
-        return
-    live = sorted(active, key=lambda tr: tr.cap)
-    level = 0.0
-    room_h, room_l = hbm_capacity, l2_capacity
-    while live:
-        w_h = sum(tr.m * tr.hbm for tr in live)
-        w_l = sum(tr.m for tr in live)
-        d = live[0].cap - level
-        full_h = w_h > 0 and room_h / w_h <= d
-        if full_h:
-            d = room_h / w_h
-        full_l = room_l / w_l <= d
-        if full_l:
-            d = room_l / w_l
-        level += d
-        room_h -= d * w_h
-        room_l -= d * w_l
-        if full_l:
-            for tr in live:
-                tr.rate = level
-            return
-        keep = []
-        for tr in live:
-            if (full_h and tr.hbm > 0) or tr.cap <= level + 1e-12:
-                tr.rate = min(level, tr.cap)
-            else:
-                keep.append(tr)
-        live = keep
-
-
 class TimingEngine:
     def __init__(self, chip: ChipConfig, groups: list[TimingGroup], l2: Optional[L2Cache] = None,
                  start: float = 0.0, sources: Optional[Callable[[tuple, int], list[int]]] = None,
@@ -176,7 +130,7 @@ class TimingEngine:
             if not write:
                 g.hit_bytes += hit * touches[0].nrows * touches[0].width * g.m
         self.seq += 1
-        heapq.heappush(self.pending, (data_start, self.seq, _Transfer(g, p, j, rec.nbytes, rec.rate, hbm)))
+        heapq.heappush(self.pending, (data_start, self.seq, Transfer(g, p, j, rec.nbytes, rec.rate, hbm)))
 
     def _arrive(self, k: int, t: float) -> None:
         arr = self.sync_arrivals.setdefault(k, [])
@@ -380,7 +334,7 @@ class TimingEngine:
             self._advance(g)
         self._release_cross_waits()
         pending = self.pending
-        active: list[_Transfer] = []
+        active: list[Transfer] = []
         now = 0.0
         dirty = False
         while active or pending:
