@@ -10,6 +10,9 @@ from typing import Any
 
 
 class Transfer:
+    """A GM transfer in flight: group g's record j on pipe p, `rem` bytes left, capped at `cap` bytes per
+    cycle per core for its `m` cores; `rate` is what it gets now."""
+
     __slots__ = ("g", "p", "j", "rem", "cap", "m", "rate", "hbm")
 
     def __init__(self, g: Any, p: int, j: int, nbytes: float, cap: float, hbm: float):

@@ -142,3 +142,23 @@ def test_begin_call_starts_with_an_empty_l2(rng):
     third = _add_on(dev, "x", "y", "z", n, 48)
     dev.end_call()
     assert second.l2_hit_bytes == second.gm_read_bytes and third.l2_hit_bytes == 0
+
+
+class _G:
+    def __init__(self, m):
+        self.m = m
+
+
+def test_hits_share_the_l2_and_misses_share_hbm_fairly():
+    from simulator.bandwidth import Transfer, fair_rates
+    # HBM 100 B/cycle, L2 400 B/cycle; per-core caps of 150
+    miss = Transfer(_G(1), 2, 0, 1000, 150.0, 1.0)
+    hit = Transfer(_G(1), 2, 1, 1000, 150.0, 0.0)
+    fair_rates([miss, hit], 100.0, 400.0)
+    assert miss.rate == pytest.approx(100.0) and hit.rate == pytest.approx(150.0)  # HBM limits only the miss
+    four = Transfer(_G(4), 2, 2, 1000, 150.0, 0.0)  # four cores hitting in L2
+    fair_rates([hit, four], 100.0, 400.0)
+    assert hit.rate == pytest.approx(80.0) and four.rate == pytest.approx(80.0)  # 5 cores share the L2's 400
+    half = Transfer(_G(2), 2, 3, 1000, 150.0, 0.5)
+    fair_rates([half], 100.0, 400.0)
+    assert half.rate == pytest.approx(100.0)  # 2 cores x 100 B/cycle, half from HBM = its 100
