@@ -52,24 +52,28 @@ class Estimate:
 
 
 def _vector_cycles(op: TileOp, env: Mapping[str, int], chip: Any) -> float:
+    """Start-up plus repeats per pass of what the hardware runs (the simulator's cost table: an instruction
+    the 910B lacks is charged its decomposition)."""
     a = op.args
     per = {"simple": chip.vector_simple_cycles, "binary": chip.vector_binary_cycles,
            "complex": chip.vector_complex_cycles, "composite": chip.vector_composite_cycles}
-    cls = isa.vector_cost_class(_probe(op))
     rb = chip.vector_repeat_bytes
+    sizes = [isa.itemsize(a[k]) for k in ("dtype", "src_dtype", "dst_dtype") if k in a]
     if op.instr in ("vreduce", "vbroadcast"):
         rows, cols = _ev(a["rows"], env), _ev(a["cols"], env)
-        reps = rows * isa.repeats(cols * isa.itemsize(a["dtype"]), rb)
+        units = [(rows, cols)]
     elif op.instr == "vtranspose":
-        reps = isa.repeats(_ev(a["rows"], env) * _ev(a["cols"], env) * isa.itemsize(a["dtype"]), rb)
+        units = [(1, _ev(a["rows"], env) * _ev(a["cols"], env))]
     else:
-        n = _ev(a["count"], env)
-        sizes = [isa.itemsize(a[k]) for k in ("dtype", "src_dtype", "dst_dtype") if k in a]
-        limit = chip.max_repeats
-        reps_total = isa.repeats(n * max(sizes), rb)
-        instrs = -(-reps_total // limit)
-        return instrs * chip.vector_startup_cycles + reps_total * per[cls]
-    return chip.vector_startup_cycles + reps * per[cls]
+        units = [(1, _ev(a["count"], env))]
+    total = 0.0
+    for p in isa.costs.passes(_probe(op)):
+        width = p.width or max(sizes)
+        for rows, n in units:
+            reps = rows * isa.repeats(n * width, rb)
+            instrs = -(-reps // chip.max_repeats)
+            total += instrs * chip.vector_startup_cycles + reps * per[p.cls]
+    return total
 
 
 def _probe(op: TileOp) -> Any:
@@ -124,7 +128,7 @@ def _gm_move(path: Any, nbytes: float, gm: GmRef, env: Mapping[str, int], chip: 
 def _mmad_cycles(op: TileOp, env: Mapping[str, int], chip: Any) -> float:
     a = op.args
     dt = a["dtype"]
-    c0 = isa.fractal_c0(dt)
+    c0 = chip.fractal_c0(isa.itemsize(dt))
     m, k, n = (_ev(a[x], env) for x in ("m", "k", "n"))
     blocks = -(-m // 16) * -(-k // c0) * -(-n // 16)
     per = {"float16": chip.cube_fp16_block_cycles, "int8": chip.cube_int8_block_cycles,
@@ -213,5 +217,5 @@ def estimate(schedule: TileSchedule, dims: Mapping[str, int], chip: Any) -> Esti
     c = walker.block(schedule.body, env, False)
     gm_total = c.gm_bytes * blocks
     gm_span = gm_total / chip.gm_bytes_per_cycle
-    cycles = max(c.span, gm_span) + getattr(chip, "launch_cycles", 0)
+    cycles = max(c.span, gm_span) + chip.launch_startup_cycles + chip.launch_core_cycles * blocks
     return Estimate(cycles, c.span, gm_total, blocks, c.busy)

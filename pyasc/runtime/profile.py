@@ -1,11 +1,10 @@
 """The profile of one kernel call on the emulator: the launches it made, summed, with one combined trace."""
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from simulator import LaunchResult
+from simulator import CallProfile, LaunchResult
 
 
 @dataclass
@@ -54,6 +53,11 @@ class Profile:
         return self.gm_read_bytes + self.gm_write_bytes
 
     @property
+    def l2_hit_bytes(self) -> int:
+        """GM reads the L2 served (they cost no HBM bandwidth)."""
+        return sum(p.result.l2_hit_bytes for p in self.per_launch)
+
+    @property
     def pipe_busy(self) -> dict[str, int]:
         out: dict[str, int] = {}
         for p in self.per_launch:
@@ -85,28 +89,9 @@ class Profile:
         return self.summary()
 
     def trace(self) -> dict[str, Any]:
-        """One Chrome trace of all launches: each launch's cores as processes, placed one after the other."""
-        events: list[dict[str, Any]] = []
-        offset_us = 0.0
-        for i, p in enumerate(self.per_launch):
-            tr = p.result.trace()
-            base_pid = i * 1000
-            for ev in tr.get("traceEvents", []):
-                ev = dict(ev)
-                ev["pid"] = base_pid + int(ev.get("pid", 0))
-                if "ts" in ev:
-                    ev["ts"] = float(ev["ts"]) + offset_us
-                if ev.get("ph") == "M" and ev.get("name") == "process_name":
-                    ev["args"] = {"name": f"launch {i} {p.name}: {ev['args']['name']}"}
-                if ev.get("ph") == "M" and ev.get("name") == "process_sort_index":
-                    ev["args"] = {"sort_index": base_pid + int(ev["args"]["sort_index"])}
-                if "id" in ev:
-                    ev["id"] = f"{i}.{ev['id']}"
-                events.append(ev)
-            offset_us += p.result.time_s * 1e6
-        return {"traceEvents": events, "displayTimeUnit": "ns"}
+        """One Chrome trace of all launches, placed one after the other (the simulator's CallProfile)."""
+        return CallProfile([p.result for p in self.per_launch]).trace()
 
     def save_trace(self, path: str) -> None:
         """Write the combined Chrome-trace JSON (Perfetto opens it)."""
-        with open(path, "w") as f:
-            json.dump(self.trace(), f)
+        CallProfile([p.result for p in self.per_launch]).save_trace(path)
