@@ -4,8 +4,8 @@ Fusion asks before every merge (`ge.capacity.FusionCandidate` in,
 `CapacityVerdict` out). The answer comes from the same analyses and
 tilings code generation uses, so a group the fuser accepts always tiles:
 the candidate's nodes become a kernel graph, the template for its kind
-analyses it and lists its tilings, and at least one must have buffers that
-fit the chip. The verdict's working set is the UB the smallest legal tile
+analyses it and lists its tilings (a template lists only tilings whose
+buffers fit the chip), and there must be one. The verdict's working set is the UB the smallest legal tile
 needs. Matmul groups keep the optimiser's estimate (their operands live in
 L1/L0, not UB); a lone data-movement op or an If always fits.
 """
@@ -17,22 +17,13 @@ from ..errors import CompileError
 from ..ge.capacity import CapacityVerdict, FusionCandidate, default_capacity
 from ..ge.plan import KernelKind
 from .domain import UnsupportedDomain, dims
-from .emit import CapacityError, layout_buffers
 from .kernel_graph import build_kernel_graph
 from .templates import column, multipass, vector, vector_kernel
 
 
-def _smallest_fitting(tilings: list, build: Callable[[Any], Any], chip: Any) -> int | None:
-    best = None
-    for t in tilings:
-        try:
-            sched = build(t)
-            layout_buffers(sched, chip)
-        except CapacityError:
-            continue
-        need = sum(b.nbytes for b in sched.buffers)
-        best = need if best is None else min(best, need)
-    return best
+def _smallest(tilings: list, need: Callable[[Any], int]) -> int | None:
+    """UB bytes of the smallest tiling (every tiling a template lists already fits the chip)."""
+    return min((need(t) for t in tilings), default=None)
 
 
 def codegen_capacity(chip: Any, buffer_num: int = 2) -> Callable[[FusionCandidate], CapacityVerdict]:
@@ -48,8 +39,8 @@ def codegen_capacity(chip: Any, buffer_num: int = 2) -> Callable[[FusionCandidat
             kg = build_kernel_graph("candidate", list(c.nodes), list(c.inputs), list(c.outputs))
             if kind == KernelKind.COLUMN_REDUCE:
                 ck = column.analyze("candidate", kg, c.structure.rows, tuple(c.structure.reduced_axes))
-                need = _smallest_fitting(column.tilings(ck, chip, buffer_num, chip.aiv_cores),
-                                         lambda t: column.schedule(ck, t, chip), chip)
+                need = _smallest(column.tilings(ck, chip, buffer_num, chip.aiv_cores),
+                                 lambda t: column.ub_bytes(ck, t, chip))
             else:
                 rows = dims(c.structure.rows) if kind == KernelKind.ROW_REDUCE else None
                 need = None
@@ -58,10 +49,9 @@ def codegen_capacity(chip: Any, buffer_num: int = 2) -> Callable[[FusionCandidat
                         vk = vector_kernel.analyze("candidate", kg, rows, c.structure.k, mode)
                     except UnsupportedDomain:
                         continue
-                    tiler, sched = ((multipass.tilings, multipass.schedule) if mode == "multipass"
-                                    else (vector.tilings, vector.schedule))
-                    got = _smallest_fitting(tiler(vk, chip, buffer_num, chip.aiv_cores),
-                                            lambda t, vk=vk, sched=sched: sched(vk, t, chip), chip)
+                    tiler, ub = ((multipass.tilings, multipass.ub_bytes) if mode == "multipass"
+                                 else (vector.tilings, vector_kernel.ub_bytes))
+                    got = _smallest(tiler(vk, chip, buffer_num, chip.aiv_cores), lambda t, vk=vk, ub=ub: ub(vk, t, chip))
                     if got is not None:
                         need = got if need is None else min(need, got)
         except (UnsupportedDomain, CompileError) as e:

@@ -78,7 +78,11 @@ def scoring_dims(symbols: Iterable[str], given: Mapping[str, int] | None = None)
 
 def choose(params: Sequence[Any], build: Callable[[Any], TileSchedule], chip: Any, dims: Mapping[str, int],
            sync_mode: str = "flags", nominal: bool = False) -> TilingChoice:
-    """Build, check and score every candidate; raises NoLegalTiling when none is legal."""
+    """Build, check and score every candidate; raises NoLegalTiling when none is legal.
+
+    Flags are planned for the cheapest candidates first (scoring needs no flags); one whose flags do not fit
+    the chip's event ids is rejected and the next one is tried.
+    """
     scored: list[Candidate] = []
     rejected: list[Candidate] = []
     for p in params:
@@ -86,17 +90,25 @@ def choose(params: Sequence[Any], build: Callable[[Any], TileSchedule], chip: An
         try:
             cand.schedule = build(p)
             layout_buffers(cand.schedule, chip)
-            cand.sync = plan_sync(cand.schedule.body, cand.schedule.buffers, chip.event_ids, sync_mode)
             cand.score = estimate(cand.schedule, dims, chip)
-        except (CapacityError, SyncAllocationError) as e:
+        except CapacityError as e:
             cand.rejected = str(e)
             rejected.append(cand)
             continue
         scored.append(cand)
+    scored.sort(key=lambda c: c.score.cycles if c.score else 0.0)
+    while scored:
+        best = scored[0]
+        assert best.schedule is not None
+        try:
+            best.sync = plan_sync(best.schedule.body, best.schedule.buffers, chip.event_ids, sync_mode)
+            break
+        except SyncAllocationError as e:
+            best.rejected = str(e)
+            rejected.append(scored.pop(0))
     if not scored:
         reasons = "; ".join(c.line() for c in rejected) or "no candidates"
         raise NoLegalTiling(f"no legal tiling: {reasons}")
-    scored.sort(key=lambda c: c.score.cycles if c.score else 0.0)
     return TilingChoice(scored[0], scored[1:], rejected, dict(dims), nominal)
 
 

@@ -348,6 +348,10 @@ def tilings(vk: ColumnKernel, chip: Any, buffer_num: int, cores: int) -> list[Co
     return out
 
 
+def ub_bytes(vk: ColumnKernel, t: ColumnTiling, chip: Any) -> int:
+    return sum(b.nbytes for b in _buffers(vk, t, chip))
+
+
 def _fits(vk: ColumnKernel, t: ColumnTiling, chip: Any, cap: int) -> bool:
     bufs = _buffers(vk, t, chip)
     return all(x.slot_bytes <= cap for x in bufs) and sum(x.nbytes for x in bufs) <= chip.ub_bytes

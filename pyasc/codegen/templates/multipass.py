@@ -355,6 +355,10 @@ def _exchange(place: Placement, b: _Builder, op: VOp, k: int) -> list[Stmt]:
     ]
 
 
+def ub_bytes(vk: VectorKernel, tiling: VectorTiling, chip: Any) -> int:
+    return sum(b.nbytes for b in _Builder(vk, tiling, chip, False).buffers())
+
+
 def tilings(vk: VectorKernel, chip: Any, buffer_num: int, cores: int) -> list[VectorTiling]:
     cores = max(1, min(cores, chip.aiv_cores))
     out: list[VectorTiling] = []
