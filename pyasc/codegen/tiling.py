@@ -112,6 +112,20 @@ def choose(params: Sequence[Any], build: Callable[[Any], TileSchedule], chip: An
     return TilingChoice(scored[0], scored[1:], rejected, dict(dims), nominal)
 
 
+def largest_fitting(fits: Callable[[int], bool], upper: int) -> int:
+    """The largest n in [1, upper] with fits(n) (fits is monotone: a bigger tile never fits better), or 0."""
+    if upper < 1 or not fits(1):
+        return 0
+    lo, hi = 1, upper
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if fits(mid):
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
 def free_dim_symbols(exprs: Iterable[Any]) -> set[str]:
     out: set[str] = set()
     for e in exprs:

@@ -21,6 +21,8 @@ from simulator import isa
 
 from .vector_ops import Space, VBuf, VOp
 
+_PREFIX = {"in": "ld", "out": "st"}
+
 #: ops whose destination must not overlap their source on this chip (broadcasts, reductions, resizing casts)
 _NOT_IN_PLACE = {"expand", "reduce"}
 
@@ -58,7 +60,8 @@ def assign(ops: Sequence[VOp], loaded: Sequence[VBuf], resident: Sequence[VBuf],
     out_ids = {b.id for b in outputs}
 
     def new(kind: str, v: VBuf, rotating: bool) -> PhysBuf:
-        p = PhysBuf(f"{kind}{len(bufs)}", kind, v.space, isa.itemsize(v.dtype), rotating)
+        # named by role ("ld": MTE2 fills it, "st": MTE3 drains it), never like the GM parameters in0/out0
+        p = PhysBuf(f"{_PREFIX.get(kind, kind)}{len(bufs)}", kind, v.space, isa.itemsize(v.dtype), rotating)
         bufs.append(p)
         return p
 

@@ -31,6 +31,7 @@ from ... import symbolic as sy
 from ...symbolic import IntLike
 from .. import tileops as T
 from ..schedule import BLOCKS, CORE, Buffer, GmParam, GmRef, Let, Loop, Ref, Stmt, TileOp, TileSchedule, When
+from ..tiling import largest_fitting
 from ..ub_alloc import assign
 from ..vector_ops import Geometry, Space, VBuf, VOp
 from .placement import Placement, decompose
@@ -369,17 +370,7 @@ def tilings(vk: VectorKernel, chip: Any, buffer_num: int, cores: int) -> list[Ve
             b = _Builder(vk, VectorTiling("multipass", 1, w, bn, cores), chip, False)
             bufs = b.buffers()
             return all(x.slot_bytes <= cap for x in bufs) and sum(x.nbytes for x in bufs) <= chip.ub_bytes
-        hi = c if c else cap
-        lo, best = 1, 0
-        if fits(1):
-            lo, top = 1, hi
-            while lo < top:
-                mid = (lo + top + 1) // 2
-                if fits(mid):
-                    lo = mid
-                else:
-                    top = mid - 1
-            best = lo
+        best = largest_fitting(fits, c if c else cap)
         if best < 1:
             continue
         quantum = max(1, 512 // vk.min_itemsize)

@@ -25,6 +25,7 @@ from simulator import isa
 from ... import symbolic as sy
 from ...symbolic import IntLike
 from ..schedule import BLOCKS, CORE, GmParam, Let, Loop, Stmt, TileSchedule
+from ..tiling import largest_fitting
 from ..vector_ops import Geometry
 from .placement import Placement, decompose
 from .vector_kernel import VectorKernel, VectorTiling, buffers_for, in_param, out_param, padded_row, stride_fields
@@ -126,7 +127,7 @@ def tilings(vk: VectorKernel, chip: Any, buffer_num: int, cores: int) -> list[Ve
             if not isinstance(cp, int):
                 continue
             rows_total = d.R if isinstance(d.R, int) else None
-            biggest = _largest(lambda tr: _fits(vk, VectorTiling("rows", tr, 0, bn, cores), chip, slot_cap),
+            biggest = largest_fitting(lambda tr: _fits(vk, VectorTiling("rows", tr, 0, bn, cores), chip, slot_cap),
                                rows_total or (slot_cap // max(1, cp)))
             if biggest < 1:
                 continue
@@ -141,7 +142,7 @@ def tilings(vk: VectorKernel, chip: Any, buffer_num: int, cores: int) -> list[Ve
             quantum = max(1, 512 // vk.min_itemsize)
             total = d.C if isinstance(d.C, int) else None
             limit = total if total else slot_cap
-            biggest = _largest(lambda w: _fits(vk, VectorTiling("chunks", 1, w, bn, cores), chip, slot_cap), limit)
+            biggest = largest_fitting(lambda w: _fits(vk, VectorTiling("chunks", 1, w, bn, cores), chip, slot_cap), limit)
             if biggest < 1:
                 continue
             sizes = {biggest if biggest < quantum or (total and biggest == total) else biggest // quantum * quantum}
@@ -173,17 +174,3 @@ def _rows_split_aligned(vk: VectorKernel, tiling: VectorTiling, chip: Any) -> bo
         return True  # empty rows: nothing to reduce per instruction
     fit = chip.max_repeats // per_row
     return tiling.rows <= fit or fit >= chip.ub_align // vk.min_itemsize
-
-
-def _largest(fits: Any, upper: int) -> int:
-    """The largest n in [1, upper] with fits(n) (fits is monotone), or 0."""
-    if upper < 1 or not fits(1):
-        return 0
-    lo, hi = 1, upper
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if fits(mid):
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
