@@ -28,7 +28,7 @@ from .launch import WORKSPACE, IfStep, Launch, LaunchPlan, Loc, Locator, Step, W
 from .lowering import no_lowering
 from .schedule import TileSchedule
 from .sync import SyncPlan
-from .templates import column, matmul, multipass, vector, vector_kernel
+from .templates import column, matmul, multipass, transpose2d, vector, vector_kernel
 from .tiling import NoLegalTiling, TilingChoice, choose, scoring_dims
 
 
@@ -221,6 +221,7 @@ class _Generator:
         for v in r.scratch:
             self.scratch_value(v)
         out = [self.vector_kernel(kg.graph.name, kg, plan) for kg in r.casts]
+        out += [self.transpose_kernel(t, plan) for t in r.transposes]
         mk = r.cube
         syms = sorted(set().union(*(sy.free_symbols(x) for x in (mk.M, mk.N, mk.K, mk.batch_count))))
         scoring, nominal = scoring_dims(syms)
@@ -235,6 +236,17 @@ class _Generator:
         if r.epilogue is not None:
             out.append(self.vector_kernel(r.epilogue.graph.name, r.epilogue, plan))
         return out
+
+    def transpose_kernel(self, pre: matmul_plan.PreTranspose, plan: KernelPlan) -> DeviceKernel:
+        tk = pre.op
+        scoring, nominal = scoring_dims(sorted(set().union(*(sy.free_symbols(x) for x in (tk.batch, tk.R, tk.C)))))
+        cands = transpose2d.tilings(tk, self.chip, self.options.buffer_num, self.options.cores or self.chip.aiv_cores)
+        try:
+            chosen = choose(cands, lambda t: transpose2d.schedule(tk, t, self.chip), self.chip, scoring,
+                            self.options.sync, nominal)
+        except NoLegalTiling as e:
+            raise no_lowering(plan.anchor, tk.name, plan.anchor_node.loc, str(e)) from None
+        return self._finish(tk.name, "transpose", chosen, None, plan, [pre.dst], inputs=[pre.src])
 
     def empty_input_kernels(self, label: str, kg: KernelGraph, plan: KernelPlan) -> list[DeviceKernel]:
         """A kernel reading a zero-size input computes constants (a reduction over nothing is its identity):

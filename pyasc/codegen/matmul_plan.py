@@ -5,7 +5,9 @@ the cube does and what the vector cores must do is decided here, as plain data (
 
 - operands: the cube takes float16, float32 and int8. Operands of another dtype, or of two dtypes
   (numpy promotes: f16 @ f32 computes in f32), are cast to the promoted dtype by a vector pre-launch
-  into workspace scratch. A promoted integer dtype other than int8 has no exact cube route yet: an error;
+  into workspace scratch. A promoted integer dtype other than int8 has no exact cube route yet: an error.
+  A transposed left operand of a 32- or 8-bit type is transposed by a vector pre-launch (the cube's
+  load_l0 transposes 16-bit fractals only; see templates/matmul.py for the right operand);
 - the fused epilogue (bias, ReLU, cast): the bias goes through the bias table when the accumulator is
   float32 and the bias runs along the output's last axis (a 1-D right operand makes that axis M, so
   its bias is per row); a non-float32 bias is cast to float32 first. ReLU and the cast follow on FixPipe
@@ -29,13 +31,24 @@ from ..ops.matmul import accumulate_dtype
 from .domain import UnsupportedDomain, dims, prod
 from .kernel_graph import KernelGraph, build_kernel_graph
 from .templates.matmul import CUBE_DTYPES, FIXPIPE_CASTS, CubeMatmul, batch_dims
+from .templates.transpose2d import Transpose2D
 
 MATMUL_OPS = ("matmul", "fused_matmul")
+
+
+@dataclass(frozen=True)
+class PreTranspose:
+    """A vector pre-launch swapping the last two axes of `src` into `dst` (a value in workspace scratch)."""
+
+    src: Value
+    dst: Value
+    op: Transpose2D
 
 
 @dataclass
 class MatmulRoute:
     casts: list[KernelGraph]          # vector pre-launches; each output value lives in workspace scratch
+    transposes: list[PreTranspose]    # after the casts: operands the cube cannot transpose on the way in
     operands: list[Value]             # what the cube reads as in0 (A), in1 (B)[, in2 (bias, float32)]
     cube: CubeMatmul
     result: Value                     # what the cube writes as out0
@@ -58,11 +71,9 @@ def route(label: str, plan: KernelPlan) -> MatmulRoute:
     if cube_dtype not in CUBE_DTYPES:
         raise UnsupportedDomain(f"a {a.type.dtype} @ {b.type.dtype} product computes in {cube_dtype}; the cube "
                                 f"multiplies {', '.join(CUBE_DTYPES)} only (cast the operands)")
-    if ta and cube_dtype != "float16":
-        raise UnsupportedDomain(f"a transposed left operand needs a 16-bit cube dtype (load_l0 transposes 16-bit "
-                                f"fractals only), this product is {cube_dtype}: transpose it explicitly first")
     notes: list[str] = []
     casts: list[KernelGraph] = []
+    transposes: list[PreTranspose] = []
     scratch: list[Value] = []
 
     def as_dtype(v: Value, dtype: str, what: str) -> Value:
@@ -75,6 +86,18 @@ def route(label: str, plan: KernelPlan) -> MatmulRoute:
         return kg.outputs[0]
 
     operands = [as_dtype(a, cube_dtype, "A"), as_dtype(b, cube_dtype, "B")]
+    if ta and cube_dtype != "float16":
+        # load_l0 transposes 16-bit fractals only, and a 16-bit view of wider or narrower data cannot
+        # keep its pairs together in L0A: the vector cores transpose A first
+        src = operands[0]
+        shape = tuple(src.type.shape[:-2]) + (src.type.shape[-1], src.type.shape[-2])
+        dst = Graph(f"{label}_transpose_a").add_input(TensorType(shape, cube_dtype), name="a_t")
+        sd = dims(src.type.shape)
+        transposes.append(PreTranspose(src, dst, Transpose2D(f"{label}_transpose_a", prod(sd[:-2]), sd[-2], sd[-1],
+                                                              cube_dtype)))
+        scratch.append(dst)
+        notes.append(f"A ({cube_dtype}) transposed by a vector pre-launch")
+        operands[0] = dst
     out = node.out()
     mm_dtype = accumulate_dtype(cube_dtype)
     acc = "float32" if mm_dtype != "int32" else "int32"
@@ -99,7 +122,8 @@ def route(label: str, plan: KernelPlan) -> MatmulRoute:
         raise UnsupportedDomain(f"FixPipe cannot write a {acc} accumulator as {written}")
     if on_cube_bias:
         operands.append(as_dtype(node.inputs[2], "float32", "bias"))
-    cube = CubeMatmul(label, *_mnk(a, b, ta, tb), dtype=cube_dtype, out_dtype=written, transpose_a=ta,
+    cube = CubeMatmul(label, *_mnk(a, b, ta, tb), dtype=cube_dtype, out_dtype=written,
+                      transpose_a=ta and not transposes,
                       transpose_b=tb, bias=on_cube_bias, relu=relu)
     rest = [n for n in plan.nodes if n is not node]
     if not steps_left:
@@ -123,7 +147,7 @@ def route(label: str, plan: KernelPlan) -> MatmulRoute:
             scratch.append(result)
     elif result != out or plan.outputs != [out]:
         raise UnsupportedDomain("the matmul plan's outputs are not the matmul's result")
-    return MatmulRoute(casts, operands, cube, result, epilogue, scratch, notes)
+    return MatmulRoute(casts, transposes, operands, cube, result, epilogue, scratch, notes)
 
 
 def cast_graph(name: str, v: Value, dtype: str) -> KernelGraph:

@@ -175,10 +175,16 @@ def tilings(mk: CubeMatmul, chip: Any, buffer_num: int, cores: int, dims: dict[s
     sizes the tiler scores (the real ones are read at launch)."""
     cores = max(1, min(cores, chip.aic_cores))
     M, N, K = (sy.evaluate(x, dims) for x in (mk.M, mk.N, mk.K))
+    k_cap = _ceil(max(K, 1), mk.k_quantum)
+    out = _candidates(mk, chip, buffer_num, cores, _base_sizes(M, cores), _base_sizes(N, cores), k_cap)
+    # a small chip may fit none of the few large blocks a large (or nominal) extent asks for
+    return out or _candidates(mk, chip, buffer_num, cores, _base_sizes(M, 0), _base_sizes(N, 0), k_cap)
+
+
+def _candidates(mk: CubeMatmul, chip: Any, buffer_num: int, cores: int, ms: list[int], ns: list[int],
+                k_cap: int) -> list[MatmulTiling]:
     q = mk.k_quantum
     out: list[MatmulTiling] = []
-    ms, ns = _base_sizes(M, cores), _base_sizes(N, cores)
-    k_cap = _ceil(max(K, 1), q)
     for bn in sorted({1, min(2, buffer_num)}):
         for l0c in sorted({1, min(2, buffer_num)}):
             for tm in ms:
@@ -193,9 +199,10 @@ def tilings(mk: CubeMatmul, chip: Any, buffer_num: int, cores: int, dims: dict[s
 
 def _base_sizes(extent: int, cores: int) -> list[int]:
     """Block sizes along one output dim: every base size below the padded extent that does not cut it into
-    more than 4 blocks per core (smaller ones only add start-up costs), and the one covering it."""
+    more than 4 blocks per core (smaller ones only add start-up costs; cores=0: no such limit), and the one
+    covering it."""
     padded = _ceil(max(extent, 1), 16)
-    out = [s for s in BASE_SIZES if s < padded and -(-extent // s) <= 4 * cores]
+    out = [s for s in BASE_SIZES if s < padded and (not cores or -(-extent // s) <= 4 * cores)]
     return sorted(set(out + [min(padded, BASE_SIZES[-1])]))
 
 
