@@ -40,7 +40,7 @@ from simulator import isa
 from ... import symbolic as sy
 from ...symbolic import IntLike
 from .. import tileops as T
-from ..schedule import BLOCKS, CORE, Buffer, GmParam, GmRef, Let, Loop, Ref, Stmt, TileSchedule, When
+from ..schedule import BLOCKS, CORE, Buffer, GmParam, GmRef, Let, Loop, Ref, Stmt, TileOp, TileSchedule, When
 
 F = sy.sym
 
@@ -271,7 +271,7 @@ def schedule(mk: CubeMatmul, t: MatmulTiling, chip: Any) -> TileSchedule:
     k0, kc = F("k0"), F("kc")
     # B first: the load of A then finishes last on MTE2, so one flag tells MTE1 both chunks are in
     k_body += _load_b(mk, Ref("l1b", slot), F("bbase"), k0, kc, n0, nn, size)
-    k_body += _load_a(mk, Ref("l1a", slot), F("abase"), k0, kc, m0, mm, size)
+    k_body += _load_a(mk, Ref("l1a", slot), F("abase"), k0, kc, m0, mm)
     k_body += _load_l0(mk, slot, kc, mm, nn)
     k_body.append(T.mmad(Ref("l0c", acc_slot), Ref("l0a", slot), Ref("l0b", slot), mm, kc, nn, mk.dtype,
                          accumulate=sy.lt(0, F("kk")), bias=bias_ref, note="accumulate in L0C"))
@@ -291,25 +291,25 @@ def schedule(mk: CubeMatmul, t: MatmulTiling, chip: Any) -> TileSchedule:
     return TileSchedule(mk.name, "aic", params, fields, blocks, buffers(mk, t), body, notes)
 
 
-def _load_a(mk: CubeMatmul, dst: Ref, base: IntLike, k0: IntLike, kc: IntLike, m0: IntLike, mm: IntLike,
-            size: int) -> list[Stmt]:
-    M, K = F("M"), F("K")
+def _chunk(param: str, dst: Ref, dtype: str, base: IntLike, row0: IntLike, col0: IntLike, rows: IntLike,
+           cols: IntLike, stride: IntLike, note: str) -> TileOp:
+    """rows x cols elements at (row0, col0) of a row-major matrix (rows `stride` apart) -> L1 in NZ."""
+    off = sy.mul(sy.add(base, sy.mul(row0, stride), col0), isa.itemsize(dtype))
+    return T.copy_nd2nz(dst, GmRef(param, off), dtype, rows, cols, src_row_stride=stride, note=note)
+
+
+def _load_a(mk: CubeMatmul, dst: Ref, base: IntLike, k0: IntLike, kc: IntLike, m0: IntLike,
+            mm: IntLike) -> list[Stmt]:
     if mk.transpose_a:  # stored K x M
-        off = sy.add(base, sy.mul(k0, M), m0)
-        return [T.copy_nd2nz(dst, GmRef(in_param(0), sy.mul(off, size)), mk.dtype, kc, mm, src_row_stride=M,
-                             note="A chunk (stored transposed)")]
-    off = sy.add(base, sy.mul(m0, K), k0)
-    return [T.copy_nd2nz(dst, GmRef(in_param(0), sy.mul(off, size)), mk.dtype, mm, kc, src_row_stride=K,
-                         note="A chunk")]
+        return [_chunk(in_param(0), dst, mk.dtype, base, k0, m0, kc, mm, F("M"), "A chunk (stored transposed)")]
+    return [_chunk(in_param(0), dst, mk.dtype, base, m0, k0, mm, kc, F("K"), "A chunk")]
 
 
 def _load_b(mk: CubeMatmul, dst: Ref, base: IntLike, k0: IntLike, kc: IntLike, n0: IntLike, nn: IntLike,
             size: int) -> list[Stmt]:
-    N, K = F("N"), F("K")
+    N = F("N")
     if mk.transpose_b:  # stored N x K
-        off = sy.add(base, sy.mul(n0, K), k0)
-        return [T.copy_nd2nz(dst, GmRef(in_param(1), sy.mul(off, size)), mk.dtype, nn, kc, src_row_stride=K,
-                             note="B chunk (stored transposed)")]
+        return [_chunk(in_param(1), dst, mk.dtype, base, n0, k0, nn, kc, F("K"), "B chunk (stored transposed)")]
     src = GmRef(in_param(1), sy.mul(sy.add(base, sy.mul(k0, N), n0), size))
     if mk.dtype == "int8":
         return _load_b_int8(dst, src, kc, nn)
