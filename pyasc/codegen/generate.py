@@ -22,12 +22,13 @@ from ..ir import Graph, Node, Value, interpret
 from .domain import UnsupportedDomain, dims
 from .emit import emit
 from .kernel_graph import KernelGraph, build_kernel_graph
+from . import matmul_plan
 from .launch import WORKSPACE, IfStep, Launch, LaunchPlan, Loc, Locator, Step, WorkspaceLayout, branch_locations, \
-    dim_symbols, root_locations
+    dim_symbols, root_locations, value_nbytes
 from .lowering import no_lowering
 from .schedule import TileSchedule
 from .sync import SyncPlan
-from .templates import column, multipass, vector, vector_kernel
+from .templates import column, matmul, multipass, transpose2d, vector, vector_kernel
 from .tiling import NoLegalTiling, TilingChoice, choose, scoring_dims
 
 
@@ -100,6 +101,7 @@ class _Generator:
         self.kernels: list[DeviceKernel] = []
         self.consts: dict[str, Any] = {}
         self.layout = WorkspaceLayout(memory_plan.peak_bytes if memory_plan is not None else 0)
+        self.scratch_values: dict[Value, Loc] = {}
 
     def run(self) -> DeviceModule:
         produced = self._produced(self.graph)
@@ -158,12 +160,24 @@ class _Generator:
             branches.append(steps)
         return IfStep(loc[cond], cond.type.dtype, branches[0], branches[1])
 
+    def scratch_value(self, v: Value) -> Loc:
+        """A workspace location for a value no memory plan placed because it exists only between the
+        launches of one plan (a cast operand, a cube result its epilogue reads back): a new area in the
+        workspace tail, used by every launch that reads or writes `v`."""
+        if v not in self.scratch_values:
+            n = value_nbytes(v)
+            self.scratch_values[v] = Loc(WORKSPACE, self.layout.take(n), n)
+        return self.scratch_values[v]
+
+    def _where(self, v: Value, loc: Locator) -> Loc:
+        return self.scratch_values[v] if v in self.scratch_values else loc[v]
+
     def _args(self, dk: DeviceKernel, loc: Locator) -> dict[str, Any]:
         args = {}
         for i, v in enumerate(dk.inputs):
-            args[vector_kernel.in_param(i)] = loc[v]
+            args[vector_kernel.in_param(i)] = self._where(v, loc)
         for j, v in enumerate(dk.outputs):
-            args[vector_kernel.out_param(j)] = loc[v]
+            args[vector_kernel.out_param(j)] = self._where(v, loc)
         args.update(dk.scratch)
         return args
 
@@ -180,6 +194,8 @@ class _Generator:
             return [self.vector_kernel(label, kg, plan, rows=dims(plan.structure.rows), k=plan.structure.k)]
         if kind == KernelKind.COLUMN_REDUCE:
             return [self.column_kernel(label, kg, plan)]
+        if kind == KernelKind.MATMUL:
+            return self.matmul_kernels(label, plan)
         raise _unsupported(kg, label, f"a {kind.value} kernel has no template yet")
 
     def column_kernel(self, label: str, kg: KernelGraph, plan: KernelPlan) -> DeviceKernel:
@@ -195,6 +211,42 @@ class _Generator:
         except NoLegalTiling as e:
             raise _unsupported(kg, label, str(e)) from None
         return self._finish(label, "column", chosen, kg, plan, None)
+
+    def matmul_kernels(self, label: str, plan: KernelPlan) -> list[DeviceKernel]:
+        """Vector casts of the operands (if any), the cube kernel, a vector epilogue (if any): `matmul_plan`."""
+        try:
+            r = matmul_plan.route(label, plan)
+        except UnsupportedDomain as e:
+            raise no_lowering(plan.anchor, label, plan.anchor_node.loc, str(e)) from None
+        for v in r.scratch:
+            self.scratch_value(v)
+        out = [self.vector_kernel(kg.graph.name, kg, plan) for kg in r.casts]
+        out += [self.transpose_kernel(t, plan) for t in r.transposes]
+        mk = r.cube
+        syms = sorted(set().union(*(sy.free_symbols(x) for x in (mk.M, mk.N, mk.K, mk.batch_count))))
+        scoring, nominal = scoring_dims(syms)
+        cores = min(self.options.cores or self.chip.aic_cores, self.chip.aic_cores)
+        cands = matmul.tilings(mk, self.chip, self.options.buffer_num, cores, scoring)
+        try:
+            chosen = choose(cands, lambda t: matmul.schedule(mk, t, self.chip), self.chip, scoring,
+                            self.options.sync, nominal)
+        except NoLegalTiling as e:
+            raise no_lowering(plan.anchor, label, plan.anchor_node.loc, str(e)) from None
+        out.append(self._finish(label, "matmul", chosen, None, plan, [r.result], inputs=r.operands))
+        if r.epilogue is not None:
+            out.append(self.vector_kernel(r.epilogue.graph.name, r.epilogue, plan))
+        return out
+
+    def transpose_kernel(self, pre: matmul_plan.PreTranspose, plan: KernelPlan) -> DeviceKernel:
+        tk = pre.op
+        scoring, nominal = scoring_dims(sorted(set().union(*(sy.free_symbols(x) for x in (tk.batch, tk.R, tk.C)))))
+        cands = transpose2d.tilings(tk, self.chip, self.options.buffer_num, self.options.cores or self.chip.aiv_cores)
+        try:
+            chosen = choose(cands, lambda t: transpose2d.schedule(tk, t, self.chip), self.chip, scoring,
+                            self.options.sync, nominal)
+        except NoLegalTiling as e:
+            raise no_lowering(plan.anchor, tk.name, plan.anchor_node.loc, str(e)) from None
+        return self._finish(tk.name, "transpose", chosen, None, plan, [pre.dst], inputs=[pre.src])
 
     def empty_input_kernels(self, label: str, kg: KernelGraph, plan: KernelPlan) -> list[DeviceKernel]:
         """A kernel reading a zero-size input computes constants (a reduction over nothing is its identity):
@@ -246,14 +298,15 @@ class _Generator:
             raise _unsupported(kg, label, str(e)) from None
         return self._finish(label, "vector", chosen, kg, plan, outputs)
 
-    def _finish(self, label: str, template: str, chosen: TilingChoice, kg: KernelGraph, plan: Any,
-                outputs: list[Value] | None) -> DeviceKernel:
+    def _finish(self, label: str, template: str, chosen: TilingChoice, kg: KernelGraph | None, plan: Any,
+                outputs: list[Value] | None, inputs: list[Value] | None = None) -> DeviceKernel:
         sched = chosen.chosen.schedule
         assert sched is not None and chosen.chosen.sync is not None
         program = emit(sched, chosen.chosen.sync, self.chip)
         scratch = {p: Loc(WORKSPACE, self.layout.take(n), n) for p, n in sched.scratch.items()}
         dk = DeviceKernel(len(self.kernels), label, template, sched, chosen, chosen.chosen.sync, program,
-                          list(kg.inputs), list(outputs if outputs is not None else kg.outputs), plan, scratch)
+                          list(inputs if inputs is not None else kg.inputs),
+                          list(outputs if outputs is not None else kg.outputs), plan, scratch)
         self.kernels.append(dk)
         return dk
 

@@ -9,6 +9,7 @@ primitives of its registry decomposition, and its outputs in plan order.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Mapping
 
 from .. import ops
 from ..ir import Graph, Node, Value, is_annotation
@@ -34,7 +35,11 @@ def is_scalar_const(v: Value) -> bool:
     return v.node.op == "Const" and v.type.numel == 1
 
 
-def build_kernel_graph(name: str, nodes: list[Node], inputs: list[Value], outputs: list[Value]) -> KernelGraph:
+def build_kernel_graph(name: str, nodes: list[Node], inputs: list[Value], outputs: list[Value],
+                       aliases: Mapping[Value, Value] | None = None) -> KernelGraph:
+    """`aliases`: values the nodes (and outputs) read that another value stands for, e.g. a fused op's
+    result recomputed by nodes of a side graph when the kernel does only part of the op."""
+    aliases = aliases or {}
     g = Graph(name)
     env: dict[Value, Value] = {}
     data_inputs: list[Value] = []
@@ -45,10 +50,10 @@ def build_kernel_graph(name: str, nodes: list[Node], inputs: list[Value], output
             env[v] = g.add_input(v.type, name=v.node.name, loc=v.node.loc)
             data_inputs.append(v)
     for n in _topological(nodes):
-        new = g.add(n.op, [env[v] for v in n.inputs], _op_attrs(n), n.loc, n.name)
+        new = g.add(n.op, [env[aliases.get(v, v)] for v in n.inputs], _op_attrs(n), n.loc, n.name)
         for i in range(len(n.outputs)):
             env[Value(n, i)] = new.out(i)
-    g.set_outputs([env[v] for v in outputs])
+    g.set_outputs([env[aliases.get(v, v)] for v in outputs])
     _expand_composites(g)
     return KernelGraph(g, data_inputs, list(outputs))
 
