@@ -222,7 +222,7 @@ class _Generator:
             self.scratch_value(v)
         out = [self.vector_kernel(kg.graph.name, kg, plan) for kg in r.casts]
         out += [self.transpose_kernel(t, plan) for t in r.transposes]
-        mk = r.cube
+        mk = r.cube.for_chip(self.chip)
         syms = sorted(set().union(*(sy.free_symbols(x) for x in (mk.M, mk.N, mk.K, mk.batch_count))))
         scoring, nominal = scoring_dims(syms)
         cores = min(self.options.cores or self.chip.aic_cores, self.chip.aic_cores)

@@ -32,7 +32,7 @@ Operands the cube cannot take as they are:
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Sequence
 
 from simulator import isa
@@ -75,6 +75,10 @@ class CubeMatmul:
     transpose_b: bool = False
     bias: bool = False         # a float32 bias of N values through the bias table
     relu: bool = False
+    fractal_row_bytes: int = 0  # the chip's (ChipConfig.fractal_row_bytes); set by `for_chip`
+
+    def for_chip(self, chip: Any) -> "CubeMatmul":
+        return replace(self, fractal_row_bytes=chip.fractal_row_bytes)
 
     @property
     def acc_dtype(self) -> str:
@@ -82,7 +86,10 @@ class CubeMatmul:
 
     @property
     def c0(self) -> int:
-        return isa.fractal_c0(self.dtype)
+        """Columns of one fractal row (16 for fp16, 8 for fp32, 32 for int8 on this chip class)."""
+        if not self.fractal_row_bytes:
+            raise AssertionError("CubeMatmul.for_chip(chip) was not applied")
+        return self.fractal_row_bytes // isa.itemsize(self.dtype)
 
     @property
     def k_quantum(self) -> int:
