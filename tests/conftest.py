@@ -1,5 +1,7 @@
-"""Shared test helpers: dtype-aware golden comparison."""
+"""Shared test helpers: dtype-aware golden comparison; the disk cache is off unless a test turns it on."""
 from __future__ import annotations
+
+import os
 
 import numpy as np
 import pytest
@@ -9,6 +11,10 @@ from hypothesis import settings
 # (explore more locally with e.g. `--hypothesis-seed=N` and a larger max_examples)
 settings.register_profile("deterministic", derandomize=True, database=None)
 settings.load_profile("deterministic")
+
+# tests never read or fill the user's compile cache; the disk-cache tests point PYASC_CACHE_DIR at a
+# temporary folder and set PYASC_CACHE=1 themselves (the `disk_cache` fixture)
+os.environ["PYASC_CACHE"] = "0"
 
 # (rtol, atol) per result dtype: fp16 has an 11-bit significand, so a few ulps of relative error
 TOLERANCE = {
@@ -37,3 +43,12 @@ def assert_close(actual, expected, *, rtol=None, atol=None, check_dtype=True):
 @pytest.fixture
 def rng():
     return np.random.default_rng(0)
+
+
+@pytest.fixture
+def disk_cache(tmp_path, monkeypatch):
+    """The disk cache on, in a fresh folder (returned)."""
+    root = tmp_path / "pyasc-cache"
+    monkeypatch.setenv("PYASC_CACHE", "1")
+    monkeypatch.setenv("PYASC_CACHE_DIR", str(root))
+    return root

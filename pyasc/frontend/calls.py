@@ -24,7 +24,7 @@ import numpy as np
 from .. import dtypes, ops
 from ..errors import CompileError, Note
 from ..ir.types import Sym
-from . import source
+from . import guards, source
 from .scope import Scope, assigned_names
 from .tensors import as_operand, strong_dtypes
 from .values import (
@@ -95,7 +95,7 @@ def evaluate_call(b: "FunctionBuilder", node: ast.Call) -> Any:
             mapping = b.eval(kw.value)
             if not isinstance(mapping, dict):
                 raise b.error(f"`**` needs a compile-time dict, got {describe(mapping)}", kw.value)
-            kwargs.update(mapping)
+            kwargs.update(guards.read_values(b, mapping, kw.value))
         else:
             kwargs[kw.arg] = b.eval(kw.value)
     return call_value(b, callee, args, kwargs, node)
@@ -129,6 +129,7 @@ def call_value(b: "FunctionBuilder", callee: Any, args: list[Any], kwargs: dict[
         return handler(b, args, kwargs, at, name)
     inner = getattr(callee, "py_func", None)
     if isinstance(inner, types.FunctionType):
+        guards.derive(b.state, callee, "py_func", inner)
         return inline(b, inner, args, kwargs, at, name)
     if isinstance(callee, types.FunctionType):
         return inline(b, callee, args, kwargs, at, name)
@@ -151,6 +152,7 @@ def call_value(b: "FunctionBuilder", callee: Any, args: list[Any], kwargs: dict[
             f"{name}() would change a list in place, which a kernel does not support; build a new list "
             "instead, e.g. `items = items + [value]` or a comprehension", at)
     if isinstance(callee, types.MethodType) and isinstance(callee.__func__, types.FunctionType):
+        guards.derive(b.state, callee, "__func__", callee.__func__)
         return inline(b, callee.__func__, [callee.__self__, *args], kwargs, at, name)
     if isinstance(callee, type) and issubclass(callee, BaseException):
         raise b.error(f"{name}(...) is only supported in a `raise` statement", at)
@@ -457,13 +459,14 @@ def inline(b: "FunctionBuilder", fn: types.FunctionType, args: list[Any], kwargs
     except TypeError as e:
         raise b.error(f"{name}(): {e}", at) from None
     bound.apply_defaults()
+    guards.read_function(b, fn, at)
     qualname = qualified_name(fn)
     if qualname not in b.state.helpers:
         b.state.helpers.append(qualname)
     scope = Scope(fn, assigned_names(parsed.tree))
     for param, value in bound.arguments.items():
         scope.bind(param, value)
-    helper = FunctionBuilder(b.state, parsed, scope, b.ctx, capture_prefix=f"{fn.__qualname__}.")
+    helper = FunctionBuilder(b.state, parsed, scope, b.ctx)
     helper.parent = b
     b.state.inlining.append(fn.__code__)
     try:

@@ -1,7 +1,6 @@
 """The compiled artifact of one kernel specialisation (what `kernel.compile(...)` returns)."""
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
@@ -9,8 +8,9 @@ import numpy as np
 
 from ..ir import Graph
 from .errors import ArgumentTypeError, ArgumentValueError, InternalCompilerError
+from .guardset import GuardSet
 from .options import KernelOptions
-from .specialize import Param, tensor_dims, to_array
+from .specialize import ArgKey, Param, TensorKey, tensor_dims, to_array
 
 
 def count_ops(graph: Graph) -> int:
@@ -18,9 +18,17 @@ def count_ops(graph: Graph) -> int:
     return sum(1 for n in graph.all_nodes() if n.op not in ("Data", "Const"))
 
 
-def key_hash(kernel_id: str, key: tuple) -> str:
-    """Short, process-independent hash of a specialisation (names the dump folder)."""
-    return hashlib.sha256(repr((kernel_id, key)).encode()).hexdigest()[:12]
+def op_histogram(graph: Graph) -> dict[str, int]:
+    """Op name -> count of compute nodes in a graph and its subgraphs (most frequent first)."""
+    counts: dict[str, int] = {}
+    for n in graph.all_nodes():
+        if n.op not in ("Data", "Const"):
+            counts[n.op] = counts.get(n.op, 0) + 1
+    return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+class StaleArtifactError(RuntimeError):
+    """`CompiledKernel.run` on an artifact whose compile-time values have changed since it was built."""
 
 
 @dataclass(eq=False)
@@ -30,18 +38,26 @@ class CompiledKernel:
     - `stages`: ordered stage name -> readable text: "source" (the kernel as
       the frontend normalised it), "graph" (the graph right after the
       frontend), "inferred" (the same graph with types and source
-      locations), then one "ge.NN.<pass>" entry per optimiser pass that
-      changed the graph.
+      locations), one "ge.NN.<pass>" entry per optimiser pass that changed
+      the graph, then "fusion_log" and "memory_plan". Later pipeline stages
+      (tiling, tile programs, host IR) are more entries of the same mapping;
+      dumps and `pyasc diff` follow it. `dots`: stage -> Graphviz DOT, for
+      the graph stages; `stage_ops`: stage -> op histogram, likewise.
     - `graph`: the final graph; `kernels`: the device kernels the optimiser
       planned (one `KernelPlan` per fusion group); `memory_plan`,
       `fusion_log`: the optimiser's decisions.
+    - `guards`: what the kernel read at compile time (pyasc.guards), and the
+      lifted arrays it takes as hidden inputs after the user's tensors.
+    - `key`: one record per parameter; `full_key`: the content-based disk
+      key (runtime/keys.py), `key_hash` its first 12 hex digits.
+    - `origin`: "compiled" in this process, or "disk" (loaded from the cache).
     - `run(*arrays)`: run on tensor arguments (in parameter order) that
       match this specialisation.
     """
 
     name: str
     signature: str
-    key: tuple
+    key: tuple[ArgKey, ...]
     key_hash: str
     options: KernelOptions
     params: tuple[Param, ...]
@@ -53,16 +69,17 @@ class CompiledKernel:
     fusion_log: list[str]
     pass_log: str             # one line per optimiser pass: changed (its stage), unchanged or skipped
     returns_tuple: bool
-    guards: tuple = ()          # frontend Guards on the globals/closure values the kernel read
+    guards: GuardSet = field(default_factory=GuardSet)
+    py_func: Any = None       # the function the guards' access paths start from
+    full_key: str = ""
+    components: Any = None    # keys.KeyComponents
+    stage_ops: dict[str, dict[str, int]] = field(default_factory=dict)
+    origin: str = "compiled"
     pass_times: dict[str, float] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)   # seconds: frontend, optimize, total
     nodes_in: int = 0
     nodes_out: int = 0
     _shapes_ok: set = field(default_factory=set, repr=False)
-
-    def guards_hold(self) -> bool:
-        """Whether every global/closure value read at compile time is still what it was."""
-        return all(g.holds() for g in self.guards)
 
     @property
     def host_ir(self) -> str:
@@ -71,8 +88,8 @@ class CompiledKernel:
         return ""
 
     @property
-    def tensor_params(self) -> list[tuple[Param, tuple]]:
-        return [(p, k) for p, k in zip(self.params, self.key[0]) if k[0] == "T"]
+    def tensor_params(self) -> list[tuple[Param, TensorKey]]:
+        return [(p, k) for p, k in zip(self.params, self.key) if isinstance(k, TensorKey)]
 
     # ---- execution ---------------------------------------------------------------
     def run(self, *arrays: Any) -> Any:
@@ -86,15 +103,21 @@ class CompiledKernel:
         for (p, k), value in zip(expected, arrays):
             arr = to_array(self.name, p.name, value)
             dims = tensor_dims(arr.shape, self.options.dynamic)
-            if arr.dtype.name != k[1] or dims != k[2]:
+            if arr.dtype.name != k.dtype or dims != k.dims:
                 raise ArgumentValueError(
                     f"{self.name}.run() argument {p.name!r} is {arr.dtype}{list(arr.shape)}, but this artifact was "
                     f"compiled for {self.signature}; call the kernel itself to compile a new specialisation")
             converted.append(arr)
-        return self.launch(converted)
+        hidden = self.guards.check(self.py_func)
+        if hidden is None:
+            raise StaleArtifactError(
+                f"{self.name}.run(): {self.guards.failing(self.py_func) or 'a value read at compile time changed'} "
+                "since this artifact was compiled; call the kernel itself to compile it again")
+        return self.launch(converted + hidden)
 
     def launch(self, arrays: list[np.ndarray]) -> Any:
-        """Run on arrays already converted and matched to the key (the Kernel's fast path)."""
+        """Run on arrays already converted and matched to the key, the hidden inputs after the user's
+        tensors (the Kernel's fast path)."""
         if self.options.dynamic:
             shapes = tuple(a.shape for a in arrays)
             if shapes not in self._shapes_ok:
@@ -135,6 +158,8 @@ class CompiledKernel:
         plan = self.memory_plan
         if plan is not None and getattr(plan, "peak_bytes", None) is not None:
             lines.append(f"  workspace: {plan.peak_bytes} bytes (naive {plan.naive_bytes})")
+        if self.guards.hidden:
+            lines.append(f"  hidden inputs (lifted captured arrays): {len(self.guards.hidden)}")
         lines.append(f"  stages: {', '.join(self.stages)}")
         if self.timings:
             lines.append("  compile: " + ", ".join(f"{k} {v * 1e3:.2f} ms" for k, v in self.timings.items()))
