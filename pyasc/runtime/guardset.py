@@ -102,20 +102,14 @@ class GuardSet:
         """The stored guards with checks made from this process's values, or None when a value's
         fingerprint differs from the stored one (the entry is for other values). Raises ValueError /
         KeyError / TypeError on a malformed document."""
-        guards = []
-        for steps, fingerprint in doc["guards"]:
-            path = tuple(step_from_json(s) for s in steps)
-            try:
-                value = resolve(fn, path)
-                check = check_for(value, lifted=fingerprint[0] == "array_meta")
-            except PATH_ERRORS + (Unguardable,):
-                return None
-            if _canonical(check.fingerprint) != _canonical(fingerprint):
-                return None
-            guards.append(Guard(path, check))
-        hidden = tuple(tuple(step_from_json(s) for s in steps) for steps, _ in doc["hidden"])
-        hidden_dtypes = tuple(str(d) for _, d in doc["hidden"])
-        return cls(tuple(guards), hidden, hidden_dtypes)
+        revived = _revive(doc, fn)
+        return revived if isinstance(revived, GuardSet) else None
+
+    @staticmethod
+    def mismatch(doc: dict, fn: Any) -> str | None:
+        """Why stored guards do not hold in this process (the first one that differs), or None."""
+        revived = _revive(doc, fn)
+        return None if isinstance(revived, GuardSet) else revived
 
     def describe(self) -> list[str]:
         return [str(g) for g in self.guards]
@@ -163,6 +157,30 @@ _STEPS: dict[type, tuple[str, Callable[[Any], Any]]] = {
     Item: ("{p}[{k}]", lambda s: s.key),
     Pinned: ("{k}", lambda s: s.obj),
 }
+
+
+def _revive(doc: dict, fn: Any) -> "GuardSet | str":
+    guards = []
+    for steps, fingerprint in doc["guards"]:
+        path = tuple(step_from_json(s) for s in steps)
+        try:
+            value = resolve(fn, path)
+        except PATH_ERRORS as e:
+            return f"{path_text(path)} is gone ({type(e).__name__}: {e})"
+        try:
+            check = check_for(value, lifted=fingerprint[0] == "array_meta")
+        except Unguardable as e:
+            return f"{path_text(path)} is now {e}"
+        if _canonical(check.fingerprint) != _canonical(fingerprint):
+            return f"{path_text(path)} differs: the entry saw {_short(fingerprint)}, now {_short(check.fingerprint)}"
+        guards.append(Guard(path, check))
+    hidden = tuple(tuple(step_from_json(s) for s in steps) for steps, _ in doc["hidden"])
+    return GuardSet(tuple(guards), hidden, tuple(str(d) for _, d in doc["hidden"]))
+
+
+def _short(fingerprint: Any, limit: int = 80) -> str:
+    text = json.dumps(fingerprint)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 def _canonical(doc: Any) -> str:
