@@ -183,3 +183,28 @@ def test_no_dump_without_the_variable(tmp_path, monkeypatch):
 def test_every_opt_level_gives_the_same_answer(opt_level):
     k = make_kernel(opt_level=opt_level)
     assert_close(k(*ARGS), k.py_func(*ARGS))
+
+
+def test_an_unusable_dump_dir_warns_naming_the_variable_and_the_result_is_returned(tmp_path, monkeypatch):
+    from pyasc.runtime.kernel import DumpWarning
+
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("")
+    monkeypatch.setenv("PYASC_DUMP_DIR", str(blocker))
+    k = make_kernel()
+    with pytest.warns(DumpWarning, match=r"PYASC_DUMP_DIR='.*not-a-folder' cannot be written .*fused ran"):
+        out = k(*ARGS)
+    assert_close(out, k.py_func(*ARGS))
+
+
+def test_a_disk_hit_writes_the_same_dump_as_the_compile(tmp_path, monkeypatch, disk_cache):
+    monkeypatch.setenv("PYASC_DUMP_DIR", str(tmp_path / "miss"))
+    make_kernel()(*ARGS)
+    monkeypatch.setenv("PYASC_DUMP_DIR", str(tmp_path / "hit"))
+    k = make_kernel()
+    k(*ARGS)
+    assert k.cache_info().disk_hits == 1
+    (folder,) = os.listdir(tmp_path / "miss")
+    assert os.listdir(tmp_path / "hit") == [folder]
+    for name in os.listdir(tmp_path / "miss" / folder):
+        assert (tmp_path / "hit" / folder / name).read_text() == (tmp_path / "miss" / folder / name).read_text()

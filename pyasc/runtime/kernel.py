@@ -20,7 +20,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..errors import CompileError
-from . import keys
+from . import keys, persist
 from .artifact import CompiledKernel
 from .diskcache import DiskCache
 from .errors import ArgumentError, debug_enabled
@@ -159,8 +159,6 @@ class Kernel:
             return lock
 
     def _load_or_compile(self, call: BoundCall, always: bool) -> CompiledKernel:
-        from . import persist, pipeline  # persist and the pipeline are only needed on a miss
-
         store = DiskCache.from_env()
         params = self._binder.params
         comps = keys.components(self.py_func, params, call.key, self.options, store.root if store else None)
@@ -182,6 +180,8 @@ class Kernel:
             compiled = load()  # another process may have compiled it while this one waited for the lock
             if compiled is not None:
                 return compiled
+            from . import pipeline  # the compile pipeline (and with it the frontend) loads on the first miss
+
             compiled = pipeline.compile_call(self.py_func, self.__name__, params, self.options, call, comps, digest)
             with self._lock:
                 self._misses += 1

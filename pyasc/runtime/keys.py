@@ -132,11 +132,12 @@ _memo: dict[str, Any] = {}
 
 
 def _compiler_roots() -> list[str]:
-    import simulator  # noqa: F401 - imported already (options resolve chips); its folder is part of the compiler
+    import importlib.util
 
-    import pyasc
+    import pyasc  # the package object: where its files are
 
-    return [os.path.dirname(pyasc.__file__), os.path.dirname(sys.modules["simulator"].__file__)]
+    simulator = importlib.util.find_spec("simulator")  # found, not imported
+    return [os.path.dirname(pyasc.__file__), os.path.dirname(simulator.origin)]
 
 
 def _source_files() -> list[tuple[str, str, os.stat_result]]:

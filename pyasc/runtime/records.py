@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
 import typing
 from typing import Any
 
@@ -122,9 +123,26 @@ def _decode_record(doc: dict, index: GraphIndex) -> Any:
     cls = RECORD_TYPES.get(doc["$record"])
     if cls is None:
         raise RecordError(f"unknown record type {doc['$record']!r}")
-    hints = typing.get_type_hints(cls)
-    fields = {name: decode(v, index, hints.get(name)) for name, v in doc["fields"].items()}
+    fields = {name: decode(v, index, _hint(cls, name, v)) for name, v in doc["fields"].items()}
     return cls(**fields)
+
+
+def _hint(cls: type, name: str, doc: Any) -> Any:
+    """A field's annotation, looked up only for a field holding an enum (evaluating annotations is slow)."""
+    return _type_hints(cls).get(name) if _mentions_enum(doc) else None
+
+
+def _mentions_enum(doc: Any) -> bool:
+    if isinstance(doc, list):
+        return any(_mentions_enum(d) for d in doc)
+    if isinstance(doc, dict):
+        return "$enum" in doc or any(_mentions_enum(d) for d in doc.values())
+    return False
+
+
+@functools.lru_cache(maxsize=None)
+def _type_hints(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
 
 
 def _item_hint(hint: Any, position: int = 0) -> Any:
