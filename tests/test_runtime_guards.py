@@ -281,6 +281,30 @@ def test_a_kernel_file_edited_after_import_is_refused(tmp_path):
     assert str(path) in info.value.reason and "re-import the module or restart Python" in info.value.reason
 
 
+class _Mangled:
+    """Methods with a private (name-mangled) attribute and with super(): compiled again as Python did."""
+
+    def __init__(self):
+        self.__factor = 3.0
+
+    def apply(self, x):
+        return x * self.__factor + super().__hash__() * 0.0
+
+
+def test_mangled_names_super_and_closures_are_not_mistaken_for_edited_files():
+    from pyasc.frontend.source import parse_function
+
+    for method in (_Mangled.__init__, _Mangled.apply):
+        assert parse_function(method).fn is method  # raises if the recompiled code differed
+    scale = 3.0
+
+    @pyasc.kernel
+    def k(x):
+        return x * scale
+
+    assert k(_x())[0] == 3.0
+
+
 # ---- checks, paths, threads -------------------------------------------------------------------
 
 

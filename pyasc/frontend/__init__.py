@@ -21,12 +21,12 @@ import astor
 
 from .. import dtypes
 from ..errors import CompileError, InternalCompilerError, debug_enabled
+from ..guards import Guard
 from ..ir.graph import Graph, Value
 from ..ir.types import TensorType
+from . import guards
 from .builder import FunctionBuilder
 from .context import BuildState, GraphContext
-from ..guards import Guard
-from . import guards
 from .scope import Scope, assigned_names
 from .source import get_source, parse_function
 from .tensors import scalar_const_dtype

@@ -21,8 +21,7 @@ from .. import dtypes, ops
 from ..errors import CompileError, InferError, SourceLoc
 from ..ir.graph import Value
 from ..ir.types import Sym
-from . import branches, calls, indexing
-from . import guards
+from . import branches, calls, guards, indexing
 from .context import BuildState, GraphContext
 from .scope import CLOSURE, GLOBAL, Scope, UnassignedFreeVariable, Undefined
 from .source import ParsedFunction
