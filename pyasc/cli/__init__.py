@@ -12,8 +12,9 @@ left unfixed) exits 1.
 """
 from __future__ import annotations
 
+import inspect
 import sys
-from typing import Sequence
+from typing import Any, Callable, Sequence
 
 import click
 
@@ -28,7 +29,7 @@ def cli() -> None:
     """pyasc: a Python kernel compiler for an Ascend-like NPU, with the NPU emulated in software."""
 
 
-def chip_option(f):
+def chip_option(f: Callable[..., Any]) -> Callable[..., Any]:
     return click.option("--chip", default=None, metavar="PRESET",
                         help="chip preset (default: $PYASC_CHIP or 910b); `pyasc chips` lists them")(f)
 
@@ -68,8 +69,6 @@ def chips() -> None:
 
 
 def ops_table() -> str:
-    import inspect
-
     from .. import ops as registry  # the registry loads only for this command
 
     rows = []

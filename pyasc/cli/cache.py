@@ -4,13 +4,15 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
+from typing import Any
 
 import click
 
+from .commands import kernel_for
 from .targets import ARGSPEC_HELP, parse_args
 
 
-def store_or_fail():
+def store_or_fail() -> Any:
     from ..runtime.diskcache import DiskCache  # the runtime loads when a command runs, not for --help
 
     try:
@@ -110,7 +112,6 @@ def show_command(key: str) -> None:
 @click.argument("argspecs", nargs=-1, metavar="ARGSPEC...")
 def explain_command(target: str, argspecs: tuple[str, ...]) -> None:
     from ..runtime.explain import explain  # the runtime loads when a command runs, not for --help
-    from .commands import kernel_for
 
     store_or_fail()
     kernel = kernel_for(target, None, None)

@@ -3,13 +3,14 @@ from __future__ import annotations
 
 import difflib
 from pathlib import Path
+from typing import Any
 
 import click
 
 from .targets import ARGSPEC_HELP, load_kernel, parse_args
 
 
-def kernel_for(target: str, chip: str | None, opt_level: int | None):
+def kernel_for(target: str, chip: str | None, opt_level: int | None) -> Any:
     try:
         return load_kernel(target, chip=chip, opt_level=opt_level)
     except (TypeError, ValueError) as e:
@@ -18,7 +19,7 @@ def kernel_for(target: str, chip: str | None, opt_level: int | None):
         raise click.BadParameter(str(e), param_hint="--chip/--opt-level") from None
 
 
-def compile_or_fail(kernel, args):
+def compile_or_fail(kernel: Any, args: tuple[Any, ...]) -> Any:
     """The artifact; a kernel that does not compile is exit status 1 with pyasc's own message."""
     from ..errors import CompileError  # the compiler loads when a command runs, not for --help
 
@@ -45,7 +46,7 @@ def compile_command(target: str, args: tuple[str, ...], chip: str | None, opt_le
     vanished, a fusion that fired), then the device kernels, the fusion log and the memory plan.
     """
     from ..runtime.dump import write_dump  # the runtime loads when a command runs, not for --help
-    from ..runtime.report import compile_report
+    from ..runtime.report import compile_report  # (likewise)
 
     kernel = kernel_for(target, chip, opt_level)
     compiled = compile_or_fail(kernel, parse_args(args))

@@ -162,7 +162,7 @@ class DiskCache:
                 self.discard(path, str(e))
                 continue
             except (ValueError, KeyError, TypeError, IndexError) as e:
-                self.discard(path, f"unreadable section ({type(e).__name__}: {e})")
+                self.discard(path, f"unreadable entry ({type(e).__name__}: {e})")
                 continue
             self._count_hit(path)
             return artifact

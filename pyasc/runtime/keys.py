@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import importlib.util
 import json
 import os
 import platform
@@ -132,8 +133,6 @@ _memo: dict[str, Any] = {}
 
 
 def _compiler_roots() -> list[str]:
-    import importlib.util
-
     import pyasc  # the package object: where its files are
 
     simulator = importlib.util.find_spec("simulator")  # found, not imported
