@@ -8,13 +8,8 @@ from __future__ import annotations
 from . import dtypes, ops
 from .dtypes import bool_, float16, float32, int8, int16, int32, uint8  # noqa: F401
 from .errors import CompileError, InternalCompilerError  # noqa: F401
-
-
-class constexpr:
-    """Annotation marking a parameter as a compile-time constant (part of the specialisation key)."""
-
-
-from .runtime import CompiledKernel, Kernel, kernel  # noqa: F401,E402
+from .markers import constexpr  # noqa: F401
+from .runtime import CompiledKernel, Kernel, kernel  # noqa: F401
 
 
 def _export_ops() -> list[str]:

@@ -1,14 +1,18 @@
 """`pyasc demo`: compile and run every example kernel, compare with its numpy reference, print a table."""
 from __future__ import annotations
 
+import sys
 import time
 from dataclasses import dataclass
 from typing import Any, Sequence, TextIO
 
 import numpy as np
 
+import pyasc
+
 from . import dtypes
 from .examples import EXAMPLES, Example
+from .runtime.options import make_options
 from .testing import TOLERANCE
 
 
@@ -67,8 +71,6 @@ def compare(actual: Any, expected: Any) -> tuple[bool, float, str]:
 
 
 def run_example(ex: Example, *, chip: str | None, opt_level: int, seed: int = 0) -> Row:
-    import pyasc
-
     args = ex.make_inputs(np.random.default_rng(seed))
     row = Row(ex.name, describe_args(args))
     options: dict[str, Any] = {"opt_level": opt_level}
@@ -114,14 +116,10 @@ def format_table(rows: Sequence[Row]) -> str:
 
 def main(*, chip: str | None = None, opt_level: int = 3, out: TextIO | None = None) -> int:
     """Run the demo; returns the exit status (1 if any kernel failed or mismatched)."""
-    import sys
-
     out = out or sys.stdout
     import pyasc.frontend  # noqa: F401 - imported up front so the first row's compile time is not import time
 
     rows = [run_example(ex, chip=chip, opt_level=opt_level) for ex in EXAMPLES]
-    from .runtime.options import make_options
-
     chip_text = make_options(**({"chip": chip} if chip is not None else {})).chip_name
     print(f"pyasc demo: {len(rows)} example kernels, chip={chip_text}, opt_level={opt_level}, "
           "backend=reference (numpy interpreter of the final graph)", file=out)

@@ -97,6 +97,55 @@ def test_flags():
         assert op.commutative == (name in COMMUTATIVE), name
 
 
+ROW_COMPOSITES = {"softmax", "log_softmax", "layer_norm", "rms_norm"}
+
+
+def test_structural_facts():
+    for name in ops.names():
+        op = ops.get(name)
+        assert op.structural == (name in ("Data", "Const", "If")), name
+        assert op.leaf == (name in ("Data", "Const")), name
+        assert op.is_control == (name == "If"), name
+    assert ops.get("If").subgraph_attrs == ("then_branch", "else_branch")
+
+
+def test_reduction_facts():
+    for name in ops.names():
+        op = ops.get(name)
+        assert op.is_reduction == (op.category == Category.REDUCE), name
+        assert op.row_composite == (name in ROW_COMPOSITES), name
+    assert ops.get("sum").reduced_axes({"axis": None}, 3) == (0, 1, 2)
+    assert ops.get("max").reduced_axes({"axis": (-1, 0), "keepdims": True}, 3) == (0, 2)
+    assert ops.get("mean").reduced_axes({"axis": [1]}, 2) == (1,)  # a serialised graph may hold a list
+    assert ops.get("softmax").reduced_axes({}, 3) == (2,) and ops.get("log_softmax").reduced_axes({"axis": 0}, 2) == (0,)
+    assert ops.get("layer_norm").reduced_axes({"eps": 1e-5}, 4) == (3,) == ops.get("rms_norm").reduced_axes({}, 4)
+    assert ops.get("sum").reduced_axes({"axis": 0}, 0) == ()  # a 0-d input has no axis to reduce
+    with pytest.raises(TypeError, match="op add is not a reduction"):
+        ops.get("add").reduced_axes({}, 2)
+
+
+def test_cube_operands_and_accepted_formats():
+    for name in ops.names():
+        op = ops.get(name)
+        assert bool(op.cube_operands) == (name in ("matmul", "fused_matmul")), name
+    mm = ops.get("fused_matmul")
+    assert [(c.index, c.name, c.transpose_attr) for c in mm.cube_operands] == [
+        (0, "a", "transpose_a"), (1, "b", "transpose_b")]
+    assert mm.accepted_formats(0) == mm.accepted_formats(1) == {"ND", "FRACTAL_NZ"}
+    assert mm.accepted_formats(2) == {"ND"}  # the bias
+    assert ops.get("transdata").accepted_formats(0) == ops.get("If").accepted_formats(3) == ops.ANY_FORMAT
+    assert ops.get("add").accepted_formats(0) == ops.get("exp").accepted_formats(0) == {"ND"}
+
+
+def test_a_reduce_op_without_its_axes_is_rejected_at_registration():
+    from pyasc.ops.registry import OpDef, register
+
+    bogus = OpDef("bogus_reduce", Category.REDUCE, lambda ts, attrs: ts, lambda x: x)
+    with pytest.raises(ValueError, match="'bogus_reduce': a REDUCE op needs reduce_axes"):
+        register(bogus)
+    assert not ops.exists("bogus_reduce")
+
+
 def test_only_wheres_condition_is_outside_promotion():
     assert ops.get("where").unpromoted == ("condition",)
     for name in ops.names():

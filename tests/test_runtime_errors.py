@@ -71,12 +71,13 @@ def test_internal_error_in_a_pass_is_wrapped_and_names_the_pass(monkeypatch):
 
     class Exploding(Pass):
         name = "exploding_pass"
+        opt_level = 0
 
         def run(self, graph, ctx):
             return {}["missing"]  # a bug inside a pass
 
     def optimize(graph, **kwargs):
-        Exploding().run(graph, None)
+        GE.PassManager([Exploding()]).run(graph, GE.PassContext(opt_level=0))
 
     monkeypatch.setattr(GE, "optimize", optimize)
     k = pyasc.kernel(chip="tiny")(lambda_free_kernel)
@@ -88,6 +89,20 @@ def test_internal_error_in_a_pass_is_wrapped_and_names_the_pass(monkeypatch):
     assert "please report" in str(e) and "PYASC_DEBUG=1" in str(e)
     assert isinstance(e.__cause__, KeyError)
     assert k.cache_info().misses == 0 and k.cache_info().currsize == 0  # nothing half-built was cached
+
+
+def test_debug_raises_a_failing_passs_own_exception(monkeypatch):
+    class Exploding(Pass):
+        name = "exploding_pass"
+        opt_level = 0
+
+        def run(self, graph, ctx):
+            raise ZeroDivisionError("pass bug")
+
+    monkeypatch.setattr(GE, "optimize", lambda graph, **kw: GE.PassManager([Exploding()]).run(graph, GE.PassContext()))
+    monkeypatch.setenv("PYASC_DEBUG", "1")
+    with pytest.raises(ZeroDivisionError, match="pass bug"):
+        pyasc.kernel(lambda_free_kernel)(f32(3))
 
 
 def test_internal_error_in_the_frontend_names_the_stage(monkeypatch):

@@ -23,7 +23,7 @@ from .. import dtypes
 from ..errors import CompileError, InternalCompilerError, debug_enabled
 from ..guards import Guard
 from ..ir.graph import Graph, Value
-from ..ir.types import TensorType
+from ..tensor_type import TensorType
 from . import guards
 from .builder import FunctionBuilder
 from .context import BuildState, GraphContext

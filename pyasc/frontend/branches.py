@@ -11,19 +11,18 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from .. import dtypes
 from ..ir.graph import Graph, Value
 from .context import GraphContext
+from .protocol import KernelBuilder
 from .scope import Undefined
 from .tensors import mark_weak, strong_dtypes, weak_dtype, weak_values
 from .values import contains_tensor, describe, is_number, is_tensor
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .builder import FunctionBuilder
 
 _MISSING = object()
 
@@ -50,7 +49,7 @@ def names_read(nodes: Sequence[ast.AST]) -> set[str]:
     return found
 
 
-def check_condition(b: "FunctionBuilder", cond: Value, at: ast.AST, construct: str) -> None:
+def check_condition(b: KernelBuilder, cond: Value, at: ast.AST, construct: str) -> None:
     t = cond.type
     if t.numel != 1:
         shape = "a symbolic shape " + str(tuple(str(d) for d in t.shape)) if t.numel is None else f"shape {tuple(t.shape)}"
@@ -61,22 +60,13 @@ def check_condition(b: "FunctionBuilder", cond: Value, at: ast.AST, construct: s
         )
 
 
-def _build_branch(b: "FunctionBuilder", label: str, operands: list[Value], before: dict[str, Any],
+def _build_branch(b: KernelBuilder, label: str, operands: list[Value], before: dict[str, Any],
                   run: Callable[[], Any], name: str) -> Branch:
     ctx = GraphContext(Graph(f"{name}_{label}"), parent=b.ctx, operands=operands)
-    saved_ctx, saved_ret = b.ctx, (b.returned, b.return_value, b.return_node)
-    b.ctx = ctx
-    b.returned, b.return_value, b.return_node = False, None, None
-    b.scope.restore(before)
-    try:
+    with b.branch(ctx, before):
         value = run()
-        branch = Branch(label, ctx, b.scope.snapshot(), b.returned,
-                        b.return_value if b.returned else value, b.return_node)
-    finally:
-        b.ctx = saved_ctx
-        b.returned, b.return_value, b.return_node = saved_ret
-        b.scope.restore(before)
-    return branch
+        return Branch(label, ctx, b.scope.snapshot(), b.returned, b.return_value if b.returned else value,
+                      b.return_node)
 
 
 def _same(a: Any, c: Any) -> bool:
@@ -95,7 +85,7 @@ def _same(a: Any, c: Any) -> bool:
         return False
 
 
-def _pair_to_values(b: "FunctionBuilder", what: str, tv: Any, ev: Any, then: Branch, other: Branch,
+def _pair_to_values(b: KernelBuilder, what: str, tv: Any, ev: Any, then: Branch, other: Branch,
                     at: ast.AST) -> tuple[Value, Value, tuple | None]:
     """One If output: the then value and else value as tensors of one type in their branch graphs,
     and, when both are Python scalars (or weak tensors standing for them), the numbers the output
@@ -163,7 +153,7 @@ def _flatten(v: Any) -> tuple[bool, list[Any]]:
     return False, [v]
 
 
-def _make_if(b: "FunctionBuilder", cond: Value, operands: list[Value], then: Branch, other: Branch,
+def _make_if(b: KernelBuilder, cond: Value, operands: list[Value], then: Branch, other: Branch,
              pairs: list[tuple[Value, Value, tuple | None]], at: ast.AST, name: str) -> list[Value]:
     then.ctx.graph.set_outputs([p[0] for p in pairs])
     other.ctx.graph.set_outputs([p[1] for p in pairs])
@@ -177,7 +167,7 @@ def _make_if(b: "FunctionBuilder", cond: Value, operands: list[Value], then: Bra
     return outs
 
 
-def _build_both(b: "FunctionBuilder", operands: list[Value], before: dict, then_body: Callable[[], Any],
+def _build_both(b: KernelBuilder, operands: list[Value], before: dict, then_body: Callable[[], Any],
                 else_body: Callable[[], Any]) -> tuple[Branch, Branch, str]:
     """Build the then- and else-subgraphs of one If, sharing its operand list; returns them and the If's name."""
     b.state.if_count += 1
@@ -186,7 +176,7 @@ def _build_both(b: "FunctionBuilder", operands: list[Value], before: dict, then_
             _build_branch(b, "else", operands, before, else_body, name), name)
 
 
-def tensor_if_statement(b: "FunctionBuilder", stmt: ast.If, cond: Value) -> None:
+def tensor_if_statement(b: KernelBuilder, stmt: ast.If, cond: Value) -> None:
     check_condition(b, cond, stmt.test, "an `if`")
     live = b.live_after()
     before = b.scope.snapshot()
@@ -250,7 +240,7 @@ def tensor_if_statement(b: "FunctionBuilder", stmt: ast.If, cond: Value) -> None
         b.bind_name(n, v)
 
 
-def tensor_ternary(b: "FunctionBuilder", node: ast.IfExp, cond: Value) -> Any:
+def tensor_ternary(b: KernelBuilder, node: ast.IfExp, cond: Value) -> Any:
     check_condition(b, cond, node.test, "a conditional expression")
     before = b.scope.snapshot()
     operands: list[Value] = []

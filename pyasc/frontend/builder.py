@@ -10,17 +10,19 @@ location) or to a compile-time Python value. See values.py for the split.
 from __future__ import annotations
 
 import ast
+import contextlib
 import inspect
 import operator
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
 from .. import dtypes, ops
 from ..errors import CompileError, InferError, SourceLoc
+from ..markers import constexpr
 from ..ir.graph import Value
-from ..ir.types import Sym
+from ..tensor_type import Sym
 from . import branches, calls, guards, indexing
 from .context import BuildState, GraphContext
 from .scope import CLOSURE, GLOBAL, Scope, UnassignedFreeVariable, Undefined
@@ -184,6 +186,30 @@ class FunctionBuilder:
         except (OverflowError, ValueError, TypeError) as e:
             raise self.error(f"cannot make a {dtype} constant of {value!r}: {e}", at) from None
 
+    # ---- nested builds -------------------------------------------------------------------
+    def inline_builder(self, parsed: ParsedFunction, scope: Scope) -> "FunctionBuilder":
+        """A builder for a helper's body, emitting into the same graph, inlined into this one."""
+        helper = FunctionBuilder(self.state, parsed, scope, self.ctx)
+        helper.parent = self
+        return helper
+
+    @contextlib.contextmanager
+    def branch(self, ctx: GraphContext, scope: dict[str, Any]) -> Iterator[None]:
+        """Build one If branch: nodes go to `ctx`, the scope starts as `scope`, a `return` ends the branch only.
+
+        Afterwards the graph, the return state and the scope are what they were before.
+        """
+        saved_ctx, saved_return = self.ctx, (self.returned, self.return_value, self.return_node)
+        self.ctx = ctx
+        self.returned, self.return_value, self.return_node = False, None, None
+        self.scope.restore(scope)
+        try:
+            yield
+        finally:
+            self.ctx = saved_ctx
+            self.returned, self.return_value, self.return_node = saved_return
+            self.scope.restore(scope)
+
     # ---- statements --------------------------------------------------------------------
     def run_body(self) -> None:
         self.exec_block(self.parsed.tree.body)
@@ -242,12 +268,10 @@ class FunctionBuilder:
         self.assign(s.target, value)
 
     def _is_constexpr(self, annotation: ast.expr) -> bool:
-        import pyasc
-
         if not isinstance(annotation, (ast.Name, ast.Attribute)):
             return False
         try:
-            return self.eval(annotation) is pyasc.constexpr
+            return self.eval(annotation) is constexpr
         except CompileError:
             return False
 

@@ -17,14 +17,15 @@ import ast
 import inspect
 import math
 import types
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from .. import dtypes, ops
 from ..errors import CompileError, Note
-from ..ir.types import Sym
+from ..tensor_type import Sym
 from . import guards, source
+from .protocol import KernelBuilder
 from .scope import Scope, assigned_names
 from .tensors import as_operand, strong_dtypes
 from .values import (
@@ -39,8 +40,6 @@ from .values import (
     normalize_attr,
 )
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .builder import FunctionBuilder
 
 #: tensor methods -> the op they call, with the tensor as its first operand
 TENSOR_METHODS = {
@@ -81,7 +80,7 @@ def bind_op(fn: Any, op_name: str, args: Sequence[Any], kwargs: dict[str, Any]) 
     return op_name, tensors, attrs
 
 
-def evaluate_call(b: "FunctionBuilder", node: ast.Call) -> Any:
+def evaluate_call(b: KernelBuilder, node: ast.Call) -> Any:
     callee = b.eval(node.func)
     args: list[Any] = []
     for a in node.args:
@@ -101,12 +100,12 @@ def evaluate_call(b: "FunctionBuilder", node: ast.Call) -> Any:
     return call_value(b, callee, args, kwargs, node)
 
 
-def _callee_text(b: "FunctionBuilder", at: ast.AST) -> str:
+def _callee_text(b: KernelBuilder, at: ast.AST) -> str:
     func = at.func if isinstance(at, ast.Call) else at
     return b.text(func)
 
 
-def call_value(b: "FunctionBuilder", callee: Any, args: list[Any], kwargs: dict[str, Any], at: ast.Call) -> Any:
+def call_value(b: KernelBuilder, callee: Any, args: list[Any], kwargs: dict[str, Any], at: ast.Call) -> Any:
     name = _callee_text(b, at)
     if isinstance(callee, TensorMethod):
         return tensor_method(b, callee, args, kwargs, at)
@@ -192,7 +191,7 @@ def _numpy_compile_time(callee: Any) -> bool:
     return any(getattr(np, n, None) is callee for n in NUMPY_COMPILE_TIME)
 
 
-def compile_time_call(b: "FunctionBuilder", fn: Any, args: list[Any], kwargs: dict[str, Any], at: ast.AST,
+def compile_time_call(b: KernelBuilder, fn: Any, args: list[Any], kwargs: dict[str, Any], at: ast.AST,
                       name: str) -> Any:
     if contains_tensor(args) or contains_tensor(kwargs):
         raise b.error(f"{name}() runs at compile time and cannot take a tensor argument", at)
@@ -211,7 +210,7 @@ def _scalar_result(v: Any) -> Any:
     return v
 
 
-def op_call(b: "FunctionBuilder", fn: Any, op_name: str, args: Sequence[Any], kwargs: dict[str, Any],
+def op_call(b: KernelBuilder, fn: Any, op_name: str, args: Sequence[Any], kwargs: dict[str, Any],
             at: ast.AST, display: str, numpy_fn: Any = None) -> Any:
     """A call of an op's public function (or its numpy twin): bind, fold or emit."""
     if not ops.exists(op_name):
@@ -258,7 +257,7 @@ def op_call(b: "FunctionBuilder", fn: Any, op_name: str, args: Sequence[Any], kw
     return outs[0] if len(outs) == 1 else tuple(outs)
 
 
-def tensor_method(b: "FunctionBuilder", m: TensorMethod, args: list[Any], kwargs: dict[str, Any],
+def tensor_method(b: KernelBuilder, m: TensorMethod, args: list[Any], kwargs: dict[str, Any],
                   at: ast.AST) -> Any:
     x, name = m.tensor, m.name
     op_name = TENSOR_METHODS[name]
@@ -286,7 +285,7 @@ def tensor_method(b: "FunctionBuilder", m: TensorMethod, args: list[Any], kwargs
     return op_call(b, None, op_name, [x, *args], kwargs, at, display)
 
 
-def dtype_call(b: "FunctionBuilder", dtype: Any, args: list[Any], kwargs: dict[str, Any], at: ast.AST,
+def dtype_call(b: KernelBuilder, dtype: Any, args: list[Any], kwargs: dict[str, Any], at: ast.AST,
                name: str) -> Any:
     """`np.float32(v)`: a cast of a tensor, or a numpy scalar / dtype at compile time."""
     if len(args) == 1 and not kwargs and is_tensor(args[0]):
@@ -301,7 +300,7 @@ def dtype_call(b: "FunctionBuilder", dtype: Any, args: list[Any], kwargs: dict[s
 # ---- builtins -----------------------------------------------------------------------
 
 
-def _no_tensors(b: "FunctionBuilder", args: Sequence[Any], at: ast.AST, name: str, hint: str) -> None:
+def _no_tensors(b: KernelBuilder, args: Sequence[Any], at: ast.AST, name: str, hint: str) -> None:
     if contains_tensor(list(args)):
         raise b.error(f"{name}() runs at compile time and cannot take a tensor; {hint}", at)
 
@@ -437,11 +436,9 @@ def qualified_name(fn: types.FunctionType) -> str:
     return f"{fn.__module__}.{fn.__qualname__}"
 
 
-def inline(b: "FunctionBuilder", fn: types.FunctionType, args: list[Any], kwargs: dict[str, Any], at: ast.AST,
+def inline(b: KernelBuilder, fn: types.FunctionType, args: list[Any], kwargs: dict[str, Any], at: ast.AST,
            name: str) -> Any:
     """Compile a call to a Python function by compiling its body in place, with its own scope."""
-    from .builder import FunctionBuilder  # the builder imports this module
-
     if fn.__code__ in b.state.inlining:
         raise b.error(
             f"recursive call to `{fn.__qualname__}`: helpers are inlined at compile time, "
@@ -466,8 +463,7 @@ def inline(b: "FunctionBuilder", fn: types.FunctionType, args: list[Any], kwargs
     scope = Scope(fn, assigned_names(parsed.tree))
     for param, value in bound.arguments.items():
         scope.bind(param, value)
-    helper = FunctionBuilder(b.state, parsed, scope, b.ctx)
-    helper.parent = b
+    helper = b.inline_builder(parsed, scope)
     b.state.inlining.append(fn.__code__)
     try:
         helper.run_body()

@@ -23,36 +23,34 @@ from __future__ import annotations
 
 import re
 import types
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
 from .. import dtypes
 from ..guards import Attr, Free, Global, Guard, Item, Pinned, Unguardable, check_for, liftable, path_text, \
     trusted_module
-from ..ir.types import TensorType
+from ..tensor_type import TensorType
+from .context import BuildState
+from .protocol import KernelBuilder
 from .scope import CLOSURE
-
-if TYPE_CHECKING:  # pragma: no cover
-    from .builder import FunctionBuilder
-    from .context import BuildState
 
 _UNMAPPED = (bool, int, float, complex, str, bytes, type(None), np.generic)
 _CONTENT_CHECKED = ("value", "array", "tuple", "list", "dict", "set")
 _NOT_IDENTIFIER = re.compile(r"\W+")
 
 
-def begin(state: "BuildState", fn: types.FunctionType) -> None:
+def begin(state: BuildState, fn: types.FunctionType) -> None:
     """The kernel function is the root every path starts from."""
     state.paths[id(fn)] = (fn, ())
 
 
-def path_of(state: "BuildState", obj: Any) -> tuple | None:
+def path_of(state: BuildState, obj: Any) -> tuple | None:
     entry = state.paths.get(id(obj))
     return entry[1] if entry is not None and entry[0] is obj else None
 
 
-def _function_path(state: "BuildState", fn: types.FunctionType) -> tuple:
+def _function_path(state: BuildState, fn: types.FunctionType) -> tuple:
     """The path to a function whose names are being read; one reached some other way is pinned
     (guarded in this process only: its guards cannot be written to the disk cache)."""
     path = path_of(state, fn)
@@ -62,7 +60,7 @@ def _function_path(state: "BuildState", fn: types.FunctionType) -> tuple:
     return path
 
 
-def read_name(b: "FunctionBuilder", name: str, where: str, value: Any, at: Any) -> Any:
+def read_name(b: KernelBuilder, name: str, where: str, value: Any, at: Any) -> Any:
     """A global or closure name of the function being compiled (the kernel or an inlined helper)."""
     fn = b.scope.fn
     step = Free(name, fn.__code__.co_freevars.index(name)) if where == CLOSURE else Global(name)
@@ -71,7 +69,7 @@ def read_name(b: "FunctionBuilder", name: str, where: str, value: Any, at: Any) 
     return _read(b, path + (step,), value, at, label)
 
 
-def read_step(b: "FunctionBuilder", base: Any, step: Attr | Item, value: Any, at: Any) -> Any:
+def read_step(b: KernelBuilder, base: Any, step: Attr | Item, value: Any, at: Any) -> Any:
     """`base.attr` or `base[key]` evaluated at compile time; tracked when `base` was reached by a path."""
     base_path = path_of(b.state, base)
     if base_path is None or trusted_module(base):
@@ -88,7 +86,7 @@ def read_step(b: "FunctionBuilder", base: Any, step: Attr | Item, value: Any, at
     return _read(b, base_path + (step,), value, at)
 
 
-def read_items(b: "FunctionBuilder", container: Any, items: list[Any], at: Any) -> list[Any]:
+def read_items(b: KernelBuilder, container: Any, items: list[Any], at: Any) -> list[Any]:
     """The items of a tracked list or tuple a loop runs over: item i is `container[i]`."""
     base_path = path_of(b.state, container)
     if base_path is None or not isinstance(container, (list, tuple)):
@@ -96,7 +94,7 @@ def read_items(b: "FunctionBuilder", container: Any, items: list[Any], at: Any) 
     return [_read(b, base_path + (Item(i),), x, at) for i, x in enumerate(items)]
 
 
-def read_values(b: "FunctionBuilder", mapping: dict, at: Any) -> dict:
+def read_values(b: KernelBuilder, mapping: dict, at: Any) -> dict:
     """The values of a tracked dict spread with `**`: value k is `mapping[k]`."""
     base_path = path_of(b.state, mapping)
     if base_path is None:
@@ -104,21 +102,21 @@ def read_values(b: "FunctionBuilder", mapping: dict, at: Any) -> dict:
     return {k: _read(b, base_path + (Item(k),), v, at) for k, v in mapping.items()}
 
 
-def read_function(b: "FunctionBuilder", fn: types.FunctionType, at: Any) -> None:
+def read_function(b: KernelBuilder, fn: types.FunctionType, at: Any) -> None:
     """A helper about to be inlined: its code and defaults are part of what the kernel computes."""
     path = _function_path(b.state, fn)
     for attr in ("__code__", "__defaults__", "__kwdefaults__"):
         _read(b, path + (Attr(attr),), getattr(fn, attr), at)
 
 
-def derive(state: "BuildState", base: Any, attr: str, value: Any) -> None:
+def derive(state: BuildState, base: Any, attr: str, value: Any) -> None:
     """Map `value` (`base.attr`, read by the call machinery) to its path; `base`'s guard covers it."""
     base_path = path_of(state, base)
     if base_path is not None and path_of(state, value) is None:
         state.paths[id(value)] = (value, base_path + (Attr(attr),))
 
 
-def _read(b: "FunctionBuilder", path: tuple, value: Any, at: Any, label: str | None = None) -> Any:
+def _read(b: KernelBuilder, path: tuple, value: Any, at: Any, label: str | None = None) -> Any:
     state = b.state
     lifted = state.hidden.get(path)
     if lifted is not None:
@@ -138,7 +136,7 @@ def _read(b: "FunctionBuilder", path: tuple, value: Any, at: Any, label: str | N
     return value
 
 
-def _lift(b: "FunctionBuilder", path: tuple, value: np.ndarray, at: Any) -> Any:
+def _lift(b: KernelBuilder, path: tuple, value: np.ndarray, at: Any) -> Any:
     """A Data input of the kernel graph (never of an If branch: a branch imports it) for the array."""
     state = b.state
     try:
@@ -151,6 +149,6 @@ def _lift(b: "FunctionBuilder", path: tuple, value: np.ndarray, at: Any) -> Any:
     return lifted
 
 
-def hidden_inputs(state: "BuildState") -> Sequence[tuple]:
+def hidden_inputs(state: BuildState) -> Sequence[tuple]:
     """The lifted paths in the order of their Data inputs."""
     return tuple(state.hidden)

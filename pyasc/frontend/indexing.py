@@ -9,18 +9,17 @@ selects everything), then `squeeze` of the int-indexed axes, then
 from __future__ import annotations
 
 import ast
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..errors import InferError
 from ..ir.graph import Value
 from ..ops.shape import normalize_index
+from .protocol import KernelBuilder
 from .values import describe, is_tensor
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .builder import FunctionBuilder
 
 
-def subscript(b: "FunctionBuilder", x: Value, index: Any, at: ast.AST) -> Value:
+def subscript(b: KernelBuilder, x: Value, index: Any, at: ast.AST) -> Value:
     items = index if isinstance(index, tuple) else (index,)
     text = b.text(at)
     for item in items:

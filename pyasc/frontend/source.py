@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import linecache
 import textwrap
 import types
 from dataclasses import dataclass, field
@@ -78,8 +79,6 @@ def _function_of(fn: Any) -> types.FunctionType:
 def _lambda_error(fn: types.FunctionType) -> CompileError:
     filename = fn.__code__.co_filename
     lineno = fn.__code__.co_firstlineno
-    import linecache
-
     line = linecache.getline(filename, lineno).rstrip("\n") or None
     col = line.find("lambda") if line else 0
     loc = SourceLoc(filename, lineno, max(col, 0), lineno, max(col, 0) + len("lambda") if line else None)

@@ -10,17 +10,16 @@ from __future__ import annotations
 
 import ast
 import operator
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
 from .. import dtypes
 from ..ir.graph import Value
-from ..ir.types import Sym
+from ..tensor_type import Sym
+from .protocol import KernelBuilder
 from .values import describe, is_const_array, is_number, is_tensor
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .builder import FunctionBuilder
 
 BINARY_OPS: dict[type, tuple[str, str, Any]] = {
     # ast operator -> (op name, spelling, Python function for compile-time folding)
@@ -80,7 +79,7 @@ def scalar_const_dtype(value: Any, partners: Sequence[str], op: str) -> str:
     return dtype
 
 
-def weak_values(b: "FunctionBuilder", v: Any) -> tuple | None:
+def weak_values(b: KernelBuilder, v: Any) -> tuple | None:
     """The Python scalars `v` may be if it is *weak* (a Python scalar, or a tensor standing for one), else None.
 
     A variable set to a Python number in both branches of an `if` on a tensor
@@ -97,7 +96,7 @@ def weak_values(b: "FunctionBuilder", v: Any) -> tuple | None:
     return None
 
 
-def strong_dtypes(b: "FunctionBuilder", operands: Sequence[Any]) -> list[str]:
+def strong_dtypes(b: KernelBuilder, operands: Sequence[Any]) -> list[str]:
     """dtypes of the operands that decide promotion: tensors that are not weak, numpy scalars, constant arrays."""
     found = []
     for v in operands:
@@ -114,7 +113,7 @@ def strong_dtypes(b: "FunctionBuilder", operands: Sequence[Any]) -> list[str]:
     return found
 
 
-def mark_weak(b: "FunctionBuilder", v: Value, values: tuple | None = None) -> Value:
+def mark_weak(b: KernelBuilder, v: Value, values: tuple | None = None) -> Value:
     """Record `v` as weak; without known `values`, a sample of its dtype's kind (never out of range)."""
     if values is None:
         kind = v.type.dtype
@@ -128,7 +127,7 @@ def weak_dtype(values: Sequence[Any], partners: Sequence[str], op: str) -> str:
     return dtypes.promote(*{scalar_const_dtype(x, partners, op) for x in values})
 
 
-def as_operand(b: "FunctionBuilder", v: Any, partners: Sequence[str], op: str, at: ast.AST, what: str,
+def as_operand(b: KernelBuilder, v: Any, partners: Sequence[str], op: str, at: ast.AST, what: str,
                strong: bool = False) -> Value:
     """A tensor operand of `op`: tensors pass through; numbers and constant arrays become Consts.
 
@@ -167,7 +166,7 @@ def as_operand(b: "FunctionBuilder", v: Any, partners: Sequence[str], op: str, a
     raise b.error(f"{what} must be a tensor or a number, got {describe(v)} in `{b.text(at)}`", at)
 
 
-def tensor_binary(b: "FunctionBuilder", op: str, left: Any, right: Any, at: ast.AST,
+def tensor_binary(b: KernelBuilder, op: str, left: Any, right: Any, at: ast.AST,
                   operands: tuple[ast.AST, ast.AST] | None = None) -> Value:
     """`left <op> right` where at least one side is a tensor; scalars follow weak promotion."""
     strong = strong_dtypes(b, (left, right))
@@ -181,7 +180,7 @@ def tensor_binary(b: "FunctionBuilder", op: str, left: Any, right: Any, at: ast.
     return out
 
 
-def fold(b: "FunctionBuilder", fn: Any, args: Sequence[Any], at: ast.AST) -> Any:
+def fold(b: KernelBuilder, fn: Any, args: Sequence[Any], at: ast.AST) -> Any:
     """Evaluate a Python operation on compile-time values; a Python exception becomes a located CompileError."""
     try:
         return fn(*args)
@@ -189,7 +188,7 @@ def fold(b: "FunctionBuilder", fn: Any, args: Sequence[Any], at: ast.AST) -> Any
         raise b.error(f"{type(e).__name__}: {e} in `{b.text(at)}`", at) from None
 
 
-def check_symbolic_compare(b: "FunctionBuilder", spelling: str, a: Any, c: Any, at: ast.AST) -> None:
+def check_symbolic_compare(b: KernelBuilder, spelling: str, a: Any, c: Any, at: ast.AST) -> None:
     """Comparing a symbolic dim to anything but itself has no compile-time answer."""
 
     def has_sym(v: Any) -> bool:

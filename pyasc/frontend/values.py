@@ -14,7 +14,7 @@ import numpy as np
 
 from .. import dtypes
 from ..ir.graph import Value
-from ..ir.types import Sym
+from ..tensor_type import Sym
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ What the graph shows (our decision, see DESIGN §3 "Formats"):
   matmul / fused_matmul operand stays ND in the graph, and no transdata node is
   inserted for it. A matmul operand that is already FRACTAL_NZ in GM (a graph
   input declared NZ, or the result of a transdata) is accepted as is: it is
-  copied into L1 without conversion. `ctx.results["layout_log"]` records, per
+  copied into L1 without conversion. `ctx.state.cube_routes` records, per
   matmul operand, its GM format and how it reaches the cube.
 - A `transdata` node appears only where a producer's format is one the
   consumer does not accept (e.g. an NZ graph input read by an add, or an NZ
@@ -37,28 +37,21 @@ Passes:
 """
 from __future__ import annotations
 
-from typing import Hashable
-
 from .. import ops
-from ..ir import FORMATS, Graph, Node, Value
+from ..ir import Graph, Node, UseIndex, Value
+from .decisions import CubeOperandRoute
+from .edit import build_node, is_structural, make_node, same_type
 from .passes import Pass, PassContext
-from .pattern import MATMUL_OPS
-from .rewrite import Sweep, Uses, build_node, insert_before, make_node, only_user, same_type
+from .pattern import cube_operands
+from .rewrite import Replacement, RewriteRule, Rewriter, RulePass
 from .simplify import compose_perms, is_identity_perm, op_attrs, perm_of, rewrite_node
 
 CUBE_FORMAT = "FRACTAL_NZ"
-_ANY = frozenset(FORMATS)
-_ND = frozenset({"ND"})
-_CUBE_OPERAND = frozenset({"ND", CUBE_FORMAT})
 
 
 def accepted_formats(node: Node, index: int) -> frozenset[str]:
-    """Storage formats `node` can read on input `index` without a conversion node."""
-    if node.op in MATMUL_OPS and index in (0, 1):
-        return _CUBE_OPERAND
-    if node.op in ("transdata", "If"):
-        return _ANY  # transdata converts from anything; an If hands the value to its branch's Data as is
-    return _ND
+    """Storage formats `node` can read on input `index` without a conversion node (the registry's fact)."""
+    return ops.get(node.op).accepted_formats(index)
 
 
 # ---- layout_assign -----------------------------------------------------------------------------
@@ -69,15 +62,14 @@ class LayoutAssign(Pass):
     opt_level = 0
 
     def run(self, graph: Graph, ctx: PassContext) -> bool:
-        log: list[str] = ctx.results.setdefault("layout_log", [])
         converted: dict[tuple[Value, str], Value] = {}
         changed = False
         for node in list(graph.nodes):
+            cube = {c.index: c.name for c in cube_operands(node)}
             for i, v in enumerate(node.inputs):
                 want = accepted_formats(node, i)
-                if node.op in MATMUL_OPS and i in (0, 1):
-                    how = "converted ND->NZ by the GM->L1 move" if v.type.format == "ND" else "copied as is"
-                    log.append(f"{graph.name}: {node.op} operand {'ab'[i]} {v.type} in GM -> {CUBE_FORMAT} in L1 ({how})")
+                if i in cube:
+                    ctx.state.cube_routes.append(CubeOperandRoute(graph.name, node.op, cube[i], v.type, CUBE_FORMAT))
                 if v.type.format not in want:
                     node.inputs[i] = _converted(graph, v, _target(want), converted)
                     changed = True
@@ -105,31 +97,15 @@ def _converted(graph: Graph, v: Value, dst: str, cache: dict[tuple[Value, str], 
 # ---- transdata_elimination -------------------------------------------------------------------
 
 
-class TransdataElimination(Pass):
+class TransdataElimination(RulePass):
     name = "transdata_elimination"
     opt_level = 1
 
-    def run(self, graph: Graph, ctx: PassContext) -> bool:
-        sweep = Sweep(graph)
-        for node in sweep:
-            found: Value | Node | None = None
-            if node.op == "transdata":
-                found = _rewrite_transdata(node)
-            elif node.op == "transpose":
-                found = rewrite_node(node)  # transpose pairs: the algebraic rule
-            if isinstance(found, Node):
-                sweep.emit(found)
-                found = found.out()
-            if found is not None:
-                sweep.replace(node, [found])
-                continue
-            sweep.changed |= _bypass_unneeded(node)
-            sweep.keep(node)
-        changed = sweep.finish()
-        return _merge_siblings(graph) or changed
+    def rules(self, ctx: PassContext) -> tuple[RewriteRule, ...]:
+        return TRANSDATA_RULES
 
 
-def _rewrite_transdata(node: Node) -> Value | Node | None:
+def _rewrite_transdata(node: Node, rw: Rewriter) -> Value | Node | None:
     """What a transdata simplifies to: its input (identity / inverse pair), one merged conversion, or None."""
     x = node.inputs[0]
     want = node.outputs[0]
@@ -148,11 +124,12 @@ def _rewrite_transdata(node: Node) -> Value | Node | None:
     return merged
 
 
-def _bypass_unneeded(node: Node) -> bool:
+def _bypass_unneeded(node: Node, rw: Rewriter) -> bool:
     """Read the unconverted value where the reader accepts its format as it is."""
     changed = False
+    control = ops.get(node.op).is_control  # its branch's Data types must stay what they are
     for i, v in enumerate(node.inputs):
-        if v.node.op != "transdata" or node.op == "If":
+        if v.node.op != "transdata" or control:
             continue
         source = v.node.inputs[0]
         if source.type.format not in accepted_formats(node, i):
@@ -166,44 +143,36 @@ def _bypass_unneeded(node: Node) -> bool:
     return changed
 
 
-def _merge_siblings(graph: Graph) -> bool:
-    """Identical conversions of one value (same source, same formats) become one."""
-    first: dict[Hashable, Node] = {}
-    sweep = Sweep(graph)
-    for node in sweep:
-        if node.op == "transdata":
-            x = node.inputs[0]
-            key = (id(x.node), x.index, node.attrs.get("src_format"), node.attrs.get("dst_format"))
-            kept = first.setdefault(key, node)
-            if kept is not node:
-                sweep.replace(node, [kept.out()])
-                continue
-        sweep.keep(node)
-    return sweep.finish()
+def _merge_sibling(node: Node, rw: Rewriter) -> Replacement | None:
+    """An identical conversion of the same value seen earlier (same source, same formats) replaces this one."""
+    x = node.inputs[0]
+    key = (id(x.node), x.index, node.attrs.get("src_format"), node.attrs.get("dst_format"))
+    kept = rw.memo.setdefault("transdata_siblings", {}).setdefault(key, node)
+    return None if kept is node else Replacement([kept.out()])
+
+
+TRANSDATA_RULES = (
+    RewriteRule("transdata_pair", "transdata", _rewrite_transdata),
+    RewriteRule("transpose_pair", "transpose", lambda node, rw: rewrite_node(node)),
+    RewriteRule("merge_sibling_transdata", "transdata", _merge_sibling),
+    RewriteRule("bypass_conversion", None, _bypass_unneeded),
+)
 
 
 # ---- transpose_sinking --------------------------------------------------------------------------
 
 
-class TransposeSinking(Pass):
+class TransposeSinking(RulePass):
     name = "transpose_sinking"
     opt_level = 3
 
-    def run(self, graph: Graph, ctx: PassContext) -> bool:
-        changed = False
-        uses = Uses(graph)
-        removed: set[Node] = set()  # a rewrite may remove transposes still ahead in this loop
-        for node in list(graph.nodes):
-            if node.op == "transpose" and node not in removed:
-                gone = sink_transpose(graph, node, uses)
-                removed.update(gone)
-                changed |= bool(gone)
-        return changed
+    def rules(self, ctx: PassContext) -> list[RewriteRule]:
+        return [RewriteRule("sink_transpose", "transpose", lambda node, rw: sink_transpose(node, rw.uses))]
 
 
 def _sinkable(node: Node, through: Value) -> bool:
     """An op that commutes with any transpose of `through`: elementwise, shape-preserving, 1 tensor operand."""
-    if node.op in ("Data", "Const", "If") or not ops.exists(node.op) or not ops.get(node.op).pure:
+    if not ops.exists(node.op) or is_structural(node) or not ops.get(node.op).pure:
         return False
     if len(node.outputs) != 1 or tuple(node.outputs[0].shape) != tuple(through.type.shape):
         return False
@@ -216,26 +185,24 @@ def _sinkable(node: Node, through: Value) -> bool:
     return False
 
 
-def sink_transpose(graph: Graph, first: Node, uses: Uses | None = None) -> list[Node]:
-    """Sink `first` down its chain to the next transpose; returns the nodes removed (empty: no rewrite)."""
-    uses = Uses(graph) if uses is None else uses
-    users = uses.map
+def sink_transpose(first: Node, uses: UseIndex) -> Replacement | None:
+    """`first` sunk down its chain to the next transpose, which the result replaces (a chain rule)."""
     chain: list[Node] = []
     cur = first.out()
     second = None
     while True:
-        user = only_user(graph, cur, users)
+        user = uses.sole_reader(cur)
         if user is None:
-            return []
+            return None
         if user.op == "transpose":
             second = user
             break
         if not _sinkable(user, cur):
-            return []
+            return None
         chain.append(user)
         cur = user.out()
     if not chain:
-        return []  # transpose∘transpose alone is the algebraic rule's job
+        return None  # transpose∘transpose alone is the algebraic rule's job
     value = first.inputs[0]
     built: list[Node] = []
     prev = first.out()
@@ -243,7 +210,7 @@ def sink_transpose(graph: Graph, first: Node, uses: Uses | None = None) -> list[
         inputs = [value if v == prev else v for v in node.inputs]
         moved = build_node(node.op, inputs, op_attrs(node), loc=node.loc, name=node.name)
         if moved is None or tuple(moved.outputs[0].shape) != tuple(value.type.shape):
-            return []
+            return None
         built.append(moved)
         prev, value = node.out(), moved.out()
     perm = compose_perms(perm_of(first), perm_of(second))
@@ -252,20 +219,12 @@ def sink_transpose(graph: Graph, first: Node, uses: Uses | None = None) -> list[
         last = build_node("transpose", (value,), {**op_attrs(second), "axes": perm}, loc=second.loc,
                           name=second.name)
         if last is None:
-            return []
+            return None
         built.append(last)
         value = last.out()
     if not same_type(value.type, second.outputs[0]):
-        return []
-    removed = [first, *chain, second]
-    for node in built:
-        insert_before(graph, node, second)
-        uses.added(node)
-    uses.redirect(second.out(), value)
-    for node in removed:
-        uses.dropped(node)
-    graph.remove(removed)
-    return removed
+        return None
+    return Replacement([value], built, at=second, removed=[first, *chain])
 
 
 def layout_passes() -> list[Pass]:

@@ -11,7 +11,8 @@ already placed buffers whose lifetimes overlap, the smallest gap that fits
 is used, else the slot above the highest of them. Two orders are tried —
 by size (largest first) and by lifetime (longest-lived first) — and the
 smaller peak wins (ties: "size"). Sizes and offsets are rounded up to the
-GM allocation alignment (512 B), and the lower bound (max bytes live at
+GM allocation alignment (the chip config's `gm_alloc_align`, 512 B on both
+presets), and the lower bound (max bytes live at
 once, XLA's NoFragmentationStatsHeap / GE's theory_min_memory_size) uses the
 same rounding, so peak / lower bound measures fragmentation only.
 
@@ -34,11 +35,11 @@ from typing import Hashable, Iterable, Sequence
 
 from ..ir import Graph, Value, node_names
 from ..ir.printer import value_ref
+from .capacity import resolve_chip
+from .fusion import schedule_for
 from .passes import Pass, PassContext
 from .plan import BufferAssignment, KernelPlan, MemoryPlan
 
-GM_ALIGNMENT = 512
-UNFUSED_NOTE = "fusion did not run (disabled): one kernel per op, nodes carry no fusion_group"
 STRATEGIES = ("size", "lifetime")
 
 
@@ -120,7 +121,7 @@ def _label(v: Value, names: dict) -> str:
     return f"{v.node.op} {value_ref(v, names)}"
 
 
-def plan_memory(kernels: Sequence[KernelPlan], graph: Graph, *, alignment: int = GM_ALIGNMENT) -> MemoryPlan:
+def plan_memory(kernels: Sequence[KernelPlan], graph: Graph, *, alignment: int) -> MemoryPlan:
     """Plan the workspace for `graph`'s schedule (the kernels whose `.graph is graph`, in list order).
 
     Branch kernels of If steps (same list, other graphs) are planned into the
@@ -211,9 +212,9 @@ def _shift(plan: MemoryPlan, delta: int) -> None:
 
 
 class MemoryPlanningPass(Pass):
-    """Analysis: reads `ctx.results["kernels"]`, stores `ctx.results["memory_plan"]`.
+    """Analysis: reads `ctx.state.kernels`, stores `ctx.state.memory_plan`.
 
-    Knob `gm_alignment` (default 512) overrides the GM allocation alignment.
+    The GM allocation alignment is the chip config's `gm_alloc_align`; knob `gm_alignment` overrides it.
     Without a fusion result (fusion disabled), each compute node is a kernel.
     """
 
@@ -222,19 +223,10 @@ class MemoryPlanningPass(Pass):
     root_only = True
 
     def run(self, graph: Graph, ctx: PassContext) -> bool:
-        kernels = ctx.results.get("kernels")
-        note = None
-        if kernels is None or (graph.nodes and not any(k.graph is graph for k in kernels) and any(
-                n.op not in ("Data", "Const") for n in graph.nodes)):
-            from .fusion import singleton_kernels  # fusion imports nothing from here; late import keeps it so
-
-            kernels = singleton_kernels(graph)
-            note = "no fusion result for this graph: planned with one kernel per op"
-            if "kernels" not in ctx.results:  # fusion did not run: this is the schedule the plan is for
-                ctx.results["kernels"] = kernels
-                ctx.results.setdefault("fusion_log", []).append(UNFUSED_NOTE)
-        plan = plan_memory(kernels, graph, alignment=int(ctx.knobs.get("gm_alignment", GM_ALIGNMENT)))
-        if note:
-            plan.notes.append(note)
-        ctx.results["memory_plan"] = plan
+        kernels, fell_back = schedule_for(graph, ctx)
+        alignment = ctx.knobs.get("gm_alignment", resolve_chip(ctx.chip).gm_alloc_align)
+        plan = plan_memory(kernels, graph, alignment=int(alignment))
+        if fell_back:
+            plan.notes.append("no fusion result for this graph: planned with one kernel per op")
+        ctx.state.memory_plan = plan
         return False

@@ -1,29 +1,38 @@
-"""Pass manager: passes, pass context, groups iterated to a fixpoint, verify-after-change, stage hooks.
+"""Pass manager: passes, pass context, groups iterated to a fixpoint, instruments, failures that name the pass.
 
-Rules (after TVM's `PassContext`, GE's `PassManager`, MLIR's `--verify-each`
-and torch.fx's pass infra; see reference/graph-optimizer-references.md §2):
+Rules (after TVM's `PassContext` / `PassInstrument`, GE's `PassManager`,
+MLIR's `--verify-each` and torch.fx's pass infra; see
+reference/graph-optimizer-references.md §2):
 
 - enable rule: a pass named in `disabled_passes` is skipped; one named in
   `required_passes` runs; otherwise it runs iff `ctx.opt_level >= pass.opt_level`.
   A group is a pass too: disabling a group skips everything in it.
-- a pass runs on the root graph and then on every subgraph (If branches),
-  parents before children, unless it is `root_only`;
-- each run reports whether it changed anything; after a change the verifier
-  (`pyasc.ir.verify`) checks the whole graph, and a failure raises
-  `PassVerificationError` naming the pass and every pass that ran before it;
+- a pass runs over a *unit*: an `ir.Graph` (the optimiser) or any other state
+  object (code generation's stages). On a graph it runs on the root and then
+  on every subgraph (If branches), parents before children, unless it is
+  `root_only`; any other unit it gets once.
+- each run reports whether it changed anything; the manager records it
+  (`PassRecord`) and names the change a stage: unique within one context, the
+  first change by pass `p` is stage "p", later ones "p.2", ...
+- instruments (ge/instruments.py) do everything around a pass: timing, the
+  verifier after each change (`ctx.verify`), stage capture, the
+  `ctx.on_stage(stage_name, root_unit)` hook, and whatever `ctx.instruments` adds;
+- an exception from a pass becomes a `PassFailure` naming the pass and every
+  pass that ran before it (chained to the original); a verifier rejection a
+  `PassVerificationError`, likewise;
 - a `PassGroup(fixpoint=True)` repeats its passes until a round changes
-  nothing, at most `max_steps` rounds (then it stops and notes it in the log);
-- `ctx.on_stage(stage_name, root_graph)` is called after every pass run that
-  changed the graph, never for unchanged ones. Stage names are unique within
-  one context: the first change by pass `p` is stage "p", later ones "p.2", ...
+  nothing, at most `max_steps` rounds (then it stops and notes it in the log).
 """
 from __future__ import annotations
 
-import time
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Sequence
 
 from ..ir import Graph
+from .capacity import CapacityFn
+from .instruments import PassError, PassFailure, PassInstrument, StageHook, TimingInstrument, VerifyInstrument
+from .state import OptimizerState
 
 DEFAULT_MAX_FIXPOINT_STEPS = 8
 
@@ -38,6 +47,8 @@ class PassRecord:
     skipped: str | None = None      # "disabled" / "opt_level N < M" / None when it ran
     stage: str | None = None        # the stage name when it changed the graph
     note: str = ""                  # a remark about a group, e.g. "stopped at the step cap" (not a run)
+    stats: dict[str, int] = field(default_factory=dict)  # what the pass counted: rule name -> times fired, ...
+    error: str | None = None        # the exception that made it fail, when it did
 
 
 @dataclass
@@ -45,13 +56,16 @@ class PassContext:
     opt_level: int = 3
     disabled_passes: frozenset[str] = frozenset()
     required_passes: frozenset[str] = frozenset()
-    chip: Any = None               # an object with the chip's capacities (ub_bytes, l1_bytes, ...)
+    chip: Any = None               # a simulator ChipConfig (None: the default preset); hardware numbers come from it
     knobs: dict[str, Any] = field(default_factory=dict)
-    results: dict[str, Any] = field(default_factory=dict)   # analyses passes leave for later passes
-    on_stage: Callable[[str, Graph], None] | None = None    # called after each pass that changed the graph
-    verify: bool = True            # run the IR verifier after every pass that changed the graph
+    state: OptimizerState = field(default_factory=OptimizerState)  # what passes hand to later passes
+    on_stage: Callable[[str, Any], None] | None = None      # called after each pass that changed the unit
+    verify: bool = True            # run the verifier after every pass that changed the unit
+    instruments: list[PassInstrument] = field(default_factory=list)  # more instruments (stage capture, ...)
+    capacity: CapacityFn | None = None  # what fits on the chip (None: ge.capacity's estimate for `chip`)
     log: list[PassRecord] = field(default_factory=list)     # every pass considered, in order
     pass_times: dict[str, float] = field(default_factory=dict)  # seconds per pass name (summed over runs)
+    stats: Counter = field(default_factory=Counter)  # the running pass's statistics (MLIR's pass statistics)
 
     def __post_init__(self) -> None:
         self.disabled_passes = frozenset(self.disabled_passes)
@@ -79,8 +93,8 @@ class Pass:
     opt_level: int = 1             # runs when ctx.opt_level >= opt_level (unless disabled/required)
     root_only: bool = False        # True: runs once on the root graph instead of on every subgraph
 
-    def run(self, graph: Graph, ctx: PassContext) -> bool:
-        """Transform `graph` in place; return whether anything changed."""
+    def run(self, unit: Any, ctx: PassContext) -> bool:
+        """Transform `unit` (a graph, or another pass unit) in place; return whether anything changed."""
         raise NotImplementedError(f"pass {self.name!r} does not implement run()")
 
     def __repr__(self) -> str:
@@ -88,17 +102,17 @@ class Pass:
 
 
 class FunctionPass(Pass):
-    """A pass made from a function `fn(graph, ctx) -> changed` (handy for small passes and tests)."""
+    """A pass made from a function `fn(unit, ctx) -> changed` (handy for small passes and tests)."""
 
-    def __init__(self, name: str, fn: Callable[[Graph, PassContext], bool], opt_level: int = 1,
+    def __init__(self, name: str, fn: Callable[[Any, PassContext], bool], opt_level: int = 1,
                  root_only: bool = False):
         self.name = name
         self.fn = fn
         self.opt_level = opt_level
         self.root_only = root_only
 
-    def run(self, graph: Graph, ctx: PassContext) -> bool:
-        return bool(self.fn(graph, ctx))
+    def run(self, unit: Any, ctx: PassContext) -> bool:
+        return bool(self.fn(unit, ctx))
 
 
 class PassGroup(Pass):
@@ -119,69 +133,82 @@ class PassGroup(Pass):
         self.max_steps = max_steps
         self.opt_level = opt_level
 
-    def run(self, graph: Graph, ctx: PassContext) -> bool:
+    def run(self, unit: Any, ctx: PassContext) -> bool:
         """Standalone use: the same as running a PassManager holding just this group."""
-        return PassManager([self]).run(graph, ctx)
-
-
-class PassVerificationError(RuntimeError):
-    """The IR verifier rejected the graph right after a pass changed it (a compiler bug)."""
-
-    def __init__(self, pass_name: str, passes_before: Sequence[str], problem: BaseException | str):
-        self.pass_name = pass_name
-        self.passes_before = list(passes_before)
-        self.problem = problem
-        before = ", ".join(self.passes_before) if self.passes_before else "none"
-        super().__init__(
-            f"the graph is invalid after pass {pass_name!r} (passes run before it, in order: {before}): {problem}"
-        )
+        return PassManager([self]).run(unit, ctx)
 
 
 class PassManager:
-    """Runs a list of passes (and groups) over a graph and all its subgraphs."""
+    """Runs a list of passes (and groups) over a unit, with the context's instruments around each pass.
 
-    def __init__(self, passes: Sequence[Pass], *, verifier: Callable[[Graph], Any] | None = None):
+    `verifier`: what the verify instrument checks a changed unit with (default:
+    the IR verifier for graphs; code generation passes its own).
+    """
+
+    def __init__(self, passes: Sequence[Pass], *, verifier: Callable[[Any], Any] | None = None):
         self.passes = list(passes)
         self.verifier = verifier
 
-    def run(self, graph: Graph, ctx: PassContext) -> bool:
-        changed = False
-        for p in self.passes:
-            changed |= self._run(p, graph, ctx)
-        return changed
+    def run(self, unit: Any, ctx: PassContext) -> bool:
+        instruments = self._instruments(ctx)
+        for inst in instruments:
+            inst.enter(ctx)
+        try:
+            changed = False
+            for p in self.passes:
+                changed |= self._run(p, unit, ctx, instruments)
+            return changed
+        finally:
+            for inst in instruments:
+                inst.exit(ctx)
+
+    def _instruments(self, ctx: PassContext) -> list[PassInstrument]:
+        out: list[PassInstrument] = [TimingInstrument()]
+        if ctx.verify:
+            out.append(VerifyInstrument(self.verifier))
+        out.extend(ctx.instruments)
+        if ctx.on_stage is not None:
+            out.append(StageHook(ctx.on_stage))
+        return out
 
     # -- one pass or group ----------------------------------------------------
-    def _run(self, p: Pass, graph: Graph, ctx: PassContext) -> bool:
+    def _run(self, p: Pass, unit: Any, ctx: PassContext, instruments: list[PassInstrument]) -> bool:
         runs, reason = ctx.enabled(p)
         if not runs:
             ctx.log.append(PassRecord(p.name, skipped=reason))
             return False
         if isinstance(p, PassGroup):
-            return self._run_group(p, graph, ctx)
+            return self._run_group(p, unit, ctx, instruments)
         before = ctx.passes_run()
         record = PassRecord(p.name)
         ctx.log.append(record)
-        start = time.perf_counter()
-        changed = p.run(graph, ctx) if p.root_only else _run_everywhere(p, graph, ctx)
-        record.seconds = time.perf_counter() - start
-        ctx.pass_times[p.name] = ctx.pass_times.get(p.name, 0.0) + record.seconds
-        record.changed = bool(changed)
+        ctx.stats = Counter()
+        for inst in instruments:
+            inst.before_pass(p, unit, ctx)
+        try:
+            changed = bool(_run_everywhere(p, unit, ctx) if isinstance(unit, Graph) and not p.root_only
+                           else p.run(unit, ctx))
+        except PassError:
+            raise  # a pass manager inside the pass already named the pass that failed
+        except Exception as e:
+            record.error = f"{type(e).__name__}: {e}"
+            raise PassFailure(p.name, before, e) from e
+        record.changed = changed
+        record.stats = dict(sorted(ctx.stats.items()))
         if changed:
-            if ctx.verify:
-                self._verify(p.name, before, graph)
             record.stage = _stage_name(p.name, ctx)
-            if ctx.on_stage is not None:
-                ctx.on_stage(record.stage, graph)
-        return bool(changed)
+        for inst in instruments:
+            inst.after_pass(p, unit, ctx, record)
+        return changed
 
-    def _run_group(self, group: PassGroup, graph: Graph, ctx: PassContext) -> bool:
+    def _run_group(self, group: PassGroup, unit: Any, ctx: PassContext, instruments: list[PassInstrument]) -> bool:
         cap = group.max_steps or int(ctx.knob("max_fixpoint_steps", DEFAULT_MAX_FIXPOINT_STEPS))
         rounds = cap if group.fixpoint else 1
         changed_any = False
         for step in range(rounds):
             changed = False
             for p in group.passes:
-                changed |= self._run(p, graph, ctx)
+                changed |= self._run(p, unit, ctx, instruments)
             changed_any |= changed
             if not changed:
                 break
@@ -189,15 +216,6 @@ class PassManager:
                 ctx.log.append(PassRecord(group.name, note=f"stopped at the step cap ({cap} rounds) "
                                                             "while its passes still changed the graph"))
         return changed_any
-
-    def _verify(self, name: str, before: list[str], graph: Graph) -> None:
-        verifier = self.verifier or _default_verifier()
-        try:
-            problem = verifier(graph)
-        except Exception as e:  # the verifier's own error type; wrapped so the pass is named
-            raise PassVerificationError(name, before, e) from e
-        if problem:  # a verifier may also return a description instead of raising
-            raise PassVerificationError(name, before, str(problem))
 
 
 def _run_everywhere(p: Pass, graph: Graph, ctx: PassContext) -> bool:
@@ -212,12 +230,6 @@ def _run_everywhere(p: Pass, graph: Graph, ctx: PassContext) -> bool:
 def _stage_name(name: str, ctx: PassContext) -> str:
     count = sum(1 for r in ctx.log if r.name == name and r.stage is not None) + 1
     return name if count == 1 else f"{name}.{count}"
-
-
-def _default_verifier() -> Callable[[Graph], Any]:
-    from ..ir import verify
-
-    return verify
 
 
 def walk_passes(passes: Iterable[Pass]) -> list[Pass]:

@@ -28,44 +28,39 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from .. import dtypes, ops
-from ..ir import Graph, Node, Value
+from ..ir import Graph, Node, UseIndex, Value
+from .edit import build_node, same_type, would_create_cycle
 from .passes import Pass, PassContext
-from .rewrite import Sweep, Uses, build_node, insert_before, only_user, same_type, would_create_cycle
+from .rewrite import Replacement, RewriteRule, Rewriter, RulePass
 from .simplify import op_attrs, perm_of
 
 DEFAULT_DEDICATED_LOWERINGS = frozenset({"softmax", "layer_norm", "rms_norm"})
-MATMUL_OPS = ("matmul", "fused_matmul")
-_MAX_DECOMPOSE_ROUNDS = 8  # a decomposition may use other composites; they are expanded in later rounds
 
 
 # ---- composite decomposition ----------------------------------------------------------------
 
 
-class DecomposeComposites(Pass):
+class DecomposeComposites(RulePass):
+    """A decomposition may use other composites: the driver expands those in its next sweep."""
+
     name = "decompose_composites"
     opt_level = 0
 
-    def run(self, graph: Graph, ctx: PassContext) -> bool:
+    def rules(self, ctx: PassContext) -> list[RewriteRule]:
         keep = frozenset(ctx.knob("dedicated_lowerings", DEFAULT_DEDICATED_LOWERINGS))
-        changed = False
-        for _ in range(_MAX_DECOMPOSE_ROUNDS):
-            sweep = Sweep(graph)
-            for node in sweep:
-                if _is_composite(node.op) and node.op not in keep:
-                    added, outs = decompose_node(graph, node)
-                    for new in added:
-                        sweep.emit(new)
-                    sweep.replace(node, outs)
-                else:
-                    sweep.keep(node)
-            if not sweep.finish():
-                break
-            changed = True
-        return changed
+
+        def decompose(node: Node, rw: Rewriter) -> Replacement | None:
+            if node.op in keep:
+                return None
+            added, outs = decompose_node(rw.graph, node)
+            return Replacement(outs, added)
+
+        return [RewriteRule("decompose", lambda op: op.composite, decompose)]
 
 
-def _is_composite(op: str) -> bool:
-    return ops.exists(op) and ops.get(op).composite
+def cube_operands(node: Node) -> tuple[ops.CubeOperand, ...]:
+    """The operands of `node` the cube reads (empty unless it is a matmul-family op)."""
+    return ops.get(node.op).cube_operands if ops.exists(node.op) else ()
 
 
 def decompose_node(graph: Graph, node: Node) -> tuple[list[Node], list[Value]]:
@@ -90,18 +85,25 @@ def decompose_node(graph: Graph, node: Node) -> tuple[list[Node], list[Value]]:
 # ---- transposes folded into matmul flags ----------------------------------------------------
 
 
-class MatmulTransposeFold(Pass):
+def _is_cube_op(op: ops.OpDef) -> bool:
+    return bool(op.cube_operands)
+
+
+class MatmulTransposeFold(RulePass):
     name = "matmul_transpose_fold"
     opt_level = 2
 
-    def run(self, graph: Graph, ctx: PassContext) -> bool:
-        changed = False
-        for node in graph.nodes:
-            if node.op in MATMUL_OPS:
-                for operand, flag in ((0, "transpose_a"), (1, "transpose_b")):
-                    while _fold_transpose(node, operand, flag):  # nested swaps toggle the flag each time
-                        changed = True
-        return changed
+    def rules(self, ctx: PassContext) -> list[RewriteRule]:
+        return [RewriteRule("transpose_into_flag", _is_cube_op, _fold_transposes)]
+
+
+def _fold_transposes(node: Node, rw: Rewriter) -> bool:
+    """Fold every transpose feeding a cube operand into its flag (in place)."""
+    changed = False
+    for operand in cube_operands(node):
+        while _fold_transpose(node, operand.index, operand.transpose_attr):  # nested swaps toggle it
+            changed = True
+    return changed
 
 
 def swaps_last_two(node: Node) -> bool:
@@ -132,17 +134,12 @@ def _fold_transpose(node: Node, operand: int, flag: str) -> bool:
 _STEPS = ("bias", "activation", "cast")
 
 
-class MatmulEpilogueFusion(Pass):
+class MatmulEpilogueFusion(RulePass):
     name = "matmul_epilogue_fusion"
     opt_level = 2
 
-    def run(self, graph: Graph, ctx: PassContext) -> bool:
-        changed = False
-        uses = Uses(graph)
-        for node in list(graph.nodes):
-            if node.op in MATMUL_OPS:
-                changed |= fuse_epilogue(graph, node, uses)
-        return changed
+    def rules(self, ctx: PassContext) -> list[RewriteRule]:
+        return [RewriteRule("fuse_epilogue", _is_cube_op, lambda node, rw: fuse_epilogue(node, rw.uses))]
 
 
 def _state(node: Node) -> dict[str, Any]:
@@ -173,16 +170,14 @@ def is_bias_for(bias: Value, out: Value) -> bool:
     return b.shape[-1] == o.shape[-1] and all(d == 1 for d in b.shape[:-1])
 
 
-def fuse_epilogue(graph: Graph, mm: Node, uses: Uses | None = None) -> bool:
-    """Fold the epilogue chain after `mm` into one fused_matmul (`uses`: the graph's use index, kept current)."""
-    uses = Uses(graph) if uses is None else uses
-    users = uses.map
+def fuse_epilogue(mm: Node, uses: UseIndex) -> Replacement | None:
+    """The epilogue chain after `mm` folded into one fused_matmul, replacing the chain's last node (a chain rule)."""
     state = _state(mm)
     step = _done_step(state)
     chain: list[Node] = [mm]
     cur = mm.out()
     while step < len(_STEPS):
-        user = only_user(graph, cur, users)
+        user = uses.sole_reader(cur)
         if user is None:
             break
         taken = _match_step(_STEPS[step], user, cur, state)
@@ -192,11 +187,11 @@ def fuse_epilogue(graph: Graph, mm: Node, uses: Uses | None = None) -> bool:
         chain.append(user)
         cur = user.out()
     if len(chain) == 1:
-        return False
+        return None
     a, b = mm.inputs[0], mm.inputs[1]
     inputs = [a, b] + ([state["bias"]] if state["has_bias"] else [])
     if would_create_cycle(inputs, chain):
-        return False
+        return None
     attrs = {
         "transpose_a": bool(mm.attrs.get("transpose_a", False)),
         "transpose_b": bool(mm.attrs.get("transpose_b", False)),
@@ -207,14 +202,9 @@ def fuse_epilogue(graph: Graph, mm: Node, uses: Uses | None = None) -> bool:
     last = chain[-1]
     fused = build_node("fused_matmul", inputs, attrs, loc=last.loc, name=last.name or mm.name)
     if fused is None or not same_type(fused.outputs[0], last.outputs[0]):
-        return False
-    insert_before(graph, fused, last)  # every input is defined before the last node of the chain
-    uses.redirect(last.out(), fused.out())
-    for node in chain:
-        uses.dropped(node)
-    uses.added(fused)
-    graph.remove(chain)
-    return True
+        return None
+    # every input is defined before the last node of the chain, which is where it goes
+    return Replacement([fused.out()], [fused], at=last, removed=chain)
 
 
 def _match_step(kind: str, user: Node, cur: Value, state: dict[str, Any]) -> Node | None:

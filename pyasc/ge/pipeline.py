@@ -28,16 +28,19 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
 from ..ir import Graph, format_graph, to_dot
-from .fusion import FusionPass, singleton_kernels
+from ..ir import verify as verify_graph
+from .capacity import DEFAULT_CHIP, CapacityFn, resolve_chip  # noqa: F401  (resolve_chip: part of this face)
+from .decisions import CubeOperandRoute, FusionDecision
+from .fusion import FusionPass, schedule_for
 from .layout import layout_passes
-from .memory import UNFUSED_NOTE, MemoryPlanningPass
-from .passes import Pass, PassContext, PassGroup, PassManager, PassRecord, PassVerificationError, walk_passes
+from .memory import MemoryPlanningPass
+from .instruments import PassVerificationError, StageCapture
+from .passes import Pass, PassContext, PassGroup, PassManager, PassRecord, walk_passes
 from .pattern import DEFAULT_DEDICATED_LOWERINGS, DecomposeComposites, pattern_passes
 from .plan import KernelPlan, MemoryPlan
 from .simplify import DEFAULT_FOLD_MAX_ELEMENTS, simplify_group
 
 OPT_LEVELS = (0, 1, 2, 3)
-DEFAULT_CHIP = "910b"
 
 DEFAULT_KNOBS: dict[str, Any] = {
     "fold_max_elements": DEFAULT_FOLD_MAX_ELEMENTS,   # constant folding: largest output folded
@@ -53,17 +56,27 @@ class OptimizeResult:
     dots: list[tuple[str, str]] = field(default_factory=list)     # (pass name, DOT) per changed pass
     kernels: list[KernelPlan] = field(default_factory=list)       # planned device kernels, in schedule order
     memory_plan: MemoryPlan | None = None
-    fusion_log: list[str] = field(default_factory=list)           # fusion decisions, incl. every "why not fused"
+    fusion_decisions: list[FusionDecision] = field(default_factory=list)  # every fusion decision, "why not" too
     pass_times: dict[str, float] = field(default_factory=dict)    # seconds per pass (for reports)
     pass_log: list[PassRecord] = field(default_factory=list)      # every pass considered: ran/changed/skipped
-    layout_log: list[str] = field(default_factory=list)           # how each matmul operand reaches the cube
+    cube_routes: list[CubeOperandRoute] = field(default_factory=list)  # how each matmul operand reaches the cube
     nodes_before: int = 0                                         # node count (all graphs) before / after
     nodes_after: int = 0
     seconds: float = 0.0                                          # total optimiser wall time
 
+    @property
+    def fusion_log(self) -> list[str]:
+        """The fusion decisions as text, one line each (what dumps write)."""
+        return [d.render() for d in self.fusion_decisions]
+
+    @property
+    def layout_log(self) -> list[str]:
+        return [r.render() for r in self.cube_routes]
+
     def pass_report(self, times: bool = True) -> str:
         """Every pass considered, in order, one line each: its stage when it changed the graph, "unchanged"
-        (noted, not re-dumped) or why it was skipped. The per-pass dumps show only the stages.
+        (noted, not re-dumped) or why it was skipped, then what it counted (`stats: cse=3`: rule name =
+        times it fired). The per-pass dumps show only the stages.
         `times=False` leaves out the wall times, so two reports diff cleanly."""
         lines = []
         for r in self.pass_log:
@@ -77,6 +90,8 @@ class OptimizeResult:
                 what = "unchanged (no stage)"
             if times and not r.note and r.skipped is None:
                 what += f"  [{r.seconds * 1e3:.2f} ms]"
+            if r.stats:
+                what += "  stats: " + ", ".join(f"{k}={v}" for k, v in r.stats.items())
             lines.append(f"{r.name}: {what}")
         return "\n".join(lines)
 
@@ -107,15 +122,6 @@ def pass_names() -> list[str]:
     return names
 
 
-def resolve_chip(chip: Any) -> Any:
-    """None -> the default preset, a preset name -> its config, anything else as given."""
-    if chip is not None and not isinstance(chip, str):
-        return chip
-    from simulator import chips  # ge reads only capacities from the chip config
-
-    return chips.get(chip or DEFAULT_CHIP)
-
-
 def optimize(
     graph: Graph,
     *,
@@ -127,14 +133,17 @@ def optimize(
     on_stage: Callable[[str, Graph], None] | None = None,
     verify: bool = True,
     dots: bool = True,
+    capacity: CapacityFn | None = None,
 ) -> OptimizeResult:
     """Run the pass pipeline on `graph` (in place) and return what it did.
 
     `on_stage(name, graph)` is called after each pass that changed the graph
     (after the result's own text/DOT snapshot). `dots=False` skips the DOT
-    snapshots. Raises ValueError for an opt_level outside 0..3 or an unknown
-    pass name, and PassVerificationError when the input graph, or the graph
-    after some pass, breaks an IR invariant.
+    snapshots. `capacity` decides what fits on the chip (ge/capacity.py;
+    default: the built-in estimate from the chip config). Raises ValueError for an opt_level outside 0..3 or an unknown
+    pass name, PassVerificationError when the input graph, or the graph
+    after some pass, breaks an IR invariant, and PassFailure (naming the pass)
+    when a pass itself fails.
     """
     if not isinstance(opt_level, int) or isinstance(opt_level, bool) or opt_level not in OPT_LEVELS:
         raise ValueError(f"opt_level must be one of 0, 1, 2, 3, got {opt_level!r}")
@@ -145,33 +154,28 @@ def optimize(
         raise ValueError(f"passes both disabled and required: {', '.join(sorted(both))}")
     start = time.perf_counter()
     result = OptimizeResult(graph, nodes_before=_count_nodes(graph))
-
-    def record(stage: str, g: Graph) -> None:
-        result.stages.append((stage, format_graph(g)))
-        if dots:
-            result.dots.append((stage, to_dot(g)))
-        if on_stage is not None:
-            on_stage(stage, g)
-
+    capture = StageCapture(format_graph, to_dot if dots else None)
     ctx = PassContext(
         opt_level=opt_level,
         disabled_passes=disabled,
         required_passes=required,
         chip=resolve_chip(chip),
         knobs={**DEFAULT_KNOBS, **(knobs or {})},
-        on_stage=record,
+        on_stage=on_stage,
         verify=verify,
+        instruments=[capture],
+        capacity=capacity,
     )
     if verify:
         _verify_input(graph)
     PassManager(build_pipeline()).run(graph, ctx)
-    if "kernels" not in ctx.results:  # fusion and memory planning both disabled: still one kernel per op
-        ctx.results["kernels"] = singleton_kernels(graph)
-        ctx.results.setdefault("fusion_log", []).append(UNFUSED_NOTE)
-    result.kernels = list(ctx.results["kernels"])
-    result.memory_plan = ctx.results.get("memory_plan")
-    result.fusion_log = list(ctx.results.get("fusion_log", []))
-    result.layout_log = list(ctx.results.get("layout_log", []))
+    result.stages, result.dots = capture.stages, capture.dots
+    state = ctx.state
+    schedule_for(graph, ctx)  # fusion and memory planning both disabled: still one kernel per op
+    result.kernels = list(state.kernels or [])
+    result.memory_plan = state.memory_plan
+    result.fusion_decisions = list(state.fusion_decisions)
+    result.cube_routes = list(state.cube_routes)
     result.pass_times = dict(ctx.pass_times)
     result.pass_log = list(ctx.log)
     result.nodes_after = _count_nodes(graph)
@@ -192,10 +196,8 @@ def _checked_names(names: Iterable[str], what: str) -> frozenset[str]:
 
 
 def _verify_input(graph: Graph) -> None:
-    from ..ir import verify
-
     try:
-        verify(graph)
+        verify_graph(graph)
     except Exception as e:
         raise PassVerificationError("(input graph, before any pass)", [], e) from e
 

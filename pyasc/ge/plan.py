@@ -3,19 +3,52 @@
 A `KernelPlan` is one device kernel: one fusion group of the final graph.
 A `MemoryPlan` places every GM intermediate between kernels in one workspace.
 
-Schedule convention (what `ctx.results["kernels"]` holds, see ge/fusion.py):
+Schedule convention (what `OptimizerState.kernels` holds, see ge/fusion/):
 a flat list, depth first. The root graph's kernels come in a topological
-order of the groups; an `If` is one kernel step of its graph (category
-"OPAQUE", anchor "If") and is followed immediately by the kernels of its
-then-branch and then those of its else-branch (recursively, each branch in
-its own topological order). `KernelPlan.graph` tells which graph a kernel
+order of the groups; an `If` is one kernel step of its graph (kind CONTROL,
+category OPAQUE, anchor "If") and is followed immediately by the kernels of
+its then-branch and then those of its else-branch (recursively, each branch
+in its own topological order). `KernelPlan.graph` tells which graph a kernel
 belongs to, so `[k for k in kernels if k.graph is g]` is g's own schedule.
+
+Kernel kinds (what codegen picks a template by):
+- ELEMENTWISE: elementwise and broadcast ops (no reduction, no matmul);
+- ROW_REDUCE: reductions over the trailing `k` axes of `rows` (row composites
+  included; axis=None is a row reduction over all axes), with their
+  elementwise prologue and epilogue;
+- COLUMN_REDUCE: one reduction over leading or middle axes, with a prologue;
+- MATMUL: one matmul / fused_matmul with an elementwise epilogue;
+- DATA_MOVEMENT: one injective op alone (transpose, reshape, slice, transdata, squeeze, ...);
+- CONTROL: an If step (the host picks a branch).
 """
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass, field
 
-from ..ir import Graph, Node, Value
+from ..ir import Dim, Graph, Node, Value
+from ..ops import Category
+
+
+class KernelKind(enum.Enum):
+    ELEMENTWISE = "elementwise"
+    ROW_REDUCE = "row_reduce"
+    COLUMN_REDUCE = "column_reduce"
+    MATMUL = "matmul"
+    DATA_MOVEMENT = "data_movement"
+    CONTROL = "control"
+
+
+@dataclass(frozen=True)
+class KernelStructure:
+    """What fusion found out about a kernel's iteration space (the legality rules build it)."""
+
+    kind: KernelKind
+    anchor: Node                          # the node that decides the lowering (matmul, first reduction, first op)
+    rows: tuple[Dim, ...] = ()            # reductions: the reduction's input shape
+    k: int = 0                            # ROW_REDUCE: how many trailing axes of `rows` are reduced
+    reduced_axes: tuple[int, ...] = ()    # reductions: the axes reduced (ROW_REDUCE: the last k)
+    dropped: frozenset[Node] = frozenset()  # ROW_REDUCE: nodes holding per-row values without the reduced axes
 
 
 @dataclass
@@ -26,9 +59,22 @@ class KernelPlan:
     nodes: list[Node]              # in topological order
     inputs: list[Value]            # values read from outside the group (graph inputs, consts, other kernels)
     outputs: list[Value]           # values used outside the group (other kernels or graph outputs)
-    category: str                  # dominant op category name, e.g. "REDUCE"
-    anchor: str                    # the op that decides the lowering (e.g. "softmax", "fused_matmul", "add")
-    working_set: int | None = None  # estimated UB bytes with double buffering (None: symbolic row length)
+    category: Category             # dominant op category, e.g. Category.REDUCE
+    structure: KernelStructure     # kind, anchor node, rows/k/reduced axes/dropped for reductions
+    working_set: int | None = None  # UB bytes with double buffering, from the capacity model (None: unknown)
+
+    @property
+    def kind(self) -> KernelKind:
+        return self.structure.kind
+
+    @property
+    def anchor_node(self) -> Node:
+        return self.structure.anchor
+
+    @property
+    def anchor(self) -> str:
+        """The op that decides the lowering (e.g. "softmax", "fused_matmul", "add")."""
+        return self.structure.anchor.op
 
     @property
     def ops(self) -> list[str]:
@@ -37,12 +83,12 @@ class KernelPlan:
     @property
     def is_control(self) -> bool:
         """An If step: the host picks a branch; its branch kernels are the device work."""
-        return self.anchor == "If"
+        return self.kind is KernelKind.CONTROL
 
     def describe(self) -> str:
         """One readable line: `k3 [REDUCE anchor=max] max, sub, exp, sum, div  (2 in, 1 out)`."""
         return (
-            f"k{self.group} [{self.category} anchor={self.anchor}] {', '.join(self.ops)}"
+            f"k{self.group} [{self.category.name} anchor={self.anchor}] {', '.join(self.ops)}"
             f"  ({len(self.inputs)} in, {len(self.outputs)} out)"
         )
 
@@ -72,7 +118,7 @@ class MemoryPlan:
     peak_bytes: int = 0            # workspace size of the chosen plan (If branch regions included)
     strategy: str = ""             # which ordering won ("size" or "lifetime")
     # -- added by the memory planning pass -----------------------------------
-    alignment: int = 512           # GM allocation alignment applied to offsets and sizes
+    alignment: int = 0             # GM allocation alignment applied to offsets and sizes (the chip's)
     steps: int = 0                 # kernels in this graph's schedule
     intermediate_bytes: int = 0    # raw bytes of all intermediates (what crosses GM between kernels)
     traffic_bytes: int = 0         # GM bytes moved for intermediates: one write + one read per consumer kernel

@@ -1,218 +1,207 @@
-"""Small graph-editing helpers shared by the rewrite passes.
+"""The one rewrite driver: rules as data, applied by `apply_rules(graph, rules)` to a fixpoint.
 
-They keep the two invariants every pass must leave behind: nodes stay in a
-topological order (new nodes are inserted right before the node they
-replace, whose inputs are all earlier) and every node is typed (new nodes
-are inferred through the op registry, like `Graph.add`).
+In the spirit of tinygrad's `PatternMatcher` / `graph_rewrite`: a pass is a
+list of `RewriteRule(name, op, fn)`; the driver sweeps the graph, offers each
+node to the rules that match its op (in list order), applies the first
+result, and sweeps again until a sweep changes nothing (at most `max_sweeps`).
+It counts how often each rule fired (the pass statistics in the pass log).
+
+A rule `fn(node, rewriter)` returns
+- None (or False): no match, the next rule is tried;
+- True: it changed `node` in place (inputs or attributes), the node stays;
+- a Value: the node's single output is replaced by an existing value;
+- a Node not in any graph: it is inserted where the node was, and its outputs
+  replace the node's;
+- a `Replacement`: new nodes to insert and the values that replace the outputs
+  of the matched node, or (`at`) of a later node: a chain rule matched at the
+  head of a chain (matmul -> add -> relu) replaces the chain's last node and
+  removes the chain (`removed`), whose interior nodes have no reader outside it.
+A replacement whose values do not have exactly the types they replace (shape,
+dtype, format) is not applied.
+
+One sweep is linear: it rebuilds the node list in order, redirecting each
+node's inputs to the replacements made so far as it reaches the node, so
+nodes stay in a topological order (new nodes go where the node they replace
+was; every input of a replacement is defined before it) and no use list is
+edited value by value. `Rewriter.uses` is the graph's use index as the sweep
+found it: a rule may follow readers downstream of the node it matched (those
+are untouched yet), not upstream.
 """
 from __future__ import annotations
 
-from typing import Any, Iterable, Iterator, Mapping, Sequence
+import abc
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence, Union
 
-import numpy as np
+from .. import ops
+from ..ir import Graph, Node, UseIndex, Value
+from .edit import same_type
+from .passes import Pass, PassContext
 
-from .. import dtypes, ops
-from ..errors import InferError, SourceLoc
-from ..ir import Graph, Node, TensorType, Value
+DEFAULT_MAX_SWEEPS = 8
 
-STRUCTURAL_OPS = frozenset({"Data", "Const", "If"})
-
-
-def make_node(
-    graph: Graph,
-    op: str,
-    inputs: Sequence[Value],
-    attrs: Mapping[str, Any] | None = None,
-    *,
-    before: Node | None = None,
-    loc: SourceLoc | None = None,
-    name: str | None = None,
-) -> Node:
-    """A new typed node inserted before `before` (or appended); raises InferError if the op rejects it."""
-    attrs = dict(attrs or {})
-    outputs = ops.infer(op, [v.type for v in inputs], attrs)
-    node = Node(op, inputs, attrs, outputs, loc, name)
-    insert_before(graph, node, before)
-    return node
+#: which nodes a rule looks at: an op name, a predicate on the op's registry entry, or None (every node)
+OpMatch = Union[str, Callable[[ops.OpDef], bool], None]
 
 
-def build_node(op: str, inputs: Sequence[Value], attrs: Mapping[str, Any] | None = None,
-               *, loc: SourceLoc | None = None, name: str | None = None) -> Node | None:
-    """A typed node that is not in any graph yet, or None when the op's inference rejects it.
+@dataclass(frozen=True)
+class Replacement:
+    """What a rule rewrites: `values` replace the outputs of `at` (default: the matched node)."""
 
-    Rewrites build the replacement first, compare its type with the value it
-    replaces, and only then insert it (`insert_before`).
-    """
-    attrs = dict(attrs or {})
-    try:
-        outputs = ops.infer(op, [v.type for v in inputs], attrs)
-    except (InferError, KeyError):  # KeyError: an op this registry does not have
-        return None
-    return Node(op, inputs, attrs, outputs, loc, name)
+    values: Sequence[Value]
+    nodes: Sequence[Node] = ()          # new nodes (not in a graph yet), inserted in order where `at` was
+    at: Node | None = None              # a later node whose outputs are replaced (a chain rule)
+    removed: Sequence[Node] = ()        # nodes dropped with it (the chain, the matched node included)
 
 
-def const_node(value: Any, dtype: str, *, loc: SourceLoc | None = None, name: str | None = None) -> Node:
-    """A Const node (not in any graph yet) holding `value` cast to `dtype` (a read-only copy)."""
-    arr = np.array(value, dtype=dtypes.to_numpy(dtype), order="C", copy=True)
-    arr.flags.writeable = False
-    return Node("Const", (), {"value": arr}, ops.infer("Const", [], {"value": arr}), loc, name)
+RuleResult = Union[None, bool, Value, Node, Replacement]
 
 
-def make_const(graph: Graph, value: Any, dtype: str, *, before: Node | None = None,
-               loc: SourceLoc | None = None, name: str | None = None) -> Node:
-    """`const_node` inserted before `before` (or appended)."""
-    node = const_node(value, dtype, loc=loc, name=name)
-    insert_before(graph, node, before)
-    return node
+@dataclass(frozen=True)
+class RewriteRule:
+    name: str                                   # what the pass statistics call it
+    op: OpMatch
+    fn: Callable[[Node, "Rewriter"], RuleResult]
+
+    def matches(self, node: Node) -> bool:
+        if self.op is None:
+            return True
+        if isinstance(self.op, str):
+            return node.op == self.op
+        return ops.exists(node.op) and bool(self.op(ops.get(node.op)))
 
 
-class Sweep:
-    """One walk over a graph's nodes that rebuilds the node list in a single pass.
-
-    Iterating yields each node with its inputs already redirected to the
-    replacements made so far; the loop body then calls `keep(node)`, or
-    `replace(node, values)` (its outputs become `values`, it is dropped),
-    after `emit(new)` for any new nodes the replacement needs. `finish()`
-    installs the new node list and redirects graph outputs. Linear time,
-    where replacing use by use would be quadratic on big unrolled graphs.
-    """
+class Rewriter:
+    """What a rule may consult during one sweep: the graph, its use index, a memo for stateful rules."""
 
     def __init__(self, graph: Graph):
         self.graph = graph
+        self.memo: dict[str, Any] = {}   # per sweep: CSE's table of first occurrences and the like
+        self._uses: UseIndex | None = None
+
+    @property
+    def uses(self) -> UseIndex:
+        if self._uses is None:
+            self._uses = self.graph.users()
+        return self._uses
+
+
+class RewriteStats(Counter):
+    """Rule name -> times it fired, over every sweep (and every graph the pass ran on)."""
+
+    @property
+    def changed(self) -> bool:
+        return sum(self.values()) > 0
+
+
+def apply_rules(graph: Graph, rules: Sequence[RewriteRule], *, max_sweeps: int = DEFAULT_MAX_SWEEPS) -> RewriteStats:
+    """Rewrite `graph` in place with `rules` until a sweep changes nothing (at most `max_sweeps` sweeps)."""
+    if max_sweeps < 1:
+        raise ValueError(f"apply_rules needs max_sweeps >= 1, got {max_sweeps}")
+    stats = RewriteStats()
+    for _ in range(max_sweeps):
+        if not _Sweep(graph, rules, stats).run():
+            break
+    return stats
+
+
+class _Sweep:
+    def __init__(self, graph: Graph, rules: Sequence[RewriteRule], stats: RewriteStats):
+        self.graph = graph
+        self.rules = rules
+        self.stats = stats
+        self.rewriter = Rewriter(graph)
         self.nodes: list[Node] = []
         self.remap: dict[Value, Value] = {}
+        self.removed: set[Node] = set()
+        self.deferred: dict[Node, Sequence[Node]] = {}   # chain end -> the nodes that go in its place
         self.changed = False
 
-    def __iter__(self) -> Iterator[Node]:
+    def run(self) -> bool:
         for node in list(self.graph.nodes):
-            if self.remap:
-                node.inputs = [self.remap.get(v, v) for v in node.inputs]
-            yield node
-
-    def keep(self, node: Node) -> None:
-        self.nodes.append(node)
-
-    def emit(self, node: Node) -> None:
-        node.graph = self.graph
-        self.nodes.append(node)
-        self.changed = True
-
-    def replace(self, node: Node, values: Sequence[Value]) -> None:
-        for i, v in enumerate(values):
-            self.remap[node.out(i)] = v
-        self.changed = True
-
-    def finish(self) -> bool:
+            self._redirect(node)
+            if node in self.removed:
+                for new in self.deferred.pop(node, ()):
+                    self._emit(new)
+                continue
+            if not self._rewrite(node):
+                self.nodes.append(node)
         self.graph.nodes = self.nodes
         if self.remap:
             self.graph.outputs = [self.remap.get(v, v) for v in self.graph.outputs]
         return self.changed
 
+    def _redirect(self, node: Node) -> None:
+        if self.remap:
+            node.inputs = [self.remap.get(v, v) for v in node.inputs]
 
-def insert_before(graph: Graph, node: Node, before: Node | None) -> None:
-    node.graph = graph
-    if before is None:
-        graph.nodes.append(node)
-    else:
-        graph.nodes.insert(graph.nodes.index(before), node)
+    def _emit(self, node: Node) -> None:
+        self._redirect(node)
+        node.graph = self.graph
+        self.nodes.append(node)
+
+    def _rewrite(self, node: Node) -> bool:
+        """Offer `node` to the rules; True when it left the node list (replaced)."""
+        for rule in self.rules:
+            if not rule.matches(node):
+                continue
+            result = rule.fn(node, self.rewriter)
+            if result is None or result is False:
+                continue
+            if result is True:
+                self._fired(rule)
+                return False
+            repl = _replacement(node, result)
+            target = repl.at or node
+            if not _fits(repl.values, target):
+                continue
+            self._fired(rule)
+            for i, v in enumerate(repl.values):
+                self.remap[target.out(i)] = v
+            if target is node:
+                for new in repl.nodes:
+                    self._emit(new)
+                return True
+            self.removed.update(repl.removed)
+            self.removed.add(target)
+            self.deferred[target] = repl.nodes
+            return node in self.removed
+        return False
+
+    def _fired(self, rule: RewriteRule) -> None:
+        self.stats[rule.name] += 1
+        self.changed = True
 
 
-class Uses:
-    """Value -> reading nodes (one entry per use), kept up to date across rewrites.
+def _replacement(node: Node, result: Value | Node | Replacement) -> Replacement:
+    if isinstance(result, Replacement):
+        return result
+    if isinstance(result, Value):
+        return Replacement([result])
+    return Replacement(result.values, [result])
 
-    Recomputing `graph.users()` after every rewrite is quadratic on big
-    graphs; a rewrite instead tells the index what it added, dropped and
-    redirected.
+
+def _fits(values: Sequence[Value], target: Node) -> bool:
+    """The replacement has exactly the replaced outputs' types, and is not the node itself."""
+    if len(values) != len(target.outputs) or any(v.node is target for v in values):
+        return False
+    return all(same_type(v.type, t) for v, t in zip(values, target.outputs))
+
+
+class RulePass(Pass, abc.ABC):
+    """A pass that is a list of rewrite rules: `rules(ctx)` builds them (knobs bound), the driver applies them.
+
+    The fire counts go to the pass statistics (`ctx.stats`), so the pass log shows them.
     """
 
-    def __init__(self, graph: Graph):
-        self.graph = graph
-        self.map: dict[Value, list[Node]] = graph.users()
+    max_sweeps: int = DEFAULT_MAX_SWEEPS
 
-    def added(self, node: Node) -> None:
-        for v in node.inputs:
-            self.map.setdefault(v, []).append(node)
+    @abc.abstractmethod
+    def rules(self, ctx: PassContext) -> Sequence[RewriteRule]:
+        """The pass's rules, in the order they are offered each node."""
 
-    def dropped(self, node: Node) -> None:
-        for v in node.inputs:
-            readers = self.map.get(v)
-            if readers and node in readers:
-                readers.remove(node)
-
-    def redirect(self, old: Value, new: Value) -> None:
-        """Every use of `old` (node inputs and graph outputs) now reads `new`."""
-        readers = self.map.pop(old, [])
-        for reader in set(readers):
-            reader.inputs = [new if v == old else v for v in reader.inputs]
-        self.map.setdefault(new, []).extend(readers)
-        self.graph.outputs = [new if v == old else v for v in self.graph.outputs]
-
-
-def only_user(graph: Graph, value: Value, users: Mapping[Value, list[Node]]) -> Node | None:
-    """The single node reading `value` once, if that is its only use (not a graph output either)."""
-    readers = users.get(value, [])
-    if len(readers) != 1 or value in graph.outputs:
-        return None
-    return readers[0]
-
-
-def uniform_scalar(value: Value) -> float | int | bool | None:
-    """The single value every element of a constant tensor holds, else None.
-
-    Recognises Const nodes (any shape, all elements equal), `full`, and a
-    broadcast_to/expand_dims/reshape of such a constant, so a broadcast
-    constant `ones((4, 8))` counts as the scalar 1.
-    """
-    node = value.node
-    if node.op == "Const":
-        arr = node.attrs["value"]
-        if arr.size == 0:
-            return None
-        first = arr.reshape(-1)[0]
-        if arr.dtype.kind == "f" and np.isnan(first):
-            return None
-        if not np.all(arr == first):
-            return None
-        return first.item()
-    if node.op == "full":
-        fill = node.attrs.get("fill_value")
-        if isinstance(fill, (bool, int, float, np.generic)):
-            # the value as the node's dtype holds it (full(…, 0.1, float16) is not 0.1)
-            return np.asarray(fill).astype(dtypes.to_numpy(node.outputs[0].dtype)).item()
-        return None
-    if node.op in ("broadcast_to", "expand_dims", "reshape") and node.inputs:
-        return uniform_scalar(node.inputs[0])
-    return None
-
-
-def same_type(a: TensorType, b: TensorType) -> bool:
-    """Same shape, dtype and format: a value of type `a` may stand in for one of type `b`."""
-    return a.shape == b.shape and a.dtype == b.dtype and a.format == b.format
-
-
-def is_pure(node: Node) -> bool:
-    return ops.exists(node.op) and ops.get(node.op).pure
-
-
-def ancestors(nodes: Iterable[Node]) -> set[Node]:
-    """Every node some node in `nodes` (transitively) reads from, including `nodes` themselves."""
-    seen: set[Node] = set()
-    stack = list(nodes)
-    while stack:
-        n = stack.pop()
-        if n in seen:
-            continue
-        seen.add(n)
-        stack.extend(v.node for v in n.inputs)
-    return seen
-
-
-def would_create_cycle(external_inputs: Iterable[Value], interior: Iterable[Node]) -> bool:
-    """True if merging `interior` into one node reading `external_inputs` creates a cycle.
-
-    That happens exactly when some external input depends on an interior node
-    (the merged node would then read, through the outside, its own result).
-    """
-    inner = set(interior)
-    producers = [v.node for v in external_inputs if v.node not in inner]
-    return bool(ancestors(producers) & inner)
+    def run(self, graph: Graph, ctx: PassContext) -> bool:
+        stats = apply_rules(graph, self.rules(ctx), max_sweeps=self.max_sweeps)
+        ctx.stats.update(stats)
+        return stats.changed

@@ -39,18 +39,9 @@ import numpy as np
 
 from .. import dtypes, ops
 from ..ir import Graph, Node, Value, attr_key, is_annotation
+from .edit import ancestors, build_node, const_node, is_pure, is_structural, make_const, same_type, uniform_scalar
 from .passes import Pass, PassContext, PassGroup
-from .rewrite import (
-    STRUCTURAL_OPS,
-    Sweep,
-    ancestors,
-    build_node,
-    const_node,
-    is_pure,
-    make_const,
-    same_type,
-    uniform_scalar,
-)
+from .rewrite import Replacement, RewriteRule, Rewriter, RulePass
 
 DEFAULT_FOLD_MAX_ELEMENTS = 4096
 
@@ -63,38 +54,32 @@ def op_attrs(node: Node) -> dict[str, Any]:
 # ---- constant folding --------------------------------------------------------------------
 
 
-class ConstantFolding(Pass):
+class ConstantFolding(RulePass):
     name = "constant_folding"
     opt_level = 1
 
-    def run(self, graph: Graph, ctx: PassContext) -> bool:
+    def rules(self, ctx: PassContext) -> list[RewriteRule]:
         cap = int(ctx.knob("fold_max_elements", DEFAULT_FOLD_MAX_ELEMENTS))
-        sweep = Sweep(graph)
-        for node in sweep:
-            if node.op == "If":
-                inlined = _inline_taken_branch(node)
-                if inlined is not None:
-                    branch_nodes, outputs = inlined
-                    for bn in branch_nodes:
-                        sweep.emit(bn)
-                    sweep.replace(node, outputs)
-                    continue
-                sweep.changed |= _constants_into_branches(node, cap)
-            elif _foldable(node, cap):
-                arrays = _fold_values(node)
-                if arrays is not None:
-                    consts = [const_node(a, t.dtype, loc=node.loc, name=node.name)
-                              for a, t in zip(arrays, node.outputs)]
-                    for c in consts:
-                        sweep.emit(c)
-                    sweep.replace(node, [c.out() for c in consts])
-                    continue
-            sweep.keep(node)
-        return sweep.finish()
+        return [
+            RewriteRule("inline_taken_branch", "If", lambda node, rw: _inline_taken_branch(node)),
+            RewriteRule("constants_into_branches", "If", lambda node, rw: _constants_into_branches(node, cap)),
+            RewriteRule("fold", None, lambda node, rw: _fold(node, cap)),
+        ]
+
+
+def _fold(node: Node, cap: int) -> Replacement | None:
+    """A foldable node as Consts holding its results."""
+    if not _foldable(node, cap):
+        return None
+    arrays = _fold_values(node)
+    if arrays is None:
+        return None
+    consts = [const_node(a, t.dtype, loc=node.loc, name=node.name) for a, t in zip(arrays, node.outputs)]
+    return Replacement([c.out() for c in consts], consts)
 
 
 def _foldable(node: Node, cap: int) -> bool:
-    if node.op in STRUCTURAL_OPS or not is_pure(node):
+    if is_structural(node) or not is_pure(node):
         return False
     if not all(v.node.op == "Const" for v in node.inputs):
         return False
@@ -120,7 +105,7 @@ def _fold_values(node: Node) -> list[np.ndarray] | None:
     return arrays
 
 
-def _inline_taken_branch(node: Node) -> tuple[list[Node], list[Value]] | None:
+def _inline_taken_branch(node: Node) -> Replacement | None:
     """For an If with a constant condition: the taken branch's nodes (rewired to the If's operands) and results."""
     cond = node.inputs[0]
     if cond.node.op != "Const" or cond.node.attrs["value"].size != 1:
@@ -136,7 +121,7 @@ def _inline_taken_branch(node: Node) -> tuple[list[Node], list[Value]] | None:
         else:
             bn.inputs = [mapping.get(v, v) for v in bn.inputs]
             moved.append(bn)  # the branch's nodes now belong to the parent graph
-    return moved, [mapping.get(v, v) for v in branch.outputs]
+    return Replacement([mapping.get(v, v) for v in branch.outputs], moved)
 
 
 def _constants_into_branches(node: Node, cap: int) -> bool:
@@ -148,7 +133,7 @@ def _constants_into_branches(node: Node, cap: int) -> bool:
     for i, v in enumerate(node.inputs[1:]):
         if v.node.op != "Const" or v.node.attrs["value"].size > cap:
             continue
-        for key in ("then_branch", "else_branch"):
+        for key in ops.get(node.op).subgraph_attrs:
             branch: Graph = node.attrs[key]
             data = next((n for n in branch.nodes if n.op == "Data" and n.attrs["index"] == i), None)
             if data is None or not _has_uses(branch, data.out()):
@@ -166,31 +151,21 @@ def _has_uses(graph: Graph, value: Value) -> bool:
 # ---- algebraic simplification --------------------------------------------------------------
 
 
-class AlgebraicSimplify(Pass):
+class AlgebraicSimplify(RulePass):
     name = "algebraic_simplify"
     opt_level = 1
 
-    def run(self, graph: Graph, ctx: PassContext) -> bool:
-        sweep = Sweep(graph)
-        for node in sweep:
-            found = rewrite_node(node) if len(node.outputs) == 1 else None
-            if isinstance(found, Node):
-                sweep.emit(found)
-                found = found.out()
-            if found is None:
-                sweep.keep(node)
-            else:
-                sweep.replace(node, [found])
-        return sweep.finish()
+    def rules(self, ctx: PassContext) -> tuple[RewriteRule, ...]:
+        return ALGEBRAIC_RULES
 
 
 def rewrite_node(node: Node) -> Value | Node | None:
-    """What `node` simplifies to: an existing value, a new node not yet in the graph, or None.
+    """What `node` simplifies to by the algebraic rules: an existing value, a new node not in the graph, or None.
 
     The result always has exactly the node's output type.
     """
-    rule = _RULES.get(node.op)
-    candidate = rule(node) if rule is not None else None
+    rule = next((r for r in ALGEBRAIC_RULES if r.matches(node)), None)
+    candidate = rule.fn(node, None) if rule is not None else None
     if candidate is None:
         return None
     want = node.outputs[0]
@@ -205,7 +180,7 @@ def _is(x: Any, target: float) -> bool:
     return x is not None and not isinstance(x, complex) and x == target
 
 
-def _mul(node: Node) -> Value | Node | None:
+def _mul(node: Node, rw: Rewriter | None = None) -> Value | Node | None:
     a, b = node.inputs
     sa, sb = uniform_scalar(a), uniform_scalar(b)
     if _is(sb, 1):
@@ -220,7 +195,7 @@ def _mul(node: Node) -> Value | Node | None:
     return None
 
 
-def _add(node: Node) -> Value | None:
+def _add(node: Node, rw: Rewriter | None = None) -> Value | None:
     a, b = node.inputs
     if _is(uniform_scalar(b), 0):
         return a
@@ -229,15 +204,15 @@ def _add(node: Node) -> Value | None:
     return None
 
 
-def _sub(node: Node) -> Value | None:
+def _sub(node: Node, rw: Rewriter | None = None) -> Value | None:
     return node.inputs[0] if _is(uniform_scalar(node.inputs[1]), 0) else None
 
 
-def _div(node: Node) -> Value | None:
+def _div(node: Node, rw: Rewriter | None = None) -> Value | None:
     return node.inputs[0] if _is(uniform_scalar(node.inputs[1]), 1) else None
 
 
-def _pow(node: Node) -> Value | Node | None:
+def _pow(node: Node, rw: Rewriter | None = None) -> Value | Node | None:
     a, b = node.inputs
     e = uniform_scalar(b)
     if _is(e, 1):
@@ -247,13 +222,13 @@ def _pow(node: Node) -> Value | Node | None:
     return None
 
 
-def _involution(node: Node) -> Value | None:
+def _involution(node: Node, rw: Rewriter | None = None) -> Value | None:
     """neg(neg(x)) -> x, invert(invert(x)) -> x."""
     inner = node.inputs[0].node
     return inner.inputs[0] if inner.op == node.op and len(inner.inputs) == 1 else None
 
 
-def _cast(node: Node) -> Value | None:
+def _cast(node: Node, rw: Rewriter | None = None) -> Value | None:
     x = node.inputs[0]
     if node.attrs.get("dtype") is None:
         return None
@@ -287,7 +262,7 @@ def is_identity_perm(perm: tuple[int, ...]) -> bool:
     return perm == tuple(range(len(perm)))
 
 
-def _transpose(node: Node) -> Value | Node | None:
+def _transpose(node: Node, rw: Rewriter | None = None) -> Value | Node | None:
     perm = perm_of(node)
     if is_identity_perm(perm):
         return node.inputs[0]
@@ -301,7 +276,7 @@ def _transpose(node: Node) -> Value | Node | None:
     return build_node("transpose", (x,), {**op_attrs(node), "axes": composed}, loc=node.loc, name=node.name)
 
 
-def _reshape(node: Node) -> Value | Node | None:
+def _reshape(node: Node, rw: Rewriter | None = None) -> Value | Node | None:
     x = node.inputs[0]
     if tuple(x.type.shape) == tuple(node.outputs[0].shape):
         return x
@@ -311,50 +286,50 @@ def _reshape(node: Node) -> Value | Node | None:
     return None
 
 
-def _same_shape(node: Node) -> Value | None:
+def _same_shape(node: Node, rw: Rewriter | None = None) -> Value | None:
     """broadcast_to / expand... that does not change the shape is the identity."""
     x = node.inputs[0]
     return x if tuple(x.type.shape) == tuple(node.outputs[0].shape) else None
 
 
-_RULES = {
-    "mul": _mul,
-    "add": _add,
-    "sub": _sub,
-    "div": _div,
-    "pow": _pow,
-    "neg": _involution,
-    "invert": _involution,
-    "cast": _cast,
-    "transpose": _transpose,
-    "reshape": _reshape,
-    "broadcast_to": _same_shape,
-}
+ALGEBRAIC_RULES = (
+    RewriteRule("mul_identity", "mul", _mul),
+    RewriteRule("add_zero", "add", _add),
+    RewriteRule("sub_zero", "sub", _sub),
+    RewriteRule("div_one", "div", _div),
+    RewriteRule("pow_small", "pow", _pow),
+    RewriteRule("double_negation", "neg", _involution),
+    RewriteRule("double_invert", "invert", _involution),
+    RewriteRule("cast_noop", "cast", _cast),
+    RewriteRule("transpose_pair", "transpose", _transpose),
+    RewriteRule("reshape_pair", "reshape", _reshape),
+    RewriteRule("broadcast_noop", "broadcast_to", _same_shape),
+)
 
 
 # ---- common-subexpression elimination ------------------------------------------------------
 
 
-class CSE(Pass):
+class CSE(RulePass):
     name = "cse"
     opt_level = 1
 
-    def run(self, graph: Graph, ctx: PassContext) -> bool:
-        first: dict[Hashable, Node] = {}
-        sweep = Sweep(graph)
-        for node in sweep:
-            key = cse_key(node)
-            kept = node if key is None else first.setdefault(key, node)
-            if kept is node:
-                sweep.keep(node)
-            else:
-                sweep.replace(node, kept.values)
-        return sweep.finish()
+    def rules(self, ctx: PassContext) -> list[RewriteRule]:
+        return [RewriteRule("cse", None, _first_occurrence)]
+
+
+def _first_occurrence(node: Node, rw: Rewriter) -> Replacement | None:
+    """The first node computing the same value (in topological order), when it is not `node` itself."""
+    key = cse_key(node)
+    if key is None:
+        return None
+    kept = rw.memo.setdefault("cse", {}).setdefault(key, node)
+    return None if kept is node else Replacement(kept.values)
 
 
 def cse_key(node: Node) -> Hashable | None:
     """Op + ordered inputs + attributes, for pure non-structural nodes; None when not eligible."""
-    if node.op in ("Data", "If") or node.subgraphs or not is_pure(node):
+    if node.op == "Data" or node.subgraphs or not is_pure(node):  # an input is a value of its own
         return None
     try:
         attrs = attr_key(op_attrs(node))
@@ -408,7 +383,7 @@ def _prune_if_outputs(graph: Graph, node: Node) -> bool:
         return False  # all unused: the whole If is dead (remove_dead); all used: nothing to prune
     kept = sorted(used)
     new_index = {old: new for new, old in enumerate(kept)}
-    for key in ("then_branch", "else_branch"):
+    for key in ops.get(node.op).subgraph_attrs:
         branch: Graph = node.attrs[key]
         branch.outputs = [branch.outputs[i] for i in kept]
     node.outputs = ops.infer("If", [v.type for v in node.inputs], node.attrs)
@@ -424,7 +399,7 @@ def _prune_if_outputs(graph: Graph, node: Node) -> bool:
 
 def _prune_if_operands(node: Node) -> bool:
     """Drop If operands (inputs after the condition) that neither branch reads."""
-    branches: list[Graph] = [node.attrs["then_branch"], node.attrs["else_branch"]]
+    branches: list[Graph] = [node.attrs[key] for key in ops.get(node.op).subgraph_attrs]
     pruned = False
     for b in branches:
         pruned |= remove_dead(b)  # a change too: the pass must report it (stage dump, verifier)

@@ -14,13 +14,16 @@ Conventions every layer relies on:
 """
 from __future__ import annotations
 
+import heapq
 import itertools
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
+from .. import dtypes, ops
 from ..errors import SourceLoc
-from .types import TensorType
+from ..tensor_type import TensorType
+from .uses import UseIndex
 
 _ids = itertools.count()
 
@@ -113,8 +116,6 @@ class Graph:
 
         Raises `InferError` (from the registry) when the op rejects the types.
         """
-        from .. import ops  # the registry builds on ir.types; imported late to keep ir importable alone
-
         attrs = dict(attrs or {})
         outputs = ops.infer(op, [v.type for v in inputs], attrs)
         node = Node(op, inputs, attrs, outputs, loc, name)
@@ -130,8 +131,6 @@ class Graph:
         return self.add("Data", (), {"index": index, "type": type}, loc, name).out()
 
     def const(self, value: Any, dtype: str | None = None, loc: SourceLoc | None = None, name: str | None = None) -> Value:
-        from .. import dtypes
-
         arr = np.asarray(value)
         if dtype is None:
             dtype = dtypes.scalar_dtype(arr.item()) if arr.ndim == 0 and arr.dtype.kind in "biuf" and not isinstance(value, np.ndarray) else dtypes.narrow(arr.dtype)
@@ -156,13 +155,13 @@ class Graph:
     def output_types(self) -> list[TensorType]:
         return [v.type for v in self.outputs]
 
-    def users(self) -> dict[Value, list[Node]]:
-        """Value -> nodes reading it (a node appears once per use). Graph outputs are not nodes."""
-        result: dict[Value, list[Node]] = {}
-        for n in self.nodes:
-            for v in n.inputs:
-                result.setdefault(v, []).append(n)
-        return result
+    def users(self) -> UseIndex:
+        """The use-list index: value -> nodes reading it (once per use), node -> distinct users.
+
+        Graph outputs are not nodes (`UseIndex.is_output`). Edits made through the
+        index keep it current (see ir/uses.py).
+        """
+        return UseIndex(self)
 
     def walk(self) -> Iterator["Graph"]:
         """This graph and every subgraph, depth first, parents before children."""
@@ -203,8 +202,6 @@ class Graph:
             for v in n.inputs:
                 if id(v.node) in position:
                     users.setdefault(id(v.node), []).append(n)
-        import heapq
-
         ready = [(position[id(n)], n.id, n) for n in self.nodes if pending[id(n)] == 0]
         heapq.heapify(ready)
         ordered: list[Node] = []
@@ -222,7 +219,5 @@ class Graph:
     def __repr__(self) -> str:
         return f"Graph({self.name!r}, {len(self.nodes)} nodes, {len(self.outputs)} outputs)"
 
-    def __str__(self) -> str:
-        from .printer import format_graph
-
-        return format_graph(self)
+    # str(graph) is its canonical text: ir/printer.py installs Graph.__str__, so that the graph module does not
+    # import the printer that imports it

@@ -15,9 +15,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .. import dtypes
+from .. import dtypes, ops
 from .graph import Graph, Node, Value, is_annotation
-from .types import Sym, TensorType
+from ..tensor_type import Sym, TensorType
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -98,8 +98,6 @@ def _resolve(value: Any, bindings: dict[str, int], node: Node) -> Any:
 
 
 def _run(graph: Graph, inputs: list[np.ndarray], bindings: dict[str, int]) -> list[np.ndarray]:
-    from .. import ops  # imported late: ops imports ir.types while ir is being imported
-
     env: dict[Value, np.ndarray] = {}
     for node in graph.nodes:
         try:

@@ -34,7 +34,7 @@ import numpy as np
 
 from .. import dtypes
 from .graph import Graph, Node, Value
-from .types import Sym, TensorType
+from ..tensor_type import Sym, TensorType
 
 # Constants with more elements than this print as first 3 ... last 3
 _CONST_FULL_LIMIT = 6
@@ -270,3 +270,10 @@ def _format_into(graph: Graph, path: str, blocks: list[str], show_loc: bool) -> 
             if id(sub) not in done:  # a subgraph shared by two attributes prints once
                 done.add(id(sub))
                 _format_into(sub, refs[id(sub)], blocks, show_loc)
+
+
+def _graph_text(graph: Graph) -> str:
+    return format_graph(graph)
+
+
+Graph.__str__ = _graph_text  # type: ignore[method-assign]  # str(graph) is its canonical text (see graph.py)

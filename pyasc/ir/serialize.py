@@ -27,7 +27,7 @@ import numpy as np
 
 from ..errors import SourceLoc
 from .graph import Graph, Node, Value
-from .types import Sym, TensorType
+from ..tensor_type import Sym, TensorType
 
 FORMAT = "pyasc.graph"
 VERSION = 1

@@ -17,10 +17,11 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from .. import ops
 from ..errors import InferError
 from .graph import Graph, Node, Value, is_annotation
 from .printer import format_node, node_names, subgraph_paths
-from .types import TensorType
+from ..tensor_type import TensorType
 
 
 class VerificationError(Exception):
@@ -51,8 +52,6 @@ class _Checker:
         return VerificationError(self.path, rule, detail, text)
 
     def run(self) -> None:
-        from .. import ops  # imported late: ops imports ir.types while ir is being imported
-
         self.check_membership()
         self.check_acyclic()
         self.check_order()
@@ -67,7 +66,7 @@ class _Checker:
                 _Checker(sub, self.refs[id(sub)]).run()
             if n.op == "If":
                 self.check_if(n)  # before re-inference: more precise than If's own inference error
-            self.check_types(n, ops)
+            self.check_types(n)
 
     # -- structure ---------------------------------------------------------------
     def check_membership(self) -> None:
@@ -159,7 +158,7 @@ class _Checker:
             self.check_value(v, f"graph output {i}", None)
 
     # -- types -----------------------------------------------------------------------
-    def check_types(self, n: Node, ops) -> None:
+    def check_types(self, n: Node) -> None:
         in_types = [v.type for v in n.inputs]
         if n.op == "Data" and not isinstance(n.attrs.get("type"), TensorType):
             raise self.fail("bad Data type", f"attr 'type' must be a TensorType, got {n.attrs.get('type')!r}", n)

@@ -30,9 +30,18 @@ Op names, operands and attributes (attribute defaults in brackets):
   Data ()  index, type;   Const ()  value;   If (cond, *branch inputs)  then_branch, else_branch
 
 Composites (a `decompose`): softmax log_softmax layer_norm rms_norm gelu silu erf.
+
+Facts passes read from each OpDef (see registry.py): structural (Data Const If),
+leaf (Data Const), subgraph_attrs (If), reduce_axes / reduced_axes (REDUCE ops),
+row_composite (softmax log_softmax layer_norm rms_norm), cube_operands and
+accepted formats (matmul fused_matmul: ND or FRACTAL_NZ on a and b; transdata
+and If: any format; everything else ND), expensive (not cheap to recompute).
 """
 from .registry import (  # noqa: F401
+    ANY_FORMAT,
+    ND_ONLY,
     Category,
+    CubeOperand,
     OpDef,
     bind_call,
     exists,

@@ -20,7 +20,7 @@ import numpy as np
 
 from .. import dtypes
 from ..errors import SourceLoc
-from ..ir.types import TensorType
+from ..tensor_type import TensorType
 from . import registry
 from .common import float_math_dtype
 

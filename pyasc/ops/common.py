@@ -9,7 +9,7 @@ import numpy as np
 
 from .. import dtypes
 from ..errors import InferError
-from ..ir.types import Dim, Sym, TensorType
+from ..tensor_type import Dim, Sym, TensorType
 
 FLOATS = ("float16", "float32")
 INTS = ("int8", "int16", "int32", "uint8")
@@ -44,12 +44,17 @@ def broadcast_shapes(*shapes: Sequence[Dim]) -> tuple[Dim, ...]:
     return tuple(result)
 
 
-def broadcasts_to(src: Sequence[Dim], dst: Sequence[Dim]) -> bool:
-    """Whether `src` broadcasts to exactly `dst` (a symbolic dim is assumed to agree)."""
+def broadcasts_to(src: Sequence[Dim], dst: Sequence[Dim], *, symbols_agree: bool = True) -> bool:
+    """Whether `src` broadcasts to exactly `dst`.
+
+    `symbols_agree`: a symbolic dim is assumed to match any dim (inference: the
+    launch checks it); False: it matches only 1 and the same symbol (what a pass
+    that must be sure, like fusion, asks).
+    """
     if len(src) > len(dst):
         return False
     for s, d in zip(reversed(tuple(src)), reversed(tuple(dst))):
-        if s == 1 or s == d or isinstance(s, Sym) or isinstance(d, Sym):
+        if s == 1 or s == d or (symbols_agree and (isinstance(s, Sym) or isinstance(d, Sym))):
             continue
         return False
     return True

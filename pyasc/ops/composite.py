@@ -25,7 +25,7 @@ import math
 from typing import Any, Mapping, Sequence
 
 from ..errors import InferError
-from ..ir.types import TensorType
+from ..tensor_type import TensorType
 from .builder import Builder, decompose_of, eager_of, types_of
 from .common import arity, broadcasts_to, fmt_shape, named, normalize_axis
 from .registry import Category, OpDef, register
@@ -181,12 +181,24 @@ def _check_norm(param_names: Sequence[str]):
     return check
 
 
+def _along_axis(attrs: Mapping[str, Any], ndim: int) -> tuple[int, ...]:
+    """softmax / log_softmax reduce along attribute `axis` (default the last)."""
+    return normalize_axis(attrs.get("axis", -1), ndim)
+
+
+def _last_axis(attrs: Mapping[str, Any], ndim: int) -> tuple[int, ...]:
+    """layer_norm / rms_norm normalise the last axis."""
+    return (ndim - 1,)
+
+
 def _no_check(ts: Sequence[TensorType], attrs: Mapping[str, Any]) -> None:
     """Elementwise composites accept any dtype their primitives accept."""
 
 
 def _composite(name: str, body: Any, api: Any, check: Any, category: Category,
-               tensor_params: tuple[str, ...] = ("x",), optional: tuple[str, ...] = ()) -> None:
+               tensor_params: tuple[str, ...] = ("x",), optional: tuple[str, ...] = (),
+               rows: Any = None) -> None:
+    """`rows`: for a row composite (a reduction whose output has its input's shape), the axes it reduces."""
     def infer(ts: Sequence[TensorType], attrs: Mapping[str, Any]) -> tuple[TensorType, ...]:
         if not optional:
             arity(ts, 1, name)
@@ -195,15 +207,16 @@ def _composite(name: str, body: Any, api: Any, check: Any, category: Category,
 
     register(OpDef(name, category, named(name, infer), eager_of(body, optional), api=api,
                    tensor_params=tensor_params, optional_tensors=optional, expensive=True,
-                   decompose=decompose_of(body, optional), doc=api.__doc__ or ""))
+                   decompose=decompose_of(body, optional), doc=api.__doc__ or "",
+                   reduce_axes=rows, row_composite=rows is not None))
 
 
-_composite("softmax", _softmax, softmax, _check_axis, Category.REDUCE)
-_composite("log_softmax", _log_softmax, log_softmax, _check_axis, Category.REDUCE)
+_composite("softmax", _softmax, softmax, _check_axis, Category.REDUCE, rows=_along_axis)
+_composite("log_softmax", _log_softmax, log_softmax, _check_axis, Category.REDUCE, rows=_along_axis)
 _composite("layer_norm", _layer_norm, layer_norm, _check_norm(("weight", "bias")), Category.REDUCE,
-           ("x", "weight", "bias"), ("weight", "bias"))
+           ("x", "weight", "bias"), ("weight", "bias"), rows=_last_axis)
 _composite("rms_norm", _rms_norm, rms_norm, _check_norm(("weight",)), Category.REDUCE,
-           ("x", "weight"), ("weight",))
+           ("x", "weight"), ("weight",), rows=_last_axis)
 _composite("gelu", _gelu, gelu, _no_check, Category.ELEMWISE)
 _composite("silu", _silu, silu, _no_check, Category.ELEMWISE)
 _composite("erf", _erf, erf, _no_check, Category.ELEMWISE)

@@ -14,7 +14,7 @@ import numpy as np
 
 from .. import dtypes
 from ..errors import InferError
-from ..ir.types import TensorType
+from ..tensor_type import TensorType
 from .common import arity, attr_dtype, attr_shape, fmt_shape, named
 from .reduce import axis_arg
 from .registry import Category, OpDef, get, register, register_sugar

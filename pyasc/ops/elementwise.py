@@ -21,7 +21,7 @@ import numpy as np
 
 from .. import dtypes
 from ..errors import InferError
-from ..ir.types import TensorType
+from ..tensor_type import TensorType
 from .common import (
     FLOATS,
     NUMERIC,

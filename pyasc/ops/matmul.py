@@ -17,11 +17,16 @@ import numpy as np
 
 from .. import dtypes
 from ..errors import InferError
-from ..ir.types import Dim, Sym, TensorType
+from ..tensor_type import Dim, Sym, TensorType
 from .common import NUMERIC, arity, attr_bool, attr_dtype, broadcast_shapes, broadcasts_to, fmt_shape, named, require_dtype
-from .registry import Category, OpDef, register
+from .registry import Category, CubeOperand, OpDef, register
 
 ACTIVATIONS = (None, "relu")
+
+#: the cube reads a and b (a bias goes to the bias table, through the vector side's ND path); an operand may
+#: already be FRACTAL_NZ in GM (copied into L1 as it is) or ND (converted by the GM->L1 move)
+CUBE_OPERANDS = (CubeOperand(0, "a", "transpose_a"), CubeOperand(1, "b", "transpose_b"))
+CUBE_FORMATS = (frozenset({"ND", "FRACTAL_NZ"}),) * 2
 
 
 def accumulate_dtype(dt: str) -> str:
@@ -110,8 +115,9 @@ def _infer_fused_matmul(ts: Sequence[TensorType], attrs: Mapping[str, Any]) -> t
 
 
 register(OpDef("matmul", Category.MATMUL, named("matmul", _infer_matmul), matmul, api=matmul, tensor_params=("a", "b"),
-               expensive=True, numpy_names=("matmul",), doc=matmul.__doc__ or ""))
+               expensive=True, numpy_names=("matmul",), doc=matmul.__doc__ or "",
+               cube_operands=CUBE_OPERANDS, operand_formats=CUBE_FORMATS))
 register(OpDef("fused_matmul", Category.MATMUL, named("fused_matmul", _infer_fused_matmul), _fused_matmul_eager,
-               expensive=True,
+               expensive=True, cube_operands=CUBE_OPERANDS, operand_formats=CUBE_FORMATS,
                doc="activation(a @ b + bias) -> out_dtype; inputs a, b[, bias]; attrs transpose_a, transpose_b, "
                    "has_bias, activation (None|'relu'), out_dtype (None|dtype). Internal: made by GE fusion."))

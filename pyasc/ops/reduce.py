@@ -11,7 +11,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from ..errors import InferError
-from ..ir.types import TensorType
+from ..tensor_type import TensorType
 from .common import FLOATS, arity, attr_bool, fmt_shape, named, normalize_axis
 from .registry import Category, OpDef, register
 
@@ -19,6 +19,11 @@ from .registry import Category, OpDef, register
 def axis_arg(axis: Any) -> Any:
     """An axis attribute as numpy takes it (a serialised graph may hold a list)."""
     return tuple(axis) if isinstance(axis, list) else axis
+
+
+def reduce_axes(attrs: Mapping[str, Any], ndim: int) -> tuple[int, ...]:
+    """The axes sum/max/min/mean reduce: attribute `axis` (None: all of them)."""
+    return normalize_axis(axis_arg(attrs.get("axis")), ndim)
 
 
 def reduced_shape(shape: Sequence[Any], axes: Sequence[int], keepdims: bool) -> tuple[Any, ...]:
@@ -80,4 +85,5 @@ for _fn, _rule, _identity, _np_names in (
     (mean, _mean_dtype, True, ("mean",)),
 ):
     register(OpDef(_fn.__name__, Category.REDUCE, _reduce_infer(_fn.__name__, _rule, _identity), _fn, api=_fn,
-                   tensor_params=("a",), expensive=True, numpy_names=_np_names, doc=_fn.__doc__ or ""))
+                   tensor_params=("a",), expensive=True, numpy_names=_np_names, doc=_fn.__doc__ or "",
+                   reduce_axes=reduce_axes))

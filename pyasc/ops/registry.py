@@ -15,7 +15,17 @@ An `OpDef` gives an op's
   raising `InferError("<op>: <reason naming shapes and dtypes>")`;
 - fusion category, purity, whether recomputing it is expensive (XLA's
   IsExpensive idea: transcendental, division-based, reductions, matmuls,
-  composites), whether its two operands commute;
+  composites; an op that is not expensive is cheap to recompute), whether its
+  two operands commute;
+- the facts passes and codegen need about it (every pass reads them here and
+  keeps no op-name lists of its own): whether it is `structural` (graph
+  structure, not computation: Data, Const, If), a `leaf` (holds a value and
+  runs nothing: Data, Const), which attributes hold its subgraphs
+  (`subgraph_attrs`: a control op), the axes a reduction reduces
+  (`reduced_axes(attrs, ndim)`), whether it is a `row_composite` (softmax,
+  log_softmax, layer_norm, rms_norm: a reduction over rows whose output has
+  its input's shape), which operands the cube reads (`cube_operands`), and
+  the storage formats it reads per operand (`accepted_formats(index)`);
 - for composite ops, `decompose(graph, inputs, attrs, loc) -> list[Value]`,
   adding primitive nodes to `graph`;
 - `numpy_names`: `np.<name>` functions that mean this op, so numpy code compiles.
@@ -56,8 +66,9 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
+from .. import dtypes
 from ..errors import InferError
-from ..ir.types import TensorType
+from ..tensor_type import FORMATS, TensorType
 
 
 class Category(enum.IntEnum):
@@ -78,6 +89,22 @@ BindFn = Callable[[Sequence[Any], Mapping[str, Any]], "tuple[list[Any], dict[str
 
 #: attributes holding a dtype; `bind` turns whatever names a dtype into its canonical name
 DTYPE_ATTRS = frozenset({"dtype", "out_dtype"})
+
+#: storage formats an operand may have: plain row-major only (what almost every op reads), or any
+ND_ONLY = frozenset({"ND"})
+ANY_FORMAT = frozenset(FORMATS)
+
+# reduced_axes(attrs, input rank) -> the axes a reduction reduces, sorted and non-negative
+ReduceAxesFn = Callable[[Mapping[str, Any], int], "tuple[int, ...]"]
+
+
+@dataclass(frozen=True)
+class CubeOperand:
+    """An operand the cube unit reads (from GM through L1 into L0A/L0B), not the vector unit."""
+
+    index: int             # position among the node's inputs
+    name: str              # "a" / "b", as layout decisions name it
+    transpose_attr: str    # the boolean attribute that transposes it on the way in ("transpose_a")
 
 
 @dataclass(frozen=True)
@@ -100,6 +127,21 @@ class OpDef:
     #: tensor parameters that take no part in dtype promotion (where's condition is only tested for
     #: truth), so a Python scalar passed there keeps its own type instead of its neighbours'
     unpromoted: tuple[str, ...] = ()
+    #: graph structure rather than computation (Data, Const, If): never folded, sunk or decomposed
+    structural: bool = False
+    #: holds a value and computes nothing (Data, Const): no kernel step, not counted as an op
+    leaf: bool = False
+    #: attributes holding subgraphs, in the order their kernels are scheduled (If: then, else)
+    subgraph_attrs: tuple[str, ...] = ()
+    #: for a reduction (category REDUCE): the axes it reduces given its attributes and input rank
+    reduce_axes: ReduceAxesFn | None = None
+    #: a reduction over trailing axes whose output has its input's shape (softmax, layer_norm, ...)
+    row_composite: bool = False
+    #: operands the cube reads (matmul family); empty for every vector op
+    cube_operands: tuple[CubeOperand, ...] = ()
+    #: storage formats accepted on input i (i < len), and on every other input
+    operand_formats: tuple[frozenset[str], ...] = ()
+    other_formats: frozenset[str] = ND_ONLY
 
     @property
     def public_name(self) -> str:
@@ -109,6 +151,27 @@ class OpDef:
     @property
     def composite(self) -> bool:
         return self.decompose is not None
+
+    @property
+    def is_control(self) -> bool:
+        """Runs subgraphs (If): one step on the host, its branches are the device work."""
+        return bool(self.subgraph_attrs)
+
+    @property
+    def is_reduction(self) -> bool:
+        return self.reduce_axes is not None
+
+    def reduced_axes(self, attrs: Mapping[str, Any], ndim: int) -> tuple[int, ...]:
+        """The axes this reduction reduces on an input of rank `ndim` (sorted; none for a 0-d input)."""
+        if self.reduce_axes is None:
+            raise TypeError(f"op {self.name} is not a reduction")
+        return self.reduce_axes(attrs, ndim) if ndim else ()
+
+    def accepted_formats(self, index: int) -> frozenset[str]:
+        """Storage formats the op reads on input `index` without a conversion node."""
+        if index < len(self.operand_formats):
+            return self.operand_formats[index]
+        return self.other_formats
 
     @functools.cached_property
     def signature(self) -> inspect.Signature:
@@ -189,6 +252,8 @@ def register(op: OpDef) -> OpDef:
                if op.api is not None and p not in inspect.signature(op.api).parameters]
     if missing:
         raise ValueError(f"op {op.name!r}: tensor params {missing} are not parameters of its api")
+    if (op.category == Category.REDUCE) != (op.reduce_axes is not None):
+        raise ValueError(f"op {op.name!r}: a REDUCE op needs reduce_axes, and only a REDUCE op has them")
     _REGISTRY[op.name] = op
     if op.api is not None:
         # the public name is the api function's (comparisons are `pyasc.less`, not `pyasc.lt`:
@@ -318,8 +383,6 @@ def _infer_data(in_types: Sequence[TensorType], attrs: Mapping[str, Any]) -> tup
 
 
 def _infer_const(in_types: Sequence[TensorType], attrs: Mapping[str, Any]) -> tuple[TensorType, ...]:
-    from .. import dtypes
-
     if in_types:
         raise InferError(f"Const: takes no inputs, got {len(in_types)}")
     value = attrs.get("value")
@@ -354,6 +417,8 @@ def _const_eager(*, value: Any) -> Any:
     return value
 
 
-register(OpDef("Data", Category.OPAQUE, _infer_data, _no_eager, doc="graph input"))
-register(OpDef("Const", Category.OPAQUE, _infer_const, _const_eager, doc="constant"))
-register(OpDef("If", Category.OPAQUE, _infer_if, _no_eager, doc="run then_branch or else_branch"))
+register(OpDef("Data", Category.OPAQUE, _infer_data, _no_eager, doc="graph input", structural=True, leaf=True))
+register(OpDef("Const", Category.OPAQUE, _infer_const, _const_eager, doc="constant", structural=True, leaf=True))
+# an If hands each operand to its branch's Data as it is, in whatever format it has
+register(OpDef("If", Category.OPAQUE, _infer_if, _no_eager, doc="run then_branch or else_branch", structural=True,
+               subgraph_attrs=("then_branch", "else_branch"), other_formats=ANY_FORMAT))

@@ -14,7 +14,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from ..errors import InferError
-from ..ir.types import FORMATS, Dim, Sym, TensorType
+from ..tensor_type import FORMATS, Dim, Sym, TensorType
 from .common import (
     arity,
     attr_shape,
@@ -27,7 +27,7 @@ from .common import (
     static_prod,
 )
 from .reduce import axis_arg
-from .registry import Category, OpDef, register
+from .registry import ANY_FORMAT, Category, OpDef, register
 
 
 def _nd(t: TensorType, shape: Sequence[Dim]) -> TensorType:
@@ -384,4 +384,5 @@ for _name, _infer, _fn, _cat, _np in (
 register(OpDef("slice", Category.INJECTIVE, named("slice", _infer_slice), _slice_eager,
                doc="x[starts:stops:steps] per axis, normalised bounds (internal: built from subscripts)"))
 register(OpDef("transdata", Category.INJECTIVE, named("transdata", _infer_transdata), _transdata_eager,
-               doc="change the storage format (src_format -> dst_format); values unchanged (internal)"))
+               doc="change the storage format (src_format -> dst_format); values unchanged (internal)",
+               other_formats=ANY_FORMAT))  # it converts from any format

@@ -6,23 +6,26 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..ir import Graph
+from .. import ops
+from ..ge import FusionDecision, KernelPlan, MemoryPlan
+from ..ir import Graph, InterpreterError, format_graph, interpret
 from .errors import ArgumentTypeError, ArgumentValueError, InternalCompilerError
 from .guardset import GuardSet
 from .options import KernelOptions
+from .shapes import ShapeMismatch, check_launch_shapes
 from .specialize import ArgKey, Param, TensorKey, tensor_dims, to_array
 
 
 def count_ops(graph: Graph) -> int:
     """Compute nodes in a graph and its subgraphs (inputs and constants are not counted)."""
-    return sum(1 for n in graph.all_nodes() if n.op not in ("Data", "Const"))
+    return sum(1 for n in graph.all_nodes() if not ops.get(n.op).leaf)
 
 
 def op_histogram(graph: Graph) -> dict[str, int]:
     """Op name -> count of compute nodes in a graph and its subgraphs (most frequent first)."""
     counts: dict[str, int] = {}
     for n in graph.all_nodes():
-        if n.op not in ("Data", "Const"):
+        if not ops.get(n.op).leaf:
             counts[n.op] = counts.get(n.op, 0) + 1
     return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
 
@@ -45,7 +48,7 @@ class CompiledKernel:
       the graph stages; `stage_ops`: stage -> op histogram, likewise.
     - `graph`: the final graph; `kernels`: the device kernels the optimiser
       planned (one `KernelPlan` per fusion group); `memory_plan`,
-      `fusion_log`: the optimiser's decisions.
+      `fusion_decisions`: the optimiser's decisions (`fusion_log`: them as text).
     - `guards`: what the kernel read at compile time (pyasc.guards), and the
       lifted arrays it takes as hidden inputs after the user's tensors.
     - `key`: one record per parameter; `full_key`: the content-based disk
@@ -64,9 +67,9 @@ class CompiledKernel:
     graph: Graph
     stages: dict[str, str]
     dots: dict[str, str]
-    kernels: list[Any]
-    memory_plan: Any
-    fusion_log: list[str]
+    kernels: list[KernelPlan]
+    memory_plan: MemoryPlan | None
+    fusion_decisions: list[FusionDecision]
     pass_log: str             # one line per optimiser pass: changed (its stage), unchanged or skipped
     returns_tuple: bool
     guards: GuardSet = field(default_factory=GuardSet)
@@ -80,6 +83,11 @@ class CompiledKernel:
     nodes_in: int = 0
     nodes_out: int = 0
     _shapes_ok: set = field(default_factory=set, repr=False)
+
+    @property
+    def fusion_log(self) -> list[str]:
+        """The fusion decisions as text, one line each (what the dump's fusion_log.txt holds)."""
+        return [d.render() for d in self.fusion_decisions]
 
     @property
     def host_ir(self) -> str:
@@ -122,8 +130,6 @@ class CompiledKernel:
             shapes = tuple(a.shape for a in arrays)
             if shapes not in self._shapes_ok:
                 self._check_dynamic(arrays, shapes)
-        from ..ir import InterpreterError, interpret
-
         try:
             outputs = interpret(self.graph, arrays)
         except InterpreterError as e:  # the graph disagrees with itself at run time: a compiler bug
@@ -131,8 +137,6 @@ class CompiledKernel:
         return tuple(outputs) if self.returns_tuple else outputs[0]
 
     def _check_dynamic(self, arrays: list[np.ndarray], shapes: tuple) -> None:
-        from .shapes import ShapeMismatch, check_launch_shapes
-
         try:
             check_launch_shapes(self.graph, arrays)
         except ShapeMismatch as e:
@@ -145,16 +149,12 @@ class CompiledKernel:
 
     # ---- reports ----------------------------------------------------------------
     def __str__(self) -> str:
-        from ..ir import format_graph
-
         lines = [f"CompiledKernel {self.name}({self.signature})",
                  f"  options: {self.options.describe()}",
                  f"  graph: {self.nodes_in} op nodes after the frontend, {self.nodes_out} after optimisation",
                  f"  device kernels planned: {len(self.kernels)}"]
         for i, k in enumerate(self.kernels):
-            ops = getattr(k, "ops", None)
-            lines.append(f"    #{i} {getattr(k, 'category', '?')} anchor={getattr(k, 'anchor', '?')}"
-                         + (f": {' '.join(ops)}" if ops else ""))
+            lines.append(f"    #{i} {k.category.name} anchor={k.anchor}" + (f": {' '.join(k.ops)}" if k.ops else ""))
         plan = self.memory_plan
         if plan is not None and getattr(plan, "peak_bytes", None) is not None:
             lines.append(f"  workspace: {plan.peak_bytes} bytes (naive {plan.naive_bytes})")

@@ -11,6 +11,8 @@ import os
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from ..ge import pass_names
+
 #: the backends that exist today; the emulator backend arrives with codegen
 BACKENDS = ("reference",)
 DEFAULT_CHIP = "910b"
@@ -95,9 +97,7 @@ def _check_passes(value: Any) -> tuple[str, ...]:
 
 def _check_pass_names(names: tuple[str, ...]) -> None:
     """Unknown pass names fail here, at decoration, rather than inside the optimiser at the first call."""
-    import importlib
-
-    known = importlib.import_module("pyasc.ge").pass_names()  # `pyasc.ge` the attribute is the >= op
+    known = pass_names()
     for name in names:
         if name not in known:
             close = difflib.get_close_matches(name, known, n=1)

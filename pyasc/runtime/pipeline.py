@@ -13,7 +13,7 @@ from .. import ge, ir
 from ..errors import CompileError
 from ..guards import NotPersistable
 from .artifact import CompiledKernel, count_ops, matched_dots, op_histogram
-from .errors import InternalCompilerError, debug_enabled, failing_pass
+from .errors import InternalCompilerError, debug_enabled
 from .guardset import GuardSet, from_frontend
 from .keys import KeyComponents, full_key
 from .options import KernelOptions
@@ -57,7 +57,7 @@ def compile_call(fn: Any, name: str, params: Sequence[Param], options: KernelOpt
     stages.update(zip(ge_stages, (text for _, text in result.stages)))
     stage_ops.update(zip(ge_stages, histograms))
     dots.update(matched_dots(ge_stages, result.dots))
-    if result.fusion_log:
+    if result.fusion_decisions:
         stages["fusion_log"] = "\n".join(result.fusion_log)
     if result.memory_plan is not None:
         stages["memory_plan"] = result.memory_plan.table()
@@ -65,7 +65,7 @@ def compile_call(fn: Any, name: str, params: Sequence[Param], options: KernelOpt
     return CompiledKernel(
         name=name, signature=describe_key(params, call.key), key=call.key, key_hash=key[:12], options=options,
         params=tuple(params), graph=result.graph, stages=stages, dots=dots, kernels=list(result.kernels),
-        memory_plan=result.memory_plan, fusion_log=list(result.fusion_log),
+        memory_plan=result.memory_plan, fusion_decisions=list(result.fusion_decisions),
         pass_log=result.pass_report(times=False), returns_tuple=fe.returns_tuple, guards=guards, py_func=fn,
         full_key=key, components=components, stage_ops=stage_ops, pass_times=dict(result.pass_times),
         timings={"frontend": t1 - t0, "print": t2 - t1, "optimize": t3 - t2, "total": t3 - t0},
@@ -86,10 +86,10 @@ class _stage:
     def __exit__(self, exc_type, exc, tb) -> bool:
         if exc is None or isinstance(exc, (CompileError, InternalCompilerError)) or not isinstance(exc, Exception):
             return False
+        original = exc.error if isinstance(exc, ge.PassFailure) else exc
         if debug_enabled():
-            return False  # PYASC_DEBUG=1: the original exception, unwrapped
-        where = self.stage
-        pass_name = failing_pass(tb)
-        if pass_name:
-            where = f"optimiser pass {pass_name!r}"
-        raise InternalCompilerError(where, self.kernel, exc) from exc
+            if original is exc:
+                return False  # PYASC_DEBUG=1: the original exception, unwrapped
+            raise original  # the pass's own exception, with its traceback
+        where = f"optimiser pass {exc.pass_name!r}" if isinstance(exc, ge.PassError) else self.stage
+        raise InternalCompilerError(where, self.kernel, original) from original

@@ -8,7 +8,8 @@ every If branch, depth first):
     {"$graph": g}           a Graph          {"$node": [g, i]}        graph g's node i
     {"$value": [g, i, k]}   output k of it    {"$record": "Name", "fields": {...}}
     {"$enum": "NAME"}       an enum member, restored through the field's type annotation
-    {"$tuple": [...]}       {"$dict": [[key, value], ...]}
+    {"$tuple": [...]}       {"$frozenset": [...]} (sorted)    {"$dict": [[key, value], ...]}
+    {"$sym": "expr"}        a symbolic dim (as in the graph's own JSON)
 
 Reading never imports or calls anything named in the document: a record
 name must be in `RECORD_TYPES`, an enum is whatever the field is annotated
@@ -19,11 +20,12 @@ from __future__ import annotations
 import dataclasses
 import enum
 import functools
+import json
 import typing
 from typing import Any
 
-from ..ge import BufferAssignment, KernelPlan, MemoryPlan
-from ..ir import Graph, Node, Value
+from ..ge import BufferAssignment, FusionDecision, KernelPlan, KernelStructure, MemoryPlan, Rejection
+from ..ir import Graph, Node, Sym, Value
 
 RECORD_TYPES: dict[str, type] = {}
 
@@ -36,7 +38,7 @@ def register_record(cls: type) -> type:
     return cls
 
 
-for _cls in (KernelPlan, MemoryPlan, BufferAssignment):
+for _cls in (KernelPlan, KernelStructure, MemoryPlan, BufferAssignment, FusionDecision, Rejection):
     register_record(_cls)
 
 
@@ -74,6 +76,8 @@ def encode(value: Any, index: GraphIndex) -> Any:
         return {"$enum": value.name}
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
+    if isinstance(value, Sym):
+        return {"$sym": value.expr}
     if isinstance(value, Graph):
         return {"$graph": index.graph_ref(value)}
     if isinstance(value, Node):
@@ -84,6 +88,8 @@ def encode(value: Any, index: GraphIndex) -> Any:
         return [encode(v, index) for v in value]
     if isinstance(value, tuple):
         return {"$tuple": [encode(v, index) for v in value]}
+    if isinstance(value, frozenset):  # sorted: the same set is the same bytes in every process
+        return {"$frozenset": sorted((encode(v, index) for v in value), key=_sort_key)}
     if isinstance(value, dict):
         return {"$dict": [[encode(k, index), encode(v, index)] for k, v in value.items()]}
     if dataclasses.is_dataclass(value) and type(value).__name__ in RECORD_TYPES:
@@ -91,6 +97,10 @@ def encode(value: Any, index: GraphIndex) -> Any:
         return {"$record": type(value).__name__, "fields": fields}
     raise RecordError(f"cannot write a {type(value).__qualname__} into an artifact (register_record it, or "
                       "give it a plain-data form)")
+
+
+def _sort_key(doc: Any) -> str:
+    return json.dumps(doc, sort_keys=True)
 
 
 def decode(doc: Any, index: GraphIndex, hint: Any = None) -> Any:
@@ -106,6 +116,8 @@ def decode(doc: Any, index: GraphIndex, hint: Any = None) -> Any:
     (tag, body), = doc.items()
     if tag == "$enum":
         return _enum_of(hint, body)
+    if tag == "$sym":
+        return Sym(str(body))
     if tag == "$graph":
         return index.graphs[body]
     if tag == "$node":
@@ -114,6 +126,8 @@ def decode(doc: Any, index: GraphIndex, hint: Any = None) -> Any:
         return Value(index.node(body[:2]), body[2])
     if tag == "$tuple":
         return tuple(decode(v, index, _item_hint(hint)) for v in body)
+    if tag == "$frozenset":
+        return frozenset(decode(v, index, _item_hint(hint)) for v in body)
     if tag == "$dict":
         return {decode(k, index): decode(v, index, _item_hint(hint, 1)) for k, v in body}
     raise RecordError(f"unknown record tag {tag!r}")

@@ -108,13 +108,13 @@ register_section(json_section(
 def _plans_write(ck: Any) -> dict:
     index = records.GraphIndex(ck.graph)
     return {"kernels": records.encode(list(ck.kernels), index), "memory_plan": records.encode(ck.memory_plan, index),
-            "fusion_log": list(ck.fusion_log), "pass_log": ck.pass_log}
+            "fusion_decisions": records.encode(list(ck.fusion_decisions), index), "pass_log": ck.pass_log}
 
 
 def _plans_read(doc: dict, fields: dict) -> dict:
     index = records.GraphIndex(fields["graph"])
     return {"kernels": records.decode(doc["kernels"], index), "memory_plan": records.decode(doc["memory_plan"], index),
-            "fusion_log": [str(line) for line in doc["fusion_log"]], "pass_log": str(doc["pass_log"])}
+            "fusion_decisions": records.decode(doc["fusion_decisions"], index), "pass_log": str(doc["pass_log"])}
 
 
 register_section(json_section("plans.json", _plans_write, _plans_read))

@@ -12,6 +12,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from .. import ops
 from ..errors import InferError
 from ..ir import Graph, Node, Sym, TensorType, Value, is_annotation
 
@@ -52,8 +53,6 @@ def _where(node: Node) -> str:
 
 
 def _concrete(graph: Graph, in_types: Sequence[TensorType], bindings: Mapping[str, int]) -> list[TensorType]:
-    from .. import ops  # late: the registry imports ir while ir is imported
-
     env: dict[Value, TensorType] = {}
     for node in graph.nodes:
         if node.op == "Data":

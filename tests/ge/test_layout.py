@@ -45,8 +45,10 @@ def test_a_plain_nd_graph_shows_zero_conversions():
 
 def test_layout_log_says_how_matmul_operands_reach_the_cube():
     _, ctx = run_passes(plain_graph(), [LayoutAssign()])
-    log = ctx.results["layout_log"]
-    assert len(log) == 2 and all("ND->NZ by the GM->L1 move" in line for line in log)
+    routes = ctx.state.cube_routes
+    assert [(r.op, r.operand, r.converted) for r in routes] == [("matmul", "a", True), ("matmul", "b", True)]
+    assert routes[0].render() == "main: matmul operand a f32[16,32] in GM -> FRACTAL_NZ in L1 (converted ND->NZ by " \
+                                 "the GM->L1 move)"
 
 
 def nz_input_graph() -> Graph:

@@ -2,8 +2,6 @@
 from __future__ import annotations
 
 import inspect
-from types import SimpleNamespace
-
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -12,14 +10,14 @@ from hypothesis import strategies as st
 from pyasc import dtypes
 from pyasc.ge import PassContext
 from pyasc.ge.fusion import FusionPass, singleton_kernels
-from pyasc.ge.memory import (
-    GM_ALIGNMENT, STRATEGIES, Interval, MemoryPlanningPass, best_placement, lower_bound, place, plan_memory,
-)
+from pyasc.ge.memory import STRATEGIES, Interval, MemoryPlanningPass, best_placement, lower_bound, place, plan_memory
 from pyasc.ge.plan import MemoryPlan
 from pyasc.ir import Graph, Sym, TensorType
+from simulator import chips
 
 F32 = "float32"
-BIG = SimpleNamespace(ub_bytes=192 * 1024)
+BIG = chips.get("910b")
+GM_ALIGNMENT = BIG.gm_alloc_align  # 512 B
 
 
 def check_no_conflicts(items) -> None:
@@ -120,7 +118,7 @@ def chain(n: int, shape=(16, 32)) -> Graph:
 
 def test_chain_at_opt_0_ping_pongs_two_buffers():
     g = chain(6)
-    plan = fused(g, opt_level=0).results["memory_plan"]
+    plan = fused(g, opt_level=0).state.memory_plan
     size = 16 * 32 * 4
     lives = sorted((a.first, a.last) for a in plan.assignments)
     assert lives == [(i, i + 1) for i in range(5)]
@@ -130,7 +128,7 @@ def test_chain_at_opt_0_ping_pongs_two_buffers():
 
 
 def test_fused_chain_has_no_workspace():
-    plan = fused(chain(6)).results["memory_plan"]
+    plan = fused(chain(6)).state.memory_plan
     assert plan.assignments == [] and plan.peak_bytes == plan.lower_bound == plan.naive_bytes == 0
     assert "(no intermediates between kernels)" in plan.table()
 
@@ -143,7 +141,7 @@ def test_inputs_outputs_and_constants_are_not_in_the_workspace():
     t = g.add("transpose", [a], {"axes": (1, 0)}).out()
     b = g.add("exp", [t]).out()
     g.set_outputs([a, g.add("transpose", [b], {"axes": (1, 0)}).out()])
-    plan = fused(g).results["memory_plan"]
+    plan = fused(g).state.memory_plan
     planned = {a.value for a in plan.assignments}
     assert planned == {t, b}
     assert all(a.nbytes == 128 and a.size == GM_ALIGNMENT for a in plan.assignments)  # 128 B rounded up to 512
@@ -154,7 +152,7 @@ def test_symbolic_sizes_are_skipped_and_noted():
     x = g.add_input(TensorType((Sym("n"), 8), F32))
     t = g.add("transpose", [g.add("exp", [x]).out()], {"axes": (1, 0)}).out()
     g.set_outputs([t])
-    plan = fused(g).results["memory_plan"]
+    plan = fused(g).state.memory_plan
     assert plan.assignments == [] and plan.peak_bytes == 0
     assert any("symbolic size" in n for n in plan.notes)
     assert "symbolic size" in plan.table()
@@ -180,7 +178,7 @@ def if_graph() -> Graph:
 
 def test_if_branches_are_planned_in_a_region_beside_the_root_buffers():
     g = if_graph()
-    plan = fused(g).results["memory_plan"]
+    plan = fused(g).state.memory_plan
     size = 8 * 16 * 4
     assert {a.label for a in plan.assignments} == {"exp %0", "If %1"}  # x2 lives over [0, 1], If out [1, 2]
     then = plan.branch_plans["k1.then_branch"]
@@ -213,7 +211,7 @@ def test_branch_region_reuses_root_space_that_is_dead_at_the_if():
     other.set_outputs([other.add("neg", [other.add_input(TensorType((n, n), F32))]).out()])
     i = g.add("If", [cond, x], {"then_branch": then, "else_branch": other}).out()
     g.set_outputs([g.add("transpose", [i], {"axes": (1, 0)}).out()])
-    plan = fused(g).results["memory_plan"]
+    plan = fused(g).state.memory_plan
     check_plan(plan)
     then_plan = plan.branch_plans["k3.then_branch"]
     assert then_plan.peak_bytes == 2 * size and then_plan.if_step == 3
@@ -239,7 +237,7 @@ def test_nested_if_regions_stay_inside_their_parent_region():
     outer_else.set_outputs([outer_else.add("transpose", [e], {"axes": (1, 0)}).out()])
     i = g.add("If", [cond, cond, x], {"then_branch": outer_then, "else_branch": outer_else}).out()
     g.set_outputs([g.add("neg", [g.add("transpose", [i], {"axes": (1, 0)}).out()]).out()])
-    plan = fused(g).results["memory_plan"]
+    plan = fused(g).state.memory_plan
     check_plan(plan)
     outer = next(p for k, p in plan.branch_plans.items() if k.endswith("then_branch"))
     nested = [p for p in outer.branch_plans.values() if p.assignments]
@@ -255,7 +253,7 @@ def test_pass_without_fusion_results_plans_one_kernel_per_op():
     g = chain(4)
     ctx = PassContext(opt_level=3)
     assert MemoryPlanningPass().run(g, ctx) is False
-    plan = ctx.results["memory_plan"]
+    plan = ctx.state.memory_plan
     assert plan.steps == 4 and len(plan.assignments) == 3
     assert "no fusion result for this graph: planned with one kernel per op" in plan.notes
     assert all("fusion_group" not in n.attrs for n in g.nodes)
@@ -270,7 +268,7 @@ def test_plan_memory_alone_and_alignment_knob():
 
 
 def test_table_lists_every_buffer_with_offsets_and_lifetimes():
-    plan = fused(chain(4), opt_level=0).results["memory_plan"]
+    plan = fused(chain(4), opt_level=0).state.memory_plan
     lines = plan.table().splitlines()
     assert lines[0].startswith("workspace: 3 buffers over 4 kernels; naive 6144 B, lower bound 4096 B, "
                                "planned peak 4096 B (x1.000, strategy size")

@@ -3,7 +3,18 @@ from __future__ import annotations
 
 import pytest
 
-from pyasc.ge import FunctionPass, PassContext, PassGroup, PassManager, PassVerificationError
+from pyasc.ge import (
+    FunctionPass,
+    PassContext,
+    PassFailure,
+    PassGroup,
+    PassInstrument,
+    PassManager,
+    PassRecord,
+    PassVerificationError,
+    StageCapture,
+    VerifyInstrument,
+)
 from pyasc.ir import Graph, TensorType
 
 F32 = TensorType((4, 8), "float32")
@@ -238,8 +249,10 @@ def test_base_pass_without_run_says_so():
         name = "empty"
         opt_level = 0
 
-    with pytest.raises(NotImplementedError, match="'empty' does not implement run"):
+    with pytest.raises(PassFailure, match="pass 'empty' failed") as info:
         PassManager([Empty()]).run(small_graph(), PassContext())
+    assert isinstance(info.value.__cause__, NotImplementedError)
+    assert "'empty' does not implement run" in str(info.value.__cause__)
 
 
 def test_a_group_run_on_its_own_still_iterates_to_its_fixpoint():
@@ -253,3 +266,101 @@ def test_a_group_run_on_its_own_still_iterates_to_its_fixpoint():
     ctx = PassContext(verify=False)
     assert group.run(small_graph(), ctx)
     assert [r.changed for r in ctx.log if r.name == "shrink"] == [True, True, False]
+
+
+# ---- failures and instruments ---------------------------------------------------------------------
+
+
+def test_an_exception_in_a_pass_names_the_pass_and_the_passes_before_it():
+    first, _ = recorder("first", opt_level=0)
+    skipped, _ = recorder("skipped", opt_level=3)
+
+    def explode(graph, ctx):
+        return {}["missing"]
+
+    ctx = PassContext(opt_level=1)
+    with pytest.raises(PassFailure) as info:
+        PassManager([first, skipped, FunctionPass("exploding", explode, opt_level=0)]).run(small_graph(), ctx)
+    err = info.value
+    assert err.pass_name == "exploding" and err.passes_before == ["first"]
+    assert isinstance(err.error, KeyError) and err.__cause__ is err.error
+    assert str(err) == "pass 'exploding' failed (passes run before it, in order: first): KeyError: 'missing'"
+    assert ctx.log[-1].name == "exploding" and ctx.log[-1].error == "KeyError: 'missing'"
+
+
+class Recording(PassInstrument):
+    def __init__(self):
+        self.events: list[str] = []
+
+    def enter(self, ctx):
+        self.events.append("enter")
+
+    def exit(self, ctx):
+        self.events.append("exit")
+
+    def before_pass(self, p, unit, ctx):
+        self.events.append(f"before {p.name}")
+
+    def after_pass(self, p, unit, ctx, record):
+        self.events.append(f"after {p.name} changed={record.changed} stage={record.stage}")
+
+
+def test_instruments_see_the_run_and_every_pass_in_order():
+    quiet, _ = recorder("quiet", opt_level=0)
+    loud, _ = recorder("loud", opt_level=0, changes=True)
+    skipped, _ = recorder("skipped", opt_level=3)
+    inst = Recording()
+    PassManager([quiet, skipped, loud]).run(small_graph(), PassContext(opt_level=0, verify=False, instruments=[inst]))
+    assert inst.events == ["enter", "before quiet", "after quiet changed=False stage=None",
+                           "before loud", "after loud changed=True stage=loud", "exit"]
+
+
+def test_instruments_exit_even_when_a_pass_fails():
+    inst = Recording()
+    boom = FunctionPass("boom", lambda g, ctx: 1 / 0, opt_level=0)
+    with pytest.raises(PassFailure):
+        PassManager([boom]).run(small_graph(), PassContext(instruments=[inst]))
+    assert inst.events == ["enter", "before boom", "exit"]
+
+
+def test_passes_over_a_unit_that_is_not_a_graph():
+    # what code generation does: its stages are passes over its own state, captured by its own printer
+    state = {"tiles": [], "synced": False}
+
+    def tile(unit, ctx):
+        unit["tiles"].append(4)
+        return True
+
+    def sync(unit, ctx):
+        unit["synced"] = True
+        return True
+
+    capture = StageCapture(lambda unit: f"tiles={unit['tiles']} synced={unit['synced']}")
+    seen = []
+    ctx = PassContext(opt_level=0, instruments=[capture], on_stage=lambda name, unit: seen.append(unit is state))
+    manager = PassManager([FunctionPass("tiling", tile, opt_level=0), FunctionPass("sync", sync, opt_level=0)],
+                          verifier=lambda unit: None if unit["tiles"] else "no tiles")
+    assert manager.run(state, ctx)
+    assert capture.stages == [("tiling", "tiles=[4] synced=False"), ("sync", "tiles=[4] synced=True")]
+    assert seen == [True, True] and ctx.passes_run() == ["tiling", "sync"]
+
+
+def test_a_custom_verifier_rejecting_a_unit_names_the_pass():
+    ctx = PassContext(opt_level=0, instruments=[])
+    with pytest.raises(PassVerificationError, match="after pass 'clear'.*: no tiles"):
+        PassManager([FunctionPass("clear", lambda unit, c: True, opt_level=0)],
+                    verifier=lambda unit: None if unit["tiles"] else "no tiles").run({"tiles": []}, ctx)
+    # the default verifier checks graphs only: another unit passes through it untouched
+    VerifyInstrument().after_pass(FunctionPass("x", lambda u, c: True), {"tiles": []}, ctx,
+                                  PassRecord("x", changed=True))
+
+
+def test_stage_capture_renders_graph_stages_with_dot():
+    from pyasc.ir import format_graph, to_dot
+
+    capture = StageCapture(format_graph, to_dot)
+    loud, _ = recorder("loud", opt_level=0, changes=True)
+    g = small_graph()
+    PassManager([loud, loud]).run(g, PassContext(instruments=[capture]))
+    assert [name for name, _ in capture.stages] == ["loud", "loud.2"] == [name for name, _ in capture.dots]
+    assert capture.stages[0][1] == format_graph(g) and capture.dots[0][1].startswith("digraph")

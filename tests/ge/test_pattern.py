@@ -5,7 +5,7 @@ import pytest
 from ge_equiv import check_equivalent, count, ops_of, run_passes
 
 from pyasc.ge.pattern import DecomposeComposites, MatmulEpilogueFusion, MatmulTransposeFold
-from pyasc.ge.rewrite import would_create_cycle
+from pyasc.ge.edit import would_create_cycle
 from pyasc.ge.simplify import DCE
 from pyasc.ir import Graph, TensorType
 

@@ -9,7 +9,7 @@ from ge_equiv import assert_same_results, count, random_inputs
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pyasc.ge import PassVerificationError, optimize, pass_names
+from pyasc.ge import DecisionKind, PassVerificationError, optimize, pass_names
 from pyasc.ge.pipeline import build_pipeline
 from pyasc.ir import Graph, TensorType, interpret, verify
 
@@ -108,7 +108,8 @@ def test_disabled_fusion_still_plans_one_kernel_per_op(disabled):
     compute = [n for n in g.nodes if n.op not in ("Data", "Const")]
     assert [k.nodes for k in result.kernels] == [[n] for n in compute]
     assert all("fusion_group" not in n.attrs for n in compute) and "fusion" not in [s for s, _ in result.stages]
-    assert any("fusion did not run" in line for line in result.fusion_log)
+    assert [d.rule for d in result.fusion_decisions if d.kind is DecisionKind.NOTE] == ["unfused"]
+    assert "fusion did not run (disabled)" in result.fusion_log[-1]
     if "memory_planning" not in disabled:
         assert result.memory_plan.steps == len(result.kernels)
 

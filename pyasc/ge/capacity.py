@@ -1,0 +1,151 @@
+"""What fits on the chip: the capacity function fusion asks before it forms a kernel.
+
+Fusion never estimates on-chip memory itself. It is handed a capacity
+function through the pass context (`PassContext.capacity`; `ge.optimize(...,
+capacity=fn)`), so that fusion and code generation can never disagree about
+what fits: codegen supplies its real one, from its tiling model. Without one,
+`default_capacity(chip)` is used: the estimate below, with every hardware
+number taken from the chip config.
+
+    capacity(candidate: FusionCandidate) -> CapacityVerdict
+
+`FusionCandidate` fields (one candidate kernel):
+- `graph`: the graph its nodes live in (root or an If branch);
+- `nodes`: its nodes, in topological order;
+- `structure`: what the legality rules found (`ge.plan.KernelStructure`): kind
+  (ELEMENTWISE, ROW_REDUCE, COLUMN_REDUCE, MATMUL, DATA_MOVEMENT, CONTROL),
+  anchor node, and for reductions rows (the reduction's input shape), k (how
+  many trailing axes are reduced), the reduced axes and `dropped` (nodes
+  holding per-row values without the reduced axes);
+- `inputs`: values it reads from outside (graph inputs, constants, other kernels);
+- `outputs`: values used outside it, or graph outputs;
+- `chip`: the chip config (capacities and alignments).
+
+`CapacityVerdict` fields: `fits` (may these nodes be one kernel), `working_set`
+(on-chip bytes it needs, double-buffered; None when it cannot be estimated,
+e.g. a symbolic row length) and `reason` (why not, in words, when it does not
+fit). A candidate that is one data-movement op or one If is always a kernel;
+its verdict only gives the plan its working set.
+
+The default estimate (single-buffered, then doubled): one UB block
+(`chip.ub_align` bytes, the smallest tile of a buffer) per buffer of an
+elementwise, column or data-movement kernel; for a row kernel a full row per
+buffer that spans the reduced axes (one block for per-row values), plus one
+fp32 row of scratch per row composite; for a matmul kernel one 16x16 output
+fractal per epilogue buffer (its operands sit in L1/L0A/L0B, the bias in the
+bias table). Scalar constants are immediates, not buffers. An If step needs
+nothing on chip.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+from .. import ops
+from ..ir import Graph, Node, Sym, Value
+from .plan import KernelKind, KernelStructure
+
+DEFAULT_CHIP = "910b"
+#: the cube's output fractal (16 x 16 elements), the smallest matmul output tile; the chip config has no field
+#: for it (it is the FRACTAL_NZ layout's fractal, also in TensorType.storage_shape)
+FRACTAL_ELEMS = 16 * 16
+
+
+@dataclass(frozen=True)
+class FusionCandidate:
+    graph: Graph
+    nodes: Sequence[Node]
+    structure: KernelStructure
+    inputs: Sequence[Value]
+    outputs: Sequence[Value]
+    chip: Any
+
+
+@dataclass(frozen=True)
+class CapacityVerdict:
+    fits: bool
+    working_set: int | None
+    reason: str = ""
+
+
+CapacityFn = Callable[[FusionCandidate], CapacityVerdict]
+
+
+def resolve_chip(chip: Any) -> Any:
+    """None -> the default preset, a preset name -> its config, anything else as given."""
+    if chip is not None and not isinstance(chip, str):
+        return chip
+    from simulator import chips  # loaded on first use, so `import pyasc` does not pay for the emulator
+
+    return chips.get(chip or DEFAULT_CHIP)
+
+
+def is_scalar_const(v: Value) -> bool:
+    """A one-element constant: an immediate operand, not a buffer and not an edge between kernels."""
+    return v.node.op == "Const" and v.type.numel == 1
+
+
+def default_capacity(chip: Any) -> CapacityFn:
+    """The built-in UB estimate for `chip` (see the module docstring); ValueError for an unusable chip."""
+    ub = _positive_int(chip, "ub_bytes")
+    block = _positive_int(chip, "ub_align")
+
+    def capacity(candidate: FusionCandidate) -> CapacityVerdict:
+        ws = working_set(candidate, block)
+        if ws is None:
+            return CapacityVerdict(True, None)
+        if 2 * ws > ub:
+            return CapacityVerdict(False, 2 * ws,
+                                   f"working set 2 x {ws} B = {2 * ws} B (double-buffered) does not fit the {ub} B UB")
+        return CapacityVerdict(True, 2 * ws)
+
+    return capacity
+
+
+def _positive_int(chip: Any, field: str) -> int:
+    value = getattr(chip, field, None)
+    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+        raise ValueError(f"the default capacity model needs the chip's UB size and alignment: chip.{field} must be "
+                         f"a positive int, got {value!r} from {type(chip).__name__}")
+    return value
+
+
+def working_set(candidate: FusionCandidate, block: int) -> int | None:
+    """On-chip bytes of the candidate's minimum tiles, single-buffered (None: a symbolic row length)."""
+    st = candidate.structure
+    if st.kind is KernelKind.CONTROL:
+        return 0
+    buffers: dict[Value, None] = {}
+    for v in candidate.inputs:
+        if not is_scalar_const(v):
+            buffers[v] = None
+    for n in candidate.nodes:
+        for v in n.values:
+            buffers[v] = None
+    if st.kind is KernelKind.MATMUL:
+        for v in st.anchor.inputs:  # operands go to L1/L0A/L0B, the bias to the bias table
+            buffers.pop(v, None)
+        return sum(FRACTAL_ELEMS * v.type.itemsize for v in buffers)
+    if st.kind is not KernelKind.ROW_REDUCE:
+        return block * len(buffers)
+    total = 0
+    for v in buffers:
+        tail = tuple(v.type.shape)[max(0, len(v.type.shape) - st.k):] if st.k else ()
+        if v.node in st.dropped or all(d == 1 for d in tail):
+            total += block
+        elif any(isinstance(d, Sym) for d in tail):
+            return None
+        else:
+            total += _align(math.prod(tail) * v.type.itemsize, block)
+    row = st.rows[len(st.rows) - st.k:]
+    if any(isinstance(d, Sym) for d in row):
+        return None
+    for n in candidate.nodes:
+        if ops.get(n.op).row_composite:  # one fp32 row of scratch for the composite's internal steps
+            total += _align(math.prod(row) * 4, block)
+    return total
+
+
+def _align(n: int, a: int) -> int:
+    return -(-n // a) * a

@@ -1,0 +1,195 @@
+"""The fusion algorithm over one graph: TVM's FuseOps phases, every decision recorded.
+
+Phase 0: matmul groups take their epilogue; phase 1: every other op tries to
+join the group of its immediate post-dominator together with every op on the
+paths between them; phase 2: a producer whose consumers ended up in several
+kernels is duplicated into each of them when cheap (not `OpDef.expensive`,
+elementwise/broadcast, effectively unary, not a graph output; knob
+`fusion_duplicate`), otherwise its output goes to GM: it is fused into the
+first consumer kernel that can take it, as an extra output the others read
+(knob `fusion_multi_output`), or stays a kernel of its own.
+
+A candidate kernel is legal (legality.py), creates no cycle between kernels
+(partition.py) and fits the chip (the capacity function), checked in that
+order; the first refusal is the decision's rule.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from ... import ops
+from ...ir import Graph, Node
+from ...ops import Category
+from ..capacity import CapacityFn, FusionCandidate, is_scalar_const
+from ..decisions import DecisionKind, FusionDecision, Rejection
+from ..plan import KernelKind, KernelPlan, KernelStructure
+from .analysis import GraphFacts
+from .legality import Limits, classify
+from .partition import Partition
+
+_ALONE = (Category.INJECTIVE, Category.OPAQUE)
+
+
+class GraphFuser:
+    """Fusion of one graph (root or branch) into kernels."""
+
+    def __init__(self, graph: Graph, knobs: dict[str, Any], capacity: CapacityFn, chip: Any,
+                 log: Callable[[FusionDecision], None], prefix: str = ""):
+        self.graph = graph
+        self.limits = Limits(int(knobs["fusion_max_ops"]), int(knobs["fusion_max_users"]))
+        self.duplicate = bool(knobs["fusion_duplicate"])
+        self.multi_output = bool(knobs["fusion_multi_output"])
+        self.capacity = capacity
+        self.chip = chip
+        self.log = log
+        self.facts = GraphFacts(graph, prefix)
+        self.partition = Partition(self.facts)
+
+    # -- one candidate ----------------------------------------------------------
+    def check(self, group: set[Node], dup: Node | None = None) -> tuple[Rejection | None, KernelStructure | None]:
+        """(why not, structure) for a candidate kernel; `dup`: a member that will be a private copy."""
+        order = self.facts.ordered(group)
+        found = classify(self.facts, order, self.limits)
+        if isinstance(found, Rejection):
+            return found, None
+        if found.kind in (KernelKind.DATA_MOVEMENT, KernelKind.CONTROL):
+            return None, found  # one op alone: always a kernel
+        cycle = self.partition.cycle(group, dup)
+        if cycle:
+            return cycle, found
+        verdict = self.capacity(self.candidate(order, found))
+        if not verdict.fits:
+            return Rejection("capacity", verdict.reason), found
+        return None, found
+
+    def candidate(self, order: list[Node], structure: KernelStructure) -> FusionCandidate:
+        inputs, outputs = self.facts.boundary(order)
+        return FusionCandidate(self.graph, order, structure, inputs, outputs, self.chip)
+
+    # -- the phases ----------------------------------------------------------------
+    def fuse(self) -> None:
+        facts, part = self.facts, self.partition
+        pdom = facts.post_dominators()
+        for phase in (0, 1):
+            for n in facts.compute:
+                gid = part.group[n]
+                kind = part.pattern(gid)
+                if kind in _ALONE:
+                    continue
+                if (phase == 0) != (kind == Category.MATMUL):
+                    continue  # matmul groups take their epilogue first, as in TVM's phase 0
+                target = pdom[n]
+                if target is None or part.group[target] == gid:
+                    continue
+                path = facts.between(n, target)
+                gids = part.groups_of({n, target} | path)
+                rejection, _ = self.check(part.union(gids))
+                via = tuple(facts.labels_of(path))
+                if rejection:
+                    self.log(FusionDecision(DecisionKind.NOT_FUSED, rejection.rule, facts.label(n),
+                                            facts.label(target), rejection.reason, via))
+                else:
+                    part.merge(gids)
+                    self.log(FusionDecision(DecisionKind.FUSED, "post_dominator", facts.label(n), facts.label(target),
+                                            via=via))
+        self._multi_consumer()
+        for n in facts.compute:
+            p = facts.pattern[n]
+            if p in _ALONE:
+                control = ops.get(n.op).is_control
+                what = "control flow; each branch is fused on its own" if control else (
+                    "data movement/opaque ops are not fused (GE buffer fusion fuses elementwise/broadcast ops)")
+                self.log(FusionDecision(DecisionKind.OWN_KERNEL, "control" if control else "data_movement",
+                                        facts.label(n), detail=f"{p.name}: {what}"))
+
+    def _consumer_groups(self, n: Node) -> list[int]:
+        part = self.partition
+        own = part.group[n]
+        seen: list[int] = []
+        for u in self.facts.ordered(self.facts.users(n)):
+            g = part.group[u]
+            if g != own and g not in seen:
+                seen.append(g)
+        return seen
+
+    def _multi_consumer(self) -> None:
+        """Phase 2: producers whose consumers sit in several kernels."""
+        facts, part = self.facts, self.partition
+        changed = False
+        for n in list(facts.compute):
+            gid = part.group[n]
+            if part.pattern(gid) in _ALONE:
+                continue
+            consumers = self._consumer_groups(n)
+            if len(consumers) < 2:
+                continue
+            refusal = self._why_not_duplicate(n, consumers)
+            if refusal is None:
+                part.duplicate(n, consumers)
+                self.log(FusionDecision(DecisionKind.DUPLICATED, "duplicate", facts.label(n), consumers=len(consumers),
+                                        detail=f"cheap: {n.op} is not expensive and reads at most one full-size operand"))
+                changed = True
+                continue
+            self.log(FusionDecision(DecisionKind.NOT_DUPLICATED, refusal.rule, facts.label(n), refusal.consumer,
+                                    refusal.reason, consumers=len(consumers)))
+            if not self.multi_output:
+                self.log(FusionDecision(DecisionKind.BOUNDARY, "multi_output_off", facts.label(n),
+                                        detail="fusion_multi_output is off", consumers=len(consumers)))
+                continue
+            rejected: list[Rejection] = []
+            for c in consumers:
+                first = facts.label(part.first(c))
+                rejection, _ = self.check(part.members[gid] | part.members[c])
+                if rejection is None:
+                    part.merge({gid, c})
+                    self.log(FusionDecision(DecisionKind.FUSED, "extra_output", facts.label(n), first,
+                                            consumers=len(consumers)))
+                    break
+                rejected.append(Rejection(rejection.rule, rejection.reason, first))
+            else:
+                self.log(FusionDecision(DecisionKind.BOUNDARY, "no_consumer_fits", facts.label(n),
+                                        consumers=len(consumers), rejected=tuple(rejected)))
+        if changed:
+            self.graph.sort()
+            facts.refresh()
+
+    def _why_not_duplicate(self, n: Node, consumers: list[int]) -> Rejection | None:
+        facts, part = self.facts, self.partition
+        if not self.duplicate:
+            return Rejection("duplicate_off", "fusion_duplicate is off")
+        own = part.members[part.group[n]]
+        if len(own) > 1:
+            return Rejection("shared_kernel", f"its kernel also holds {facts.joined_labels(own - {n})}")
+        if any(v in facts.graph_outputs for v in n.values):
+            return Rejection("graph_output", "its value is a graph output, written to GM anyway")
+        if facts.expensive(n):
+            return Rejection("expensive", f"{n.op} is expensive to recompute")
+        if facts.pattern[n] > Category.BROADCAST:
+            return Rejection("not_elementwise",
+                             f"{n.op} is {facts.pattern[n].name}, only elementwise/broadcast ops are recomputed")
+        out = n.outputs[0]
+        full = [v for v in n.inputs if not is_scalar_const(v) and v.type.shape == out.shape]
+        if len(full) > 1:
+            return Rejection("full_operands", f"it reads {len(full)} operands of its full size: recomputing it in "
+                             "every consumer reads more than it saves")
+        for c in consumers:
+            rejection, _ = self.check(part.members[c] | {n}, dup=n)
+            if rejection:
+                first = facts.label(part.first(c))
+                return Rejection(rejection.rule, f"the kernel of {first} cannot take it: {rejection.reason}", first)
+        return None
+
+    # -- results ---------------------------------------------------------------------
+    def schedule(self) -> list[list[Node]]:
+        return self.partition.schedule()
+
+    def plan(self, gid: int, nodes: list[Node]) -> KernelPlan:
+        """The plan of one scheduled kernel (`nodes` in topological order)."""
+        structure = classify(self.facts, nodes, self.limits)
+        if isinstance(structure, Rejection):  # every kept group passed these rules when it was formed
+            raise AssertionError(f"fusion kept a kernel its own rule {structure.rule!r} refuses: {structure.reason}")
+        candidate = self.candidate(nodes, structure)
+        category = max(self.facts.pattern[n] for n in nodes)
+        working_set = self.capacity(candidate).working_set
+        return KernelPlan(gid, self.graph, nodes, list(candidate.inputs), list(candidate.outputs), category,
+                          structure, working_set)

@@ -1,0 +1,149 @@
+"""Legality: which sets of ops may be one kernel, and what its structure is (one rule function per anchor kind).
+
+`classify(facts, order, limits)` returns the candidate's `KernelStructure`,
+or the `Rejection` of the first rule that refuses it:
+- one data-movement op (transpose, reshape, slice, transdata, ...) or one If
+  alone is always a kernel (DATA_MOVEMENT / CONTROL); with others, never
+  (rule "data_movement_member": GE buffer fusion fuses elementwise/broadcast
+  ops only);
+- `elementwise_rule`: elementwise and broadcast ops, any number (up to the size knob);
+- `matmul_rule`: one matmul with an elementwise epilogue of its output shape
+  (what FixPipe and the vector unit apply on the way out), never a prologue
+  ("matmul_prologue", "matmul_epilogue_shape"), never two matmuls
+  ("two_matmuls") or a matmul with a reduction ("matmul_with_reduction");
+- `reduction_rule`: reductions with their elementwise/broadcast prologue;
+  reductions over the trailing axes ("rows") also with epilogues and further
+  reductions over the same rows ("different_rows"; softmax, layer norm = one
+  kernel); a reduction over leading axes takes no epilogue and no other
+  reduction ("column_reduction_epilogue", "column_reduction_shared"); ops
+  after a reduction without keepdims stay in the reduced shape
+  ("dropped_axes": numpy would broadcast a dropped axis against the wrong
+  dimension) and every other op follows the rows ("not_row_shaped");
+- size guards: at most `max_ops` ops ("max_ops") and at most `max_users`
+  readers of one value inside the kernel ("max_users").
+Whether the kernel would close a cycle between kernels is the partition's
+question (partition.py), whether it fits the chip the capacity function's.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ... import ops
+from ...ir import Node
+from ...ops import Category
+from ...ops.common import broadcasts_to
+from ..decisions import Rejection
+from ..plan import KernelKind, KernelStructure
+from .analysis import GraphFacts
+
+_ALONE = (Category.INJECTIVE, Category.OPAQUE)
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_ops: int
+    max_users: int
+
+
+def classify(facts: GraphFacts, order: list[Node], limits: Limits) -> KernelStructure | Rejection:
+    """The structure of a candidate kernel (`order`: its nodes in topological order), or why it may not be one."""
+    if len(order) > limits.max_ops:
+        return Rejection("max_ops", f"the kernel would have {len(order)} ops, more than fusion_max_ops={limits.max_ops}")
+    if len(order) == 1 and facts.pattern[order[0]] in _ALONE:
+        node = order[0]
+        return KernelStructure(KernelKind.CONTROL if ops.get(node.op).is_control else KernelKind.DATA_MOVEMENT, node)
+    for n in order:
+        p = facts.pattern[n]
+        if p in _ALONE:
+            return Rejection("data_movement_member", f"{facts.label(n)} is {p.name}: only elementwise/broadcast ops, "
+                             "reductions and matmul epilogues share a kernel")
+    mms = [n for n in order if facts.pattern[n] == Category.MATMUL]
+    reds = [n for n in order if facts.pattern[n] == Category.REDUCE]
+    if len(mms) > 1:
+        return Rejection("two_matmuls", f"two matmul anchors {facts.joined_labels(mms)} in one kernel")
+    if mms and reds:
+        return Rejection("matmul_with_reduction", f"matmul {facts.label(mms[0])} and reduction {facts.label(reds[0])} "
+                         "are both complex anchors and never share a kernel")
+    if mms:
+        found = matmul_rule(facts, mms[0], order)
+    elif reds:
+        found = reduction_rule(facts, reds, order)
+    else:
+        found = elementwise_rule(facts, order)
+    if isinstance(found, Rejection):
+        return found
+    group = set(order)
+    for n in order:
+        inside = sum(1 for u in facts.users(n) if u in group)
+        if inside > limits.max_users:
+            return Rejection("max_users", f"{facts.label(n)} would feed {inside} ops inside one kernel, more than "
+                             f"fusion_max_users={limits.max_users}")
+    return found
+
+
+def elementwise_rule(facts: GraphFacts, order: list[Node]) -> KernelStructure:
+    """Elementwise and broadcast ops share a kernel freely."""
+    return KernelStructure(KernelKind.ELEMENTWISE, order[0])
+
+
+def matmul_rule(facts: GraphFacts, mm: Node, order: list[Node]) -> KernelStructure | Rejection:
+    """One matmul and an elementwise epilogue of its output shape."""
+    after = facts.descendants(mm, set(order))
+    out_shape = mm.outputs[0].shape
+    for n in order:
+        if n is mm:
+            continue
+        if n not in after:
+            return Rejection("matmul_prologue", f"{facts.label(n)} would be a prologue of matmul {facts.label(mm)}: "
+                             "the cube reads its operands from GM through L1, only an epilogue fuses")
+        if n.outputs[0].shape != out_shape:
+            return Rejection("matmul_epilogue_shape", f"{facts.label(n)} has shape {n.outputs[0].shape}, not the "
+                             f"matmul output shape {out_shape}: not an elementwise epilogue")
+    return KernelStructure(KernelKind.MATMUL, mm)
+
+
+def reduction_rule(facts: GraphFacts, reds: list[Node], order: list[Node]) -> KernelStructure | Rejection:
+    """Reductions over the same rows with their prologue and epilogue, or one column reduction with a prologue."""
+    info = [facts.reduction[r] for r in reds]
+    columns = [r for r, i in zip(reds, info) if i.k is None]
+    if columns:
+        c = columns[0]
+        if len(reds) > 1:
+            other = next(r for r in reds if r is not c)
+            return Rejection("column_reduction_shared", f"{facts.label(c)} reduces leading axes and cannot share a "
+                             f"kernel with another reduction ({facts.label(other)})")
+        after = facts.descendants(c, set(order))
+        if after:
+            return Rejection("column_reduction_epilogue", f"{facts.label(c)} reduces leading axes (not the rows): a "
+                             f"column reduction takes no epilogue ({facts.joined_labels(after)})")
+        return KernelStructure(KernelKind.COLUMN_REDUCE, c, info[0].rows, 0, info[0].axes)
+    head = info[0]
+    for r, i in zip(reds, info):
+        if (i.rows, i.k) != (head.rows, head.k):
+            return Rejection("different_rows", f"{facts.label(reds[0])} reduces the last {head.k} axes of {head.rows} "
+                             f"but {facts.label(r)} the last {i.k} of {i.rows}: not the same rows")
+    rows, k = head.rows, head.k
+    assert k is not None  # no column reduction here
+    reduced = rows[: len(rows) - k]
+    keep_shape = tuple(reduced) + (1,) * k
+    dropped: set[Node] = set()
+    for n in order:
+        shape = n.outputs[0].shape
+        if n in facts.reduction:
+            if not facts.reduction[n].keepdims and k < len(rows):
+                dropped.add(n)
+            continue
+        fed = [v.node for v in n.inputs if v.node in dropped]
+        if fed and n.op == "expand_dims" and shape == keep_shape:
+            continue  # puts the reduced axes back: a keepdims value again
+        if fed:
+            if shape != reduced:
+                return Rejection("dropped_axes", f"{facts.label(n)} broadcasts {facts.label(fed[0])} (reduced without "
+                                 f"keepdims, shape {reduced}) against shape {shape}: numpy aligns trailing axes, not the "
+                                 "reduced rows")
+            dropped.add(n)
+        elif not broadcasts_to(shape, rows, symbols_agree=False):
+            return Rejection("not_row_shaped", f"{facts.label(n)} has shape {shape}, which does not follow the rows "
+                             f"of {rows}")
+    axes = tuple(range(len(rows) - k, len(rows)))
+    return KernelStructure(KernelKind.ROW_REDUCE, reds[0], rows, k, axes, frozenset(dropped))

@@ -1,0 +1,242 @@
+"""Structural pass tests: each pass on a small graph leaves exactly the expected graph (canonical printouts).
+
+Next to the numerical-equivalence tests of each pass, these build the graph a
+pass must produce and compare `format_graph(after) == format_graph(expected)`,
+the way TVM's pass tests compare structures. A pass only rewrites: nodes it
+made dead stay until DCE, so the expected graphs keep them too.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from ge_equiv import run_passes
+
+from pyasc.ge.fusion import FusionPass
+from pyasc.ge.layout import LayoutAssign, TransdataElimination, TransposeSinking
+from pyasc.ge.memory import MemoryPlanningPass
+from pyasc.ge.pattern import DecomposeComposites, MatmulEpilogueFusion, MatmulTransposeFold
+from pyasc.ge.simplify import CSE, DCE, AlgebraicSimplify, ConstantFolding
+from pyasc.ir import Graph, TensorType, format_graph
+
+F32 = "float32"
+
+
+def t(*shape: int, fmt: str = "ND") -> TensorType:
+    return TensorType(shape, F32, fmt)
+
+
+def op(g: Graph, name: str, *inputs, **attrs):
+    return g.add(name, list(inputs), attrs).out()
+
+
+def c(g: Graph, value: float):
+    return g.const(np.float32(value))
+
+
+def after(build, *passes, opt_level: int = 3) -> str:
+    g = build()
+    run_passes(g, list(passes), opt_level=opt_level)
+    return format_graph(g)
+
+
+# ---- each case: (passes, graph before, graph the passes must leave) ----------------------------------
+
+
+def silu_before():
+    g = Graph()
+    x = g.add_input(t(4, 8), "x")
+    g.set_outputs([op(g, "silu", x)])
+    return g
+
+
+def silu_expected():
+    g = Graph()
+    x = g.add_input(t(4, 8), "x")
+    g.set_outputs([op(g, "mul", x, op(g, "sigmoid", x))])
+    return g
+
+
+def fold_before():
+    g = Graph()
+    x = g.add_input(t(4), "x")
+    g.set_outputs([op(g, "add", x, op(g, "mul", c(g, 2.0), c(g, 3.0)))])
+    return g
+
+
+def fold_expected():
+    g = Graph()
+    x = g.add_input(t(4), "x")
+    c(g, 2.0), c(g, 3.0)  # dead now: DCE's job
+    g.set_outputs([op(g, "add", x, c(g, 6.0))])
+    return g
+
+
+def algebra_before():
+    g = Graph()
+    x = g.add_input(t(4), "x")
+    g.set_outputs([op(g, "relu", op(g, "mul", x, c(g, 1.0))), op(g, "pow", x, c(g, 2.0))])
+    return g
+
+
+def algebra_expected():
+    g = Graph()
+    x = g.add_input(t(4), "x")
+    c(g, 1.0)
+    r = op(g, "relu", x)
+    c(g, 2.0)
+    g.set_outputs([r, op(g, "mul", x, x)])
+    return g
+
+
+def cse_before():
+    g = Graph()
+    x = g.add_input(t(4), "x")
+    g.set_outputs([op(g, "add", op(g, "exp", x), op(g, "exp", x))])
+    return g
+
+
+def cse_expected():
+    g = Graph()
+    x = g.add_input(t(4), "x")
+    e = op(g, "exp", x)
+    g.set_outputs([op(g, "add", e, e)])
+    return g
+
+
+def dce_before():
+    g = Graph()
+    x = g.add_input(t(4), "x")
+    op(g, "exp", x)
+    g.set_outputs([op(g, "relu", x)])
+    return g
+
+
+def dce_expected():
+    g = Graph()
+    g.set_outputs([op(g, "relu", g.add_input(t(4), "x"))])
+    return g
+
+
+def flags_before():
+    g = Graph()
+    a, b = g.add_input(t(8, 4), "a"), g.add_input(t(8, 16), "b")
+    g.set_outputs([op(g, "matmul", op(g, "transpose", a, axes=(1, 0)), b)])
+    return g
+
+
+def flags_expected():
+    g = Graph()
+    a, b = g.add_input(t(8, 4), "a"), g.add_input(t(8, 16), "b")
+    op(g, "transpose", a, axes=(1, 0))
+    g.set_outputs([op(g, "matmul", a, b, transpose_a=True)])
+    return g
+
+
+def epilogue_before():
+    g = Graph()
+    a, b, bias = g.add_input(t(4, 8), "a"), g.add_input(t(8, 16), "b"), g.add_input(t(16), "bias")
+    g.set_outputs([op(g, "relu", op(g, "add", op(g, "matmul", a, b), bias))])
+    return g
+
+
+def epilogue_expected():
+    g = Graph()
+    a, b, bias = g.add_input(t(4, 8), "a"), g.add_input(t(8, 16), "b"), g.add_input(t(16), "bias")
+    g.set_outputs([op(g, "fused_matmul", a, b, bias, transpose_a=False, transpose_b=False, has_bias=True,
+                      activation="relu", out_dtype=None)])
+    return g
+
+
+def layout_before():
+    g = Graph()
+    x = g.add_input(t(16, 32, fmt="FRACTAL_NZ"), "x")
+    g.set_outputs([op(g, "exp", x)])
+    return g
+
+
+def layout_expected():
+    g = Graph()
+    x = g.add_input(t(16, 32, fmt="FRACTAL_NZ"), "x")
+    g.set_outputs([op(g, "exp", op(g, "transdata", x, src_format="FRACTAL_NZ", dst_format="ND"))])
+    return g
+
+
+def transdata_before():
+    g = Graph()
+    x = g.add_input(t(16, 32), "x")
+    nz = op(g, "transdata", x, src_format="ND", dst_format="FRACTAL_NZ")
+    g.set_outputs([op(g, "relu", op(g, "transdata", nz, src_format="FRACTAL_NZ", dst_format="ND"))])
+    return g
+
+
+def transdata_expected():
+    g = Graph()
+    x = g.add_input(t(16, 32), "x")
+    op(g, "transdata", x, src_format="ND", dst_format="FRACTAL_NZ")
+    g.set_outputs([op(g, "relu", x)])
+    return g
+
+
+def sinking_before():
+    g = Graph()
+    x = g.add_input(t(4, 8), "x")
+    y = op(g, "mul", op(g, "relu", op(g, "transpose", x, axes=(1, 0))), c(g, 2.0))
+    g.set_outputs([op(g, "transpose", y, axes=(1, 0))])
+    return g
+
+
+def sinking_expected():
+    g = Graph()
+    x = g.add_input(t(4, 8), "x")
+    two = c(g, 2.0)
+    g.set_outputs([op(g, "mul", op(g, "relu", x), two)])
+    return g
+
+
+def fusion_before():
+    g = Graph()
+    x = g.add_input(t(4, 8), "x")
+    r = op(g, "relu", x)
+    g.set_outputs([op(g, "exp", r), op(g, "neg", r), op(g, "transpose", r, axes=(1, 0))])
+    return g
+
+
+def fusion_expected():
+    # relu has three consumer kernels, one of them a transpose (never fused): relu is not duplicated, it goes
+    # with exp as an extra output and the others read it from GM; every compute node is annotated
+    g = Graph()
+    x = g.add_input(t(4, 8), "x")
+    r = op(g, "relu", x, fusion_group=0)
+    g.set_outputs([op(g, "exp", r, fusion_group=0), op(g, "neg", r, fusion_group=1),
+                   op(g, "transpose", r, axes=(1, 0), fusion_group=2)])
+    return g
+
+
+CASES = {
+    "decompose_composites": ([DecomposeComposites()], silu_before, silu_expected),
+    "constant_folding": ([ConstantFolding()], fold_before, fold_expected),
+    "algebraic_simplify": ([AlgebraicSimplify()], algebra_before, algebra_expected),
+    "cse": ([CSE()], cse_before, cse_expected),
+    "dce": ([DCE()], dce_before, dce_expected),
+    "matmul_transpose_fold": ([MatmulTransposeFold()], flags_before, flags_expected),
+    "matmul_epilogue_fusion": ([MatmulEpilogueFusion()], epilogue_before, epilogue_expected),
+    "layout_assign": ([LayoutAssign()], layout_before, layout_expected),
+    "transdata_elimination": ([TransdataElimination()], transdata_before, transdata_expected),
+    "transpose_sinking": ([TransposeSinking()], sinking_before, sinking_expected),
+    "fusion": ([FusionPass()], fusion_before, fusion_expected),
+    "memory_planning": ([FusionPass(), MemoryPlanningPass()], fusion_before, fusion_expected),  # analysis only
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_the_pass_leaves_exactly_the_expected_graph(name):
+    passes, before, expected = CASES[name]
+    assert after(before, *passes) == format_graph(expected())
+
+
+def test_every_pipeline_pass_has_a_structural_case():
+    from pyasc.ge.passes import PassGroup, walk_passes
+    from pyasc.ge.pipeline import build_pipeline
+
+    names = {p.name for p in walk_passes(build_pipeline()) if not isinstance(p, PassGroup)}
+    assert names == set(CASES)

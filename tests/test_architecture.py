@@ -1,0 +1,56 @@
+"""Package boundaries (DESIGN.md §2): which layer may import which, read from the source of every module."""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def imported_packages(package: str) -> set[str]:
+    """Every `pyasc.x` / `simulator` a package (or module) imports, at module and function level."""
+    where = ROOT / package.replace(".", "/")
+    paths = sorted(where.rglob("*.py")) if where.is_dir() else [where.with_suffix(".py")]
+    found: set[str] = set()
+    for path in paths:
+        here = list(path.relative_to(ROOT).parts[:-1])  # the package relative imports start from
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = here[: len(here) - node.level + 1] if node.level else []
+                module = ".".join(base + ([node.module] if node.module else []))
+                names = [module] + [f"{module}.{a.name}" for a in node.names]
+            else:
+                continue
+            for name in names:
+                top = name.split(".")
+                if top[0] == "simulator":
+                    found.add("simulator")
+                elif top[0] == "pyasc" and len(top) > 1:
+                    found.add(f"pyasc.{top[1]}")
+    return found
+
+
+@pytest.mark.parametrize("package, forbidden", [
+    ("simulator", {"pyasc"}),
+    ("pyasc.ops", {"pyasc.ir", "pyasc.ge", "pyasc.frontend", "pyasc.runtime"}),
+    ("pyasc.ir", {"pyasc.ge", "pyasc.frontend", "pyasc.runtime"}),
+    ("pyasc.frontend", {"pyasc.ge", "pyasc.runtime", "simulator"}),
+    ("pyasc.ge", {"pyasc.frontend", "pyasc.runtime", "pyasc.codegen"}),
+])
+def test_layers_import_only_what_they_build_on(package, forbidden):
+    imported = imported_packages(package)
+    bad = {p for p in imported if p in forbidden or p.split(".")[0] in forbidden}
+    assert not bad, f"{package} imports {sorted(bad)}"
+
+
+def test_the_tensor_types_are_a_leaf_both_ir_and_ops_share():
+    from pyasc import ir, ops, tensor_type
+    from pyasc.ir import types
+
+    assert ir.TensorType is tensor_type.TensorType is types.TensorType and ir.Sym is tensor_type.Sym
+    assert imported_packages("pyasc.tensor_type") <= {"pyasc.dtypes"}
+    assert ops.get("add").infer is not None
