@@ -10,8 +10,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from artifact_fields import differences
 
 REPO = Path(__file__).resolve().parents[1]
+TESTS = REPO / "tests"
 
 MODULE = '''\
 import numpy as np
@@ -39,16 +41,17 @@ def kern(x):
 
 RUNNER = '''\
 import json, sys, warnings
-sys.path.insert(0, sys.argv[1])
+sys.path[:0] = sys.argv[1:3]  # the project, and tests/ for the artifact_fields helper
 import numpy as np
 import kmod
+from artifact_fields import reported_fields
 warnings.simplefilter("always")
 x = np.linspace(-1.0, 1.0, 8, dtype=np.float32)
 y = kmod.kern(x)
 info = list(kmod.kern.cache_info())
 c = kmod.kern.compile(x)
 print(json.dumps({"y": y.tolist(), "ref": kmod.kern.py_func(x).tolist(), "info": info, "key": c.full_key,
-                  "origin": c.origin}))
+                  "origin": c.origin, "fields": reported_fields(c)}))
 '''
 
 
@@ -68,7 +71,7 @@ def env_for(cache: Path, **extra: str) -> dict:
 
 
 def run(project: Path, cache: Path, **extra: str) -> tuple[dict, str]:
-    proc = subprocess.run([sys.executable, str(project / "run.py"), str(project)], env=env_for(cache, **extra),
+    proc = subprocess.run([sys.executable, str(project / "run.py"), str(project), str(TESTS)], env=env_for(cache, **extra),
                           capture_output=True, text=True, cwd=REPO, timeout=120)
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout.strip().splitlines()[-1]), proc.stderr
@@ -92,6 +95,7 @@ def test_fresh_processes_hit_the_disk_and_every_change_is_a_correct_miss(project
     second, _ = run(project, cache, PYASC_DUMP_DIR=str(tmp_path / "dump_hit"))
     assert second["info"] == [0, 1, 0, 1] and second["origin"] == "disk"
     assert second["key"] == first["key"] and second["y"] == first["y"]  # two fresh processes, one key
+    assert differences(first["fields"], second["fields"]) == []  # the disk hit is the compiled artifact
     miss_dump, hit_dump = (tmp_path / d for d in ("dump_miss", "dump_hit"))
     (folder,) = os.listdir(miss_dump)
     assert os.listdir(hit_dump) == [folder] and folder == f"kern-{first['key'][:12]}"
@@ -128,7 +132,7 @@ def test_fresh_processes_hit_the_disk_and_every_change_is_a_correct_miss(project
 
 def test_six_processes_compiling_at_once_agree_and_leave_one_entry(project, tmp_path):
     cache = tmp_path / "cache"
-    procs = [subprocess.Popen([sys.executable, str(project / "run.py"), str(project)], env=env_for(cache),
+    procs = [subprocess.Popen([sys.executable, str(project / "run.py"), str(project), str(TESTS)], env=env_for(cache),
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO)
              for _ in range(6)]
     outs = []

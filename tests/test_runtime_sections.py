@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import enum
+import json
 import types
 from dataclasses import dataclass, field
 
@@ -10,6 +11,7 @@ import pytest
 
 import pyasc
 from pyasc.examples import BY_NAME
+from pyasc.ge import DecisionKind, KernelKind
 from pyasc.runtime import records, sections
 
 
@@ -43,15 +45,29 @@ def test_records_round_trip_with_enums_tuples_dicts_and_graph_references():
         index = records.GraphIndex(c.graph)
         branch_kernels = [k for k in c.kernels if k.graph is not c.graph]
         assert branch_kernels, "the tensor-if example plans kernels inside its branches"
-        value = [Probe(Colour.BLUE, Kind.A, None, (1, "x", 2.5), {"k": [3]}), *c.kernels]
+        value = [Probe(Colour.BLUE, Kind.A, None, (1, "x", 2.5), {"k": [3]}), c.fusion_decisions, *c.kernels]
         doc = records.encode(value, index)
         back = records.decode(doc, records.GraphIndex(c.graph))
         assert back[0] == value[0] and isinstance(back[0].kind, Kind)
-        for a, b in zip(back[1:], c.kernels):
+        assert back[1] == c.fusion_decisions and all(type(d.kind) is DecisionKind for d in back[1])
+        for a, b in zip(back[2:], c.kernels):
             assert a.graph is b.graph and a.nodes == b.nodes and a.inputs == b.inputs and a.outputs == b.outputs
             assert (a.category, a.anchor, a.group, a.working_set) == (b.category, b.anchor, b.group, b.working_set)
+            assert a.structure == b.structure and a.anchor_node is b.anchor_node and type(a.kind) is KernelKind
     finally:
         records.RECORD_TYPES.pop("Probe")
+
+
+def test_symbolic_dims_and_node_sets_are_tagged_and_sorted():
+    c = pyasc.kernel(BY_NAME["softmax"].fn, chip="tiny", dynamic=True).compile(np.ones((4, 8), np.float32))
+    index = records.GraphIndex(c.graph)
+    nodes = [n for n in c.graph.nodes if n.op != "Data"]
+    doc = records.encode((c.kernels[0].structure.rows, frozenset(reversed(nodes))), index)
+    assert doc["$tuple"][0] == {"$tuple": [{"$sym": "x_d0"}, {"$sym": "x_d1"}]}
+    assert doc["$tuple"][1] == records.encode(frozenset(nodes), index)  # the same set, the same bytes
+    assert doc["$tuple"][1]["$frozenset"] == sorted(doc["$tuple"][1]["$frozenset"], key=json.dumps)
+    rows, back = records.decode(doc, index)
+    assert rows == (pyasc.ir.Sym("x_d0"), pyasc.ir.Sym("x_d1")) and back == frozenset(nodes)
 
 
 def test_records_refuse_what_they_cannot_write_or_do_not_know():
@@ -76,6 +92,7 @@ def test_every_section_of_an_artifact_round_trips():
     assert pyasc.ir.format_graph(fields["graph"]) == pyasc.ir.format_graph(c.graph)
     assert fields["stages"] == c.stages and fields["stage_ops"] == c.stage_ops
     assert [k.describe() for k in fields["kernels"]] == [k.describe() for k in c.kernels]
+    assert fields["fusion_decisions"] == c.fusion_decisions
     assert fields["memory_plan"].table() == c.memory_plan.table()
     assert fields["signature"] == c.signature and fields["timings"] == c.timings
 
