@@ -38,18 +38,18 @@ def _stages(ck: CompiledKernel, profile: Any) -> list[str]:
 def _kernels(ck: CompiledKernel, profile: Any) -> list[str]:
     by_category: dict[str, int] = {}
     for k in ck.kernels:
-        name = getattr(k.category, "name", str(k.category))
-        by_category[name] = by_category.get(name, 0) + 1
+        by_category[k.category.name] = by_category.get(k.category.name, 0) + 1
     lines = [f"{len(ck.kernels)} planned: " + ", ".join(f"{n} {c}" for c, n in by_category.items())]
     lines += [k.describe() for k in ck.kernels]
     return lines
 
 
 def _fusion(ck: CompiledKernel, profile: Any) -> list[str] | None:
-    if not ck.fusion_log:
+    log = ck.fusion_log  # rendered from the decisions on each read
+    if not log:
         return None
-    shown = ck.fusion_log[:FUSION_LOG_LINES]
-    extra = len(ck.fusion_log) - len(shown)
+    shown = log[:FUSION_LOG_LINES]
+    extra = len(log) - len(shown)
     return shown + ([f"... {extra} more lines (the fusion_log stage has them all)"] if extra > 0 else [])
 
 
