@@ -11,21 +11,24 @@ trace export and sanitizer. Imports nothing from pyasc.
 
 See simulator/README.md for the instruction set.
 """
-from . import chips, isa
+from . import bfloat16, chips, isa
 from .chips import ChipConfig, DmaPath
 from .device import Device
 from .errors import (
-    ConfigError, DeadlockError, DoubleSetError, FlagLeftSetError, LaunchError, MemoryRuleError, ProgramError,
+    ConfigError, DeadlockError, DoubleSetError, FlagLeftSetError, FlagOverflowError, LaunchError, MemoryRuleError,
+    ProgramError,
     RaceError, SanitizerError, SimulatorError, SyncError, UninitializedReadError,
 )
-from .isa import BT, GM, L0A, L0B, L0C, L1, UB, Mem, Reg
+from .isa import BT, GM, L0A, L0B, L0C, L1, UB, Mem, Reg, VRepeat
 from .memory import GmBuffer
+from .mixed import MixedKernel
 from .program import Program
-from .result import LaunchResult
+from .result import CallProfile, LaunchResult
 
 __all__ = [
-    "chips", "isa", "ChipConfig", "DmaPath", "Device", "Program", "LaunchResult", "GmBuffer",
-    "Mem", "Reg", "GM", "UB", "L1", "L0A", "L0B", "L0C", "BT",
+    "chips", "isa", "ChipConfig", "DmaPath", "Device", "Program", "MixedKernel", "LaunchResult", "CallProfile", "GmBuffer",
+    "Mem", "Reg", "VRepeat", "GM", "UB", "L1", "L0A", "L0B", "L0C", "BT",
     "SimulatorError", "ConfigError", "ProgramError", "LaunchError", "MemoryRuleError", "SanitizerError",
     "RaceError", "UninitializedReadError", "SyncError", "DeadlockError", "FlagLeftSetError", "DoubleSetError",
+    "FlagOverflowError",
 ]

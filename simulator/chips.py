@@ -65,19 +65,45 @@ class ChipConfig:
     gm_alloc_align: int = 512
     gm_peak_align: int = 512
     gm_unaligned_factor: float = 0.7
+    # the bus moves each burst in whole pieces of gm_piece_bytes (the smallest GM transfer piece), so
+    # many narrow bursts cost more than one wide one
+    gm_piece_bytes: int = 128
+    # L2 between the cores and HBM: capacity, LRU line size and the aggregate bandwidth of hits
+    l2_bytes: int = 192 * MIB
+    l2_line_bytes: int = 512
+    l2_bytes_per_cycle: float = 5 * 1.6e12 / 1.8e9
     # data moves on the UB/L1 side are in 32-byte blocks (DataCopy rule); one move has at most
     # `max_nburst` bursts of at most `max_burst_blocks` blocks, or `max_pad_burst_bytes` with padding
     dma_block_bytes: int = 32
     max_nburst: int = 4095
     max_burst_blocks: int = 65535
     max_pad_burst_bytes: int = 2097151
+    # cube fractals: cube_block rows (and L0C columns) of fractal_row_bytes each (16 x 32 B = 512 B)
+    cube_block: int = 16
+    fractal_row_bytes: int = 32
     vector_repeat_bytes: int = 256
     max_repeats: int = 255
+    max_vector_stride: int = 255       # block and repeat strides of repeat addressing, in 32-byte blocks
+    # the vector transpose the hardware has: transpose_block x transpose_block blocks of 16-bit elements
+    transpose_block: int = 16
+    transpose_itemsize: int = 2
     event_ids: int = 8
-    # scalar unit: cost of one scalar instruction and of issuing one pipe instruction
+    # scalar unit: cost of one scalar instruction and of issuing one pipe instruction; each pipe's
+    # issue queue holds pipe_queue_depth instructions not yet started (the scalar unit stalls when full)
     scalar_cycles: int = 1
     issue_cycles: int = 1
+    scalar_ub_cycles: int = 10  # the scalar unit reading or writing one UB element
+    pipe_queue_depth: int = 32
     sync_all_cycles: int = 100
+    # a launch costs launch_startup_cycles + launch_core_cycles per core before the first instruction
+    launch_startup_cycles: int = 1800
+    launch_core_cycles: int = 10
+    # mixed launches: groups of one AIC and group_aivs AIVs; cross-core flags 0..cross_flag_ids-1 count
+    # up to cross_flag_limit pending sets and take cross_flag_cycles to reach the waiting core
+    group_aivs: int = 2
+    cross_flag_ids: int = 11
+    cross_flag_limit: int = 15
+    cross_flag_cycles: int = 100
     # vector unit: start-up, then cycles per 256-byte repeat by cost class
     vector_startup_cycles: int = 3
     vector_simple_cycles: int = 1      # copy, dup, cast, tensor-scalar ops, broadcast
@@ -112,6 +138,10 @@ class ChipConfig:
             )
         return dataclasses.replace(self, **overrides)
 
+    def fractal_c0(self, itemsize: int) -> int:
+        """Columns of one fractal row for elements of `itemsize` bytes (16 for fp16, 8 for fp32, 32 for int8)."""
+        return self.fractal_row_bytes // itemsize
+
     def cores_of(self, core_type: str) -> int:
         """Number of cores of one type ("aiv" or "aic")."""
         return self.aiv_cores if core_type == "aiv" else self.aic_cores
@@ -135,16 +165,19 @@ class ChipConfig:
 
 _POSITIVE_INTS = (
     "l1_bytes", "l0a_bytes", "l0b_bytes", "l0c_bytes", "ub_bytes", "bias_table_bytes", "gm_bytes",
-    "vector_repeat_bytes", "max_repeats", "event_ids", "dma_block_bytes",
-    "max_nburst", "max_burst_blocks", "max_pad_burst_bytes",
+    "vector_repeat_bytes", "max_repeats", "event_ids", "dma_block_bytes", "max_vector_stride", "transpose_block",
+    "transpose_itemsize",
+    "max_nburst", "max_burst_blocks", "max_pad_burst_bytes", "cube_block", "l2_bytes", "pipe_queue_depth",
+    "group_aivs", "cross_flag_ids", "cross_flag_limit",
 )
 _POWERS_OF_TWO = (
     "ub_align", "l1_align", "l0ab_align", "l0c_align", "bias_table_align",
-    "gm_alloc_align", "gm_peak_align", "dma_block_bytes",
+    "gm_alloc_align", "gm_peak_align", "dma_block_bytes", "fractal_row_bytes", "gm_piece_bytes", "l2_line_bytes",
 )
 _NON_NEGATIVE_INTS = (
-    "aic_cores", "aiv_cores", "scalar_cycles", "issue_cycles", "sync_all_cycles",
-    "vector_startup_cycles", "cube_startup_cycles",
+    "aic_cores", "aiv_cores", "scalar_cycles", "issue_cycles", "scalar_ub_cycles", "sync_all_cycles",
+    "vector_startup_cycles", "cube_startup_cycles", "launch_startup_cycles", "launch_core_cycles",
+    "cross_flag_cycles",
 )
 _POSITIVE_CYCLE_INTS = (
     "vector_simple_cycles", "vector_binary_cycles", "vector_complex_cycles", "vector_composite_cycles",
@@ -183,7 +216,7 @@ def _validate(c: ChipConfig) -> None:
         v = getattr(c, f)
         if not _is_int(v) or v <= 0 or v & (v - 1):
             raise bad(f, "a positive power of two")
-    for f in ("clock_hz", "gm_bytes_per_cycle"):
+    for f in ("clock_hz", "gm_bytes_per_cycle", "l2_bytes_per_cycle"):
         v = getattr(c, f)
         if not _is_number(v) or v <= 0:
             raise bad(f, "a positive number")
@@ -196,6 +229,8 @@ def _validate(c: ChipConfig) -> None:
             raise ConfigError(
                 f"chip {c.name!r}: {size}={getattr(c, size)} is not a multiple of {align}={getattr(c, align)}"
             )
+    if c.l2_bytes % c.l2_line_bytes:
+        raise bad("l2_bytes", f"a multiple of l2_line_bytes ({c.l2_line_bytes})")
     if c.vector_repeat_bytes % c.dma_block_bytes:
         raise bad("vector_repeat_bytes", f"a multiple of dma_block_bytes ({c.dma_block_bytes})")
     for p in _PATHS:
@@ -225,6 +260,8 @@ def _chip_910b() -> ChipConfig:
         l0c_bytes=128 * KIB,
         ub_bytes=192 * KIB,
         bias_table_bytes=1 * KIB,
+        l2_bytes=192 * MIB,
+        l2_bytes_per_cycle=5 * 1.6e12 / 1.8e9,  # L2 hits at about 5x HBM (~7 TB/s)
     )
 
 
@@ -239,6 +276,7 @@ def _chip_tiny() -> ChipConfig:
         l0a_bytes=8 * KIB,
         l0b_bytes=8 * KIB,
         l0c_bytes=16 * KIB,
+        l2_bytes=512 * KIB,
     )
 
 

@@ -1,16 +1,25 @@
 """The emulated NPU: GM plus cores; host I/O and kernel launches."""
 from __future__ import annotations
 
-from typing import Any, Mapping, Optional, Sequence, Union
+from contextlib import contextmanager
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any, Iterator, Optional, Union
 
 import numpy as np
 
-from . import chips, isa, result, sanitizer, timing
+from . import bfloat16, chips, isa, launcher, result, sanitizer
 from .chips import ChipConfig
+from .decode import decode
 from .errors import LaunchError, MemoryRuleError
-from .executor import Runner, mnemonic
+from .l2 import L2Cache
+from .lockstep import Launch
 from .memory import GlobalMemory, GmBuffer, OnChipMemory
+from .crossflags import CrossFlags, Layout
+from .mixed import JSON_FORMAT as MIXED_FORMAT
+from .mixed import MixedKernel
 from .program import Program
+from .replay import Replay, ReplayCache
 
 BufferRef = Union[str, GmBuffer]
 
@@ -22,12 +31,39 @@ class Device:
         dev.upload("x", x); dev.alloc("y", x.nbytes)
         res = dev.launch(program, block_dim=4, args={"x": "x", "y": "y"}, tiling={"n": x.size})
         y = dev.read("y", np.float32, x.shape)
+
+    The L2 keeps its contents across the launches of one kernel call: `begin_call()` starts a
+    call (with an empty L2) that lasts until `end_call()`; `with dev.call(): ...` does both. A
+    launch outside a call is a call of its own.
     """
 
     def __init__(self, chip: Union[str, ChipConfig] = "910b"):
         self.chip = chips.get(chip)
         self.gm = GlobalMemory(self.chip)
         self._onchip = {t: OnChipMemory(self.chip, t, isa.CORE_SPACES[t]) for t in isa.CORE_TYPES}
+        self.l2 = L2Cache(self.chip)
+        self.in_call = False
+        self._replays = ReplayCache()
+
+    # ------------------------------------------------------------------ kernel calls and the L2
+
+    def begin_call(self) -> None:
+        """Start a kernel call: the L2 is flushed, then keeps its contents across this call's launches."""
+        self.l2.flush()
+        self.in_call = True
+
+    def end_call(self) -> None:
+        """End the kernel call; the next launch (or begin_call) starts with an empty L2."""
+        self.in_call = False
+
+    @contextmanager
+    def call(self) -> Iterator["Device"]:
+        """`with dev.call(): dev.launch(...); dev.launch(...)`: launches that share the L2."""
+        self.begin_call()
+        try:
+            yield self
+        finally:
+            self.end_call()
 
     def __repr__(self) -> str:
         return f"Device({self.chip.name!r})"
@@ -44,7 +80,10 @@ class Device:
         return self.gm.alloc(name, nbytes)
 
     def free(self, name: BufferRef) -> None:
-        self.gm.free(self._buf(name).name)
+        buf = self._buf(name)
+        self.l2.forget(buf)
+        self._replays.forget(buf)
+        self.gm.free(buf.name)
 
     def buffer(self, name: BufferRef) -> GmBuffer:
         return self._buf(name)
@@ -68,6 +107,7 @@ class Device:
                 rule="GM accesses stay inside their buffer")
         buf.data[offset:offset + data.size] = data
         buf.mark_written(np.array([offset]), np.array([offset + data.size]))
+        self.l2.invalidate(buf, offset, offset + data.size)
 
     def upload(self, name: str, array: Any) -> GmBuffer:
         """alloc + write: a new GM buffer holding `array`."""
@@ -77,7 +117,8 @@ class Device:
         return buf
 
     def read(self, ref: BufferRef, dtype: Any, shape: Any = None, offset: int = 0) -> np.ndarray:
-        """A copy of GM buffer contents as `dtype` (the whole buffer from `offset`, or `shape`)."""
+        """A copy of GM buffer contents as `dtype` (the whole buffer from `offset`, or `shape`); bfloat16
+        contents come back as their float32 values."""
         buf = self._buf(ref)
         name = isa.normalize_dtype(dtype)
         dt = np.dtype(np.bool_) if name == "bool" else isa.DTYPES[name]
@@ -91,43 +132,78 @@ class Device:
                 f"host read of {nbytes} bytes at offset {offset} does not fit GM buffer {buf.name!r} "
                 f"({buf.nbytes} bytes)", space="GM", start=offset, end=offset + nbytes,
                 rule="GM accesses stay inside their buffer")
-        return buf.data[offset:offset + nbytes].view(dt).reshape(shape).copy()
+        data = buf.data[offset:offset + nbytes].view(dt).reshape(shape)
+        return bfloat16.to_float32(data) if name == "bfloat16" else data.copy()
 
     # ------------------------------------------------------------------ launch
 
-    def launch(self, program: Union[Program, str, dict], block_dim: int, args: Any = None, tiling: Any = None,
-               sanitize: bool = False) -> result.LaunchResult:
-        """Run `program` on `block_dim` cores of its type.
+    def launch(self, program: Union[Program, MixedKernel, str, dict], block_dim: int, args: Any = None,
+               tiling: Any = None, sanitize: bool = False, lockstep: bool = True,
+               schedule_seed: Optional[int] = None) -> result.LaunchResult:
+        """Run `program` on `block_dim` cores of its type, or a MixedKernel on `block_dim` groups.
 
         args: {param: buffer name or GmBuffer}, or a sequence in `program.params` order.
         tiling: {field: int}, or a sequence in `program.tiling_fields` order.
         sanitize: track every access for races and reads of never-written memory.
+        lockstep=False runs every core on its own (slow; cross-checks the lockstep executor).
+        schedule_seed: run every core on its own with its pipes in a random legal order drawn from this seed
+        (fuzz.py): a race-free program gives the same result for every seed.
         """
-        prog = _as_program(program)
-        prog.validate()
-        n_cores = self.chip.cores_of(prog.core_type)
-        if isinstance(block_dim, bool) or not isinstance(block_dim, (int, np.integer)) or not 1 <= block_dim <= n_cores:
-            raise LaunchError(
-                f"block_dim must be an integer in 1..{n_cores} (the {prog.core_type.upper()} cores of chip "
-                f"{self.chip.name}), got {block_dim!r}"
-            )
+        kernel = _as_kernel(program)
+        parts, layout = self._parts(kernel, block_dim)
         block_dim = int(block_dim)
-        bound = self._bind_args(prog, args)
-        tiles = _bind_tiling(prog, tiling)
-        mem = self._onchip[prog.core_type]
-        onchip = {s: mem.array(s) for s in mem.spaces}
-        texts = [i.text() for i in prog.instructions]
-        san = sanitizer.make(self.chip, mem.spaces, texts, bool(sanitize))
-        runner = Runner(self.chip, prog, block_dim, tiles, bound, onchip, san)
-        groups = runner.run()
-        _commit_gm_writes(runner.gm_writes)
-        tgroups = _timing_groups(groups)
-        sched = timing.schedule(self.chip, tgroups, texts)
-        mnems = [mnemonic(i) for i in prog.instructions]
-        return result.build(prog, self.chip, block_dim, groups, tgroups, sched.cycles, texts, mnems,
-                            runner.pipes, bool(sanitize))
+        bound = self._bind_args(kernel, args)
+        tiles = _bind_tiling(kernel, tiling)
+        if not self.in_call:
+            self.l2.flush()
+        decs = tuple(p.dec for p in parts)
+        if schedule_seed is not None and sanitize:
+            raise LaunchError("a randomly ordered run (schedule_seed) cannot be sanitized; run them separately")
+        replayable = not sanitize and lockstep and schedule_seed is None and not any(d.data_dependent for d in decs)
+        if replayable:
+            key = ReplayCache.key(decs, block_dim, tiles, bound)
+            rep = self._replays.get(key)
+            if rep is not None:
+                rep.run(bound)
+                if not self.in_call:  # an empty L2 at the start: the very same schedule
+                    return rep.result.copy()
+                return launcher.schedule(self.chip, parts, rep.groups, rep.ctx, self.l2, block_dim, kernel.name)
+        mems, spaces = {}, {}
+        for p in parts:
+            mem = self._onchip[p.dec.core_type]
+            mems[p.dec.core_type] = {s: mem.array(s) for s in mem.spaces}
+            spaces[p.dec.core_type] = (mem.spaces, p.count, p.gbase)
+        san = sanitizer.make(self.chip, spaces, bool(sanitize))
+        ctx = Launch(bound, tiles, mems, {p.dec.core_type: p.count for p in parts}, block_dim, san)
+        ctx.xflags = CrossFlags(layout, self.chip.cross_flag_limit)
+        if replayable:
+            ctx.record = []
+        res, groups = launcher.run(self.chip, parts, ctx, self.l2, block_dim, kernel.name, lockstep, schedule_seed)
+        if replayable:
+            ctx.record, actions = None, ctx.record
+            self._replays.put(key, Replay(actions, groups, ctx, res.copy()))
+        return res
 
-    def _bind_args(self, prog: Program, args: Any) -> dict[str, GmBuffer]:
+    def _parts(self, kernel: Any, block_dim: Any) -> tuple[list[launcher.Part], Layout]:
+        """The decoded parts of a launch and where its cores are; checks block_dim."""
+        chip = self.chip
+        if isinstance(kernel, MixedKernel):
+            limit = min(chip.aic_cores, chip.aiv_cores // chip.group_aivs)
+            what = (f"groups of one AIC and {chip.group_aivs} AIVs (chip {chip.name} has {chip.aic_cores} AIC and "
+                    f"{chip.aiv_cores} AIV cores)")
+        else:
+            limit = chip.cores_of(kernel.core_type)
+            what = f"the {kernel.core_type.upper()} cores of chip {chip.name}"
+        if isinstance(block_dim, bool) or not isinstance(block_dim, (int, np.integer)) or not 1 <= block_dim <= limit:
+            raise LaunchError(f"block_dim must be an integer in 1..{limit} ({what}), got {block_dim!r}")
+        n = int(block_dim)
+        if isinstance(kernel, MixedKernel):
+            aivs = n * chip.group_aivs
+            parts = [launcher.Part(decode(kernel.aic, chip), n, 0), launcher.Part(decode(kernel.aiv, chip), aivs, n)]
+            return parts, Layout({"aic": n, "aiv": aivs}, n, chip.group_aivs)
+        return [launcher.Part(decode(kernel, chip), n, 0)], Layout({kernel.core_type: n}, None, chip.group_aivs)
+
+    def _bind_args(self, prog: Any, args: Any) -> dict[str, GmBuffer]:
         if args is None:
             args = {}
         if isinstance(args, Mapping):
@@ -158,17 +234,23 @@ class Device:
         return out
 
 
-def _as_program(program: Any) -> Program:
-    if isinstance(program, Program):
+def _as_kernel(program: Any) -> Union[Program, MixedKernel]:
+    if isinstance(program, (Program, MixedKernel)):
         return program
     if isinstance(program, str):
-        return Program.from_json(program)
+        try:
+            data = json.loads(program)
+        except json.JSONDecodeError:
+            return Program.from_json(program)  # says what does not parse
+        program = data
     if isinstance(program, dict):
+        if program.get("format") == MIXED_FORMAT:
+            return MixedKernel.from_dict(program)
         return Program.from_dict(program)
-    raise LaunchError(f"program must be a Program or its JSON, got {type(program).__name__}")
+    raise LaunchError(f"program must be a Program, a MixedKernel or its JSON, got {type(program).__name__}")
 
 
-def _bind_tiling(prog: Program, tiling: Any) -> dict[str, int]:
+def _bind_tiling(prog: Any, tiling: Any) -> dict[str, int]:
     fields = prog.tiling_fields
     if tiling is None:
         tiling = {}
@@ -193,38 +275,4 @@ def _bind_tiling(prog: Program, tiling: Any) -> dict[str, int]:
         if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
             raise LaunchError(f"tiling field {f!r} must be an integer, got {type(v).__name__} {v!r}")
         out[f] = int(v)
-    return out
-
-
-def _commit_gm_writes(records: list[tuple]) -> None:
-    """Remember which GM bytes the kernel wrote, so a later sanitized launch may read them."""
-    ranges: dict[int, tuple[GmBuffer, list, list]] = {}
-    for buf, off, nrows, stride, width in records:
-        offs = np.atleast_1d(np.asarray(off, dtype=np.int64))
-        if nrows == 1 or stride == width:
-            starts = offs
-            ends = offs + (nrows - 1) * stride + width
-        else:
-            starts = (offs[:, None] + np.arange(nrows, dtype=np.int64)[None, :] * stride).ravel()
-            ends = starts + width
-        entry = ranges.setdefault(id(buf), (buf, [], []))
-        entry[1].append(starts)
-        entry[2].append(ends)
-    for buf, starts, ends in ranges.values():
-        buf.mark_written(np.concatenate(starts), np.concatenate(ends))
-
-
-def _timing_groups(groups: list) -> list[timing.TimingGroup]:
-    """One timing group per distinct (stream, trailing scalar work); identical cores share it."""
-    if len(groups) == 1:
-        g = groups[0]
-        return [timing.TimingGroup(g.stream, g.m, g.scyc, [int(c) for c in g.cores])]
-    buckets: dict[tuple, list] = {}
-    for g in groups:
-        key = (tuple(g.stream), g.scyc)
-        buckets.setdefault(key, []).append(g)
-    out = []
-    for (stream, tail), gs in buckets.items():
-        cores = sorted(int(c) for g in gs for c in g.cores)
-        out.append(timing.TimingGroup(list(stream), sum(g.m for g in gs), tail, cores))
     return out

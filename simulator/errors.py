@@ -80,3 +80,7 @@ class FlagLeftSetError(SyncError):
 
 class DoubleSetError(SyncError):
     """A flag set a second time before its wait consumed the first set (the event is lost)."""
+
+
+class FlagOverflowError(SyncError):
+    """A cross-core flag set more times ahead of its waits than the hardware counter holds."""

@@ -18,24 +18,54 @@ from .errors import MemoryRuleError
 
 @dataclass(eq=False)
 class GmBuffer:
-    """One named GM allocation: `addr` is its virtual GM address, `data` its bytes."""
+    """One named GM allocation: `addr` is its virtual GM address, `data` its bytes.
+
+    `written` lists the sorted, disjoint byte ranges written by the host or by a finished
+    kernel (the sanitizer treats the rest as never written, so a kernel may read what an
+    earlier kernel produced). Kernel stores are noted cheaply and folded in when read.
+    """
 
     name: str
     addr: int
     nbytes: int
     data: np.ndarray = field(repr=False)
-    # sorted, disjoint byte ranges written by the host or by a finished kernel (the sanitizer
-    # treats the rest as never written, so a kernel may read what an earlier kernel produced)
-    written: list[tuple[int, int]] = field(default_factory=list, repr=False)
+    _written: list[tuple[int, int]] = field(default_factory=list, repr=False)
+    _stores: list[tuple] = field(default_factory=list, repr=False)
 
     @property
     def end(self) -> int:
         return self.addr + self.nbytes
 
+    @property
+    def written(self) -> list[tuple[int, int]]:
+        if self._stores:
+            self._fold_stores()
+        return self._written
+
+    def note_store(self, off, nrows: int, stride: int, width: int) -> None:
+        """A kernel stored `nrows` rows of `width` bytes, `stride` apart, from byte `off` (an int or one per core)."""
+        self._stores.append((off, nrows, stride, width))
+        if len(self._stores) > 256:  # keep the backlog small for buffers nobody sanitizes
+            self._fold_stores()
+
+    def _fold_stores(self) -> None:
+        starts, ends = [], []
+        for off, nrows, stride, width in self._stores:
+            offs = np.atleast_1d(np.asarray(off, dtype=np.int64))
+            if nrows == 1 or stride == width:
+                starts.append(offs)
+                ends.append(offs + (nrows - 1) * stride + width)
+            else:
+                row = (offs[:, None] + np.arange(nrows, dtype=np.int64)[None, :] * stride).ravel()
+                starts.append(row)
+                ends.append(row + width)
+        self._stores = []
+        self.mark_written(np.concatenate(starts), np.concatenate(ends))
+
     def mark_written(self, starts: np.ndarray, ends: np.ndarray) -> None:
         """Add byte ranges [starts[i], ends[i]) to `written`, keeping it sorted and coalesced."""
-        if self.written:
-            old = np.array(self.written, dtype=np.int64).reshape(-1, 2)
+        if self._written:
+            old = np.array(self._written, dtype=np.int64).reshape(-1, 2)
             starts = np.concatenate([old[:, 0], np.asarray(starts, np.int64).ravel()])
             ends = np.concatenate([old[:, 1], np.asarray(ends, np.int64).ravel()])
         else:
@@ -52,7 +82,7 @@ class GmBuffer:
         new[1:] = starts[1:] > ends[:-1]
         first = np.flatnonzero(new)
         last = np.append(first[1:] - 1, starts.size - 1)
-        self.written = [(int(a), int(b)) for a, b in zip(starts[first], ends[last])]
+        self._written = [(int(a), int(b)) for a, b in zip(starts[first], ends[last])]
 
 
 def _round_up(x: int, a: int) -> int:

@@ -23,9 +23,9 @@ import numpy as np
 from . import isa
 from .errors import ProgramError
 from .isa import (
-    Alu, Copy, CopyNd2Nz, CoreIdx, CoreNum, Else, EndIf, EndLoop, FixPipe, If, Instr, LoadBias, LoadL0,
+    Alu, Copy, CopyNd2Nz, CoreIdx, Cvt, FAlu, Load3D, LoadL0Fractals, ScalarLoad, ScalarStore, VGather, CoreNum, CrossSet, CrossWait, Else, GroupIdx, SubIdx, EndIf, EndLoop, FixPipe, If, Instr, LoadBias, LoadL0,
     Loop, Mem, Mmad, Mov, Operand, PipeBarrier, Reg, ScalarValue, SetFlag, SyncAll, Tiling, VBinary,
-    VBroadcast, VCast, VCompare, VCopy, VDup, VReduce, VScalar, VSelect, VTranspose, VUnary, WaitFlag,
+    VBroadcast, VCast, VCompare, VCopy, VDup, VReduce, VRepeat, VScalar, VSelect, VTranspose, VUnary, WaitFlag,
 )
 
 JSON_FORMAT = "simulator-program"
@@ -49,6 +49,10 @@ def _operand(v: Any, what: str) -> Operand:
     if isinstance(v, (int, np.integer)):
         return int(v)
     raise ProgramError(f"{what} must be an int or a Reg, got {type(v).__name__} {v!r}")
+
+
+def _count(v: Any) -> Optional[Operand]:
+    return None if v is None else _operand(v, "count")
 
 
 def _scalar(v: Any, what: str) -> ScalarValue:
@@ -83,6 +87,9 @@ class Program:
         self.instructions: list[Instr] = []
         self._next_reg = 0
         self._open: list[tuple[str, int]] = []  # open blocks while building
+        self._rev = 0  # bumped by every change, so cached checks and decodings know when to redo
+        self._structure: Optional[tuple[tuple[int, int], Structure]] = None
+        self._decoded: dict[int, tuple] = {}  # id(chip) -> (revision, decoded program), see decode.py
         for p in params:
             self.param(p)
         for t in tiling:
@@ -135,7 +142,12 @@ class Program:
         if isinstance(instr, Tiling):
             self.declare_tiling(instr.field)
         self.instructions.append(instr)
+        self._rev += 1
         return instr
+
+    def revision(self) -> tuple[int, int]:
+        """Changes with every builder call (and with the instruction count, if the list is edited directly)."""
+        return (self._rev, len(self.instructions))
 
     def _dst(self, dst: Optional[Reg]) -> Reg:
         if dst is None:
@@ -154,6 +166,18 @@ class Program:
     def core_num(self, dst: Optional[Reg] = None) -> Reg:
         d = self._dst(dst)
         self.emit(CoreNum(d))
+        return d
+
+    def group_idx(self, dst: Optional[Reg] = None) -> Reg:
+        """The core's group in a mixed launch (its AIC's index); in a one-type launch, the core index."""
+        d = self._dst(dst)
+        self.emit(GroupIdx(d))
+        return d
+
+    def sub_idx(self, dst: Optional[Reg] = None) -> Reg:
+        """An AIV's index inside its group in a mixed launch (0 or 1 on the 910B); 0 otherwise."""
+        d = self._dst(dst)
+        self.emit(SubIdx(d))
         return d
 
     def tiling(self, field: str, dst: Optional[Reg] = None) -> Reg:
@@ -176,6 +200,28 @@ class Program:
 
     def add(self, a: Any, b: Any, dst: Optional[Reg] = None) -> Reg:
         return self.alu("add", a, b, dst)
+
+    def falu(self, fn: str, a: Any, b: Any, dst: Optional[Reg] = None) -> Reg:
+        """dst = fn(a, b) on float registers or immediates (fn in isa.FALU_FNS; div is true division)."""
+        d = self._dst(dst)
+        self.emit(FAlu(fn, d, _scalar(a, f"f{fn} operand"), _scalar(b, f"f{fn} operand")))
+        return d
+
+    def cvt(self, src: Reg, to: str, round: str = "trunc", dst: Optional[Reg] = None) -> Reg:
+        """A register converted to an integer ("int", rounding `round`) or a float ("float") register."""
+        d = self._dst(dst)
+        self.emit(Cvt(d, src, to, round))
+        return d
+
+    def ld(self, src: Mem, dtype: Any, dst: Optional[Reg] = None) -> Reg:
+        """Read one `dtype` element of UB into a register (integer or float by dtype)."""
+        d = self._dst(dst)
+        self.emit(ScalarLoad(d, src, isa.normalize_dtype(dtype)))
+        return d
+
+    def st(self, dst: Mem, value: Any, dtype: Any) -> None:
+        """Write one `dtype` element of UB from a register or an immediate."""
+        self.emit(ScalarStore(dst, _scalar(value, "stored value"), isa.normalize_dtype(dtype)))
 
     def sub(self, a: Any, b: Any, dst: Optional[Reg] = None) -> Reg:
         return self.alu("sub", a, b, dst)
@@ -246,6 +292,7 @@ class Program:
             elif isinstance(instr, Else) and depth == 0:
                 raise ProgramError("this if_() block already has an else_()")
         self.instructions[-1] = Else()
+        self._rev += 1
         self._open.append(("else", len(self.instructions) - 1))
         try:
             yield
@@ -272,16 +319,31 @@ class Program:
     def sync_all(self) -> None:
         self.emit(SyncAll())
 
+    def cross_set(self, pipe: str, flag: Any, mode: Any = "group") -> None:
+        """Cross-core flag `flag` (0..cross_flag_ids-1), set once pipe `pipe`'s earlier work is done.
+
+        mode "all" (0): for every core of this type in the launch; "group_aivs" (1): for the AIVs of
+        this core's group; "group" (2): between the AIC and the AIVs of this core's group."""
+        self.emit(CrossSet(isa.cross_mode(mode), _operand(flag, "cross-core flag id"), pipe))
+
+    def cross_wait(self, flag: Any, mode: Any = "group") -> None:
+        """The scalar unit waits until every core this one listens to in `mode` made its matching cross_set:
+        "all": every core of this type; "group_aivs": both AIVs of the group; "group": an AIV waits for its
+        AIC, an AIC for each of its AIVs."""
+        self.emit(CrossWait(isa.cross_mode(mode), _operand(flag, "cross-core flag id")))
+
     # data moves -----------------------------------------------------------
 
     def copy(self, dst: Mem, src: Mem, dtype: Any, burst: Any, nburst: Any = 1, src_stride: Any = None,
-             dst_stride: Any = None, pad: bool = False, pad_value: float = 0.0) -> None:
-        """GM->UB, UB->GM or GM->L1: `nburst` bursts of `burst` elements (strides: elements between starts)."""
+             dst_stride: Any = None, pad: bool = False, pad_value: float = 0.0, atomic: Optional[str] = None) -> None:
+        """GM->UB, UB->GM or GM->L1: `nburst` bursts of `burst` elements (strides: elements between starts).
+
+        atomic ("add", "max", "min"; UB->GM only): combine with what GM holds instead of overwriting."""
         self.emit(Copy(
             dst, src, isa.normalize_dtype(dtype), _operand(burst, "burst"), _operand(nburst, "nburst"),
             None if src_stride is None else _operand(src_stride, "src_stride"),
             None if dst_stride is None else _operand(dst_stride, "dst_stride"),
-            bool(pad), float(pad_value),
+            bool(pad), float(pad_value), atomic,
         ))
 
     def copy_nd2nz(self, dst: Mem, src: Mem, dtype: Any, rows: Any, cols: Any, src_row_stride: Any = None) -> None:
@@ -294,6 +356,22 @@ class Program:
         self.emit(LoadL0(dst, src, isa.normalize_dtype(dtype), _operand(rows, "rows"), _operand(cols, "cols"),
                          bool(transpose)))
 
+    def load_l0_2d(self, dst: Mem, src: Mem, dtype: Any, start: Any, repeat: Any, src_stride: Any = 1,
+                   dst_gap: Any = 0, transpose: bool = False) -> None:
+        """`repeat` fractals from L1 fractal `start` on (`src_stride` apart) into L0A / L0B (LoadData2D)."""
+        self.emit(LoadL0Fractals(dst, src, isa.normalize_dtype(dtype), _operand(start, "start"),
+                                 _operand(repeat, "repeat"), _operand(src_stride, "src_stride"),
+                                 _operand(dst_gap, "dst_gap"), bool(transpose)))
+
+    def load3d(self, dst: Mem, src: Mem, dtype: Any, c1: Any, h: Any, w: Any, kh: int, kw: int,
+               stride: Sequence[int] = (1, 1), pad: Sequence[int] = (0, 0, 0, 0), dilation: Sequence[int] = (1, 1),
+               m_start: Any = 0, m_len: Any = None, k_start: Any = 0, k_len: Any = None) -> None:
+        """img2col of an NC1HWC0 feature map in L1 straight into L0A (as A) or L0B (as A^T) (LoadData3D)."""
+        self.emit(Load3D(dst, src, isa.normalize_dtype(dtype), _operand(c1, "c1"), _operand(h, "h"),
+                         _operand(w, "w"), kh, kw, tuple(stride), tuple(pad), tuple(dilation),
+                         _operand(m_start, "m_start"), None if m_len is None else _operand(m_len, "m_len"),
+                         _operand(k_start, "k_start"), None if k_len is None else _operand(k_len, "k_len")))
+
     def load_bias(self, dst: Mem, src: Mem, count: Any) -> None:
         self.emit(LoadBias(dst, src, _operand(count, "count")))
 
@@ -303,22 +381,29 @@ class Program:
                        isa.normalize_dtype(dtype), _operand(accumulate, "accumulate"), bias))
 
     def fixpipe(self, dst: Mem, src: Mem, m: Any, n: Any, dst_dtype: Any, src_dtype: Any = "float32",
-                relu: bool = False, dst_row_stride: Any = None) -> None:
+                relu: bool = False, dst_row_stride: Any = None, scale: Any = None, scale_l1: Optional[Mem] = None,
+                nz: bool = False, atomic: Optional[str] = None) -> None:
+        """L0C -> GM with optional quantisation (scale: a number; scale_l1: n per-channel float32 scales in
+        L1), ReLU, cast, NZ output (`nz`) and atomic accumulation (`atomic="add"` / "max" / "min")."""
         self.emit(FixPipe(dst, src, _operand(m, "m"), _operand(n, "n"), isa.normalize_dtype(dst_dtype),
                           isa.normalize_dtype(src_dtype), bool(relu),
-                          None if dst_row_stride is None else _operand(dst_row_stride, "dst_row_stride")))
+                          None if dst_row_stride is None else _operand(dst_row_stride, "dst_row_stride"),
+                          None if scale is None else _scalar(scale, "scale"), scale_l1, bool(nz), atomic))
 
     # vector unit ------------------------------------------------------------
 
-    def vbinary(self, fn: str, dst: Mem, a: Mem, b: Mem, count: Any, dtype: Any) -> None:
-        self.emit(VBinary(fn, dst, a, b, _operand(count, "count"), isa.normalize_dtype(dtype)))
+    def vbinary(self, fn: str, dst: Mem, a: Mem, b: Mem, count: Any, dtype: Any,
+                rep: Optional[VRepeat] = None) -> None:
+        """dst = fn(a, b) over `count` elements, or over the repeats, strides and mask of `rep` (count None)."""
+        self.emit(VBinary(fn, dst, a, b, _count(count), isa.normalize_dtype(dtype), rep))
 
-    def vscalar(self, fn: str, dst: Mem, src: Mem, scalar: Any, count: Any, dtype: Any, reverse: bool = False) -> None:
-        self.emit(VScalar(fn, dst, src, _scalar(scalar, "scalar"), _operand(count, "count"),
-                          isa.normalize_dtype(dtype), bool(reverse)))
+    def vscalar(self, fn: str, dst: Mem, src: Mem, scalar: Any, count: Any, dtype: Any, reverse: bool = False,
+                rep: Optional[VRepeat] = None) -> None:
+        self.emit(VScalar(fn, dst, src, _scalar(scalar, "scalar"), _count(count), isa.normalize_dtype(dtype),
+                          bool(reverse), rep))
 
-    def vunary(self, fn: str, dst: Mem, src: Mem, count: Any, dtype: Any) -> None:
-        self.emit(VUnary(fn, dst, src, _operand(count, "count"), isa.normalize_dtype(dtype)))
+    def vunary(self, fn: str, dst: Mem, src: Mem, count: Any, dtype: Any, rep: Optional[VRepeat] = None) -> None:
+        self.emit(VUnary(fn, dst, src, _count(count), isa.normalize_dtype(dtype), rep))
 
     def vcompare(self, fn: str, dst: Mem, a: Mem, b: Any, count: Any, dtype: Any) -> None:
         bb = b if isinstance(b, Mem) else _scalar(b, "compare operand")
@@ -333,11 +418,15 @@ class Program:
         self.emit(VCast(dst, src, _operand(count, "count"), isa.normalize_dtype(src_dtype),
                         isa.normalize_dtype(dst_dtype), round))
 
-    def vdup(self, dst: Mem, value: Any, count: Any, dtype: Any) -> None:
-        self.emit(VDup(dst, _scalar(value, "value"), _operand(count, "count"), isa.normalize_dtype(dtype)))
+    def vdup(self, dst: Mem, value: Any, count: Any, dtype: Any, rep: Optional[VRepeat] = None) -> None:
+        self.emit(VDup(dst, _scalar(value, "value"), _count(count), isa.normalize_dtype(dtype), rep))
 
-    def vcopy(self, dst: Mem, src: Mem, count: Any, dtype: Any) -> None:
-        self.emit(VCopy(dst, src, _operand(count, "count"), isa.normalize_dtype(dtype)))
+    def vcopy(self, dst: Mem, src: Mem, count: Any, dtype: Any, rep: Optional[VRepeat] = None) -> None:
+        self.emit(VCopy(dst, src, _count(count), isa.normalize_dtype(dtype), rep))
+
+    def vgather(self, dst: Mem, src: Mem, offsets: Mem, count: Any, dtype: Any) -> None:
+        """dst[i] = UB[src + offsets[i]] (offsets: int32 byte offsets in UB) for i < count."""
+        self.emit(VGather(dst, src, offsets, _operand(count, "count"), isa.normalize_dtype(dtype)))
 
     def vreduce(self, fn: str, dst: Mem, src: Mem, rows: Any, cols: Any, dtype: Any,
                 src_row_stride: Any = None) -> None:
@@ -381,6 +470,14 @@ class Program:
         """Check block structure and register use; returns the matching block indices."""
         if self._open:
             raise ProgramError(f"program {self.name!r} has unclosed blocks: {', '.join(k for k, _ in self._open)}")
+        rev = self.revision()
+        if self._structure is not None and self._structure[0] == rev:
+            return self._structure[1]
+        st = self._check_structure()
+        self._structure = (rev, st)
+        return st
+
+    def _check_structure(self) -> Structure:
         match: dict[int, int] = {}
         else_of: dict[int, int] = {}
         depth: list[int] = []
@@ -499,6 +596,9 @@ class Program:
 def _encode(v: Any) -> Any:
     if isinstance(v, Reg):
         return {"reg": v.name}
+    if isinstance(v, VRepeat):
+        return {"vrepeat": {"repeats": _encode(v.repeats), "dst": list(v.dst), "srcs": [list(x) for x in v.srcs],
+                            "mask": v.mask}}
     if isinstance(v, Mem):
         d = {"space": v.space, "offset": _encode(v.offset)}
         if v.arg is not None:
@@ -517,6 +617,9 @@ def _decode(v: Any) -> Any:
             return Mem(v["space"], _decode(v.get("offset", 0)), v.get("arg"))
         if set(v) == {"float"}:
             return float(v["float"])
+        if set(v) == {"vrepeat"}:
+            r = v["vrepeat"]
+            return VRepeat(_decode(r["repeats"]), tuple(r["dst"]), tuple(tuple(x) for x in r["srcs"]), r["mask"])
         raise ProgramError(f"cannot decode operand {v!r}")
     return v
 

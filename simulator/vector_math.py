@@ -1,7 +1,7 @@
 """Numpy semantics of the vector unit.
 
-Inputs are typed arrays with a leading core axis. fp16 math is done the way
-the unit does it: widen to fp32, compute, round once to fp16 on the store.
+Inputs are typed arrays with a leading core axis. fp16 and bf16 math is done
+the way the unit does it: widen to fp32, compute, round once on the store.
 Integer arithmetic wraps; float exceptions give IEEE results (inf/nan), no
 warnings.
 """
@@ -12,6 +12,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
+from . import bfloat16
 from .isa import DTYPES
 
 F32 = np.dtype(np.float32)
@@ -64,8 +65,29 @@ COMPARE: dict[str, Callable] = {
 REDUCE: dict[str, Callable] = {"sum": np.add.reduce, "max": np.maximum.reduce, "min": np.minimum.reduce}
 
 
+HALF = ("float16", "bfloat16")  # computed in float32, rounded once on the store
+
+
 def _compute_dtype(dtype: str) -> np.dtype:
-    return F32 if dtype == "float16" else DTYPES[dtype]
+    return F32 if dtype in HALF else DTYPES[dtype]
+
+
+def widen(x, dtype: str):
+    """A UB operand (its storage view) as the values the unit computes on: float16 and bfloat16 in float32."""
+    if not isinstance(x, np.ndarray):
+        return x
+    if dtype == "float16" and x.dtype == F16:
+        return x.astype(F32)
+    if dtype == "bfloat16" and x.dtype == bfloat16.BITS:
+        return bfloat16.to_float32(x)
+    return x
+
+
+def storage(res: np.ndarray, dtype: str) -> np.ndarray:
+    """Values in `dtype`'s storage form (bfloat16 -> its bits)."""
+    if dtype == "bfloat16":
+        return bfloat16.from_float32(res)
+    return np.asarray(res).astype(DTYPES[dtype], copy=False)
 
 
 def scalar_value(value, dtype: str):
@@ -74,21 +96,20 @@ def scalar_value(value, dtype: str):
 
 
 def _finish(res: np.ndarray, dtype: str, out: Optional[np.ndarray]) -> np.ndarray:
-    target = DTYPES[dtype]
+    if dtype == "bfloat16":
+        res = bfloat16.from_float32(res)
     if out is not None:
         if res is not out:
             np.copyto(out, res, casting="unsafe")
         return out
-    return res.astype(target, copy=False)
+    return res.astype(DTYPES[dtype], copy=False)
 
 
 def binary(fn: str, a, b, dtype: str, out: Optional[np.ndarray]) -> np.ndarray:
     f = BINARY[fn]
     with np.errstate(all="ignore"):
-        if dtype == "float16":
-            a = a.astype(F32) if isinstance(a, np.ndarray) and a.dtype == F16 else a
-            b = b.astype(F32) if isinstance(b, np.ndarray) and b.dtype == F16 else b
-            return _finish(f(a, b), dtype, out)
+        if dtype in HALF:
+            return _finish(f(widen(a, dtype), widen(b, dtype)), dtype, out)
         if fn == "pow" and dtype not in ("float32",):
             # integer power: negative exponents give 0 like truncating float math (numpy would raise)
             res = np.power(np.asarray(a, np.float64), np.asarray(b, np.float64))
@@ -104,36 +125,42 @@ def unary(fn: str, x: np.ndarray, dtype: str, out: Optional[np.ndarray]) -> np.n
         if fn == "not":
             res = (x == 0).astype(np.uint8) if dtype == "bool" else np.invert(x)
             return _finish(res, dtype, out)
-        if dtype == "float16":
-            x = x.astype(F32)
-        return _finish(UNARY[fn](x), dtype, out)
+        return _finish(UNARY[fn](widen(x, dtype)), dtype, out)
 
 
 def compare(fn: str, a, b, dtype: str, out: Optional[np.ndarray]) -> np.ndarray:
-    if dtype == "float16":
-        a = a.astype(F32) if isinstance(a, np.ndarray) else a
-        b = b.astype(F32) if isinstance(b, np.ndarray) else b
-    res = COMPARE[fn](a, b)
+    res = COMPARE[fn](widen(a, dtype), widen(b, dtype))
     return _finish(res, "bool", out)
 
 
 def select(mask: np.ndarray, a, b, dtype: str, out: Optional[np.ndarray]) -> np.ndarray:
-    return _finish(np.where(mask != 0, a, b), dtype, out)
+    return _finish(np.where(mask != 0, widen(a, dtype), widen(b, dtype)), dtype, out)
 
 
 def cast(x: np.ndarray, src: str, dst: str, rounding: str, out: Optional[np.ndarray]) -> np.ndarray:
     with np.errstate(all="ignore"):
+        x = widen(x, src)
         if dst == "bool":
             return _finish(x != 0, "bool", out)
-        if src in ("float16", "float32") and dst not in ("float16", "float32") and rounding != "trunc":
+        floats = ("float16", "bfloat16", "float32")
+        if src in floats and dst not in floats and rounding != "trunc":
             x = {"rint": np.rint, "floor": np.floor, "ceil": np.ceil}[rounding](x)
+        if dst == "bfloat16":
+            return _finish(np.asarray(x, F32), dst, out)
         return _finish(x.astype(DTYPES[dst]), dst, out)
 
 
 def reduce(fn: str, x: np.ndarray, dtype: str) -> np.ndarray:
-    """Reduce the last axis; fp16 accumulates in fp32."""
+    """Reduce the last axis; float16 and bfloat16 accumulate in float32."""
     with np.errstate(all="ignore"):
-        if dtype == "float16":
-            x = x.astype(F32)
-        res = REDUCE[fn](x, axis=-1)
-    return res.astype(DTYPES[dtype])
+        res = REDUCE[fn](widen(x, dtype), axis=-1)
+    return storage(res, dtype)
+
+
+ATOMIC: dict[str, Callable] = {"add": np.add, "max": np.maximum, "min": np.minimum}
+
+
+def atomic(kind: str, old: np.ndarray, new: np.ndarray, dtype: str) -> np.ndarray:
+    """What an atomic store leaves in GM: kind(old, new) in `dtype` arithmetic (storage form)."""
+    with np.errstate(all="ignore"):
+        return storage(ATOMIC[kind](widen(old, dtype), widen(new, dtype)), dtype)

@@ -81,13 +81,14 @@ def build(out_dtype: str = "float32", relu: bool = True) -> Program:
 
 
 def tiling(M: int, N: int, K: int, chip: ChipConfig) -> dict[str, int]:
-    """Largest power-of-two fractal tiles (>= 16) that fit L0A, L0B, L0C and L1."""
+    """Largest power-of-two multiples of the cube block (16) that fit L0A, L0B, L0C and L1."""
     def fits(tm: int, tn: int, tk: int) -> bool:
         l1 = tm * tk * 2 + tk * tn * 2 + tn * 4
         return (tm * tk * 2 <= chip.l0a_bytes and tk * tn * 2 <= chip.l0b_bytes and tm * tn * 4 <= chip.l0c_bytes
                 and l1 <= chip.l1_bytes and tn * 4 <= chip.bias_table_bytes)
 
-    tm = tn = tk = 16
+    r0, align = chip.cube_block, chip.l1_align
+    tm = tn = tk = r0
     grown = True
     while grown:
         grown = False
@@ -95,11 +96,11 @@ def tiling(M: int, N: int, K: int, chip: ChipConfig) -> dict[str, int]:
             cand = {"tm": tm, "tn": tn, "tk": tk}
             cand[which] *= 2
             limit = {"tm": M, "tn": N, "tk": K}[which]
-            if cand[which] <= max(16, -(-limit // 16) * 16) and fits(cand["tm"], cand["tn"], cand["tk"]):
+            if cand[which] <= max(r0, -(-limit // r0) * r0) and fits(cand["tm"], cand["tn"], cand["tk"]):
                 tm, tn, tk = cand["tm"], cand["tn"], cand["tk"]
                 grown = True
-    l1_b = -(-tm * tk * 2 // 512) * 512
-    l1_bias = l1_b + -(-tk * tn * 2 // 512) * 512
+    l1_b = -(-tm * tk * 2 // align) * align
+    l1_bias = l1_b + -(-tk * tn * 2 // align) * align
     return {"M": M, "N": N, "K": K, "tm": tm, "tn": tn, "tk": tk, "l1_b": l1_b, "l1_bias": l1_bias}
 
 

@@ -24,25 +24,24 @@ from ..result import LaunchResult
 
 
 def build(dtype: str = "float32") -> Program:
-    """Tiling fields: rows, cols, row_stride (UB row length, elements), block_rows, tile_rows."""
+    """Tiling fields: rows, cols, row_stride (UB row length, elements), block_rows, tile_rows, and the UB
+    byte offsets of the broadcast scratch, the row values and the float16 staging buffer (t_off, rv_off,
+    xin_off)."""
     dtype = isa.normalize_dtype(dtype)
     if dtype not in ("float32", "float16"):
         raise ValueError(f"softmax example supports float32 and float16, got {dtype}")
     size = isa.itemsize(dtype)
     half = dtype == "float16"
     p = Program(f"softmax_{dtype}", "aiv", params=["x", "y"],
-                tiling=["rows", "cols", "row_stride", "block_rows", "tile_rows"])
+                tiling=["rows", "cols", "row_stride", "block_rows", "tile_rows", "t_off", "rv_off", "xin_off"])
     core = p.core_idx()
-    rows, cols, cp, block_rows, tile_rows = (p.tiling(f) for f in p.tiling_fields)
+    rows, cols, cp, block_rows, tile_rows, t, rv, xin_off = (p.tiling(f) for f in p.tiling_fields)
     r0 = p.mul(core, block_rows)
     my_rows = p.max(p.min(block_rows, p.sub(rows, r0)), 0)
     ntiles = p.cdiv(my_rows, tile_rows)
     # UB layout: x32 | t (broadcast scratch) | rv (one value per row) | xin (float16 staging)
-    tile_bytes = p.mul(p.mul(tile_rows, cp), 4)
     x32 = 0
-    t = tile_bytes
-    rv = p.add(t, tile_bytes)
-    xin = p.add(rv, p.mul(p.cdiv(p.mul(tile_rows, 4), 32), 32)) if half else x32
+    xin = xin_off if half else x32
     p.set_flag("MTE3", "MTE2", 0)
     with p.loop(ntiles) as i:
         first = p.mul(i, tile_rows)
@@ -77,21 +76,33 @@ def tiling(rows: int, cols: int, chip: ChipConfig, block_dim: int, dtype: str = 
     """Rows per core and per tile so that a tile fits the UB and every instruction's repeat limit."""
     dtype = isa.normalize_dtype(dtype)
     size = isa.itemsize(dtype)
-    cp = -(-cols * size // 32) * 32 // size  # UB row: whole 32-byte blocks of the input dtype
-    row32 = cp * 4
-    per_row = 2 * row32 + 4 + (cp * size if dtype == "float16" else 0)
+    blk, align = chip.dma_block_bytes, chip.ub_align
+    cp = -(-cols * size // blk) * blk // size  # UB row: whole blocks of the input dtype
+
+    def up(n: int) -> int:
+        return -(-n // align) * align
+
+    def layout(tile_rows: int) -> tuple[int, int, int, int]:
+        """UB offsets of t, rv and xin, and the bytes used, for tiles of `tile_rows` rows."""
+        t_off = up(tile_rows * cp * 4)
+        rv_off = t_off + up(tile_rows * cp * 4)
+        xin_off = rv_off + up(tile_rows * 4)
+        used = xin_off + (tile_rows * cp * size if dtype == "float16" else 0)
+        return t_off, rv_off, xin_off, used
+
     rb = chip.vector_repeat_bytes
-    limits = [
-        (chip.ub_bytes - 64) // per_row,
-        chip.max_repeats * rb // row32,             # elementwise ops over the tile
-        chip.max_repeats // -(-row32 // rb),        # reduce / broadcast: repeats per row
-    ]
-    tile_rows = min(limits)
+    row32 = cp * 4
+    tile_rows = min(chip.max_repeats * rb // row32,      # elementwise ops over the tile
+                    chip.max_repeats // -(-row32 // rb))  # reduce / broadcast: repeats per row
+    while tile_rows >= 1 and layout(tile_rows)[3] > chip.ub_bytes:
+        tile_rows -= 1
     if tile_rows < 1:
         raise ValueError(f"a row of {cols} {dtype} does not fit the UB of chip {chip.name} in this example")
     block_rows = -(-rows // block_dim)
-    return {"rows": rows, "cols": cols, "row_stride": cp, "block_rows": block_rows,
-            "tile_rows": min(tile_rows, block_rows)}
+    tile_rows = min(tile_rows, block_rows)
+    t_off, rv_off, xin_off, _ = layout(tile_rows)
+    return {"rows": rows, "cols": cols, "row_stride": cp, "block_rows": block_rows, "tile_rows": tile_rows,
+            "t_off": t_off, "rv_off": rv_off, "xin_off": xin_off}
 
 
 def reference(x: np.ndarray) -> np.ndarray:

@@ -79,12 +79,12 @@ def tiling(total: int, chip: ChipConfig, block_dim: int, dtype: str = "float32",
     block = -(-total // block_dim)
     block = -(-block // per_512) * per_512
     if tile is None:
-        # 3 tensors x buffer_num slots, each slot 32-byte aligned; stay within one vector instruction
-        slot_bytes = chip.ub_bytes // (3 * buffer_num) // 32 * 32
-        slot_bytes = min(slot_bytes, chip.max_repeats * chip.vector_repeat_bytes // 256 * 256)
+        # 3 tensors x buffer_num slots, each slot UB-aligned; stay within one vector instruction
+        slot_bytes = chip.ub_bytes // (3 * buffer_num) // chip.ub_align * chip.ub_align
+        slot_bytes = min(slot_bytes, chip.max_repeats * chip.vector_repeat_bytes)
         tile = slot_bytes // size
     tile = max(1, min(tile, block))
-    slot = -(-tile * size // 32) * 32
+    slot = -(-tile * size // chip.ub_align) * chip.ub_align
     return {"total": total, "block": block, "tile": tile, "slot": slot}
 
 

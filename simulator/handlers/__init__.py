@@ -6,22 +6,25 @@ group's stream, and issues its memory action, which runs at once unless the
 pipe is held back behind a wait_flag (see executor.py).
 
 Modules: common (getters, checks, views), scalar (scalar unit, control flow,
-sync), moves (data moves, cube), vector (vector unit).
+sync), moves (GM <-> core data moves), cube (L1 -> L0, mmad, FixPipe), vector
+(vector unit).
 """
 from __future__ import annotations
 
 from typing import Any, Callable
 
 from .. import isa
-from ..executor import Group, Runner
-from .moves import _c_copy, _c_copy_nd2nz, _c_fixpipe, _c_load_bias, _c_load_l0, _c_mmad
+from ..lockstep import Group, ProgramInfo
+from .cube import _c_fixpipe, _c_load3d, _c_load_bias, _c_load_l0, _c_load_l0_2d, _c_mmad
+from .moves import _c_copy, _c_copy_nd2nz
 from .scalar import (
-    _c_alu, _c_core_idx, _c_core_num, _c_else, _c_end_if, _c_end_loop, _c_flag, _c_if, _c_loop, _c_mov,
-    _c_pipe_barrier, _c_sync_all, _c_tiling,
+    _c_alu, _c_core_idx, _c_core_num, _c_cross_set, _c_cross_wait, _c_cvt, _c_else, _c_end_if, _c_end_loop, _c_falu,
+    _c_flag, _c_group_idx, _c_if, _c_ld, _c_loop, _c_mov, _c_pipe_barrier, _c_st, _c_sub_idx, _c_sync_all,
+    _c_tiling,
 )
 from .vector import (
     _c_vbinary, _c_vbroadcast, _c_vcast, _c_vcompare, _c_vcopy, _c_vdup, _c_vreduce, _c_vscalar, _c_vselect,
-    _c_vtranspose, _c_vunary,
+    _c_vgather, _c_vtranspose, _c_vunary,
 )
 
 _COMPILERS: dict[type, Callable] = {
@@ -33,8 +36,11 @@ _COMPILERS: dict[type, Callable] = {
     isa.VScalar: _c_vscalar, isa.VUnary: _c_vunary, isa.VCompare: _c_vcompare, isa.VSelect: _c_vselect,
     isa.VCast: _c_vcast, isa.VDup: _c_vdup, isa.VCopy: _c_vcopy, isa.VReduce: _c_vreduce,
     isa.VBroadcast: _c_vbroadcast, isa.VTranspose: _c_vtranspose,
+    isa.LoadL0Fractals: _c_load_l0_2d, isa.Load3D: _c_load3d,
+    isa.ScalarLoad: _c_ld, isa.ScalarStore: _c_st, isa.FAlu: _c_falu, isa.Cvt: _c_cvt, isa.VGather: _c_vgather,
+    isa.GroupIdx: _c_group_idx, isa.SubIdx: _c_sub_idx, isa.CrossSet: _c_cross_set, isa.CrossWait: _c_cross_wait,
 }
 
 
-def compile_instruction(rt: Runner, idx: int, instr: isa.Instr) -> Callable[[Group], Any]:
+def compile_instruction(rt: ProgramInfo, idx: int, instr: isa.Instr) -> Callable[[Group], Any]:
     return _COMPILERS[type(instr)](rt, idx, instr)

@@ -5,10 +5,13 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
+from .. import stream
 from ..errors import MemoryRuleError, ProgramError
-from ..executor import Group, Runner, Split
 from ..isa import PIPE_ID, Reg
-from ..timing import K_DMA, K_OP
+from ..l2 import GmTouch
+from ..lockstep import Group, ProgramInfo, Split
+from ..stream import StreamRecord
+from ..sync import issue
 
 
 U8 = np.dtype(np.uint8)
@@ -62,7 +65,7 @@ def ceil_to(x: int, a: int) -> int:
 class Checker:
     """Raises MemoryRuleError / ProgramError naming core, pipe, instruction and byte range."""
 
-    def __init__(self, rt: Runner, idx: int):
+    def __init__(self, rt: ProgramInfo, idx: int):
         self.rt = rt
         self.idx = idx
         self.text = rt.texts[idx]
@@ -152,49 +155,81 @@ class PipeSetup:
     the bytes moved) when the instruction moves data over one.
     """
 
-    def __init__(self, rt: Runner, idx: int, pipe: str, path_name: Optional[str] = None):
+    def __init__(self, rt: ProgramInfo, idx: int, pipe: str, path_name: Optional[str] = None):
         self.rt, self.idx, self.chip = rt, idx, rt.chip
         self.P = PIPE_ID[pipe]
         self.chk = Checker(rt, idx)
-        self.san = rt.san
         self.path_name = path_name
         self.path = getattr(rt.chip, path_name) if path_name is not None else None
 
     def op(self, g: Group, cycles: int, vals: Any, exe: Callable, nbytes: int = 0) -> None:
         """Records `cycles` of work on the pipe (and `nbytes` moved on the data path), then issues `exe(g, vals)`."""
-        g.stream.append((K_OP, self.P, cycles, 0, 0, g.scyc, self.idx))
+        g.stream.append(StreamRecord(stream.OP, self.P, cycles, 0, 0, g.scyc, self.idx))
         g.scyc = 0
         if self.path_name is not None:
             g.bytes[self.path_name] = g.bytes.get(self.path_name, 0) + nbytes
-        self.rt.issue(g, self.P, exe, vals)
+        if g.ctx.record is None:
+            issue(g, self.P, exe, vals)
+        else:
+            issue(g, self.P, _recorded, (exe, vals))
 
-    def dma(self, g: Group, gm_addr: Any, nrows: int, stride_b: int, nbytes: int, vals: Any, exe: Callable) -> None:
-        """Records a GM transfer of `nbytes` in `nrows` rows from absolute GM address `gm_addr` (full
-        bandwidth only when every row starts on the peak boundary), then issues `exe(g, vals)`."""
+    def dma(self, g: Group, buf: Any, arg: str, off: Any, nrows: int, stride_b: int, width_b: int, write: bool,
+            vals: Any, exe: Callable, extra_startup: float = 0) -> None:
+        """Records a GM transfer of `nrows` rows of `width_b` bytes, `stride_b` apart, at byte `off` of `buf`
+        (kernel argument `arg`)
+        (full bandwidth only when every row starts on the peak boundary; each row costs the whole GM
+        pieces it touches), then issues `exe(g, vals)`."""
         path, chip = self.path, self.chip
-        cap = path.bytes_per_cycle if gm_aligned(g, gm_addr, nrows, stride_b, chip.gm_peak_align) else \
+        addr = buf.addr + off
+        cap = path.bytes_per_cycle if gm_aligned(g, addr, nrows, stride_b, chip.gm_peak_align) else \
             path.bytes_per_cycle * chip.gm_unaligned_factor
-        g.stream.append((K_DMA, self.P, path.startup, nbytes, cap, g.scyc, self.idx))
+        bus = bus_bytes(addr, nrows, stride_b, width_b, chip.gm_piece_bytes)
+        g.stream.append(StreamRecord(stream.DMA, self.P, path.startup + extra_startup, bus, cap, g.scyc, self.idx))
+        g.touches[len(g.stream) - 1] = GmTouch(arg, off, nrows, stride_b, width_b, write)
         g.scyc = 0
-        g.bytes[self.path_name] = g.bytes.get(self.path_name, 0) + nbytes
-        self.rt.issue(g, self.P, exe, vals)
+        g.bytes[self.path_name] = g.bytes.get(self.path_name, 0) + nrows * width_b
+        if g.ctx.record is None:
+            issue(g, self.P, exe, vals)
+        else:
+            issue(g, self.P, _recorded, (exe, vals))
 
     def sanitize(self, g: Group, *accesses: tuple) -> None:
-        """Reports accesses, in order, to the sanitizer if it is on: (space name or GM buffer, pattern, write)."""
-        san = self.san
+        """Reports accesses, in order, to the sanitizer if it is on: (space name or GM buffer, pattern, write)
+        or, for an atomic GM store, (buffer, pattern, True, atomic kind)."""
+        san = g.san
         if san is None:
             return
-        core = int(g.cores[0])
-        for where, p, write in accesses:
+        for where, p, write, *atomic in accesses:
             if where.__class__ is str:
-                san.onchip(core, self.P, self.idx, where, p, write)
+                san.onchip(g, self.P, self.idx, where, p, write)
             else:
-                san.gm(core, self.P, self.idx, where, p, write)
+                san.gm(g, self.P, self.idx, where, p, write, atomic[0] if atomic else None)
+
+
+def _recorded(g: Group, v: tuple) -> None:
+    """Run a memory action and note it for replays (see replay.py)."""
+    exe, vals = v
+    g.ctx.record.append((exe, g, vals))
+    exe(g, vals)
 
 
 def flat(a: int, n: int) -> tuple:
     """Access pattern of `n` contiguous bytes at `a`: (start, rows, row stride, row bytes)."""
     return (a, 1, n, n)
+
+
+def bus_bytes(addr: Any, nrows: int, stride_b: int, width_b: int, piece: int) -> int:
+    """Bytes the bus carries for rows of `width_b` bytes, `stride_b` apart, from GM address `addr` (an int, or
+    one per core): every row costs the whole `piece`-byte pieces it touches. Must be uniform over the group."""
+    if addr.__class__ is not int:
+        phase = addr % piece
+        if not (phase == phase[0]).all():
+            raise Split(phase)
+        addr = int(addr[0])
+    if nrows == 1 or stride_b % piece == 0:
+        return nrows * ((addr % piece + width_b + piece - 1) // piece) * piece
+    starts = addr % piece + np.arange(nrows, dtype=np.int64) * stride_b
+    return int(((starts + width_b + piece - 1) // piece - starts // piece).sum()) * piece
 
 
 def gm_aligned(g: Group, addr: Any, nrows: int, stride_b: int, peak: int) -> bool:
@@ -296,11 +331,22 @@ def gm_read(g: Group, buf: Any, off: Any, nrows: int, stride_b: int, width_b: in
                            for j in range(g.m)])
 
 
-def gm_write(g: Group, buf: Any, off: Any, nrows: int, stride_b: int, data: np.ndarray) -> None:
+def disjoint(off: Any, extent: int) -> bool:
+    """Whether per-core GM offsets `off` (an array) leave the cores' `extent`-byte spans apart."""
+    if off.__class__ is int:
+        return False
+    o = np.sort(off)
+    return bool((np.diff(o) >= extent).all())
+
+
+def gm_write(g: Group, buf: Any, off: Any, nrows: int, stride_b: int, data: np.ndarray,
+             combine: Optional[Callable] = None) -> None:
+    """Store (cores, nrows, width) bytes; `combine(old, new) -> bytes` for an atomic store."""
     width_b = data.shape[-1]
     v = gm_view(g, buf.data, off, nrows, stride_b, width_b)
-    if v is not None and (off.__class__ is not int or g.m == 1):
-        v[...] = data
+    if v is not None and (g.m == 1 or disjoint(off, (nrows - 1) * stride_b + width_b)):
+        v[...] = data if combine is None else combine(v, data)
         return
-    for j in range(g.m):  # same address on several cores: cores write one after another
-        core_views(g, j, buf.data, off, None, 0, nrows, stride_b, 0, width_b, 0)[0][...] = data[j:j + 1]
+    for j in range(g.m):  # cores whose bytes meet write one after another
+        view = core_views(g, j, buf.data, off, None, 0, nrows, stride_b, 0, width_b, 0)[0]
+        view[...] = data[j:j + 1] if combine is None else combine(view, data[j:j + 1])

@@ -6,7 +6,7 @@ from typing import Any, Callable, Optional
 import numpy as np
 
 from .. import isa, vector_math
-from ..executor import Group, Runner
+from ..lockstep import Group, ProgramInfo
 from ..isa import DTYPES
 from .common import (
     get_uniform, get_optional, get_scalar, PipeSetup, flat, region, out_view, store, rows_read, rows_write, U8,
@@ -19,19 +19,24 @@ from .common import (
 class VectorSetup(PipeSetup):
     """Shared setup of a vector instruction: UB array, cost, checker."""
 
-    def __init__(self, rt: Runner, idx: int, ins: isa.Instr):
+    def __init__(self, rt: ProgramInfo, idx: int, ins: isa.Instr, passes: Optional[tuple] = None):
         super().__init__(rt, idx, "V")
-        self.ub = rt.onchip["UB"]
-        cls = isa.vector_cost_class(ins)
         c = rt.chip
-        self.per_repeat = {"simple": c.vector_simple_cycles, "binary": c.vector_binary_cycles,
-                           "complex": c.vector_complex_cycles, "composite": c.vector_composite_cycles}[cls]
+        per = {"simple": c.vector_simple_cycles, "binary": c.vector_binary_cycles,
+               "complex": c.vector_complex_cycles, "composite": c.vector_composite_cycles}
+        # (cycles per repeat, element width) of each hardware instruction this one costs
+        self.passes = [(per[p.cls], p.width) for p in (passes or isa.costs.passes(ins))]
         self.startup = c.vector_startup_cycles
         self.rb = c.vector_repeat_bytes
 
-    def record(self, g: Group, reps: int, vals: Any, exe: Callable) -> None:
+    def record(self, g: Group, reps: int, vals: Any, exe: Callable, elems: int = 0) -> None:
+        """Charge `reps` repeats (of the instruction's own operands; a pass of another element width
+        repeats over `elems` elements of that width), then issue `exe`."""
         self.chk.repeats(g, reps)
-        self.op(g, self.startup + reps * self.per_repeat, vals, exe)
+        cycles = 0
+        for per, width in self.passes:
+            cycles += self.startup + (reps if width == 0 else self.reps(elems * width)) * per
+        self.op(g, cycles, vals, exe)
 
     def reps(self, nbytes: int) -> int:
         return max(1, -(-nbytes // self.rb))
@@ -43,7 +48,7 @@ class VectorSetup(PipeSetup):
             self.chk.no_partial_overlap(g, dst, s)
 
     def sanitize_ub(self, g: Group, reads: list, writes: list) -> None:
-        if self.san is None:
+        if g.san is None:
             return
         self.sanitize(g, *[("UB", p, False) for p in reads], *[("UB", p, True) for p in writes])
 
@@ -51,7 +56,7 @@ class VectorSetup(PipeSetup):
 # --------------------------------------------------------------------------- elementwise
 
 
-def _elementwise(rt: Runner, idx: int, ins: isa.Instr, dst_dtype: str, ub_srcs: tuple = (), mixed: tuple = (),
+def _elementwise(rt: ProgramInfo, idx: int, ins: isa.Instr, dst_dtype: str, ub_srcs: tuple = (), mixed: tuple = (),
                  compute: Optional[Callable] = None, write: Optional[Callable] = None) -> Callable:
     """Handler of an instruction that makes dst[i] from the sources' element i, for i < count.
 
@@ -65,8 +70,10 @@ def _elementwise(rt: Runner, idx: int, ins: isa.Instr, dst_dtype: str, ub_srcs: 
     then the result is stored); or, given `write(g, dst, count, operands)`, that function with the
     sources' UB addresses and scalars. Repeats cover count elements of the widest operand.
     """
+    if getattr(ins, "rep", None) is not None:
+        return _repeated(rt, idx, ins, dst_dtype, ub_srcs, mixed, compute)
     v = VectorSetup(rt, idx, ins)
-    ub, chk, san, ddt = v.ub, v.chk, v.san, DTYPES[dst_dtype]
+    chk, ddt = v.chk, DTYPES[dst_dtype]
     dsize = ddt.itemsize
     gd, gn = get_uniform(ins.dst.offset), get_uniform(ins.count)
     early = tuple(get_uniform(m.offset) for m, _ in ub_srcs)
@@ -90,11 +97,12 @@ def _elementwise(rt: Runner, idx: int, ins: isa.Instr, dst_dtype: str, ub_srcs: 
         for i, s, _ in in_ub:
             srcs.append((ops[i], n * s))
         v.check(g, (d, n * dsize), *srcs)
-        v.record(g, v.reps(n * wsize), (d, n, tuple(ops)), exe)
+        v.record(g, v.reps(n * wsize), (d, n, tuple(ops)), exe, n)
 
     def exe(g: Group, vals: tuple) -> None:
         d, n, ops = vals
-        if san is not None:
+        ub = g.mem["UB"]
+        if g.san is not None:
             v.sanitize_ub(g, [flat(ops[i], n * s) for i, s, _ in in_ub], [flat(d, n * dsize)])
         if write is not None:
             write(g, d, n, ops)
@@ -107,18 +115,91 @@ def _elementwise(rt: Runner, idx: int, ins: isa.Instr, dst_dtype: str, ub_srcs: 
     return h
 
 
+def _repeated(rt: ProgramInfo, idx: int, ins: isa.Instr, dst_dtype: str, ub_srcs: tuple, mixed: tuple,
+              compute: Optional[Callable]) -> Callable:
+    """The `rep` form of an elementwise instruction: repeats of 8 blocks per operand at their block and
+    repeat strides, only the elements of the mask computed (see isa.VRepeat)."""
+    v = VectorSetup(rt, idx, ins)
+    chip, chk, rep = rt.chip, v.chk, ins.rep
+    dt = DTYPES[dst_dtype]
+    size = dt.itemsize
+    blk = chip.dma_block_bytes
+    bpr, epb = chip.vector_repeat_bytes // blk, blk // size
+    epr = bpr * epb
+    srcs = tuple(x for x, _ in ub_srcs + mixed if isinstance(x, isa.Mem))
+    strides = rep.src_strides(len(srcs))
+    gd, gr = get_uniform(ins.dst.offset), get_uniform(rep.repeats)
+    g_src = tuple(get_uniform(m.offset) for m in srcs)
+    scalars = tuple(_scalar_getter(x, ins.dtype) for x, _ in mixed if not isinstance(x, isa.Mem))
+    kinds = tuple(isinstance(x, isa.Mem) for x, _ in ub_srcs + mixed)
+    mask = rep.mask if rep.mask is not None else (1 << epr) - 1
+    active = np.array([e for e in range(epr) if mask >> e & 1], dtype=np.int64)
+    mask_fits = not mask >> epr
+    blocks = np.arange(bpr, dtype=np.int64)
+
+    def layout(a: int, reps: int, pair: tuple) -> tuple[np.ndarray, np.ndarray]:
+        """(element index into the UB row, for the active elements of each repeat; start of each block)."""
+        bs, rs = pair
+        starts = a + (np.arange(reps, dtype=np.int64)[:, None] * rs + blocks[None, :] * bs) * blk
+        elems = starts[:, active // epb] // size + (active % epb)[None, :]
+        return elems.ravel(), starts.ravel()
+
+    limit = chip.max_vector_stride
+    too_far = [pair for pair in (rep.dst,) + tuple(strides) if max(pair) > limit]
+
+    def h(g: Group) -> None:
+        if not mask_fits:
+            chk.bad(g, f"mask {rep.mask:#x} has bits beyond the {epr} {dst_dtype} elements of a repeat")
+        if too_far:
+            chk.bad(g, f"stride pair {too_far[0]} exceeds the {limit} blocks a stride field holds")
+        d, reps = gd(g), gr(g)
+        chk.positive(g, repeats=reps)
+        addrs = [get(g) for get in g_src]
+        vals = [get(g) for get in scalars]
+        ops = [(d, rep.dst)] + list(zip(addrs, strides))
+        for a, (bs, rs) in ops:
+            last = a + ((reps - 1) * rs + (bpr - 1) * bs) * blk
+            chk.onchip(g, "UB", a, last + blk - a, "operand")
+        if reps > 1 and rep.dst[1] * blk < (bpr - 1) * rep.dst[0] * blk + blk:
+            chk.bad(g, f"destination repeats overlap: a repeat stride of {rep.dst[1]} blocks is shorter than the "
+                       f"{(bpr - 1) * rep.dst[0] + 1} blocks one repeat covers")
+        v.record(g, reps, (d, reps, addrs, vals), exe, reps * epr)
+
+    def exe(g: Group, vals_: tuple) -> None:
+        d, reps, addrs, vals = vals_
+        ub = g.mem["UB"]
+        d_elems, d_blocks = layout(d, reps, rep.dst)
+        src_layouts = [layout(a, reps, pair) for a, pair in zip(addrs, strides)]
+        if g.san is not None:
+            v.sanitize_ub(g, [(b, blk) for _, b in src_layouts], [(d_blocks, blk)])
+        rows = ub[g.sel]
+        typed = rows.view(dt)
+        it_src, it_val = iter(src_layouts), iter(vals)
+        args = [typed[:, next(it_src)[0]] if k else next(it_val) for k in kinds]
+        if compute is not None:
+            res = compute(None, *args)
+        elif kinds[0]:        # a copy: the source's stored bits
+            res = args[0]
+        else:                 # a dup: the value in the destination's storage form
+            res = vector_math.storage(np.broadcast_to(args[0], (g.m, d_elems.size)), dst_dtype)
+        typed[:, d_elems] = res
+        if g.sel.__class__ is not slice:
+            ub[g.sel] = rows
+    return h
+
+
 def _scalar_getter(x: Any, dtype: str) -> Callable[[Group], Any]:
     get = get_scalar(x)
     return lambda g: vector_math.scalar_value(get(g), dtype)
 
 
-def _c_vbinary(rt: Runner, idx: int, ins: isa.VBinary) -> Callable:
+def _c_vbinary(rt: ProgramInfo, idx: int, ins: isa.VBinary) -> Callable:
     fn, dtype = ins.fn, ins.dtype
     return _elementwise(rt, idx, ins, dtype, ((ins.a, dtype), (ins.b, dtype)),
                         compute=lambda out, a, b: vector_math.binary(fn, a, b, dtype, out))
 
 
-def _c_vscalar(rt: Runner, idx: int, ins: isa.VScalar) -> Callable:
+def _c_vscalar(rt: ProgramInfo, idx: int, ins: isa.VScalar) -> Callable:
     fn, dtype = ins.fn, ins.dtype
     if ins.reverse:
         def compute(out: Any, x: np.ndarray, sv: Any) -> np.ndarray:
@@ -129,37 +210,37 @@ def _c_vscalar(rt: Runner, idx: int, ins: isa.VScalar) -> Callable:
     return _elementwise(rt, idx, ins, dtype, ((ins.src, dtype),), ((ins.scalar, dtype),), compute)
 
 
-def _c_vunary(rt: Runner, idx: int, ins: isa.VUnary) -> Callable:
+def _c_vunary(rt: ProgramInfo, idx: int, ins: isa.VUnary) -> Callable:
     fn, dtype = ins.fn, ins.dtype
     return _elementwise(rt, idx, ins, dtype, ((ins.src, dtype),),
                         compute=lambda out, x: vector_math.unary(fn, x, dtype, out))
 
 
-def _c_vcompare(rt: Runner, idx: int, ins: isa.VCompare) -> Callable:
+def _c_vcompare(rt: ProgramInfo, idx: int, ins: isa.VCompare) -> Callable:
     fn, dtype = ins.fn, ins.dtype
     return _elementwise(rt, idx, ins, "bool", ((ins.a, dtype),), ((ins.b, dtype),),
                         lambda out, a, b: vector_math.compare(fn, a, b, dtype, out))
 
 
-def _c_vselect(rt: Runner, idx: int, ins: isa.VSelect) -> Callable:
+def _c_vselect(rt: ProgramInfo, idx: int, ins: isa.VSelect) -> Callable:
     dtype = ins.dtype
     return _elementwise(rt, idx, ins, dtype, ((ins.mask, "bool"),), ((ins.a, dtype), (ins.b, dtype)),
                         lambda out, mask, a, b: vector_math.select(mask, a, b, dtype, out))
 
 
-def _c_vcast(rt: Runner, idx: int, ins: isa.VCast) -> Callable:
+def _c_vcast(rt: ProgramInfo, idx: int, ins: isa.VCast) -> Callable:
     src, dst, rounding = ins.src_dtype, ins.dst_dtype, ins.round
     return _elementwise(rt, idx, ins, dst, ((ins.src, src),),
                         compute=lambda out, x: vector_math.cast(x, src, dst, rounding, out))
 
 
-def _c_vdup(rt: Runner, idx: int, ins: isa.VDup) -> Callable:
+def _c_vdup(rt: ProgramInfo, idx: int, ins: isa.VDup) -> Callable:
     dt = DTYPES[ins.dtype]
     size = dt.itemsize
-    ub = rt.onchip["UB"]
 
     def write(g: Group, d: int, n: int, ops: tuple) -> None:
-        val = ops[0].astype(dt)
+        ub = g.mem["UB"]
+        val = vector_math.storage(ops[0], ins.dtype)
         out = out_view(g, ub, d, n * size, dt)
         if out is not None:
             out[...] = val
@@ -168,11 +249,11 @@ def _c_vdup(rt: Runner, idx: int, ins: isa.VDup) -> Callable:
     return _elementwise(rt, idx, ins, ins.dtype, (), ((ins.value, ins.dtype),), write=write)
 
 
-def _c_vcopy(rt: Runner, idx: int, ins: isa.VCopy) -> Callable:
+def _c_vcopy(rt: ProgramInfo, idx: int, ins: isa.VCopy) -> Callable:
     size = DTYPES[ins.dtype].itemsize
-    ub = rt.onchip["UB"]
 
     def write(g: Group, d: int, n: int, ops: tuple) -> None:
+        ub = g.mem["UB"]
         s, nb = ops[0], n * size
         ub[g.sel, d:d + nb] = ub[g.sel, s:s + nb]
     return _elementwise(rt, idx, ins, ins.dtype, ((ins.src, ins.dtype),), write=write)
@@ -201,20 +282,21 @@ def _strided_rows(v: VectorSetup, ins: isa.Instr, stride_name: str, what: str) -
     return resolve
 
 
-def _c_vreduce(rt: Runner, idx: int, ins: isa.VReduce) -> Callable:
+def _c_vreduce(rt: ProgramInfo, idx: int, ins: isa.VReduce) -> Callable:
     v = VectorSetup(rt, idx, ins)
     dt = DTYPES[ins.dtype]
     size = dt.itemsize
     resolve = _strided_rows(v, ins, "src_row_stride", "source")
-    ub, fn, dtype = v.ub, ins.fn, ins.dtype
+    fn, dtype = ins.fn, ins.dtype
 
     def h(g: Group) -> None:
         d, s, rows, cols, rs = resolve(g)
         src_n = ((rows - 1) * rs + cols) * size
         v.check(g, (d, rows * size), (s, src_n))
-        v.record(g, rows * v.reps(cols * size), (d, s, rows, cols, rs), exe)
+        v.record(g, rows * v.reps(cols * size), (d, s, rows, cols, rs), exe, rows * cols)
 
     def exe(g: Group, vals: tuple) -> None:
+        ub = g.mem["UB"]
         d, s, rows, cols, rs = vals
         v.sanitize_ub(g, [(s, rows, rs * size, cols * size)], [flat(d, rows * size)])
         x = rows_read(g, ub, s, rows, rs * size, cols * size).view(dt)
@@ -227,12 +309,12 @@ def _c_vreduce(rt: Runner, idx: int, ins: isa.VReduce) -> Callable:
     return h
 
 
-def _c_vbroadcast(rt: Runner, idx: int, ins: isa.VBroadcast) -> Callable:
+def _c_vbroadcast(rt: ProgramInfo, idx: int, ins: isa.VBroadcast) -> Callable:
     v = VectorSetup(rt, idx, ins)
     dt = DTYPES[ins.dtype]
     size = dt.itemsize
     resolve = _strided_rows(v, ins, "dst_row_stride", "destination")
-    ub, axis = v.ub, ins.axis
+    axis = ins.axis
 
     def h(g: Group) -> None:
         d, s, rows, cols, rs = resolve(g)
@@ -241,6 +323,7 @@ def _c_vbroadcast(rt: Runner, idx: int, ins: isa.VBroadcast) -> Callable:
         v.record(g, rows * v.reps(cols * size), (d, s, rows, cols, rs, src_n), exe)
 
     def exe(g: Group, vals: tuple) -> None:
+        ub = g.mem["UB"]
         d, s, rows, cols, rs, src_n = vals
         v.sanitize_ub(g, [flat(s, src_n)], [(d, rows, rs * size, cols * size)])
         src = region(g, ub, s, src_n, dt)
@@ -250,14 +333,14 @@ def _c_vbroadcast(rt: Runner, idx: int, ins: isa.VBroadcast) -> Callable:
     return h
 
 
-def _c_vtranspose(rt: Runner, idx: int, ins: isa.VTranspose) -> Callable:
-    v = VectorSetup(rt, idx, ins)
+def _c_vtranspose(rt: ProgramInfo, idx: int, ins: isa.VTranspose) -> Callable:
     dt = DTYPES[ins.dtype]
     size = dt.itemsize
+    v = VectorSetup(rt, idx, ins, isa.costs.transpose_passes(size, rt.chip.transpose_itemsize))
+    blk = rt.chip.transpose_block
     gd, gs = get_uniform(ins.dst.offset), get_uniform(ins.src.offset)
     gr, gc = get_uniform(ins.rows), get_uniform(ins.cols)
     gss, gds = get_optional(ins.src_row_stride), get_optional(ins.dst_row_stride)
-    ub = v.ub
 
     def h(g: Group) -> None:
         d, s, rows, cols = gd(g), gs(g), gr(g), gc(g)
@@ -276,12 +359,51 @@ def _c_vtranspose(rt: Runner, idx: int, ins: isa.VTranspose) -> Callable:
         if d < s + src_n and s < d + dst_n:
             v.chk.fail(g, "a transpose cannot work in place: source and destination overlap",
                        "transpose operands are disjoint", "UB", d, d + dst_n)
-        v.record(g, v.reps(rows * cols * size), (d, s, rows, cols, ss, ds), exe)
+        # the hardware transposes whole 16 x 16 blocks: padded dims set the cost
+        padded = -(-rows // blk) * blk * (-(-cols // blk) * blk)
+        v.record(g, v.reps(padded * size), (d, s, rows, cols, ss, ds), exe, padded)
 
     def exe(g: Group, vals: tuple) -> None:
+        ub = g.mem["UB"]
         d, s, rows, cols, ss, ds = vals
         v.sanitize_ub(g, [(s, rows, ss * size, cols * size)], [(d, cols, ds * size, rows * size)])
         x = rows_read(g, ub, s, rows, ss * size, cols * size).view(dt)
         data = np.ascontiguousarray(x.transpose(0, 2, 1)).view(U8)
         rows_write(g, ub, d, cols, ds * size, data)
+    return h
+
+
+def _c_vgather(rt: ProgramInfo, idx: int, ins: isa.VGather) -> Callable:
+    v = VectorSetup(rt, idx, ins)
+    dt = DTYPES[ins.dtype]
+    size, i32 = dt.itemsize, np.dtype(np.int32)
+    gd, gs, go, gn = (get_uniform(x) for x in (ins.dst.offset, ins.src.offset, ins.offsets.offset, ins.count))
+    ub_bytes = rt.chip.ub_bytes
+
+    def h(g: Group) -> None:
+        d, s, o, n = gd(g), gs(g), go(g), gn(g)
+        v.chk.positive(g, count=n)
+        v.check(g, (d, n * size), (o, n * 4))
+        v.chk.onchip(g, "UB", s, size, "gather base")
+        v.record(g, v.reps(n * size), (d, s, o, n), exe, n)
+
+    def exe(g: Group, vals: tuple) -> None:
+        d, s, o, n = vals
+        ub = g.mem["UB"]
+        addrs = s + region(g, ub, o, n * 4, i32).astype(np.int64)
+        bad = (addrs % size != 0) | (addrs < 0) | (addrs + size > ub_bytes)
+        if bad.any():
+            j, k = (int(x[0]) for x in np.nonzero(bad))
+            a = int(addrs[j, k])
+            v.chk.fail(g, f"gathers element {k} from UB address {a:#x}, off its {size}-byte element or outside the "
+                       f"{ub_bytes}-byte UB", "gathered elements are aligned and inside UB", "UB", a, a + size,
+                       core=int(g.cores[j]))
+        if g.san is not None:
+            v.sanitize_ub(g, [flat(o, n * 4), (np.unique(addrs), size)], [flat(d, n * size)])
+        got = np.take_along_axis(ub[g.sel].view(dt), addrs // size, axis=1)
+        out = out_view(g, ub, d, n * size, dt)
+        if out is not None:
+            out[...] = got
+        else:
+            store(g, ub, d, got, None)
     return h

@@ -21,42 +21,31 @@ import math
 from .base import (  # noqa: F401
     ALU_FNS, BITWISE_ONLY, CAST_ROUNDING, CORE_PIPES, CORE_SPACES, CORE_TYPES, COPY_PATHS, CUBE_DTYPES, DTYPES,
     FLOAT_DTYPES, FLOAT_ONLY, INT_DTYPES, PIPE_ID, PIPES, SPACES, VBINARY_COST, VCOMPARE_FNS, VREDUCE_FNS,
-    VUNARY_COST, BT, GM, L0A, L0B, L0C, L1, UB, Instr, Mem, Operand, Reg, ScalarValue, fractal_c0, itemsize,
+    VUNARY_COST, BT, GM, L0A, L0B, L0C, L1, UB, Instr, Mem, Operand, Reg, ScalarValue, itemsize,
     normalize_dtype,
 )
 from .control import (  # noqa: F401
-    Alu, CoreIdx, CoreNum, Else, EndIf, EndLoop, If, Loop, Mov, PipeBarrier, SetFlag, SyncAll, Tiling, WaitFlag,
+    CROSS_MODES, FALU_FNS, Alu, CoreIdx, CoreNum, CrossSet, CrossWait, Cvt, Else, EndIf, EndLoop, FAlu, GroupIdx, If,
+    Loop, Mov, PipeBarrier, ScalarLoad, ScalarStore, SetFlag, SubIdx, SyncAll, Tiling, WaitFlag, cross_mode,
 )
-from .moves import Copy, CopyNd2Nz, FixPipe, LoadBias, LoadL0, Mmad  # noqa: F401
+from . import costs  # noqa: F401
+from .moves import ATOMIC_OPS, Copy, CopyNd2Nz, FixPipe, Load3D, LoadBias, LoadL0, LoadL0Fractals, Mmad  # noqa: F401
 from .vector import (  # noqa: F401
-    VBinary, VBroadcast, VCast, VCompare, VCopy, VDup, VectorInstr, VReduce, VScalar, VSelect, VTranspose, VUnary,
+    VBinary, VBroadcast, VCast, VCompare, VCopy, VDup, VectorInstr, VGather, VReduce, VRepeat, VScalar, VSelect,
+    VTranspose, VUnary,
 )
 
 INSTRUCTIONS: dict[str, type[Instr]] = {
     cls.OP: cls
     for cls in (
-        CoreIdx, CoreNum, Tiling, Mov, Alu, Loop, EndLoop, If, Else, EndIf,
-        SetFlag, WaitFlag, PipeBarrier, SyncAll,
-        Copy, CopyNd2Nz, LoadL0, LoadBias, Mmad, FixPipe,
-        VBinary, VScalar, VUnary, VCompare, VSelect, VCast, VDup, VCopy, VReduce, VBroadcast, VTranspose,
+        CoreIdx, CoreNum, GroupIdx, SubIdx, Tiling, Mov, Alu, FAlu, Cvt, ScalarLoad, ScalarStore,
+        Loop, EndLoop, If, Else, EndIf,
+        SetFlag, WaitFlag, PipeBarrier, SyncAll, CrossSet, CrossWait,
+        Copy, CopyNd2Nz, LoadL0, LoadL0Fractals, Load3D, LoadBias, Mmad, FixPipe,
+        VBinary, VScalar, VUnary, VCompare, VSelect, VCast, VDup, VCopy, VReduce, VBroadcast, VTranspose, VGather,
     )
 }
 BLOCK_OPENERS = ("loop", "if")
-
-
-def vector_cost_class(instr: Instr) -> str:
-    """Cost class of a vector instruction (cycles per repeat are in the chip config)."""
-    op = instr.OP
-    if op in ("vdup", "vcopy", "vcast", "vscalar", "vbroadcast"):
-        return "simple"
-    if op == "vbinary":
-        return VBINARY_COST[instr.fn]
-    if op == "vunary":
-        cls = VUNARY_COST[instr.fn]
-        if instr.fn in ("exp", "log") and instr.dtype == "float16":
-            return "complex"  # fp16 exp/log take 4 cycles a repeat, fp32 only 2 (measured)
-        return cls
-    return "binary"  # compare, select, reduce, transpose
 
 
 def repeats(nbytes: int, repeat_bytes: int) -> int:

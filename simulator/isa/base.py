@@ -29,6 +29,7 @@ CORE_SPACES: dict[str, tuple[str, ...]] = {
 #: canonical dtype name -> numpy storage dtype ("bool" is stored as one byte holding 0 or 1)
 DTYPES: dict[str, np.dtype] = {
     "float16": np.dtype(np.float16),
+    "bfloat16": np.dtype(np.uint16),  # bits: see simulator/bfloat16.py
     "float32": np.dtype(np.float32),
     "int8": np.dtype(np.int8),
     "int16": np.dtype(np.int16),
@@ -36,7 +37,7 @@ DTYPES: dict[str, np.dtype] = {
     "uint8": np.dtype(np.uint8),
     "bool": np.dtype(np.uint8),
 }
-FLOAT_DTYPES = frozenset({"float16", "float32"})
+FLOAT_DTYPES = frozenset({"float16", "bfloat16", "float32"})
 INT_DTYPES = frozenset({"int8", "int16", "int32", "uint8", "bool"})
 
 # vector functions, each with its cost class (cycles per repeat come from the chip config)
@@ -73,7 +74,7 @@ COPY_PATHS: dict[tuple[str, str], tuple[str, str]] = {
     ("GM", "L1"): ("MTE2", "gm_to_l1"),
 }
 
-CUBE_DTYPES = {"float16": "float32", "int8": "int32", "float32": "float32"}  # input -> L0C accumulator
+CUBE_DTYPES = {"float16": "float32", "bfloat16": "float32", "int8": "int32", "float32": "float32"}  # -> L0C
 
 
 def itemsize(dtype: str) -> int:
@@ -95,11 +96,6 @@ def normalize_dtype(dtype: Any) -> str:
     if name not in DTYPES:
         raise ProgramError(f"unsupported dtype {dtype!r}; supported: {', '.join(DTYPES)}")
     return name
-
-
-def fractal_c0(dtype: str) -> int:
-    """Columns of one 32-byte-wide fractal row (16 for fp16, 8 for fp32, 32 for int8)."""
-    return 32 // itemsize(dtype)
 
 
 @dataclass(frozen=True)

@@ -2,10 +2,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
+from ..errors import ProgramError
 from .base import (
-    CORE_PIPES, ALU_FNS, Instr, Operand, Reg, _check_ops, _req,
+    ALU_FNS, CAST_ROUNDING, CORE_PIPES, Instr, Operand, Reg, ScalarValue, _check_dtype, _check_mem, _check_ops,
+    _check_scalar, _fmt, _req,
 )
 
 
@@ -222,3 +224,169 @@ class SyncAll(Instr):
 
     def text(self) -> str:
         return "sync_all"
+
+
+# --------------------------------------------------------------------------- mixed launches: groups, cross-core flags
+
+CROSS_MODES: dict[str, int] = {"all": 0, "group_aivs": 1, "group": 2}  # name -> the hardware's mode number
+
+
+def cross_mode(mode: Any) -> str:
+    """Canonical name of a cross-core flag mode (a name, or the hardware's number 0, 1, 2)."""
+    for name, num in CROSS_MODES.items():
+        if mode == name or (isinstance(mode, int) and not isinstance(mode, bool) and mode == num):
+            return name
+    raise ProgramError(f"cross-core flag mode must be one of {', '.join(CROSS_MODES)} (or 0, 1, 2), got {mode!r}")
+
+
+@dataclass(frozen=True)
+class GroupIdx(Instr):
+    """dst = the core's group in a mixed launch (its AIC's index); in a one-type launch, its core index."""
+
+    dst: Reg
+    OP: ClassVar[str] = "group_idx"
+    WRITES: ClassVar[tuple[str, ...]] = ("dst",)
+
+    def text(self) -> str:
+        return f"{self.dst} = group_idx"
+
+
+@dataclass(frozen=True)
+class SubIdx(Instr):
+    """dst = an AIV's index inside its group in a mixed launch (0 .. group_aivs-1); 0 otherwise."""
+
+    dst: Reg
+    OP: ClassVar[str] = "sub_idx"
+    WRITES: ClassVar[tuple[str, ...]] = ("dst",)
+
+    def text(self) -> str:
+        return f"{self.dst} = sub_idx"
+
+
+@dataclass(frozen=True)
+class CrossSet(Instr):
+    """Queued on `pipe_name`: once that pipe's earlier work is done, signals cross-core flag `flag` in `mode`."""
+
+    mode: str
+    flag: Operand
+    pipe_name: str
+    OP: ClassVar[str] = "cross_set"
+
+    @property
+    def pipe(self) -> str:
+        return self.pipe_name
+
+    def check(self, core_type: str) -> None:
+        _req(self, self.mode in CROSS_MODES, f"mode must be one of {', '.join(CROSS_MODES)}, got {self.mode!r}")
+        _req(self, self.pipe_name in CORE_PIPES[core_type],
+             f"pipe {self.pipe_name!r} is not a pipe of an {core_type.upper()} core ({', '.join(CORE_PIPES[core_type])})")
+        _req(self, not (self.mode == "group_aivs" and core_type != "aiv"), "mode group_aivs syncs the AIVs of a group")
+        _check_ops(self, "flag")
+
+    def text(self) -> str:
+        return f"cross_set {self.mode} flag={self.flag} on {self.pipe_name}"
+
+
+@dataclass(frozen=True)
+class CrossWait(Instr):
+    """The scalar unit stops until every core this one waits on in `mode` made its matching cross_set of `flag`."""
+
+    mode: str
+    flag: Operand
+    OP: ClassVar[str] = "cross_wait"
+
+    def check(self, core_type: str) -> None:
+        _req(self, self.mode in CROSS_MODES, f"mode must be one of {', '.join(CROSS_MODES)}, got {self.mode!r}")
+        _req(self, not (self.mode == "group_aivs" and core_type != "aiv"), "mode group_aivs syncs the AIVs of a group")
+        _check_ops(self, "flag")
+
+    def text(self) -> str:
+        return f"cross_wait {self.mode} flag={self.flag}"
+
+
+# --------------------------------------------------------------------------- scalar access to data
+
+FALU_FNS = ("add", "sub", "mul", "div", "min", "max", "lt", "le", "gt", "ge", "eq", "ne")
+CVT_TARGETS = ("int", "float")
+
+
+@dataclass(frozen=True)
+class ScalarLoad(Instr):
+    """dst = the `dtype` element at UB address `src` (an integer register for integer dtypes, a float one for
+    float dtypes). The scalar unit reads UB directly: order it after the pipe that wrote the value
+    (e.g. wait_flag(MTE2, S))."""
+
+    dst: Reg
+    src: Mem
+    dtype: str
+    OP: ClassVar[str] = "ld"
+    WRITES: ClassVar[tuple[str, ...]] = ("dst",)
+
+    def check(self, core_type: str) -> None:
+        super().check(core_type)
+        _check_mem(self, "src", "UB")
+        _check_dtype(self, "dtype")
+
+    def text(self) -> str:
+        return f"{self.dst} = ld {self.src} {self.dtype}"
+
+
+@dataclass(frozen=True)
+class ScalarStore(Instr):
+    """The `dtype` element at UB address `dst` = `src` (a register or an immediate), converted to dtype."""
+
+    dst: Mem
+    src: ScalarValue
+    dtype: str
+    OP: ClassVar[str] = "st"
+
+    def check(self, core_type: str) -> None:
+        super().check(core_type)
+        _check_mem(self, "dst", "UB")
+        _check_dtype(self, "dtype")
+        _check_scalar(self.src, f"{self.OP}: src")
+
+    def text(self) -> str:
+        return f"st {self.dst} <- {_fmt(self.src)} {self.dtype}"
+
+
+@dataclass(frozen=True)
+class FAlu(Instr):
+    """dst = fn(a, b) on float registers (or immediates); div is true division; comparisons give int 0/1."""
+
+    fn: str
+    dst: Reg
+    a: ScalarValue
+    b: ScalarValue
+    OP: ClassVar[str] = "falu"
+    WRITES: ClassVar[tuple[str, ...]] = ("dst",)
+
+    def check(self, core_type: str) -> None:
+        super().check(core_type)
+        _req(self, self.fn in FALU_FNS, f"unknown float scalar function {self.fn!r}; known: {', '.join(FALU_FNS)}")
+        _check_scalar(self.a, f"{self.OP}: a")
+        _check_scalar(self.b, f"{self.OP}: b")
+
+    def text(self) -> str:
+        return f"{self.dst} = f{self.fn} {_fmt(self.a)}, {_fmt(self.b)}"
+
+
+@dataclass(frozen=True)
+class Cvt(Instr):
+    """dst = src converted to an integer register (rounding `round`) or a float register."""
+
+    dst: Reg
+    src: Reg
+    to: str
+    round: str = "trunc"
+    OP: ClassVar[str] = "cvt"
+    WRITES: ClassVar[tuple[str, ...]] = ("dst",)
+
+    def check(self, core_type: str) -> None:
+        super().check(core_type)
+        _req(self, self.to in CVT_TARGETS, f"to must be one of {', '.join(CVT_TARGETS)}, got {self.to!r}")
+        _req(self, self.round in CAST_ROUNDING, f"round must be one of {', '.join(CAST_ROUNDING)}, got {self.round!r}")
+
+    def text(self) -> str:
+        r = f" round={self.round}" if self.to == "int" and self.round != "trunc" else ""
+        return f"{self.dst} = cvt.{self.to} {self.src}{r}"

@@ -5,8 +5,8 @@ from dataclasses import dataclass
 from typing import ClassVar, Optional
 
 from .base import (
-    COPY_PATHS, CUBE_DTYPES, Instr, Mem, Operand, _check_dtype, _check_mem, _check_mems, _check_ops, _fmt,
-    _optional, _req,
+    COPY_PATHS, CUBE_DTYPES, Instr, Mem, Operand, ScalarValue, _check_dtype, _check_mem, _check_mems, _check_ops,
+    _check_scalar, _fmt, _optional, _req,
 )
 
 
@@ -16,6 +16,20 @@ def _check_cube_dtype(instr: Instr) -> None:
 
 
 # --------------------------------------------------------------------------- data moves
+
+
+ATOMIC_OPS = {"add": ("float32", "float16", "bfloat16", "int32"), "max": ("float32", "float16", "int32"),
+              "min": ("float32", "float16", "int32")}  # GM atomic store kind -> dtypes it works on
+
+
+def _check_atomic(instr: Instr, dtype: str) -> None:
+    a = instr.atomic
+    if a is None:
+        return
+    _req(instr, a in ATOMIC_OPS, f"atomic must be one of {', '.join(ATOMIC_OPS)} or None, got {a!r}")
+    _req(instr, dtype in ATOMIC_OPS[a], f"atomic {a} works on {', '.join(ATOMIC_OPS[a])}, not {dtype}")
+
+
 
 
 @dataclass(frozen=True)
@@ -38,6 +52,7 @@ class Copy(Instr):
     dst_stride: Optional[Operand] = None
     pad: bool = False
     pad_value: float = 0.0
+    atomic: Optional[str] = None
     OP: ClassVar[str] = "copy"
 
     @property
@@ -60,6 +75,8 @@ class Copy(Instr):
         _req(self, isinstance(self.pad, bool), f"pad must be a bool, got {self.pad!r}")
         _req(self, isinstance(self.pad_value, (int, float)) and not isinstance(self.pad_value, bool),
              f"pad_value must be a number, got {self.pad_value!r}")
+        _req(self, self.atomic is None or self.dst.space == "GM", "atomic applies to stores into GM only")
+        _check_atomic(self, self.dtype)
 
     def text(self) -> str:
         s = f"copy {self.dst} <- {self.src} {self.dtype} burst={self.burst}"
@@ -68,6 +85,8 @@ class Copy(Instr):
         s += _optional(self, "src_stride", "dst_stride")
         if self.pad:
             s += f" pad={_fmt(float(self.pad_value))}"
+        if self.atomic:
+            s += f" atomic={self.atomic}"
         return s
 
 
@@ -121,12 +140,96 @@ class LoadL0(Instr):
         _check_cube_dtype(self)
         _check_ops(self, "rows", "cols")
         _req(self, isinstance(self.transpose, bool), "transpose must be a bool")
-        _req(self, not self.transpose or self.dtype == "float16",
-             f"transpose on load is supported for float16 fractals only, got {self.dtype}")
+        _req(self, not self.transpose or self.dtype in ("float16", "bfloat16"),
+             f"transpose on load is supported for 16-bit fractals only, got {self.dtype}")
 
     def text(self) -> str:
         t = " transpose" if self.transpose else ""
         return f"load_l0 {self.dst} <- {self.src} {self.dtype} rows={self.rows} cols={self.cols}{t}"
+
+
+@dataclass(frozen=True)
+class LoadL0Fractals(Instr):
+    """MTE1 (the hardware's LoadData2D): `repeat` fractals of cube_block rows x fractal_row_bytes (512 B) from
+    L1, the first at fractal index `start`, each next `src_stride` fractals on; written to L0A / L0B one after
+    another with `dst_gap` fractals between. `transpose` turns each fractal (16-bit types). L0A takes fractals
+    as they are (row-major, ZZ); an L0B fractal must be column-major (ZN): load a row-major L1 fractal with
+    transpose=True."""
+
+    dst: Mem
+    src: Mem
+    dtype: str
+    start: Operand
+    repeat: Operand
+    src_stride: Operand = 1
+    dst_gap: Operand = 0
+    transpose: bool = False
+    OP: ClassVar[str] = "load_l0_2d"
+    PIPE: ClassVar[str] = "MTE1"
+
+    def check(self, core_type: str) -> None:
+        super().check(core_type)
+        _check_mems(self, dst=("L0A", "L0B"), src="L1")
+        _check_cube_dtype(self)
+        _check_ops(self, "start", "repeat", "src_stride", "dst_gap")
+        _req(self, isinstance(self.transpose, bool), "transpose must be a bool")
+        _req(self, not self.transpose or self.dtype in ("float16", "bfloat16"),
+             f"transpose on load is supported for 16-bit fractals only, got {self.dtype}")
+
+    def text(self) -> str:
+        t = " transpose" if self.transpose else ""
+        return (f"load_l0_2d {self.dst} <- {self.src} {self.dtype} start={self.start} repeat={self.repeat} "
+                f"src_stride={self.src_stride} dst_gap={self.dst_gap}{t}")
+
+
+@dataclass(frozen=True)
+class Load3D(Instr):
+    """MTE1 (the hardware's LoadData3D, img2col): from a channel-blocked feature map in L1 (c1 x h x w x c0,
+    c0 = fractal row bytes / itemsize) the im2col matrix A[m, k] of a kh x kw convolution (m: output position
+    oh * Wo + ow; k: (c1, kh, kw, c0) in that order), rows m_start.. and columns k_start.. of it, into L0A as
+    A (ZZ) or into L0B as A^T (ZN). Rows are padded to whole fractals with zeros; k_len must be whole c0."""
+
+    dst: Mem
+    src: Mem
+    dtype: str
+    c1: Operand
+    h: Operand
+    w: Operand
+    kh: int
+    kw: int
+    stride: tuple = (1, 1)
+    pad: tuple = (0, 0, 0, 0)       # top, bottom, left, right
+    dilation: tuple = (1, 1)
+    m_start: Operand = 0
+    m_len: Optional[Operand] = None
+    k_start: Operand = 0
+    k_len: Optional[Operand] = None
+    OP: ClassVar[str] = "load3d"
+    PIPE: ClassVar[str] = "MTE1"
+
+    def __post_init__(self) -> None:
+        for name in ("stride", "pad", "dilation"):  # JSON gives lists
+            object.__setattr__(self, name, tuple(getattr(self, name)))
+
+    def check(self, core_type: str) -> None:
+        super().check(core_type)
+        _check_mems(self, dst=("L0A", "L0B"), src="L1")
+        _check_cube_dtype(self)
+        _check_ops(self, "c1", "h", "w", "m_start", "m_len", "k_start", "k_len")
+        for name, n, low in (("stride", 2, 1), ("pad", 4, 0), ("dilation", 2, 1)):
+            v = getattr(self, name)
+            _req(self, len(v) == n and all(isinstance(x, int) and not isinstance(x, bool) and x >= low for x in v),
+                 f"{name} must be {n} integers >= {low}, got {v!r}")
+        for name in ("kh", "kw"):
+            v = getattr(self, name)
+            _req(self, isinstance(v, int) and not isinstance(v, bool) and v >= 1,
+                 f"{name} must be a positive integer, got {v!r}")
+
+    def text(self) -> str:
+        s = (f"load3d {self.dst} <- {self.src} {self.dtype} c1={self.c1} h={self.h} w={self.w} k={self.kh}x{self.kw}"
+             f" stride={self.stride} pad={self.pad} dilation={self.dilation} m_start={self.m_start}"
+             f" k_start={self.k_start}")
+        return s + _optional(self, "m_len", "k_len")
 
 
 @dataclass(frozen=True)
@@ -185,9 +288,19 @@ class Mmad(Instr):
         return s + _optional(self, "bias")
 
 
+# FixPipe conversions: L0C dtype -> GM dtypes (int8 needs a quantisation scale)
+FIXPIPE_CONVERSIONS = {
+    "float32": ("float32", "float16", "bfloat16", "int8"),
+    "int32": ("int32", "float32", "float16", "int8"),
+}
+
+
 @dataclass(frozen=True)
 class FixPipe(Instr):
-    """FIX: L0C (m x n NZ) -> GM row-major, optional ReLU, cast to dst_dtype; rows dst_row_stride apart."""
+    """FIX: L0C (m x n NZ) -> GM, row-major (rows dst_row_stride apart) or NZ (`nz`: 16-column panels of
+    dst_row_stride rows, default m), on the way: times `scale` (a number) or the per-channel float32 scales
+    at `scale_l1` (n values in L1), ReLU, and the cast to dst_dtype (int8 saturates); `atomic` adds (or maxes)
+    into GM instead of storing."""
 
     dst: Mem
     src: Mem
@@ -197,22 +310,46 @@ class FixPipe(Instr):
     src_dtype: str = "float32"
     relu: bool = False
     dst_row_stride: Optional[Operand] = None
+    scale: Optional[ScalarValue] = None
+    scale_l1: Optional[Mem] = None
+    nz: bool = False
+    atomic: Optional[str] = None
     OP: ClassVar[str] = "fixpipe"
     PIPE: ClassVar[str] = "FIX"
 
     def check(self, core_type: str) -> None:
         super().check(core_type)
         _check_mems(self, dst="GM", src="L0C")
+        if self.scale_l1 is not None:
+            _check_mem(self, "scale_l1", "L1")
         _check_dtype(self, "dst_dtype")
-        _req(self, self.src_dtype in ("float32", "int32"), f"src_dtype must be float32 or int32, got {self.src_dtype!r}")
-        allowed = ("float32", "float16") if self.src_dtype == "float32" else ("int32", "float32", "float16")
+        _req(self, self.src_dtype in FIXPIPE_CONVERSIONS,
+             f"src_dtype must be float32 or int32, got {self.src_dtype!r}")
+        allowed = FIXPIPE_CONVERSIONS[self.src_dtype]
         _req(self, self.dst_dtype in allowed,
              f"cannot convert {self.src_dtype} to {self.dst_dtype} on the way out; allowed: {', '.join(allowed)}")
+        _req(self, self.scale is None or self.scale_l1 is None, "give scale or scale_l1, not both")
+        if self.scale is not None:
+            _check_scalar(self.scale, f"{self.OP}: scale")
+        _req(self, self.dst_dtype != "int8" or self.scale is not None or self.scale_l1 is not None,
+             "quantising to int8 needs a scale (scale=... or scale_l1=...)")
+        _req(self, not (self.src_dtype == "int32" and self.dst_dtype == "int32"
+                        and (self.scale is not None or self.scale_l1 is not None)),
+             "an int32 -> int32 copy takes no scale")
         _check_ops(self, "m", "n", "dst_row_stride")
         _req(self, isinstance(self.relu, bool), "relu must be a bool")
+        _req(self, isinstance(self.nz, bool), "nz must be a bool")
+        _check_atomic(self, self.dst_dtype)
 
     def text(self) -> str:
         s = f"fixpipe {self.dst} <- {self.src} {self.src_dtype}->{self.dst_dtype} m={self.m} n={self.n}"
         if self.relu:
             s += " relu"
-        return s + _optional(self, "dst_row_stride")
+        if self.scale is not None:
+            s += f" scale={_fmt(self.scale)}"
+        s += _optional(self, "scale_l1", "dst_row_stride")
+        if self.nz:
+            s += " nz"
+        if self.atomic:
+            s += f" atomic={self.atomic}"
+        return s

@@ -6,12 +6,60 @@ from typing import Any, ClassVar, Optional, Union
 
 from .base import (
     VBINARY_COST, VCOMPARE_FNS, VREDUCE_FNS, VUNARY_COST, CAST_ROUNDING, FLOAT_DTYPES, INT_DTYPES,
-    FLOAT_ONLY, BITWISE_ONLY, Instr, Mem, Operand, ScalarValue, _check_dtype, _check_mem, _check_ops,
-    _check_scalar, _fmt, _optional, _req,
+    FLOAT_ONLY, BITWISE_ONLY, Instr, Mem, Operand, ScalarValue, _check_dtype, _check_mem, _check_operand,
+    _check_ops, _check_scalar, _fmt, _optional, _req,
 )
 
 
 # --------------------------------------------------------------------------- vector
+
+
+@dataclass(frozen=True)
+class VRepeat:
+    """Hardware-style addressing of an elementwise vector instruction (instead of `count`): `repeats`
+    repeats of 8 blocks of 32 bytes. Block b of repeat r of an operand is at its address +
+    (r * repeat stride + b * block stride) * 32 bytes; `dst` and each of `srcs` (one per UB source) is a
+    (block stride, repeat stride) pair, default (1, 8): contiguous; at most the chip's max_vector_stride. A source stride of 0 re-reads the same
+    block (a broadcast without a scratch copy). `mask`: bit e set computes element e of every repeat
+    (partial repeats); the others keep their destination values. Default: every element."""
+
+    repeats: Operand
+    dst: tuple = (1, 8)
+    srcs: tuple = ()
+    mask: Optional[int] = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "dst", tuple(self.dst))
+        object.__setattr__(self, "srcs", tuple(tuple(x) for x in self.srcs))
+
+    def check(self, instr: "VectorInstr", n_srcs: int) -> None:
+        _check_operand(self.repeats, f"{instr.OP}: rep.repeats")
+        strides = [self.dst] + list(self.srcs)
+        _req(instr, len(self.srcs) in (0, n_srcs),
+             f"rep.srcs needs one (block stride, repeat stride) per UB source ({n_srcs}), got {len(self.srcs)}")
+        for pair in strides:
+            _req(instr, len(pair) == 2 and all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in pair),
+                 f"strides are (block stride, repeat stride) pairs of non-negative integers, got {pair!r}")
+        _req(instr, self.dst[0] >= 1, "a destination block stride of 0 is undefined on the hardware")
+        if self.mask is not None:
+            _req(instr, isinstance(self.mask, int) and not isinstance(self.mask, bool) and self.mask > 0,
+                 f"mask must be a non-zero bit mask of the elements of a repeat, got {self.mask!r}")
+
+    def src_strides(self, n_srcs: int) -> tuple:
+        return self.srcs if self.srcs else ((1, 8),) * n_srcs
+
+    def text(self) -> str:
+        s = f" rep={self.repeats} dst={self.dst}"
+        if self.srcs:
+            s += f" srcs={self.srcs}"
+        if self.mask is not None:
+            s += f" mask={self.mask:#x}"
+        return s
+
+
+def _count_text(instr: Instr) -> str:
+    rep = getattr(instr, "rep", None)
+    return rep.text() if rep is not None else f" count={instr.count}"
 
 
 class VectorInstr(Instr):
@@ -49,7 +97,21 @@ class VectorInstr(Instr):
                 _check_scalar(v, f"{self.OP}: {n}")
         if self.FNS is not None:
             self._check_fn()
+        rep = getattr(self, "rep", None)
+        if rep is not None:
+            _req(self, isinstance(rep, VRepeat), f"rep must be a VRepeat, got {rep!r}")
+            _req(self, self.count is None, "give count or rep, not both")
+            rep.check(self, len(self.UB_SRCS) + sum(isinstance(getattr(self, n), Mem) for n in self.EITHER))
+        elif "count" in self.OPS:
+            _req(self, getattr(self, "count", None) is not None, "count is missing (or give rep=VRepeat(...))")
         self._check_own()
+
+    def regs_read(self) -> list:
+        out = super().regs_read()
+        rep = getattr(self, "rep", None)
+        if rep is not None and not isinstance(rep.repeats, int):
+            out.append(rep.repeats)
+        return out
 
     def _check_fn(self) -> None:
         fn, dtype, table = getattr(self, "fn"), getattr(self, "dtype"), self.FNS
@@ -71,12 +133,13 @@ class VBinary(VectorInstr):
     b: Mem
     count: Operand
     dtype: str
+    rep: Optional[VRepeat] = None
     OP: ClassVar[str] = "vbinary"
     UB_SRCS: ClassVar[tuple[str, ...]] = ("a", "b")
     FNS: ClassVar[Any] = VBINARY_COST
 
     def text(self) -> str:
-        return f"v{self.fn} {self.dst} <- {self.a}, {self.b} {self.dtype} count={self.count}"
+        return f"v{self.fn} {self.dst} <- {self.a}, {self.b} {self.dtype}" + _count_text(self)
 
 
 @dataclass(frozen=True)
@@ -90,6 +153,7 @@ class VScalar(VectorInstr):
     count: Operand
     dtype: str
     reverse: bool = False
+    rep: Optional[VRepeat] = None
     OP: ClassVar[str] = "vscalar"
     SCALARS: ClassVar[tuple[str, ...]] = ("scalar",)
     FNS: ClassVar[Any] = VBINARY_COST
@@ -99,7 +163,7 @@ class VScalar(VectorInstr):
 
     def text(self) -> str:
         args = f"{_fmt(self.scalar)}, {self.src}" if self.reverse else f"{self.src}, {_fmt(self.scalar)}"
-        return f"v{self.fn}s {self.dst} <- {args} {self.dtype} count={self.count}"
+        return f"v{self.fn}s {self.dst} <- {args} {self.dtype}" + _count_text(self)
 
 
 @dataclass(frozen=True)
@@ -109,11 +173,12 @@ class VUnary(VectorInstr):
     src: Mem
     count: Operand
     dtype: str
+    rep: Optional[VRepeat] = None
     OP: ClassVar[str] = "vunary"
     FNS: ClassVar[Any] = VUNARY_COST
 
     def text(self) -> str:
-        return f"v{self.fn} {self.dst} <- {self.src} {self.dtype} count={self.count}"
+        return f"v{self.fn} {self.dst} <- {self.src} {self.dtype}" + _count_text(self)
 
 
 @dataclass(frozen=True)
@@ -183,12 +248,13 @@ class VDup(VectorInstr):
     value: ScalarValue
     count: Operand
     dtype: str
+    rep: Optional[VRepeat] = None
     OP: ClassVar[str] = "vdup"
     UB_SRCS: ClassVar[tuple[str, ...]] = ()
     SCALARS: ClassVar[tuple[str, ...]] = ("value",)
 
     def text(self) -> str:
-        return f"vdup {self.dst} <- {_fmt(self.value)} {self.dtype} count={self.count}"
+        return f"vdup {self.dst} <- {_fmt(self.value)} {self.dtype}" + _count_text(self)
 
 
 @dataclass(frozen=True)
@@ -197,10 +263,11 @@ class VCopy(VectorInstr):
     src: Mem
     count: Operand
     dtype: str
+    rep: Optional[VRepeat] = None
     OP: ClassVar[str] = "vcopy"
 
     def text(self) -> str:
-        return f"vcopy {self.dst} <- {self.src} {self.dtype} count={self.count}"
+        return f"vcopy {self.dst} <- {self.src} {self.dtype}" + _count_text(self)
 
 
 @dataclass(frozen=True)
@@ -264,3 +331,20 @@ class VTranspose(VectorInstr):
     def text(self) -> str:
         s = f"vtranspose {self.dst} <- {self.src} {self.dtype} rows={self.rows} cols={self.cols}"
         return s + _optional(self, "src_row_stride", "dst_row_stride")
+
+
+@dataclass(frozen=True)
+class VGather(VectorInstr):
+    """dst[i] = the `dtype` element at UB address src + offsets[i] for i < count; `offsets` are int32 byte
+    offsets in UB (element aligned), so a core gathers by indices it computed or loaded."""
+
+    dst: Mem
+    src: Mem
+    offsets: Mem
+    count: Operand
+    dtype: str
+    OP: ClassVar[str] = "vgather"
+    UB_SRCS: ClassVar[tuple[str, ...]] = ("src", "offsets")
+
+    def text(self) -> str:
+        return f"vgather {self.dst} <- {self.src}[{self.offsets}] {self.dtype} count={self.count}"

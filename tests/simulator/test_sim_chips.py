@@ -24,7 +24,7 @@ def test_tiny_shrinks_the_machine_and_keeps_the_rules():
     assert (t.aic_cores, t.aiv_cores) == (2, 4)
     assert (t.ub_bytes, t.l1_bytes, t.l0a_bytes, t.l0b_bytes, t.l0c_bytes) == (16384, 65536, 8192, 8192, 16384)
     changed = {f.name for f in dataclasses.fields(ChipConfig) if getattr(t, f.name) != getattr(b, f.name)}
-    assert changed == {"name", "aic_cores", "aiv_cores", "ub_bytes", "l1_bytes", "l0a_bytes", "l0b_bytes",
+    assert changed == {"name", "aic_cores", "aiv_cores", "ub_bytes", "l1_bytes", "l0a_bytes", "l0b_bytes", "l2_bytes",
                        "l0c_bytes"}
 
 

@@ -72,7 +72,7 @@ def _dev():
     (lambda d: d.launch(_prog(), 1, ["x", "y", "z"], [1, 1, 1.5, 32]), r"tiling field 'tile' must be an integer"),
     (lambda d: d.launch(_prog(), 1, ["x", "y", "z"], {"total": 1, "block": 1, "tile": 1, "slot": 32, "k": 2}),
      r"declares no tiling field\(s\) k"),
-    (lambda d: d.launch(42, 1), r"program must be a Program or its JSON"),
+    (lambda d: d.launch(42, 1), r"program must be a Program, a MixedKernel or its JSON, got int"),
 ])
 def test_launch_argument_errors(call, message):
     with pytest.raises(LaunchError, match=message):

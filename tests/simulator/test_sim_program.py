@@ -91,7 +91,7 @@ def test_static_rules_name_the_problem(make, message):
 
 def test_cube_rules():
     p = Program("cube", "aic", params=["a"])
-    with pytest.raises(ProgramError, match="transpose on load is supported for float16 fractals only"):
+    with pytest.raises(ProgramError, match="transpose on load is supported for 16-bit fractals only, got float32"):
         p.load_l0(L0A(0), L1(0), "float32", 16, 16, transpose=True)
     with pytest.raises(ProgramError, match="does not exist on an AIC core"):
         p.vdup(UB(0), 1.0, 8, "float32")

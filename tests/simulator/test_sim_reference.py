@@ -4,7 +4,7 @@ import pytest
 
 from conftest import assert_close
 from simulator import Device, chips
-from simulator.examples import matmul, softmax, vector_add
+from simulator.examples import gemm, matmul, matmul_epilogue, softmax, vector_add
 
 
 @pytest.mark.parametrize("buffer_num", [1, 2])
@@ -32,14 +32,25 @@ def test_tiny_preset_forces_tiles_tails_and_several_cores(rng):
     assert len(set(res.core_cycles)) > 1  # the tail core finishes at another time
 
 
-def test_lockstep_and_per_core_execution_agree_exactly(rng):
+@pytest.mark.parametrize("sanitize", [False, True])
+def test_lockstep_and_per_core_execution_agree_exactly(rng, sanitize):
     n = 40000 + 13
     x, y = rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32)
-    z1, r1 = vector_add.run(x, y, "910b", block_dim=7, sanitize=False)
-    z2, r2 = vector_add.run(x, y, "910b", block_dim=7, sanitize=True)
+    cfg = chips.get("910b")
+    t = vector_add.tiling(n, cfg, 7)
+    out = []
+    for lockstep in (True, False):
+        dev = Device(cfg)
+        dev.upload("x", x)
+        dev.upload("y", y)
+        dev.alloc("z", x.nbytes)
+        res = dev.launch(vector_add.build(), 7, ["x", "y", "z"], t, sanitize=sanitize, lockstep=lockstep)
+        out.append((dev.read("z", np.float32), res))
+    (z1, r1), (z2, r2) = out
     assert np.array_equal(z1, z2) and np.array_equal(z1, x + y)
     assert r1.cycles == r2.cycles and r1.pipe_busy == r2.pipe_busy and r1.core_cycles == r2.core_cycles
     assert r1.instr_counts == r2.instr_counts and r1.bytes_by_path == r2.bytes_by_path
+    assert r2.distinct_streams < 7  # identical cores share one schedule
 
 
 @pytest.mark.parametrize("shape", [(37, 100), (5, 3), (4, 64), (1, 1)])
@@ -118,3 +129,38 @@ def test_every_reference_program_gives_the_same_results_and_cycles_with_and_with
         assert np.array_equal(out1, out2), name
         assert (r1.cycles, r1.core_cycles, r1.core_pipe_busy) == (r2.cycles, r2.core_cycles, r2.core_pipe_busy), name
         assert (r1.instr_counts, r1.bytes_by_path) == (r2.instr_counts, r2.bytes_by_path), name
+
+
+@pytest.mark.parametrize("shape, grid, base", [((128, 256, 256), (2, 1), (32, 64, 32, 2)),
+                                               ((64, 128, 192), (1, 2), (32, 64, 32, 3))])
+def test_the_double_buffered_gemm_matches_numpy(rng, shape, grid, base):
+    m, n, k = shape
+    a = rng.standard_normal((m, k)).astype(np.float16)
+    bt = rng.standard_normal((n, k)).astype(np.float16)
+    c, res = gemm.run(a, bt, "tiny", grid=grid, base=base, sanitize=True)
+    assert_close(c, gemm.reference(a, bt), rtol=1e-4, atol=1e-3)
+    c2, res2 = gemm.run(a, bt, "tiny", grid=grid, base=base, sanitize=False)
+    assert np.array_equal(c, c2) and res.cycles == res2.cycles
+
+
+def test_the_gemm_lives_off_the_l2(rng):
+    # four cores share row and column panels: most of what they read comes back from L2
+    cfg = chips.get("910b").replace(gm_bytes_per_cycle=60.0)  # an HBM slow enough to matter at this size
+    a = rng.standard_normal((256, 512)).astype(np.float16)
+    bt = rng.standard_normal((256, 512)).astype(np.float16)
+    base = (64, 128, 64, 2)
+    _, warm = gemm.run(a, bt, cfg, grid=(2, 2), base=base, sanitize=False)
+    _, cold = gemm.run(a, bt, cfg.replace(l2_bytes=cfg.l2_line_bytes * 8), grid=(2, 2), base=base, sanitize=False)
+    # with an L2 of 8 lines only what two cores read in the same transfer is fetched once for both
+    assert warm.l2_hit_bytes > 0.8 * warm.gm_read_bytes and cold.l2_hit_bytes <= 0.5 * cold.gm_read_bytes
+    assert warm.kernel_cycles < 0.7 * cold.kernel_cycles  # HBM carries ~0.5 MB instead of ~1 MB
+
+
+def test_matmul_with_a_gelu_epilogue_in_one_mixed_launch(rng):
+    a = rng.standard_normal((192, 128)).astype(np.float16)
+    b = rng.standard_normal((128, 128)).astype(np.float16)
+    for groups in (1, 2):
+        c, res = matmul_epilogue.run(a, b, "tiny", groups=groups, sanitize=True)
+        assert_close(c, matmul_epilogue.reference(a, b), rtol=1e-4, atol=1e-4)
+        assert res.core_type == "mix" and res.instr_counts["vunary.gelu"] == 6 * 2
+        assert res.l2_hit_bytes >= res.bytes_by_path["gm_to_ub"]  # each tile comes back from L2

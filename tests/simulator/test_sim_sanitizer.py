@@ -1,4 +1,6 @@
 """Every sanitizer finding and memory rule, each caught on a seeded bug."""
+import re
+
 import numpy as np
 import pytest
 
@@ -70,7 +72,7 @@ def test_forgotten_final_wait_leaves_a_flag_set():
         _launch(prog)
     msg = str(info.value)
     assert "flag MTE3->V event 1 is still set when the kernel ends" in msg
-    assert "set_flag MTE3->V event=" in msg and msg.startswith("core 0:")
+    assert "set_flag MTE3->V event=" in msg and re.match(r"core \d: ", msg)
     with pytest.raises(FlagLeftSetError):  # cheap check: always on
         _launch(prog, sanitize=False)
 
@@ -164,13 +166,13 @@ def test_read_of_never_written_gm():
 
 
 def test_set_twice_without_a_wait():
+    # events are binary: the second set, issued before any wait consumed the first, is an error
+    # on every timing, so the functional run reports it (no sanitizer needed)
     p = Program("double", "aiv", params=["x"])
-    p.vdup(UB(4096), 1.0, 16000, "float32")           # keeps V busy
-    p.vunary("tanh", UB(4096), UB(4096), 16000, "float32")
     p.copy(UB(0), p.gm("x"), "float32", burst=8)
     p.set_flag("MTE2", "V", 0)
     p.copy(UB(32), p.gm("x"), "float32", burst=8)
-    p.set_flag("MTE2", "V", 0)                         # fires while V still runs: first set not consumed
+    p.set_flag("MTE2", "V", 0)
     p.wait_flag("MTE2", "V", 0)
     p.wait_flag("MTE2", "V", 0)
     dev = Device("910b")
@@ -178,8 +180,30 @@ def test_set_twice_without_a_wait():
     with pytest.raises(DoubleSetError) as info:
         dev.launch(p, 1, ["x"])
     msg = str(info.value)
+    assert msg.startswith("core 0: set_flag MTE2->V event 0 is set twice without a wait: instruction #3 ")
+    assert "while the set by #1 `set_flag MTE2->V event=0` is still pending" in msg
+    assert [a["instruction"] for a in info.value.accesses] == [1, 3]
+
+
+def test_a_set_that_fires_before_the_previous_wait_consumed_it():
+    # the wait is issued before the second set, but V is busy: in this schedule the second
+    # set fires while the first is still pending; the cheap timing check reports it
+    p = Program("double_late", "aiv", params=["x"])
+    p.vdup(UB(4096), 1.0, 16000, "float32")           # keeps V busy
+    p.vunary("tanh", UB(4096), UB(4096), 16000, "float32")
+    p.copy(UB(0), p.gm("x"), "float32", burst=8)
+    p.set_flag("MTE2", "V", 0)
+    p.wait_flag("MTE2", "V", 0)
+    p.copy(UB(32), p.gm("x"), "float32", burst=8)
+    p.set_flag("MTE2", "V", 0)                         # fires while V still runs: first set not consumed
+    p.wait_flag("MTE2", "V", 0)
+    dev = Device("910b")
+    dev.upload("x", np.ones(8, np.float32))
+    with pytest.raises(DoubleSetError) as info:
+        dev.launch(p, 1, ["x"])
+    msg = str(info.value)
     assert "set_flag MTE2->V event 0 is set twice without a wait" in msg
-    assert "instruction #5" in msg and "its wait #6" in msg
+    assert "instruction #6" in msg and "its wait #4" in msg
 
 
 def _reduce_over_cores(with_barrier):
@@ -222,7 +246,7 @@ def test_cross_core_gm_race_without_barrier():
     dev.alloc("out", 4)
     with pytest.raises(RaceError, match=r"core 1: race on byte 0x20 of GM buffer 'ws': MTE3 instruction #\d+ .* "
                                         r"while core 0 MTE2 instruction #\d+ .* reads it, and "
-                                        r"no sync_all separates the two cores"):
+                                        r"no sync_all or cross-core flag orders the two cores"):
         dev.launch(_reduce_over_cores(False), 4, ["ws", "out"], sanitize=True)
 
 
@@ -292,9 +316,10 @@ def test_a_set_before_the_previous_one_was_waited_for_is_a_double_set():
     p.wait_flag("MTE2", "V", 3)
     dev = Device("tiny")
     dev.upload("x", np.ones(8, np.float32))
-    with pytest.raises(DoubleSetError, match=r"MTE2 instruction #2 .* sets it again after MTE2 instruction #1 "
-                                             r"`set_flag MTE2->V event=3` before any wait consumed the previous set"):
-        dev.launch(p, 1, ["x"], sanitize=True)
+    for sanitize in (True, False):  # the binary-event rule holds with and without the sanitizer
+        with pytest.raises(DoubleSetError, match=r"instruction #2 `set_flag MTE2->V event=3` sets it while the set by "
+                                                 r"#1 `set_flag MTE2->V event=3` is still pending"):
+            dev.launch(p, 1, ["x"], sanitize=sanitize)
 
 
 def test_two_pipes_writing_the_same_bytes_race():
@@ -329,8 +354,8 @@ def test_a_write_after_reads_by_two_cores_races_with_the_other_core():
     dev = Device("tiny")
     dev.upload("ws", np.zeros(8, np.float32))
     with pytest.raises(RaceError, match=r"core 1: race on byte 0x0 of GM buffer 'ws': MTE3 instruction #\d+ .* writes "
-                                        r"\[0x0, 0x20\) while another core MTE2 instruction #1 .* reads it, and no "
-                                        r"sync_all separates the two cores"):
+                                        r"\[0x0, 0x20\) while core 0 MTE2 instruction #1 .* reads it, and no "
+                                        r"sync_all or cross-core flag orders the two cores"):
         dev.launch(p, 2, ["ws"], sanitize=True)
 
 
@@ -368,3 +393,62 @@ def test_sanitizer_blocks_follow_the_chip_alignment():
     p2.vdup(UB(0), 2.0, 4, "float32")  # ... but V writing the bytes MTE2 writes still races
     with pytest.raises(RaceError, match=r"race on UB bytes \[0x0, 0x10\)"):
         dev.launch(p2, 1, ["x"], sanitize=True)
+
+
+def _halves_program(overlap):
+    """Two cores store 7 (or 8) float16 each at element offsets 0 and 7: inside one 16-byte granule."""
+    p = Program("halves_gm", "aiv", params=["out"])
+    core = p.core_idx()
+    p.vdup(UB(0), 1.0, 16, "float16")
+    p.vscalar("mul", UB(0), UB(0), p.add(core, 1), 16, "float16")
+    p.set_flag("V", "MTE3", 0)
+    p.wait_flag("V", "MTE3", 0)
+    p.copy(p.gm("out", p.mul(core, 14)), UB(0), "float16", burst=8 if overlap else 7, pad=True)
+    p.sync_all()
+    with p.if_(p.alu("eq", core, 0)):
+        p.copy(UB(64), p.gm("out"), "float16", burst=14, pad=True)
+        p.set_flag("MTE2", "V", 1)
+        p.wait_flag("MTE2", "V", 1)
+    return p
+
+
+def test_gm_ownership_is_exact_to_the_byte_inside_a_granule():
+    dev = Device("tiny")
+    dev.alloc("out", 64)
+    dev.launch(_halves_program(False), 2, ["out"], sanitize=True)
+    assert dev.read("out", np.float16, (14,)).tolist() == [1.0] * 7 + [2.0] * 7
+    # one element more and the two stores overlap in bytes [14, 16)
+    with pytest.raises(RaceError, match=r"core [01]: race on byte 0xe of GM buffer 'out': MTE3 .* writes .* while "
+                                        r"core [01] MTE3 .* writes it, and no sync_all or cross-core flag orders"):
+        dev.launch(_halves_program(True), 2, ["out"], sanitize=True)
+
+
+def test_a_read_of_bytes_half_written_before_is_uninitialised_exactly_where_nothing_wrote():
+    dev = Device("tiny")
+    dev.alloc("x", 64)
+    dev.write("x", np.ones(3, np.float16))          # bytes [0, 6) only
+    p = Program("partial_read", "aiv", params=["x"])
+    p.copy(UB(0), p.gm("x"), "float16", burst=3, pad=True)
+    p.copy(UB(32), p.gm("x"), "float16", burst=4, pad=True)
+    p.set_flag("MTE2", "V", 0)
+    p.wait_flag("MTE2", "V", 0)
+    with pytest.raises(UninitializedReadError, match=r"MTE2 instruction #1 .* reads byte 0x6 of GM buffer 'x' that "
+                                                     r"neither the host nor a kernel wrote"):
+        dev.launch(p, 1, ["x"], sanitize=True)
+
+
+def test_reads_by_several_cores_at_once_then_a_write_races_with_the_other_readers():
+    p = Program("broadcast", "aiv", params=["w"])
+    core = p.core_idx()
+    p.copy(UB(0), p.gm("w"), "float32", burst=64)   # every core reads the same bytes in one instruction
+    p.set_flag("MTE2", "V", 0)
+    p.wait_flag("MTE2", "V", 0)
+    p.set_flag("V", "MTE3", 0)
+    p.wait_flag("V", "MTE3", 0)
+    with p.if_(p.alu("eq", core, 2)):
+        p.copy(p.gm("w"), UB(0), "float32", burst=64)
+    dev = Device("tiny")
+    dev.upload("w", np.zeros(64, np.float32))
+    with pytest.raises(RaceError, match=r"core 2: race on byte 0x0 of GM buffer 'w': MTE3 .* writes \[0x0, 0x100\) "
+                                        r"while core [013] MTE2 instruction #1 .* reads it"):
+        dev.launch(p, 4, ["w"], sanitize=True)

@@ -26,13 +26,13 @@ def test_double_buffering_a_balanced_add_is_at_least_1_5x_faster():
     db = _add(8192 * 8, chip, 1, buffer_num=2, tile=8192)
     v, mte2 = db.pipe_busy["V"], db.pipe_busy["MTE2"]
     assert 0.8 < v / mte2 < 1.25
-    assert sb.cycles >= 1.5 * db.cycles
+    assert sb.kernel_cycles >= 1.5 * db.kernel_cycles
 
 
 def test_double_buffering_helps_on_the_stock_chip_too():
     sb = _add(8192 * 8, "910b", 1, buffer_num=1, tile=8192)
     db = _add(8192 * 8, "910b", 1, buffer_num=2, tile=8192)
-    assert sb.cycles > 1.2 * db.cycles
+    assert sb.kernel_cycles > 1.2 * db.kernel_cycles
     # double buffered, MTE2 (the slowest stage) is busy almost all the time
     assert db.utilisation("MTE2") > 0.85 and db.utilisation("MTE2") > sb.utilisation("MTE2") + 0.1
 
@@ -41,8 +41,8 @@ def test_eight_cores_are_at_least_6x_faster_when_gm_is_not_saturated():
     one = _add(8 * 8 * 1024, "910b", 1, tile=1024)
     eight = _add(8 * 8 * 1024, "910b", 8, tile=1024)
     assert eight.gm_bandwidth_fraction < 0.5
-    assert one.cycles >= 6 * eight.cycles
-    assert eight.cycles * 8 >= one.cycles * 0.95  # and not magically more than linear
+    assert one.kernel_cycles >= 6 * eight.kernel_cycles
+    assert eight.kernel_cycles * 8 >= one.kernel_cycles * 0.95  # and not magically more than linear
 
 
 def test_never_faster_than_the_aggregate_gm_bandwidth():
@@ -89,8 +89,37 @@ def test_dma_costs_follow_the_chip_config():
     unaligned = dev.launch(_copy_program(32), 1, ["x"])
     nbytes = 4096 * 4
     assert aligned.pipe_busy["MTE2"] == pytest.approx(210 + nbytes / 113, abs=1)
-    # a GM address off the 512-byte boundary gets 70% of the path bandwidth
-    assert unaligned.pipe_busy["MTE2"] == pytest.approx(210 + nbytes / (113 * 0.7), abs=1)
+    # a GM address off the 512-byte boundary gets 70% of the path bandwidth, and the burst
+    # starting 32 bytes into a 128-byte piece occupies one more piece of the bus
+    assert unaligned.pipe_busy["MTE2"] == pytest.approx(210 + (nbytes + chip.gm_piece_bytes) / (113 * 0.7), abs=1)
+
+
+def _pieces_bus_bytes(chip, starts, width):
+    """Bytes on the bus for bursts of `width` bytes at GM addresses `starts`: the whole pieces they touch."""
+    piece = chip.gm_piece_bytes
+    return sum(((a + width - 1) // piece - a // piece + 1) * piece for a in starts)
+
+
+def test_many_narrow_bursts_cost_more_than_one_wide_burst():
+    chip = chips.get("910b")
+    dev = Device(chip)
+    dev.alloc("x", 1 << 20)
+
+    def mte2(burst, nburst, src_stride):
+        p = Program("bursts", "aiv", params=["x"])
+        p.copy(UB(0), p.gm("x"), "float32", burst=burst, nburst=nburst, src_stride=src_stride)
+        p.set_flag("MTE2", "V", 0)
+        p.wait_flag("MTE2", "V", 0)
+        return dev.launch(p, 1, ["x"]).pipe_busy["MTE2"]
+
+    wide = mte2(8192, 1, None)                   # one 32 KiB burst
+    narrow = mte2(8, 1024, 64)                   # 1,024 bursts of 32 B, 256 B apart
+    assert wide == pytest.approx(210 + 32768 / 113, abs=1)
+    bus = _pieces_bus_bytes(chip, [r * 256 for r in range(1024)], 32)
+    assert bus == 1024 * chip.gm_piece_bytes  # each 32-byte burst occupies a whole 128-byte piece
+    # rows 256 B apart are off the 512-byte boundary every other row: 70% of the path bandwidth
+    assert narrow == pytest.approx(210 + bus / (113 * chip.gm_unaligned_factor), abs=1)
+    assert narrow > 3.5 * wide
 
 
 def test_vector_costs_follow_the_repeat_model():
@@ -137,7 +166,9 @@ def test_gm_bandwidth_is_shared_fairly(cores):
     p.wait_flag("MTE2", "V", 0)
     res = dev.launch(p, cores, ["x"])
     data = max(65536 / 113, cores * 65536 / chip.gm_bytes_per_cycle)
-    assert res.cycles == pytest.approx(210 + data, abs=5)  # plus a few scalar and issue cycles
+    startup = chip.launch_startup_cycles + cores * chip.launch_core_cycles
+    assert res.startup_cycles == startup
+    assert res.cycles == pytest.approx(startup + 210 + data, abs=5)  # plus a few scalar and issue cycles
     assert len(set(res.core_cycles)) == 1
 
 
@@ -177,9 +208,9 @@ def test_flags_on_the_scalar_unit_stop_issue_until_set():
     for sanitize in (False, True):
         res = dev.launch(_scalar_wait_program(True), 1, ["x", "y"], sanitize=sanitize)
         assert np.array_equal(dev.read("y", np.float32), 2 * x)
-        g = res._groups_by_core[0]
+        g = res._groups[0]
         v = [j for j, rec in enumerate(g.stream) if rec[1] == 1][0]  # the vector instruction
-        assert g.issue[v] > load and g.start[v] >= g.issue[v]  # issued only after the load finished
+        assert g.issue[v] > res.startup_cycles + load and g.start[v] >= g.issue[v]  # issued after the load
         assert res.pipe_busy["S"] < 20  # the stall is not busy time
     with pytest.raises(RaceError, match="no set_flag/wait_flag chain orders MTE2 before V"):
         dev.launch(_scalar_wait_program(False), 1, ["x", "y"], sanitize=True)
@@ -212,8 +243,11 @@ def test_set_flag_from_the_scalar_unit_and_single_pipe_barriers():
     for sanitize in (False, True):
         res = Device("tiny").launch(p, 2, sanitize=sanitize)
         assert res.pipe_busy["V"] == 2 * 2 * (3 + 1)
-        # six instructions issued one a cycle; the last vdup starts at its issue (cycle 6) and takes 3 + 1
-        assert res.cycles == 6 + 3 + 1
+        # after the launch start-up, six instructions issued one a cycle; the last vdup starts at its
+        # issue (cycle 6) and takes 3 + 1
+        chip = chips.get("tiny")
+        assert res.startup_cycles == chip.launch_startup_cycles + 2 * chip.launch_core_cycles
+        assert res.cycles == res.startup_cycles + 6 + 3 + 1
 
 
 def test_trace_tracks_and_flow_arrows_bind_to_their_flag_slices():
@@ -248,9 +282,13 @@ def test_gm_peak_bandwidth_needs_every_row_on_the_boundary():
         p.wait_flag("MTE2", "V", 0)
         return dev.launch(p, 1, ["x"]).pipe_busy["MTE2"]
 
-    assert mte2(480, 4, 1024) == pytest.approx(210 + 16384 / full, abs=1)   # 480 + 32 = 512
-    assert mte2(0, 4, 1024) == pytest.approx(210 + 16384 / slow, abs=1)
-    assert mte2(480, 4, 1032) == pytest.approx(210 + 16384 / slow, abs=1)   # rows 4128 bytes apart
+    base = dev.buffer("x").addr
+    rows = [base + 480 + r * 4096 for r in range(4)]
+    assert mte2(480, 4, 1024) == pytest.approx(210 + _pieces_bus_bytes(chip, rows, 4096) / full, abs=1)  # 480+32=512
+    rows = [base + r * 4096 for r in range(4)]
+    assert mte2(0, 4, 1024) == pytest.approx(210 + _pieces_bus_bytes(chip, rows, 4096) / slow, abs=1)
+    rows = [base + 480 + r * 4128 for r in range(4)]  # rows 4128 bytes apart
+    assert mte2(480, 4, 1032) == pytest.approx(210 + _pieces_bus_bytes(chip, rows, 4096) / slow, abs=1)
 
 
 def test_copy_limits_come_from_the_chip_config():
@@ -263,3 +301,74 @@ def test_copy_limits_come_from_the_chip_config():
         p.copy(UB(0), p.gm("x"), "float32", **kwargs)
         with pytest.raises(ProgramError, match=message):
             dev.launch(p, 1, ["x"])
+
+
+def _slices(res, name):
+    return [e for e in res.trace()["traceEvents"] if e["ph"] == "X" and e["name"] == name]
+
+
+def test_a_full_issue_queue_stalls_the_scalar_unit():
+    # 40 vector ops then a load on another pipe: the load may only be issued once V has started
+    # all but `pipe_queue_depth` of the vector ops, so it cannot start at once
+    chip = chips.get("910b")
+    p = Program("queue", "aiv", params=["x"])
+    for _ in range(40):
+        p.vdup(UB(0), 1.0, 64 * 200, "float32")          # 3 + 200 cycles each
+    p.copy(UB(65536), p.gm("x"), "float32", burst=64)
+    p.set_flag("MTE2", "V", 0)
+    p.wait_flag("MTE2", "V", 0)
+    dev = Device(chip)
+    dev.upload("x", np.zeros(64, np.float32))
+    res = dev.launch(p, 1, ["x"])
+    vdups = sorted(e["args"]["start_cycle"] for e in _slices(res, "vdup"))
+    load = _slices(res, "copy.gm_to_ub")[0]["args"]["start_cycle"]
+    # vdup 0 starts as it is issued; the last vdup (39) finds 32 not-started ones ahead of it and
+    # is issued when vdup 39 - 32 starts; the load comes right after it
+    k = 39 - chip.pipe_queue_depth
+    assert vdups[k] <= load <= vdups[k] + 5
+    assert vdups[k] == res.startup_cycles + 1 + k * 203
+    deep = Device(chip.replace(pipe_queue_depth=64))
+    deep.upload("x", np.zeros(64, np.float32))
+    unbounded = deep.launch(p, 1, ["x"])
+    early = _slices(unbounded, "copy.gm_to_ub")[0]["args"]["start_cycle"]
+    assert early < unbounded.startup_cycles + 50 < load   # with room in the queue it starts at once
+
+
+def _v_busy(build, chip="910b"):
+    p = Program("one_vector_op", "aiv")
+    build(p)
+    return Device(chip).launch(p, 1).pipe_busy["V"]
+
+
+def test_instructions_the_910b_lacks_cost_their_decomposition():
+    chip = chips.get("910b")
+    start, simple, binary, complex_ = (chip.vector_startup_cycles, chip.vector_simple_cycles,
+                                       chip.vector_binary_cycles, chip.vector_complex_cycles)
+    n = 64 * 128  # 128 repeats of float32 or int32
+    fdiv = _v_busy(lambda p: p.vbinary("div", UB(0), UB(32768), UB(65536), n, "float32"))
+    assert fdiv == start + 128 * complex_
+    # no integer divide: cast both to float32, divide, cast back rounding down
+    idiv = _v_busy(lambda p: p.vbinary("floordiv", UB(0), UB(32768), UB(65536), n, "int32"))
+    assert idiv == 4 * start + 128 * (3 * simple + complex_)
+    imod = _v_busy(lambda p: p.vbinary("mod", UB(0), UB(32768), UB(65536), n, "int32"))
+    assert imod == idiv + 2 * (start + 128 * binary)
+    # int16 divides through float32 as well: its passes are over 4-byte elements
+    i16 = _v_busy(lambda p: p.vbinary("floordiv", UB(0), UB(32768), UB(65536), n, "int16"))
+    assert i16 == idiv
+    # no 8-bit arithmetic: through float16
+    i8 = _v_busy(lambda p: p.vbinary("add", UB(0), UB(32768), UB(65536), 256 * 64, "int8"))
+    assert i8 == 4 * start + 128 * (3 * simple + binary)
+    assert i8 > _v_busy(lambda p: p.vbinary("add", UB(0), UB(32768), UB(65536), 256 * 64, "int16"))
+
+
+def test_a_transpose_costs_what_the_16x16_16_bit_blocks_of_the_hardware_cost():
+    chip = chips.get("910b")
+    start, simple, binary = chip.vector_startup_cycles, chip.vector_simple_cycles, chip.vector_binary_cycles
+
+    def tr(rows, cols, dtype, stride=None):
+        return _v_busy(lambda p: p.vtranspose(UB(0), UB(65536), rows, cols, dtype, stride, stride))
+
+    assert tr(16, 16, "float16") == start + 2 * binary                 # one 512-byte block: 2 repeats
+    assert tr(20, 20, "float16", 32) == start + 8 * binary             # padded to 32 x 32
+    assert tr(16, 16, "float32") == 4 * start + 4 * simple + 2 * 2 * binary + 4 * simple  # split, 2x, merge
+    assert tr(16, 16, "int8", 32) == 3 * start + 2 * simple + 2 * binary + 2 * simple
