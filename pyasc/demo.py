@@ -13,9 +13,7 @@ import pyasc
 from . import dtypes
 from .examples import EXAMPLES, Example
 from .runtime.options import make_options
-
-# (rtol, atol) for a float result compared with the numpy reference
-TOLERANCE = {"float16": (2e-3, 1e-3), "float32": (1e-5, 1e-6)}
+from .testing import TOLERANCE
 
 
 @dataclass

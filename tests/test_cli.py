@@ -1,27 +1,68 @@
-"""The command line: `pyasc demo`, `pyasc ops`, `pyasc --version` (and `python -m pyasc`)."""
+"""The command line: every command exits 0 and prints what it promises; bad arguments exit 2 with a usage
+line; failures exit 1 (through `cli.main`, the console script and `python -m pyasc`)."""
 from __future__ import annotations
 
-import io
+import json
+import os
 import subprocess
 import sys
-from contextlib import redirect_stdout
+from pathlib import Path
 
+import click
 import pytest
+from click.testing import CliRunner
 
-import pyasc
 from pyasc import cli, demo, ops
 from pyasc.examples import EXAMPLES
+from pyasc.runtime.diskcache import DiskCache
+
+REPO = Path(__file__).resolve().parents[1]
+
+KERNELS = '''\
+import numpy as np
+import pyasc
+
+SCALE = 2.0
+PYASC_WARM = {"softmax": [["f32[8,16]"], ["f16[4,32]"]], "broken": [["f32[4]"]]}
 
 
-def run_cli(argv):
-    buf = io.StringIO()
-    with redirect_stdout(buf):
-        status = cli.main(argv)
-    return status, buf.getvalue()
+@pyasc.kernel(chip="tiny")
+def softmax(x):
+    shifted = x - pyasc.max(x, axis=-1, keepdims=True)
+    e = pyasc.exp(shifted)
+    return e / pyasc.sum(e, axis=-1, keepdims=True) * SCALE
+
+
+def mlp(x, w, b):
+    return pyasc.relu(x @ w.T.T + b)
+
+
+def broken(x):
+    return x @ x @ x
+'''
+
+
+def invoke(*args, **env):
+    result = CliRunner().invoke(cli.cli, list(args), env=env or None, catch_exceptions=False)
+    return result.exit_code, result.output
+
+
+@pytest.fixture
+def kernels(tmp_path):
+    path = tmp_path / "kernels.py"
+    path.write_text(KERNELS)
+    return path
+
+
+def mlp_args():
+    return ["--arg", "f32[8,16]", "--arg", "f32[16,32]", "--arg", "f32[32]"]
+
+
+# ---- demo, ops, chips, help ----------------------------------------------------------------
 
 
 def test_demo_runs_every_example_and_exits_0():
-    status, out = run_cli(["demo", "--chip", "tiny"])
+    status, out = invoke("demo", "--chip", "tiny")
     assert status == 0, out
     for ex in EXAMPLES:
         assert ex.name in out
@@ -32,34 +73,45 @@ def test_demo_runs_every_example_and_exits_0():
     assert f"{len(EXAMPLES)}/{len(EXAMPLES)} kernels match" in out
 
 
-def test_demo_opt_level_0():
-    status, out = run_cli(["demo", "--chip", "tiny", "--opt-level", "0"])
-    assert status == 0, out
-    assert "opt_level=0" in out
-
-
-def test_demo_exits_1_on_a_mismatch(monkeypatch):
+def test_demo_opt_level_0_and_a_mismatch_exits_1(monkeypatch):
+    status, out = invoke("demo", "--chip", "tiny", "--opt-level", "0")
+    assert status == 0 and "opt_level=0" in out
     monkeypatch.setattr(demo, "compare", lambda actual, expected: (False, 1.0, "values differ"))
-    status, out = run_cli(["demo", "--chip", "tiny"])
-    assert status == 1
-    assert "FAIL" in out and "FAILED:" in out
+    status, out = invoke("demo", "--chip", "tiny")
+    assert status == 1 and "FAIL" in out and "FAILED:" in out
 
 
-def test_demo_rejects_an_unknown_chip():
-    with pytest.raises(SystemExit) as info:
-        run_cli(["demo", "--chip", "nosuch"])
-    assert info.value.code == 2
+@pytest.mark.parametrize("argv, words", [
+    (["demo", "--chip", "nosuch"], ["--chip", "nosuch"]),
+    (["demo", "--opt-level", "7"], ["--opt-level", "7"]),
+    (["nosuch"], ["No such command 'nosuch'"]),
+    (["compile", "kernels.py"], ["does not name a function"]),
+    (["cache", "prune"], ["--max-size"]),
+])
+def test_bad_arguments_exit_2_with_a_usage_line(argv, words, capsys):
+    status = cli.main(argv)
+    err = capsys.readouterr().err
+    assert status == 2
+    assert err.startswith("Usage: pyasc") and all(w in err for w in words), err
 
 
-def test_demo_rejects_a_bad_opt_level(capsys):
-    with pytest.raises(SystemExit) as info:
-        cli.main(["demo", "--opt-level", "7"])
-    assert info.value.code == 2
-    assert "--opt-level" in capsys.readouterr().err
+def test_every_command_has_help():
+    def walk(group, prefix):
+        for name, command in group.commands.items():
+            yield prefix + [name]
+            if isinstance(command, click.Group):
+                yield from walk(command, prefix + [name])
+
+    paths = list(walk(cli.cli, []))
+    assert {"demo", "ops", "chips", "compile", "diff", "cache"} <= {p[0] for p in paths}
+    assert {p[1] for p in paths if len(p) == 2} == {"list", "show", "explain", "clear", "prune", "verify", "warm"}
+    for path in paths:
+        status, out = invoke(*path, "--help")
+        assert status == 0 and out.startswith(f"Usage: pyasc {' '.join(path)}"), path
 
 
 def test_ops_lists_every_op_with_its_category():
-    status, out = run_cli(["ops"])
+    status, out = invoke("ops")
     assert status == 0
     lines = out.splitlines()
     for name in ops.names():
@@ -68,13 +120,144 @@ def test_ops_lists_every_op_with_its_category():
         assert ops.get(name).category.name in row
 
 
-def test_version_in_a_subprocess():
-    result = subprocess.run([sys.executable, "-m", "pyasc", "--version"], capture_output=True, text=True,
-                            timeout=60)
-    assert result.returncode == 0
-    assert result.stdout.strip() == f"pyasc {pyasc.__version__}"
+def test_chips_lists_the_presets_and_their_figures():
+    status, out = invoke("chips")
+    assert status == 0
+    rows = {ln.split()[0]: ln.split() for ln in out.splitlines()[1:3]}
+    assert rows["910b"][:8] == ["910b", "24", "48", "1.8", "64", "1600", "192", "512"]
+    assert rows["tiny"][:3] == ["tiny", "2", "4"] and rows["tiny"][6] == "16"
 
 
-def test_no_command_prints_help():
-    status, out = run_cli([])
-    assert status == 0 and "demo" in out and "ops" in out
+def test_python_dash_m_and_version():
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    ok = subprocess.run([sys.executable, "-m", "pyasc", "--version"], capture_output=True, text=True, env=env,
+                        cwd=REPO)
+    assert ok.returncode == 0 and ok.stdout.strip() == "pyasc 0.1.0"
+    bad = subprocess.run([sys.executable, "-m", "pyasc", "cache", "nosuch"], capture_output=True, text=True,
+                         env=env, cwd=REPO)
+    assert bad.returncode == 2 and bad.stderr.startswith("Usage: pyasc cache")
+
+
+# ---- compile and diff -------------------------------------------------------------------
+
+
+def test_compile_prints_the_stage_summary_with_op_histograms(kernels, tmp_path):
+    status, out = invoke("compile", f"{kernels}::mlp", *mlp_args(), "--chip", "tiny", "--dump", str(tmp_path / "d"))
+    assert status == 0, out
+    assert out.startswith("mlp(x: f32[8,16], w: f32[16,32], b: f32[32])")
+    lines = out.splitlines()
+    graph = next(ln for ln in lines if ln.strip().startswith("01 graph"))
+    assert "5 ops" in graph and "transpose 2" in graph
+    assert any("transpose 0 (-1)" in ln for ln in lines)                 # the transposes that vanished
+    assert any("fused_matmul 1 (+1)" in ln and "relu 0 (-1)" in ln for ln in lines)  # the epilogue fusion
+    assert "device kernels:" in out and "1 planned: 1 MATMUL" in out and "memory plan:" in out
+    folder = Path(out.strip().splitlines()[-1].split("dumped to ")[1])
+    assert (folder / "00_source.py").exists() and folder.parent == tmp_path / "d"
+
+
+def test_compile_failures(kernels):
+    status, out = invoke("compile", f"{kernels}::broken", "--arg", "f32[4]")
+    assert status == 1 and "operands must have at least one dimension" in out and "kernels.py:20" in out
+    status, out = invoke("compile", f"{kernels}::nosuch")
+    assert status == 2 and "has no 'nosuch'" in out
+    status, out = invoke("compile", f"{kernels}::mlp", "--arg", "q32[4]")
+    assert status == 2 and "unknown dtype 'q32'" in out
+    status, out = invoke("compile", f"{kernels}::mlp", "--arg", "f32[4]")
+    assert status == 2 and "missing" in out
+
+
+def test_diff_compares_two_dumps_stage_by_stage(kernels, tmp_path):
+    for level in ("0", "3"):
+        status, _ = invoke("compile", f"{kernels}::mlp", *mlp_args(), "--opt-level", level,
+                           "--dump", str(tmp_path / f"o{level}"))
+        assert status == 0
+    status, out = invoke("diff", str(tmp_path / "o0"), str(tmp_path / "o3"))
+    assert status == 0, out
+    assert "same:      source" in out and "only in B: ge.03.matmul_epilogue_fusion" in out
+    assert "only in A: ge.01.fusion" in out and "differs:   memory_plan" in out
+    assert any(ln.startswith("    +") for ln in out.splitlines())       # the line diff itself
+    status, out = invoke("diff", str(tmp_path / "o3"), str(tmp_path / "o3"), "--stat")
+    assert status == 0 and out.strip().endswith("0 of 8 stages differ")
+    status, out = invoke("diff", str(tmp_path), str(tmp_path / "o3"))
+    assert status == 2 and "is not a dump folder" in out and "holds 2 kernel folders" in out
+
+
+# ---- cache ---------------------------------------------------------------------------------
+
+
+def test_cache_list_show_clear(kernels, disk_cache):
+    status, out = invoke("cache", "list")
+    assert status == 0 and "0 entries" in out
+    invoke("compile", f"{kernels}::softmax", "--arg", "f32[8,16]")
+    invoke("compile", f"{kernels}::softmax", "--arg", "f32[8,16]")  # a disk hit
+    status, out = invoke("cache", "list")
+    assert status == 0
+    header, row = out.splitlines()[:2]
+    assert header.split() == ["key", "kernel", "signature", "chip", "size", "age", "hits"]
+    assert row.split()[1] == "softmax" and " x: f32[8,16] " in row and " tiny " in row and row.split()[-1] == "1"
+    key = row.split()[0]
+    status, out = invoke("cache", "list", "--json")
+    assert json.loads(out.splitlines()[0])["key"].startswith(key)
+    status, out = invoke("cache", "show", key[:6])
+    assert status == 0 and "signature: x: f32[8,16]" in out and "guards (what the kernel read):" in out
+    assert "SCALE (value)" in out and "graph.json" in out and "00 source" in out
+    status, out = invoke("cache", "show", "ffffffff")
+    assert status == 1 and "no entry with a key starting 'ffffffff'" in out
+    status, out = invoke("cache", "clear")
+    assert status == 0 and out.startswith("removed 1 entries")
+    assert DiskCache(disk_cache).list() == []
+
+
+def test_cache_explain_hit_and_both_kinds_of_miss(kernels, disk_cache):
+    invoke("compile", f"{kernels}::softmax", "--arg", "f32[8,16]")
+    status, out = invoke("cache", "explain", f"{kernels}::softmax", "f32[8,16]")
+    assert status == 0 and "kernel_code" in out and "HIT: entry" in out
+    status, out = invoke("cache", "explain", f"{kernels}::softmax", "f32[8,17]")
+    assert "MISS: no entry has these components" in out and "differs in 1:" in out
+    assert '  args: [["x", ["tensor", "float32", [8, 16]]]]' in out
+    kernels.write_text(KERNELS.replace("SCALE = 2.0", "SCALE = 3.0"))
+    status, out = invoke("cache", "explain", f"{kernels}::softmax", "f32[8,16]")
+    assert "SCALE differs: the entry saw [\"float\", \"2.0\"], now [\"float\", \"3.0\"]" in out
+    assert "MISS: none of the 1 entries with these components" in out
+
+
+def test_cache_prune_and_verify(kernels, disk_cache):
+    for spec in ("f32[8,16]", "f32[4,16]"):
+        invoke("compile", f"{kernels}::softmax", "--arg", spec)
+    store = DiskCache(disk_cache)
+    first = next(store.iter_entries())
+    (first / "graph.json").write_text("{}")
+    status, out = invoke("cache", "verify")
+    assert status == 1 and "graph.json is truncated" in out and "1 of 2 entries are sound" in out
+    status, out = invoke("cache", "verify", "--fix")
+    assert status == 0 and "(removed)" in out and len(store.list()) == 1
+    status, out = invoke("cache", "prune", "--max-size", "0")
+    assert status == 0 and out.startswith("removed 1 entries; 0 B left")
+    status, out = invoke("cache", "prune", "--max-size", "huge")
+    assert status == 2 and "not a size" in out
+
+
+def test_cache_warm_compiles_the_listed_signatures_in_processes(kernels, disk_cache):
+    status, out = invoke("cache", "warm", str(kernels), "--jobs", "2")
+    assert status == 1, out  # `broken` does not compile
+    lines = [ln for ln in out.splitlines() if ln.startswith(("compiled ", "cached ", "failed "))]
+    assert lines[0].startswith("compiled  softmax(f32[8,16])") and lines[1].startswith("compiled  softmax(f16[4,32])")
+    assert lines[2].startswith("failed    broken(f32[4])") and "CompileError" in lines[2]
+    assert "compiling 3 signatures in 2 processes" in out  # the progress bar's label
+    assert "2 compiled, 0 cached, 1 failed" in out and "1 of 3 signatures failed" in out
+    assert len(DiskCache(disk_cache).list()) == 2
+    status, out = invoke("cache", "explain", f"{kernels}::softmax", "f16[4,32]")
+    assert "HIT: entry" in out  # this process computes the key the workers stored
+
+
+def test_cache_warm_needs_a_list(tmp_path, disk_cache):
+    path = tmp_path / "plain.py"
+    path.write_text("x = 1\n")
+    status, out = invoke("cache", "warm", str(path))
+    assert status == 2 and "has no PYASC_WARM dict" in out
+
+
+def test_cache_commands_with_the_cache_off(monkeypatch):
+    monkeypatch.setenv("PYASC_CACHE", "0")
+    status, out = invoke("cache", "list")
+    assert status == 1 and "the disk cache is off (PYASC_CACHE=0)" in out

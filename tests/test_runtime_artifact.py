@@ -34,11 +34,23 @@ def test_stages_in_order():
     names = list(c.stages)
     assert names[:3] == ["source", "graph", "inferred"]
     codegen = ["tiling", *(f"program.k{i}" for i in range(len(c.kernels))), "launch", "host"]
-    ge_names = names[3:len(names) - len(codegen)]
-    assert names[len(names) - len(codegen):] == codegen
-    assert all(n.startswith("ge.") for n in ge_names)
+    assert names[-len(codegen):] == codegen
+    assert names[-len(codegen) - 2:-len(codegen)] == ["fusion_log", "memory_plan"]
+    ge_names = names[3:-len(codegen) - 2]
+    assert ge_names and all(n.startswith("ge.") for n in ge_names)
     assert [int(n.split(".")[1]) for n in ge_names] == list(range(1, len(ge_names) + 1))
     assert all(isinstance(t, str) and t for t in c.stages.values())
+    assert c.stages["fusion_log"].splitlines() == c.fusion_log
+    assert c.stages["memory_plan"] == c.memory_plan.table()
+
+
+def test_each_graph_stage_has_an_op_histogram():
+    c = make_kernel().compile(*ARGS)
+    graph_stages = ["graph"] + [n for n in c.stages if n.startswith("ge.")]
+    assert list(c.stage_ops) == graph_stages
+    assert c.stage_ops["graph"] == {"add": 3, "mul": 2, "relu": 2, "exp": 1}  # two relu(x * w + b) summed
+    final = c.stage_ops[graph_stages[-1]]
+    assert "exp" not in final and sum(final.values()) == c.nodes_out
 
 
 def test_source_stage_is_the_normalised_function():
@@ -112,7 +124,7 @@ def test_dump_dir_gets_every_stage(tmp_path, monkeypatch):
     k = make_kernel()
     k(*ARGS)
     c = k.compile(*ARGS)
-    folder = tmp_path / "fused" / c.key_hash
+    folder = tmp_path / f"fused-{c.key_hash}"
     files = sorted(os.listdir(folder))
     stage_names = list(c.stages)
     assert files[0] == "00_source.py"
@@ -125,10 +137,9 @@ def test_dump_dir_gets_every_stage(tmp_path, monkeypatch):
             assert (folder / f"{i:02d}_{name}.dot").read_text().lstrip().startswith("digraph")
     assert (folder / "01_graph.dot").read_text().lstrip().startswith("digraph")
     assert "signature: x: f32[4,8], w: f32[8], b: f32[8]" in (folder / "specialization.txt").read_text()
-    if c.fusion_log:
-        assert (folder / "fusion_log.txt").read_text().splitlines() == c.fusion_log
-    if c.memory_plan is not None:
-        assert (folder / "memory_plan.txt").exists()
+    n = len(stage_names)
+    assert (folder / f"{n - 2:02d}_fusion_log.txt").read_text().splitlines() == c.fusion_log
+    assert (folder / f"{n - 1:02d}_memory_plan.txt").read_text().rstrip("\n") == c.memory_plan.table()
     # every pass is accounted for, unchanged ones noted (not re-dumped), with no wall times to spoil diffs
     pass_log = (folder / "pass_log.txt").read_text().splitlines()
     assert pass_log == c.pass_log.splitlines()
@@ -136,7 +147,7 @@ def test_dump_dir_gets_every_stage(tmp_path, monkeypatch):
     changed = [line.split("-> stage ")[1].split()[0] for line in pass_log if "-> stage " in line]
     assert [f"ge.{i:02d}.{s}" for i, s in enumerate(changed, 1)] == [n for n in stage_names if n.startswith("ge.")]
     assert " ms]" not in "\n".join(pass_log)
-    assert not [f for f in os.listdir(tmp_path / "fused") if f.startswith(".")]  # no staging leftovers
+    assert not [f for f in os.listdir(tmp_path) if f.startswith(".")]  # no staging leftovers
 
 
 def test_dump_is_rewritten_on_a_cache_hit_when_missing(tmp_path, monkeypatch):
@@ -147,7 +158,7 @@ def test_dump_is_rewritten_on_a_cache_hit_when_missing(tmp_path, monkeypatch):
     monkeypatch.setenv("PYASC_DUMP_DIR", str(tmp_path))
     k(*ARGS)
     assert k.cache_info().hits == 1
-    folder = tmp_path / "fused" / k.compile(*ARGS).key_hash
+    folder = tmp_path / f"fused-{k.compile(*ARGS).key_hash}"
     assert (folder / "00_source.py").exists()
     shutil.rmtree(folder)
     k(*ARGS)
@@ -159,7 +170,8 @@ def test_each_specialisation_gets_its_own_folder(tmp_path, monkeypatch):
     k = make_kernel()
     k(*ARGS)
     k(f32(2, 8), ARGS[1], ARGS[2])
-    assert len(os.listdir(tmp_path / "fused")) == 2
+    assert sorted(os.listdir(tmp_path)) == sorted(f"fused-{k.compile(*a).key_hash}"
+                                                  for a in (ARGS, (f32(2, 8), *ARGS[1:])))
 
 
 def test_no_dump_without_the_variable(tmp_path, monkeypatch):
@@ -173,3 +185,28 @@ def test_no_dump_without_the_variable(tmp_path, monkeypatch):
 def test_every_opt_level_gives_the_same_answer(opt_level):
     k = make_kernel(opt_level=opt_level)
     assert_close(k(*ARGS), k.py_func(*ARGS))
+
+
+def test_an_unusable_dump_dir_warns_naming_the_variable_and_the_result_is_returned(tmp_path, monkeypatch):
+    from pyasc.runtime.kernel import DumpWarning
+
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("")
+    monkeypatch.setenv("PYASC_DUMP_DIR", str(blocker))
+    k = make_kernel()
+    with pytest.warns(DumpWarning, match=r"PYASC_DUMP_DIR='.*not-a-folder' cannot be written .*fused ran"):
+        out = k(*ARGS)
+    assert_close(out, k.py_func(*ARGS))
+
+
+def test_a_disk_hit_writes_the_same_dump_as_the_compile(tmp_path, monkeypatch, disk_cache):
+    monkeypatch.setenv("PYASC_DUMP_DIR", str(tmp_path / "miss"))
+    make_kernel()(*ARGS)
+    monkeypatch.setenv("PYASC_DUMP_DIR", str(tmp_path / "hit"))
+    k = make_kernel()
+    k(*ARGS)
+    assert k.cache_info().disk_hits == 1
+    (folder,) = os.listdir(tmp_path / "miss")
+    assert os.listdir(tmp_path / "hit") == [folder]
+    for name in os.listdir(tmp_path / "miss" / folder):
+        assert (tmp_path / "hit" / folder / name).read_text() == (tmp_path / "miss" / folder / name).read_text()

@@ -69,8 +69,9 @@ def test_options_are_part_of_the_key_and_kernels_do_not_share_caches():
     b(x, y)
     assert a.cache_info().misses == 1 and b.cache_info().misses == 1
     ca, cb = a.compile(x, y), b.compile(x, y)
-    assert ca.key != cb.key and ca.key_hash != cb.key_hash
-    assert ca.key[0] == cb.key[0]  # same argument part
+    assert ca.key == cb.key  # the same argument records
+    assert ca.full_key != cb.full_key and ca.key_hash != cb.key_hash
+    assert dict(ca.components.options)["opt_level"] == 0 and dict(cb.components.options)["opt_level"] == 3
 
 
 def test_compile_uses_and_fills_the_cache():

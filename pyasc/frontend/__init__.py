@@ -21,11 +21,12 @@ import astor
 
 from .. import dtypes
 from ..errors import CompileError, InternalCompilerError, debug_enabled
+from ..guards import Guard
 from ..ir.graph import Graph, Value
 from ..tensor_type import TensorType
+from . import guards
 from .builder import FunctionBuilder
 from .context import BuildState, GraphContext
-from .guards import Guard
 from .scope import Scope, assigned_names
 from .source import get_source, parse_function
 from .tensors import scalar_const_dtype
@@ -48,9 +49,10 @@ class FrontendResult:
     graph: Graph  # Data nodes in tensor-parameter order, outputs set, not yet optimised
     source: str  # the kernel's source regenerated from the normalised AST (decorators removed) by astor
     returns_tuple: bool
-    captured: dict[str, Any]  # closure/global names read -> values ("helper_qualname.name" for helpers)
+    captured: dict[str, Any]  # names read ("helper_qualname.name" for a helper's) and access paths -> value
     helpers: list[str]  # "module.qualname" of inlined helper functions and kernels, first call first
-    guards: tuple[Guard, ...]  # re-checked by the runtime on every cache hit (see guards.py)
+    guards: tuple[Guard, ...]  # one per access path read; re-checked by the runtime on every call (pyasc.guards)
+    hidden: tuple[tuple, ...]  # access paths of lifted arrays: graph Data inputs after the user's tensors
     filename: str
     firstlineno: int  # file line where the function's source (its first decorator, if any) starts
 
@@ -67,7 +69,8 @@ def build_graph(fn: Any, specs: Sequence[ArgSpec], *, unroll_budget: int = 4096)
     if isinstance(parsed.tree, ast.AsyncFunctionDef):
         raise parsed.error("an `async def` function cannot be a kernel", parsed.tree)
     graph = Graph(parsed.fn.__name__)
-    state = BuildState(unroll_budget)
+    state = BuildState(unroll_budget, graph)
+    guards.begin(state, parsed.fn)
     scope = Scope(parsed.fn, assigned_names(parsed.tree))
     builder = FunctionBuilder(state, parsed, scope, GraphContext(graph))
     _bind_parameters(builder, graph, specs)
@@ -82,6 +85,7 @@ def build_graph(fn: Any, specs: Sequence[ArgSpec], *, unroll_budget: int = 4096)
         captured=state.captured,
         helpers=state.helpers,
         guards=tuple(state.guards.values()),
+        hidden=guards.hidden_inputs(state),
         filename=parsed.filename,
         firstlineno=parsed.firstlineno,
     )

@@ -23,8 +23,8 @@ from ..errors import CompileError, InferError, SourceLoc
 from ..markers import constexpr
 from ..ir.graph import Value
 from ..tensor_type import Sym
-from . import branches, calls, indexing
-from .context import BuildState, GraphContext, record_capture
+from . import branches, calls, guards, indexing
+from .context import BuildState, GraphContext
 from .scope import CLOSURE, GLOBAL, Scope, UnassignedFreeVariable, Undefined
 from .source import ParsedFunction
 from .tensors import (
@@ -142,13 +142,11 @@ def _with_defaults(op_name: str, attrs: dict[str, Any]) -> dict[str, Any]:
 class FunctionBuilder:
     """Compiles the body of one function (the kernel, or an inlined helper) into `ctx`."""
 
-    def __init__(self, state: BuildState, parsed: ParsedFunction, scope: Scope, ctx: GraphContext,
-                 capture_prefix: str = ""):
+    def __init__(self, state: BuildState, parsed: ParsedFunction, scope: Scope, ctx: GraphContext):
         self.state = state
         self.parsed = parsed
         self.scope = scope
         self.ctx = ctx
-        self.capture_prefix = capture_prefix  # captured globals of a helper are keyed "helper.name"
         self.returned = False
         self.return_value: Any = None
         self.return_node: ast.AST | None = None
@@ -189,9 +187,9 @@ class FunctionBuilder:
             raise self.error(f"cannot make a {dtype} constant of {value!r}: {e}", at) from None
 
     # ---- nested builds -------------------------------------------------------------------
-    def inline_builder(self, parsed: ParsedFunction, scope: Scope, capture_prefix: str) -> "FunctionBuilder":
+    def inline_builder(self, parsed: ParsedFunction, scope: Scope) -> "FunctionBuilder":
         """A builder for a helper's body, emitting into the same graph, inlined into this one."""
-        helper = FunctionBuilder(self.state, parsed, scope, self.ctx, capture_prefix=capture_prefix)
+        helper = FunctionBuilder(self.state, parsed, scope, self.ctx)
         helper.parent = self
         return helper
 
@@ -498,9 +496,10 @@ class FunctionBuilder:
         if isinstance(v, Sym):
             raise self.error(f"cannot iterate over the symbolic dim {v}", at)
         try:
-            return list(v)
+            items = list(v)
         except TypeError:
             raise self.error(f"`{self.text(at)}` is not iterable ({describe(v)})", at) from None
+        return guards.read_items(self, v, items, at)
 
     def load_name(self, name: str, at: ast.AST) -> Any:
         try:
@@ -517,7 +516,7 @@ class FunctionBuilder:
         if isinstance(value, Undefined):
             raise self.error(f"`{name}` may be undefined here: {value.why}", at)
         if where in (CLOSURE, GLOBAL):
-            record_capture(self.state, self.scope.fn, name, where, value, self.capture_prefix + name)
+            return guards.read_name(self, name, where, value, at)
         return value
 
     # ---- expressions ------------------------------------------------------------------------
@@ -540,10 +539,11 @@ class FunctionBuilder:
         if is_tensor(base):
             return self._tensor_attribute(base, node.attr, node)
         try:
-            return getattr(base, node.attr)
+            value = getattr(base, node.attr)
         except AttributeError:
             owner = f"module {base.__name__}" if inspect.ismodule(base) else describe(base)
             raise self.error(f"{owner} has no attribute `{node.attr}`", node) from None
+        return guards.read_step(self, base, guards.Attr(node.attr), value, node)
 
     def _tensor_attribute(self, x: Value, attr: str, node: ast.Attribute) -> Any:
         t = x.type
@@ -666,7 +666,8 @@ class FunctionBuilder:
         if contains_tensor(index):
             raise self.error(f"indexing {describe(base)} with a tensor is not supported in `{self.text(node)}`",
                              node)
-        return fold(self, operator.getitem, (base, index), node)
+        value = fold(self, operator.getitem, (base, index), node)
+        return guards.read_step(self, base, guards.Item(index), value, node)
 
     def _e_Slice(self, node: ast.Slice) -> slice:
         parts = [self.eval(p) if p is not None else None for p in (node.lower, node.upper, node.step)]

@@ -24,7 +24,7 @@ import numpy as np
 from .. import dtypes, ops
 from ..errors import CompileError, Note
 from ..tensor_type import Sym
-from . import source
+from . import guards, source
 from .protocol import KernelBuilder
 from .scope import Scope, assigned_names
 from .tensors import as_operand, strong_dtypes
@@ -94,7 +94,7 @@ def evaluate_call(b: KernelBuilder, node: ast.Call) -> Any:
             mapping = b.eval(kw.value)
             if not isinstance(mapping, dict):
                 raise b.error(f"`**` needs a compile-time dict, got {describe(mapping)}", kw.value)
-            kwargs.update(mapping)
+            kwargs.update(guards.read_values(b, mapping, kw.value))
         else:
             kwargs[kw.arg] = b.eval(kw.value)
     return call_value(b, callee, args, kwargs, node)
@@ -128,6 +128,7 @@ def call_value(b: KernelBuilder, callee: Any, args: list[Any], kwargs: dict[str,
         return handler(b, args, kwargs, at, name)
     inner = getattr(callee, "py_func", None)
     if isinstance(inner, types.FunctionType):
+        guards.derive(b.state, callee, "py_func", inner)
         return inline(b, inner, args, kwargs, at, name)
     if isinstance(callee, types.FunctionType):
         return inline(b, callee, args, kwargs, at, name)
@@ -150,6 +151,7 @@ def call_value(b: KernelBuilder, callee: Any, args: list[Any], kwargs: dict[str,
             f"{name}() would change a list in place, which a kernel does not support; build a new list "
             "instead, e.g. `items = items + [value]` or a comprehension", at)
     if isinstance(callee, types.MethodType) and isinstance(callee.__func__, types.FunctionType):
+        guards.derive(b.state, callee, "__func__", callee.__func__)
         return inline(b, callee.__func__, [callee.__self__, *args], kwargs, at, name)
     if isinstance(callee, type) and issubclass(callee, BaseException):
         raise b.error(f"{name}(...) is only supported in a `raise` statement", at)
@@ -454,13 +456,14 @@ def inline(b: KernelBuilder, fn: types.FunctionType, args: list[Any], kwargs: di
     except TypeError as e:
         raise b.error(f"{name}(): {e}", at) from None
     bound.apply_defaults()
+    guards.read_function(b, fn, at)
     qualname = qualified_name(fn)
     if qualname not in b.state.helpers:
         b.state.helpers.append(qualname)
     scope = Scope(fn, assigned_names(parsed.tree))
     for param, value in bound.arguments.items():
         scope.bind(param, value)
-    helper = b.inline_builder(parsed, scope, f"{fn.__qualname__}.")
+    helper = b.inline_builder(parsed, scope)
     b.state.inlining.append(fn.__code__)
     try:
         helper.run_body()

@@ -12,28 +12,25 @@ import types
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..guards import Guard
 from ..ir.graph import Graph, Value
-from .guards import Guard, snapshot
 
 
 @dataclass
 class BuildState:
     unroll_budget: int
+    graph: Graph | None = None  # the kernel's graph: lifted arrays become its Data inputs (see guards.py)
     unrolled: int = 0  # loop and comprehension iterations unrolled so far (all loops together)
-    captured: dict[str, Any] = field(default_factory=dict)
-    guards: dict[tuple[int, str], Guard] = field(default_factory=dict)  # (id(fn), name) -> first read
+    captured: dict[str, Any] = field(default_factory=dict)  # access path text -> value read at compile time
+    guards: dict[tuple, Guard] = field(default_factory=dict)  # access path -> its guard, in first-read order
+    hidden: dict[tuple, Value] = field(default_factory=dict)  # access path of a lifted array -> its Data input
+    paths: dict[int, tuple[Any, tuple]] = field(default_factory=dict)  # id(object) -> (object, access path)
     helpers: list[str] = field(default_factory=list)
     inlining: list[types.CodeType] = field(default_factory=list)  # functions being inlined (recursion check)
     if_count: int = 0
     current: Any = None  # (ParsedFunction, ast node) last visited: where an internal error is reported
     # 0-d tensors standing for Python scalars chosen at run time -> the numbers they may be (tensors.weak_values)
     weak: dict[Value, tuple] = field(default_factory=dict)
-
-
-def record_capture(state: BuildState, fn: types.FunctionType, name: str, where: str, value: Any, key: str) -> None:
-    """Record a global/closure value read at compile time (for the cache key and the runtime's guards)."""
-    state.captured[key] = value
-    state.guards.setdefault((id(fn), name), Guard(fn, name, where, snapshot(value)))
 
 
 class GraphContext:

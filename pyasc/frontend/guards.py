@@ -1,89 +1,154 @@
-"""Guards on the values a kernel read from outside itself while it was compiled.
+"""Recording what a kernel reads from outside itself while it compiles (the records are in pyasc.guards).
 
-A global or closure value read at compile time is baked into the graph. The
-runtime keeps these guards with the compiled kernel and re-checks them on
-every cache hit, so rebinding a global, a closure variable or a helper's
-global, or changing the contents of a captured array or list, recompiles
-instead of silently running the old graph.
+The builder calls these hooks where Python evaluates something at compile
+time: a global or closure name (`read_name`), an attribute or a subscript of
+a value reached that way (`read_step`), the items of such a sequence when a
+loop runs over it (`read_items`), the values of such a dict spread with `**`
+(`read_values`) and a helper function about to be inlined
+(`read_function`: its code, defaults and keyword defaults). Each hook
+extends the access path of the value it starts from, so a path always leads
+from the kernel function to the value, through any number of helpers
+(`helper.__globals__["SCALE"]`), and records one Guard per path.
 
-Limit: for other objects only their identity is guarded; an attribute of a
-mutable object changed in place (`cfg.scale = 2`) is not seen.
+A numeric array of at least pyasc.guards.LIFT_MIN_BYTES at the end of a path
+is *lifted*: it becomes a Data input of the kernel graph, appended after the
+user's tensors, and the runtime passes its current contents at every call.
+Its guard then checks only dtype and shape. Smaller arrays are constants.
+
+Objects are mapped to their path by identity while one kernel compiles
+(`BuildState.paths`); numbers and strings are never mapped (small ones are
+shared objects) and need no path: they are guarded where they were read.
 """
 from __future__ import annotations
 
-import math
+import re
 import types
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
+from .. import dtypes
+from ..guards import Attr, Free, Global, Guard, Item, Pinned, Unguardable, check_for, liftable, path_text, \
+    trusted_module
+from ..tensor_type import TensorType
+from .context import BuildState
+from .protocol import KernelBuilder
 from .scope import CLOSURE
 
-_MISSING = object()
-_SCALARS = (bool, int, float, complex, str, bytes, type(None), np.generic)
+_UNMAPPED = (bool, int, float, complex, str, bytes, type(None), np.generic)
+_CONTENT_CHECKED = ("value", "array", "tuple", "list", "dict", "set")
+_NOT_IDENTIFIER = re.compile(r"\W+")
 
 
-@dataclass(frozen=True)
-class _ListSnapshot:
-    items: tuple
+def begin(state: BuildState, fn: types.FunctionType) -> None:
+    """The kernel function is the root every path starts from."""
+    state.paths[id(fn)] = (fn, ())
 
 
-def snapshot(value: Any) -> Any:
-    """What to compare against later: a private copy of anything mutable we can compare by contents."""
-    if isinstance(value, np.ndarray):
-        copy = value.copy()
-        copy.flags.writeable = False
-        return copy
-    if isinstance(value, list):
-        return _ListSnapshot(tuple(snapshot(v) for v in value))
-    if isinstance(value, tuple):
-        return tuple(snapshot(v) for v in value)
+def path_of(state: BuildState, obj: Any) -> tuple | None:
+    entry = state.paths.get(id(obj))
+    return entry[1] if entry is not None and entry[0] is obj else None
+
+
+def _function_path(state: BuildState, fn: types.FunctionType) -> tuple:
+    """The path to a function whose names are being read; one reached some other way is pinned
+    (guarded in this process only: its guards cannot be written to the disk cache)."""
+    path = path_of(state, fn)
+    if path is None:
+        path = (Pinned(fn),)
+        state.paths[id(fn)] = (fn, path)
+    return path
+
+
+def read_name(b: KernelBuilder, name: str, where: str, value: Any, at: Any) -> Any:
+    """A global or closure name of the function being compiled (the kernel or an inlined helper)."""
+    fn = b.scope.fn
+    step = Free(name, fn.__code__.co_freevars.index(name)) if where == CLOSURE else Global(name)
+    path = _function_path(b.state, fn)
+    label = name if path == () else f"{fn.__qualname__}.{name}"  # `captured`: a helper's names as "helper.name"
+    return _read(b, path + (step,), value, at, label)
+
+
+def read_step(b: KernelBuilder, base: Any, step: Attr | Item, value: Any, at: Any) -> Any:
+    """`base.attr` or `base[key]` evaluated at compile time; tracked when `base` was reached by a path."""
+    base_path = path_of(b.state, base)
+    if base_path is None or trusted_module(base):
+        return value
+    if isinstance(step, Item):
+        try:
+            hash(step)
+        except TypeError:  # an unhashable index: the base's own content check covers the result
+            if b.state.guards[base_path].check.kind in _CONTENT_CHECKED:
+                return value
+            raise b.error(f"`{b.text(at)}` indexes {path_text(base_path)} with an unhashable "
+                          f"{type(step.key).__name__}, which pyasc cannot guard; pass the value to the kernel "
+                          "as an argument", at) from None
+    return _read(b, base_path + (step,), value, at)
+
+
+def read_items(b: KernelBuilder, container: Any, items: list[Any], at: Any) -> list[Any]:
+    """The items of a tracked list or tuple a loop runs over: item i is `container[i]`."""
+    base_path = path_of(b.state, container)
+    if base_path is None or not isinstance(container, (list, tuple)):
+        return items
+    return [_read(b, base_path + (Item(i),), x, at) for i, x in enumerate(items)]
+
+
+def read_values(b: KernelBuilder, mapping: dict, at: Any) -> dict:
+    """The values of a tracked dict spread with `**`: value k is `mapping[k]`."""
+    base_path = path_of(b.state, mapping)
+    if base_path is None:
+        return mapping
+    return {k: _read(b, base_path + (Item(k),), v, at) for k, v in mapping.items()}
+
+
+def read_function(b: KernelBuilder, fn: types.FunctionType, at: Any) -> None:
+    """A helper about to be inlined: its code and defaults are part of what the kernel computes."""
+    path = _function_path(b.state, fn)
+    for attr in ("__code__", "__defaults__", "__kwdefaults__"):
+        _read(b, path + (Attr(attr),), getattr(fn, attr), at)
+
+
+def derive(state: BuildState, base: Any, attr: str, value: Any) -> None:
+    """Map `value` (`base.attr`, read by the call machinery) to its path; `base`'s guard covers it."""
+    base_path = path_of(state, base)
+    if base_path is not None and path_of(state, value) is None:
+        state.paths[id(value)] = (value, base_path + (Attr(attr),))
+
+
+def _read(b: KernelBuilder, path: tuple, value: Any, at: Any, label: str | None = None) -> Any:
+    state = b.state
+    lifted = state.hidden.get(path)
+    if lifted is not None:
+        return lifted
+    if path not in state.guards:
+        try:
+            check = check_for(value, lifted=liftable(value))
+        except Unguardable as e:
+            raise b.error(f"`{path_text(path)}` is {e}: pyasc cannot tell whether it changed between calls; "
+                          "pass it to the kernel as an argument instead", at) from None
+        state.guards[path] = Guard(path, check)
+        state.captured[label or path_text(path)] = value
+    if liftable(value):
+        return _lift(b, path, value, at)
+    if not isinstance(value, _UNMAPPED):
+        state.paths.setdefault(id(value), (value, path))
     return value
 
 
-def same_value(snap: Any, value: Any) -> bool:
-    """Whether `value` is still what `snap` (from `snapshot`) recorded."""
-    if snap is value:
-        return True
-    if isinstance(snap, np.ndarray):
-        return (isinstance(value, np.ndarray) and value.dtype == snap.dtype and value.shape == snap.shape
-                and bool(np.array_equal(value, snap, equal_nan=snap.dtype.kind in "fc")))
-    if isinstance(snap, _ListSnapshot):
-        return isinstance(value, list) and len(value) == len(snap.items) and all(
-            same_value(s, v) for s, v in zip(snap.items, value))
-    if isinstance(snap, tuple):
-        return type(value) is type(snap) and len(value) == len(snap) and all(
-            same_value(s, v) for s, v in zip(snap, value))
-    if isinstance(snap, _SCALARS):
-        if type(value) is not type(snap):
-            return False
-        if isinstance(snap, (float, np.floating)) and math.isnan(snap):
-            return bool(math.isnan(value))
-        return bool(snap == value)
-    return False  # any other object: only the very same object is the same value
+def _lift(b: KernelBuilder, path: tuple, value: np.ndarray, at: Any) -> Any:
+    """A Data input of the kernel graph (never of an If branch: a branch imports it) for the array."""
+    state = b.state
+    try:
+        dtype = dtypes.narrow(value.dtype)
+    except dtypes.DTypeError as e:
+        raise b.error(f"`{path_text(path)}`: {e}", at) from None
+    name = _NOT_IDENTIFIER.sub("_", path_text(path)).strip("_") or "captured"
+    lifted = state.graph.add_input(TensorType(value.shape, dtype), name=name, loc=b.loc(at))
+    state.hidden[path] = lifted
+    return lifted
 
 
-@dataclass(frozen=True)
-class Guard:
-    """`name`, read from the globals or the closure of `fn`, was `snapshot` at compile time."""
-
-    fn: types.FunctionType
-    name: str
-    where: str
-    snapshot: Any
-
-    def current(self) -> Any:
-        if self.where == CLOSURE:
-            cell = self.fn.__closure__[self.fn.__code__.co_freevars.index(self.name)]
-            try:
-                return cell.cell_contents
-            except ValueError:
-                return _MISSING
-        return self.fn.__globals__.get(self.name, _MISSING)
-
-    def holds(self) -> bool:
-        return same_value(self.snapshot, self.current())
-
-    def __str__(self) -> str:
-        return f"{self.where} `{self.name}` of {self.fn.__qualname__}"
+def hidden_inputs(state: BuildState) -> Sequence[tuple]:
+    """The lifted paths in the order of their Data inputs."""
+    return tuple(state.hidden)

@@ -55,7 +55,7 @@ class KernelBuilder(Protocol):
     def live_after(self) -> set[str]: ...
 
     # -- nested builds ------------------------------------------------------------
-    def inline_builder(self, parsed: ParsedFunction, scope: Scope, capture_prefix: str) -> "KernelBuilder":
+    def inline_builder(self, parsed: ParsedFunction, scope: Scope) -> "KernelBuilder":
         """A builder for a helper's body, emitting into the same graph, inlined into this one."""
         ...
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import CompileError, SourceLoc
+from .freshness import matches_running_code
 
 
 @dataclass
@@ -166,5 +167,10 @@ def parse_function(fn: Any) -> ParsedFunction:
     tree = defs[0]
     _move_to_file_positions(tree, dedented, first, margin)
     tree.decorator_list = []  # decorators run in Python, not in the kernel
+    if not matches_running_code(fn, tree, filename):
+        raise CompileError(
+            f"{filename} changed after `{fn.__qualname__}` was imported: the function Python runs no longer "
+            "matches the source in the file, so pyasc will not compile either; re-import the module or restart "
+            "Python", SourceLoc(filename, first, margin), original[0].rstrip("\r\n") if original else None)
     lines = {first + i: line.rstrip("\r\n") for i, line in enumerate(original)}
     return ParsedFunction(fn, tree, source, filename, first, lines)

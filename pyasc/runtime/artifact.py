@@ -1,7 +1,6 @@
 """The compiled artifact of one kernel specialisation (what `kernel.compile(...)` returns)."""
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
@@ -16,10 +15,11 @@ from ..ge import FusionDecision, KernelPlan, MemoryPlan
 from ..ir import Graph, InterpreterError, format_graph, interpret
 from .emulator import EmulatorRunner
 from .errors import ArgumentTypeError, ArgumentValueError, InternalCompilerError
+from .guardset import GuardSet
 from .options import KernelOptions
 from .profile import Profile
 from .shapes import ShapeMismatch, check_launch_shapes
-from .specialize import Param, tensor_dims, to_array
+from .specialize import ArgKey, Param, TensorKey, tensor_dims, to_array
 
 
 def count_ops(graph: Graph) -> int:
@@ -27,9 +27,17 @@ def count_ops(graph: Graph) -> int:
     return sum(1 for n in graph.all_nodes() if not ops.get(n.op).leaf)
 
 
-def key_hash(kernel_id: str, key: tuple) -> str:
-    """Short, process-independent hash of a specialisation (names the dump folder)."""
-    return hashlib.sha256(repr((kernel_id, key)).encode()).hexdigest()[:12]
+def op_histogram(graph: Graph) -> dict[str, int]:
+    """Op name -> count of compute nodes in a graph and its subgraphs (most frequent first)."""
+    counts: dict[str, int] = {}
+    for n in graph.all_nodes():
+        if not ops.get(n.op).leaf:
+            counts[n.op] = counts.get(n.op, 0) + 1
+    return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+class StaleArtifactError(RuntimeError):
+    """`CompiledKernel.run` on an artifact whose compile-time values have changed since it was built."""
 
 
 @dataclass(eq=False)
@@ -39,22 +47,30 @@ class CompiledKernel:
     - `stages`: ordered stage name -> readable text: "source" (the kernel as
       the frontend normalised it), "graph" (the graph right after the
       frontend), "inferred" (the same graph with types and source
-      locations), then one "ge.NN.<pass>" entry per optimiser pass that
-      changed the graph.
-    - `graph`: the final graph; `plans`: the device kernels the optimiser
-      planned (one `KernelPlan` per fusion group); `memory_plan`,
-      `fusion_decisions`: the optimiser's decisions (`fusion_log`: them as text);
-    - `kernels`: the launched device kernels (emulator backend), each with its
-      template, tiling choice, schedule, sync plan, program, core type and block
-      count; `device`: the whole code-generation result with its launch plan;
-      `host_ir`: the LLVM IR of the host module that drives the launches.
+      locations), one "ge.NN.<pass>" entry per optimiser pass that changed
+      the graph, then "fusion_log" and "memory_plan", then the code generator's
+      "tiling", one "program.k<i>" per tile program, "launch" and "host" (the
+      LLVM IR); dumps and `pyasc diff` follow it. `dots`: stage -> Graphviz DOT, for
+      the graph stages; `stage_ops`: stage -> op histogram, likewise.
+    - `graph`: the final graph; `plans`: the kernels the optimiser planned
+      (one `KernelPlan` per fusion group); `memory_plan`, `fusion_decisions`:
+      the optimiser's decisions (`fusion_log`: them as text).
+    - `kernels`: the launched device kernels (emulator backend; a plan may
+      launch several), each with its template, tiling choice, program, core
+      type and block count; `device`: code generation's whole result with the
+      launch plan; `host`: the loaded host module (`host_ir`: its LLVM IR).
+    - `guards`: what the kernel read at compile time (pyasc.guards), and the
+      lifted arrays it takes as hidden inputs after the user's tensors.
+    - `key`: one record per parameter; `full_key`: the content-based disk
+      key (runtime/keys.py), `key_hash` its first 12 hex digits.
+    - `origin`: "compiled" in this process, or "disk" (loaded from the cache).
     - `run(*arrays)`: run on tensor arguments (in parameter order) that
       match this specialisation.
     """
 
     name: str
     signature: str
-    key: tuple
+    key: tuple[ArgKey, ...]
     key_hash: str
     options: KernelOptions
     params: tuple[Param, ...]
@@ -66,13 +82,18 @@ class CompiledKernel:
     fusion_decisions: list[FusionDecision]
     pass_log: str             # one line per optimiser pass: changed (its stage), unchanged or skipped
     returns_tuple: bool
-    guards: tuple = ()          # frontend Guards on the globals/closure values the kernel read
+    guards: GuardSet = field(default_factory=GuardSet)
+    py_func: Any = None       # the function the guards' access paths start from
+    full_key: str = ""
+    components: Any = None    # keys.KeyComponents
+    stage_ops: dict[str, dict[str, int]] = field(default_factory=dict)
+    origin: str = "compiled"
     pass_times: dict[str, float] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)   # seconds: frontend, optimize, total
     nodes_in: int = 0
     nodes_out: int = 0
-    device: DeviceModule | None = None      # code generation's result (emulator backend)
-    host: HostProgram | None = None         # the loaded host module that drives the launches
+    device: DeviceModule | None = None
+    host: HostProgram | None = None
     _shapes_ok: set = field(default_factory=set, repr=False)
     _runner: EmulatorRunner | None = field(default=None, repr=False)
 
@@ -80,10 +101,6 @@ class CompiledKernel:
     def fusion_log(self) -> list[str]:
         """The fusion decisions as text, one line each (what the dump's fusion_log.txt holds)."""
         return [d.render() for d in self.fusion_decisions]
-
-    def guards_hold(self) -> bool:
-        """Whether every global/closure value read at compile time is still what it was."""
-        return all(g.holds() for g in self.guards)
 
     @property
     def kernels(self) -> list[DeviceKernel]:
@@ -96,8 +113,8 @@ class CompiledKernel:
         return self.host.source.ir if self.host is not None else ""
 
     @property
-    def tensor_params(self) -> list[tuple[Param, tuple]]:
-        return [(p, k) for p, k in zip(self.params, self.key[0]) if k[0] == "T"]
+    def tensor_params(self) -> list[tuple[Param, TensorKey]]:
+        return [(p, k) for p, k in zip(self.params, self.key) if isinstance(k, TensorKey)]
 
     # ---- execution ---------------------------------------------------------------
     def run(self, *arrays: Any) -> Any:
@@ -111,15 +128,21 @@ class CompiledKernel:
         for (p, k), value in zip(expected, arrays):
             arr = to_array(self.name, p.name, value)
             dims = tensor_dims(arr.shape, self.options.dynamic)
-            if arr.dtype.name != k[1] or dims != k[2]:
+            if arr.dtype.name != k.dtype or dims != k.dims:
                 raise ArgumentValueError(
                     f"{self.name}.run() argument {p.name!r} is {arr.dtype}{list(arr.shape)}, but this artifact was "
                     f"compiled for {self.signature}; call the kernel itself to compile a new specialisation")
             converted.append(arr)
-        return self.launch(converted)
+        hidden = self.guards.check(self.py_func)
+        if hidden is None:
+            raise StaleArtifactError(
+                f"{self.name}.run(): {self.guards.failing(self.py_func) or 'a value read at compile time changed'} "
+                "since this artifact was compiled; call the kernel itself to compile it again")
+        return self.launch(converted + hidden)
 
     def launch(self, arrays: list[np.ndarray]) -> Any:
-        """Run on arrays already converted and matched to the key (the Kernel's fast path)."""
+        """Run on arrays already converted and matched to the key, the hidden inputs after the user's
+        tensors (the Kernel's fast path)."""
         return self._pack(self._execute(arrays, None))
 
     def profile_launch(self, arrays: list[np.ndarray]) -> tuple[Any, Profile]:
@@ -178,6 +201,8 @@ class CompiledKernel:
         plan = self.memory_plan
         if plan is not None and getattr(plan, "peak_bytes", None) is not None:
             lines.append(f"  workspace: {plan.peak_bytes} bytes (naive {plan.naive_bytes})")
+        if self.guards.hidden:
+            lines.append(f"  hidden inputs (lifted captured arrays): {len(self.guards.hidden)}")
         lines.append(f"  stages: {', '.join(self.stages)}")
         if self.timings:
             lines.append("  compile: " + ", ".join(f"{k} {v * 1e3:.2f} ms" for k, v in self.timings.items()))

@@ -8,26 +8,32 @@ The Kernel is the boundary between the user and the compiler:
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
-import time
+import threading
 import types
+import warnings
 from collections import namedtuple
 from typing import Any, Callable
 
-from .. import ge, ir
+import numpy as np
+
 from ..errors import CompileError
-from ..codegen.capacity import codegen_capacity
-from ..codegen.generate import CodegenOptions, generate
-from .artifact import CompiledKernel, build_host, count_ops, device_stages, key_hash, matched_dots
-from .dump import write_dump
-from .errors import ArgumentError, InternalCompilerError, debug_enabled
-from .options import KernelOptions, make_options
+from . import keys, persist
+from .artifact import CompiledKernel
 from .profile import Profile
-from .specialize import ArgBinder, BoundCall, describe_key, specialize, tensor_type
+from .diskcache import DiskCache
+from .errors import ArgumentError, debug_enabled
+from .options import KernelOptions, make_options
+from .specialize import ArgBinder, ArgKey, BoundCall, specialize
 
 
 CacheInfo = namedtuple("CacheInfo", ["hits", "disk_hits", "misses", "currsize"])
+
+
+class DumpWarning(UserWarning):
+    """PYASC_DUMP_DIR could not be written (the call's result is returned all the same)."""
 
 
 def _env_flag(name: str) -> bool:
@@ -35,7 +41,16 @@ def _env_flag(name: str) -> bool:
 
 
 class Kernel:
-    """A compiled-on-demand kernel wrapping a Python function (see `pyasc.kernel`)."""
+    """A compiled-on-demand kernel wrapping a Python function (see `pyasc.kernel`).
+
+    Dispatch: a call binds its arguments, builds the key (one record per
+    parameter) and looks it up in memory; a hit re-checks the guards (the
+    values the kernel read at compile time, pyasc.guards) and runs. A miss
+    takes the key's lock, so concurrent first calls compile once, then tries
+    the disk cache (whose own lock does the same across processes) and
+    compiles only if that misses too. Counters are updated under a lock, so
+    `cache_info()` is exact with threads.
+    """
 
     def __init__(self, fn: Callable[..., Any], options: KernelOptions):
         if isinstance(fn, Kernel):  # re-decorating: wrap the original function with the new options
@@ -47,10 +62,11 @@ class Kernel:
         self.py_func = fn
         self.options = options
         self._binder = ArgBinder(fn)
-        self._options_key = options.key()
-        self._id = f"{fn.__module__}.{fn.__qualname__}"
-        self._cache: dict[tuple, CompiledKernel] = {}
+        self._cache: dict[tuple[ArgKey, ...], CompiledKernel] = {}
+        self._lock = threading.Lock()  # the cache dict, the counters and the per-key locks
+        self._key_locks: dict[tuple[ArgKey, ...], threading.Lock] = {}
         self._hits = 0
+        self._disk_hits = 0
         self._misses = 0
 
     # ---- public API --------------------------------------------------------------
@@ -59,7 +75,8 @@ class Kernel:
         __tracebackhide__ = True  # noqa: F841 - pytest/IPython: the boundary frame is not the user's concern
         try:
             call = self._specialize(args, kwargs)
-            return self._lookup(call).launch(call.arrays)
+            compiled, hidden = self._lookup(call)
+            return compiled.launch(call.arrays + hidden if hidden else call.arrays)
         except (CompileError, ArgumentError) as e:
             if debug_enabled():
                 raise
@@ -70,8 +87,8 @@ class Kernel:
         __tracebackhide__ = True  # noqa: F841
         try:
             call = self._specialize(args, kwargs)
-            compiled = self._lookup(call)
-            return compiled.profile_launch(call.arrays)
+            compiled, hidden = self._lookup(call)
+            return compiled.profile_launch(call.arrays + hidden if hidden else call.arrays)
         except (CompileError, ArgumentError) as e:
             if debug_enabled():
                 raise
@@ -81,7 +98,7 @@ class Kernel:
         """The compiled artifact for these arguments, without running it (uses and fills the cache)."""
         __tracebackhide__ = True  # noqa: F841
         try:
-            return self._lookup(self._specialize(args, kwargs))
+            return self._lookup(self._specialize(args, kwargs))[0]
         except (CompileError, ArgumentError) as e:
             if debug_enabled():
                 raise
@@ -89,12 +106,21 @@ class Kernel:
 
     def cache_info(self) -> CacheInfo:
         """Counts like functools.lru_cache: hits (in memory), disk_hits, misses (real compiles), currsize."""
-        return CacheInfo(self._hits, 0, self._misses, len(self._cache))
+        with self._lock:
+            return CacheInfo(self._hits, self._disk_hits, self._misses, len(self._cache))
 
     def cache_clear(self) -> None:
-        self._cache.clear()
-        self._hits = 0
-        self._misses = 0
+        """Forget the in-memory specialisations and zero the counters (the disk cache is kept)."""
+        with self._lock:
+            self._cache.clear()
+            self._key_locks.clear()
+            self._hits = self._disk_hits = self._misses = 0
+
+    def key_components(self, *args: Any, **kwargs: Any) -> keys.KeyComponents:
+        """What the disk key of these arguments is made of, before the kernel reads anything (explain)."""
+        store = DiskCache.from_env()
+        return keys.components(self.py_func, self._binder.params, self._specialize(args, kwargs).key,
+                               self.options, store.root if store else None)
 
     def __repr__(self) -> str:
         return f"<pyasc.kernel {self.__qualname__} ({self.options.describe()})>"
@@ -104,100 +130,89 @@ class Kernel:
         return specialize(self.__name__, self._binder.params, values, self.options.dynamic)
 
     # ---- cache -----------------------------------------------------------------
-    def _lookup(self, call: BoundCall) -> CompiledKernel:
-        key = (call.key, self._options_key)
-        compiled = None if _env_flag("PYASC_ALWAYS_COMPILE") else self._cache.get(key)
-        if compiled is not None and not compiled.guards_hold():
-            compiled = None  # a global/closure value the kernel read has changed: never run a stale graph
+    def _lookup(self, call: BoundCall) -> tuple[CompiledKernel, list[np.ndarray]]:
+        """The artifact for a call and its hidden inputs (the lifted arrays as they are now)."""
+        always = _env_flag("PYASC_ALWAYS_COMPILE")
+        if not always:
+            found = self._memory_hit(call.key)
+            if found is not None:
+                return found
+        with self._key_lock(call.key):
+            if not always:
+                found = self._memory_hit(call.key)  # another thread compiled it while this one waited
+                if found is not None:
+                    return found
+            compiled = self._load_or_compile(call, always)
+            hidden = compiled.guards.check(self.py_func)
+            if hidden is None:  # a value read is a new object on every read, or changed meanwhile: this call
+                hidden = compiled.guards.hidden_now(self.py_func)  # runs what it compiled, the next one checks
+            with self._lock:
+                self._cache[call.key] = compiled
+        self._dump(compiled)
+        return compiled, hidden
+
+    def _memory_hit(self, key: tuple) -> tuple[CompiledKernel, list[np.ndarray]] | None:
+        compiled = self._cache.get(key)
         if compiled is None:
-            compiled = self._compile(call, key)
-            self._misses += 1
-            self._cache[key] = compiled
-        else:
+            return None
+        hidden = compiled.guards.check(self.py_func)
+        if hidden is None:
+            return None  # a value the kernel read at compile time has changed: never run a stale graph
+        with self._lock:
             self._hits += 1
-        dump_dir = os.environ.get("PYASC_DUMP_DIR")
-        if dump_dir:
-            write_dump(dump_dir, compiled)  # also on hits: re-creates a folder the user deleted
+        if "PYASC_DUMP_DIR" in os.environ:
+            self._dump(compiled)
+        return compiled, hidden
+
+    def _key_lock(self, key: tuple) -> threading.Lock:
+        with self._lock:
+            lock = self._key_locks.get(key)
+            if lock is None:
+                lock = self._key_locks[key] = threading.Lock()
+            return lock
+
+    def _load_or_compile(self, call: BoundCall, always: bool) -> CompiledKernel:
+        store = DiskCache.from_env()
+        params = self._binder.params
+        comps = keys.components(self.py_func, params, call.key, self.options, store.root if store else None)
+        digest = comps.digest()
+
+        def load() -> CompiledKernel | None:
+            if store is None or always:
+                return None
+            found = persist.load(store, self.py_func, self.__name__, params, self.options, call, comps, digest)
+            if found is not None:
+                with self._lock:
+                    self._disk_hits += 1
+            return found
+
+        compiled = load()
+        if compiled is not None:
+            return compiled
+        with store.lock(digest) if store is not None else contextlib.nullcontext():
+            compiled = load()  # another process may have compiled it while this one waited for the lock
+            if compiled is not None:
+                return compiled
+            from . import pipeline  # the compile pipeline (and with it the frontend) loads on the first miss
+
+            compiled = pipeline.compile_call(self.py_func, self.__name__, params, self.options, call, comps, digest)
+            with self._lock:
+                self._misses += 1
+            if store is not None:
+                persist.save(store, compiled, digest)
         return compiled
 
-    # ---- the pipeline ----------------------------------------------------------
-    def _compile(self, call: BoundCall, key: tuple) -> CompiledKernel:
-        from ..frontend import ArgSpec, build_graph  # loaded at the first compile: `import pyasc` stays light
+    def _dump(self, compiled: CompiledKernel) -> None:
+        dump_dir = os.environ.get("PYASC_DUMP_DIR")
+        if not dump_dir:
+            return
+        from .dump import write_dump  # only with PYASC_DUMP_DIR set
 
-        params = self._binder.params
-        specs = [
-            ArgSpec(p.name, tensor_type(p.name, k[1], k[2]), None) if k[0] == "T" else ArgSpec(p.name, None, v)
-            for p, k, v in zip(params, call.key, call.values)
-        ]
-        t0 = time.perf_counter()
-        with _stage(self.__name__, "the frontend"):
-            fe = build_graph(self.py_func, specs, unroll_budget=self.options.unroll_budget)
-        t1 = time.perf_counter()
-        graph = fe.graph
-        with _stage(self.__name__, "the frontend's graph (verifier, printer)"):
-            ir.verify(graph)
-            stages = {
-                "source": fe.source,
-                "graph": ir.format_graph(graph),
-                "inferred": ir.format_graph(graph, show_loc=True),
-            }
-            dots = {"graph": ir.to_dot(graph)}
-        nodes_in = count_ops(graph)
-        t2 = time.perf_counter()
-        with _stage(self.__name__, "the optimiser"):
-            # on the emulator, fusion asks the code generator what fits, so every group it forms tiles
-            capacity = (codegen_capacity(self.options.chip_config, self.options.buffer_num)
-                        if self.options.backend == "emulator" else None)
-            result = ge.optimize(graph, opt_level=self.options.opt_level,
-                                 disabled_passes=self.options.disable_passes, chip=self.options.chip_config,
-                                 capacity=capacity)
-        t3 = time.perf_counter()
-        ge_stages = [f"ge.{i:02d}.{name}" for i, (name, _) in enumerate(result.stages, 1)]
-        stages.update(zip(ge_stages, (text for _, text in result.stages)))
-        dots.update(matched_dots(ge_stages, result.dots))
-        device = host = None
-        if self.options.backend == "emulator":
-            with _stage(self.__name__, "code generation"):
-                device = generate(result.graph, result.kernels, result.memory_plan, self.options.chip_config,
-                                  CodegenOptions(self.options.buffer_num, self.options.cores, self.options.sync),
-                                  self.__name__)
-            t4 = time.perf_counter()
-            with _stage(self.__name__, "host code generation"):
-                host = build_host(device, self.__name__)
-            stages.update(device_stages(device, host))
-        t5 = time.perf_counter()
-        return CompiledKernel(
-            name=self.__name__, signature=describe_key(params, call.key), key=key,
-            key_hash=key_hash(self._id, key), options=self.options, params=params, graph=result.graph,
-            stages=stages, dots=dots, plans=list(result.kernels), memory_plan=result.memory_plan,
-            fusion_decisions=list(result.fusion_decisions), pass_log=result.pass_report(times=False),
-            returns_tuple=fe.returns_tuple, guards=fe.guards, pass_times=dict(result.pass_times),
-            timings={"frontend": t1 - t0, "print": t2 - t1, "optimize": t3 - t2,
-                     **({"codegen": t4 - t3, "host": t5 - t4} if device is not None else {}), "total": t5 - t0},
-            nodes_in=nodes_in, nodes_out=count_ops(result.graph), device=device, host=host,
-        )
-
-
-class _stage:
-    """Context manager: an unexpected exception inside becomes an InternalCompilerError naming the stage."""
-
-    def __init__(self, kernel: str, stage: str):
-        self.kernel = kernel
-        self.stage = stage
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, exc_type, exc, tb) -> bool:
-        if exc is None or isinstance(exc, (CompileError, InternalCompilerError)) or not isinstance(exc, Exception):
-            return False
-        original = exc.error if isinstance(exc, ge.PassFailure) else exc
-        if debug_enabled():
-            if original is exc:
-                return False  # PYASC_DEBUG=1: the original exception, unwrapped
-            raise original  # the pass's own exception, with its traceback
-        where = f"optimiser pass {exc.pass_name!r}" if isinstance(exc, ge.PassError) else self.stage
-        raise InternalCompilerError(where, self.kernel, original) from original
+        try:
+            write_dump(dump_dir, compiled)  # also on hits: re-creates a folder the user deleted
+        except OSError as e:
+            warnings.warn(f"PYASC_DUMP_DIR={dump_dir!r} cannot be written ({e}); {self.__qualname__} ran, but "
+                          "its stages were not dumped", DumpWarning, stacklevel=4)
 
 
 def kernel(fn: Callable[..., Any] | None = None, /, **options: Any) -> Any:

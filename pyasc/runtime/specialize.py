@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import inspect
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, NamedTuple, Sequence, Union
 
 import numpy as np
 
@@ -212,11 +212,31 @@ def is_tensor_value(value: Any) -> bool:
 # ---- the key ---------------------------------------------------------------------------------
 
 
+class TensorKey(NamedTuple):
+    """A tensor argument's part of the key: canonical dtype name and key dims (see `tensor_dims`).
+
+    Key records are NamedTuples, not dataclasses: one is built for every argument of every call,
+    and a tuple is several times cheaper to build and hash (the fast path of repeat calls)."""
+
+    dtype: str
+    dims: tuple[int | None, ...]
+
+
+class ConstKey(NamedTuple):
+    """A compile-time argument's part of the key: `const_key(value)` (process-independent)."""
+
+    value: Any
+
+
+ArgKey = Union[TensorKey, ConstKey]
+
+
 @dataclass
 class BoundCall:
-    """One call, specialised: the key, the tensor arrays in parameter order, and the raw values."""
+    """One call, specialised: the key (one record per parameter), the tensor arrays in parameter order,
+    and the raw values."""
 
-    key: tuple
+    key: tuple[ArgKey, ...]
     arrays: list[np.ndarray]
     values: tuple[Any, ...]
 
@@ -230,16 +250,16 @@ def tensor_dims(shape: tuple[int, ...], dynamic: bool) -> tuple[int | None, ...]
 
 def specialize(kernel: str, params: Sequence[Param], values: Sequence[Any], dynamic: bool) -> BoundCall:
     """Classify and convert every argument; raise TypeError for ones pyasc cannot take."""
-    key: list[Any] = []
+    key: list[ArgKey] = []
     arrays: list[np.ndarray] = []
     for p, v in zip(params, values):
         if not p.constexpr and is_tensor_value(v):
             arr = to_array(kernel, p.name, v)
             arrays.append(arr)
-            key.append(("T", _NAME_OF[arr.dtype], tensor_dims(arr.shape, dynamic)))
+            key.append(TensorKey(_NAME_OF[arr.dtype], tensor_dims(arr.shape, dynamic)))
             continue
         try:
-            key.append(("C", const_key(v)))
+            key.append(ConstKey(const_key(v)))
         except TypeError:
             if p.constexpr:
                 raise ArgumentTypeError(f"{kernel}() argument {p.name!r} is annotated pyasc.constexpr but got a "
@@ -249,38 +269,37 @@ def specialize(kernel: str, params: Sequence[Param], values: Sequence[Any], dyna
     return BoundCall(tuple(key), arrays, tuple(values))
 
 
-def tensor_type(name: str, dtype: str, dims: tuple[int | None, ...]) -> TensorType:
-    """The TensorType of a tensor parameter from its key dims (None -> Sym(f"{name}_d{axis}"))."""
-    return TensorType(tuple(Sym(f"{name}_d{axis}") if d is None else d for axis, d in enumerate(dims)), dtype)
+def tensor_type(name: str, key: TensorKey) -> TensorType:
+    """The TensorType of a tensor parameter from its key (a None dim -> Sym(f"{name}_d{axis}"))."""
+    return TensorType(tuple(Sym(f"{name}_d{axis}") if d is None else d for axis, d in enumerate(key.dims)),
+                      key.dtype)
 
 
-def describe_key(params: Sequence[Param], key: tuple) -> str:
+def describe_key(params: Sequence[Param], key: Sequence[ArgKey]) -> str:
     """Readable one-line form of a specialisation: `x: f32[4,8], n=3`."""
     parts = []
     for p, k in zip(params, key):
-        if k[0] == "T":
-            t = tensor_type(p.name, k[1], k[2])
-            parts.append(f"{p.name}: {t}")
+        if isinstance(k, TensorKey):
+            parts.append(f"{p.name}: {tensor_type(p.name, k)}")
         else:
-            parts.append(f"{p.name}={_const_text(k[1])}")
+            parts.append(f"{p.name}={const_text(k.value)}")
     return ", ".join(parts)
 
 
-def _const_text(ck: Any) -> str:
-    kind = ck[0]
+def const_text(ck: Any) -> str:
+    """Readable form of a `const_key` (the kind tag is its first item, by `const_key`'s own layout)."""
+    kind, body = ck[0], ck[1:]
     if kind == "None":
         return "None"
-    if kind in ("bool", "int"):
-        return repr(ck[1])
+    if kind in ("bool", "int", "str"):
+        return repr(body[0])
     if kind in ("float", "np"):
-        return ck[-1]
-    if kind == "str":
-        return repr(ck[1])
+        return body[-1]
     if kind == "tuple":
-        inner = ", ".join(_const_text(x) for x in ck[1])
-        return f"({inner},)" if len(ck[1]) == 1 else f"({inner})"
+        inner = ", ".join(const_text(x) for x in body[0])
+        return f"({inner},)" if len(body[0]) == 1 else f"({inner})"
     if kind == "dtype":
-        return ck[1]
+        return body[0]
     if kind == "array":
-        return f"array{list(ck[2])}<{np.dtype(ck[1]).name}>"
+        return f"array{list(body[1])}<{np.dtype(body[0]).name}>"
     return repr(ck)

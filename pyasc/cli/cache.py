@@ -1,0 +1,177 @@
+"""`pyasc cache ...`: look into, explain, check, prune, clear and fill the disk cache."""
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+
+from .commands import kernel_for
+from .targets import ARGSPEC_HELP, parse_args
+
+
+def store_or_fail() -> Any:
+    from ..runtime.diskcache import DiskCache  # the runtime loads when a command runs, not for --help
+
+    try:
+        store = DiskCache.from_env()
+    except ValueError as e:
+        raise click.ClickException(str(e)) from None
+    if store is None:
+        raise click.ClickException("the disk cache is off (PYASC_CACHE=0)")
+    return store
+
+
+def human_size(n: int) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n} B"  # pragma: no cover
+
+
+def human_age(seconds: float) -> str:
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{seconds / size:.0f}{unit}"
+    return f"{seconds:.0f}s"
+
+
+def size_param(text: str) -> int:
+    from ..runtime.diskcache import parse_size  # the runtime loads when a command runs, not for --help
+
+    try:
+        return parse_size(text)
+    except ValueError as e:
+        raise click.BadParameter(str(e), param_hint="--max-size") from None
+
+
+@click.group()
+def cache() -> None:
+    """The disk cache ($PYASC_CACHE_DIR, else the user cache folder)."""
+
+
+@cache.command("list")
+@click.option("--json", "as_json", is_flag=True, help="one JSON object per entry instead of a table")
+def list_command(as_json: bool) -> None:
+    """Every entry: key, kernel, signature, chip, size, age, hits."""
+    store = store_or_fail()
+    infos = sorted(store.list(), key=lambda i: -i.last_used)
+    now = time.time()
+    if as_json:
+        for i in infos:
+            click.echo(json.dumps({"key": i.key, "kernel": i.kernel, "signature": i.signature, "chip": i.chip,
+                                   "size": i.size, "created": i.created, "last_used": i.last_used, "hits": i.hits}))
+        return
+    rows = [("key", "kernel", "signature", "chip", "size", "age", "hits")]
+    rows += [(i.key[:12], i.kernel, i.signature, i.chip, human_size(i.size), human_age(now - i.created), str(i.hits))
+             for i in infos]
+    widths = [max(len(r[c]) for r in rows) for c in range(len(rows[0]))]
+    for r in rows:
+        click.echo("  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip())
+    click.echo(f"{len(infos)} entries, {human_size(sum(i.size for i in infos))} in {store.root}")
+
+
+@cache.command("show")
+@click.argument("key")
+def show_command(key: str) -> None:
+    """One entry's manifest and stage names (KEY: a key or a unique prefix of one)."""
+    store = store_or_fail()
+    found = store.find(key)
+    if len(found) != 1:
+        what = "no entry" if not found else f"{len(found)} entries"
+        raise click.ClickException(f"{what} with a key starting {key!r}; `pyasc cache list` shows the keys")
+    info = found[0]
+    m = info.manifest
+    click.echo(f"entry {info.key}\n  path: {info.path}")
+    for field in ("kernel", "qualname", "signature", "chip"):
+        click.echo(f"  {field}: {m.get(field)}")
+    click.echo(f"  created: {time.ctime(info.created)}; last used: {time.ctime(info.last_used)}; hits: {info.hits}")
+    click.echo(f"  size: {human_size(info.size)}; format {m.get('format')} v{m.get('version')}")
+    click.echo("  components:")
+    for name, value in m.get("components", {}).items():
+        text = json.dumps(value)
+        click.echo(f"    {name}: {text if len(text) <= 100 else text[:97] + '...'}")
+    click.echo("  guards (what the kernel read):")
+    for g in m.get("guards_text", []) or ["(none)"]:
+        click.echo(f"    {g}")
+    click.echo("  sections:")
+    for name, meta in m.get("sections", {}).items():
+        click.echo(f"    {name}  {meta.get('size')} B  sha256 {str(meta.get('sha256'))[:16]}")
+    click.echo("  stages:")
+    for i, name in enumerate(m.get("stages", [])):
+        click.echo(f"    {i:02d} {name}")
+
+
+@cache.command("explain", help="The key's components for a call of FILE.py::func with these arguments, and "
+               "whether it hits; for a miss, which component differs from the nearest entry, or which value the "
+               f"kernel read differs from the entries with the same components. ARGSPEC: {ARGSPEC_HELP}.")
+@click.argument("target", metavar="FILE.py::func")
+@click.argument("argspecs", nargs=-1, metavar="ARGSPEC...")
+def explain_command(target: str, argspecs: tuple[str, ...]) -> None:
+    from ..runtime.explain import explain  # the runtime loads when a command runs, not for --help
+
+    store_or_fail()
+    kernel = kernel_for(target, None, None)
+    try:
+        lines = explain(kernel, *parse_args(argspecs))
+    except (TypeError, ValueError) as e:
+        raise click.BadParameter(f"{kernel.__name__}(): {e}", param_hint="ARGSPEC") from None
+    click.echo("\n".join(lines))
+
+
+@cache.command("clear")
+def clear_command() -> None:
+    """Delete every entry."""
+    store = store_or_fail()
+    click.echo(f"removed {store.clear()} entries from {store.root}")
+
+
+@cache.command("prune")
+@click.option("--max-size", required=True, metavar="SIZE", help="keep at most SIZE bytes (e.g. 200M, 1G)")
+def prune_command(max_size: str) -> None:
+    """Delete least recently used entries until the cache fits in SIZE."""
+    store = store_or_fail()
+    limit = size_param(max_size)
+    removed = store.prune(limit)
+    click.echo(f"removed {len(removed)} entries; {human_size(store.total_size())} left (limit {human_size(limit)})")
+
+
+@cache.command("verify")
+@click.option("--fix", is_flag=True, help="remove the bad entries")
+def verify_command(fix: bool) -> None:
+    """Check every entry's manifest and section checksums (exit 1 if a bad entry is left)."""
+    store = store_or_fail()
+    paths = list(store.iter_entries())
+    bad = [(p, why) for p in paths if (why := store.verify(p)) is not None]
+    for path, why in bad:
+        click.echo(f"bad: {path}: {why}" + ("  (removed)" if fix and store.remove(path) else ""))
+    click.echo(f"{len(paths) - len(bad)} of {len(paths)} entries are sound")
+    if bad and not fix:
+        raise click.ClickException(f"{len(bad)} bad entries; `pyasc cache verify --fix` removes them")
+
+
+@cache.command("warm")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--jobs", "-j", type=click.IntRange(1), default=None, help="processes (default: the CPU count)")
+def warm_command(file: Path, jobs: int | None) -> None:
+    """Compile every kernel FILE.py lists in PYASC_WARM for its example signatures, in parallel processes.
+
+    PYASC_WARM maps a kernel's name to a list of signatures, each a list of ARGSPECs, e.g.
+    PYASC_WARM = {"softmax": [["f32[32,64]"], ["f16[8,128]"]]}.
+    """
+    from .warm import jobs_of, run_jobs  # the process pool machinery loads only for this command
+
+    store_or_fail()
+    work = jobs_of(file)
+    results = run_jobs(file, work, jobs)
+    failed = [r for r in results if r.status == "failed"]
+    for r in results:
+        click.echo(f"{r.status:<9} {r.kernel}({', '.join(r.specs)})  {r.seconds * 1e3:.0f} ms"
+                   + (f"  {r.error}" if r.error else ""))
+    counts = {s: sum(r.status == s for r in results) for s in ("compiled", "cached", "failed")}
+    click.echo(", ".join(f"{n} {s}" for s, n in counts.items()))
+    if failed:
+        raise click.ClickException(f"{len(failed)} of {len(results)} signatures failed to compile")

@@ -1,0 +1,55 @@
+"""Between the Kernel and the disk cache: a CompiledKernel as a manifest + section files, and back."""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from ..guards import NotPersistable
+from .artifact import CompiledKernel
+from .diskcache import DiskCache
+from .guardset import GuardSet
+from .keys import KeyComponents
+from .options import KernelOptions
+from .sections import decode_artifact, encode_artifact
+from .specialize import BoundCall, Param, describe_key
+
+
+def save(store: DiskCache, compiled: CompiledKernel, components_digest: str) -> None:
+    """Publish an artifact; one whose guards have no JSON form stays in memory only."""
+    try:
+        guards = compiled.guards.to_json()
+    except NotPersistable:
+        return
+    manifest = {
+        "key": compiled.full_key,
+        "components_digest": components_digest,
+        "components": compiled.components.to_json(),
+        "kernel": compiled.name,
+        "qualname": compiled.components.kernel,
+        "signature": compiled.signature,
+        "chip": compiled.options.chip_name,
+        "guards": guards,
+        "guards_text": compiled.guards.describe(),
+        "stages": list(compiled.stages),
+    }
+    store.publish(components_digest, compiled.full_key, manifest, encode_artifact(compiled))
+
+
+def load(store: DiskCache, fn: Any, name: str, params: Sequence[Param], options: KernelOptions, call: BoundCall,
+         components: KeyComponents, components_digest: str) -> CompiledKernel | None:
+    """The stored artifact for this call whose guards hold in this process, or None."""
+    signature = describe_key(params, call.key)
+
+    def select(manifest: dict) -> GuardSet | None:
+        if manifest.get("components_digest") != components_digest or manifest.get("signature") != signature:
+            return None  # a digest-prefix collision or another kernel: not this entry (and not a fault)
+        return GuardSet.revive(manifest["guards"], fn)
+
+    def build(manifest: dict, files: dict[str, bytes], guards: GuardSet) -> CompiledKernel:
+        key = str(manifest["key"])
+        fields = decode_artifact(files, {
+            "name": name, "key": call.key, "key_hash": key[:12], "options": options, "params": tuple(params),
+            "guards": guards, "py_func": fn, "full_key": key, "components": components, "origin": "disk",
+        })
+        return CompiledKernel(**fields)
+
+    return store.load(components_digest, select, build)

@@ -1,0 +1,113 @@
+"""One compile: frontend -> verifier/printer -> optimiser -> a CompiledKernel.
+
+Any exception that is not the user's CompileError becomes an
+InternalCompilerError naming the stage (or the optimiser pass) it came from.
+"""
+from __future__ import annotations
+
+import hashlib
+import time
+from typing import Any, Sequence
+
+from .. import ge, ir
+from ..errors import CompileError
+from ..guards import NotPersistable
+from ..codegen.capacity import codegen_capacity
+from ..codegen.generate import CodegenOptions, generate
+from .artifact import CompiledKernel, build_host, count_ops, device_stages, matched_dots, op_histogram
+from .errors import InternalCompilerError, debug_enabled
+from .guardset import GuardSet, from_frontend
+from .keys import KeyComponents, full_key
+from .options import KernelOptions
+from .specialize import BoundCall, Param, TensorKey, describe_key, tensor_type
+
+
+def guards_digest(guards: GuardSet) -> str:
+    """The guards' part of the key; a memory-only guard set gets a digest no disk entry can have."""
+    try:
+        return guards.digest()
+    except NotPersistable:
+        text = "\n".join(guards.describe()) + f"\n{id(guards)}"
+        return "memory-only:" + hashlib.sha256(text.encode()).hexdigest()
+
+
+def compile_call(fn: Any, name: str, params: Sequence[Param], options: KernelOptions, call: BoundCall,
+                 components: KeyComponents, components_digest: str) -> CompiledKernel:
+    from ..frontend import ArgSpec, build_graph  # the frontend is loaded on the first compile, never on a hit
+
+    specs = [ArgSpec(p.name, tensor_type(p.name, k), None) if isinstance(k, TensorKey) else ArgSpec(p.name, None, v)
+             for p, k, v in zip(params, call.key, call.values)]
+    t0 = time.perf_counter()
+    with _stage(name, "the frontend"):
+        fe = build_graph(fn, specs, unroll_budget=options.unroll_budget)
+    t1 = time.perf_counter()
+    graph = fe.graph
+    with _stage(name, "the frontend's graph (verifier, printer)"):
+        ir.verify(graph)
+        stages = {"source": fe.source, "graph": ir.format_graph(graph), "inferred": ir.format_graph(graph, show_loc=True)}
+        dots = {"graph": ir.to_dot(graph)}
+        stage_ops = {"graph": op_histogram(graph)}
+        guards = from_frontend(fe.guards, fe.hidden, graph.inputs, len(call.arrays))
+    nodes_in = count_ops(graph)
+    t2 = time.perf_counter()
+    histograms: list[dict[str, int]] = []
+    emulator = options.backend == "emulator"
+    with _stage(name, "the optimiser"):
+        # on the emulator, fusion asks the code generator what fits, so every group it forms tiles
+        capacity = codegen_capacity(options.chip_config, options.buffer_num) if emulator else None
+        result = ge.optimize(graph, opt_level=options.opt_level, disabled_passes=options.disable_passes,
+                             chip=options.chip_config, on_stage=lambda _, g: histograms.append(op_histogram(g)),
+                             capacity=capacity)
+    t3 = time.perf_counter()
+    ge_stages = [f"ge.{i:02d}.{pass_name}" for i, (pass_name, _) in enumerate(result.stages, 1)]
+    stages.update(zip(ge_stages, (text for _, text in result.stages)))
+    stage_ops.update(zip(ge_stages, histograms))
+    dots.update(matched_dots(ge_stages, result.dots))
+    if result.fusion_decisions:
+        stages["fusion_log"] = "\n".join(result.fusion_log)
+    if result.memory_plan is not None:
+        stages["memory_plan"] = result.memory_plan.table()
+    device = host = None
+    t4 = t3
+    if emulator:
+        with _stage(name, "code generation"):
+            device = generate(result.graph, result.kernels, result.memory_plan, options.chip_config,
+                              CodegenOptions(options.buffer_num, options.cores, options.sync), name)
+        t4 = time.perf_counter()
+        with _stage(name, "host code generation"):
+            host = build_host(device, name)
+        stages.update(device_stages(device, host))
+    t5 = time.perf_counter()
+    key = full_key(components_digest, guards_digest(guards))
+    return CompiledKernel(
+        name=name, signature=describe_key(params, call.key), key=call.key, key_hash=key[:12], options=options,
+        params=tuple(params), graph=result.graph, stages=stages, dots=dots, plans=list(result.kernels),
+        memory_plan=result.memory_plan, fusion_decisions=list(result.fusion_decisions),
+        pass_log=result.pass_report(times=False), returns_tuple=fe.returns_tuple, guards=guards, py_func=fn,
+        full_key=key, components=components, stage_ops=stage_ops, pass_times=dict(result.pass_times),
+        timings={"frontend": t1 - t0, "print": t2 - t1, "optimize": t3 - t2,
+                 **({"codegen": t4 - t3, "host": t5 - t4} if emulator else {}), "total": t5 - t0},
+        nodes_in=nodes_in, nodes_out=count_ops(result.graph), device=device, host=host,
+    )
+
+
+class _stage:
+    """Context manager: an unexpected exception inside becomes an InternalCompilerError naming the stage."""
+
+    def __init__(self, kernel: str, stage: str):
+        self.kernel = kernel
+        self.stage = stage
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, exc_type, exc, tb) -> bool:
+        if exc is None or isinstance(exc, (CompileError, InternalCompilerError)) or not isinstance(exc, Exception):
+            return False
+        original = exc.error if isinstance(exc, ge.PassFailure) else exc
+        if debug_enabled():
+            if original is exc:
+                return False  # PYASC_DEBUG=1: the original exception, unwrapped
+            raise original  # the pass's own exception, with its traceback
+        where = f"optimiser pass {exc.pass_name!r}" if isinstance(exc, ge.PassError) else self.stage
+        raise InternalCompilerError(where, self.kernel, original) from original

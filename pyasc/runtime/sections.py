@@ -1,0 +1,129 @@
+"""A compiled artifact as named sections (files), for the disk cache: one table of section codecs.
+
+Each `Section` turns some fields of a `CompiledKernel` into one file (a JSON
+document or raw bytes) and back. Sections are written in table order and
+read in table order, so a section can use what an earlier one restored
+(the plan records point into the graph). Nothing here is pickled and
+nothing read is executed: graphs come back through `pyasc.ir.from_json`,
+plan records through `records.decode`, texts as text.
+
+Adding a section (code generation will add the tile programs, the tiling
+records, the launch plan and the host module) is one call:
+
+    register_section(json_section("tile_programs.json",
+        write=lambda ck: [p.to_json() for p in ck.tile_programs] or None,
+        read=lambda doc, fields: {"tile_programs": [Program.from_json(d) for d in doc]}))
+    register_section(bytes_section("host.o", "host_object"))
+
+`write` returns None when the artifact has nothing for that section (the
+file is then absent, and `read` is not called: the field keeps its default).
+The fields a section restores must be fields of CompiledKernel.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from .. import ir
+from . import records
+
+
+@dataclass(frozen=True)
+class Section:
+    """One file of a stored artifact: `encode(compiled) -> bytes | None`, `decode(data, fields) -> fields`."""
+
+    filename: str
+    encode: Callable[[Any], bytes | None]
+    decode: Callable[[bytes, dict[str, Any]], dict[str, Any]]
+
+
+SECTIONS: list[Section] = []
+
+
+def register_section(section: Section) -> Section:
+    if any(s.filename == section.filename for s in SECTIONS):
+        raise ValueError(f"a section is already stored as {section.filename!r}")
+    if section.filename == "manifest.json" or "/" in section.filename:
+        raise ValueError(f"{section.filename!r} cannot name a section file")
+    SECTIONS.append(section)
+    return section
+
+
+def _dumps(doc: Any) -> bytes:
+    return json.dumps(doc, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode("utf-8")
+
+
+def json_section(filename: str, write: Callable[[Any], Any], read: Callable[[Any, dict], dict]) -> Section:
+    """A section holding one JSON document (`write` returns plain data or None)."""
+    def encode(compiled: Any) -> bytes | None:
+        doc = write(compiled)
+        return None if doc is None else _dumps(doc)
+
+    return Section(filename, encode, lambda data, fields: read(json.loads(data.decode("utf-8")), fields))
+
+
+def bytes_section(filename: str, field: str) -> Section:
+    """A section holding one bytes field as it is (object code); absent when the field is empty."""
+    return Section(filename, lambda compiled: getattr(compiled, field) or None,
+                   lambda data, fields: {field: bytes(data)})
+
+
+def encode_artifact(compiled: Any) -> dict[str, bytes]:
+    """File name -> contents for every section the artifact has."""
+    out = {}
+    for section in SECTIONS:
+        data = section.encode(compiled)
+        if data is not None:
+            out[section.filename] = data
+    return out
+
+
+def decode_artifact(files: dict[str, bytes], fields: dict[str, Any]) -> dict[str, Any]:
+    """CompiledKernel fields from the section files (`fields` has what the caller knows already).
+    Raises ValueError (and its subclasses), KeyError or TypeError on a malformed section."""
+    for section in SECTIONS:
+        data = files.get(section.filename)
+        if data is not None:
+            fields.update(section.decode(data, fields))
+    return fields
+
+
+# ---- the sections that exist today -------------------------------------------------------------
+
+
+def _graph_read(data: bytes, fields: dict) -> dict:
+    return {"graph": ir.from_json(data.decode("utf-8"))}
+
+
+register_section(Section("graph.json", lambda ck: ir.to_json(ck.graph).encode("utf-8"), _graph_read))
+
+register_section(json_section(
+    "stages.json",
+    write=lambda ck: {"stages": ck.stages, "dots": ck.dots, "stage_ops": ck.stage_ops},
+    read=lambda doc, fields: {"stages": dict(doc["stages"]), "dots": dict(doc["dots"]),
+                              "stage_ops": {k: dict(v) for k, v in doc["stage_ops"].items()}}))
+
+
+def _plans_write(ck: Any) -> dict:
+    index = records.GraphIndex(ck.graph)
+    return {"kernels": records.encode(list(ck.kernels), index), "memory_plan": records.encode(ck.memory_plan, index),
+            "fusion_decisions": records.encode(list(ck.fusion_decisions), index), "pass_log": ck.pass_log}
+
+
+def _plans_read(doc: dict, fields: dict) -> dict:
+    index = records.GraphIndex(fields["graph"])
+    return {"kernels": records.decode(doc["kernels"], index), "memory_plan": records.decode(doc["memory_plan"], index),
+            "fusion_decisions": records.decode(doc["fusion_decisions"], index), "pass_log": str(doc["pass_log"])}
+
+
+register_section(json_section("plans.json", _plans_write, _plans_read))
+
+register_section(json_section(
+    "call.json",
+    write=lambda ck: {"signature": ck.signature, "returns_tuple": ck.returns_tuple, "nodes_in": ck.nodes_in,
+                      "nodes_out": ck.nodes_out, "timings": ck.timings, "pass_times": ck.pass_times},
+    read=lambda doc, fields: {"signature": str(doc["signature"]), "returns_tuple": bool(doc["returns_tuple"]),
+                              "nodes_in": int(doc["nodes_in"]), "nodes_out": int(doc["nodes_out"]),
+                              "timings": {k: float(v) for k, v in doc["timings"].items()},
+                              "pass_times": {k: float(v) for k, v in doc["pass_times"].items()}}))

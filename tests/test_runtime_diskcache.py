@@ -1,0 +1,298 @@
+"""The disk cache in one process: entries, sections, checksums, recovery, variants, pruning, the key."""
+from __future__ import annotations
+
+import json
+import os
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import pyasc
+from artifact_fields import differences, reported_fields
+from pyasc.examples import BY_NAME
+from pyasc.ge import DecisionKind, KernelKind
+from pyasc.ops import Category
+from pyasc.runtime.diskcache import CacheWarning, DiskCache, parse_size
+from pyasc.runtime.dump import stage_files
+
+SCALE = 2.0
+WEIGHTS = np.ones((16, 32), np.float32)  # lifted
+
+
+def body(x, w, b):
+    y = pyasc.relu(x * w + b) * SCALE
+    return pyasc.softmax(y, axis=-1), x @ WEIGHTS.T
+
+
+ARGS = (np.linspace(-1, 1, 32, dtype=np.float32).reshape(1, 32), np.full(32, 0.5, np.float32),
+        np.full(32, 0.25, np.float32))
+
+
+def fresh(**options):
+    """A new Kernel object for the same function: an empty memory cache, the same disk key."""
+    return pyasc.kernel(body, chip="tiny", **options)
+
+
+def entries(root: Path) -> list[Path]:
+    return list(DiskCache(root).iter_entries())
+
+
+def flip_a_bit(data: bytes) -> bytes:
+    return data[:20] + bytes([data[20] ^ 1]) + data[21:]
+
+
+def only_entry(root: Path) -> Path:
+    found = entries(root)
+    assert len(found) == 1, found
+    return found[0]
+
+
+def test_a_second_kernel_object_loads_the_artifact_from_disk(disk_cache):
+    first = fresh()
+    a = first.compile(*ARGS)
+    assert first.cache_info() == (0, 0, 1, 1) and a.origin == "compiled"
+    second = fresh()
+    b = second.compile(*ARGS)
+    assert second.cache_info() == (0, 1, 0, 1) and b.origin == "disk"
+    assert differences(reported_fields(a), reported_fields(b)) == []
+    assert b.full_key == a.full_key and b.stages == a.stages and b.fusion_decisions == a.fusion_decisions
+    assert [k.graph is b.graph or k.graph in list(b.graph.walk()) for k in b.kernels] == [True] * len(b.kernels)
+    assert stage_files(b) == stage_files(a)
+    for got, want in zip(second(*ARGS), first(*ARGS)):
+        np.testing.assert_array_equal(got, want)
+
+
+def rich(x, w):
+    """Kernels of every kind the records describe: a row reduction holding a reduced value without its axis
+    (KernelStructure.dropped), a producer no consumer kernel takes (a BOUNDARY decision with rejections),
+    a column reduction and a matmul."""
+    s = pyasc.sum(x, axis=-1)
+    centred = x - pyasc.expand_dims(s, -1)
+    a = pyasc.exp(x)
+    e = pyasc.exp(w)
+    return centred, a + a.T, pyasc.sum(e, axis=0), e @ w.T
+
+
+@pytest.mark.parametrize("dynamic", [False, True], ids=["static", "dynamic"])
+def test_the_typed_plan_records_come_back_from_disk_pointing_into_the_restored_graph(disk_cache, dynamic):
+    args = (np.linspace(-1, 1, 64, dtype=np.float32).reshape(8, 8), np.full((8, 16), 0.5, np.float32))
+    a = pyasc.kernel(rich, chip="tiny", dynamic=dynamic).compile(*args)
+    b = pyasc.kernel(rich, chip="tiny", dynamic=dynamic).compile(*args)
+    assert (a.origin, b.origin) == ("compiled", "disk")
+    assert differences(reported_fields(a), reported_fields(b)) == []
+    assert {k.kind for k in b.kernels} >= {KernelKind.ROW_REDUCE, KernelKind.COLUMN_REDUCE, KernelKind.MATMUL}
+    nodes = {id(n) for g in b.graph.walk() for n in g.nodes}
+    for k in b.kernels:
+        assert type(k.category) is Category and type(k.kind) is KernelKind
+        assert id(k.anchor_node) in nodes and k.anchor_node in k.nodes
+        assert all(id(n) in nodes for n in k.structure.dropped) and isinstance(k.structure.dropped, frozenset)
+    assert any(k.structure.dropped for k in b.kernels)
+    rows = [d for k in b.kernels for d in k.structure.rows]
+    assert rows and all(isinstance(d, pyasc.ir.Sym) for d in rows) == dynamic
+    boundary = [d for d in b.fusion_decisions if d.kind is DecisionKind.BOUNDARY]
+    assert boundary and boundary[0].rejected and type(boundary[0].rejected) is tuple
+    assert b.fusion_decisions == a.fusion_decisions and b.fusion_log == a.fusion_log
+
+
+def test_an_if_kernels_branch_plans_and_memory_plans_come_back_from_disk(disk_cache):
+    ex = BY_NAME["tensor_if"]
+    args = ex.make_inputs(np.random.default_rng(0))
+    a = pyasc.kernel(ex.fn, chip="tiny").compile(*args)
+    b = pyasc.kernel(ex.fn, chip="tiny").compile(*args)
+    assert b.origin == "disk" and differences(reported_fields(a), reported_fields(b)) == []
+    assert b.memory_plan.branch_plans and [k.kind for k in b.kernels].count(KernelKind.CONTROL) == 1
+    assert {k.graph.name for k in b.kernels} == {g.name for g in b.graph.walk()}
+    np.testing.assert_array_equal(pyasc.kernel(ex.fn, chip="tiny")(*args), ex.fn(*args))
+
+
+def test_an_entry_is_a_manifest_with_checksums_and_json_sections(disk_cache):
+    c = fresh().compile(*ARGS)
+    path = only_entry(disk_cache)
+    manifest = json.loads((path / "manifest.json").read_text())
+    assert manifest["format"] == "pyasc.cache-entry" and manifest["version"] == 1
+    assert manifest["key"] == c.full_key and manifest["kernel"] == "body" and manifest["chip"] == "tiny"
+    assert manifest["signature"] == c.signature and manifest["stages"] == list(c.stages)
+    comps = manifest["components"]
+    assert comps["kernel"] == "body" and comps["pyasc_version"] == pyasc.__version__ and len(comps["compiler"]) == 64
+    assert dict(map(tuple, comps["chip"]))["ub_bytes"] == 16 * 1024
+    assert {"llvmlite", "llvm", "host_cpu", "numpy", "python", "env", "options", "args"} <= set(comps)
+    assert set(manifest["sections"]) == {"graph.json", "stages.json", "plans.json", "call.json"}
+    assert manifest["created"] <= manifest["last_used"] and manifest["size"] > 0
+    for name, meta in manifest["sections"].items():
+        data = (path / name).read_bytes()
+        assert len(data) == meta["size"]
+        json.loads(data)  # every section is plain JSON: nothing in an entry is code
+    assert [g[0] for g in manifest["guards"]["guards"]] == [[["global", "pyasc"]], [["global", "SCALE"]],
+                                                           [["global", "WEIGHTS"]]]
+    assert manifest["guards"]["hidden"] == [[[["global", "WEIGHTS"]], "float32"]]
+
+
+@pytest.mark.parametrize("damage, reason", [
+    (lambda p: (p / "graph.json").write_bytes((p / "graph.json").read_bytes()[:-7]), "truncated"),
+    (lambda p: (p / "plans.json").write_bytes(flip_a_bit((p / "plans.json").read_bytes())), "checksum"),
+    (lambda p: (p / "manifest.json").write_text("{\"format\": \"pyasc.cache"), "corrupt or truncated manifest"),
+    (lambda p: (p / "manifest.json").write_text(
+        (p / "manifest.json").read_text().replace('"version": 1', '"version": 999')), "another pyasc"),
+    (lambda p: (p / "stages.json").unlink(), "missing"),
+], ids=["truncated section", "corrupt section", "corrupt manifest", "foreign version", "missing section"])
+def test_a_bad_entry_is_discarded_with_a_warning_and_rebuilt(disk_cache, damage, reason):
+    expected = fresh()(*ARGS)
+    damage(only_entry(disk_cache))
+    k = fresh()
+    with pytest.warns(CacheWarning, match=reason) as record:
+        got = k(*ARGS)
+    assert len(record) == 1 and "\n" not in str(record[0].message) and "compiling again" in str(record[0].message)
+    assert k.cache_info().misses == 1 and k.cache_info().disk_hits == 0
+    np.testing.assert_array_equal(got[0], expected[0])
+    store = DiskCache(disk_cache)
+    assert store.verify(only_entry(disk_cache)) is None  # rebuilt whole
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert fresh().compile(*ARGS).origin == "disk"
+
+
+def test_a_changed_global_is_a_second_variant_and_changing_it_back_hits_the_first(disk_cache, monkeypatch):
+    import sys
+
+    module = sys.modules[__name__]
+    first = fresh().compile(*ARGS)
+    monkeypatch.setattr(module, "SCALE", 3.0)
+    k = fresh()
+    out = k(*ARGS)
+    assert k.cache_info().misses == 1
+    np.testing.assert_allclose(out[0], body(*ARGS)[0], rtol=1e-6)
+    found = entries(disk_cache)
+    assert len(found) == 2 and found[0].parent == found[1].parent  # one folder of components, two variants
+    monkeypatch.setattr(module, "SCALE", 2.0)
+    back = fresh().compile(*ARGS)
+    assert back.origin == "disk" and back.full_key == first.full_key
+
+
+def test_a_lifted_array_loaded_from_disk_reads_the_current_contents(disk_cache):
+    fresh()(*ARGS)
+    WEIGHTS[:] = 3.0
+    try:
+        k = fresh()
+        got = k(*ARGS)[1]
+        assert k.cache_info().disk_hits == 1
+        np.testing.assert_allclose(got, ARGS[0] @ WEIGHTS.T, rtol=1e-6)
+    finally:
+        WEIGHTS[:] = 1.0
+
+
+def test_options_and_chips_are_other_entries(disk_cache):
+    keys = {fresh().compile(*ARGS).full_key, fresh(opt_level=1).compile(*ARGS).full_key,
+            pyasc.kernel(body, chip="910b").compile(*ARGS).full_key}
+    assert len(keys) == 3 and len(entries(disk_cache)) == 3
+
+
+def test_cache_off_and_always_compile(disk_cache, monkeypatch):
+    monkeypatch.setenv("PYASC_CACHE", "0")
+    fresh()(*ARGS)
+    assert not disk_cache.exists()
+    monkeypatch.setenv("PYASC_CACHE", "1")
+    fresh()(*ARGS)
+    monkeypatch.setenv("PYASC_ALWAYS_COMPILE", "1")
+    k = fresh()
+    k(*ARGS)
+    k(*ARGS)
+    assert k.cache_info().misses == 2 and k.cache_info().disk_hits == 0
+    assert len(entries(disk_cache)) == 1
+
+
+def test_an_unwritable_cache_folder_warns_and_the_call_succeeds(tmp_path, monkeypatch):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    monkeypatch.setenv("PYASC_CACHE", "1")
+    monkeypatch.setenv("PYASC_CACHE_DIR", str(blocker / "cache"))
+    with pytest.warns(CacheWarning, match="cannot"):
+        out = fresh()(*ARGS)
+    np.testing.assert_allclose(out[1], ARGS[0] @ WEIGHTS.T, rtol=1e-6)
+
+
+def test_pruning_removes_the_least_recently_used_entries(disk_cache):
+    for level in (0, 1, 2):
+        fresh(opt_level=level).compile(*ARGS)
+    store = DiskCache(disk_cache)
+    infos = sorted(store.list(), key=lambda i: i.manifest["components"]["options"][0][1])
+    for age, info in zip((300, 100, 200), infos):  # opt_level 0 used longest ago, then 2, then 1
+        stamp = info.created - age
+        (info.path / "hits").write_bytes(b"")
+        os.utime(info.path / "hits", (stamp, stamp))
+        os.utime(info.path / "manifest.json", (stamp, stamp))
+    sizes = [i.size for i in infos]
+    removed = store.prune(sum(sizes) - 1)
+    assert removed == [infos[0].path]
+    removed = store.prune(sizes[1])
+    assert removed == [infos[2].path] and [i.path for i in store.list()] == [infos[1].path]
+    assert store.total_size() == sizes[1]
+
+
+def test_hits_are_counted_in_the_entry(disk_cache):
+    fresh().compile(*ARGS)
+    for _ in range(3):
+        fresh().compile(*ARGS)
+    (info,) = DiskCache(disk_cache).list()
+    assert info.hits == 3 and info.kernel == "body" and info.chip == "tiny"
+    assert info.signature == "x: f32[1,32], w: f32[32], b: f32[32]"
+
+
+def test_a_publish_size_cap_from_the_environment(disk_cache, monkeypatch):
+    monkeypatch.setenv("PYASC_CACHE_MAX_SIZE", "1")  # one byte: each publish prunes everything before it
+    fresh(opt_level=0).compile(*ARGS)
+    fresh(opt_level=1).compile(*ARGS)
+    assert len(entries(disk_cache)) <= 1
+    monkeypatch.setenv("PYASC_CACHE_MAX_SIZE", "lots")
+    with pytest.raises(ValueError, match="PYASC_CACHE_MAX_SIZE"):
+        fresh(opt_level=2).compile(*ARGS)
+
+
+def test_parse_size():
+    assert parse_size("123") == 123 and parse_size("2K") == 2048 and parse_size("1.5GiB") == 3 << 29
+    assert parse_size(" 500 mb ") == 500 << 20
+    with pytest.raises(ValueError, match="not a size"):
+        parse_size("big")
+
+
+def test_the_key_components_name_what_the_artifact_depends_on(disk_cache):
+    k = fresh()
+    comps = k.key_components(*ARGS)
+    assert comps == fresh().key_components(*ARGS) and comps.digest() == fresh().key_components(*ARGS).digest()
+    assert comps.args == (("x", ("tensor", "float32", (1, 32))), ("w", ("tensor", "float32", (32,))),
+                          ("b", ("tensor", "float32", (32,))))
+    assert dict(comps.options)["chip"] == "tiny" and dict(comps.chip)["name"] == "tiny"
+    dyn = fresh(dynamic=True).key_components(*ARGS)
+    assert dyn.args[0] == ("x", ("tensor", "float32", (1, None))) and dyn.digest() != comps.digest()
+    assert pyasc.kernel(body, chip="910b").key_components(*ARGS).digest() != comps.digest()
+
+
+def test_codegen_environment_variables_are_key_components(disk_cache, monkeypatch):
+    from pyasc.runtime import keys
+
+    monkeypatch.setattr(keys, "CODEGEN_ENV", ("PYASC_TEST_KNOB",))
+    monkeypatch.setenv("PYASC_TEST_KNOB", "a")
+    a = fresh().key_components(*ARGS)
+    monkeypatch.setenv("PYASC_TEST_KNOB", "b")
+    b = fresh().key_components(*ARGS)
+    assert a.env == (("PYASC_TEST_KNOB", "a"),) and b.env == (("PYASC_TEST_KNOB", "b"),)
+    assert a.digest() != b.digest()
+
+
+def test_a_kernel_reading_an_unnamed_helper_stays_in_memory(disk_cache):
+    helpers = {}
+
+    def make():
+        def inner(x):
+            return x + 1.0
+        return inner
+
+    helpers["f"] = make()
+
+    @pyasc.kernel
+    def k(x):
+        return helpers["f"](x)
+
+    assert k(np.zeros(2, np.float32))[0] == 1.0
+    assert len(entries(disk_cache)) == 1  # the helper has a path (helpers['f']): persisted
