@@ -130,16 +130,18 @@ def test_dump_dir_gets_every_stage(tmp_path, monkeypatch):
     assert files[0] == "00_source.py"
     assert "01_graph.txt" in files and "01_graph.dot" in files and "02_inferred.txt" in files
     for i, name in enumerate(stage_names):
-        ext = ".py" if name == "source" else ".txt"
+        ext = {"source": ".py", "host": ".ll"}.get(name, ".txt")
         text = (folder / f"{i:02d}_{name}{ext}").read_text()
         assert text.rstrip("\n") == c.stages[name].rstrip("\n")
         if name.startswith("ge."):
             assert (folder / f"{i:02d}_{name}.dot").read_text().lstrip().startswith("digraph")
     assert (folder / "01_graph.dot").read_text().lstrip().startswith("digraph")
     assert "signature: x: f32[4,8], w: f32[8], b: f32[8]" in (folder / "specialization.txt").read_text()
-    n = len(stage_names)
-    assert (folder / f"{n - 2:02d}_fusion_log.txt").read_text().splitlines() == c.fusion_log
-    assert (folder / f"{n - 1:02d}_memory_plan.txt").read_text().rstrip("\n") == c.memory_plan.table()
+    at = stage_names.index
+    assert (folder / f"{at('fusion_log'):02d}_fusion_log.txt").read_text().splitlines() == c.fusion_log
+    assert (folder / f"{at('memory_plan'):02d}_memory_plan.txt").read_text().rstrip("\n") == c.memory_plan.table()
+    assert (folder / f"{at('host'):02d}_host.ll").read_text().rstrip("\n") == c.host_ir.rstrip("\n")
+    assert (folder / f"{at('program.k0'):02d}_program.k0.txt").read_text().rstrip("\n") == c.stages["program.k0"]
     # every pass is accounted for, unchanged ones noted (not re-dumped), with no wall times to spoil diffs
     pass_log = (folder / "pass_log.txt").read_text().splitlines()
     assert pass_log == c.pass_log.splitlines()

@@ -29,7 +29,7 @@ from .lowering import no_lowering
 from .schedule import TileSchedule
 from .sync import SyncPlan
 from .templates import column, matmul, multipass, transpose2d, vector, vector_kernel
-from .tiling import NoLegalTiling, TilingChoice, choose, scoring_dims
+from .tiling import NoLegalTiling, TilingChoice, TilingReport, choose, scoring_dims
 
 
 @dataclass(frozen=True)
@@ -41,31 +41,29 @@ class CodegenOptions:
 
 @dataclass
 class DeviceKernel:
-    """One launched device kernel: its plan, template, tiling, schedule, sync and program."""
+    """One launched device kernel: what it computes, how it was tiled, its program and how it is launched.
+
+    Plain data (the disk cache stores and restores it): the program, the tiling fields and block count as
+    expressions over the dims, the readable schedule and sync summary, the tiling report. `schedule` is the
+    full `TileSchedule` in the process that generated it (None when loaded from the disk cache).
+    """
 
     index: int
     name: str
     template: str
-    schedule: TileSchedule
-    tiling: TilingChoice
-    sync: SyncPlan
+    core_type: str
     program: Program
+    fields: dict[str, Any]       # tiling field -> expression over dims
+    blocks: Any                  # cores to launch, over dims
+    tiling: TilingReport
+    schedule_text: str
+    sync_summary: str
+    notes: list[str]
     inputs: list[Value]          # graph values bound to in<i>
     outputs: list[Value]         # graph values bound to out<j>
     plan: Any = None             # the optimiser's KernelPlan (None for a copy the launch plan added)
     scratch: dict[str, Loc] = field(default_factory=dict)   # GM scratch parameter -> its workspace area
-
-    @property
-    def core_type(self) -> str:
-        return self.schedule.core_type
-
-    @property
-    def blocks(self) -> Any:
-        return self.schedule.blocks
-
-    @property
-    def fields(self) -> dict[str, Any]:
-        return self.schedule.fields
+    schedule: TileSchedule | None = field(default=None, repr=False, compare=False, metadata={"persist": False})
 
     def listing(self) -> str:
         return self.program.listing()
@@ -84,8 +82,8 @@ class DeviceModule:
         for k in self.kernels:
             out.append(f"k{k.index} {k.name} [{k.template}]")
             out.extend("  " + line for line in k.tiling.text().splitlines())
-            out.extend("  " + line for line in k.schedule.text().splitlines())
-            out.append("  " + k.sync.summary())
+            out.extend("  " + line for line in k.schedule_text.splitlines())
+            out.append("  " + k.sync_summary)
         return "\n".join(out)
 
 
@@ -110,8 +108,8 @@ class _Generator:
         outputs = [what if kind == "buffer" else None for kind, what in sources]
         exprs: list[Any] = [self.layout.end]
         for k in self.kernels:
-            exprs.extend(k.schedule.fields.values())
-            exprs.append(k.schedule.blocks)
+            exprs.extend(k.fields.values())
+            exprs.append(k.blocks)
         exprs.extend(l.nbytes for l in inputs)
         plan = LaunchPlan(steps, inputs, outputs, sources, self.consts, self.layout.end, dim_symbols(exprs))
         shapes = [dims(v.type.shape) for v in self.graph.outputs]
@@ -304,9 +302,10 @@ class _Generator:
         assert sched is not None and chosen.chosen.sync is not None
         program = emit(sched, chosen.chosen.sync, self.chip)
         scratch = {p: Loc(WORKSPACE, self.layout.take(n), n) for p, n in sched.scratch.items()}
-        dk = DeviceKernel(len(self.kernels), label, template, sched, chosen, chosen.chosen.sync, program,
-                          list(inputs if inputs is not None else kg.inputs),
-                          list(outputs if outputs is not None else kg.outputs), plan, scratch)
+        dk = DeviceKernel(len(self.kernels), label, template, sched.core_type, program, dict(sched.fields),
+                          sched.blocks, chosen.report(), sched.text(), chosen.chosen.sync.summary(),
+                          list(sched.notes), list(inputs if inputs is not None else kg.inputs),
+                          list(outputs if outputs is not None else kg.outputs), plan, scratch, sched)
         self.kernels.append(dk)
         return dk
 

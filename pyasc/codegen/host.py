@@ -183,10 +183,10 @@ def build_host_source(plan: LaunchPlan, kernels: Sequence[Any], output_bytes: Se
         order = tuple(k.program.tiling_fields)
         site = LaunchSite(len(sites), s.kernel, {p: loc.buffer for p, loc in s.args.items()}, order)
         sites.append(site)
-        exprs = dict(k.schedule.fields)
+        exprs = dict(k.fields)
         for p, loc in s.args.items():
             exprs[base_field(p)] = loc.offset
-        blocks = ex(k.schedule.blocks)
+        blocks = ex(k.blocks)
         go = fn.append_basic_block(f"launch{site.index}")
         done = fn.append_basic_block(f"after{site.index}")
         b.cbranch(b.icmp_signed(">", blocks, ir.Constant(I64, 0)), go, done)

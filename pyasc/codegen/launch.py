@@ -216,9 +216,9 @@ def reference_launches(plan: LaunchPlan, kernels: Sequence[Any], env: Mapping[st
         for s in steps:
             if isinstance(s, Launch):
                 k = kernels[s.kernel]
-                blocks = sy.evaluate(k.schedule.blocks, env)
+                blocks = sy.evaluate(k.blocks, env)
                 if blocks > 0:
-                    out.append((s.kernel, blocks, evaluate_fields(k.schedule.fields, s.args, env)))
+                    out.append((s.kernel, blocks, evaluate_fields(k.fields, s.args, env)))
             else:
                 walk(s.then_steps if cond(s.cond, s.cond_dtype) else s.else_steps)
 

@@ -57,13 +57,53 @@ class TilingChoice:
         assert self.chosen.score is not None
         return self.chosen.score
 
+    def report(self) -> TilingReport:
+        assert self.chosen.score is not None
+        return TilingReport(self.chosen.params, self.chosen.score,
+                            tuple(Option(c.params, c.score) for c in self.others),
+                            tuple(Option(c.params, rejected=c.rejected) for c in self.rejected),
+                            tuple(sorted(self.dims.items())), self.nominal)
+
     def text(self) -> str:
-        lines = [f"chosen: {self.chosen.line()}"]
-        lines += [f"  runner-up: {c.line()}" for c in self.others[:4]]
-        lines += [f"  {c.line()}" for c in self.rejected[:6]]
+        return self.report().text()
+
+
+@dataclass(frozen=True)
+class Option:
+    """A candidate as the report keeps it: its tiling record, its score, or why it was rejected."""
+
+    params: Any
+    score: Estimate | None = None
+    rejected: str = ""
+
+
+@dataclass(frozen=True)
+class TilingReport:
+    """What `kernels[i].tiling` shows: the chosen tiling, its score, the runners-up and the rejected ones
+    (plain data, without the candidates' schedules)."""
+
+    params: Any
+    score: Estimate
+    others: tuple[Option, ...] = ()
+    rejected: tuple[Option, ...] = ()
+    dims: tuple[tuple[str, int], ...] = ()
+    nominal: bool = False
+
+    def text(self) -> str:
+        lines = [f"chosen: {_line(self.params, self.score)}"]
+        lines += [f"  runner-up: {_line(o.params, o.score)}" for o in self.others[:4]]
+        lines += [f"  {_describe(o.params)}: rejected ({o.rejected})" for o in self.rejected[:6]]
         if self.nominal:
             lines.append(f"  (scored with every symbolic dim = {NOMINAL_DIM}; tiling fields use the real dims)")
         return "\n".join(lines)
+
+
+def _describe(params: Any) -> str:
+    return params.describe() if hasattr(params, "describe") else str(params)
+
+
+def _line(params: Any, score: Estimate | None) -> str:
+    return f"{_describe(params)}: {score.describe()}" if score is not None else _describe(params)
 
 
 class NoLegalTiling(Exception):

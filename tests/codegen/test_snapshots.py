@@ -32,7 +32,7 @@ def render(name: str) -> str:
     art = pyasc.kernel(fn, chip="tiny").compile(*args)
     parts = [f"# {name}"]
     for k in art.kernels:
-        parts += [k.tiling.text(), k.schedule.text(), k.sync.summary(), k.program.listing()]
+        parts += [k.tiling.text(), k.schedule_text, k.sync_summary, k.program.listing()]
     return "\n".join(parts) + "\n"
 
 
