@@ -133,7 +133,7 @@ class Emitter:
         """Compute now every loop-invariant sub-expression the statements use (up to the first Let, whose
         name later expressions may use)."""
         defined = set().union(*(sc.defined for sc in self.scopes))
-        for e in _exprs(stmts):
+        for e in _exprs(stmts, self._addr):
             self._hoist_expr(e, defined)
 
     def _hoist_expr(self, e: IntLike, defined: set[str]) -> None:
@@ -146,16 +146,21 @@ class Emitter:
                 self._hoist_expr(a, defined)
 
     # ---- operands ---------------------------------------------------------------------------
+    def _addr(self, ref: Ref | GmRef) -> IntLike:
+        """The byte address of an on-chip operand, or the offset of a GM one inside its buffer (the
+        expressions hoisting and emission share)."""
+        if isinstance(ref, GmRef):
+            return sy.add(sy.sym(base_field(ref.param)), ref.offset)
+        return sy.add(self.bases[ref.buffer], sy.mul(ref.slot, self.buffers[ref.buffer].slot_bytes), ref.offset)
+
     def mem(self, ref: Ref) -> Mem:
-        b = self.buffers[ref.buffer]
-        addr = sy.add(self.bases[ref.buffer], sy.mul(ref.slot, b.slot_bytes), ref.offset)
-        return Mem(b.space, self.value(addr))
+        return Mem(self.buffers[ref.buffer].space, self.value(self._addr(ref)))
 
     def operand(self, v: Any) -> Any:
         if isinstance(v, Ref):
             return self.mem(v)
         if isinstance(v, GmRef):
-            return self.p.gm(v.param, self.value(sy.add(sy.sym(base_field(v.param)), v.offset)))
+            return self.p.gm(v.param, self.value(self._addr(v)))
         if isinstance(v, Expr):
             return self.value(v)
         return v
@@ -337,24 +342,23 @@ def _shift_rows(t: TileOp, r0: IntLike, rows: IntLike, stride: IntLike, size: in
     return a
 
 
-def _exprs(stmts: Sequence[Stmt]) -> list[IntLike]:
-    """Every integer expression a list of statements uses (loop bounds, guards, op operands)."""
+def _exprs(stmts: Sequence[Stmt], addr: Callable[[Ref | GmRef], IntLike]) -> list[IntLike]:
+    """Every integer expression a list of statements uses (loop bounds, guards, op operands; an on-chip
+    operand as its whole address, so the loop-invariant part of it is hoisted too)."""
     out: list[IntLike] = []
     for s in stmts:
         if isinstance(s, Let):
             out.append(s.value)
         elif isinstance(s, Loop):
             out.extend((s.start, s.stop, s.step))
-            out.extend(_exprs(s.body))
+            out.extend(_exprs(s.body, addr))
         elif isinstance(s, When):
             out.append(s.cond)
-            out.extend(_exprs(s.body))
+            out.extend(_exprs(s.body, addr))
         else:
             for v in s.args.values():
-                if isinstance(v, Ref):
-                    out.extend((v.slot, v.offset))
-                elif isinstance(v, GmRef):
-                    out.append(v.offset)
+                if isinstance(v, (Ref, GmRef)):
+                    out.append(addr(v))
                 elif isinstance(v, Expr):
                     out.append(v)
     return [e for e in out if isinstance(e, Expr)]

@@ -25,7 +25,7 @@ from .launch import IfStep, Launch, LaunchPlan, Locator, Step, WorkspaceLayout, 
 from .lowering import no_lowering
 from .schedule import TileSchedule
 from .sync import SyncPlan
-from .templates import vector
+from .templates import datamove, vector
 from .tiling import NoLegalTiling, TilingChoice, choose, scoring_dims
 
 
@@ -101,6 +101,7 @@ class _Generator:
     def run(self) -> DeviceModule:
         produced = self._produced(self.graph)
         loc, inputs, sources = root_locations(self.graph, self.memory_plan, self.layout, self.consts, produced)
+        self.forward_results(loc, produced)
         steps = self.scope(self.graph, loc, self.memory_plan)
         outputs = [what if kind == "buffer" else None for kind, what in sources]
         exprs: list[Any] = [self.layout.end]
@@ -118,12 +119,13 @@ class _Generator:
     # ---- one graph scope ------------------------------------------------------------------------
     def scope(self, graph: Graph, loc: Locator, memory_plan: Any) -> list[Step]:
         steps: list[Step] = []
-        for plan in self.plans:
-            if plan.graph is not graph:
-                continue
+        own = [p for p in self.plans if p.graph is graph]   # the memory plan's steps
+        for step, plan in enumerate(own):
             if _is_control(plan):
                 steps.append(self.if_step(plan, loc, memory_plan))
             elif plan.outputs:
+                if self.alias(plan, loc, own, step):
+                    continue
                 for dk in self.compile_plan(plan):
                     steps.append(Launch(dk.index, self._args(dk, loc)))
         return steps
@@ -149,6 +151,30 @@ class _Generator:
             branches.append(steps)
         return IfStep(loc[cond], cond.type.dtype, branches[0], branches[1])
 
+    def forward_results(self, loc: Locator, produced: Sequence[Value]) -> None:
+        """A result that is a same-bytes alias of a kernel's output (`return y.reshape(...)`) has that
+        output written straight into its buffer; the latest first, so a chain of reshapes collapses."""
+        made = set(produced)
+        for plan in reversed(self.plans):
+            if plan.graph is not self.graph or len(plan.nodes) != 1 or len(plan.outputs) != 1:
+                continue
+            node = plan.nodes[0]
+            if node.inputs and node.inputs[0] in made and datamove.alias_offset(node) == 0:
+                loc.forward(node.inputs[0], plan.outputs[0])
+
+    def alias(self, plan: Any, loc: Locator, own: Sequence[Any], step: int) -> bool:
+        """A data move whose output is a contiguous run of its input (a reshape) lives in the input's bytes
+        when the launch plan says that is safe: then it launches nothing."""
+        if len(plan.nodes) != 1 or len(plan.outputs) != 1:
+            return False
+        node = plan.nodes[0]
+        offset = datamove.alias_offset(node)
+        if offset is None:
+            return False
+        out = plan.outputs[0]
+        last = max((j for j, p in enumerate(own) if out in p.inputs), default=step)
+        return loc.alias(out, node.inputs[0], offset, step, last)
+
     def _args(self, dk: DeviceKernel, loc: Locator) -> dict[str, Any]:
         args = {}
         for i, v in enumerate(dk.inputs):
@@ -161,7 +187,25 @@ class _Generator:
     def compile_plan(self, plan: Any) -> list[DeviceKernel]:
         label = f"{self.name}_k{plan.group}"
         kg = build_kernel_graph(label, plan.nodes, plan.inputs, plan.outputs)
+        if datamove.handles(kg):
+            return [self.move_kernel(label, kg, plan)]
         return [self.vector_kernel(label, kg, plan)]
+
+    def move_kernel(self, label: str, kg: KernelGraph, plan: Any) -> DeviceKernel:
+        """A transpose, slice, broadcast, copy or format conversion (templates/datamove.py)."""
+        try:
+            move = datamove.prepare(label, kg, self.chip, self.options.buffer_num,
+                                    self.options.cores or self.chip.aiv_cores)
+        except datamove.UnsupportedMove as e:
+            raise _unsupported(kg, label, str(e)) from None
+        if not move.candidates:
+            raise _unsupported(kg, label, "no tile of this data move fits the chip's UB")
+        dims_, nominal = scoring_dims(move.symbols)
+        try:
+            chosen = choose(move.candidates, move.build, self.chip, dims_, self.options.sync, nominal)
+        except NoLegalTiling as e:
+            raise _unsupported(kg, label, str(e)) from None
+        return self._finish(label, move.template, chosen, kg, plan, None)
 
     def copy_kernel(self, src: Value, dst: Value, label: str) -> DeviceKernel:
         """A kernel that writes `src` (a branch input or constant) into the If output `dst`."""
@@ -216,7 +260,7 @@ def _is_control(plan: Any) -> bool:
 
 
 def _unsupported(kg: KernelGraph, label: str, why: str) -> CompileError:
-    node = next((n for n in kg.nodes if n.loc is not None), None)
+    node = next((n for n in kg.nodes if n.loc is not None), kg.nodes[0] if kg.nodes else None)
     op = node.op if node is not None else "copy"
     return no_lowering(op, label, node.loc if node is not None else None, why)
 
