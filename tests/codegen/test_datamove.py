@@ -195,12 +195,27 @@ def test_a_step_on_the_last_axis_gathers_only_the_bytes_it_needs():
     assert prof.gm_read_bytes == x.nbytes // 2 and prof.gm_write_bytes == x.nbytes // 2
 
 
-def test_reversed_last_axis_reverses_in_ub_with_one_vcopy_per_element():
-    x = values((4, 100), "float16")
-    k = pyasc.kernel(columns_reversed, chip="tiny", sanitize=True)
+@pytest.mark.parametrize("chip", CHIPS)
+def test_a_reversed_last_axis_costs_one_vcopy_per_column_of_each_tile(chip):
+    x = values((64, 100), "float16")
+    k = pyasc.kernel(columns_reversed, chip=chip, sanitize=True)
     prof = run(k, x)
-    # one vcopy per element (the cost the template documents) plus one packing vtranspose per row
-    assert prof.per_launch[0].result.instr_counts.get("vcopy", 0) == x.size
+    t = k.compile(x).kernels[0].tiling.params
+    # loaded in source order, turned in UB so the columns are rows, reversed by one vcopy per column, turned back
+    row_tiles = -(-64 // t.rows)
+    assert t.rows > 1 and prof.per_launch[0].result.instr_counts.get("vcopy", 0) == row_tiles * 100
+
+
+@pytest.mark.parametrize("n", [1021, 1023, 5000])
+def test_a_reversed_vector_is_folded_into_rows_when_its_length_has_a_divisor(n):
+    x = values((n,), "int32")
+    k = pyasc.kernel(flip, chip="tiny", sanitize=True)
+    prof = run(k, x)
+    vcopies = prof.per_launch[0].result.instr_counts.get("vcopy", 0)
+    if n == 1021:   # a prime: one vcopy per element
+        assert vcopies == n
+    else:           # 1023 = 33 x 31, 5000 = 100 x 50: about one vcopy per row and per column of each tile
+        assert vcopies < n // 4
 
 
 def empty_rows(x):

@@ -4,7 +4,7 @@ A kernel whose single op moves data (`access.ACCESS`) reads its input through
 a strided access; after collapsing, the output's last dim is the tile's
 column dim and the kind of move follows from its source stride:
 
-- "copy" (stride 1): rows of the tile come from source rows `S_row` apart:
+- "copy" (stride 1 or -1): rows of the tile come from source rows `S_row` apart:
   one MTE2 burst per row (nburst rows, src_stride), one MTE3 store. A
   negative row stride (a reversed axis) loads the rows in source order and
   reverses them in UB with one vcopy per row;
@@ -189,16 +189,31 @@ class _Body:
                        dst_stride=dst_row_stride, note="out")
 
     def load_rows(self, tl: _Tile, buf: str, slot: IntLike) -> Stmt:
-        """The tile's source rows in source order (a reversed axis: from its last row up)."""
+        """The tile's source rows in source order, each from its lowest address (a reversed axis: the rows
+        from the tile's last one up, a row's elements from its last one on)."""
         dt, s = self.mk.dtype, self.row_stride()
+        first = tl.src
+        if self.mk.flipped():
+            first = sy.add(first, sy.mul(sy.add(tl.cols, -1), self.strides[self.mk.col]))
         if self.mk.row is None or self.t.rows == 1:
-            return T.load(Ref(buf, slot), self.gm_in(tl.src), dt, tl.cols, note="rows")
+            return T.load(Ref(buf, slot), self.gm_in(first), dt, tl.cols, note="rows")
         if stride_sign(s) < 0:
-            first = sy.add(tl.src, sy.mul(sy.add(tl.rows, -1), s))
+            first = sy.add(first, sy.mul(sy.add(tl.rows, -1), s))
             return T.load(Ref(buf, slot), self.gm_in(first), dt, tl.cols, tl.rows, src_stride=sy.mul(-1, s),
                           dst_stride=self.wp, note="rows, last first")
-        return T.load(Ref(buf, slot), self.gm_in(tl.src), dt, tl.cols, tl.rows, src_stride=s, dst_stride=self.wp,
+        return T.load(Ref(buf, slot), self.gm_in(first), dt, tl.cols, tl.rows, src_stride=s, dst_stride=self.wp,
                       note="rows")
+
+    def flip_columns(self, tl: _Tile, src: Ref) -> list[Stmt]:
+        """The tile's rows (in `src`, each in source order) reversed into "tile": turned so the columns are
+        rows, one vcopy per column reverses them, turned back."""
+        rp = align(self.t.rows, self.mk.per_block)
+        dt = self.mk.dtype
+        return [T.vtranspose(Ref("tp"), src, tl.rows, tl.cols, dt, src_row_stride=self.wp, dst_row_stride=rp,
+                             note="columns as rows"),
+                self.reverse_blocks(Ref("tp2"), Ref("tp"), tl.cols, rp * self.size, tl.rows),
+                T.vtranspose(Ref("tile", tl.slot), Ref("tp2"), tl.cols, tl.rows, dt, src_row_stride=rp,
+                             dst_row_stride=self.wp, note="back to rows")]
 
     def reverse_blocks(self, dst: Ref, src: Ref, n: IntLike, row_bytes: int, count: IntLike) -> Stmt:
         """UB row k of `src` -> row n-1-k of `dst` (rows `row_bytes` apart), one vcopy per row."""
@@ -210,12 +225,14 @@ class _Body:
     # -- the kinds -------------------------------------------------------------------------
     def copy(self, tl: _Tile) -> tuple[list[Stmt], list[Stmt]]:
         ops = [self.load_rows(tl, "tile", tl.slot)]
-        buf = "tile"
+        src = Ref("tile", tl.slot)
         if self.mk.reversed_rows() and self.t.rows > 1:
-            ops.append(self.reverse_blocks(Ref("rev", tl.slot), Ref("tile", tl.slot), tl.rows, self.wp * self.size,
-                                           tl.cols))
-            buf = "rev"
-        ops.append(self.store_rows(tl, buf, tl.slot, self.outs[self.mk.row] if self.mk.row is not None else 0))
+            ops.append(self.reverse_blocks(Ref("rev"), src, tl.rows, self.wp * self.size, tl.cols))
+            src = Ref("rev")
+        if self.mk.flipped():
+            ops += self.flip_columns(tl, src)
+            src = Ref("tile", tl.slot)
+        ops.append(self.store_rows(tl, src.buffer, src.slot, self.outs[self.mk.row] if self.mk.row is not None else 0))
         return [], ops
 
     def bcast_rows(self, tl: _Tile) -> tuple[list[Stmt], list[Stmt]]:
@@ -267,23 +284,20 @@ class _Body:
     def gather(self, tl: _Tile) -> tuple[list[Stmt], list[Stmt]]:
         mk, dt = self.mk, self.mk.dtype
         s = self.strides[mk.col]
-        group = self.t.cols * mk.block                      # bytes of one row's elements, one per block
+        group = self.t.cols * mk.block                   # bytes of one row's elements, one per block
         r = F("r")
         row_src = sy.add(tl.src, sy.mul(r, self.row_stride()))
-        if mk.reversed_cols():
+        if mk.flipped():
             row_src = sy.add(row_src, sy.mul(sy.add(tl.cols, -1), s))
         load = T.load(Ref("gat", tl.slot, sy.mul(r, group)), self.gm_in(row_src), dt, 1, tl.cols,
-                      src_stride=sy.mul(-1, s) if mk.reversed_cols() else s, dst_stride=mk.per_block,
+                      src_stride=sy.mul(-1, s) if mk.flipped() else s, dst_stride=mk.per_block,
                       note="one element per block")
-        ops: list[Stmt] = [Loop("r", 0, tl.rows, 1, [load], note="rows of the tile")]
-        packed: list[Stmt] = []
-        src_ref = Ref("gat", tl.slot, sy.mul(r, group))
-        if mk.reversed_cols():
-            packed.append(self.reverse_blocks(Ref("rev"), src_ref, tl.cols, mk.block, 1))
-            src_ref = Ref("rev")
-        packed.append(T.vtranspose(Ref("tile", tl.slot, sy.mul(r, self.wp * self.size)), src_ref, tl.cols, 1, dt,
-                                   src_row_stride=mk.per_block, note="pack the row"))
-        ops.append(Loop("r", 0, tl.rows, 1, packed, note="rows of the tile"))
+        pack = T.vtranspose(Ref("tile", tl.slot, sy.mul(r, self.wp * self.size)), Ref("gat", tl.slot, sy.mul(r, group)),
+                            tl.cols, 1, dt, src_row_stride=mk.per_block, note="pack the row")
+        ops: list[Stmt] = [Loop("r", 0, tl.rows, 1, [load], note="rows of the tile"),
+                           Loop("r", 0, tl.rows, 1, [pack], note="rows of the tile")]
+        if mk.flipped():
+            ops += self.flip_columns(tl, Ref("tile", tl.slot))
         ops.append(self.store_rows(tl, "tile", tl.slot, self.outs[mk.row] if mk.row is not None else 0))
         return [], ops
 

@@ -12,6 +12,7 @@ narrower square-ish tiles.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -58,8 +59,10 @@ class MoveKernel:
     def reversed_rows(self) -> bool:
         return self.kind in ("copy", "gather") and self.row is not None and stride_sign(self.stride(self.row)) < 0
 
-    def reversed_cols(self) -> bool:
-        return self.kind == "gather" and stride_sign(self.stride(self.col)) < 0
+    def flipped(self) -> bool:
+        """The last axis is read backwards (a negative step): tiles are loaded in source order and their
+        columns reversed in UB."""
+        return self.kind in ("copy", "gather") and stride_sign(self.stride(self.col)) < 0
 
 
 @dataclass(frozen=True)
@@ -83,8 +86,10 @@ def analyze(name: str, kg: KernelGraph, chip: Any) -> MoveKernel:
     last = len(a.shape) - 1
     s_col = a.strides[last]
     row: int | None = last - 1 if last >= 1 else None
-    if s_col == 1:
-        kind = "bcast_rows" if row is not None and a.strides[row] == 0 else "copy"
+    if row is None and s_col == -1 and isinstance(a.shape[0], int) and _divisor(a.shape[0]) > 1:
+        a, row, last = _fold(a), 0, 1    # a reversed vector as rows: its columns reverse many rows at once
+    if s_col in (1, -1):
+        kind = "bcast_rows" if s_col == 1 and row is not None and a.strides[row] == 0 else "copy"
     elif s_col == 0:
         kind = "bcast_cols"
         if row is not None and stride_sign(a.strides[row]) < 0:
@@ -101,6 +106,19 @@ def analyze(name: str, kg: KernelGraph, chip: Any) -> MoveKernel:
     mk = MoveKernel(name, node.op, src.dtype, src.itemsize, a, kind, row, last, outer, chip.space_align("UB"))
     mk.notes.append(f"{node.op}: {a.describe()} -> {kind}")
     return mk
+
+
+def _divisor(n: int) -> int:
+    """The largest divisor of n up to sqrt(n) (1 for a prime)."""
+    return max((d for d in range(1, math.isqrt(n) + 1) if n % d == 0), default=1)
+
+
+def _fold(a: StridedAccess) -> StridedAccess:
+    """A 1-D access of n elements as (n / b, b) rows, b = `_divisor(n)`: reversing the columns of many rows
+    at once costs one vcopy per column instead of one per element (a prime n stays one row)."""
+    (n,), (s,) = a.shape, a.strides
+    b = _divisor(n)
+    return StridedAccess((n // b, b), (s * b, s), a.offset)
 
 
 # ---- buffers -------------------------------------------------------------------------------
@@ -126,11 +144,6 @@ def buffers(mk: MoveKernel, t: MoveTiling) -> list[Buffer]:
     wp = align(t.cols, mk.per_block) * size          # bytes of one tile row in UB
     tile = t.rows * wp
     dt = mk.dtype
-    if mk.kind == "copy":
-        out = [Buffer("tile", "UB", dt, tile, bn, "rows")]
-        if mk.reversed_rows() and t.rows > 1:
-            out.append(Buffer("rev", "UB", dt, tile, bn, "rows reversed"))
-        return out
     if mk.kind in ("bcast_rows", "bcast_cols"):
         slots = 1 if resident(mk, t) else bn
         if mk.kind == "bcast_rows":
@@ -144,10 +157,15 @@ def buffers(mk: MoveKernel, t: MoveTiling) -> list[Buffer]:
         hp = align(t.rows, mk.per_block) * size
         return [Buffer("src", "UB", dt, t.cols * hp, bn, "source rows"),
                 Buffer("tile", "UB", dt, tile, bn, "transposed")]
-    out = [Buffer("gat", "UB", dt, t.rows * t.cols * blk, bn, "elements, one per block"),
-           Buffer("tile", "UB", dt, tile, bn, "packed rows")]
-    if mk.reversed_cols():
-        out.append(Buffer("rev", "UB", dt, t.cols * blk, 1, "elements reversed"))
+    out = [Buffer("tile", "UB", dt, tile, bn, "rows")]
+    if mk.kind == "gather":
+        out.append(Buffer("gat", "UB", dt, t.rows * t.cols * blk, bn, "elements, one per block"))
+    # vector-only scratch needs one slot: the vector pipe runs in order
+    if mk.reversed_rows() and mk.kind == "copy" and t.rows > 1:
+        out.append(Buffer("rev", "UB", dt, tile, 1, "rows reversed"))
+    if mk.flipped():
+        turned = t.cols * align(t.rows, mk.per_block) * size
+        out += [Buffer("tp", "UB", dt, turned, 1, "columns as rows"), Buffer("tp2", "UB", dt, turned, 1, "reversed")]
     return out
 
 
@@ -162,12 +180,11 @@ def fits(mk: MoveKernel, t: MoveTiling, chip: Any) -> bool:
         return False
     if mk.kind in ("bcast_rows", "bcast_cols") and t.rows * -(-t.cols * size // rb) > reps:
         return False
-    if mk.kind == "transpose" and -(-t.rows * t.cols * size // rb) > reps:
+    if (mk.kind == "transpose" or mk.flipped()) and -(-t.rows * t.cols * size // rb) > reps:
         return False
     if mk.kind in ("gather", "bcast_cols") and -(-max(t.cols, t.rows) * size // rb) > reps:
         return False
     return True
-
 
 
 # ---- candidates ------------------------------------------------------------------------------
@@ -175,7 +192,7 @@ def fits(mk: MoveKernel, t: MoveTiling, chip: Any) -> bool:
 
 def tilings(mk: MoveKernel, chip: Any, buffer_num: int, cores: int, hint: Callable[[IntLike], int]) -> list[MoveTiling]:
     """Tile shapes worth scoring: whole rows (or the widest chunk) with the most rows that fit, and row
-    counts that balance the tiles over the cores; transposes also try narrower square-ish tiles.
+    counts that balance the tiles over the cores; transposes and reversed rows also try narrower tiles.
     `hint` gives a symbolic extent a nominal size (the tiling fields still use the real one)."""
     cores = max(1, min(cores, chip.aiv_cores))
     rows_total = max(1, hint(mk.extent(mk.row)))
@@ -192,7 +209,7 @@ def tilings(mk: MoveKernel, chip: Any, buffer_num: int, cores: int, hint: Callab
         if widest < cols_total:
             widest = max(1, widest // mk.per_block * mk.per_block)
         widths = {widest}
-        if mk.kind == "transpose":
+        if mk.kind == "transpose" or mk.flipped():  # square-ish tiles: each turn in UB moves more
             w = mk.per_block
             while w < widest:
                 widths.add(w)
@@ -209,4 +226,7 @@ def tilings(mk: MoveKernel, chip: Any, buffer_num: int, cores: int, hint: Callab
             if mk.reversed_rows():
                 sizes.add(1)
             out.update(MoveTiling(r, w, bn, cores) for r in sizes)
-    return sorted(out, key=lambda t: (-t.buffer_num, -t.rows * t.cols, -t.cols))
+    # ties go to the earlier candidate: the largest tiles, and for a transpose first the squarest (its GM
+    # bursts are `rows` elements on the way in and `cols` on the way out: keep both long)
+    square = mk.kind == "transpose"
+    return sorted(out, key=lambda t: (-t.buffer_num, -min(t.rows, t.cols) if square else 0, -t.rows * t.cols, -t.cols))
