@@ -269,11 +269,15 @@ def test_a_reshaped_result_is_written_by_its_producer_in_place():
     assert prof.launches == 1          # the multiply writes the result buffer; the reshape launches nothing
 
 
-def test_reshaping_an_input_into_a_result_copies_it():
-    x = values((33, 31), "int8")
-    k = pyasc.kernel(reshape_out, chip="tiny", sanitize=True)
-    prof = run(k, x, (31, 33))
-    assert prof.launches == 1 and k.compile(x, (31, 33)).kernels[0].template == "datamove"
+@pytest.mark.parametrize("chip", CHIPS)
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape,target", [((1,), (1, 1)), ((33, 31), (31, 33)), ((33, 1023), (-1,))], ids=str)
+def test_reshaping_an_input_into_a_result_copies_it(chip, dtype, shape, target):
+    x = values(shape, dtype)
+    k = pyasc.kernel(reshape_out, chip=chip, sanitize=True)
+    prof = run(k, x, target)
+    assert prof.launches == 1 and k.compile(x, target).kernels[0].template == "datamove"
+    assert prof.gm_read_bytes == x.nbytes and prof.gm_write_bytes == x.nbytes
 
 
 def squeeze_expand(x):

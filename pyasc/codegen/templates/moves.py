@@ -226,7 +226,16 @@ def tilings(mk: MoveKernel, chip: Any, buffer_num: int, cores: int, hint: Callab
             if mk.reversed_rows():
                 sizes.add(1)
             out.update(MoveTiling(r, w, bn, cores) for r in sizes)
-    # ties go to the earlier candidate: the largest tiles, and for a transpose first the squarest (its GM
-    # bursts are `rows` elements on the way in and `cols` on the way out: keep both long)
-    square = mk.kind == "transpose"
-    return sorted(out, key=lambda t: (-t.buffer_num, -min(t.rows, t.cols) if square else 0, -t.rows * t.cols, -t.cols))
+    if mk.kind == "transpose" and out:
+        out = _coalesced(out, rows_total, cols_total, chip.gm_peak_align // mk.itemsize)
+    return sorted(out, key=lambda t: (-t.buffer_num, -t.rows * t.cols, -t.cols))
+
+
+def _coalesced(cands: set[MoveTiling], rows_total: int, cols_total: int, peak: int) -> set[MoveTiling]:
+    """A transpose's GM bursts are `rows` elements on the way in and `cols` on the way out: keep the tiles
+    whose shorter burst is at least half the best any tile gets (a dim shorter than a peak-bandwidth row
+    counts as whole), so the cost model chooses among coalesced tiles only ("where the shape allows")."""
+    def quality(t: MoveTiling) -> float:
+        return min(t.rows / min(rows_total, peak), t.cols / min(cols_total, peak))
+    best = max(quality(t) for t in cands)
+    return {t for t in cands if quality(t) >= best / 2}
