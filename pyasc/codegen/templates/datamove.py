@@ -7,7 +7,13 @@ column dim and the kind of move follows from its source stride:
 - "copy" (stride 1 or -1): rows of the tile come from source rows `S_row` apart:
   one MTE2 burst per row (nburst rows, src_stride), one MTE3 store. A
   negative row stride (a reversed axis) loads the rows in source order and
-  reverses them in UB with one vcopy per row;
+  reverses them in UB with one vcopy per row; a stride of -1 (a reversed last
+  axis) loads each row in source order and reverses the tile's columns: a
+  vtranspose makes them rows, one vcopy per column reverses them, a second
+  vtranspose turns the tile back (a reversed vector is folded into rows first
+  when its length has a divisor near its square root; a prime length stays
+  one row, one vcopy per element: vector start-up + 1 cycle, plus the scalar
+  unit's address arithmetic, per element);
 - "bcast_rows" (stride 1, rows stride 0): one row loaded, vbroadcast over the
   tile's rows; when every tile holds the same data it is built once before
   the tile loop and the loop only stores ("load once, repeated stores");
@@ -20,9 +26,9 @@ column dim and the kind of move follows from its source stride:
 - "gather" (no dim has stride 1: a step on the last axis): per row, one DMA
   of `cols` one-element bursts lands each element at the start of its own
   32-byte block, and a vtranspose of that column (cols=1) packs them. It
-  reads only the bytes it needs but costs 32 B of UB per element; a negative
-  step also reverses the blocks with one vcopy per element (V: about
-  vector start-up + 1 cycle an element).
+  reads only the bytes it needs, costs 32 B of UB per element in flight and
+  one DMA per row of the tile (about 210 cycles of start-up each); a negative
+  step packs the rows in source order and reverses the columns as above.
 
 Tiles are numbered row-major over (outer dims..., row tiles, column tiles)
 and split over the cores (`tiles`); rotating buffers have buffer_num slots.
@@ -269,7 +275,7 @@ class _Body:
         return (build, [store]) if once else ([], build + [store])
 
     def _offset(self) -> IntLike:
-        """The source offset of every tile of a resident broadcast (only the column start could move it)."""
+        """The source offset all tiles of a resident broadcast share."""
         return F("OFF") if not isinstance(self.mk.access.offset, int) else self.mk.access.offset
 
     def transpose(self, tl: _Tile) -> tuple[list[Stmt], list[Stmt]]:

@@ -2,13 +2,13 @@
 
 After collapsing (access.py), the output's last dim is a tile's column dim
 and the kind of move follows from its source stride (see datamove.py for
-how each kind is lowered): "copy" (stride 1), "bcast_rows" (stride 1, rows
-stride 0), "bcast_cols" (stride 0), "transpose" (stride > 1 and another dim
-has stride 1: that dim is the tile's row dim) and "gather" (no dim has
-stride 1). The other dims are loops over tiles. Tile shapes are candidates
-for the cost model: the most rows of whole rows (or the widest chunk) that
-fit, row counts that balance the tiles over the cores, and for transposes
-narrower square-ish tiles.
+how each kind is lowered): "copy" (stride 1 or -1), "bcast_rows" (stride 1,
+rows stride 0), "bcast_cols" (stride 0), "transpose" (stride > 1 and another
+dim has stride 1: that dim is the tile's row dim) and "gather" (no dim has
+stride 1 or -1). The other dims are loops over tiles. Tile shapes are
+candidates for the cost model: the most rows of whole rows (or the widest
+chunk) that fit, row counts that balance the tiles over the cores, and for
+transposes and reversed last axes narrower, squarer tiles.
 """
 from __future__ import annotations
 
