@@ -192,6 +192,7 @@ class Locator:
         self.results = self.results | {value}
         return True
 
+
 class WorkspaceLayout:
     """Offsets in the workspace: planned ones from the memory plan, then a growing tail for the rest."""
 

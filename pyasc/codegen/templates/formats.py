@@ -79,7 +79,7 @@ def analyze(name: str, kg: KernelGraph, chip: Any) -> Conversion:
     s_fmt, d_fmt = node.attrs.get("src_format", "ND"), node.attrs.get("dst_format", "ND")
     if "ND" not in (s_fmt, d_fmt):
         raise UnsupportedMove(f"{s_fmt} -> {d_fmt} converts between two blocked formats; convert through ND "
-                                    f"(two transdata nodes)")
+                              f"(two transdata nodes)")
     if not src.is_static:
         raise UnsupportedMove(f"a {s_fmt} -> {d_fmt} conversion of {src} needs static dims")
     shape = tuple(int(d) for d in src.shape)

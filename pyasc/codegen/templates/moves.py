@@ -202,8 +202,7 @@ def tilings(mk: MoveKernel, chip: Any, buffer_num: int, cores: int, hint: Callab
         outer *= max(1, hint(mk.extent(d)))
     out: set[MoveTiling] = set()
     for bn in sorted({1, buffer_num}):
-        fits_w = lambda w: fits(mk, MoveTiling(1, w, bn, cores), chip)  # noqa: E731 - a local predicate
-        widest = _largest(fits_w, cols_total)
+        widest = _largest(lambda w: fits(mk, MoveTiling(1, w, bn, cores), chip), cols_total)
         if widest < 1:
             continue
         if widest < cols_total:
