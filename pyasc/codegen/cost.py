@@ -95,10 +95,12 @@ def _dma_cycles(op: TileOp, env: Mapping[str, int], chip: Any, blocks: int,
         src, dst = a["src"], a["dst"]
         if isinstance(src, GmRef):
             path = chip.gm_to_ub if spaces[dst.buffer] == "UB" else chip.gm_to_l1
-            gm = src
+            gm, stride = src, a.get("src_stride")
         else:
-            path, gm = chip.ub_to_gm, dst
-        return _gm_move(path, nbytes, gm, env, chip, blocks), nbytes
+            path, gm, stride = chip.ub_to_gm, dst, a.get("dst_stride")
+        rows = _ev(a["nburst"], env)
+        row_bytes = _ev(stride if stride is not None else a["burst"], env) * size
+        return _gm_move(path, nbytes, gm, env, chip, blocks, rows, row_bytes), nbytes
     if op.instr == "copy_nd2nz":
         nbytes = _ev(a["rows"], env) * _ev(a["cols"], env) * isa.itemsize(a["dtype"])
         return _gm_move(chip.gm_to_l1, nbytes, a["src"], env, chip, blocks), nbytes
@@ -114,12 +116,16 @@ def _dma_cycles(op: TileOp, env: Mapping[str, int], chip: Any, blocks: int,
     raise AssertionError(f"no cost for {op.instr}")
 
 
-def _gm_move(path: Any, nbytes: float, gm: GmRef, env: Mapping[str, int], chip: Any, blocks: int) -> float:
+def _gm_move(path: Any, nbytes: float, gm: GmRef, env: Mapping[str, int], chip: Any, blocks: int,
+             rows: int = 1, row_bytes: int = 0) -> float:
+    """Cycles of a GM transfer of `rows` rows `row_bytes` apart: full bandwidth only when every row starts
+    on the chip's peak-bandwidth boundary (the simulator's rule)."""
     bw = min(path.bytes_per_cycle, chip.gm_bytes_per_cycle / max(1, blocks))
     try:
         aligned = _ev(gm.offset, env) % chip.gm_peak_align == 0
     except sy.UnboundSymbolError:
         aligned = False
+    aligned = aligned and (rows <= 1 or row_bytes % chip.gm_peak_align == 0)
     if not aligned:
         bw *= chip.gm_unaligned_factor
     return path.startup + nbytes / bw

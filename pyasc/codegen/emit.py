@@ -159,7 +159,7 @@ class Emitter:
         """Compute now every loop-invariant sub-expression the statements use (up to the first Let, whose
         name later expressions may use)."""
         defined = set().union(*(sc.defined for sc in self.scopes))
-        for e in _exprs(stmts):
+        for e in _exprs(stmts, self._addr):
             self._hoist_expr(e, defined)
 
     def _hoist_expr(self, e: IntLike, defined: set[str]) -> None:
@@ -172,16 +172,21 @@ class Emitter:
                 self._hoist_expr(a, defined)
 
     # ---- operands ---------------------------------------------------------------------------
+    def _addr(self, ref: Ref | GmRef) -> IntLike:
+        """The byte address of an on-chip operand, or the offset of a GM one inside its buffer (the
+        expressions hoisting and emission share)."""
+        if isinstance(ref, GmRef):
+            return sy.add(sy.sym(base_field(ref.param)), ref.offset)
+        return sy.add(self.bases[ref.buffer], sy.mul(ref.slot, self.buffers[ref.buffer].slot_bytes), ref.offset)
+
     def mem(self, ref: Ref) -> Mem:
-        b = self.buffers[ref.buffer]
-        addr = sy.add(self.bases[ref.buffer], sy.mul(ref.slot, b.slot_bytes), ref.offset)
-        return Mem(b.space, self.value(addr))
+        return Mem(self.buffers[ref.buffer].space, self.value(self._addr(ref)))
 
     def operand(self, v: Any) -> Any:
         if isinstance(v, Ref):
             return self.mem(v)
         if isinstance(v, GmRef):
-            return self.p.gm(v.param, self.value(sy.add(sy.sym(base_field(v.param)), v.offset)))
+            return self.p.gm(v.param, self.value(self._addr(v)))
         if isinstance(v, Expr):
             return self.value(v)
         return v
@@ -251,6 +256,8 @@ class Emitter:
             self._split_elementwise(t)
         elif t.instr in _ROWWISE:
             self._split_rows(t)
+        elif t.instr == "vtranspose":
+            self._split_transpose(t)
         else:
             self._call(t.instr, t.args)
 
@@ -320,6 +327,38 @@ class Emitter:
             self._call(t.instr, _shift_rows(t, r0, sy.min_(rows_per, sy.add(rows, sy.mul(-1, r0))), stride, size))
             self.scopes.pop()
 
+    def _split_transpose(self, t: TileOp) -> None:
+        """A transpose over more than the repeat limit (the hardware pads both dims to whole blocks) in chunks
+        of source rows: chunk k writes destination columns [r0, r0 + n), so r0 stays on a UB block."""
+        a = t.args
+        size = isa.itemsize(a["dtype"])
+        blk = self.chip.transpose_block
+        rows, cols = a["rows"], a["cols"]
+        pad_cols = sy.align_up(cols, blk)
+        limit = self.chip.max_repeats * self.chip.vector_repeat_bytes
+        step = max(blk, self.chip.ub_align // size)
+        if isinstance(rows, int) and isinstance(cols, int):
+            if -(-rows // blk) * blk * pad_cols * size <= limit:
+                self._call(t.instr, a)
+                return
+            rows_per: IntLike = max(step, limit // (pad_cols * size) // step * step)
+        else:
+            rows_per = sy.max_(step, sy.mul(sy.floordiv(sy.floordiv(limit, sy.mul(pad_cols, size)), step), step))
+        src_stride = a.get("src_row_stride") if a.get("src_row_stride") is not None else cols
+        dst_stride = a.get("dst_row_stride") if a.get("dst_row_stride") is not None else rows
+        var = f"_tr{id(t)}"
+        j = sy.sym(var)
+        with self.p.loop(self.value(sy.ceildiv(rows, rows_per))) as reg:
+            self.scopes.append(_Scope({j: reg}, {var}))
+            r0 = sy.mul(j, rows_per)
+            chunk = dict(a)
+            chunk["rows"] = sy.min_(rows_per, sy.add(rows, sy.mul(-1, r0)))
+            chunk["src"] = a["src"].at(sy.mul(sy.mul(r0, src_stride), size))
+            chunk["dst"] = a["dst"].at(sy.mul(r0, size))
+            chunk["src_row_stride"], chunk["dst_row_stride"] = src_stride, dst_stride
+            self._call(t.instr, chunk)
+            self.scopes.pop()
+
     def _rows_per_instruction(self, per_row: int, size: int) -> int:
         """Rows one instruction may cover: within the repeat limit and, when split, a whole number of UB
         blocks of per-row values (the next chunk's per-row operand starts on a block)."""
@@ -387,24 +426,23 @@ def _shift_rows(t: TileOp, r0: IntLike, rows: IntLike, stride: IntLike, size: in
     return a
 
 
-def _exprs(stmts: Sequence[Stmt]) -> list[IntLike]:
-    """Every integer expression a list of statements uses (loop bounds, guards, op operands)."""
+def _exprs(stmts: Sequence[Stmt], addr: Callable[[Ref | GmRef], IntLike]) -> list[IntLike]:
+    """Every integer expression a list of statements uses (loop bounds, guards, op operands; an on-chip
+    operand as its whole address, so the loop-invariant part of it is hoisted too)."""
     out: list[IntLike] = []
     for s in stmts:
         if isinstance(s, Let):
             out.append(s.value)
         elif isinstance(s, Loop):
             out.extend((s.start, s.stop, s.step))
-            out.extend(_exprs(s.body))
+            out.extend(_exprs(s.body, addr))
         elif isinstance(s, When):
             out.append(s.cond)
-            out.extend(_exprs(s.body))
+            out.extend(_exprs(s.body, addr))
         else:
             for v in s.args.values():
-                if isinstance(v, Ref):
-                    out.extend((v.slot, v.offset))
-                elif isinstance(v, GmRef):
-                    out.append(v.offset)
+                if isinstance(v, (Ref, GmRef)):
+                    out.append(addr(v))
                 elif isinstance(v, Expr):
                     out.append(v)
     return [e for e in out if isinstance(e, Expr)]

@@ -28,7 +28,7 @@ from .launch import WORKSPACE, IfStep, Launch, LaunchPlan, Loc, Locator, Step, W
 from .lowering import no_lowering
 from .schedule import TileSchedule
 from .sync import SyncPlan
-from .templates import column, matmul, multipass, transpose2d, vector, vector_kernel
+from .templates import column, datamove, matmul, multipass, transpose2d, vector, vector_kernel
 from .tiling import NoLegalTiling, TilingChoice, TilingReport, choose, scoring_dims
 
 
@@ -104,6 +104,7 @@ class _Generator:
     def run(self) -> DeviceModule:
         produced = self._produced(self.graph)
         loc, inputs, sources = root_locations(self.graph, self.memory_plan, self.layout, self.consts, produced)
+        self.forward_results(loc, produced)
         steps = self.scope(self.graph, loc, self.memory_plan)
         outputs = [what if kind == "buffer" else None for kind, what in sources]
         exprs: list[Any] = [self.layout.end]
@@ -127,12 +128,13 @@ class _Generator:
     # ---- one graph scope ------------------------------------------------------------------------
     def scope(self, graph: Graph, loc: Locator, memory_plan: Any) -> list[Step]:
         steps: list[Step] = []
-        for plan in self.plans:
-            if plan.graph is not graph:
-                continue
+        own = [p for p in self.plans if p.graph is graph]   # the memory plan's steps
+        for step, plan in enumerate(own):
             if _is_control(plan):
                 steps.append(self.if_step(plan, loc, memory_plan))
             elif plan.outputs:
+                if self.alias(plan, loc, own, step):
+                    continue
                 for dk in self.compile_plan(plan):
                     steps.append(Launch(dk.index, self._args(dk, loc)))
         return steps
@@ -170,6 +172,30 @@ class _Generator:
     def _where(self, v: Value, loc: Locator) -> Loc:
         return self.scratch_values[v] if v in self.scratch_values else loc[v]
 
+    def forward_results(self, loc: Locator, produced: Sequence[Value]) -> None:
+        """A result that is a same-bytes alias of a kernel's output (`return y.reshape(...)`) has that
+        output written straight into its buffer; the latest first, so a chain of reshapes collapses."""
+        made = set(produced)
+        for plan in reversed(self.plans):
+            if plan.graph is not self.graph or len(plan.nodes) != 1 or len(plan.outputs) != 1:
+                continue
+            node = plan.nodes[0]
+            if node.inputs and node.inputs[0] in made and datamove.alias_offset(node) == 0:
+                loc.forward(node.inputs[0], plan.outputs[0])
+
+    def alias(self, plan: Any, loc: Locator, own: Sequence[Any], step: int) -> bool:
+        """A data move whose output is a contiguous run of its input (a reshape) lives in the input's bytes
+        when the launch plan says that is safe: then it launches nothing."""
+        if len(plan.nodes) != 1 or len(plan.outputs) != 1:
+            return False
+        node = plan.nodes[0]
+        offset = datamove.alias_offset(node)
+        if offset is None:
+            return False
+        out = plan.outputs[0]
+        last = max((j for j, p in enumerate(own) if out in p.inputs), default=step)
+        return loc.alias(out, node.inputs[0], offset, step, last)
+
     def _args(self, dk: DeviceKernel, loc: Locator) -> dict[str, Any]:
         args = {}
         for i, v in enumerate(dk.inputs):
@@ -185,6 +211,8 @@ class _Generator:
         kg = build_kernel_graph(label, plan.nodes, plan.inputs, plan.outputs)
         if any(v.type.numel == 0 for v in kg.inputs) and all(v.type.is_static for v in kg.outputs):
             return self.empty_input_kernels(label, kg, plan)
+        if datamove.handles(kg):
+            return [self.move_kernel(label, kg, plan)]
         kind = plan.kind
         if kind == KernelKind.ELEMENTWISE:
             return [self.vector_kernel(label, kg, plan)]
@@ -264,6 +292,22 @@ class _Generator:
             out.append(self.vector_kernel(f"{label}_fill{j}", fill, plan))
         return out
 
+    def move_kernel(self, label: str, kg: KernelGraph, plan: Any) -> DeviceKernel:
+        """A transpose, slice, broadcast, copy or format conversion (templates/datamove.py)."""
+        try:
+            move = datamove.prepare(label, kg, self.chip, self.options.buffer_num,
+                                    self.options.cores or self.chip.aiv_cores)
+        except datamove.UnsupportedMove as e:
+            raise _unsupported(kg, label, str(e)) from None
+        if not move.candidates:
+            raise _unsupported(kg, label, "no tile of this data move fits the chip's UB")
+        dims_, nominal = scoring_dims(move.symbols)
+        try:
+            chosen = choose(move.candidates, move.build, self.chip, dims_, self.options.sync, nominal)
+        except NoLegalTiling as e:
+            raise _unsupported(kg, label, str(e)) from None
+        return self._finish(label, move.template, chosen, kg, plan, None)
+
     def copy_kernel(self, src: Value, dst: Value, label: str) -> DeviceKernel:
         """A kernel that writes `src` (a branch input or constant) into the If output `dst`."""
         kg = build_kernel_graph(label, [], [src], [src])
@@ -326,7 +370,7 @@ def _is_control(plan: Any) -> bool:
 
 
 def _unsupported(kg: KernelGraph, label: str, why: str) -> CompileError:
-    node = next((n for n in kg.nodes if n.loc is not None), None)
+    node = next((n for n in kg.nodes if n.loc is not None), kg.nodes[0] if kg.nodes else None)
     op = node.op if node is not None else "copy"
     return no_lowering(op, label, node.loc if node is not None else None, why)
 

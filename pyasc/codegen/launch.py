@@ -96,25 +96,101 @@ def _step_lines(steps: Sequence[Step], names: Sequence[str], indent: str) -> lis
 
 
 def value_nbytes(v: Value) -> IntLike:
-    return sy.mul(prod(dims(v.type.shape)), v.type.itemsize)
+    """GM bytes of a value: its storage (a blocked format holds padded fractals), else numel x itemsize."""
+    stored = v.type.storage_nbytes if v.type.format != "ND" else None
+    return stored if stored is not None else sy.mul(prod(dims(v.type.shape)), v.type.itemsize)
 
 
 def align512(n: IntLike) -> IntLike:
     return sy.align_up(n, 512)
 
 
-class Locator:
-    """Where values of one graph scope live (the root graph, or an If branch inside its parent's scope)."""
+@dataclass(frozen=True)
+class _Occupant:
+    """A planned workspace range and the steps it is live: a buffer, or the region of an If's branches."""
 
-    def __init__(self, locs: dict[Value, Loc], parent: "Locator | None" = None):
+    offset: int
+    size: int
+    first: int
+    last: int
+
+    def overlaps(self, other: "_Occupant") -> bool:
+        return self.offset < other.offset + other.size and other.offset < self.offset + self.size
+
+
+class Locator:
+    """Where values of one graph scope live (the root graph, or an If branch inside its parent's scope).
+
+    Aliasing (`alias`): a value whose bytes are a contiguous run of another value's (a reshape) can live
+    inside it, with no launch, when nothing overwrites those bytes while it is read. Values outside the
+    workspace (inputs, constants, results) and workspace values laid out at launch are never overwritten;
+    a planned workspace buffer is safe when no other planned buffer sharing its bytes becomes live before
+    the alias's last reader, and then counts as live until that reader (so aliases of aliases are
+    checked against the extended lifetime). `fixed` values must stay where the plan put them (graph and
+    branch outputs): they get a copy kernel instead — unless their source can be forwarded into their
+    place (`forward`), when it is a kernel's output of the same bytes.
+    """
+
+    def __init__(self, locs: dict[Value, Loc], parent: "Locator | None" = None, plan: Any = None,
+                 fixed: Iterable[Value] = (), results: Iterable[Value] = ()):
         self.locs = locs
         self.parent = parent
+        self.fixed = frozenset(fixed)
+        self.results = frozenset(results)        # values in a caller's result buffer (never overwritten)
+        self._planned: dict[Value, _Occupant] = {}
+        self._occupants: list[_Occupant] = []
+        if plan is not None:
+            for a in plan.assignments:
+                occ = _Occupant(a.offset, a.size or a.nbytes, a.first, a.last)
+                self._occupants.append(occ)
+                if locs.get(a.value) == Loc(WORKSPACE, a.offset, a.nbytes):
+                    self._planned[a.value] = occ
+            for sub in plan.branch_plans.values():
+                if sub.if_step is not None and sub.peak_bytes:
+                    self._occupants.append(_Occupant(sub.base, sub.peak_bytes, sub.if_step, sub.if_step))
+        self._until: dict[_Occupant, int] = {}   # planned buffer -> last step an alias of it is read
 
     def __getitem__(self, v: Value) -> Loc:
         return self.locs[v]
 
     def get(self, v: Value) -> Loc | None:
         return self.locs.get(v)
+
+    def alias(self, value: Value, source: Value, byte_offset: IntLike, step: int, last_read: int) -> bool:
+        """Let `value` (written at `step`, read until step `last_read`) live `byte_offset` bytes into
+        `source`; returns False (and changes nothing) when that is not safe."""
+        base = self.locs.get(source)
+        if base is None:
+            return False
+        target = Loc(base.buffer, sy.add(base.offset, byte_offset), value_nbytes(value))
+        if self.locs.get(value) == target:
+            return True  # its source was forwarded into its place
+        if value in self.fixed:
+            return False
+        occ = self._planned.get(source)
+        if occ is not None:
+            until = self._until.get(occ, occ.last)
+            if any(o is not occ and o.overlaps(occ) and until < o.first <= last_read for o in self._occupants):
+                return False
+            self._until[occ] = max(until, last_read)
+            self._planned[value] = occ
+        self.locs[value] = target
+        return True
+
+    def forward(self, value: Value, into: Value) -> bool:
+        """Let `value` be written straight into the result buffer of `into`, a same-bytes alias of it
+        (`return y.reshape(...)`): then neither needs a launch of its own. Only a kernel's output that is
+        not itself pinned elsewhere moves; it is pinned there from now on."""
+        dst = self.locs.get(into)
+        if into not in self.results or value in self.fixed or dst is None:
+            return False
+        if value_nbytes(value) != value_nbytes(into):
+            return False
+        self.locs[value] = dst
+        self._planned.pop(value, None)
+        self.fixed = self.fixed | {value}
+        self.results = self.results | {value}
+        return True
 
 
 class WorkspaceLayout:
@@ -138,6 +214,7 @@ def root_locations(graph: Graph, memory_plan: Any, layout: WorkspaceLayout, cons
         locs[n.out()] = loc
         inputs.append(loc)
     sources: list[tuple[str, Any]] = []
+    results: list[Value] = []
     for j, v in enumerate(graph.outputs):
         if v.node.op == "Data":
             sources.append(("input", v.node.attrs["index"]))
@@ -148,8 +225,9 @@ def root_locations(graph: Graph, memory_plan: Any, layout: WorkspaceLayout, cons
         else:
             locs[v] = Loc(f"out{j}", 0, value_nbytes(v))
             sources.append(("buffer", locs[v]))
+            results.append(v)
     _place_intermediates(graph, memory_plan, locs, layout, consts, produced)
-    return Locator(locs), inputs, sources
+    return Locator(locs, None, memory_plan, graph.outputs, results), inputs, sources
 
 
 def branch_locations(branch: Graph, if_inputs: Sequence[Value], if_outputs: Sequence[Value], parent: Locator,
@@ -168,7 +246,7 @@ def branch_locations(branch: Graph, if_inputs: Sequence[Value], if_outputs: Sequ
         else:
             locs[v] = target
     _place_intermediates(branch, plan, locs, layout, consts, produced)
-    return Locator(locs, parent), copies
+    return Locator(locs, parent, plan, branch.outputs), copies
 
 
 def _place_intermediates(graph: Graph, plan: Any, locs: dict[Value, Loc], layout: WorkspaceLayout,

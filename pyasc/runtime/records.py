@@ -34,7 +34,7 @@ from simulator import Program
 
 from .. import symbolic
 from ..codegen import cost, generate, host, launch, tiling
-from ..codegen.templates import column, matmul, vector_kernel
+from ..codegen.templates import column, matmul, moves, transpose2d, vector_kernel
 from ..ge import BufferAssignment, FusionDecision, KernelPlan, KernelStructure, MemoryPlan, Rejection
 from ..ir import Graph, Node, Sym, Value
 
@@ -52,7 +52,8 @@ def register_record(cls: type) -> type:
 for _cls in (KernelPlan, KernelStructure, MemoryPlan, BufferAssignment, FusionDecision, Rejection,
              # code generation: device kernels, their tiling reports, the launch plan, the host tables
              generate.DeviceModule, generate.DeviceKernel, tiling.TilingReport, tiling.Option, cost.Estimate,
-             vector_kernel.VectorTiling, column.ColumnTiling, matmul.MatmulTiling, launch.LaunchPlan, launch.Launch,
+             vector_kernel.VectorTiling, column.ColumnTiling, matmul.MatmulTiling, moves.MoveTiling,
+             transpose2d.TransposeTiling, launch.LaunchPlan, launch.Launch,
              launch.IfStep, launch.Loc, host.HostSource, host.LaunchSite, host.CondSite):
     register_record(_cls)
 
