@@ -257,8 +257,11 @@ def _place_intermediates(graph: Graph, plan: Any, locs: dict[Value, Loc], layout
         for a in plan.assignments:
             if a.value not in locs:
                 locs[a.value] = Loc(WORKSPACE, a.offset, a.nbytes)
+    # a constant a kernel reads is an immediate when it has one element, unless an If passes it to its
+    # branches (their kernels read it as an input, from GM)
+    if_inputs = {v for n in graph.nodes if n.subgraphs for v in n.inputs}
     for n in graph.nodes:
-        if n.op == "Const" and n.outputs[0].numel != 1:
+        if n.op == "Const" and (n.outputs[0].numel != 1 or n.out() in if_inputs):
             name = f"c{len(consts)}"
             consts[name] = np.ascontiguousarray(n.attrs["value"])
             locs[n.out()] = Loc(name, 0, int(n.attrs["value"].nbytes))

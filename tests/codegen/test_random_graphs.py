@@ -36,7 +36,7 @@ def run_on_emulator(graph, chip_name: str, opt_level: int, arrays):
     return EmulatorRunner(module, host, chip, True, result.graph).run(arrays)
 
 
-@settings(max_examples=12, deadline=None, derandomize=True, database=None)
+@settings(max_examples=25, deadline=None, derandomize=True, database=None)
 @given(recipe=recipes, seed=st.integers(0, 2**16), chip=st.sampled_from(["tiny", "910b"]))
 def test_random_graphs_run_on_the_emulator_at_every_opt_level(recipe, seed, chip):
     rng = np.random.default_rng(seed)
