@@ -243,6 +243,13 @@ class Emitter:
             self.scopes.pop()
 
     def sync(self, op: SyncOp) -> None:
+        if op.when is not None:
+            cond = op.when
+            with self.p.if_(self.value(cond)):
+                self.scopes.append(_Scope({}, set()))
+                self.sync(SyncOp(op.kind, op.src, op.dst, op.event))
+                self.scopes.pop()
+            return
         if op.kind == "barrier":
             self.p.pipe_barrier("ALL")
         elif op.kind == "set":

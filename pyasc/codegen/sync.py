@@ -16,7 +16,10 @@ Pipes run in parallel and in order; only flags order them. For every block
   i, where d is the buffer's slot count when the loop rotates its slots
   (ping-pong) and 1 otherwise. Such a flag is pre-set once per slot before
   the loop, waited for before the first access and set after the last one in
-  the body, and drained once per slot after the loop;
+  the body, and drained once per slot after the loop (around the outermost
+  enclosing loop that touches the buffer nowhere else); a loop nested in
+  another whose flags cannot be hoisted instead skips the wait in its first
+  d iterations and the set in its last d, so nothing crosses its ends;
 - only the most recent conflicting access on each other pipe counts (pipes
   are in order), and a flag is dropped when an earlier wait of the same pipe
   pair already orders it ("merged where identical");
@@ -47,11 +50,13 @@ class SyncOp:
     src: str = ""
     dst: str = ""
     event: IntLike = 0
+    when: IntLike | None = None   # only when this is nonzero (a buffer-free flag of a nested loop)
 
     def __str__(self) -> str:
         if self.kind == "barrier":
             return "pipe_barrier(ALL)"
-        return f"{self.kind}_flag({self.src}->{self.dst}, {self.event})"
+        text = f"{self.kind}_flag({self.src}->{self.dst}, {self.event})"
+        return text if self.when is None else f"if {self.when}: {text}"
 
 
 @dataclass
@@ -236,7 +241,7 @@ class _Planner:
             shifted = [_Edge(e.src_stmt, e.src_pipe, e.dst_stmt + n, e.dst_pipe, e.rotate, e.slot) for e in edges]
             for e in _select(shifted, twice, given):
                 self.place_carried(loop, around, _Edge(e.src_stmt, e.src_pipe, e.dst_stmt - n, e.dst_pipe,
-                                                       e.rotate, e.slot))
+                                                       e.rotate, e.slot), nested=len(loops) > 1)
 
     def _hoist(self, buffer: str, loops: tuple[Loop, ...]) -> Stmt:
         """Where the pre-sets and drains of `buffer`'s buffer-free flags in loops[-1] go: around the
@@ -260,10 +265,22 @@ class _Planner:
         self.plan.add_before(stmts[e.dst_stmt], SyncOp("wait", e.src_pipe, e.dst_pipe, event))
         self.plan.flags += 1
 
-    def place_carried(self, loop: Loop, around: Stmt, e: _Edge) -> None:
+    def place_carried(self, loop: Loop, around: Stmt, e: _Edge, nested: bool) -> None:
         count = e.rotate
         base = self.ids.take(e.src_pipe, e.dst_pipe, count)
         event = sy.add(base, e.slot)
+        if nested and around is loop:
+            # a loop inside another whose flags cannot be hoisted out of it: pre-set and drain would arm the
+            # flag again in the next outer iteration with no chain back from the drain's wait. Instead the
+            # first `count` iterations skip the wait and the last `count` skip the set: balanced inside the
+            # loop, nothing crosses its ends.
+            ahead = sy.mul(count, loop.step)
+            first = sy.ge(sy.sym(loop.var), sy.add(loop.start, ahead))
+            more = sy.lt(sy.add(sy.sym(loop.var), ahead), loop.stop)
+            self.plan.add_before(loop.body[e.dst_stmt], SyncOp("wait", e.src_pipe, e.dst_pipe, event, first))
+            self.plan.add_after(loop.body[e.src_stmt], SyncOp("set", e.src_pipe, e.dst_pipe, event, more))
+            self.plan.flags += 1
+            return
         for k in range(count):
             self.plan.add_before(around, SyncOp("set", e.src_pipe, e.dst_pipe, base + k))
         self.plan.add_before(loop.body[e.dst_stmt], SyncOp("wait", e.src_pipe, e.dst_pipe, event))

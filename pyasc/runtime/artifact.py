@@ -1,6 +1,7 @@
 """The compiled artifact of one kernel specialisation (what `kernel.compile(...)` returns)."""
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
@@ -38,6 +39,9 @@ def op_histogram(graph: Graph) -> dict[str, int]:
 
 class StaleArtifactError(RuntimeError):
     """`CompiledKernel.run` on an artifact whose compile-time values have changed since it was built."""
+
+
+_RUNNER_LOCK = threading.Lock()
 
 
 @dataclass(eq=False)
@@ -168,13 +172,18 @@ class CompiledKernel:
                 return interpret(self.graph, arrays)
             except InterpreterError as e:  # the graph disagrees with itself at run time: a compiler bug
                 raise InternalCompilerError("the reference backend", self.name, e) from e
-        if self._runner is None:
-            self._runner = EmulatorRunner(self.device, self.host, self.options.chip_config, self.options.sanitize,
-                                          self.graph)
+        runner = self._runner or self._make_runner()
         try:
-            return self._runner.run(arrays, prof)
+            return runner.run(arrays, prof)
         except SimulatorError as e:  # generated code broke a hardware rule: a compiler bug, never the user's
             raise InternalCompilerError("the emulator backend", self.name, e) from e
+
+    def _make_runner(self) -> EmulatorRunner:
+        with _RUNNER_LOCK:  # threads racing on the first call share one device
+            if self._runner is None:
+                self._runner = EmulatorRunner(self.device, self.host, self.options.chip_config,
+                                              self.options.sanitize, self.graph)
+            return self._runner
 
     def _check_dynamic(self, arrays: list[np.ndarray], shapes: tuple) -> None:
         try:

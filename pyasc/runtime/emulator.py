@@ -8,6 +8,7 @@ reads the results back. With a profile, every launch's result is recorded.
 """
 from __future__ import annotations
 
+import threading
 from typing import Any, Sequence
 
 import numpy as np
@@ -43,6 +44,9 @@ class EmulatorRunner:
             self.device.upload(name, arr)
         self._sizes: dict[str, int] = {}
         self._prof: Profile | None = None
+        # one device per artifact, like one NPU stream: calls from several threads queue here
+        # instead of overwriting each other's GM buffers mid-launch
+        self._lock = threading.Lock()
 
     def _buffer(self, name: str, nbytes: int) -> None:
         nbytes = max(int(nbytes), 1)
@@ -56,6 +60,10 @@ class EmulatorRunner:
         return {sym: int(arrays[i].shape[axis]) for i, axis, sym in self.bindings}
 
     def run(self, arrays: Sequence[np.ndarray], prof: Profile | None = None) -> list[np.ndarray]:
+        with self._lock:
+            return self._run(arrays, prof)
+
+    def _run(self, arrays: Sequence[np.ndarray], prof: Profile | None) -> list[np.ndarray]:
         plan = self.module.launch
         env = self.dims(arrays)
         ws_bytes, out_bytes = self.host.sizes(env)
