@@ -15,7 +15,10 @@ import json
 import types
 from typing import Any
 
-from pyasc import ir
+from simulator import Program
+
+from pyasc import ir, symbolic
+from pyasc.codegen.host import HostProgram
 from pyasc.runtime import CompiledKernel
 from pyasc.runtime.guardset import GuardSet
 from pyasc.runtime.keys import KeyComponents
@@ -38,6 +41,14 @@ def _plain(value: Any, places: _Places) -> Any:
         return value
     if isinstance(value, ir.Sym):
         return {"sym": value.expr}
+    if isinstance(value, symbolic.Expr):
+        return {"expr": str(value)}
+    if isinstance(value, Program):
+        return {"program": value.to_dict()}
+    if isinstance(value, HostProgram):  # its IR and tables; the object code must be the same bytes
+        return {"host": _plain(value.source, places), "object": value.object_code.hex()}
+    if hasattr(value, "__array__") and hasattr(value, "dtype"):
+        return {"array": [str(value.dtype), list(value.shape), value.tobytes().hex()]}
     if isinstance(value, ir.Graph):
         return {"graph": places.graph[id(value)]}  # its text: the artifact's "graph_json" and "str"
     if isinstance(value, ir.Node):
@@ -58,8 +69,8 @@ def _plain(value: Any, places: _Places) -> Any:
         return {"dict": [[_plain(k, places), _plain(v, places)] for k, v in value.items()]}
     if dataclasses.is_dataclass(value):
         return {"record": type(value).__qualname__,
-                "fields": {f.name: _plain(getattr(value, f.name), places)
-                           for f in dataclasses.fields(value) if not f.name.startswith("_")}}
+                "fields": {f.name: _plain(getattr(value, f.name), places) for f in dataclasses.fields(value)
+                           if not f.name.startswith("_") and f.metadata.get("persist", True)}}
     raise TypeError(f"artifact_fields does not know how to describe a {type(value).__qualname__}")
 
 

@@ -16,6 +16,10 @@ settings.load_profile("deterministic")
 # temporary folder and set PYASC_CACHE=1 themselves (the `disk_cache` fixture)
 os.environ["PYASC_CACHE"] = "0"
 
+# every kernel the suite runs on the emulator is checked by the sanitizer (races, reads of unwritten
+# memory, flags left set) unless a test says otherwise; read when a kernel is decorated
+os.environ.setdefault("PYASC_SANITIZE", "1")
+
 # the golden comparison the suite uses is the one pyasc ships (dtype-aware tolerances, located messages)
 from pyasc.testing import assert_close  # noqa: E402,F401
 

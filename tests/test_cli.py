@@ -177,7 +177,9 @@ def test_diff_compares_two_dumps_stage_by_stage(kernels, tmp_path):
     assert "only in A: ge.01.fusion" in out and "differs:   memory_plan" in out
     assert any(ln.startswith("    +") for ln in out.splitlines())       # the line diff itself
     status, out = invoke("diff", str(tmp_path / "o3"), str(tmp_path / "o3"), "--stat")
-    assert status == 0 and out.strip().endswith("0 of 8 stages differ")
+    # 8 stages up to the memory plan, then tiling, one tile program, the launch plan and the host IR
+    assert status == 0 and out.strip().endswith("0 of 12 stages differ")
+    assert "same:      program.k0" in out and "same:      host" in out
     status, out = invoke("diff", str(tmp_path), str(tmp_path / "o3"))
     assert status == 2 and "is not a dump folder" in out and "holds 2 kernel folders" in out
 

@@ -18,11 +18,12 @@ def check(actual, expected):
     assert_close(actual, expected.astype(narrowed))
 
 
+@pytest.mark.parametrize("chip", ["tiny", "910b"])
 @pytest.mark.parametrize("opt_level", [0, 3])
 @pytest.mark.parametrize("example", EXAMPLES, ids=[e.name for e in EXAMPLES])
-def test_example_matches_numpy(example, opt_level):
+def test_example_matches_numpy(example, opt_level, chip):
     args = example.make_inputs(np.random.default_rng(0))
-    k = pyasc.kernel(example.fn, chip="tiny", opt_level=opt_level)
+    k = pyasc.kernel(example.fn, chip=chip, opt_level=opt_level)
     actual = k(*args)
     expected = example.fn(*args)
     if isinstance(expected, tuple):

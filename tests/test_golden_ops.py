@@ -195,12 +195,13 @@ def test_every_public_op_is_covered():
     assert public - covered == set(), "ops with an api but no accepted dtype in any variant"
 
 
+@pytest.mark.parametrize("chip", ["tiny", "910b"])
 @pytest.mark.parametrize("name,variant,dtype", CASES)
-def test_op_golden(kernel_module, name, variant, dtype):
+def test_op_golden(kernel_module, name, variant, dtype, chip):
     op = ops.get(name)
     args = full_args(op, makers_for(op)[variant](np.random.default_rng(1), dtype))
     fn = getattr(kernel_module, f"kernel_{name}")
-    k = pyasc.kernel(fn, chip="tiny")
+    k = pyasc.kernel(fn, chip=chip)
     ordered = [args[p] for p in inspect.signature(fn).parameters]
     snapshot = [np.array(a, copy=True) if isinstance(a, np.ndarray) else a for a in ordered]
     expected = k.py_func(*ordered)

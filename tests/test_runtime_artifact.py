@@ -33,8 +33,10 @@ def test_stages_in_order():
     c = make_kernel().compile(*ARGS)
     names = list(c.stages)
     assert names[:3] == ["source", "graph", "inferred"]
-    assert names[-2:] == ["fusion_log", "memory_plan"]
-    ge_names = names[3:-2]
+    codegen = ["tiling", *(f"program.k{i}" for i in range(len(c.kernels))), "launch", "host"]
+    assert names[-len(codegen):] == codegen
+    assert names[-len(codegen) - 2:-len(codegen)] == ["fusion_log", "memory_plan"]
+    ge_names = names[3:-len(codegen) - 2]
     assert ge_names and all(n.startswith("ge.") for n in ge_names)
     assert [int(n.split(".")[1]) for n in ge_names] == list(range(1, len(ge_names) + 1))
     assert all(isinstance(t, str) and t for t in c.stages.values())
@@ -89,10 +91,10 @@ def test_artifact_fields():
     c = make_kernel().compile(*ARGS)
     assert isinstance(c.graph, ir.Graph)
     ir.verify(c.graph)
-    assert isinstance(c.kernels, list)
+    assert isinstance(c.plans, list) and isinstance(c.kernels, list) and len(c.kernels) == 1
     assert isinstance(c.fusion_log, list)
-    assert c.host_ir == ""
-    assert "code generation" in type(c).host_ir.__doc__
+    assert 'define i64 @"pyasc_run"' in c.host_ir and c.stages["host"] == c.host_ir
+    assert c.kernels[0].program.listing() == c.stages["program.k0"]
     assert c.signature == "x: f32[4,8], w: f32[8], b: f32[8]"
     assert set(c.timings) >= {"frontend", "optimize", "total"}
 
@@ -102,7 +104,7 @@ def test_str_is_a_readable_summary():
     text = str(c)
     assert text.startswith("CompiledKernel fused(x: f32[4,8], w: f32[8], b: f32[8])")
     for words in ("options: opt_level=3", "chip='tiny'", "op nodes after the frontend", "stages: source, graph",
-                  "device kernels planned", "final graph:"):
+                  "kernels planned", "device kernel k0", "final graph:"):
         assert words in text
     assert c.key_hash in repr(c)
 
@@ -128,16 +130,18 @@ def test_dump_dir_gets_every_stage(tmp_path, monkeypatch):
     assert files[0] == "00_source.py"
     assert "01_graph.txt" in files and "01_graph.dot" in files and "02_inferred.txt" in files
     for i, name in enumerate(stage_names):
-        ext = ".py" if name == "source" else ".txt"
+        ext = {"source": ".py", "host": ".ll"}.get(name, ".txt")
         text = (folder / f"{i:02d}_{name}{ext}").read_text()
         assert text.rstrip("\n") == c.stages[name].rstrip("\n")
         if name.startswith("ge."):
             assert (folder / f"{i:02d}_{name}.dot").read_text().lstrip().startswith("digraph")
     assert (folder / "01_graph.dot").read_text().lstrip().startswith("digraph")
     assert "signature: x: f32[4,8], w: f32[8], b: f32[8]" in (folder / "specialization.txt").read_text()
-    n = len(stage_names)
-    assert (folder / f"{n - 2:02d}_fusion_log.txt").read_text().splitlines() == c.fusion_log
-    assert (folder / f"{n - 1:02d}_memory_plan.txt").read_text().rstrip("\n") == c.memory_plan.table()
+    at = stage_names.index
+    assert (folder / f"{at('fusion_log'):02d}_fusion_log.txt").read_text().splitlines() == c.fusion_log
+    assert (folder / f"{at('memory_plan'):02d}_memory_plan.txt").read_text().rstrip("\n") == c.memory_plan.table()
+    assert (folder / f"{at('host'):02d}_host.ll").read_text().rstrip("\n") == c.host_ir.rstrip("\n")
+    assert (folder / f"{at('program.k0'):02d}_program.k0.txt").read_text().rstrip("\n") == c.stages["program.k0"]
     # every pass is accounted for, unchanged ones noted (not re-dumped), with no wall times to spoil diffs
     pass_log = (folder / "pass_log.txt").read_text().splitlines()
     assert pass_log == c.pass_log.splitlines()

@@ -34,7 +34,7 @@ def test_defaults(monkeypatch):
     monkeypatch.delenv("PYASC_SANITIZE", raising=False)
     o = pyasc.kernel(add).options
     assert (o.opt_level, o.chip, o.buffer_num, o.cores, o.dynamic, o.disable_passes, o.sanitize, o.backend,
-            o.unroll_budget) == (3, "910b", 2, None, False, (), False, "reference", 4096)
+            o.unroll_budget, o.sync) == (3, "910b", 2, None, False, (), False, "emulator", 4096, "flags")
     assert o.chip_config is not None
 
 
@@ -85,7 +85,9 @@ def test_disable_passes_rejects_unknown_pass_names():
     ({"disable_passes": "cse"}, TypeError, ["disable_passes='cse'", "('cse',)"]),
     ({"disable_passes": [1]}, TypeError, ["disable_passes=[1]", "pass names"]),
     ({"disable_passes": 5}, TypeError, ["disable_passes=5", "iterable"]),
-    ({"backend": "emulator"}, ValueError, ["backend='emulator'", "'reference'"]),
+    ({"backend": "npu"}, ValueError, ["backend='npu'", "'emulator' or 'reference'"]),
+    ({"sync": "none"}, ValueError, ["sync='none'", "'flags' or 'barrier'"]),
+    ({"sync": 1}, TypeError, ["sync=1"]),
     ({"backend": None}, TypeError, ["backend=None"]),
     ({"chip": "910c"}, ValueError, ["chip='910c'", "'910b'", "'tiny'", "did you mean '910b'"]),
     ({"chip": 910}, TypeError, ["chip=910", "preset name"]),

@@ -5,6 +5,14 @@
   lowering for is replaced by its decomposition into primitive ops. The set
   of ops with a dedicated lowering is the knob "dedicated_lowerings"
   (default {"softmax", "layer_norm", "rms_norm"}); those are kept whole.
+  A softmax / log_softmax over an axis that is not the last one is always
+  decomposed: the dedicated lowerings are row kernels (a reduction over the
+  last axis).
+- `split_reductions` (opt_level 0, a legalisation): a reduction over axes that
+  are not one contiguous block (`sum(x, axis=(0, 2))`) becomes a chain of
+  reductions, one per block, the last block first (so the earlier blocks'
+  axis numbers stay valid): each is a row or a column reduction codegen
+  tiles. mean of means over equal-size groups is the mean.
 - `matmul_transpose_fold`: `matmul(transpose(a), b)` where the transpose swaps
   the last two axes becomes `matmul(a, b, transpose_a=True)` (likewise for b,
   and for fused_matmul; an existing flag is toggled). The transpose itself stays
@@ -50,12 +58,56 @@ class DecomposeComposites(RulePass):
         keep = frozenset(ctx.knob("dedicated_lowerings", DEFAULT_DEDICATED_LOWERINGS))
 
         def decompose(node: Node, rw: Rewriter) -> Replacement | None:
-            if node.op in keep:
+            if node.op in keep and _trailing_axis(node):
                 return None
             added, outs = decompose_node(rw.graph, node)
             return Replacement(outs, added)
 
         return [RewriteRule("decompose", lambda op: op.composite, decompose)]
+
+
+def _trailing_axis(node: Node) -> bool:
+    """Whether a row composite reduces the last axis (layer_norm and rms_norm always do)."""
+    if "axis" not in node.attrs:
+        return True
+    ndim = node.inputs[0].type.ndim
+    return ndim == 0 or ops.get(node.op).reduced_axes(op_attrs(node), ndim) == (ndim - 1,)
+
+
+class SplitReductions(RulePass):
+    name = "split_reductions"
+    opt_level = 0
+
+    def rules(self, ctx: PassContext) -> list[RewriteRule]:
+        def split(node: Node, rw: Rewriter) -> Replacement | None:
+            x = node.inputs[0]
+            ndim = x.type.ndim
+            axes = ops.get(node.op).reduced_axes(op_attrs(node), ndim)
+            blocks = _blocks(axes)
+            if len(blocks) < 2:
+                return None
+            keep = bool(node.attrs.get("keepdims", False))
+            value, added = x, []
+            for block in reversed(blocks):
+                n = build_node(node.op, [value], {"axis": tuple(block), "keepdims": keep}, loc=node.loc)
+                if n is None:
+                    return None
+                added.append(n)
+                value = n.out()
+            return Replacement([value], added)
+
+        return [RewriteRule("split_reduction", lambda op: op.is_reduction and not op.row_composite, split)]
+
+
+def _blocks(axes: Sequence[int]) -> list[list[int]]:
+    """Sorted axes as runs of consecutive axes: (0, 2, 3) -> [[0], [2, 3]]."""
+    out: list[list[int]] = []
+    for a in sorted(axes):
+        if out and out[-1][-1] == a - 1:
+            out[-1].append(a)
+        else:
+            out.append([a])
+    return out
 
 
 def cube_operands(node: Node) -> tuple[ops.CubeOperand, ...]:

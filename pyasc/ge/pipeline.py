@@ -3,6 +3,7 @@
 Order (GE's, as in reference/graph-optimizer-references.md §3):
 
     decompose_composites                          opt 0  composites without a dedicated lowering
+    split_reductions                              opt 0  a reduction over separated axes -> one per block
     simplify (fixpoint group)                            fold -> algebra -> CSE -> DCE
         constant_folding, algebraic_simplify,     opt 1
         cse, dce                                  opt 1
@@ -36,7 +37,7 @@ from .layout import layout_passes
 from .memory import MemoryPlanningPass
 from .instruments import PassVerificationError, StageCapture
 from .passes import Pass, PassContext, PassGroup, PassManager, PassRecord, walk_passes
-from .pattern import DEFAULT_DEDICATED_LOWERINGS, DecomposeComposites, pattern_passes
+from .pattern import DEFAULT_DEDICATED_LOWERINGS, DecomposeComposites, SplitReductions, pattern_passes
 from .plan import KernelPlan, MemoryPlan
 from .simplify import DEFAULT_FOLD_MAX_ELEMENTS, simplify_group
 
@@ -105,6 +106,7 @@ def build_pipeline() -> list[Pass]:
     """A fresh pass list (passes hold no state between compiles, but fresh objects cost nothing)."""
     return [
         DecomposeComposites(),
+        SplitReductions(),
         simplify_group(),
         PassGroup("pattern_fusion", pattern_passes()),
         PassGroup("layout", layout_passes()),

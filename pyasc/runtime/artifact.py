@@ -1,17 +1,24 @@
 """The compiled artifact of one kernel specialisation (what `kernel.compile(...)` returns)."""
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 import numpy as np
 
+from simulator import SimulatorError
+
 from .. import ops
+from ..codegen.generate import DeviceKernel, DeviceModule
+from ..codegen.host import HostProgram, build_host_source
 from ..ge import FusionDecision, KernelPlan, MemoryPlan
 from ..ir import Graph, InterpreterError, format_graph, interpret
+from .emulator import EmulatorRunner
 from .errors import ArgumentTypeError, ArgumentValueError, InternalCompilerError
 from .guardset import GuardSet
 from .options import KernelOptions
+from .profile import Profile
 from .shapes import ShapeMismatch, check_launch_shapes
 from .specialize import ArgKey, Param, TensorKey, tensor_dims, to_array
 
@@ -34,6 +41,9 @@ class StaleArtifactError(RuntimeError):
     """`CompiledKernel.run` on an artifact whose compile-time values have changed since it was built."""
 
 
+_RUNNER_LOCK = threading.Lock()
+
+
 @dataclass(eq=False)
 class CompiledKernel:
     """One specialisation of a kernel, compiled.
@@ -42,13 +52,17 @@ class CompiledKernel:
       the frontend normalised it), "graph" (the graph right after the
       frontend), "inferred" (the same graph with types and source
       locations), one "ge.NN.<pass>" entry per optimiser pass that changed
-      the graph, then "fusion_log" and "memory_plan". Later pipeline stages
-      (tiling, tile programs, host IR) are more entries of the same mapping;
-      dumps and `pyasc diff` follow it. `dots`: stage -> Graphviz DOT, for
+      the graph, then "fusion_log" and "memory_plan", then the code generator's
+      "tiling", one "program.k<i>" per tile program, "launch" and "host" (the
+      LLVM IR); dumps and `pyasc diff` follow it. `dots`: stage -> Graphviz DOT, for
       the graph stages; `stage_ops`: stage -> op histogram, likewise.
-    - `graph`: the final graph; `kernels`: the device kernels the optimiser
-      planned (one `KernelPlan` per fusion group); `memory_plan`,
-      `fusion_decisions`: the optimiser's decisions (`fusion_log`: them as text).
+    - `graph`: the final graph; `plans`: the kernels the optimiser planned
+      (one `KernelPlan` per fusion group); `memory_plan`, `fusion_decisions`:
+      the optimiser's decisions (`fusion_log`: them as text).
+    - `kernels`: the launched device kernels (emulator backend; a plan may
+      launch several), each with its template, tiling choice, program, core
+      type and block count; `device`: code generation's whole result with the
+      launch plan; `host`: the loaded host module (`host_ir`: its LLVM IR).
     - `guards`: what the kernel read at compile time (pyasc.guards), and the
       lifted arrays it takes as hidden inputs after the user's tensors.
     - `key`: one record per parameter; `full_key`: the content-based disk
@@ -67,7 +81,7 @@ class CompiledKernel:
     graph: Graph
     stages: dict[str, str]
     dots: dict[str, str]
-    kernels: list[KernelPlan]
+    plans: list[KernelPlan]
     memory_plan: MemoryPlan | None
     fusion_decisions: list[FusionDecision]
     pass_log: str             # one line per optimiser pass: changed (its stage), unchanged or skipped
@@ -82,7 +96,10 @@ class CompiledKernel:
     timings: dict[str, float] = field(default_factory=dict)   # seconds: frontend, optimize, total
     nodes_in: int = 0
     nodes_out: int = 0
+    device: DeviceModule | None = None
+    host: HostProgram | None = None
     _shapes_ok: set = field(default_factory=set, repr=False)
+    _runner: EmulatorRunner | None = field(default=None, repr=False)
 
     @property
     def fusion_log(self) -> list[str]:
@@ -90,10 +107,14 @@ class CompiledKernel:
         return [d.render() for d in self.fusion_decisions]
 
     @property
+    def kernels(self) -> list[DeviceKernel]:
+        """The launched device kernels (empty on the reference backend, which launches nothing)."""
+        return list(self.device.kernels) if self.device is not None else []
+
+    @property
     def host_ir(self) -> str:
-        """LLVM IR of the host launch module. Empty ("") until code generation lands: the
-        reference backend runs the graph directly and has no host module."""
-        return ""
+        """LLVM IR of the host module ("" on the reference backend, which has no host code)."""
+        return self.host.source.ir if self.host is not None else ""
 
     @property
     def tensor_params(self) -> list[tuple[Param, TensorKey]]:
@@ -126,15 +147,43 @@ class CompiledKernel:
     def launch(self, arrays: list[np.ndarray]) -> Any:
         """Run on arrays already converted and matched to the key, the hidden inputs after the user's
         tensors (the Kernel's fast path)."""
+        return self._pack(self._execute(arrays, None))
+
+    def profile_launch(self, arrays: list[np.ndarray]) -> tuple[Any, Profile]:
+        """Run on the emulator recording every launch; returns (outputs, profile)."""
+        if self.device is None:
+            raise ArgumentValueError(f"{self.name}: kernel.profile() needs the emulator backend; this kernel was "
+                                     f"compiled with backend={self.options.backend!r}")
+        chip = self.options.chip_config
+        prof = Profile(chip.clock_hz, chip.gm_bytes_per_second)
+        outputs = self._execute(arrays, prof)
+        return self._pack(outputs), prof
+
+    def _pack(self, outputs: list[np.ndarray]) -> Any:
+        return tuple(outputs) if self.returns_tuple else outputs[0]
+
+    def _execute(self, arrays: list[np.ndarray], prof: Profile | None) -> list[np.ndarray]:
         if self.options.dynamic:
             shapes = tuple(a.shape for a in arrays)
             if shapes not in self._shapes_ok:
                 self._check_dynamic(arrays, shapes)
+        if self.device is None or self.host is None:
+            try:
+                return interpret(self.graph, arrays)
+            except InterpreterError as e:  # the graph disagrees with itself at run time: a compiler bug
+                raise InternalCompilerError("the reference backend", self.name, e) from e
+        runner = self._runner or self._make_runner()
         try:
-            outputs = interpret(self.graph, arrays)
-        except InterpreterError as e:  # the graph disagrees with itself at run time: a compiler bug
-            raise InternalCompilerError("the reference backend", self.name, e) from e
-        return tuple(outputs) if self.returns_tuple else outputs[0]
+            return runner.run(arrays, prof)
+        except SimulatorError as e:  # generated code broke a hardware rule: a compiler bug, never the user's
+            raise InternalCompilerError("the emulator backend", self.name, e) from e
+
+    def _make_runner(self) -> EmulatorRunner:
+        with _RUNNER_LOCK:  # threads racing on the first call share one device
+            if self._runner is None:
+                self._runner = EmulatorRunner(self.device, self.host, self.options.chip_config,
+                                              self.options.sanitize, self.graph)
+            return self._runner
 
     def _check_dynamic(self, arrays: list[np.ndarray], shapes: tuple) -> None:
         try:
@@ -152,9 +201,12 @@ class CompiledKernel:
         lines = [f"CompiledKernel {self.name}({self.signature})",
                  f"  options: {self.options.describe()}",
                  f"  graph: {self.nodes_in} op nodes after the frontend, {self.nodes_out} after optimisation",
-                 f"  device kernels planned: {len(self.kernels)}"]
-        for i, k in enumerate(self.kernels):
+                 f"  kernels planned: {len(self.plans)}"]
+        for i, k in enumerate(self.plans):
             lines.append(f"    #{i} {k.category.name} anchor={k.anchor}" + (f": {' '.join(k.ops)}" if k.ops else ""))
+        for dk in self.kernels:
+            lines.append(f"  device kernel k{dk.index} {dk.name}: {dk.core_type.upper()} x {dk.blocks}, "
+                         f"{len(dk.program)} instructions; {dk.tiling.params.describe()}")
         plan = self.memory_plan
         if plan is not None and getattr(plan, "peak_bytes", None) is not None:
             lines.append(f"  workspace: {plan.peak_bytes} bytes (naive {plan.naive_bytes})")
@@ -163,13 +215,31 @@ class CompiledKernel:
         lines.append(f"  stages: {', '.join(self.stages)}")
         if self.timings:
             lines.append("  compile: " + ", ".join(f"{k} {v * 1e3:.2f} ms" for k, v in self.timings.items()))
-        lines.append("  host_ir: (none until code generation)")
+        lines.append(f"  host_ir: {len(self.host_ir.splitlines())} lines" if self.host_ir else
+                     "  host_ir: (none: reference backend)")
         lines.append("final graph:")
         lines.extend("  " + line for line in format_graph(self.graph).splitlines())
         return "\n".join(lines)
 
     def __repr__(self) -> str:
         return f"<CompiledKernel {self.name}({self.signature}) {self.key_hash}>"
+
+
+def build_host(device: DeviceModule, name: str) -> HostProgram:
+    """The host module for a device module, compiled to object code and loaded."""
+    outputs = [loc.nbytes if loc is not None else None for loc in device.launch.outputs]
+    return HostProgram.load(build_host_source(device.launch, device.kernels, outputs, name))
+
+
+def device_stages(device: DeviceModule, host: HostProgram) -> dict[str, str]:
+    """The code-generation stages of an artifact: tiling (with schedules and sync), each tile program,
+    the launch plan and the host LLVM IR."""
+    out = {"tiling": device.tiling_text()}
+    for k in device.kernels:
+        out[f"program.k{k.index}"] = k.program.listing()
+    out["launch"] = device.launch.text([k.name for k in device.kernels])
+    out["host"] = host.source.ir
+    return out
 
 
 def matched_dots(stage_names: Sequence[str], dots: Sequence[tuple[str, str]]) -> dict[str, str]:

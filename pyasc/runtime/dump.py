@@ -27,7 +27,7 @@ from .artifact import CompiledKernel
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 #: stage name -> file extension, for the stages that are not plain text
-_EXTENSIONS = {"source": ".py"}
+_EXTENSIONS = {"source": ".py", "host": ".ll"}
 _STAGE_FILE = re.compile(r"^(\d+)_(.+?)(\.dot)?\.(?:txt|py|ll|json)$")
 
 

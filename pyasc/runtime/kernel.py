@@ -22,6 +22,7 @@ import numpy as np
 from ..errors import CompileError
 from . import keys, persist
 from .artifact import CompiledKernel
+from .profile import Profile
 from .diskcache import DiskCache
 from .errors import ArgumentError, debug_enabled
 from .options import KernelOptions, make_options
@@ -80,6 +81,18 @@ class Kernel:
             if debug_enabled():
                 raise
             raise e.with_traceback(None) from None  # a user mistake: no compiler frames
+
+    def profile(self, *args: Any, **kwargs: Any) -> tuple[Any, Profile]:
+        """Run on the emulator and return (outputs, profile): simulated cycles, time, GM bytes, pipes, trace."""
+        __tracebackhide__ = True  # noqa: F841
+        try:
+            call = self._specialize(args, kwargs)
+            compiled, hidden = self._lookup(call)
+            return compiled.profile_launch(call.arrays + hidden if hidden else call.arrays)
+        except (CompileError, ArgumentError) as e:
+            if debug_enabled():
+                raise
+            raise e.with_traceback(None) from None
 
     def compile(self, *args: Any, **kwargs: Any) -> CompiledKernel:
         """The compiled artifact for these arguments, without running it (uses and fills the cache)."""
@@ -209,8 +222,10 @@ def kernel(fn: Callable[..., Any] | None = None, /, **options: Any) -> Any:
     config; default $PYASC_CHIP or "910b"), buffer_num (1 or 2, default 2),
     cores (None or a positive int), dynamic (bool: specialise on rank instead
     of shape), disable_passes (iterable of pass names), sanitize (bool;
-    default $PYASC_SANITIZE), backend ("reference"), unroll_budget (positive
-    int, default 4096). A bad option raises TypeError/ValueError right here.
+    default $PYASC_SANITIZE), backend ("emulator", the default, or "reference": the
+    numpy interpreter of the optimised graph, for debugging), sync ("flags" or
+    "barrier": a pipe barrier after every tile op, for bisecting sync bugs),
+    unroll_budget (positive int, default 4096). A bad option raises TypeError/ValueError right here.
     The environment defaults are read when the decorator runs; PYASC_DUMP_DIR,
     PYASC_ALWAYS_COMPILE and PYASC_DEBUG are read at each call.
     """

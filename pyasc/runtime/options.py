@@ -13,8 +13,9 @@ from typing import Any
 
 from ..ge import pass_names
 
-#: the backends that exist today; the emulator backend arrives with codegen
-BACKENDS = ("reference",)
+#: "emulator": generated tile programs on the emulated NPU; "reference": the numpy interpreter of the graph
+BACKENDS = ("emulator", "reference")
+SYNC_MODES = ("flags", "barrier")
 DEFAULT_CHIP = "910b"
 DEFAULT_UNROLL_BUDGET = 4096
 
@@ -30,8 +31,9 @@ class KernelOptions:
     dynamic: bool = False
     disable_passes: tuple[str, ...] = ()
     sanitize: bool = False
-    backend: str = "reference"
+    backend: str = "emulator"
     unroll_budget: int = DEFAULT_UNROLL_BUDGET
+    sync: str = "flags"                 # "barrier": pipe_barrier(ALL) after every tile op (a debug mode)
     # derived, not user-settable: the chip config handed to the optimiser
     chip_config: Any = field(default=None, compare=False, repr=False)
 
@@ -46,6 +48,7 @@ class KernelOptions:
             ("opt_level", self.opt_level), ("chip", chip), ("buffer_num", self.buffer_num),
             ("cores", self.cores), ("dynamic", self.dynamic), ("disable_passes", self.disable_passes),
             ("sanitize", self.sanitize), ("backend", self.backend), ("unroll_budget", self.unroll_budget),
+            ("sync", self.sync),
         )
 
     def describe(self) -> str:
@@ -146,12 +149,16 @@ def make_options(**given: Any) -> KernelOptions:
     _check_pass_names(disable)
     budget = _check_int("unroll_budget", given.get("unroll_budget", DEFAULT_UNROLL_BUDGET), "a positive int",
                         lambda v: v > 0)
-    backend = given.get("backend", "reference")
+    backend = given.get("backend", "emulator")
     if not isinstance(backend, str):
         raise _bad("backend", backend, " or ".join(map(repr, BACKENDS)), TypeError)
     if backend not in BACKENDS:
-        raise _bad("backend", backend, " or ".join(map(repr, BACKENDS))
-                   + " (the emulator backend arrives with code generation)")
+        raise _bad("backend", backend, " or ".join(map(repr, BACKENDS)))
+    sync = given.get("sync", "flags")
+    if not isinstance(sync, str):
+        raise _bad("sync", sync, " or ".join(map(repr, SYNC_MODES)), TypeError)
+    if sync not in SYNC_MODES:
+        raise _bad("sync", sync, " or ".join(map(repr, SYNC_MODES)))
     chip = given.get("chip")
     from_env = chip is None and bool(os.environ.get("PYASC_CHIP"))
     if chip is None:
@@ -164,4 +171,4 @@ def make_options(**given: Any) -> KernelOptions:
         raise
     return KernelOptions(opt_level=opt_level, chip=chip, buffer_num=buffer_num, cores=cores, dynamic=dynamic,
                          disable_passes=disable, sanitize=sanitize, backend=backend, unroll_budget=budget,
-                         chip_config=config)
+                         sync=sync, chip_config=config)

@@ -12,7 +12,9 @@ from typing import Any, Sequence
 from .. import ge, ir
 from ..errors import CompileError
 from ..guards import NotPersistable
-from .artifact import CompiledKernel, count_ops, matched_dots, op_histogram
+from ..codegen.capacity import codegen_capacity
+from ..codegen.generate import CodegenOptions, generate
+from .artifact import CompiledKernel, build_host, count_ops, device_stages, matched_dots, op_histogram
 from .errors import InternalCompilerError, debug_enabled
 from .guardset import GuardSet, from_frontend
 from .keys import KeyComponents, full_key
@@ -49,9 +51,13 @@ def compile_call(fn: Any, name: str, params: Sequence[Param], options: KernelOpt
     nodes_in = count_ops(graph)
     t2 = time.perf_counter()
     histograms: list[dict[str, int]] = []
+    emulator = options.backend == "emulator"
     with _stage(name, "the optimiser"):
+        # on the emulator, fusion asks the code generator what fits, so every group it forms tiles
+        capacity = codegen_capacity(options.chip_config, options.buffer_num) if emulator else None
         result = ge.optimize(graph, opt_level=options.opt_level, disabled_passes=options.disable_passes,
-                             chip=options.chip_config, on_stage=lambda _, g: histograms.append(op_histogram(g)))
+                             chip=options.chip_config, on_stage=lambda _, g: histograms.append(op_histogram(g)),
+                             capacity=capacity)
     t3 = time.perf_counter()
     ge_stages = [f"ge.{i:02d}.{pass_name}" for i, (pass_name, _) in enumerate(result.stages, 1)]
     stages.update(zip(ge_stages, (text for _, text in result.stages)))
@@ -61,15 +67,27 @@ def compile_call(fn: Any, name: str, params: Sequence[Param], options: KernelOpt
         stages["fusion_log"] = "\n".join(result.fusion_log)
     if result.memory_plan is not None:
         stages["memory_plan"] = result.memory_plan.table()
+    device = host = None
+    t4 = t3
+    if emulator:
+        with _stage(name, "code generation"):
+            device = generate(result.graph, result.kernels, result.memory_plan, options.chip_config,
+                              CodegenOptions(options.buffer_num, options.cores, options.sync), name)
+        t4 = time.perf_counter()
+        with _stage(name, "host code generation"):
+            host = build_host(device, name)
+        stages.update(device_stages(device, host))
+    t5 = time.perf_counter()
     key = full_key(components_digest, guards_digest(guards))
     return CompiledKernel(
         name=name, signature=describe_key(params, call.key), key=call.key, key_hash=key[:12], options=options,
-        params=tuple(params), graph=result.graph, stages=stages, dots=dots, kernels=list(result.kernels),
+        params=tuple(params), graph=result.graph, stages=stages, dots=dots, plans=list(result.kernels),
         memory_plan=result.memory_plan, fusion_decisions=list(result.fusion_decisions),
         pass_log=result.pass_report(times=False), returns_tuple=fe.returns_tuple, guards=guards, py_func=fn,
         full_key=key, components=components, stage_ops=stage_ops, pass_times=dict(result.pass_times),
-        timings={"frontend": t1 - t0, "print": t2 - t1, "optimize": t3 - t2, "total": t3 - t0},
-        nodes_in=nodes_in, nodes_out=count_ops(result.graph),
+        timings={"frontend": t1 - t0, "print": t2 - t1, "optimize": t3 - t2,
+                 **({"codegen": t4 - t3, "host": t5 - t4} if emulator else {}), "total": t5 - t0},
+        nodes_in=nodes_in, nodes_out=count_ops(result.graph), device=device, host=host,
     )
 
 

@@ -10,6 +10,9 @@ every If branch, depth first):
     {"$enum": "NAME"}       an enum member, restored through the field's type annotation
     {"$tuple": [...]}       {"$frozenset": [...]} (sorted)    {"$dict": [[key, value], ...]}
     {"$sym": "expr"}        a symbolic dim (as in the graph's own JSON)
+    {"$expr": [...]}        an integer expression (pyasc.symbolic's JSON)
+    {"$program": {...}}     a tile program (simulator.Program's own JSON form)
+    {"$array": [dtype, shape, base64]}   a numpy array (a constant tensor): its bytes, never pickled
 
 Reading never imports or calls anything named in the document: a record
 name must be in `RECORD_TYPES`, an enum is whatever the field is annotated
@@ -17,6 +20,7 @@ with. A new record type (a tiling, a launch plan) is `register_record(cls)`.
 """
 from __future__ import annotations
 
+import base64
 import dataclasses
 import enum
 import functools
@@ -24,6 +28,13 @@ import json
 import typing
 from typing import Any
 
+import numpy as np
+
+from simulator import Program
+
+from .. import symbolic
+from ..codegen import cost, generate, host, launch, tiling
+from ..codegen.templates import column, matmul, moves, transpose2d, vector_kernel
 from ..ge import BufferAssignment, FusionDecision, KernelPlan, KernelStructure, MemoryPlan, Rejection
 from ..ir import Graph, Node, Sym, Value
 
@@ -38,7 +49,12 @@ def register_record(cls: type) -> type:
     return cls
 
 
-for _cls in (KernelPlan, KernelStructure, MemoryPlan, BufferAssignment, FusionDecision, Rejection):
+for _cls in (KernelPlan, KernelStructure, MemoryPlan, BufferAssignment, FusionDecision, Rejection,
+             # code generation: device kernels, their tiling reports, the launch plan, the host tables
+             generate.DeviceModule, generate.DeviceKernel, tiling.TilingReport, tiling.Option, cost.Estimate,
+             vector_kernel.VectorTiling, column.ColumnTiling, matmul.MatmulTiling, moves.MoveTiling,
+             transpose2d.TransposeTiling, launch.LaunchPlan, launch.Launch,
+             launch.IfStep, launch.Loc, host.HostSource, host.LaunchSite, host.CondSite):
     register_record(_cls)
 
 
@@ -78,6 +94,13 @@ def encode(value: Any, index: GraphIndex) -> Any:
         return value
     if isinstance(value, Sym):
         return {"$sym": value.expr}
+    if isinstance(value, symbolic.Expr):
+        return {"$expr": symbolic.to_json(value)}
+    if isinstance(value, Program):
+        return {"$program": value.to_dict()}
+    if isinstance(value, np.ndarray):
+        return {"$array": [value.dtype.str, list(value.shape),
+                           base64.b64encode(np.ascontiguousarray(value).tobytes()).decode("ascii")]}
     if isinstance(value, Graph):
         return {"$graph": index.graph_ref(value)}
     if isinstance(value, Node):
@@ -93,7 +116,8 @@ def encode(value: Any, index: GraphIndex) -> Any:
     if isinstance(value, dict):
         return {"$dict": [[encode(k, index), encode(v, index)] for k, v in value.items()]}
     if dataclasses.is_dataclass(value) and type(value).__name__ in RECORD_TYPES:
-        fields = {f.name: encode(getattr(value, f.name), index) for f in dataclasses.fields(value) if f.init}
+        fields = {f.name: encode(getattr(value, f.name), index) for f in dataclasses.fields(value)
+                  if f.init and f.metadata.get("persist", True)}
         return {"$record": type(value).__name__, "fields": fields}
     raise RecordError(f"cannot write a {type(value).__qualname__} into an artifact (register_record it, or "
                       "give it a plain-data form)")
@@ -118,6 +142,15 @@ def decode(doc: Any, index: GraphIndex, hint: Any = None) -> Any:
         return _enum_of(hint, body)
     if tag == "$sym":
         return Sym(str(body))
+    if tag == "$expr":
+        return symbolic.from_json(body)
+    if tag == "$program":
+        return Program.from_dict(body)
+    if tag == "$array":
+        dtype, shape, data = body
+        arr = np.frombuffer(base64.b64decode(data), dtype=np.dtype(dtype)).reshape(shape).copy()
+        arr.flags.writeable = False
+        return arr
     if tag == "$graph":
         return index.graphs[body]
     if tag == "$node":

@@ -37,10 +37,11 @@ def _stages(ck: CompiledKernel, profile: Any) -> list[str]:
 
 def _kernels(ck: CompiledKernel, profile: Any) -> list[str]:
     by_category: dict[str, int] = {}
-    for k in ck.kernels:
+    for k in ck.plans:
         by_category[k.category.name] = by_category.get(k.category.name, 0) + 1
-    lines = [f"{len(ck.kernels)} planned: " + ", ".join(f"{n} {c}" for c, n in by_category.items())]
-    lines += [k.describe() for k in ck.kernels]
+    lines = [f"{len(ck.plans)} planned: " + ", ".join(f"{n} {c}" for c, n in by_category.items())]
+    lines += [k.describe() for k in ck.plans]
+    lines += [f"launched: k{k.index} {k.name} [{k.template}] {k.core_type.upper()} x {k.blocks}" for k in ck.kernels]
     return lines
 
 
@@ -58,8 +59,10 @@ def _memory(ck: CompiledKernel, profile: Any) -> list[str] | None:
 
 
 def _tiling(ck: CompiledKernel, profile: Any) -> list[str] | None:
-    tilings = [(i, getattr(k, "tiling", None)) for i, k in enumerate(ck.kernels)]
-    lines = [f"k{i}: {t}" for i, t in tilings if t is not None]
+    lines = []
+    for k in ck.kernels:
+        lines.append(f"k{k.index} {k.name}:")
+        lines += ["  " + line for line in k.tiling.text().splitlines()]
     return lines or None
 
 

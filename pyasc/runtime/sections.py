@@ -21,11 +21,13 @@ The fields a section restores must be fields of CompiledKernel.
 """
 from __future__ import annotations
 
+import base64
 import json
 from dataclasses import dataclass
 from typing import Any, Callable
 
 from .. import ir
+from ..codegen.host import HostProgram
 from . import records
 
 
@@ -107,13 +109,13 @@ register_section(json_section(
 
 def _plans_write(ck: Any) -> dict:
     index = records.GraphIndex(ck.graph)
-    return {"kernels": records.encode(list(ck.kernels), index), "memory_plan": records.encode(ck.memory_plan, index),
+    return {"plans": records.encode(list(ck.plans), index), "memory_plan": records.encode(ck.memory_plan, index),
             "fusion_decisions": records.encode(list(ck.fusion_decisions), index), "pass_log": ck.pass_log}
 
 
 def _plans_read(doc: dict, fields: dict) -> dict:
     index = records.GraphIndex(fields["graph"])
-    return {"kernels": records.decode(doc["kernels"], index), "memory_plan": records.decode(doc["memory_plan"], index),
+    return {"plans": records.decode(doc["plans"], index), "memory_plan": records.decode(doc["memory_plan"], index),
             "fusion_decisions": records.decode(doc["fusion_decisions"], index), "pass_log": str(doc["pass_log"])}
 
 
@@ -127,3 +129,29 @@ register_section(json_section(
                               "nodes_in": int(doc["nodes_in"]), "nodes_out": int(doc["nodes_out"]),
                               "timings": {k: float(v) for k, v in doc["timings"].items()},
                               "pass_times": {k: float(v) for k, v in doc["pass_times"].items()}}))
+
+
+# ---- code generation: the device kernels and launch plan, the host module and its object code ----------
+
+
+def _device_write(ck: Any) -> Any:
+    return None if ck.device is None else records.encode(ck.device, records.GraphIndex(ck.graph))
+
+
+register_section(json_section("device.json", _device_write,
+                              lambda doc, fields: {"device": records.decode(doc, records.GraphIndex(fields["graph"]))}))
+
+
+def _host_write(ck: Any) -> Any:
+    if ck.host is None:
+        return None
+    return {"source": records.encode(ck.host.source, records.GraphIndex(ck.graph)),
+            "object": base64.b64encode(ck.host.object_code).decode("ascii")}
+
+
+def _host_read(doc: dict, fields: dict) -> dict:
+    source = records.decode(doc["source"], records.GraphIndex(fields["graph"]))
+    return {"host": HostProgram.load(source, base64.b64decode(doc["object"]))}  # no re-JIT of the IR
+
+
+register_section(json_section("host.json", _host_write, _host_read))

@@ -14,7 +14,7 @@ from ge_equiv import run_passes
 from pyasc.ge.fusion import FusionPass
 from pyasc.ge.layout import LayoutAssign, TransdataElimination, TransposeSinking
 from pyasc.ge.memory import MemoryPlanningPass
-from pyasc.ge.pattern import DecomposeComposites, MatmulEpilogueFusion, MatmulTransposeFold
+from pyasc.ge.pattern import DecomposeComposites, MatmulEpilogueFusion, MatmulTransposeFold, SplitReductions
 from pyasc.ge.simplify import CSE, DCE, AlgebraicSimplify, ConstantFolding
 from pyasc.ir import Graph, TensorType, format_graph
 
@@ -193,6 +193,29 @@ def sinking_expected():
     return g
 
 
+def split_before():
+    g = Graph()
+    x = g.add_input(t(2, 3, 4), "x")
+    g.set_outputs([op(g, "mean", x, axis=(0, 2), keepdims=False)])
+    return g
+
+
+def split_expected():
+    # the last block first, so axis 0 still names the first axis: mean(mean(x, (2,)), (0,))
+    g = Graph()
+    x = g.add_input(t(2, 3, 4), "x")
+    inner = op(g, "mean", x, axis=(2,), keepdims=False)
+    g.set_outputs([op(g, "mean", inner, axis=(0,), keepdims=False)])
+    return g
+
+
+def softmax_axis0_before():
+    g = Graph()
+    x = g.add_input(t(4, 8), "x")
+    g.set_outputs([op(g, "softmax", x, axis=0)])
+    return g
+
+
 def fusion_before():
     g = Graph()
     x = g.add_input(t(4, 8), "x")
@@ -214,6 +237,7 @@ def fusion_expected():
 
 CASES = {
     "decompose_composites": ([DecomposeComposites()], silu_before, silu_expected),
+    "split_reductions": ([SplitReductions()], split_before, split_expected),
     "constant_folding": ([ConstantFolding()], fold_before, fold_expected),
     "algebraic_simplify": ([AlgebraicSimplify()], algebra_before, algebra_expected),
     "cse": ([CSE()], cse_before, cse_expected),
@@ -240,3 +264,13 @@ def test_every_pipeline_pass_has_a_structural_case():
 
     names = {p.name for p in walk_passes(build_pipeline()) if not isinstance(p, PassGroup)}
     assert names == set(CASES)
+
+
+def test_a_dedicated_lowering_is_kept_only_over_the_last_axis():
+    # softmax over axis 0 is not a row kernel: it is decomposed (into reductions over axis 0)
+    text = after(softmax_axis0_before, DecomposeComposites())
+    assert "softmax" not in text and "max(" in text and "axis=0" in text
+    kept = Graph()
+    x = kept.add_input(t(4, 8), "x")
+    kept.set_outputs([op(kept, "softmax", x, axis=-1)])
+    assert "softmax(" in after(lambda: kept, DecomposeComposites())

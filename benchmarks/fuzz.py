@@ -1,0 +1,229 @@
+"""Differential fuzzing: random numpy-style kernels on the emulator vs their numpy reference.
+
+    python benchmarks/fuzz.py --minutes 20 [--seed 0] [--save tests/codegen/fuzz_cases]
+
+Each case is a random kernel written as Python source (elementwise chains, broadcasting, casts,
+comparisons and where, reductions over any axes with and without keepdims, softmax / layer_norm /
+rms_norm, matmul, transposes, slices, reshapes, a tensor if), compiled at a random opt_level,
+buffer_num and preset with the sanitizer on, run, and compared with the function run eagerly by
+numpy. A kernel numpy itself rejects is skipped. A failure is shrunk (statements removed while the
+same class of failure remains) and saved as a small regression file that
+`tests/codegen/test_fuzz_regressions.py` runs. Prints cases, failures by class, and writes JSON.
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import importlib.util
+import os
+import random
+import re
+import sys
+import tempfile
+import time
+import traceback
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _report import RESULTS, write_json  # noqa: E402
+
+import pyasc  # noqa: E402
+
+UNARY = ["pyasc.exp({})", "pyasc.tanh({})", "pyasc.relu({})", "pyasc.abs({})", "-{}", "pyasc.sigmoid({})",
+         "pyasc.sqrt(pyasc.abs({}) + 1.0)", "pyasc.gelu({})", "pyasc.silu({})", "pyasc.floor({})", "pyasc.sin({})"]
+BINARY = ["({} + {})", "({} - {})", "({} * {})", "pyasc.maximum({}, {})", "pyasc.minimum({}, {})",
+          "({} / (pyasc.abs({}) + 1.0))"]
+SCALARS = ["0.5", "2.0", "-1.5", "3"]
+REDUCE = ["sum", "max", "min", "mean"]
+
+
+@dataclass
+class Case:
+    source: str
+    shapes: list[tuple[int, ...]]
+    dtype: str
+    opt_level: int
+    buffer_num: int
+    chip: str
+    lines: list[str] = field(default_factory=list)
+
+
+def _shape(rng: random.Random) -> tuple[int, ...]:
+    rank = rng.choice([1, 2, 2, 3])
+    sizes = [1, 2, 3, 5, 7, 8, 16, 31, 33, 64, 100]
+    return tuple(rng.choice(sizes) for _ in range(rank))
+
+
+def gen_case(rng: random.Random) -> Case:
+    shape = _shape(rng)
+    dtype = rng.choice(["float32", "float32", "float16"])
+    n_in = rng.choice([1, 2, 3])
+    shapes = [shape]
+    for _ in range(n_in - 1):
+        # a full operand or a broadcastable one (trailing dims, or ones)
+        s = list(shape)
+        if rng.random() < 0.5 and len(s) > 1:
+            s = s[rng.randrange(len(s)):]
+        if rng.random() < 0.3:
+            s[rng.randrange(len(s))] = 1
+        shapes.append(tuple(s))
+    names = [f"a{i}" for i in range(n_in)]
+    live = list(names)
+    lines = []
+    for k in range(rng.randint(1, 8)):
+        v = f"t{k}"
+        kind = rng.random()
+        a = rng.choice(live)
+        if kind < 0.3:
+            expr = rng.choice(UNARY).format(a)
+        elif kind < 0.6:
+            b = rng.choice(live + SCALARS)
+            expr = rng.choice(BINARY).format(a, b if b not in SCALARS else b, b)
+        elif kind < 0.72:
+            op = rng.choice(REDUCE)
+            axis = rng.choice(["-1", "0", "None", "(0, -1)"])
+            keep = rng.choice(["True", "False"])
+            expr = f"pyasc.{op}({a}, axis={axis}, keepdims={keep})"
+        elif kind < 0.8:
+            expr = rng.choice([f"pyasc.softmax({a})", f"pyasc.log_softmax({a}, axis=-1)",
+                               f"pyasc.rms_norm({a})", f"pyasc.layer_norm({a})"])
+        elif kind < 0.86:
+            expr = rng.choice([f"{a}.T", f"{a}[..., ::2]", f"{a}[1:]", f"{a}.reshape(-1)"])
+        elif kind < 0.92:
+            expr = f"pyasc.where({a} > 0.0, {a}, {rng.choice(live + SCALARS)})"
+        elif kind < 0.96:
+            expr = f"({a}.astype('float16') * 2.0).astype('{dtype}')"
+        else:
+            expr = f"({a} @ {a}.T)"
+        lines.append(f"    {v} = {expr}")
+        live.append(v)
+    outs = rng.sample(live[n_in:] or live, k=min(2, len(live[n_in:]) or 1))
+    lines.append(f"    return {', '.join(outs)}" + ("," if len(outs) == 1 and rng.random() < 0.2 else ""))
+    src = f"import pyasc\n\n\ndef kern({', '.join(names)}):\n" + "\n".join(lines) + "\n"
+    return Case(src, shapes, dtype, rng.choice([0, 1, 2, 3]), rng.choice([1, 2]), rng.choice(["tiny", "910b"]),
+                lines)
+
+
+def _load(src: str, tmp: Path):
+    path = tmp / f"fuzz_{hashlib.sha1(src.encode()).hexdigest()[:12]}.py"
+    path.write_text(src)
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    mod = importlib.util.module_from_spec(spec)
+    assert spec.loader is not None
+    spec.loader.exec_module(mod)
+    return mod.kern
+
+
+def _inputs(case: Case, seed: int) -> list[np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return [rng.standard_normal(s).astype(case.dtype) for s in case.shapes]
+
+
+def _close(a, e, dtype) -> bool:
+    a, e = np.asarray(a), np.asarray(e)
+    if a.shape != e.shape:
+        return False
+    if a.dtype.kind == "f" or e.dtype.kind == "f":
+        rtol, atol = (2e-2, 2e-2) if "float16" in (a.dtype.name, e.dtype.name, dtype) else (1e-4, 1e-4)
+        return bool(np.allclose(a.astype(np.float64), e.astype(np.float64), rtol=rtol, atol=atol, equal_nan=True))
+    return bool(np.array_equal(a, e))
+
+
+def run_case(case: Case, tmp: Path) -> str | None:
+    """None when the kernel agrees with numpy (or numpy rejects it), else the failure class."""
+    fn = _load(case.source, tmp)
+    args = _inputs(case, 0)
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        try:
+            ref = fn(*args)
+        except Exception:
+            return None  # not valid numpy: not a pyasc case
+        try:
+            k = pyasc.kernel(fn, opt_level=case.opt_level, buffer_num=case.buffer_num, chip=case.chip, sanitize=True)
+            out = k(*args)
+        except pyasc.CompileError as e:
+            return "refused (CompileError): " + re.sub(r" in kernel \S+", "", e.reason.split(":")[0])[:60]
+        except Exception as e:  # noqa: BLE001 - every other failure is a finding, classified by type
+            return f"{type(e).__name__}: {str(e).splitlines()[0][:70]}"
+    refs = ref if isinstance(ref, tuple) else (ref,)
+    outs = out if isinstance(out, tuple) else (out,)
+    if len(refs) != len(outs) or not all(_close(o, r, case.dtype) for o, r in zip(outs, refs)):
+        return "wrong result"
+    return None
+
+
+def shrink(case: Case, klass: str, tmp: Path) -> Case:
+    body = list(case.lines)
+    changed = True
+    while changed:
+        changed = False
+        for i in range(len(body) - 1):
+            trial = body[:i] + body[i + 1:]
+            src = case.source.split("def kern")[0] + "def kern" + case.source.split("def kern")[1].split("\n")[0] + \
+                "\n" + "\n".join(trial) + "\n"
+            c2 = Case(src, case.shapes, case.dtype, case.opt_level, case.buffer_num, case.chip, trial)
+            try:
+                if run_case(c2, tmp) == klass:
+                    body, case, changed = trial, c2, True
+                    break
+            except Exception:  # noqa: BLE001 - a trial that breaks the loader is not smaller
+                continue
+    return case
+
+
+def save(case: Case, klass: str, where: Path) -> Path:
+    where.mkdir(parents=True, exist_ok=True)
+    digest = hashlib.sha1(case.source.encode()).hexdigest()[:10]
+    path = where / f"case_{digest}.py"
+    header = (f'"""Fuzz regression ({klass}).\n\nshapes={case.shapes} dtype={case.dtype} '
+              f"opt_level={case.opt_level} buffer_num={case.buffer_num} chip={case.chip}\n" + '"""\n')
+    meta = (f"\nSHAPES = {case.shapes!r}\nDTYPE = {case.dtype!r}\nOPTIONS = dict(opt_level={case.opt_level}, "
+            f"buffer_num={case.buffer_num}, chip={case.chip!r})\n")
+    path.write_text(header + case.source + meta)
+    return path
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--minutes", type=float, default=1.0)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--save", default="", help="folder for shrunk failures (regression tests)")
+    args = ap.parse_args(argv)
+    os.environ.setdefault("PYASC_CACHE", "0")
+    rng = random.Random(args.seed)
+    deadline = time.time() + args.minutes * 60
+    cases = 0
+    failures: dict[str, list[str]] = {}
+    with tempfile.TemporaryDirectory() as d:
+        tmp = Path(d)
+        while time.time() < deadline:
+            case = gen_case(rng)
+            cases += 1
+            try:
+                klass = run_case(case, tmp)
+            except Exception:  # noqa: BLE001 - the harness itself failed on this case
+                klass = "harness: " + traceback.format_exc().splitlines()[-1][:60]
+            if klass is None:
+                continue
+            small = shrink(case, klass, tmp) if not klass.startswith("harness") else case
+            failures.setdefault(klass, []).append(small.source)
+            if args.save:
+                save(small, klass, Path(args.save))
+    print(f"fuzz: {cases} random kernels in {args.minutes:g} min (seed {args.seed})")
+    print(f"{'failure class':<80}{'count':>6}")
+    for k, v in sorted(failures.items(), key=lambda kv: -len(kv[1])):
+        print(f"{k[:80]:<80}{len(v):>6}")
+    print(f"failures: {sum(map(len, failures.values()))}")
+    write_json(RESULTS / "fuzz.json", "fuzz", {"minutes": args.minutes, "seed": args.seed},
+               {"cases": cases, "failures": {k: len(v) for k, v in failures.items()},
+                "examples": {k: v[0] for k, v in failures.items()}})
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,227 @@
+"""An analytic cost model of a tile schedule, read from the chip config: the tiler's score.
+
+Each tile op is charged on its pipe what the chip config says (vector start-up
+plus repeats times the cost class, DMA start-up plus bytes over the path's
+bandwidth, cube start-up plus fractal blocks). GM transfers of a multi-core
+launch share the aggregate GM bandwidth, so a core's DMA runs at
+min(path bandwidth, aggregate / active cores), and a transfer whose GM
+address is not on a 512-byte boundary gets the chip's unaligned factor.
+
+A loop whose buffers rotate (ping-pong) overlaps its pipes: it costs its
+busiest pipe per iteration plus one iteration's remainder (fill and drain); a
+loop without rotation serialises its pipes (each tile waits for the
+previous one's flags). The kernel's time is the span of its busiest core
+(core 0 takes the largest share of the work).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+from types import SimpleNamespace
+
+from simulator import isa
+
+from .. import symbolic as sy
+from .schedule import BLOCKS, CORE, GmRef, Let, Loop, Stmt, TileOp, TileSchedule, When
+
+
+@dataclass
+class Cost:
+    busy: dict[str, float] = field(default_factory=dict)   # pipe -> cycles
+    span: float = 0.0                                      # critical path in cycles
+    gm_bytes: float = 0.0
+
+    def add(self, other: "Cost", times: float = 1.0) -> None:
+        for p, c in other.busy.items():
+            self.busy[p] = self.busy.get(p, 0.0) + c * times
+        self.gm_bytes += other.gm_bytes * times
+
+
+@dataclass
+class Estimate:
+    cycles: float
+    core_cycles: float
+    gm_bytes: float          # all cores
+    blocks: int
+    busy: dict[str, float]   # core 0, per pipe
+
+    def describe(self) -> str:
+        pipes = ", ".join(f"{p} {c:.0f}" for p, c in sorted(self.busy.items()))
+        return f"{self.cycles:.0f} cycles on {self.blocks} cores (core 0 busy: {pipes})"
+
+
+def _vector_cycles(op: TileOp, env: Mapping[str, int], chip: Any) -> float:
+    """Start-up plus repeats per pass of what the hardware runs (the simulator's cost table: an instruction
+    the 910B lacks is charged its decomposition)."""
+    a = op.args
+    per = {"simple": chip.vector_simple_cycles, "binary": chip.vector_binary_cycles,
+           "complex": chip.vector_complex_cycles, "composite": chip.vector_composite_cycles}
+    rb = chip.vector_repeat_bytes
+    sizes = [isa.itemsize(a[k]) for k in ("dtype", "src_dtype", "dst_dtype") if k in a]
+    if op.instr in ("vreduce", "vbroadcast"):
+        rows, cols = _ev(a["rows"], env), _ev(a["cols"], env)
+        units = [(rows, cols)]
+    elif op.instr == "vtranspose":
+        units = [(1, _ev(a["rows"], env) * _ev(a["cols"], env))]
+    else:
+        units = [(1, _ev(a["count"], env))]
+    total = 0.0
+    for p in isa.costs.passes(_probe(op)):
+        width = p.width or max(sizes)
+        for rows, n in units:
+            reps = rows * isa.repeats(n * width, rb)
+            instrs = -(-reps // chip.max_repeats)
+            total += instrs * chip.vector_startup_cycles + reps * per[p.cls]
+    return total
+
+
+def _probe(op: TileOp) -> Any:
+    """What the simulator's cost-class function reads of an instruction (the one place that fact lives)."""
+    return SimpleNamespace(OP=op.instr, fn=op.args.get("fn"), dtype=op.args.get("dtype"))
+
+
+def _ev(v: Any, env: Mapping[str, int]) -> int:
+    return sy.evaluate(v, env)
+
+
+def _dma_cycles(op: TileOp, env: Mapping[str, int], chip: Any, blocks: int,
+                spaces: Mapping[str, str]) -> tuple[float, float]:
+    """(cycles, GM bytes) of a data move on its pipe."""
+    a = op.args
+    if op.instr == "copy":
+        size = isa.itemsize(a["dtype"])
+        nbytes = _ev(a["burst"], env) * _ev(a["nburst"], env) * size
+        src, dst = a["src"], a["dst"]
+        if isinstance(src, GmRef):
+            path = chip.gm_to_ub if spaces[dst.buffer] == "UB" else chip.gm_to_l1
+            gm, stride = src, a.get("src_stride")
+        else:
+            path, gm, stride = chip.ub_to_gm, dst, a.get("dst_stride")
+        rows = _ev(a["nburst"], env)
+        row_bytes = _ev(stride if stride is not None else a["burst"], env) * size
+        return _gm_move(path, nbytes, gm, env, chip, blocks, rows, row_bytes), nbytes
+    if op.instr == "copy_nd2nz":
+        nbytes = _ev(a["rows"], env) * _ev(a["cols"], env) * isa.itemsize(a["dtype"])
+        return _gm_move(chip.gm_to_l1, nbytes, a["src"], env, chip, blocks), nbytes
+    if op.instr == "fixpipe":
+        nbytes = _ev(a["m"], env) * _ev(a["n"], env) * isa.itemsize(a["dst_dtype"])
+        return _gm_move(chip.l0c_to_gm, nbytes, a["dst"], env, chip, blocks), nbytes
+    if op.instr == "load_l0":
+        nbytes = _ev(a["rows"], env) * _ev(a["cols"], env) * isa.itemsize(a["dtype"])
+        path = chip.l1_to_l0a if spaces[a["dst"].buffer] == "L0A" else chip.l1_to_l0b
+        return path.cycles(nbytes), 0.0
+    if op.instr == "load_bias":
+        return chip.l1_to_bt.cycles(_ev(a["count"], env) * 4), 0.0
+    raise AssertionError(f"no cost for {op.instr}")
+
+
+def _gm_move(path: Any, nbytes: float, gm: GmRef, env: Mapping[str, int], chip: Any, blocks: int,
+             rows: int = 1, row_bytes: int = 0) -> float:
+    """Cycles of a GM transfer of `rows` rows `row_bytes` apart: full bandwidth only when every row starts
+    on the chip's peak-bandwidth boundary (the simulator's rule)."""
+    bw = min(path.bytes_per_cycle, chip.gm_bytes_per_cycle / max(1, blocks))
+    try:
+        aligned = _ev(gm.offset, env) % chip.gm_peak_align == 0
+    except sy.UnboundSymbolError:
+        aligned = False
+    aligned = aligned and (rows <= 1 or row_bytes % chip.gm_peak_align == 0)
+    if not aligned:
+        bw *= chip.gm_unaligned_factor
+    return path.startup + nbytes / bw
+
+
+def _mmad_cycles(op: TileOp, env: Mapping[str, int], chip: Any) -> float:
+    a = op.args
+    dt = a["dtype"]
+    c0 = chip.fractal_c0(isa.itemsize(dt))
+    m, k, n = (_ev(a[x], env) for x in ("m", "k", "n"))
+    blocks = -(-m // 16) * -(-k // c0) * -(-n // 16)
+    per = {"float16": chip.cube_fp16_block_cycles, "int8": chip.cube_int8_block_cycles,
+           "float32": chip.cube_fp32_block_cycles}[dt]
+    return chip.cube_startup_cycles + blocks * per
+
+
+class _Walker:
+    def __init__(self, schedule: TileSchedule, chip: Any, blocks: int):
+        self.chip = chip
+        self.blocks = blocks
+        self.spaces = {b.name: b.space for b in schedule.buffers}
+
+    def block(self, stmts: Sequence[Stmt], env: dict[str, int], pipelined: bool) -> Cost:
+        total = Cost()
+        spans = 0.0
+        env = dict(env)
+        for s in stmts:
+            if isinstance(s, Let):
+                env[s.var] = _ev(s.value, env)
+                continue
+            c = self.stmt(s, env)
+            total.add(c)
+            spans += c.span
+        total.span = max(total.busy.values(), default=0.0) if pipelined else spans
+        return total
+
+    def stmt(self, s: Stmt, env: dict[str, int]) -> Cost:
+        if isinstance(s, TileOp):
+            c = Cost()
+            if s.instr == "sync_all":
+                cyc = self.chip.sync_all_cycles
+            elif s.pipe == "V":
+                cyc = _vector_cycles(s, env, self.chip)
+            elif s.pipe == "M":
+                cyc = _mmad_cycles(s, env, self.chip)
+            else:
+                cyc, nbytes = _dma_cycles(s, env, self.chip, self.blocks, self.spaces)
+                c.gm_bytes = nbytes if s.instr in ("copy", "copy_nd2nz", "fixpipe") else 0.0
+            c.busy[s.pipe] = cyc
+            c.span = cyc
+            return c
+        if isinstance(s, When):
+            if _ev(s.cond, env) == 0:
+                return Cost()
+            return self.block(s.body, env, False)
+        return self.loop(s, env)
+
+    def loop(self, lp: Loop, env: dict[str, int]) -> Cost:
+        start, stop, step = (_ev(x, env) for x in (lp.start, lp.stop, lp.step))
+        n = max(0, -(-(stop - start) // step))
+        out = Cost()
+        if n == 0:
+            return out
+        pipelined = _rotates(lp)
+        first = self.block(lp.body, {**env, lp.var: start}, False)
+        last = self.block(lp.body, {**env, lp.var: start + (n - 1) * step}, False) if n > 1 else first
+        out.add(first, n - 1)
+        out.add(last)
+        if pipelined:
+            bottleneck = max(first.busy.values(), default=0.0)
+            out.span = (n - 1) * bottleneck + last.span
+        else:
+            out.span = (n - 1) * first.span + last.span
+        return out
+
+
+def _rotates(lp: Loop) -> bool:
+    """Whether the loop's buffers rotate with its variable (ping-pong): then its pipes overlap."""
+    for s in lp.body:
+        if isinstance(s, TileOp):
+            for r in (*s.reads, *s.writes):
+                if not isinstance(r.slot, int) and lp.var in sy.free_symbols(r.slot):
+                    return True
+    return False
+
+
+def estimate(schedule: TileSchedule, dims: Mapping[str, int], chip: Any) -> Estimate:
+    """The schedule's simulated time for the given dims (symbol -> int)."""
+    fields = {name: sy.evaluate(expr, dims) for name, expr in schedule.fields.items()}
+    blocks = sy.evaluate(schedule.blocks, {**dims, **fields})
+    if blocks <= 0:
+        return Estimate(0.0, 0.0, 0.0, 0, {})
+    env = {**fields, CORE: 0, BLOCKS: blocks}
+    walker = _Walker(schedule, chip, blocks)
+    c = walker.block(schedule.body, env, False)
+    gm_total = c.gm_bytes * blocks
+    gm_span = gm_total / chip.gm_bytes_per_cycle
+    cycles = max(c.span, gm_span) + chip.launch_startup_cycles + chip.launch_core_cycles * blocks
+    return Estimate(cycles, c.span, gm_total, blocks, c.busy)

@@ -1,0 +1,326 @@
+"""Host code: one LLVM module per compiled graph, built with llvmlite and JIT-compiled (ORC LLJIT).
+
+Given the runtime dims, the module computes every launch's block count and
+tiling data (the schedule's field expressions and the GM base offsets — the
+same `pyasc.symbolic` expressions the compiler evaluated), calls back into
+the emulator to launch each kernel in order, and reads each If condition
+through a second callback to pick the branch it runs. A third function
+reports the workspace and output sizes.
+
+    i64 pyasc_run(i64* dims, i64 (i64 step, i64 blocks, i64* fields, i64 n)* launch,
+                  i64 (i64 cond_site, i64 offset)* cond)
+    void pyasc_sizes(i64* dims, i64* out)     ; out[0] = workspace bytes, out[1 + j] = output j bytes
+
+Callbacks and addresses are arguments, never constants in the IR, so the
+object code is position independent of this process and can be cached. The
+launch callback returns 0 on success and the condition callback 0 or 1;
+any other value stops the run and is returned (a Python exception in a callback is kept by the caller and
+re-raised after the run, never thrown through C).
+"""
+from __future__ import annotations
+
+import ctypes
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+import llvmlite
+import llvmlite.binding as llvm
+from llvmlite import ir
+
+from .. import symbolic as sy
+from ..symbolic import Expr, IntLike
+from .launch import IfStep, Launch, LaunchPlan, Step, base_field
+
+I64 = ir.IntType(64)
+I64P = I64.as_pointer()
+LAUNCH_FN = ir.FunctionType(I64, [I64, I64, I64P, I64])
+COND_FN = ir.FunctionType(I64, [I64, I64])
+RUN_FN = ir.FunctionType(I64, [I64P, LAUNCH_FN.as_pointer(), COND_FN.as_pointer()])
+SIZES_FN = ir.FunctionType(ir.VoidType(), [I64P, I64P])
+
+LaunchCallback = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.POINTER(ctypes.c_int64),
+                                  ctypes.c_int64)
+CondCallback = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_int64, ctypes.c_int64)
+
+
+@dataclass(frozen=True)
+class LaunchSite:
+    """What the launch callback needs for step `index`: the kernel, its GM bindings, its field order."""
+
+    index: int
+    kernel: int
+    args: dict[str, str]          # GM parameter -> device buffer name
+    fields: tuple[str, ...]       # tiling data order (the program's declared fields)
+
+
+@dataclass(frozen=True)
+class CondSite:
+    """What the condition callback reads for If number `index`: a one-element value in a buffer."""
+
+    index: int
+    buffer: str
+    dtype: str
+
+
+@dataclass
+class HostSource:
+    ir: str
+    sites: list[LaunchSite]
+    conds: list[CondSite]         # indexed by the cond callback's first argument
+    dims: list[str]               # dim symbols, in the order of the dims array
+    outputs: int
+
+
+def _floordiv(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
+    q = b.sdiv(x, y)
+    r = b.srem(x, y)
+    adjust = b.and_(b.icmp_signed("!=", r, ir.Constant(I64, 0)),
+                    b.icmp_signed("!=", b.icmp_signed("<", r, ir.Constant(I64, 0)),
+                                  b.icmp_signed("<", y, ir.Constant(I64, 0))))
+    return b.sub(q, b.zext(adjust, I64))
+
+
+def _mod(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
+    r = b.srem(x, y)
+    adjust = b.and_(b.icmp_signed("!=", r, ir.Constant(I64, 0)),
+                    b.icmp_signed("!=", b.icmp_signed("<", r, ir.Constant(I64, 0)),
+                                  b.icmp_signed("<", y, ir.Constant(I64, 0))))
+    return b.select(adjust, b.add(r, y), r)
+
+
+class ExprEmitter:
+    """Integer expressions as LLVM IR, one value per distinct expression and dominating region."""
+
+    def __init__(self, builder: ir.IRBuilder, symbols: dict[str, ir.Value]):
+        self.b = builder
+        self.symbols = symbols
+        self.scopes: list[dict[Expr, ir.Value]] = [{}]
+
+    def push(self) -> None:
+        self.scopes.append({})
+
+    def pop(self) -> None:
+        self.scopes.pop()
+
+    def __call__(self, e: IntLike) -> ir.Value:
+        if isinstance(e, int):
+            return ir.Constant(I64, e)
+        for sc in reversed(self.scopes):
+            if e in sc:
+                return sc[e]
+        v = self._compute(e)
+        self.scopes[-1][e] = v
+        return v
+
+    def _compute(self, e: Expr) -> ir.Value:
+        b, op, args = self.b, e.op, e.args
+        if op == "sym":
+            try:
+                return self.symbols[e.args[0]]
+            except KeyError:
+                raise KeyError(f"host code: symbol {e.args[0]!r} is not a dim the host receives") from None
+        vals = [self(a) for a in args]
+        if op == "add":
+            out = vals[0]
+            for v in vals[1:]:
+                out = b.add(out, v)
+            return out
+        if op == "mul":
+            out = vals[0]
+            for v in vals[1:]:
+                out = b.mul(out, v)
+            return out
+        if op in ("min", "max"):
+            pred = "<" if op == "min" else ">"
+            out = vals[0]
+            for v in vals[1:]:
+                out = b.select(b.icmp_signed(pred, out, v), out, v)
+            return out
+        if op == "floordiv":
+            return _floordiv(b, *vals)
+        if op == "ceildiv":
+            return b.neg(_floordiv(b, b.neg(vals[0]), vals[1]))
+        if op == "mod":
+            return _mod(b, *vals)
+        if op in ("lt", "le", "eq", "ne"):
+            pred = {"lt": "<", "le": "<=", "eq": "==", "ne": "!="}[op]
+            return b.zext(b.icmp_signed(pred, vals[0], vals[1]), I64)
+        if op == "select":
+            return b.select(b.icmp_signed("!=", vals[0], ir.Constant(I64, 0)), vals[1], vals[2])
+        raise AssertionError(f"no LLVM lowering for symbolic op {op}")
+
+
+def build_host_source(plan: LaunchPlan, kernels: Sequence[Any], output_bytes: Sequence[IntLike | None],
+                      name: str) -> HostSource:
+    """The host module's IR and the tables its callbacks index (see the module docstring)."""
+    module = ir.Module(name=f"pyasc_host_{name}")
+    module.triple = llvm.get_process_triple()
+    sites: list[LaunchSite] = []
+    conds: list[CondSite] = []
+    dims = list(plan.dim_symbols)
+
+    # -- pyasc_run ----------------------------------------------------------------------------
+    fn = ir.Function(module, RUN_FN, "pyasc_run")
+    dims_arg, launch_arg, cond_arg = fn.args
+    entry = fn.append_basic_block("entry")
+    b = ir.IRBuilder(entry)
+    symbols = {s: b.load(b.gep(dims_arg, [ir.Constant(I64, i)]), name=s.replace(".", "_")) for i, s in enumerate(dims)}
+    width = max([len(k.program.tiling_fields) for k in kernels] + [1])
+    fields_mem = b.alloca(I64, ir.Constant(I64, width), name="fields")
+    ex = ExprEmitter(b, symbols)
+    fail = fn.append_basic_block("fail")
+    rc_slot = b.alloca(I64, name="rc")
+
+    def emit_steps(steps: Sequence[Step]) -> None:
+        for s in steps:
+            if isinstance(s, Launch):
+                emit_launch(s)
+            else:
+                emit_if(s)
+
+    def emit_launch(s: Launch) -> None:
+        k = kernels[s.kernel]
+        order = tuple(k.program.tiling_fields)
+        site = LaunchSite(len(sites), s.kernel, {p: loc.buffer for p, loc in s.args.items()}, order)
+        sites.append(site)
+        exprs = dict(k.fields)
+        for p, loc in s.args.items():
+            exprs[base_field(p)] = loc.offset
+        blocks = ex(k.blocks)
+        go = fn.append_basic_block(f"launch{site.index}")
+        done = fn.append_basic_block(f"after{site.index}")
+        b.cbranch(b.icmp_signed(">", blocks, ir.Constant(I64, 0)), go, done)
+        b.position_at_end(go)
+        ex.push()
+        for i, f in enumerate(order):
+            b.store(ex(exprs[f]), b.gep(fields_mem, [ir.Constant(I64, i)]))
+        rc = b.call(launch_arg, [ir.Constant(I64, site.index), blocks, fields_mem, ir.Constant(I64, len(order))])
+        ex.pop()
+        b.store(rc, rc_slot)
+        b.cbranch(b.icmp_signed("!=", rc, ir.Constant(I64, 0)), fail, done)
+        b.position_at_end(done)
+
+    def emit_if(s: IfStep) -> None:
+        site = CondSite(len(conds), s.cond.buffer, s.cond_dtype)
+        conds.append(site)
+        c = b.call(cond_arg, [ir.Constant(I64, site.index), ex(s.cond.offset)])
+        then_bb, else_bb, merge, pick = (fn.append_basic_block(n) for n in ("then", "else", "endif", "pick"))
+        b.store(c, rc_slot)
+        b.cbranch(b.icmp_signed("<", c, ir.Constant(I64, 0)), fail, pick)  # a failed read is negative
+        b.position_at_end(pick)
+        b.cbranch(b.icmp_signed("!=", c, ir.Constant(I64, 0)), then_bb, else_bb)
+        for bb, steps in ((then_bb, s.then_steps), (else_bb, s.else_steps)):
+            b.position_at_end(bb)
+            ex.push()
+            emit_steps(steps)
+            ex.pop()
+            b.branch(merge)
+        b.position_at_end(merge)
+
+    emit_steps(plan.steps)
+    b.ret(ir.Constant(I64, 0))
+    b.position_at_end(fail)
+    b.ret(b.load(rc_slot))
+
+    # -- pyasc_sizes ----------------------------------------------------------------------------
+    sizes = ir.Function(module, SIZES_FN, "pyasc_sizes")
+    sd, out = sizes.args
+    b2 = ir.IRBuilder(sizes.append_basic_block("entry"))
+    syms2 = {s: b2.load(b2.gep(sd, [ir.Constant(I64, i)])) for i, s in enumerate(dims)}
+    ex2 = ExprEmitter(b2, syms2)
+    values = [plan.workspace_bytes] + [n if n is not None else 0 for n in output_bytes]
+    for i, v in enumerate(values):
+        b2.store(ex2(v), b2.gep(out, [ir.Constant(I64, i)]))
+    b2.ret_void()
+    return HostSource(str(module), sites, conds, dims, len(output_bytes))
+
+
+# ---- compilation and loading ----------------------------------------------------------------------
+
+
+def _target_machine() -> Any:
+    llvm.initialize_native_target()
+    llvm.initialize_native_asmprinter()
+    target = llvm.Target.from_default_triple()
+    return target.create_target_machine(reloc="pic", codemodel="default", opt=2)
+
+
+def compile_object(source: HostSource) -> bytes:
+    """Object code of the host module for this machine (what the disk cache stores)."""
+    mod = llvm.parse_assembly(source.ir)
+    mod.verify()
+    return _target_machine().emit_object(mod)
+
+
+def toolchain_id() -> str:
+    """What object code depends on besides the IR: llvmlite/LLVM versions and the host CPU."""
+    llvm.initialize_native_target()
+    return f"llvmlite {llvmlite.__version__}, LLVM {'.'.join(map(str, llvm.llvm_version_info))}, " \
+           f"{llvm.get_process_triple()} {llvm.get_host_cpu_name()}"
+
+
+class HostError(RuntimeError):
+    """The host code stopped with a callback's error code."""
+
+
+@dataclass
+class HostProgram:
+    """A loaded host module: call `run` with the dims and two Python callbacks."""
+
+    source: HostSource
+    object_code: bytes
+    _jit: Any = field(default=None, repr=False)
+    _tracker: Any = field(default=None, repr=False)
+    _run: Any = field(default=None, repr=False)
+    _sizes: Any = field(default=None, repr=False)
+
+    @classmethod
+    def load(cls, source: HostSource, object_code: bytes | None = None) -> "HostProgram":
+        obj = object_code if object_code is not None else compile_object(source)
+        prog = cls(source, obj)
+        prog._jit = llvm.create_lljit_compiler(_target_machine())
+        prog._tracker = (llvm.JITLibraryBuilder().add_object_img(obj).export_symbol("pyasc_run")
+                         .export_symbol("pyasc_sizes").link(prog._jit, "pyasc_host"))
+        prog._run = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.POINTER(ctypes.c_int64), LaunchCallback,
+                                     CondCallback)(prog._tracker["pyasc_run"])
+        prog._sizes = ctypes.CFUNCTYPE(None, ctypes.POINTER(ctypes.c_int64),
+                                       ctypes.POINTER(ctypes.c_int64))(prog._tracker["pyasc_sizes"])
+        return prog
+
+    def _dims(self, env: dict[str, int]) -> Any:
+        arr = (ctypes.c_int64 * max(1, len(self.source.dims)))()
+        for i, s in enumerate(self.source.dims):
+            arr[i] = int(env[s])
+        return arr
+
+    def sizes(self, env: dict[str, int]) -> tuple[int, list[int]]:
+        out = (ctypes.c_int64 * (1 + self.source.outputs))()
+        self._sizes(self._dims(env), out)
+        return int(out[0]), [int(x) for x in out[1:]]
+
+    def run(self, env: dict[str, int], launch: Callable[[LaunchSite, int, list[int]], None],
+            cond: Callable[[CondSite, int], bool]) -> None:
+        """Run the host code; `launch(site, blocks, fields)` and `cond(site, offset)` are Python callbacks."""
+        errors: list[BaseException] = []
+
+        def on_launch(step: int, blocks: int, fields: Any, n: int) -> int:
+            try:
+                launch(self.source.sites[step], int(blocks), [int(fields[i]) for i in range(n)])
+                return 0
+            except BaseException as e:  # kept and re-raised after the run: never thrown through C
+                errors.append(e)
+                return 1
+
+        def on_cond(index: int, offset: int) -> int:
+            try:
+                return 1 if cond(self.source.conds[index], int(offset)) else 0
+            except BaseException as e:  # kept and re-raised after the run; the host stops on a negative value
+                errors.append(e)
+                return -1
+
+        launch_cb, cond_cb = LaunchCallback(on_launch), CondCallback(on_cond)  # alive until the call returns
+        rc = self._run(self._dims(env), launch_cb, cond_cb)
+        if errors:
+            raise errors[0]
+        if rc != 0:
+            raise HostError(f"host code stopped with code {rc}")

@@ -1,0 +1,176 @@
+"""The vector template: pointwise chains and row reductions (with prologue and epilogue) on AIV cores.
+
+The analysis (independent of tile sizes) is `vector_kernel.analyze`; the
+tile ops of one tile come from `placement.Placement`.
+
+Schedule (`schedule`, for one `VectorTiling`): tiles are `tr` whole rows of
+one outer index ("rows" mode) or, when a row is too long for one tile, a
+chunk of `tw` elements of one row ("chunks" mode; pointwise only: a row
+reduction over rows longer than a tile is the multi-pass template). Tiles
+are numbered in row-major order and split over the cores in contiguous
+runs, balanced within one tile. Per tile: MTE2 loads of the per-tile inputs,
+the vector ops, MTE3 stores of the outputs; rotating buffers have
+`buffer_num` slots (slot = tile counter mod buffer_num), so loads of tile
+i+1, compute on tile i and stores of tile i-1 overlap. Resident inputs (a
+row broadcast over all rows, a scalar) are loaded and expanded once before
+the tile loop.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from simulator import isa
+
+from ... import symbolic as sy
+from ...symbolic import IntLike
+from ..schedule import BLOCKS, CORE, GmParam, Let, Loop, Stmt, TileSchedule
+from ..tiling import largest_fitting
+from ..vector_ops import Geometry
+from .placement import Placement, decompose
+from .vector_kernel import VectorKernel, VectorTiling, buffers_for, in_param, out_param, padded_row, stride_fields
+
+F = sy.sym
+
+
+@dataclass
+class _Ctx:
+    vk: VectorKernel
+    tiling: VectorTiling
+    fields: dict[str, IntLike] = field(default_factory=dict)
+    params: list[GmParam] = field(default_factory=list)
+
+
+def schedule(vk: VectorKernel, tiling: VectorTiling, chip: Any) -> TileSchedule:
+    d = vk.domain
+    ctx = _Ctx(vk, tiling)
+    fields = ctx.fields
+    rows_mode = tiling.mode == "rows"
+    fields["R"] = d.R
+    fields["C"] = d.C
+    for j, o in enumerate(d.outer):
+        fields[f"O{j}"] = o
+    fields["tr"] = tiling.rows
+    n_rt = sy.ceildiv(d.R, tiling.rows)
+    if rows_mode:
+        fields["Cp"] = padded_row(vk)
+        n_ct: IntLike = 1
+    else:
+        fields["tw"] = tiling.width
+        n_ct = sy.ceildiv(d.C, tiling.width)
+    total = sy.mul(d.outer_count, n_rt, n_ct)
+    fields["T"] = total
+    cores = min(tiling.cores, chip.aiv_cores)
+    blocks = sy.ceildiv(total, sy.max_(1, sy.ceildiv(total, cores)))
+    # the expressions of the body, over fields, the core index, loop variables and named values (Let)
+    R, C, tr, Tn = F("R"), F("C"), F("tr"), F("T")
+    per = sy.ceildiv(Tn, F(BLOCKS))
+    begin = sy.mul(F(CORE), per)
+    count = sy.max_(0, sy.min_(per, sy.add(Tn, sy.mul(-1, begin))))
+    lets: list[Stmt] = [Let("t", sy.add(begin, F("i")))]
+    if rows_mode:
+        ntr_f = sy.ceildiv(R, tr)
+        lets.append(Let("rb", sy.mod(F("t"), ntr_f)))
+        rest = sy.floordiv(F("t"), ntr_f)
+        c0: IntLike = 0
+        cols: IntLike = C
+    else:
+        ntc_f = sy.ceildiv(C, F("tw"))
+        lets += [Let("cb", sy.mod(F("t"), ntc_f)), Let("row", sy.floordiv(F("t"), ntc_f))]
+        lets += [Let("rb", sy.mod(F("row"), sy.ceildiv(R, tr)))]
+        rest = sy.floordiv(F("row"), sy.ceildiv(R, tr))
+        lets += [Let("c0", sy.mul(F("cb"), F("tw"))), Let("cols", sy.min_(F("tw"), sy.add(C, sy.mul(-1, F("c0")))))]
+        c0, cols = F("c0"), F("cols")
+    o_index: list[IntLike] = []
+    if d.outer:
+        lets.append(Let("o", rest))
+        for j, e in enumerate(decompose(F("o"), len(d.outer))):
+            lets.append(Let(f"o{j}", e))
+            o_index.append(F(f"o{j}"))
+    lets.append(Let("r0", sy.mul(F("rb"), tr)))
+    r0 = F("r0")
+    if rows_mode:
+        lets.append(Let("rows", sy.min_(tr, sy.add(R, sy.mul(-1, r0)))))
+        rows: IntLike = F("rows")
+    else:
+        rows = 1
+    stride = F("Cp") if rows_mode else cols
+    full_count = sy.mul(rows, F("Cp")) if rows_mode else cols
+    geom = Geometry(full=full_count, row=rows, rows=rows, cols=cols, stride=stride)
+    slot = sy.mod(F("i"), tiling.buffer_num) if tiling.buffer_num > 1 else 0
+    place = Placement(vk, tiling, geom, slot, r0, c0, o_index, rows_mode)
+    for i, use in enumerate(vk.kg.inputs):
+        ctx.params.append(GmParam(in_param(i), use.type.dtype, "in"))
+    for i, v in enumerate(vk.kg.outputs):
+        ctx.params.append(GmParam(out_param(i), v.type.dtype, "out"))
+    fields.update(stride_fields(vk))
+    pre: list[Stmt] = place.prologue()
+    tile: list[Stmt] = lets + place.loads() + place.compute(vk.body) + place.stores()
+    loop = Loop("i", 0, count, 1, tile, note="tiles of this core")
+    buffers = buffers_for(vk, tiling, chip)
+    notes = [f"domain {tuple(d.shape)} -> outer {tuple(d.outer)}, R={d.R}, C={d.C}", f"tiling: {tiling.describe()}"]
+    return TileSchedule(vk.name, "aiv", ctx.params, fields, blocks, buffers, pre + [loop], notes)
+
+
+# ---- candidates ---------------------------------------------------------------------------------------
+
+
+def tilings(vk: VectorKernel, chip: Any, buffer_num: int, cores: int) -> list[VectorTiling]:
+    """Tile sizes worth scoring: the largest that fits UB, and sizes that balance the tiles over the cores."""
+    cores = max(1, min(cores, chip.aiv_cores))
+    out: list[VectorTiling] = []
+    d = vk.domain
+    slot_cap = chip.max_repeats * chip.vector_repeat_bytes
+    for bn in sorted({1, buffer_num}):
+        if vk.mode == "rows":
+            cp = padded_row(vk)
+            if not isinstance(cp, int):
+                continue
+            rows_total = d.R if isinstance(d.R, int) else None
+            biggest = largest_fitting(lambda tr: _fits(vk, VectorTiling("rows", tr, 0, bn, cores), chip, slot_cap),
+                               rows_total or (slot_cap // max(1, cp)))
+            if biggest < 1:
+                continue
+            sizes = {biggest}
+            outer = d.outer_count if isinstance(d.outer_count, int) else 1
+            if rows_total:
+                for k in (1, 2, 3, 4, 8):
+                    per_outer = -(-cores * k // max(1, outer))
+                    sizes.add(max(1, min(biggest, -(-rows_total // per_outer))))
+            out += [VectorTiling("rows", tr, 0, bn, cores) for tr in sorted(sizes, reverse=True)]
+        else:
+            quantum = max(1, 512 // vk.min_itemsize)
+            total = d.C if isinstance(d.C, int) else None
+            limit = total if total else slot_cap
+            biggest = largest_fitting(lambda w: _fits(vk, VectorTiling("chunks", 1, w, bn, cores), chip, slot_cap), limit)
+            if biggest < 1:
+                continue
+            sizes = {biggest if biggest < quantum or (total and biggest == total) else biggest // quantum * quantum}
+            rows = (d.R if isinstance(d.R, int) else 1) * (d.outer_count if isinstance(d.outer_count, int) else 1)
+            if total:
+                for k in (1, 2, 3, 4, 8):
+                    per_row = -(-cores * k // max(1, rows))
+                    w = -(-total // per_row)
+                    w = -(-w // quantum) * quantum if w > quantum else w
+                    sizes.add(max(1, min(biggest, w)))
+            out += [VectorTiling("chunks", 1, w, bn, cores) for w in sorted(sizes, reverse=True)]
+    return out
+
+
+def _fits(vk: VectorKernel, tiling: VectorTiling, chip: Any, slot_cap: int) -> bool:
+    if tiling.mode == "rows" and vk.reduces and not _rows_split_aligned(vk, tiling, chip):
+        return False
+    bufs = buffers_for(vk, tiling, chip)
+    return all(b.slot_bytes <= slot_cap for b in bufs) and sum(b.nbytes for b in bufs) <= chip.ub_bytes
+
+
+def _rows_split_aligned(vk: VectorKernel, tiling: VectorTiling, chip: Any) -> bool:
+    """A reduction over rows too long for 255 repeats in blocks of rows must still split on whole UB blocks
+    of its per-row results: either one instruction covers every row of a tile, or a block of rows fits."""
+    cp = padded_row(vk)
+    worst = max(isa.itemsize(b.dtype) for b in vk.plan.buffers)
+    per_row = -(-cp * worst // chip.vector_repeat_bytes)
+    if per_row == 0:
+        return True  # empty rows: nothing to reduce per instruction
+    fit = chip.max_repeats // per_row
+    return tiling.rows <= fit or fit >= chip.ub_align // vk.min_itemsize

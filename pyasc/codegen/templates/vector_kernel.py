@@ -1,0 +1,248 @@
+"""What a vector kernel computes, independent of tile sizes: its domain, each value's space (full tile /
+per row / scalar), the per-tile vector ops (`vector_ops`) and their physical buffers (`ub_alloc`), and the
+UB each tiling needs. Shared by the single-pass template (`vector`) and the multi-pass one (`multipass`).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from simulator import isa
+
+from ... import symbolic as sy
+from ...ir import Value
+from ...symbolic import IntLike
+from ..domain import (Domain, InputLayout, UnsupportedDomain, dims, input_layout, make_domain, pointwise_domain,
+                      same_dim)
+from ..kernel_graph import KernelGraph
+from ..schedule import Buffer
+from ..ub_alloc import Assignment, assign
+from ..vector_ops import InputUse, Space, VectorPlan, VOp, build_vector_plan, is_input_view
+
+F = sy.sym   # tiling fields and loop variables are symbols of the kernel body
+
+
+@dataclass
+class VectorKernel:
+    """What the vector template learned about one kernel (see the module docstring)."""
+
+    name: str
+    kg: KernelGraph
+    domain: Domain
+    plan: VectorPlan
+    layouts: dict[int, InputLayout]          # input vbuf id -> its layout
+    resident: list[InputUse]
+    per_tile: list[InputUse]
+    prologue: list[VOp]                      # expansions of resident inputs (before the tile loop)
+    body: list[VOp]                          # the per-tile ops
+    alloc: Assignment
+    out_spaces: list[Space]
+    min_itemsize: int
+    reduces: bool
+    mode: str
+
+    @property
+    def buffer_counts(self) -> dict[tuple, int]:
+        counts: dict[tuple, int] = {}
+        for p in self.alloc.buffers:
+            counts[(p.space, p.itemsize, p.rotating)] = counts.get((p.space, p.itemsize, p.rotating), 0) + 1
+        return counts
+
+
+@dataclass(frozen=True)
+class VectorTiling:
+    mode: str              # "rows" | "chunks"
+    rows: int              # rows per tile (rows mode), else 1
+    width: int             # elements per chunk (chunks mode), else 0
+    buffer_num: int
+    cores: int             # cores available (the launch uses min(cores, tiles))
+
+    def describe(self) -> str:
+        what = f"{self.rows} rows" if self.mode == "rows" else f"chunks of {self.width}"
+        return f"{what} per tile, buffer_num={self.buffer_num}, cores<={self.cores}"
+
+
+# ---- analysis --------------------------------------------------------------------------------
+
+
+def analyze(name: str, kg: KernelGraph, reduce_rows: Sequence[Any] | None, k: int, mode: str) -> VectorKernel:
+    """`reduce_rows`: the row reduction's input shape (None for a pointwise kernel); k: axes it reduces;
+    mode: "rows" or "chunks" (a row broadcast over all rows is resident only in rows mode)."""
+    views = [n.out() for n in kg.graph.nodes if is_input_view(n.out())]
+    viewed = {v.node.inputs[0] for v in views}
+    graph_inputs = [n.out() for n in kg.graph.nodes if n.op == "Data" and n.out() not in viewed] + views
+    in_shapes = [dims(v.type.shape) for v in graph_inputs if v.type.numel != 1]
+    if reduce_rows is None:
+        shape = _domain_shape(kg)
+        domain = pointwise_domain(shape, [s for s in in_shapes if _broadcastable(s, shape)])
+        reduces = False
+    else:
+        shape = dims(reduce_rows)
+        full_inputs = [s for s in in_shapes if _broadcastable(s, shape)]
+        domain = make_domain(shape, len(shape) - k, full_inputs)
+        reduces = True
+
+    def space_of(v: Value) -> Space:
+        t = v.type
+        if v.node.op in ("Data", "Const") and t.numel == 1 and t.is_static:
+            return Space.SCALAR
+        shp = dims(t.shape)
+        if v.node.op == "Data" or is_input_view(v):
+            if not _broadcastable(shp, domain.shape):
+                return Space.ROW
+            cls = input_layout(domain, shp).cls
+            return {"full": Space.FULL, "rowvec": Space.FULL, "col": Space.ROW, "scalar": Space.SCALAR}[cls]
+        if not reduces:
+            return Space.FULL
+        k_row = len(domain.shape) - domain.lead
+        row_part = shp[len(shp) - k_row:] if len(shp) >= len(domain.shape) else ()
+        full_row = tuple(domain.shape[domain.lead:])
+        full = len(row_part) == len(full_row) and all(same_dim(a, b) for a, b in zip(row_part, full_row))
+        return Space.FULL if full and any(d != 1 for d in row_part) else Space.ROW
+
+    plan = build_vector_plan(kg, kg.nodes, space_of, name)
+    layouts: dict[int, InputLayout] = {}
+    resident: list[InputUse] = []
+    per_tile: list[InputUse] = []
+    for use in plan.inputs:
+        shp = dims(use.shape)
+        lay = input_layout(domain, shp, per_row=use.space == Space.ROW)
+        if use.space == Space.ROW and lay.cls not in ("col", "scalar"):
+            raise UnsupportedDomain(f"input of shape {tuple(shp)} is read per row but is not one value per row")
+        if lay.cls == "col" and lay.r_stride != 1:
+            raise UnsupportedDomain(f"input of shape {tuple(shp)}: its per-row values are not contiguous")
+        layouts[use.buf.id] = lay
+        (resident if _is_resident(use, lay, mode) else per_tile).append(use)
+    out_spaces = []
+    for i, buf in plan.outputs:
+        v = kg.graph.outputs[i]
+        out_shape = dims(v.type.shape)
+        if buf.space == Space.SCALAR or (buf.space == Space.FULL and not (
+                len(out_shape) == len(domain.shape) and all(map(same_dim, out_shape, domain.shape)))):
+            raise UnsupportedDomain(f"output {i} of shape {v.type.shape} is not a full tile of the domain "
+                                    f"{domain.shape} nor one value per row")
+        out_spaces.append(buf.space)
+    # ops that only expand resident inputs run once, before the tile loop
+    res_ids = {u.buf.id for u in resident}
+    prologue, body = [], []
+    for op in plan.ops:
+        if op.kind in ("expand", "cast") and all(s.id in res_ids for s in op.reads):
+            prologue.append(op)
+            res_ids.add(op.dst.id)
+        else:
+            body.append(op)
+    out_bufs = [b for _, b in plan.outputs]
+    alloc = assign(body, [u.buf for u in per_tile], [u.buf for u in resident], out_bufs, prologue)
+    sizes = [isa.itemsize(b.dtype) for b in plan.buffers] or [4]
+    return VectorKernel(name, kg, domain, plan, layouts, resident, per_tile, prologue, body, alloc, out_spaces,
+                        min(sizes), reduces, mode)
+
+
+def _domain_shape(kg: KernelGraph) -> tuple[IntLike, ...]:
+    shapes = [dims(v.type.shape) for v in kg.graph.outputs]
+    shapes += [dims(n.outputs[0].shape) for n in kg.nodes]
+    best: tuple[IntLike, ...] = ()
+    for s in shapes:
+        if len(s) > len(best) or (len(s) == len(best) and _numel_known(s) > _numel_known(best)):
+            best = s
+    return best
+
+
+def _numel_known(s: Sequence[IntLike]) -> int:
+    n = 1
+    for d in s:
+        n *= d if isinstance(d, int) else 1 << 20
+    return n
+
+
+def _broadcastable(s: Sequence[IntLike], shape: Sequence[IntLike]) -> bool:
+    if len(s) > len(shape):
+        return False
+    return all(a == 1 or same_dim(a, b) for a, b in zip(reversed(s), reversed(shape)))
+
+
+def _is_resident(use: InputUse, lay: InputLayout, mode: str) -> bool:
+    if lay.outer_dependent:
+        return False
+    return lay.cls == "scalar" or (lay.cls == "rowvec" and mode == "rows" and use.space == Space.FULL)
+
+
+# ---- tile geometry ------------------------------------------------------------------------------
+
+
+def row_align(vk: VectorKernel) -> int:
+    """Elements per 32-byte block of the narrowest dtype: rows of every buffer start on a block."""
+    return 32 // vk.min_itemsize
+
+
+def padded_row(vk: VectorKernel) -> IntLike:
+    return sy.align_up(vk.domain.C, row_align(vk))
+
+
+def ub_bytes(vk: VectorKernel, tiling: VectorTiling, chip: Any) -> int:
+    """UB the kernel's buffers take with this tiling (static shapes; symbolic rows count as their bound)."""
+    return sum(b.nbytes for b in buffers_for(vk, tiling, chip))
+
+
+def _slot_bytes(space: Space, itemsize: int, full_elems: int, row_elems: int) -> int:
+    n = {Space.FULL: full_elems, Space.ROW: row_elems, Space.SCALAR: 1}[space]
+    return -(-max(1, n) * itemsize // 32) * 32
+
+
+def _full_elems(vk: VectorKernel, tiling: VectorTiling) -> int:
+    if tiling.mode == "chunks":
+        return tiling.width
+    cp = padded_row(vk)
+    if not isinstance(cp, int):
+        raise UnsupportedDomain("a symbolic row length needs the chunks mode")
+    return tiling.rows * cp
+
+
+def buffers_for(vk: VectorKernel, tiling: VectorTiling, chip: Any) -> list[Buffer]:
+    full = _full_elems(vk, tiling)
+    row = tiling.rows
+    out = []
+    for p in vk.alloc.buffers:
+        slots = tiling.buffer_num if p.rotating else 1
+        out.append(Buffer(p.name, "UB", _dtype_of_size(p.itemsize), _slot_bytes(p.space, p.itemsize, full, row),
+                          slots, p.kind))
+    for use in vk.resident + vk.per_tile:
+        lay = vk.layouts[use.buf.id]
+        if lay.cls == "rowvec" and tiling.mode == "rows":
+            size = isa.itemsize(use.buf.dtype)
+            c = vk.domain.C if isinstance(vk.domain.C, int) else full
+            slots = 1 if use in vk.resident else tiling.buffer_num
+            out.append(Buffer(f"rv{use.buf.id}", "UB", use.buf.dtype, _slot_bytes(Space.FULL, size, c, 1), slots,
+                              "rowvec staging"))
+    return out
+
+
+def _dtype_of_size(size: int) -> str:
+    return {1: "uint8", 2: "float16", 4: "float32"}[size]
+
+
+
+def in_param(i: int) -> str:
+    return f"in{i}"
+
+
+def out_param(i: int) -> str:
+    return f"out{i}"
+
+
+def stride_field(buf_id: int, axis: str) -> str:
+    """The tiling field holding an input's element stride along a collapsed dim ("r" or an outer index)."""
+    return f"s{buf_id}_{axis}"
+
+
+def stride_fields(vk: VectorKernel) -> dict[str, IntLike]:
+    """Element strides of the inputs over the outer dims and between rows, as tiling fields (over dims)."""
+    out: dict[str, IntLike] = {}
+    for use in vk.resident + vk.per_tile:
+        lay = vk.layouts[use.buf.id]
+        for j, s in enumerate(lay.o_strides):
+            if s != 0:
+                out[stride_field(use.buf.id, str(j))] = s
+        if lay.r_stride not in (0, 1):
+            out[stride_field(use.buf.id, "r")] = lay.r_stride
+    return out

@@ -1,0 +1,173 @@
+"""Choosing a tiling: enumerate a template's candidates, reject the illegal ones, score the rest, take the cheapest.
+
+A candidate is legal when its schedule's buffers fit the chip's memories
+(capacity x slots, alignment) and its flags fit the chip's event ids. The
+score is the cost model's simulated cycles (`cost.estimate`) for the
+kernel's dims — the real ones for static shapes, a nominal size per
+symbolic dim under dynamic=True (the tiling fields themselves are still
+computed from the real dims at launch). The choice records its score, the
+runners-up and the rejected candidates with their reasons, so
+`compile(...).kernels[i].tiling` can show what was picked and why.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+from .. import symbolic as sy
+from .cost import Estimate, estimate
+from .emit import CapacityError, layout_buffers
+from .schedule import TileSchedule
+from .sync import SyncAllocationError, SyncPlan, plan_sync
+
+#: the size a symbolic dim is assumed to have when a dynamic kernel's tiling is scored
+NOMINAL_DIM = 4096
+
+
+@dataclass
+class Candidate:
+    params: Any                  # the template's tiling record (e.g. VectorTiling)
+    schedule: TileSchedule | None = None
+    sync: SyncPlan | None = None
+    score: Estimate | None = None
+    rejected: str = ""
+
+    def line(self) -> str:
+        what = self.params.describe() if hasattr(self.params, "describe") else str(self.params)
+        if self.rejected:
+            return f"{what}: rejected ({self.rejected})"
+        assert self.score is not None
+        return f"{what}: {self.score.describe()}"
+
+
+@dataclass
+class TilingChoice:
+    chosen: Candidate
+    others: list[Candidate] = field(default_factory=list)     # scored runners-up, cheapest first
+    rejected: list[Candidate] = field(default_factory=list)
+    dims: dict[str, int] = field(default_factory=dict)         # the dims the scores are for
+    nominal: bool = False                                      # symbolic dims were scored at NOMINAL_DIM
+
+    @property
+    def params(self) -> Any:
+        return self.chosen.params
+
+    @property
+    def score(self) -> Estimate:
+        assert self.chosen.score is not None
+        return self.chosen.score
+
+    def report(self) -> TilingReport:
+        assert self.chosen.score is not None
+        return TilingReport(self.chosen.params, self.chosen.score,
+                            tuple(Option(c.params, c.score) for c in self.others),
+                            tuple(Option(c.params, rejected=c.rejected) for c in self.rejected),
+                            tuple(sorted(self.dims.items())), self.nominal)
+
+    def text(self) -> str:
+        return self.report().text()
+
+
+@dataclass(frozen=True)
+class Option:
+    """A candidate as the report keeps it: its tiling record, its score, or why it was rejected."""
+
+    params: Any
+    score: Estimate | None = None
+    rejected: str = ""
+
+
+@dataclass(frozen=True)
+class TilingReport:
+    """What `kernels[i].tiling` shows: the chosen tiling, its score, the runners-up and the rejected ones
+    (plain data, without the candidates' schedules)."""
+
+    params: Any
+    score: Estimate
+    others: tuple[Option, ...] = ()
+    rejected: tuple[Option, ...] = ()
+    dims: tuple[tuple[str, int], ...] = ()
+    nominal: bool = False
+
+    def text(self) -> str:
+        lines = [f"chosen: {_line(self.params, self.score)}"]
+        lines += [f"  runner-up: {_line(o.params, o.score)}" for o in self.others[:4]]
+        lines += [f"  {_describe(o.params)}: rejected ({o.rejected})" for o in self.rejected[:6]]
+        if self.nominal:
+            lines.append(f"  (scored with every symbolic dim = {NOMINAL_DIM}; tiling fields use the real dims)")
+        return "\n".join(lines)
+
+
+def _describe(params: Any) -> str:
+    return params.describe() if hasattr(params, "describe") else str(params)
+
+
+def _line(params: Any, score: Estimate | None) -> str:
+    return f"{_describe(params)}: {score.describe()}" if score is not None else _describe(params)
+
+
+class NoLegalTiling(Exception):
+    """Every candidate was rejected; the message lists why."""
+
+
+def scoring_dims(symbols: Iterable[str], given: Mapping[str, int] | None = None) -> tuple[dict[str, int], bool]:
+    given = dict(given or {})
+    out = {s: given.get(s, NOMINAL_DIM) for s in symbols}
+    return out, any(s not in given for s in symbols)
+
+
+def choose(params: Sequence[Any], build: Callable[[Any], TileSchedule], chip: Any, dims: Mapping[str, int],
+           sync_mode: str = "flags", nominal: bool = False) -> TilingChoice:
+    """Build, check and score every candidate; raises NoLegalTiling when none is legal.
+
+    Flags are planned for the cheapest candidates first (scoring needs no flags); one whose flags do not fit
+    the chip's event ids is rejected and the next one is tried.
+    """
+    scored: list[Candidate] = []
+    rejected: list[Candidate] = []
+    for p in params:
+        cand = Candidate(p)
+        try:
+            cand.schedule = build(p)
+            layout_buffers(cand.schedule, chip)
+            cand.score = estimate(cand.schedule, dims, chip)
+        except CapacityError as e:
+            cand.rejected = str(e)
+            rejected.append(cand)
+            continue
+        scored.append(cand)
+    scored.sort(key=lambda c: c.score.cycles if c.score else 0.0)
+    while scored:
+        best = scored[0]
+        assert best.schedule is not None
+        try:
+            best.sync = plan_sync(best.schedule.body, best.schedule.buffers, chip.event_ids, sync_mode)
+            break
+        except SyncAllocationError as e:
+            best.rejected = str(e)
+            rejected.append(scored.pop(0))
+    if not scored:
+        reasons = "; ".join(c.line() for c in rejected) or "no candidates"
+        raise NoLegalTiling(f"no legal tiling: {reasons}")
+    return TilingChoice(scored[0], scored[1:], rejected, dict(dims), nominal)
+
+
+def largest_fitting(fits: Callable[[int], bool], upper: int) -> int:
+    """The largest n in [1, upper] with fits(n) (fits is monotone: a bigger tile never fits better), or 0."""
+    if upper < 1 or not fits(1):
+        return 0
+    lo, hi = 1, upper
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if fits(mid):
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def free_dim_symbols(exprs: Iterable[Any]) -> set[str]:
+    out: set[str] = set()
+    for e in exprs:
+        out |= sy.free_symbols(e)
+    return out

@@ -1,0 +1,309 @@
+"""The per-tile computation of a vector kernel, as ops over virtual buffers.
+
+A vector kernel works on tiles of its domain: every value is either a FULL
+tile (rows x row length of the domain) or a ROW tile (one value per row:
+the result of a reduction over the row, kept or dropped dims alike). This
+module turns the kernel graph's nodes into a list of `VOp`s over `VBuf`s
+(virtual buffers), applying the lowering table: operands are cast to the
+dtype each instruction computes in, lower-space operands are expanded to
+the op's space, Python-scalar constants become immediate operands. Sizes are
+symbolic here: a `Geometry` supplies the element counts when the template
+turns VOps into tile ops, so the same VOps serve every tile size.
+"""
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from .. import dtypes, ops
+from ..ir import Node, Value, is_annotation
+from ..symbolic import IntLike
+from .kernel_graph import KernelGraph
+from .lowering import BOOL_FN, INT_IDENTITY, REDUCE, VectorLowering, no_lowering, vector_lowering
+
+
+class Space(enum.IntEnum):
+    SCALAR = 0  # one value for the whole kernel (a 1-element input)
+    ROW = 1     # one value per row of the tile
+    FULL = 2    # the whole tile
+
+
+@dataclass(eq=False)
+class VBuf:
+    id: int
+    space: Space
+    dtype: str
+    what: str = ""          # readable origin: "x", "exp %3", "cast", ...
+
+    def __repr__(self) -> str:
+        return f"v{self.id}:{self.space.name}:{self.dtype}"
+
+
+@dataclass
+class VOp:
+    kind: str                       # binary | scalar | unary | compare | select | cast | dup | copy | reduce
+                                    # | expand (ROW -> FULL) | finalize_mean
+    dst: VBuf
+    srcs: tuple[Any, ...]           # VBufs or immediate scalars
+    fn: str = ""
+    dtype: str = ""                 # the instruction's dtype (cast: the source dtype)
+    reverse: bool = False           # vscalar: fn(scalar, src)
+    note: str = ""
+
+    @property
+    def reads(self) -> list[VBuf]:
+        return [s for s in self.srcs if isinstance(s, VBuf)]
+
+
+@dataclass
+class Geometry:
+    """Element counts of one tile (expressions over the tiling fields and loop variables)."""
+
+    full: IntLike           # elements of a FULL value
+    row: IntLike            # elements of a ROW value (rows in the tile)
+    rows: IntLike           # rows, for vreduce / vbroadcast
+    cols: IntLike           # valid elements of one row in this tile (the rest is padding)
+    stride: IntLike         # elements between row starts in a FULL buffer
+
+    def count(self, space: Space) -> IntLike:
+        return self.full if space == Space.FULL else self.row
+
+
+@dataclass
+class InputUse:
+    """A kernel input read into a virtual buffer in a given space."""
+
+    index: int              # local Data index
+    value: Value            # the local Data value
+    space: Space
+    buf: VBuf
+    shape: tuple = ()       # the shape its layout is read as (an expand_dims view of it; else its own)
+
+
+@dataclass
+class VectorPlan:
+    ops: list[VOp]
+    inputs: list[InputUse]
+    outputs: list[tuple[int, VBuf]]          # (local output index, buffer holding it)
+    buffers: list[VBuf]
+    reductions: list[VOp] = field(default_factory=list)
+
+
+class _Builder:
+    def __init__(self, kg: KernelGraph, space_of: Callable[[Value], Space], kernel: str):
+        self.kg = kg
+        self.space_of = space_of
+        self.kernel = kernel
+        self.ops: list[VOp] = []
+        self.bufs: list[VBuf] = []
+        self.env: dict[Value, Any] = {}              # value -> VBuf or immediate scalar
+        self.inputs: dict[tuple[Value, Space], InputUse] = {}
+        self.cache: dict[tuple, VBuf] = {}           # (buf id, space, dtype) -> converted buffer
+        self.data_index = {n.out(): n.attrs["index"] for n in kg.graph.nodes if n.op == "Data"}
+        self.reductions: list[VOp] = []
+
+    def new(self, space: Space, dtype: str, what: str) -> VBuf:
+        b = VBuf(len(self.bufs), space, dtype, what)
+        self.bufs.append(b)
+        return b
+
+    def emit(self, op: VOp) -> VBuf:
+        self.ops.append(op)
+        return op.dst
+
+    # ---- operands ------------------------------------------------------------------------
+    def operand(self, v: Value, space: Space, dtype: str) -> Any:
+        """`v` in `space` as `dtype`: an immediate scalar, or a buffer (loaded, expanded, cast as needed)."""
+        if v.node.op == "Const":
+            return _scalar(v.node.attrs["value"], dtype)
+        if v.node.op == "Data":
+            src = self.load(v, min(space, self.space_of(v)), tuple(v.type.shape))
+        elif v not in self.env and is_input_view(v):
+            # expand_dims of an input only inserts size-1 dims: read the input's bytes with the view's shape
+            src = self.load(v.node.inputs[0], min(space, self.space_of(v)), tuple(v.type.shape))
+        else:
+            src = self.env[v]
+        return self.convert(src, space, dtype)
+
+    def load(self, v: Value, space: Space, shape: tuple) -> VBuf:
+        key = (v, space, shape)
+        if key not in self.inputs:
+            buf = self.new(space, v.type.dtype, v.node.name or f"in{self.data_index[v]}")
+            self.inputs[key] = InputUse(self.data_index[v], v, space, buf, shape)
+        return self.inputs[key].buf
+
+    def convert(self, src: VBuf, space: Space, dtype: str) -> VBuf:
+        key = (src.id, space, dtype)
+        if (src.space, src.dtype) == (space, dtype):
+            return src
+        if key in self.cache:
+            return self.cache[key]
+        cur = src
+        # cast in the smaller space (fewer elements), then expand
+        if cur.dtype != dtype:
+            cur = self.emit(VOp("cast", self.new(cur.space, dtype, f"{src.what} as {dtype}"), (cur,),
+                                dtype=cur.dtype, note=f"cast {cur.dtype}->{dtype}"))
+        if cur.space < space:
+            cur = self.emit(VOp("expand", self.new(space, cur.dtype, f"{src.what} expanded"), (cur,),
+                                dtype=cur.dtype, note=f"broadcast {cur.space.name} -> {space.name}"))
+        self.cache[key] = cur
+        return cur
+
+    # ---- nodes ------------------------------------------------------------------------------
+    def node(self, n: Node) -> None:
+        if is_input_view(n.out()):
+            return  # read through when used (see operand)
+        if n.op in REDUCE:
+            self.reduce(n)
+            return
+        low = vector_lowering(n.op)
+        if low is None:
+            raise no_lowering(n.op, self.kernel, n.loc, "the vector unit has no instruction for it")
+        out = n.outputs[0]
+        space = self.space_of(n.out())
+        handler = getattr(self, f"_{low.kind}")
+        self.env[n.out()] = handler(n, low, space, out.dtype)
+
+    def _compute_dtype(self, n: Node, low: VectorLowering, out_dtype: str) -> str:
+        if low.compute == "in":
+            return dtypes.promote(*[v.type.dtype for v in n.inputs])
+        return out_dtype
+
+    def _binary(self, n: Node, low: VectorLowering, space: Space, out_dtype: str) -> VBuf:
+        dt = self._compute_dtype(n, low, out_dtype)
+        fn = BOOL_FN.get(low.fn, low.fn) if dt == "bool" else low.fn
+        a, b = (self.operand(v, space, dt) for v in n.inputs)
+        label = _label(n)
+        dst = self.new(space, dt, label)
+        if isinstance(a, VBuf) and isinstance(b, VBuf):
+            return self.emit(VOp("binary", dst, (a, b), fn, dt, note=label))
+        if isinstance(a, VBuf):
+            return self.emit(VOp("scalar", dst, (a, b), fn, dt, note=label))
+        if isinstance(b, VBuf):
+            return self.emit(VOp("scalar", dst, (b, a), fn, dt, reverse=True, note=label))
+        return self.emit(VOp("dup", dst, (_eval_binary(n, a, b, dt),), dtype=dt, note=label))
+
+    def _compare(self, n: Node, low: VectorLowering, space: Space, out_dtype: str) -> VBuf:
+        dt = self._compute_dtype(n, low, out_dtype)
+        a, b = (self.operand(v, space, dt) for v in n.inputs)
+        label = _label(n)
+        dst = self.new(space, "bool", label)
+        fn = low.fn
+        if not isinstance(a, VBuf):
+            if not isinstance(b, VBuf):
+                return self.emit(VOp("dup", dst, (_eval_binary(n, a, b, dt),), dtype="bool", note=label))
+            a, b, fn = b, a, _SWAPPED[fn]
+        return self.emit(VOp("compare", dst, (a, b), fn, dt, note=label))
+
+    def _unary(self, n: Node, low: VectorLowering, space: Space, out_dtype: str) -> VBuf:
+        x = n.inputs[0]
+        if low.fn in INT_IDENTITY and x.type.dtype not in ("float16", "float32"):
+            return self.operand(x, space, out_dtype)
+        dt = out_dtype
+        fn = "not" if low.fn == "not" else low.fn
+        src = self.operand(x, space, dt)
+        label = _label(n)
+        return self.emit(VOp("unary", self.new(space, dt, label), (src,), fn, dt, note=label))
+
+    def _select(self, n: Node, low: VectorLowering, space: Space, out_dtype: str) -> VBuf:
+        cond, x, y = n.inputs
+        mask = self.operand(cond, space, "bool")
+        a, b = self.operand(x, space, out_dtype), self.operand(y, space, out_dtype)
+        label = _label(n)
+        dst = self.new(space, out_dtype, label)
+        if not isinstance(mask, VBuf):
+            pick = a if bool(mask) else b
+            if isinstance(pick, VBuf):
+                return self.emit(VOp("copy", dst, (pick,), dtype=out_dtype, note=label))
+            return self.emit(VOp("dup", dst, (pick,), dtype=out_dtype, note=label))
+        return self.emit(VOp("select", dst, (mask, a, b), dtype=out_dtype, note=label))
+
+    def _cast(self, n: Node, low: VectorLowering, space: Space, out_dtype: str) -> Any:
+        x = n.inputs[0]
+        src = self.operand(x, space, x.type.dtype)
+        if not isinstance(src, VBuf):
+            return self.emit(VOp("dup", self.new(space, out_dtype, _label(n)), (_scalar(np.asarray(src), out_dtype),),
+                                 dtype=out_dtype, note=_label(n)))
+        return self.convert(src, space, out_dtype)
+
+    def _full(self, n: Node, low: VectorLowering, space: Space, out_dtype: str) -> VBuf:
+        value = _scalar(np.asarray(n.attrs["fill_value"]), out_dtype)
+        return self.emit(VOp("dup", self.new(space, out_dtype, _label(n)), (value,), dtype=out_dtype,
+                             note=_label(n)))
+
+    def _identity(self, n: Node, low: VectorLowering, space: Space, out_dtype: str) -> Any:
+        return self.operand(n.inputs[0], space, out_dtype)
+
+    def reduce(self, n: Node) -> None:
+        fn, is_mean = REDUCE[n.op]
+        out_dtype = n.outputs[0].dtype
+        src = self.operand(n.inputs[0], Space.FULL, out_dtype)
+        label = _label(n)
+        if not isinstance(src, VBuf):
+            raise no_lowering(n.op, self.kernel, n.loc, "a reduction of a constant reached codegen")
+        op = VOp("reduce", self.new(Space.ROW, out_dtype, label), (src,), fn, out_dtype, note=label)
+        res = self.emit(op)
+        self.reductions.append(op)
+        if is_mean:
+            res = self.emit(VOp("finalize_mean", self.new(Space.ROW, out_dtype, label + " / n"), (res,),
+                                "div", out_dtype, note="mean: divide by the row length"))
+        self.env[n.out()] = res
+
+
+def is_input_view(v: Value) -> bool:
+    """expand_dims of a kernel input: a view of the input's bytes with size-1 dims inserted."""
+    return v.node.op == "expand_dims" and v.node.inputs[0].node.op == "Data"
+
+
+_SWAPPED = {"lt": "gt", "gt": "lt", "le": "ge", "ge": "le", "eq": "eq", "ne": "ne"}
+
+
+def _label(n: Node) -> str:
+    return f"{n.op}" + (f" {n.name}" if n.name else "")
+
+
+def _scalar(value: Any, dtype: str) -> Any:
+    """A Python number of `dtype`'s kind holding `value` (immediate operands are numbers)."""
+    arr = np.asarray(value).reshape(()).astype(dtypes.to_numpy(dtype))
+    if dtype in ("float16", "float32"):
+        return float(arr)
+    return int(arr)
+
+
+def _eval_binary(n: Node, a: Any, b: Any, dtype: str) -> Any:
+    """An op of two constants (the optimiser folds these at opt_level >= 1), evaluated eagerly."""
+    res = ops.get(n.op).eager(np.asarray(a, dtypes.to_numpy(dtype)), np.asarray(b, dtypes.to_numpy(dtype)),
+                              **{k: v for k, v in n.attrs.items() if not is_annotation(k)})
+    return _scalar(res, n.outputs[0].dtype)
+
+
+def build_vector_plan(kg: KernelGraph, nodes: Sequence[Node], space_of: Callable[[Value], Space],
+                      kernel: str, env: dict[Value, Any] | None = None) -> VectorPlan:
+    """VOps computing `nodes` (a topologically ordered subset of the kernel graph's nodes).
+
+    `env` gives values computed elsewhere (e.g. reductions of an earlier pass) as buffers.
+    """
+    b = _Builder(kg, space_of, kernel)
+    if env:
+        b.env.update(env)
+    for n in nodes:
+        b.node(n)
+    outputs = []
+    for i, v in enumerate(kg.graph.outputs):
+        if v.node.op == "Const":  # a kernel that only writes a constant (an If branch returning one)
+            value = _scalar(v.node.attrs["value"], v.type.dtype)
+            out = b.emit(VOp("dup", b.new(space_of(v), v.type.dtype, "constant"), (value,), dtype=v.type.dtype))
+        elif v.node.op == "Data":
+            out = b.operand(v, space_of(v), v.type.dtype)
+        elif v in b.env or is_input_view(v):
+            out = b.operand(v, space_of(v), v.type.dtype) if v not in b.env else b.env[v]
+        else:
+            continue
+        if not isinstance(out, VBuf):  # an op that reduced to an immediate (broadcast_to of a constant)
+            out = b.emit(VOp("dup", b.new(space_of(v), v.type.dtype, "constant"), (_scalar(out, v.type.dtype),),
+                             dtype=v.type.dtype))
+        outputs.append((i, out))
+    return VectorPlan(b.ops, list(b.inputs.values()), outputs, b.bufs, b.reductions)

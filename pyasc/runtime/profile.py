@@ -1,0 +1,97 @@
+"""The profile of one kernel call on the emulator: the launches it made, summed, with one combined trace."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from simulator import CallProfile, LaunchResult
+
+
+@dataclass
+class LaunchProfile:
+    kernel: int            # index into the artifact's device kernels
+    name: str
+    blocks: int
+    result: LaunchResult
+
+    @property
+    def cycles(self) -> int:
+        return self.result.cycles
+
+
+@dataclass
+class Profile:
+    """What `kernel.profile(...)` returns next to the outputs (simulated figures, deterministic)."""
+
+    clock_hz: float
+    gm_peak_bytes_per_s: float
+    per_launch: list[LaunchProfile] = field(default_factory=list)
+
+    @property
+    def launches(self) -> int:
+        return len(self.per_launch)
+
+    @property
+    def cycles(self) -> int:
+        """Launches run one after the other: the call's cycles are their sum."""
+        return sum(p.cycles for p in self.per_launch)
+
+    @property
+    def time_s(self) -> float:
+        return self.cycles / self.clock_hz
+
+    @property
+    def gm_read_bytes(self) -> int:
+        return sum(p.result.gm_read_bytes for p in self.per_launch)
+
+    @property
+    def gm_write_bytes(self) -> int:
+        return sum(p.result.gm_write_bytes for p in self.per_launch)
+
+    @property
+    def gm_bytes(self) -> int:
+        return self.gm_read_bytes + self.gm_write_bytes
+
+    @property
+    def l2_hit_bytes(self) -> int:
+        """GM reads the L2 served (they cost no HBM bandwidth)."""
+        return sum(p.result.l2_hit_bytes for p in self.per_launch)
+
+    @property
+    def pipe_busy(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for p in self.per_launch:
+            for pipe, c in p.result.pipe_busy.items():
+                out[pipe] = out.get(pipe, 0) + c
+        return out
+
+    @property
+    def gm_bandwidth_fraction(self) -> float:
+        if self.time_s <= 0:
+            return 0.0
+        return self.gm_bytes / self.time_s / self.gm_peak_bytes_per_s
+
+    def summary(self) -> str:
+        lines = [f"{self.launches} launch(es), {self.cycles:,} cycles = {self.time_s * 1e6:,.2f} us simulated; "
+                 f"GM read {self.gm_read_bytes:,} B, written {self.gm_write_bytes:,} B "
+                 f"({self.gm_bandwidth_fraction:.1%} of peak bandwidth)"]
+        header = f"{'#':>3}  {'kernel':<28}{'core':>5}{'blocks':>7}{'cycles':>12}{'us':>10}{'GM bytes':>14}  busiest pipe"
+        lines.append(header)
+        for i, p in enumerate(self.per_launch):
+            r = p.result
+            busy = max(r.pipe_busy.items(), key=lambda kv: kv[1], default=("-", 0))
+            util = busy[1] / (r.cycles * r.block_dim) if r.cycles else 0.0
+            lines.append(f"{i:>3}  {p.name:<28}{r.core_type.upper():>5}{p.blocks:>7}{r.cycles:>12,}"
+                         f"{r.time_s * 1e6:>10.2f}{r.gm_bytes:>14,}  {busy[0]} {util:.0%}")
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.summary()
+
+    def trace(self) -> dict[str, Any]:
+        """One Chrome trace of all launches, placed one after the other (the simulator's CallProfile)."""
+        return CallProfile([p.result for p in self.per_launch]).trace()
+
+    def save_trace(self, path: str) -> None:
+        """Write the combined Chrome-trace JSON (Perfetto opens it)."""
+        CallProfile([p.result for p in self.per_launch]).save_trace(path)

@@ -1,0 +1,543 @@
+"""Integer expressions over named symbols: the one algebra of dims, tiling formulas and host code.
+
+A value is either a Python `int` or an immutable `Expr`; the constructors
+below (and Python's operators on an Expr) simplify as they build, so a
+formula whose inputs are all known folds to an int. The same expression is
+evaluated in Python (`evaluate`) by the compiler and emitted to LLVM IR by
+the host-code generator, so the two can never disagree.
+
+Semantics are Python's on unbounded integers: `//` and `%` floor, `ceildiv`
+rounds up, comparisons give 0 or 1, `select(c, a, b)` is `a if c != 0 else b`.
+
+    n = sym("n")
+    tile = min_(n, 4096)
+    blocks = ceildiv(n, tile)
+    evaluate(blocks, {"n": 10000})   # 3
+    str(align_up(n, 16))             # "ceildiv(n, 16)*16"
+
+This module is a leaf: it imports nothing from pyasc.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Callable, Iterable, Mapping, Union
+
+#: ops with their arity; "add"/"mul"/"min"/"max" take two or more arguments
+BINARY = ("floordiv", "ceildiv", "mod", "lt", "le", "eq", "ne")
+VARIADIC = ("add", "mul", "min", "max")
+OPS = ("sym", *VARIADIC, *BINARY, "select")
+
+
+class Expr:
+    """A symbolic integer. Build with `sym` and the functions below; compare structurally with ==."""
+
+    __slots__ = ("op", "args", "_hash", "_text")
+
+    def __init__(self, op: str, args: tuple) -> None:
+        # only the simplifying constructors below call this
+        self.op = op
+        self.args = args
+        self._hash = hash((op, args))
+        self._text: str | None = None
+
+    # structural identity -------------------------------------------------
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Expr) and other._hash == self._hash and other.op == self.op and other.args == self.args
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __reduce__(self) -> tuple:
+        return (_rebuild, (self.op, self.args))
+
+    # arithmetic ------------------------------------------------------------
+    def __add__(self, o: "IntLike") -> "IntLike":
+        return add(self, o)
+
+    __radd__ = __add__
+
+    def __sub__(self, o: "IntLike") -> "IntLike":
+        return add(self, mul(-1, o))
+
+    def __rsub__(self, o: "IntLike") -> "IntLike":
+        return add(o, mul(-1, self))
+
+    def __mul__(self, o: "IntLike") -> "IntLike":
+        return mul(self, o)
+
+    __rmul__ = __mul__
+
+    def __neg__(self) -> "IntLike":
+        return mul(-1, self)
+
+    def __floordiv__(self, o: "IntLike") -> "IntLike":
+        return floordiv(self, o)
+
+    def __rfloordiv__(self, o: "IntLike") -> "IntLike":
+        return floordiv(o, self)
+
+    def __mod__(self, o: "IntLike") -> "IntLike":
+        return mod(self, o)
+
+    def __rmod__(self, o: "IntLike") -> "IntLike":
+        return mod(o, self)
+
+    def __int__(self) -> int:
+        raise TypeError(f"symbolic expression {self} has no integer value until its symbols are bound")
+
+    __index__ = __int__
+
+    # text ----------------------------------------------------------------------
+    def __str__(self) -> str:
+        if self._text is None:
+            self._text = _format(self)
+        return self._text
+
+    def __repr__(self) -> str:
+        return f"Expr({str(self)!r})"
+
+    @property
+    def name(self) -> str:
+        """The symbol's name (only for op "sym")."""
+        if self.op != "sym":
+            raise AttributeError(f"{self} is not a symbol")
+        return self.args[0]
+
+
+IntLike = Union[int, Expr]
+
+
+def _rebuild(op: str, args: tuple) -> IntLike:
+    return _BUILDERS[op](*args)
+
+
+def is_expr(v: Any) -> bool:
+    return isinstance(v, Expr)
+
+
+def _check(v: Any, what: str = "operand") -> IntLike:
+    if isinstance(v, Expr):
+        return v
+    if isinstance(v, bool) or not isinstance(v, int):
+        try:
+            import numpy as np  # numpy integers are common operands; this module stays importable without it
+
+            if isinstance(v, np.integer):
+                return int(v)
+        except ImportError:  # pragma: no cover - numpy is a core dependency
+            pass
+        raise TypeError(f"symbolic {what} must be an int or an Expr, got {type(v).__name__} {v!r}")
+    return v
+
+
+def sym(name: str) -> Expr:
+    """The symbol `name` (an identifier, optionally dotted: "x.d0")."""
+    if not isinstance(name, str) or not name or not all(p.isidentifier() for p in name.split(".")):
+        raise ValueError(f"a symbol name must be an identifier, got {name!r}")
+    return Expr("sym", (name,))
+
+
+# ---- simplifying constructors ---------------------------------------------------
+
+
+def _sort_key(v: IntLike) -> tuple:
+    return (0, v, "") if isinstance(v, int) else (1, 0, str(v))
+
+
+def _split_coeff(v: IntLike) -> tuple[int, IntLike]:
+    """v = coeff * rest, rest an Expr (or 1)."""
+    if isinstance(v, int):
+        return v, 1
+    if v.op == "mul" and isinstance(v.args[0], int):
+        rest = v.args[1:]
+        return v.args[0], rest[0] if len(rest) == 1 else Expr("mul", rest)
+    return 1, v
+
+
+def add(*terms: IntLike) -> IntLike:
+    """Sum with constants folded and like terms combined (2*n + n -> 3*n)."""
+    const = 0
+    coeffs: dict[IntLike, int] = {}
+    order: list[IntLike] = []
+    stack = [_check(t) for t in reversed(terms)]
+    while stack:
+        t = stack.pop()
+        if isinstance(t, int):
+            const += t
+            continue
+        if t.op == "add":
+            stack.extend(reversed(t.args))
+            continue
+        c, rest = _split_coeff(t)
+        if rest not in coeffs:
+            coeffs[rest] = 0
+            order.append(rest)
+        coeffs[rest] += c
+    live = sorted((r for r in order if coeffs[r] != 0), key=_sort_key)
+    parts: list[IntLike] = [mul(coeffs[r], r) for r in live]
+    if const:
+        parts.append(const)
+    if not parts:
+        return 0
+    if len(parts) == 1:
+        return parts[0]
+    return Expr("add", tuple(parts))
+
+
+def mul(*factors: IntLike) -> IntLike:
+    """Product with constants folded to one leading coefficient; a product with a sum is left as is."""
+    const = 1
+    rest: list[Expr] = []
+    stack = [_check(f) for f in reversed(factors)]
+    while stack:
+        f = stack.pop()
+        if isinstance(f, int):
+            const *= f
+        elif f.op == "mul":
+            stack.extend(reversed(f.args))
+        else:
+            rest.append(f)
+    if const == 0:
+        return 0
+    if not rest:
+        return const
+    rest.sort(key=_sort_key)
+    if len(rest) == 1 and rest[0].op == "add":
+        # distribute a constant over a sum, so that n*2 + (n + 1)*2 still folds
+        return add(*(mul(const, t) for t in rest[0].args)) if const != 1 else rest[0]
+    if const == 1 and len(rest) == 1:
+        return rest[0]
+    return Expr("mul", ((const,) if const != 1 else ()) + tuple(rest))
+
+
+def _divides(d: int, v: IntLike) -> bool:
+    """Whether the int `d` divides `v` for every value of its symbols."""
+    if isinstance(v, int):
+        return v % d == 0
+    if v.op == "add":
+        return all(_divides(d, t) for t in v.args)
+    c, _ = _split_coeff(v)
+    return c % d == 0
+
+
+def _exact_div(v: IntLike, d: int) -> IntLike:
+    """v / d for a v that `_divides` shows to be a multiple of d."""
+    if isinstance(v, int):
+        return v // d
+    if v.op == "add":
+        return add(*(_exact_div(t, d) for t in v.args))
+    c, rest = _split_coeff(v)
+    return mul(c // d, rest)
+
+
+def floordiv(a: IntLike, b: IntLike) -> IntLike:
+    a, b = _check(a), _check(b)
+    if isinstance(b, int):
+        if b == 0:
+            raise ZeroDivisionError(f"symbolic floordiv of {a} by zero")
+        if isinstance(a, int):
+            return a // b
+        if b == 1:
+            return a
+        if b > 0 and _divides(b, a):
+            return _exact_div(a, b)
+        if a.op == "floordiv" and isinstance(a.args[1], int) and a.args[1] > 0 and b > 0:
+            return floordiv(a.args[0], a.args[1] * b)  # (x // p) // q == x // (p*q) for p, q > 0
+    if isinstance(a, int) and a == 0:
+        return 0
+    return Expr("floordiv", (a, b))
+
+
+def ceildiv(a: IntLike, b: IntLike) -> IntLike:
+    a, b = _check(a), _check(b)
+    if isinstance(b, int):
+        if b == 0:
+            raise ZeroDivisionError(f"symbolic ceildiv of {a} by zero")
+        if isinstance(a, int):
+            return -(-a // b)
+        if b == 1:
+            return a
+        if b > 0 and _divides(b, a):
+            return _exact_div(a, b)
+    if isinstance(a, int) and a == 0:
+        return 0
+    return Expr("ceildiv", (a, b))
+
+
+def mod(a: IntLike, b: IntLike) -> IntLike:
+    a, b = _check(a), _check(b)
+    if isinstance(b, int):
+        if b == 0:
+            raise ZeroDivisionError(f"symbolic mod of {a} by zero")
+        if isinstance(a, int):
+            return a % b
+        if b == 1 or (b > 0 and _divides(b, a)):
+            return 0
+    return Expr("mod", (a, b))
+
+
+def align_up(a: IntLike, b: IntLike) -> IntLike:
+    """The smallest multiple of b that is >= a."""
+    return mul(ceildiv(a, b), b)
+
+
+def align_down(a: IntLike, b: IntLike) -> IntLike:
+    return mul(floordiv(a, b), b)
+
+
+def _minmax(op: str, pick: Callable[[Iterable[int]], int], values: tuple) -> IntLike:
+    if not values:
+        raise TypeError(f"{op}() needs at least one argument")
+    const: int | None = None
+    rest: list[Expr] = []
+    stack = [_check(v) for v in reversed(values)]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, int):
+            const = v if const is None else pick((const, v))
+        elif v.op == op:
+            stack.extend(reversed(v.args))
+        elif v not in rest:
+            rest.append(v)
+    rest = _drop_dominated(op, rest)
+    if not rest:
+        assert const is not None
+        return const
+    rest.sort(key=_sort_key)
+    parts: tuple = tuple(rest) + (() if const is None else (const,))
+    if len(parts) == 1:
+        return parts[0]
+    return Expr(op, parts)
+
+
+def _drop_dominated(op: str, rest: list[Expr]) -> list[Expr]:
+    """min(x + 3, x + 5) -> x + 3: terms that differ only by a constant compare exactly."""
+    best: dict[IntLike, tuple[int, Expr]] = {}
+    order: list[IntLike] = []
+    for v in rest:
+        base, off = _split_const(v)
+        if base not in best:
+            best[base] = (off, v)
+            order.append(base)
+        elif (off < best[base][0]) == (op == "min"):
+            best[base] = (off, v)
+    return [best[b][1] for b in order]
+
+
+def _split_const(v: Expr) -> tuple[IntLike, int]:
+    if v.op == "add" and isinstance(v.args[-1], int):
+        rest = v.args[:-1]
+        return (rest[0] if len(rest) == 1 else Expr("add", rest)), v.args[-1]
+    return v, 0
+
+
+def min_(*values: IntLike) -> IntLike:
+    return _minmax("min", min, values)
+
+
+def max_(*values: IntLike) -> IntLike:
+    return _minmax("max", max, values)
+
+
+def _compare(op: str, a: IntLike, b: IntLike, fn: Callable[[int, int], bool]) -> IntLike:
+    a, b = _check(a), _check(b)
+    if isinstance(a, int) and isinstance(b, int):
+        return int(fn(a, b))
+    if a == b:
+        return int(fn(0, 0))
+    diff = add(a, mul(-1, b))
+    if isinstance(diff, int):
+        return int(fn(diff, 0))
+    return Expr(op, (a, b))
+
+
+def lt(a: IntLike, b: IntLike) -> IntLike:
+    return _compare("lt", a, b, lambda x, y: x < y)
+
+
+def le(a: IntLike, b: IntLike) -> IntLike:
+    return _compare("le", a, b, lambda x, y: x <= y)
+
+
+def gt(a: IntLike, b: IntLike) -> IntLike:
+    return lt(b, a)
+
+
+def ge(a: IntLike, b: IntLike) -> IntLike:
+    return le(b, a)
+
+
+def eq(a: IntLike, b: IntLike) -> IntLike:
+    return _compare("eq", a, b, lambda x, y: x == y)
+
+
+def ne(a: IntLike, b: IntLike) -> IntLike:
+    return _compare("ne", a, b, lambda x, y: x != y)
+
+
+def select(cond: IntLike, a: IntLike, b: IntLike) -> IntLike:
+    cond, a, b = _check(cond), _check(a), _check(b)
+    if isinstance(cond, int):
+        return a if cond != 0 else b
+    if a == b:
+        return a
+    return Expr("select", (cond, a, b))
+
+
+_BUILDERS: dict[str, Callable[..., IntLike]] = {
+    "sym": sym, "add": add, "mul": mul, "floordiv": floordiv, "ceildiv": ceildiv, "mod": mod,
+    "min": min_, "max": max_, "lt": lt, "le": le, "eq": eq, "ne": ne, "select": select,
+}
+
+
+def build(op: str, *args: IntLike) -> IntLike:
+    """The expression `op(*args)`, simplified (the inverse of reading `e.op, e.args`)."""
+    try:
+        fn = _BUILDERS[op]
+    except KeyError:
+        raise ValueError(f"unknown symbolic op {op!r}; known: {', '.join(OPS)}") from None
+    return fn(*args)
+
+
+# ---- queries -----------------------------------------------------------------------
+
+_EVAL: dict[str, Callable[..., int]] = {
+    "add": lambda *a: sum(a),
+    "mul": lambda *a: math.prod(a),
+    "floordiv": lambda a, b: a // b,
+    "ceildiv": lambda a, b: -(-a // b),
+    "mod": lambda a, b: a % b,
+    "min": lambda *a: min(a),
+    "max": lambda *a: max(a),
+    "lt": lambda a, b: int(a < b),
+    "le": lambda a, b: int(a <= b),
+    "eq": lambda a, b: int(a == b),
+    "ne": lambda a, b: int(a != b),
+}
+
+
+class UnboundSymbolError(KeyError):
+    """evaluate() met a symbol with no binding."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+def evaluate(v: IntLike, bindings: Mapping[str, int]) -> int:
+    """The int value of `v` with every symbol bound; raises UnboundSymbolError naming a missing one."""
+    if isinstance(v, int):
+        return v
+    if v.op == "sym":
+        try:
+            return int(bindings[v.args[0]])
+        except KeyError:
+            raise UnboundSymbolError(f"symbol {v.args[0]!r} of {v} is not bound "
+                                     f"(bound: {', '.join(sorted(bindings)) or 'none'})") from None
+    if v.op == "select":
+        c = evaluate(v.args[0], bindings)
+        return evaluate(v.args[1] if c != 0 else v.args[2], bindings)
+    return _EVAL[v.op](*(evaluate(a, bindings) for a in v.args))
+
+
+def substitute(v: IntLike, mapping: Mapping[str, IntLike]) -> IntLike:
+    """`v` with the named symbols replaced (by ints or expressions), simplified."""
+    if isinstance(v, int):
+        return v
+    if v.op == "sym":
+        return _check(mapping.get(v.args[0], v))
+    return _BUILDERS[v.op](*(substitute(a, mapping) for a in v.args))
+
+
+def free_symbols(v: IntLike) -> frozenset[str]:
+    if isinstance(v, int):
+        return frozenset()
+    if v.op == "sym":
+        return frozenset((v.args[0],))
+    out: set[str] = set()
+    for a in v.args:
+        out |= free_symbols(a)
+    return frozenset(out)
+
+
+def is_static(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def walk(v: IntLike) -> Iterable[Expr]:
+    """Every sub-expression of `v`, children before parents (each distinct one once)."""
+    seen: set[Expr] = set()
+    out: list[Expr] = []
+
+    def visit(e: IntLike) -> None:
+        if isinstance(e, int) or e in seen:
+            return
+        seen.add(e)
+        if e.op != "sym":
+            for a in e.args:
+                visit(a)
+        out.append(e)
+
+    visit(v)
+    return out
+
+
+# ---- text and JSON -------------------------------------------------------------------
+
+_INFIX = {"lt": "<", "le": "<=", "eq": "==", "ne": "!="}
+
+
+def _format(e: Expr) -> str:
+    if e.op == "sym":
+        return e.args[0]
+    if e.op == "add":
+        c0, rest0 = _split_coeff(e.args[0])
+        out = f"-{_atom(mul(-c0, rest0), 'mul')}" if c0 < 0 else _atom(e.args[0], "add")
+        for t in e.args[1:]:
+            c, rest = _split_coeff(t)
+            if c < 0:
+                out += f" - {_atom(mul(-c, rest), 'add')}"
+            else:
+                out += f" + {_atom(t, 'add')}"
+        return out
+    if e.op == "mul":
+        if e.args[0] == -1:
+            return "-" + "*".join(_atom(a, "mul") for a in e.args[1:])
+        return "*".join(_atom(a, "mul") for a in e.args)
+    if e.op in _INFIX:
+        return f"{_atom(e.args[0], 'cmp')} {_INFIX[e.op]} {_atom(e.args[1], 'cmp')}"
+    if e.op in ("floordiv", "mod"):
+        sep = " // " if e.op == "floordiv" else " % "
+        return f"{_atom(e.args[0], 'mul')}{sep}{_atom(e.args[1], 'div')}"
+    return f"{e.op}({', '.join(str(a) for a in e.args)})"
+
+
+def _atom(v: IntLike, ctx: str) -> str:
+    """Text of `v` as an operand in context `ctx`, parenthesised where precedence needs it."""
+    text = str(v)
+    if isinstance(v, int):
+        return f"({text})" if v < 0 and ctx != "add" else text
+    loose = {"add": (), "mul": ("add", "lt", "le", "eq", "ne"), "div": ("add", "mul", "floordiv", "mod", "lt", "le",
+                                                                       "eq", "ne"),
+             "cmp": ("lt", "le", "eq", "ne")}[ctx]
+    return f"({text})" if v.op in loose else text
+
+
+def to_json(v: IntLike) -> Any:
+    """A JSON-able form: ints as ints, expressions as ["op", arg, ...] (symbols ["sym", name])."""
+    if isinstance(v, int):
+        return v
+    return [v.op, *(a if v.op == "sym" else to_json(a) for a in v.args)]
+
+
+def from_json(data: Any) -> IntLike:
+    if isinstance(data, bool):
+        raise ValueError(f"not a symbolic expression: {data!r}")
+    if isinstance(data, int):
+        return data
+    if not isinstance(data, list) or not data or data[0] not in OPS:
+        raise ValueError(f"not a symbolic expression: {data!r}")
+    if data[0] == "sym":
+        if len(data) != 2:
+            raise ValueError(f"a symbol is ['sym', name], got {data!r}")
+        return sym(data[1])
+    return _BUILDERS[data[0]](*(from_json(a) for a in data[1:]))

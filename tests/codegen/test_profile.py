@@ -1,0 +1,77 @@
+"""What the profile reports, on deterministic simulated figures (no wall-clock time is asserted)."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import pyasc
+
+import perf_kernels as P
+
+N = 1 << 20
+
+
+@pytest.fixture(scope="module")
+def x():
+    return np.random.default_rng(0).random(N).astype(np.float32)
+
+
+def profile(fn, *args, **options):
+    return pyasc.kernel(fn, **options).profile(*args)[1]
+
+
+def test_a_fused_kernel_moves_the_minimal_bytes(x):
+    p = profile(P.chain4, x, x)
+    minimal = 3 * x.nbytes  # two inputs read once, one output written once
+    assert p.launches == 1
+    assert abs(p.gm_bytes - minimal) <= 0.02 * minimal
+
+
+def test_fusion_saves_gm_traffic(x):
+    unfused, fused = profile(P.chain4, x, x, opt_level=0), profile(P.chain4, x, x, opt_level=3)
+    assert unfused.launches == 4 and fused.launches == 1
+    assert unfused.gm_bytes >= 2.5 * fused.gm_bytes
+
+
+def test_double_buffering_overlaps_the_pipes(x):
+    single = profile(P.chain4, x, x, cores=4, buffer_num=1)
+    double = profile(P.chain4, x, x, cores=4, buffer_num=2)
+    assert single.cycles >= 1.3 * double.cycles
+
+
+def test_many_cores_beat_one_and_never_beat_the_gm_bandwidth(x):
+    one, all_ = profile(P.chain4, x, x, cores=1), profile(P.chain4, x, x)
+    assert all_.per_launch[0].blocks == 48
+    assert one.cycles >= 5 * all_.cycles
+    for p in (one, all_):
+        for launch in p.per_launch:
+            assert launch.result.gm_bandwidth_fraction <= 1.0
+
+
+def test_profile_fields_summary_and_trace(tmp_path):
+    x = np.ones((64, 128), np.float32)
+    w, b = np.ones(128, np.float32), np.zeros(128, np.float32)
+    out, p = pyasc.kernel(P.affine, chip="tiny").profile(x, w, b)
+    np.testing.assert_array_equal(out, np.ones((64, 128), np.float32))
+    assert p.cycles == sum(l.cycles for l in p.per_launch) and p.cycles > 0
+    assert p.time_s == pytest.approx(p.cycles / 1.8e9)
+    # each core reads the broadcast row operands once (they stay resident in its UB)
+    cores = p.per_launch[0].blocks
+    assert p.gm_read_bytes == x.nbytes + cores * (w.nbytes + b.nbytes) and p.gm_write_bytes == x.nbytes
+    assert set(p.pipe_busy) >= {"V", "MTE2", "MTE3"}
+    text = p.summary()
+    assert "1 launch(es)" in text and "affine_k0" in text
+    path = tmp_path / "trace.json"
+    p.save_trace(str(path))
+    events = json.loads(path.read_text())["traceEvents"]
+    tracks = {e["args"]["name"] for e in events if e.get("name") == "thread_name"}
+    assert {"V", "MTE2", "MTE3"} <= tracks
+    assert any(e.get("ph") == "X" and e.get("name", "").startswith("copy") for e in events)
+
+
+def test_profile_on_the_reference_backend_is_refused():
+    k = pyasc.kernel(P.affine, backend="reference")
+    with pytest.raises(ValueError, match="needs the emulator backend"):
+        k.profile(np.ones((2, 3), np.float32), np.ones(3, np.float32), np.ones(3, np.float32))
