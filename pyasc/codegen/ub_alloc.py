@@ -97,10 +97,11 @@ def assign(ops: Sequence[VOp], loaded: Sequence[VBuf], resident: Sequence[VBuf],
             chosen = new("out" if want_rot else "tmp", dst, want_rot)
         of[dst.id] = chosen
         # operands that die here (and were not taken over) go back to the pool
-        for s in op.reads:
+        # (an op may read one value twice, `x * x`: the buffer is released once)
+        for s in {s.id: s for s in op.reads}.values():
             p = of.get(s.id)
             if p is not None and p is not chosen and p.kind != "res" and last.get(s.id) == i \
-                    and not _still_held(p, of, last, i):
+                    and not _still_held(p, of, last, i) and p not in pool.get(p.key, []):
                 pool.setdefault(p.key, []).append(p)
     for v_id, p in of.items():
         p.holds.append(str(v_id))
