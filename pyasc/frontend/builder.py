@@ -23,7 +23,7 @@ from ..errors import CompileError, InferError, SourceLoc
 from ..markers import constexpr
 from ..ir.graph import Value
 from ..tensor_type import Sym
-from . import branches, calls, guards, indexing
+from . import branches, calls, guards, indexing, pytree
 from .context import BuildState, GraphContext
 from .scope import CLOSURE, GLOBAL, Scope, UnassignedFreeVariable, Undefined
 from .source import ParsedFunction
@@ -67,7 +67,6 @@ UNSUPPORTED: dict[type, str] = {
     ast.Yield: "`yield` is not supported in a kernel",
     ast.YieldFrom: "`yield from` is not supported in a kernel",
     ast.Await: "`await` is not supported in a kernel",
-    ast.Dict: "dict displays are not supported in a kernel",
     ast.Set: "set displays are not supported in a kernel",
     ast.DictComp: "dict comprehensions are not supported in a kernel",
     ast.SetComp: "set comprehensions are not supported in a kernel",
@@ -687,6 +686,9 @@ class FunctionBuilder:
 
     def _e_List(self, node: ast.List) -> list:
         return self._elements(node.elts)
+
+    def _e_Dict(self, node: ast.Dict) -> dict:
+        return pytree.dict_display(self, node)
 
     def _e_Starred(self, node: ast.Starred) -> Any:
         raise self.error(f"`{self.text(node)}` (a starred expression) is not allowed here", node)

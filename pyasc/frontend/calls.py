@@ -24,7 +24,7 @@ import numpy as np
 from .. import dtypes, ops
 from ..errors import CompileError, Note
 from ..tensor_type import Sym
-from . import guards, source
+from . import guards, objects, pytree, source
 from .protocol import KernelBuilder
 from .scope import Scope, assigned_names
 from .tensors import as_operand, strong_dtypes
@@ -144,6 +144,8 @@ def call_value(b: KernelBuilder, callee: Any, args: list[Any], kwargs: dict[str,
         raise b.error(
             f"{name}() would change a constant numpy array in place, which a kernel does not do "
             "(constants are read-only; compute a new value instead)", at)
+    if objects.is_dict_method(callee):
+        return objects.dict_method(b, callee, args, kwargs, at, name)
     if isinstance(callee, types.BuiltinMethodType) and isinstance(getattr(callee, "__self__", None), list):
         if callee.__name__ in ("index", "count", "copy"):
             return compile_time_call_allowing_tensors(b, callee, args, kwargs, at, name)
@@ -153,6 +155,12 @@ def call_value(b: KernelBuilder, callee: Any, args: list[Any], kwargs: dict[str,
     if isinstance(callee, types.MethodType) and isinstance(callee.__func__, types.FunctionType):
         guards.derive(b.state, callee, "__func__", callee.__func__)
         return inline(b, callee.__func__, [callee.__self__, *args], kwargs, at, name)
+    if pytree.is_record_class(callee):
+        return pytree.construct(b, callee, args, kwargs, at, name)
+    call = objects.call_method_of(callee)
+    if call is not None:  # `layer(x)`: the object's own __call__, with the object as `self`
+        guards.derive(b.state, callee, "__call__", call)
+        return inline(b, call, [callee, *args], kwargs, at, name)
     if isinstance(callee, type) and issubclass(callee, BaseException):
         raise b.error(f"{name}(...) is only supported in a `raise` statement", at)
     raise b.error(
