@@ -24,7 +24,7 @@ from ..guards import Guard
 from ..ir.graph import Graph, Value
 from ..tensor_type import TensorType
 from ..pytree import LEAF, LEAF_DEF, TUPLE, TreeDef
-from . import guards, pytree
+from . import guards, objects, pytree
 from .builder import FunctionBuilder
 from .context import BuildState, GraphContext
 from .scope import Scope, assigned_names
@@ -70,6 +70,7 @@ def build_graph(fn: Any, specs: Sequence[ArgSpec], *, unroll_budget: int = 4096)
         raise parsed.error("an `async def` function cannot be a kernel", parsed.tree)
     graph = Graph(parsed.fn.__name__)
     state = BuildState(unroll_budget, graph)
+    state.root = fn
     guards.begin(state, parsed.fn)
     scope = Scope(parsed.fn, assigned_names(parsed.tree))
     builder = FunctionBuilder(state, parsed, scope, GraphContext(graph))
@@ -120,6 +121,9 @@ def _bind_parameters(b: FunctionBuilder, graph: Graph, specs: Sequence[ArgSpec])
         if star is not None:
             raise b.error(f"a kernel cannot take `{stars}{star.arg}`; list its parameters one by one", star)
     params = [*args.posonlyargs, *args.args, *args.kwonlyargs]
+    if objects.bound_self(b.state.root) is not None and params:  # a method kernel: `self` is not an argument
+        b.scope.bind(params[0].arg, guards.read_self(b, b.state.root.__self__, params[0]))
+        params = params[1:]
     names = [p.arg for p in params]
     by_name: dict[str, ArgSpec] = {}
     for spec in specs:
@@ -135,14 +139,14 @@ def _bind_parameters(b: FunctionBuilder, graph: Graph, specs: Sequence[ArgSpec])
         if spec.type is not None and not isinstance(spec.type, TensorType):
             raise TypeError(f"ArgSpec `{spec.name}`: type must be a TensorType or None, got {spec.type!r}")
         by_name[spec.name] = spec
-    signature = inspect.signature(fn)
+    signature = inspect.signature(fn)  # the function's own, `self` included
     for p in params:
         spec = by_name.get(p.arg)
         if spec is None:
             default = signature.parameters[p.arg].default
             if default is inspect.Parameter.empty:
                 raise TypeError(f"no ArgSpec for parameter `{p.arg}` of {fn.__qualname__}, which has no default")
-            b.scope.bind(p.arg, default)
+            b.scope.bind(p.arg, guards.read_default(b, fn, p.arg, p))  # guarded on its path, like a helper's
         elif spec.type is not None:
             b.scope.bind(p.arg, graph.add_input(spec.type, name=p.arg, loc=b.loc(p)))
         elif isinstance(spec.value, pytree.TreeArg):

@@ -23,7 +23,7 @@ from ..errors import CompileError, InferError, SourceLoc
 from ..markers import constexpr
 from ..ir.graph import Value
 from ..tensor_type import Sym
-from . import branches, calls, guards, indexing, pytree
+from . import branches, calls, guards, indexing, objects, pytree
 from .context import BuildState, GraphContext
 from .scope import CLOSURE, GLOBAL, Scope, UnassignedFreeVariable, Undefined
 from .source import ParsedFunction
@@ -537,12 +537,13 @@ class FunctionBuilder:
         base = self.eval(node.value)
         if is_tensor(base):
             return self._tensor_attribute(base, node.attr, node)
+        attr = objects.mangle(self, node.attr)  # `self.__w` in a class body is `self._Class__w`
         try:
-            value = getattr(base, node.attr)
+            value = getattr(base, attr)
         except AttributeError:
             owner = f"module {base.__name__}" if inspect.ismodule(base) else describe(base)
             raise self.error(f"{owner} has no attribute `{node.attr}`", node) from None
-        return guards.read_step(self, base, guards.Attr(node.attr), value, node)
+        return guards.read_step(self, base, guards.Attr(attr), value, node)
 
     def _tensor_attribute(self, x: Value, attr: str, node: ast.Attribute) -> Any:
         t = x.type

@@ -130,6 +130,11 @@ def call_value(b: KernelBuilder, callee: Any, args: list[Any], kwargs: dict[str,
     if isinstance(inner, types.FunctionType):
         guards.derive(b.state, callee, "py_func", inner)
         return inline(b, inner, args, kwargs, at, name)
+    if isinstance(inner, types.MethodType) and isinstance(inner.__func__, types.FunctionType):  # a method kernel
+        guards.derive(b.state, callee, "py_func", inner)
+        guards.derive(b.state, inner, "__func__", inner.__func__)
+        guards.derive(b.state, inner, "__self__", inner.__self__)
+        return inline(b, inner.__func__, [inner.__self__, *args], kwargs, at, name)
     if isinstance(callee, types.FunctionType):
         return inline(b, callee, args, kwargs, at, name)
     if _numpy_compile_time(callee):
@@ -463,8 +468,12 @@ def inline(b: KernelBuilder, fn: types.FunctionType, args: list[Any], kwargs: di
         bound = inspect.signature(fn).bind(*args, **kwargs)
     except TypeError as e:
         raise b.error(f"{name}(): {e}", at) from None
+    given = set(bound.arguments)
     bound.apply_defaults()
     guards.read_function(b, fn, at)
+    for param in bound.signature.parameters.values():
+        if param.name not in given and param.default is not inspect.Parameter.empty:  # a default: its own path
+            bound.arguments[param.name] = guards.read_default(b, fn, param.name, at)
     qualname = qualified_name(fn)
     if qualname not in b.state.helpers:
         b.state.helpers.append(qualname)

@@ -69,6 +69,12 @@ def read_name(b: KernelBuilder, name: str, where: str, value: Any, at: Any) -> A
     return _read(b, path + (step,), value, at, label)
 
 
+def read_self(b: KernelBuilder, obj: Any, at: Any) -> Any:
+    """The `self` of a method kernel (`pyasc.kernel(obj.method)`): the root's `__self__`, guarded like a
+    global, so `self.w` reads are paths from it."""
+    return _read(b, (Attr("__self__"),), obj, at, "self")
+
+
 def read_step(b: KernelBuilder, base: Any, step: Attr | Item, value: Any, at: Any) -> Any:
     """`base.attr` or `base[key]` evaluated at compile time; tracked when `base` was reached by a path."""
     base_path = path_of(b.state, base)
@@ -107,6 +113,19 @@ def read_function(b: KernelBuilder, fn: types.FunctionType, at: Any) -> None:
     path = _function_path(b.state, fn)
     for attr in ("__code__", "__defaults__", "__kwdefaults__"):
         _read(b, path + (Attr(attr),), getattr(fn, attr), at)
+
+
+def read_default(b: KernelBuilder, fn: types.FunctionType, name: str, at: Any) -> Any:
+    """The default of parameter `name` of `fn` (the kernel, for a parameter the call left out), read through
+    `fn.__defaults__[i]` or `fn.__kwdefaults__[name]` so it is guarded on that path."""
+    read_function(b, fn, at)
+    code = fn.__code__
+    positional = code.co_varnames[:code.co_posonlyargcount + code.co_argcount]
+    if name in positional:
+        defaults = fn.__defaults__ or ()
+        i = positional.index(name) - (len(positional) - len(defaults))
+        return read_step(b, defaults, Item(i), defaults[i], at)
+    return read_step(b, fn.__kwdefaults__, Item(name), fn.__kwdefaults__[name], at)
 
 
 def derive(state: BuildState, base: Any, attr: str, value: Any) -> None:

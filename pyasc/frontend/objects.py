@@ -61,6 +61,11 @@ def dict_method(b: KernelBuilder, callee: Any, args: list, kwargs: dict, at: ast
     return {k: read(k) for k in d}  # copy
 
 
+def bound_self(root: Any) -> Any:
+    """The instance a method kernel is bound to (`pyasc.kernel(obj.method)`), or None for a function."""
+    return root.__self__ if isinstance(root, types.MethodType) else None
+
+
 def call_method_of(callee: Any) -> types.FunctionType | None:
     """`type(obj).__call__` when it is a Python function (so a call of `obj` can be inlined), else None."""
     if isinstance(callee, (type, types.FunctionType, types.BuiltinFunctionType, types.MethodType)):

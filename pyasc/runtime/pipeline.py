@@ -19,7 +19,7 @@ from .errors import InternalCompilerError, debug_enabled
 from .guardset import GuardSet, from_frontend
 from .keys import KeyComponents, full_key
 from .options import KernelOptions
-from .specialize import BoundCall, Param, TensorKey, describe_key, is_tensor_value, tensor_type
+from .specialize import UNKEYED_DEFAULT, BoundCall, Param, TensorKey, describe_key, is_tensor_value, tensor_type
 from .treeargs import TreeKey, leaf_name
 
 
@@ -36,7 +36,7 @@ def compile_call(fn: Any, name: str, params: Sequence[Param], options: KernelOpt
                  components: KeyComponents, components_digest: str) -> CompiledKernel:
     from ..frontend import ArgSpec, build_graph  # the frontend is loaded on the first compile, never on a hit
 
-    specs = [_spec(ArgSpec, p, k, v) for p, k, v in zip(params, call.key, call.values)]
+    specs = [_spec(ArgSpec, p, k, v) for p, k, v in zip(params, call.key, call.values) if k != UNKEYED_DEFAULT]
     t0 = time.perf_counter()
     with _stage(name, "the frontend"):
         fe = build_graph(fn, specs, unroll_budget=options.unroll_budget)

@@ -236,6 +236,9 @@ class ConstKey(NamedTuple):
 
 ArgKey = Union[TensorKey, ConstKey, TreeKey]
 
+#: the key of a parameter left at a default that has no key of its own (see `specialize`)
+UNKEYED_DEFAULT = ConstKey(("default",))
+
 
 @dataclass
 class BoundCall:
@@ -282,6 +285,9 @@ def specialize(kernel: str, params: Sequence[Param], values: Sequence[Any], dyna
         try:
             key.append(ConstKey(const_key(v)))
         except TypeError:
+            if v is p.default:  # a default (a function, an object) the call left alone: the compile reads it
+                key.append(UNKEYED_DEFAULT)  # from the function and guards it like a global
+                continue
             if p.constexpr:
                 raise ArgumentTypeError(f"{kernel}() argument {p.name!r} is annotated pyasc.constexpr but got a "
                                 f"{type(v).__qualname__}; a compile-time value must be a bool, int, float, str, "
@@ -340,6 +346,8 @@ def const_text(ck: Any) -> str:
         return f"({inner},)" if len(body[0]) == 1 else f"({inner})"
     if kind == "dtype":
         return body[0]
+    if kind == "default":
+        return "<default>"
     if kind == "array":
         return f"array{list(body[1])}<{np.dtype(body[0]).name}>"
     return repr(ck)
