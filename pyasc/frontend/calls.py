@@ -24,7 +24,7 @@ import numpy as np
 from .. import dtypes, ops
 from ..errors import CompileError, Note
 from ..tensor_type import Sym
-from . import guards, objects, pytree, source
+from . import dtype_rules, guards, objects, pytree, source
 from .protocol import KernelBuilder
 from .scope import Scope, assigned_names
 from .tensors import as_operand, strong_dtypes
@@ -228,6 +228,7 @@ def op_call(b: KernelBuilder, fn: Any, op_name: str, args: Sequence[Any], kwargs
     """A call of an op's public function (or its numpy twin): bind, fold or emit."""
     if not ops.exists(op_name):
         raise b.error(f"{display} maps to the op {op_name!r}, which is not registered", at)
+    args, kwargs = dtype_rules.python_dtypes(list(args), dict(kwargs))  # astype(int) is int32 (dtype_rules.py)
     try:
         op_name, tensors, attrs = bind_op(fn, op_name, list(args), dict(kwargs))
     except TypeError as e:
