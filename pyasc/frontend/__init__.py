@@ -82,7 +82,7 @@ def build_graph(fn: Any, specs: Sequence[ArgSpec], *, unroll_budget: int = 4096)
     returns_tuple = out_tree.kind == TUPLE and all(c.kind == LEAF for c in out_tree.children)
     return FrontendResult(
         graph=graph,
-        source=astor.to_source(parsed.tree),
+        source=_source_text(parsed),
         returns_tuple=returns_tuple,
         out_tree=out_tree,
         captured=state.captured,
@@ -92,6 +92,17 @@ def build_graph(fn: Any, specs: Sequence[ArgSpec], *, unroll_budget: int = 4096)
         filename=parsed.filename,
         firstlineno=parsed.firstlineno,
     )
+
+
+def _source_text(parsed: Any) -> str:
+    """The kernel regenerated from its normalised AST; a very deep expression (a 350-term `x + x + ...`)
+    is past astor's recursion, and then the source as written (decorators removed by ast.unparse, or kept)."""
+    for regenerate in (astor.to_source, ast.unparse):
+        try:
+            return regenerate(parsed.tree)
+        except RecursionError:
+            continue
+    return parsed.source
 
 
 def _guarded(state: BuildState, work: Callable[[], Any]) -> Any:

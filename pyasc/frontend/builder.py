@@ -23,7 +23,7 @@ from ..errors import CompileError, InferError, SourceLoc
 from ..markers import constexpr
 from ..ir.graph import Value
 from ..tensor_type import Sym
-from . import branches, calls, guards, indexing, objects, pytree
+from . import branches, calls, checks, guards, indexing, objects, pytree
 from .context import BuildState, GraphContext
 from .scope import CLOSURE, GLOBAL, Scope, UnassignedFreeVariable, Undefined
 from .source import ParsedFunction
@@ -72,7 +72,7 @@ UNSUPPORTED: dict[type, str] = {
     ast.SetComp: "set comprehensions are not supported in a kernel",
 }
 if hasattr(ast, "TryStar"):
-    UNSUPPORTED[ast.TryStar] = "`try` is not supported in a kernel"
+    UNSUPPORTED[ast.TryStar] = "`try ... except*` is not supported in a kernel"
 if hasattr(ast, "Match"):
     UNSUPPORTED[ast.Match] = "`match` is not supported in a kernel; use `if`/`elif`"
 
@@ -103,7 +103,8 @@ def header(s: ast.stmt) -> ast.AST | Span:
         end = s.subject
     if end is not None and end.end_lineno == s.lineno:
         return Span(s.lineno, s.col_offset, s.lineno, end.end_col_offset)
-    keyword = {ast.Try: "try", ast.FunctionDef: "def", ast.AsyncFunctionDef: "async def", ast.ClassDef: "class"}
+    keyword = {ast.Try: "try", ast.FunctionDef: "def", ast.AsyncFunctionDef: "async def", ast.ClassDef: "class",
+               getattr(ast, "TryStar", ast.Try): "try"}
     for kind, word in keyword.items():
         if isinstance(s, kind):
             name = getattr(s, "name", "")
@@ -171,6 +172,8 @@ class FunctionBuilder:
         if not ops.exists(op):
             raise self.error(f"the op {op!r} that `{self.text(at)}` needs is not registered", at)
         attrs = _with_defaults(op, attrs)
+        if op == "pow":
+            checks.negative_int_power(self, inputs, at)
         try:
             node = self.ctx.graph.add(op, inputs, attrs, self.loc(at), name)
         except InferError as e:

@@ -24,7 +24,7 @@ import numpy as np
 from .. import dtypes, ops
 from ..errors import CompileError, Note
 from ..tensor_type import Sym
-from . import dtype_rules, guards, objects, pytree, source
+from . import checks, dtype_rules, guards, objects, pytree, source
 from .protocol import KernelBuilder
 from .scope import Scope, assigned_names
 from .tensors import as_operand, strong_dtypes
@@ -233,6 +233,8 @@ def op_call(b: KernelBuilder, fn: Any, op_name: str, args: Sequence[Any], kwargs
         op_name, tensors, attrs = bind_op(fn, op_name, list(args), dict(kwargs))
     except TypeError as e:
         raise b.error(f"{display}(): {e}", at) from None
+    if "axis" in attrs and (fn or ops.get(op_name).api) is not None:  # a list axis: numpy's TypeError
+        checks.list_axis(b, display, attrs, checks.raw_argument(fn or ops.get(op_name).api, args, kwargs, "axis"), at)
     for key, value in attrs.items():
         if contains_tensor(value):
             raise b.error(
@@ -283,6 +285,9 @@ def tensor_method(b: KernelBuilder, m: TensorMethod, args: list[Any], kwargs: di
     elif name == "reshape":
         if kwargs:
             raise b.error(f".reshape() takes the new shape only, got keyword {', '.join(kwargs)}", at)
+        if not args:  # numpy: TypeError, not a reshape to ()
+            raise b.error(".reshape() needs the new shape: TypeError: reshape() takes exactly 1 argument (0 given)",
+                          at)
         if len(args) == 1 and isinstance(args[0], (tuple, list)):
             args = [tuple(args[0])]
         else:

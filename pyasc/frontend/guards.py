@@ -27,7 +27,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .. import dtypes
+from .. import arraykinds, dtypes
 from ..guards import Attr, Free, Global, Guard, Item, Pinned, Unguardable, check_for, liftable, path_text, \
     trusted_module
 from ..tensor_type import TensorType
@@ -140,6 +140,9 @@ def _read(b: KernelBuilder, path: tuple, value: Any, at: Any, label: str | None 
     lifted = state.hidden.get(path)
     if lifted is not None:
         return lifted
+    why = arraykinds.problem(value)
+    if why is not None:
+        raise b.error(f"`{path_text(path)}` is {why}", at)
     if path not in state.guards:
         try:
             check = check_for(value, lifted=liftable(value))

@@ -14,6 +14,7 @@ from ..codegen.generate import DeviceKernel, DeviceModule
 from ..codegen.host import HostProgram, build_host_source
 from ..ge import FusionDecision, KernelPlan, MemoryPlan
 from ..ir import Graph, InterpreterError, format_graph, interpret
+from ..ir.interpreter import DataError
 from .emulator import EmulatorRunner
 from .errors import ArgumentTypeError, ArgumentValueError, InternalCompilerError
 from .guardset import GuardSet
@@ -176,6 +177,8 @@ class CompiledKernel:
         if self.device is None or self.host is None:
             try:
                 return interpret(self.graph, arrays)
+            except DataError as e:  # numpy refuses these values (e.g. a negative integer exponent)
+                raise ArgumentValueError(f"{self.name}(): {e}") from None
             except InterpreterError as e:  # the graph disagrees with itself at run time: a compiler bug
                 raise InternalCompilerError("the reference backend", self.name, e) from e
         runner = self._runner or self._make_runner()

@@ -31,7 +31,7 @@ from typing import Any, Callable, NamedTuple, Sequence, Union
 
 import numpy as np
 
-from .. import dtypes
+from .. import arraykinds, dtypes
 from ..ir.types import Sym, TensorType
 from .errors import ArgumentTypeError
 from .treeargs import TreeKey, is_tree_argument, leaf_labels, leaf_name, tree_key
@@ -187,6 +187,9 @@ def to_array(kernel: str, name: str, value: Any) -> np.ndarray:
     if type(value) is np.ndarray:
         arr = value
     else:
+        why = arraykinds.problem(value)
+        if why is not None:
+            raise ArgumentTypeError(f"{kernel}() argument {name!r} is {why}")
         try:
             if isinstance(value, (np.ndarray, np.generic)) or hasattr(value, "__array__"):
                 arr = np.asarray(value)
