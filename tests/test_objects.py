@@ -228,3 +228,22 @@ def test_private_name_mangling():
     p = Private()
     x = _x(2)
     assert_close(pyasc.kernel(p.run, chip="tiny")(x), p.run(x))
+
+
+def _helper_with_defaults(x, a=2.0, /, b=3.0, *, act=relu, c=4.0):
+    return act(x * a + b) * c
+
+
+def kernel_with_defaults(x, a=np.float32(2.0), *, act=relu, scale=np.float32(0.5)):
+    return _helper_with_defaults(x, c=a) * scale + act(x)
+
+
+def test_defaults_of_every_kind_are_read_and_guarded():
+    x = _x(2)
+    k = pyasc.kernel(kernel_with_defaults, chip="tiny")
+    assert_close(k(x), kernel_with_defaults(x))
+    assert_close(k(x, np.float32(3.0), scale=np.float32(1.5)), kernel_with_defaults(x, np.float32(3.0),
+                                                                                       scale=np.float32(1.5)))
+    text = "\n".join(k.compile(x).guards.describe())
+    assert "__kwdefaults__['act']" in text and "_helper_with_defaults.__defaults__[0]" in text
+    assert "_helper_with_defaults.__kwdefaults__['act']" in text

@@ -120,7 +120,7 @@ def read_default(b: KernelBuilder, fn: types.FunctionType, name: str, at: Any) -
     `fn.__defaults__[i]` or `fn.__kwdefaults__[name]` so it is guarded on that path."""
     read_function(b, fn, at)
     code = fn.__code__
-    positional = code.co_varnames[:code.co_posonlyargcount + code.co_argcount]
+    positional = code.co_varnames[:code.co_argcount]  # (co_argcount counts positional-only ones too)
     if name in positional:
         defaults = fn.__defaults__ or ()
         i = positional.index(name) - (len(positional) - len(defaults))

@@ -126,7 +126,7 @@ register_section(json_section(
     "call.json",
     write=lambda ck: {"signature": ck.signature, "returns_tuple": ck.returns_tuple, "nodes_in": ck.nodes_in,
                       "nodes_out": ck.nodes_out, "timings": ck.timings, "pass_times": ck.pass_times,
-                      "out_tree": ck.out_tree.to_json() if getattr(ck, "out_tree", None) is not None else None},
+                      "out_tree": ck.out_tree.to_json() if ck.out_tree is not None else None},
     read=lambda doc, fields: {"signature": str(doc["signature"]), "returns_tuple": bool(doc["returns_tuple"]),
                               "out_tree": TreeDef.from_json(doc["out_tree"]) if doc.get("out_tree") else None,
                               "nodes_in": int(doc["nodes_in"]), "nodes_out": int(doc["nodes_out"]),
