@@ -245,3 +245,35 @@ def test_a_local_result_class_stays_in_memory(disk_cache, rng):
 def test_treedef_json_round_trip():
     _, tree = pytree.flatten({"a": [1, Pair(1, 2)], 3: (4,)})
     assert pytree.TreeDef.from_json(tree.to_json()) == tree
+
+
+def scaled_all(params, x):
+    return {name: x * w for name, w in params.items() if name != "skip"}
+
+
+def test_dict_comprehension_over_a_dict_argument(rng):
+    params = {"a": rng.standard_normal(8).astype(np.float32), "skip": np.ones(8, np.float32),
+              "b": rng.standard_normal(8).astype(np.float32)}
+    x = rng.standard_normal(8).astype(np.float32)
+    got = pyasc.kernel(scaled_all, chip="tiny")(params, x)
+    assert list(got) == ["a", "b"]
+    assert_close(got["b"], x * params["b"])
+
+
+def test_a_tensor_key_in_a_dict_comprehension_is_located():
+    def bad(x):
+        return {x * 2: x for _ in range(2)}
+
+    with pytest.raises(pyasc.CompileError) as info:
+        pyasc.kernel(bad, chip="tiny")(np.zeros(2, np.float32))
+    assert "a dict key must be a compile-time value, got a tensor f32[2] in `x * 2`" in str(info.value)
+    assert str(info.value).endswith("\n            return {x * 2: x for _ in range(2)}\n                    ^^^^^")
+
+
+def test_an_unhashable_key_in_a_dict_display_is_located():
+    def bad(x):
+        return {[1]: x}
+
+    with pytest.raises(pyasc.CompileError) as info:
+        pyasc.kernel(bad, chip="tiny")(np.zeros(2, np.float32))
+    assert "the dict key `[1]` is unhashable" in str(info.value)

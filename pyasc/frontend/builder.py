@@ -68,7 +68,6 @@ UNSUPPORTED: dict[type, str] = {
     ast.YieldFrom: "`yield from` is not supported in a kernel",
     ast.Await: "`await` is not supported in a kernel",
     ast.Set: "set displays are not supported in a kernel",
-    ast.DictComp: "dict comprehensions are not supported in a kernel",
     ast.SetComp: "set comprehensions are not supported in a kernel",
 }
 if hasattr(ast, "TryStar"):
@@ -693,6 +692,9 @@ class FunctionBuilder:
 
     def _e_Dict(self, node: ast.Dict) -> dict:
         return pytree.dict_display(self, node)
+
+    def _e_DictComp(self, node: ast.DictComp) -> dict:
+        return pytree.dict_comprehension(self, node)
 
     def _e_Starred(self, node: ast.Starred) -> Any:
         raise self.error(f"`{self.text(node)}` (a starred expression) is not allowed here", node)

@@ -1,4 +1,4 @@
-"""Pytrees in the frontend: pytree parameters, dict displays, and pytree results.
+"""Pytrees in the frontend: pytree parameters, dict displays and comprehensions, and pytree results.
 
 A pytree parameter arrives as a `TreeArg` (its structure, and per leaf a
 TensorType or a compile-time value): each tensor leaf becomes a Data input
@@ -62,10 +62,27 @@ def dict_display(b: KernelBuilder, node: ast.Dict) -> dict:
         key = b.eval(k)
         if is_tensor(key):
             raise b.error(f"a dict key must be a compile-time value, got {describe(key)} in `{b.text(k)}`", k)
+        value = b.eval(v)
         try:
-            out[key] = b.eval(v)
+            out[key] = value
         except TypeError:
             raise b.error(f"the dict key `{b.text(k)}` is unhashable ({describe(key)})", k) from None
+    return out
+
+
+def dict_comprehension(b: Any, node: ast.DictComp) -> dict:
+    """`{k: f(v) for k, v in d.items()}`: the builder's list comprehension over (key, value) pairs, unrolled."""
+    pair = ast.copy_location(ast.Tuple(elts=[node.key, node.value], ctx=ast.Load()), node.key)
+    pair.end_lineno, pair.end_col_offset = node.value.end_lineno, node.value.end_col_offset
+    out: dict = {}
+    for key, value in b._comprehension(ast.copy_location(ast.ListComp(elt=pair, generators=node.generators), node)):
+        if is_tensor(key):
+            raise b.error(f"a dict key must be a compile-time value, got {describe(key)} in `{b.text(node.key)}`",
+                          node.key)
+        try:
+            out[key] = value
+        except TypeError:
+            raise b.error(f"the dict key `{b.text(node.key)}` is unhashable ({describe(key)})", node.key) from None
     return out
 
 
