@@ -23,7 +23,7 @@ from ..errors import CompileError, InferError, SourceLoc
 from ..markers import constexpr
 from ..ir.graph import Value
 from ..tensor_type import Sym
-from . import branches, calls, guards, indexing
+from . import branches, calls, checks, guards, indexing, objects, pytree
 from .context import BuildState, GraphContext
 from .scope import CLOSURE, GLOBAL, Scope, UnassignedFreeVariable, Undefined
 from .source import ParsedFunction
@@ -67,13 +67,11 @@ UNSUPPORTED: dict[type, str] = {
     ast.Yield: "`yield` is not supported in a kernel",
     ast.YieldFrom: "`yield from` is not supported in a kernel",
     ast.Await: "`await` is not supported in a kernel",
-    ast.Dict: "dict displays are not supported in a kernel",
     ast.Set: "set displays are not supported in a kernel",
-    ast.DictComp: "dict comprehensions are not supported in a kernel",
     ast.SetComp: "set comprehensions are not supported in a kernel",
 }
 if hasattr(ast, "TryStar"):
-    UNSUPPORTED[ast.TryStar] = "`try` is not supported in a kernel"
+    UNSUPPORTED[ast.TryStar] = "`try ... except*` is not supported in a kernel"
 if hasattr(ast, "Match"):
     UNSUPPORTED[ast.Match] = "`match` is not supported in a kernel; use `if`/`elif`"
 
@@ -104,7 +102,8 @@ def header(s: ast.stmt) -> ast.AST | Span:
         end = s.subject
     if end is not None and end.end_lineno == s.lineno:
         return Span(s.lineno, s.col_offset, s.lineno, end.end_col_offset)
-    keyword = {ast.Try: "try", ast.FunctionDef: "def", ast.AsyncFunctionDef: "async def", ast.ClassDef: "class"}
+    keyword = {ast.Try: "try", ast.FunctionDef: "def", ast.AsyncFunctionDef: "async def", ast.ClassDef: "class",
+               getattr(ast, "TryStar", ast.Try): "try"}
     for kind, word in keyword.items():
         if isinstance(s, kind):
             name = getattr(s, "name", "")
@@ -172,6 +171,8 @@ class FunctionBuilder:
         if not ops.exists(op):
             raise self.error(f"the op {op!r} that `{self.text(at)}` needs is not registered", at)
         attrs = _with_defaults(op, attrs)
+        if op == "pow":
+            checks.negative_int_power(self, inputs, at)
         try:
             node = self.ctx.graph.add(op, inputs, attrs, self.loc(at), name)
         except InferError as e:
@@ -538,12 +539,13 @@ class FunctionBuilder:
         base = self.eval(node.value)
         if is_tensor(base):
             return self._tensor_attribute(base, node.attr, node)
+        attr = objects.mangle(self, node.attr)  # `self.__w` in a class body is `self._Class__w`
         try:
-            value = getattr(base, node.attr)
+            value = getattr(base, attr)
         except AttributeError:
             owner = f"module {base.__name__}" if inspect.ismodule(base) else describe(base)
             raise self.error(f"{owner} has no attribute `{node.attr}`", node) from None
-        return guards.read_step(self, base, guards.Attr(node.attr), value, node)
+        return guards.read_step(self, base, guards.Attr(attr), value, node)
 
     def _tensor_attribute(self, x: Value, attr: str, node: ast.Attribute) -> Any:
         t = x.type
@@ -687,6 +689,12 @@ class FunctionBuilder:
 
     def _e_List(self, node: ast.List) -> list:
         return self._elements(node.elts)
+
+    def _e_Dict(self, node: ast.Dict) -> dict:
+        return pytree.dict_display(self, node)
+
+    def _e_DictComp(self, node: ast.DictComp) -> dict:
+        return pytree.dict_comprehension(self, node)
 
     def _e_Starred(self, node: ast.Starred) -> Any:
         raise self.error(f"`{self.text(node)}` (a starred expression) is not allowed here", node)
