@@ -30,6 +30,7 @@ import numpy as np
 from .. import dtypes
 from ..ir.types import Sym, TensorType
 from .errors import ArgumentTypeError
+from .interop import from_dlpack, is_foreign
 
 # numpy dtype -> canonical name (native byte order only); `dtype.name` is a slow Python property
 _NAME_OF = {dt: name for name, dt in dtypes.NUMPY.items()}
@@ -182,10 +183,10 @@ def to_array(kernel: str, name: str, value: Any) -> np.ndarray:
         arr = value
     else:
         try:
-            if isinstance(value, (np.ndarray, np.generic)) or hasattr(value, "__array__"):
-                arr = np.asarray(value)
+            if is_foreign(value):
+                arr = from_dlpack(value)  # shares the caller's memory where the exporter allows
             else:
-                arr = np.from_dlpack(value)
+                arr = np.asarray(value)
         except Exception as e:  # a foreign object's converter failed: say which argument
             raise ArgumentTypeError(f"{kernel}() argument {name!r}: could not convert {type(value).__name__} to a "
                             f"numpy array ({type(e).__name__}: {e})") from e
@@ -239,6 +240,7 @@ class BoundCall:
     key: tuple[ArgKey, ...]
     arrays: list[np.ndarray]
     values: tuple[Any, ...]
+    foreign: Any = None  # the first tensor argument from another library (DLPack): results go back to it
 
 
 def tensor_dims(shape: tuple[int, ...], dynamic: bool) -> tuple[int | None, ...]:
@@ -252,8 +254,11 @@ def specialize(kernel: str, params: Sequence[Param], values: Sequence[Any], dyna
     """Classify and convert every argument; raise TypeError for ones pyasc cannot take."""
     key: list[ArgKey] = []
     arrays: list[np.ndarray] = []
+    foreign = None
     for p, v in zip(params, values):
         if not p.constexpr and is_tensor_value(v):
+            if foreign is None and type(v) is not np.ndarray and is_foreign(v):
+                foreign = v
             arr = to_array(kernel, p.name, v)
             arrays.append(arr)
             key.append(TensorKey(_NAME_OF[arr.dtype], tensor_dims(arr.shape, dynamic)))
@@ -266,7 +271,7 @@ def specialize(kernel: str, params: Sequence[Param], values: Sequence[Any], dyna
                                 f"{type(v).__qualname__}; a compile-time value must be a bool, int, float, str, "
                                 "None, tuple, dtype or numpy array") from None
             raise _unsupported_object(kernel, p.name, v) from None
-    return BoundCall(tuple(key), arrays, tuple(values))
+    return BoundCall(tuple(key), arrays, tuple(values), foreign)
 
 
 def tensor_type(name: str, key: TensorKey) -> TensorType:
