@@ -14,3 +14,8 @@ from .convert import SUPPORTED_TORCH_DTYPES, from_numpy, to_numpy  # noqa: E402
 from .custom_op import PyascOp, custom_op  # noqa: E402
 
 __all__ = ["custom_op", "PyascOp", "to_numpy", "from_numpy", "SUPPORTED_TORCH_DTYPES"]
+
+from .backend import PyascGraphBreak, last_graphs, profile, pyasc_backend, register as _register  # noqa: E402
+
+_register()
+__all__ += ["pyasc_backend", "PyascGraphBreak", "profile", "last_graphs"]
