@@ -68,9 +68,11 @@ _names = itertools.count()
 
 @dataclass
 class ProfileRecord:
-    """What `pyasc.torch.profile()` collects: one (kernel name, Profile) per pyasc kernel call."""
+    """What `pyasc.torch.profile()` collects: one (kernel name, Profile) per pyasc kernel call, and the
+    compiled artifact of each call (`artifacts`: its stages, graph and device kernels)."""
 
     calls: list[tuple[str, Profile]] = field(default_factory=list)
+    artifacts: list[Any] = field(default_factory=list)
 
     @property
     def launches(self) -> int:
@@ -121,6 +123,7 @@ class PyascSubgraph(torch.nn.Module):
         else:
             out, prof = self.kernel.profile(*arrays)
             record.calls.append((self.kernel.__name__, prof))
+            record.artifacts.append(self.kernel.compile(*arrays))  # a cache hit: the artifact just run
         outs = [from_numpy(o) for o in (out if isinstance(out, tuple) else (out,))]
         return tuple(outs) if self.tuple_out else outs[0]
 
