@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import itertools
+import hashlib
 import threading
 import warnings
 from dataclasses import dataclass, field
@@ -63,7 +63,6 @@ class _Reports:
 
 _REPORTS = _Reports()
 _PROFILE: contextvars.ContextVar["ProfileRecord | None"] = contextvars.ContextVar("pyasc_fx_profile", default=None)
-_names = itertools.count()
 
 
 @dataclass
@@ -167,7 +166,9 @@ def lower(gm: torch.fx.GraphModule, options: dict[str, Any]) -> LoweredGraph:
         if node.op != "call_module" or not node.target.startswith("fused_"):
             continue
         sub = getattr(fused, node.target)
-        name = f"fx_{next(_names)}"
+        # named by content, so the same piece gets the same kernel (and disk-cache key) in every compile
+        draft, _ = kernel_source(sub, "fx_kernel")
+        name = f"fx_{hashlib.sha256(draft.encode()).hexdigest()[:10]}"
         source, results = kernel_source(sub, name)
         out_node = next(n for n in sub.graph.nodes if n.op == "output")
         tuple_out = isinstance(out_node.args[0], (tuple, list))
@@ -187,10 +188,44 @@ def _eager_backward(gm: torch.fx.GraphModule, example_inputs: Any) -> Any:
 def pyasc_backend(gm: torch.fx.GraphModule, example_inputs: list[Any], options: dict[str, Any] | None = None,
                   **kwargs: Any) -> Any:
     """The dynamo backend registered as "pyasc" (kernel options from `options=` or keywords)."""
+    opts = {**(options or {}), **kwargs}
+    if any(_symbolic(v) for v in example_inputs):
+        return _PerShape(gm, opts)
+    return _compile_static(gm, example_inputs, opts)
+
+
+def _symbolic(value: Any) -> bool:
+    if isinstance(value, torch.SymInt):
+        return True
+    return isinstance(value, torch.Tensor) and any(not isinstance(d, int) for d in value.shape)
+
+
+class _PerShape:
+    """A graph dynamo captured with symbolic sizes (after a size changed): pyasc specialises on exact
+    sizes, so each new combination of sizes is traced and lowered once, on the real arguments."""
+
+    def __init__(self, gm: torch.fx.GraphModule, options: dict[str, Any]):
+        self.gm = gm
+        self.options = options
+        self.compiled: dict[tuple, Any] = {}
+        self.lock = threading.Lock()
+
+    def __call__(self, *args: Any) -> Any:
+        key = tuple((tuple(a.shape), a.dtype, a.requires_grad) if isinstance(a, torch.Tensor) else (type(a), a)
+                    for a in args)
+        with self.lock:
+            fn = self.compiled.get(key)
+        if fn is None:
+            fn = _compile_static(self.gm, list(args), self.options)
+            with self.lock:
+                self.compiled[key] = fn
+        return fn(*args)
+
+
+def _compile_static(gm: torch.fx.GraphModule, example_inputs: list[Any], opts: dict[str, Any]) -> Any:
     from functorch.compile import make_boxed_func  # AOTAutograd calls compiled graphs with one list argument
     from torch._dynamo.backends.common import aot_autograd  # dynamo's internals load with the first compile
 
-    opts = {**(options or {}), **kwargs}
     graphs: list[LoweredGraph] = []
 
     def forward_compiler(fw: torch.fx.GraphModule, inputs: Any) -> Any:

@@ -164,3 +164,32 @@ def test_training_forward_on_pyasc_backward_in_eager_gives_eager_gradients():
 def test_options_reach_the_pyasc_kernels():
     got, want, graphs = run(lambda x, y: torch.exp(x) + y, X, Y)
     assert graphs[0].subgraphs[0].kernel.options.chip_name == "tiny"
+
+
+def test_a_size_change_recompiles_per_shape_instead_of_breaking_the_graph():
+    def f(x, w):
+        return torch.relu(x @ w + 1.0).sum(-1)
+
+    compiled, w = compile_pyasc(f), torch.randn(16, 8)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", pt.PyascGraphBreak)  # dynamo's symbolic sizes must not become breaks
+        for n in (2, 3, 5, 3):
+            x = torch.randn(n, 16)
+            with torch.no_grad():
+                torch.testing.assert_close(compiled(x, w), f(x, w), rtol=1e-5, atol=1e-5)
+            graphs = pt.last_graphs()
+            assert [len(g.subgraphs) for g in graphs] == [1] and not graphs[0].breaks
+
+
+def test_dumps_and_the_disk_cache_work_for_compiled_models(tmp_path, monkeypatch, disk_cache):
+    monkeypatch.setenv("PYASC_DUMP_DIR", str(tmp_path / "dumps"))
+    model, x = MLP(), torch.randn(4, 32)
+    with torch.no_grad():
+        compile_pyasc(model)(x)
+        first = pt.last_graphs()[0].subgraphs[0].kernel.cache_info()
+        compile_pyasc(model)(x)  # a fresh torch.compile: a new pyasc kernel object, same generated source
+        second = pt.last_graphs()[0].subgraphs[0].kernel.cache_info()
+    assert (first.misses, first.disk_hits) == (1, 0)
+    assert (second.misses, second.disk_hits) == (0, 1)
+    dumped = [p.name for p in (tmp_path / "dumps").rglob("*") if p.is_file()]
+    assert any("source" in n for n in dumped) and any(n.endswith(".dot") for n in dumped)
