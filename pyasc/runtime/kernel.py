@@ -26,6 +26,7 @@ from .profile import Profile
 from .diskcache import DiskCache
 from .errors import ArgumentError, debug_enabled
 from .options import KernelOptions, make_options
+from .interop import convert_results
 from .specialize import ArgBinder, ArgKey, BoundCall, specialize
 
 
@@ -74,7 +75,8 @@ class Kernel:
         try:
             call = self._specialize(args, kwargs)
             compiled, hidden = self._lookup(call)
-            return compiled.launch(call.arrays + hidden if hidden else call.arrays)
+            result = compiled.launch(call.arrays + hidden if hidden else call.arrays)
+            return result if call.foreign is None else convert_results(result, call.foreign)
         except (CompileError, ArgumentError) as e:
             if debug_enabled():
                 raise
@@ -86,7 +88,8 @@ class Kernel:
         try:
             call = self._specialize(args, kwargs)
             compiled, hidden = self._lookup(call)
-            return compiled.profile_launch(call.arrays + hidden if hidden else call.arrays)
+            result, prof = compiled.profile_launch(call.arrays + hidden if hidden else call.arrays)
+            return (result if call.foreign is None else convert_results(result, call.foreign)), prof
         except (CompileError, ArgumentError) as e:
             if debug_enabled():
                 raise

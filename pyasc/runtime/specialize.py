@@ -34,6 +34,7 @@ import numpy as np
 from .. import arraykinds, dtypes
 from ..ir.types import Sym, TensorType
 from .errors import ArgumentTypeError
+from .interop import from_dlpack, is_foreign
 from .treeargs import TreeKey, is_tree_argument, leaf_labels, leaf_name, tree_key
 
 # numpy dtype -> canonical name (native byte order only); `dtype.name` is a slow Python property
@@ -191,10 +192,10 @@ def to_array(kernel: str, name: str, value: Any) -> np.ndarray:
         if why is not None:
             raise ArgumentTypeError(f"{kernel}() argument {name!r} is {why}")
         try:
-            if isinstance(value, (np.ndarray, np.generic)) or hasattr(value, "__array__"):
-                arr = np.asarray(value)
+            if is_foreign(value):
+                arr = from_dlpack(value)  # shares the caller's memory where the exporter allows
             else:
-                arr = np.from_dlpack(value)
+                arr = np.asarray(value)
         except Exception as e:  # a foreign object's converter failed: say which argument
             raise ArgumentTypeError(f"{kernel}() argument {name!r}: could not convert {type(value).__name__} to a "
                             f"numpy array ({type(e).__name__}: {e})") from e
@@ -251,6 +252,7 @@ class BoundCall:
     key: tuple[ArgKey, ...]
     arrays: list[np.ndarray]
     values: tuple[Any, ...]
+    foreign: Any = None  # the first tensor argument from another library (DLPack): results go back to it
 
 
 def tensor_dims(shape: tuple[int, ...], dynamic: bool) -> tuple[int | None, ...]:
@@ -264,8 +266,12 @@ def specialize(kernel: str, params: Sequence[Param], values: Sequence[Any], dyna
     """Classify and convert every argument; raise TypeError for ones pyasc cannot take."""
     key: list[ArgKey] = []
     arrays: list[np.ndarray] = []
+    foreign = None
 
     def tensor_key(label: str, v: Any) -> TensorKey:
+        nonlocal foreign
+        if foreign is None and type(v) is not np.ndarray and is_foreign(v):
+            foreign = v
         arr = to_array(kernel, label, v)
         arrays.append(arr)
         return TensorKey(_NAME_OF[arr.dtype], tensor_dims(arr.shape, dynamic))
@@ -296,7 +302,7 @@ def specialize(kernel: str, params: Sequence[Param], values: Sequence[Any], dyna
                                 f"{type(v).__qualname__}; a compile-time value must be a bool, int, float, str, "
                                 "None, tuple, dtype or numpy array") from None
             raise _unsupported_object(kernel, p.name, v) from None
-    return BoundCall(tuple(key), arrays, tuple(values))
+    return BoundCall(tuple(key), arrays, tuple(values), foreign)
 
 
 def tensor_leaves(params: Sequence[Param], key: Sequence[ArgKey]) -> list[tuple[str, str, TensorKey]]:
