@@ -26,11 +26,15 @@ Data Const If
 
 # the numpy ops of issue 11: composites whose eager function is numpy's own (pyasc/ops/numpy_composite.py)
 NUMPY_UNARY = "log1p expm1 sinh cosh arctan arcsin arccos log2 exp2".split()
-NUMPY_OPS = {*NUMPY_UNARY, "logaddexp", "square", "clip", "copy", "var", "std", "full_like"}
-NUMPY_OP_TWINS = {**{n: n for n in NUMPY_OPS}, "zeros_like": "full_like", "ones_like": "full_like",
-                  "empty_like": "full_like"}
+NUMPY_LAYOUT = {"swapaxes", "moveaxis", "repeat", "tile", "pad"}
+NUMPY_PUBLIC = {*NUMPY_UNARY, "logaddexp", "square", "clip", "copy", "var", "std", "full_like", "dot", *NUMPY_LAYOUT}
+NUMPY_INTERNAL = {"concat", "split"}  # variadic: concatenate/stack/hstack/vstack and split/array_split are sugar
+NUMPY_OPS = NUMPY_PUBLIC | NUMPY_INTERNAL
+NUMPY_OP_TWINS = {**{n: n for n in NUMPY_PUBLIC}, "zeros_like": "full_like", "ones_like": "full_like",
+                  "empty_like": "full_like", "concatenate": "concat", "concat": "concat", "stack": "concat",
+                  "hstack": "concat", "vstack": "concat", "split": "split", "array_split": "split"}
 
-INTERNAL = {"fused_matmul", "transdata", "slice", "Data", "Const", "If"}
+INTERNAL = {"fused_matmul", "transdata", "slice", "Data", "Const", "If"} | NUMPY_INTERNAL
 BINARY = "add sub mul div floordiv mod pow maximum minimum lt le gt ge eq ne bitwise_and bitwise_or bitwise_xor".split()
 UNARY = "neg invert abs exp log sqrt rsqrt reciprocal sin cos tanh sigmoid relu gelu silu erf floor ceil sign".split()
 REDUCTIONS = "sum max min mean".split()
@@ -46,10 +50,12 @@ EXPECTED_CATEGORY = {
     **{n: Category.ELEMWISE for n in NUMPY_UNARY + ["square", "copy", "full_like"]},
     **{n: Category.BROADCAST for n in ["logaddexp", "clip"]},
     **{n: Category.REDUCE for n in ["var", "std"]},
+    **{n: Category.INJECTIVE for n in [*NUMPY_LAYOUT, *NUMPY_INTERNAL]},
+    "dot": Category.MATMUL,
 }
 EXPENSIVE = set("exp log tanh sqrt rsqrt div sigmoid gelu erf sin cos pow".split()) | set(REDUCTIONS) | COMPOSITES | {
     "matmul", "fused_matmul", "floordiv", "mod", "reciprocal"}  # the last three: division-based, like XLA's
-EXPENSIVE |= set(NUMPY_UNARY) | {"logaddexp", "var", "std"}
+EXPENSIVE |= set(NUMPY_UNARY) | {"logaddexp", "var", "std", "dot"}
 COMPOSITES |= NUMPY_OPS
 COMMUTATIVE = {"add", "mul", "maximum", "minimum", "eq", "ne", "bitwise_and", "bitwise_or", "bitwise_xor"}
 
@@ -180,7 +186,7 @@ def test_numpy_twins():
         assert fn.__pyasc_op__ == NUMPY_TWINS[np_name]
     assert ops.numpy_function("zeros") is pyasc.zeros
     assert ops.numpy_twin("logical_not") is None  # differs from invert on ints
-    assert ops.numpy_twin("dot") is None  # differs from matmul for N-D
+    assert ops.numpy_twin("dot") == "dot"  # its own op: np.dot differs from matmul for N-D operands
     assert ops.numpy_function("linalg") is None
 
 
@@ -203,6 +209,11 @@ def _twin_args(np_name, a, b):
         "logaddexp": ((a, b), {}), "clip": ((a, b, None), {}), "var": ((a, 1), {"ddof": 1}),
         "std": ((a,), {"keepdims": True}), "full_like": ((a, 2), {}), "zeros_like": ((a,), {}),
         "ones_like": ((a, np.float16), {}), "empty_like": ((a,), {}),
+        "swapaxes": ((a, 0, 1), {}), "moveaxis": ((a, 0, -1), {}), "repeat": ((a, 2), {"axis": 1}),
+        "tile": ((a, (2, 1)), {}), "pad": ((a, 1), {}), "dot": ((a, b.T), {}),
+        "concatenate": (([a, b],), {"axis": 1}), "concat": (([a, b],), {}), "stack": (([a, b],), {}),
+        "hstack": (([a, b],), {}), "vstack": (([a, b],), {}), "split": ((a, 2), {"axis": 1}),
+        "array_split": ((a, 3), {}),
     }
     if np_name in special:
         return special[np_name]
@@ -229,6 +240,11 @@ def test_numpy_twin_means_the_same_as_numpy(np_name, dtype, rng):
         return  # documented difference: pyasc accumulates int8 products in int32, numpy wraps in int8
     expected = getattr(np, np_name)(*args, **kwargs)
     got = fn(*args, **kwargs)
+    if isinstance(expected, list):  # split: the pieces
+        assert len(got) == len(expected)
+        for g, e in zip(got, expected):
+            np.testing.assert_array_equal(g, e)
+        return
     assert got.dtype == expected.dtype
     np.testing.assert_array_equal(got, expected)
 
