@@ -53,6 +53,9 @@ TENSOR_METHODS = {
     "squeeze": "squeeze",
     "flatten": "reshape",
     "ravel": "reshape",
+    # numpy methods that are registry ops with the tensor as their first operand
+    "var": "var", "std": "std", "clip": "clip", "copy": "copy", "swapaxes": "swapaxes", "repeat": "repeat",
+    "dot": "dot",
 }
 
 #: numpy functions evaluated at compile time (on compile-time arguments only)
