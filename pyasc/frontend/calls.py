@@ -23,6 +23,7 @@ import numpy as np
 
 from .. import dtypes, ops
 from ..errors import CompileError, Note
+from .. import tensor_type
 from ..tensor_type import Sym
 from . import guards, source
 from .protocol import KernelBuilder
@@ -339,7 +340,9 @@ def _minmax(which):
                 at,
             )
         if any(isinstance(v, Sym) for v in values):
-            raise b.error(f"{name}() of a symbolic dim is only known at launch", at)
+            if kwargs or not values or not all(isinstance(v, (int, Sym)) and not isinstance(v, bool) for v in values):
+                raise b.error(f"{name}() of a symbolic dim takes dims and ints only, got {describe(values)}", at)
+            return (tensor_type.min_ if which is min else tensor_type.max_)(*values)  # a symbolic dim expression
         return compile_time_call(b, which, args, kwargs, at, name)
 
     return handler
