@@ -456,7 +456,7 @@ def test_symbolic_loop_bound():
 
 
 def compare_symbolic(x):
-    if x.shape[0] == 4:  # <- error
+    if x.shape == (4,):  # <- error
         return x * 2
     return x
 

@@ -201,12 +201,16 @@ def build_host_source(plan: LaunchPlan, kernels: Sequence[Any], output_bytes: Se
         b.position_at_end(done)
 
     def emit_if(s: IfStep) -> None:
-        site = CondSite(len(conds), s.cond.buffer, s.cond_dtype)
-        conds.append(site)
-        c = b.call(cond_arg, [ir.Constant(I64, site.index), ex(s.cond.offset)])
         then_bb, else_bb, merge, pick = (fn.append_basic_block(n) for n in ("then", "else", "endif", "pick"))
-        b.store(c, rc_slot)
-        b.cbranch(b.icmp_signed("<", c, ir.Constant(I64, 0)), fail, pick)  # a failed read is negative
+        if s.predicate is not None:  # a shape predicate: computed here from the dims, nothing read back
+            c = ex(s.predicate)
+            b.branch(pick)
+        else:
+            site = CondSite(len(conds), s.cond.buffer, s.cond_dtype)
+            conds.append(site)
+            c = b.call(cond_arg, [ir.Constant(I64, site.index), ex(s.cond.offset)])
+            b.store(c, rc_slot)
+            b.cbranch(b.icmp_signed("<", c, ir.Constant(I64, 0)), fail, pick)  # a failed read is negative
         b.position_at_end(pick)
         b.cbranch(b.icmp_signed("!=", c, ir.Constant(I64, 0)), then_bb, else_bb)
         for bb, steps in ((then_bb, s.then_steps), (else_bb, s.else_steps)):

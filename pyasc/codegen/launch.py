@@ -45,10 +45,11 @@ class Launch:
 
 @dataclass
 class IfStep:
-    cond: Loc
+    cond: Loc | None                 # a one-element value in GM read back at launch, or
     cond_dtype: str
     then_steps: list["Step"]
     else_steps: list["Step"]
+    predicate: IntLike | None = None  # a host predicate over the dims (a shape test under dynamic=True)
 
 
 Step = Union[Launch, IfStep]
@@ -88,7 +89,8 @@ def _step_lines(steps: Sequence[Step], names: Sequence[str], indent: str) -> lis
             args = ", ".join(f"{p}={loc}" for p, loc in s.args.items())
             out.append(f"{indent}launch k{s.kernel} {names[s.kernel]}({args})")
         else:
-            out.append(f"{indent}if {s.cond} ({s.cond_dtype}) != 0:")
+            test = f"{s.cond} ({s.cond_dtype}) != 0" if s.predicate is None else f"host: {s.predicate}"
+            out.append(f"{indent}if {test}:")
             out += _step_lines(s.then_steps, names, indent + "  ")
             out.append(f"{indent}else:")
             out += _step_lines(s.else_steps, names, indent + "  ")
@@ -301,7 +303,8 @@ def reference_launches(plan: LaunchPlan, kernels: Sequence[Any], env: Mapping[st
                 if blocks > 0:
                     out.append((s.kernel, blocks, evaluate_fields(k.fields, s.args, env)))
             else:
-                walk(s.then_steps if cond(s.cond, s.cond_dtype) else s.else_steps)
+                taken = cond(s.cond, s.cond_dtype) if s.predicate is None else sy.evaluate(s.predicate, env) != 0
+                walk(s.then_steps if taken else s.else_steps)
 
     walk(plan.steps)
     return out

@@ -23,7 +23,7 @@ from ..errors import CompileError, InferError, SourceLoc
 from ..markers import constexpr
 from ..ir.graph import Value
 from ..tensor_type import Sym
-from . import branches, calls, guards, indexing
+from . import branches, calls, dimpred, guards, indexing
 from .context import BuildState, GraphContext
 from .scope import CLOSURE, GLOBAL, Scope, UnassignedFreeVariable, Undefined
 from .source import ParsedFunction
@@ -340,7 +340,7 @@ class FunctionBuilder:
         self.return_node = s
 
     def _s_If(self, s: ast.If) -> None:
-        cond = self.eval(s.test)
+        cond = dimpred.condition(self, self.eval(s.test), s.test)  # a shape predicate: the host picks the branch
         if is_tensor(cond):
             branches.tensor_if_statement(self, s, cond)
             return
@@ -385,6 +385,11 @@ class FunctionBuilder:
                 "assert on compile-time values (shapes, dtypes, constants) only",
                 s.test,
             )
+        if isinstance(cond, Sym):  # a shape predicate: checked at launch, with this line in the message
+            text = f"assertion failed: {self.eval(s.msg)}" if s.msg is not None else \
+                f"assertion failed: `{self.text(s.test)}`"
+            dimpred.launch_check(self, cond, text, s.test)
+            return
         if not self.truth(cond, s.test):
             if s.msg is not None:
                 raise self.error(f"assertion failed: {self.eval(s.msg)}", s.test)
@@ -591,6 +596,8 @@ class FunctionBuilder:
                     "use `~x` for an elementwise logical not",
                     node,
                 )
+            if isinstance(v, Sym):
+                return dimpred.negate(v)  # `not` of a shape predicate is one too
             return not self.truth(v, node.operand)
         name, spelling, fn = UNARY_OPS[type(node.op)]
         if is_tensor(v):
@@ -613,6 +620,10 @@ class FunctionBuilder:
                     f"use `{sym}` for elementwise logic (with parentheses: `(a > 0) {sym} (b > 0)`)",
                     node,
                 )
+            if isinstance(v, Sym):  # a shape predicate: the rest combine with it symbolically
+                rest = [v] + [self.eval(e) for e in node.values[node.values.index(expr) + 1:]]
+                if all(dimpred.is_predicate_operand(x) for x in rest):
+                    return dimpred.logical(is_and, rest if result is None else [result] + rest)
             if self.truth(v, expr) != is_and:
                 return v
             result = v
@@ -634,6 +645,13 @@ class FunctionBuilder:
                             node,
                         )
                     return tensor_binary(self, name, left, right, node, (left_at, comp))
+                pred = dimpred.compare(spelling, left, right)  # a symbolic dim: a predicate for the launch
+                if pred is not None:
+                    result = pred if result is True else dimpred.logical(True, [result, pred])
+                    if result is False:
+                        return result
+                    left, left_at = right, comp
+                    continue
                 check_symbolic_compare(self, spelling, left, right, node)
                 result = fold(self, fn, (left, right), node)
             elif isinstance(op, (ast.Is, ast.IsNot)):
@@ -644,13 +662,13 @@ class FunctionBuilder:
                     raise self.error(f"`in` on a tensor is not supported in `{self.text(node)}`", node)
                 found = fold(self, lambda a, c: a in c, (left, right), node)
                 result = found if isinstance(op, ast.In) else not found
-            if is_tensor(result) or not self.truth(result, node):
+            if is_tensor(result) or isinstance(result, Sym) or not self.truth(result, node):
                 return result
             left, left_at = right, comp
         return result
 
     def _e_IfExp(self, node: ast.IfExp) -> Any:
-        cond = self.eval(node.test)
+        cond = dimpred.condition(self, self.eval(node.test), node.test)
         if is_tensor(cond):
             return branches.tensor_ternary(self, node, cond)
         return self.eval(node.body if self.truth(cond, node.test) else node.orelse)

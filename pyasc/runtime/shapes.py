@@ -14,6 +14,7 @@ import numpy as np
 
 from .. import ops
 from ..errors import InferError
+from ..ops.dimvalue import failed_checks
 from ..ir import Graph, Node, Sym, TensorType, Value, is_annotation
 
 
@@ -34,6 +35,9 @@ def bindings_for(graph: Graph, arrays: Sequence[np.ndarray]) -> dict[str, int]:
 def check_launch_shapes(graph: Graph, arrays: Sequence[np.ndarray]) -> None:
     """Raise ShapeMismatch (a ValueError) if inference rejects, or disagrees with, the concrete shapes."""
     bindings = bindings_for(graph, arrays)
+    failed = failed_checks(graph.inputs, bindings)
+    if failed:
+        raise ShapeMismatch("; ".join(failed))
     in_types = [TensorType(arr.shape, node.outputs[0].dtype) for node, arr in zip(graph.inputs, arrays)]
     _concrete(graph, in_types, bindings)
 
