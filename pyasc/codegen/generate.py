@@ -20,6 +20,7 @@ from ..errors import CompileError
 from ..ge.plan import KernelKind, KernelPlan
 from ..ir import Graph, Node, Value, interpret
 from .domain import UnsupportedDomain, dim, dims
+from .loop_step import loop_step
 from .emit import emit
 from .kernel_graph import KernelGraph, build_kernel_graph
 from . import matmul_plan
@@ -131,7 +132,9 @@ class _Generator:
         steps: list[Step] = []
         own = [p for p in self.plans if p.graph is graph]   # the memory plan's steps
         for step, plan in enumerate(own):
-            if _is_control(plan):
+            if _is_control(plan) and plan.nodes[0].op == "Loop":
+                steps.append(loop_step(self, plan, loc, memory_plan))
+            elif _is_control(plan):
                 steps.append(self.if_step(plan, loc, memory_plan))
             elif plan.outputs:
                 if self.alias(plan, loc, own, step):
@@ -164,6 +167,9 @@ class _Generator:
             self.host_exprs.append(predicate)
             return IfStep(None, cond.type.dtype, branches[0], branches[1], predicate)
         return IfStep(loc[cond], cond.type.dtype, branches[0], branches[1])
+
+    def unsupported_loop(self, node: Node, why: str) -> CompileError:
+        return CompileError(f"this runtime loop cannot be compiled: {why}", node.loc)
 
     def scratch_value(self, v: Value) -> Loc:
         """A workspace location for a value no memory plan placed because it exists only between the

@@ -23,7 +23,7 @@ from ..errors import CompileError, InferError, SourceLoc
 from ..markers import constexpr
 from ..ir.graph import Value
 from ..tensor_type import Sym
-from . import branches, calls, dimpred, guards, indexing
+from . import branches, calls, dimpred, guards, indexing, loops
 from .context import BuildState, GraphContext
 from .scope import CLOSURE, GLOBAL, Scope, UnassignedFreeVariable, Undefined
 from .source import ParsedFunction
@@ -347,8 +347,15 @@ class FunctionBuilder:
         self.exec_block(s.body if self.truth(cond, s.test) else s.orelse)
 
     def _s_For(self, s: ast.For) -> None:
-        items = self.iterate(self.eval(s.iter), s.iter)
-        self.count_unroll(len(items), s)
+        it = self.eval(s.iter)
+        runtime, note = loops.wants_runtime_loop(self, it)
+        if runtime:  # a launch-time trip count, runtime_range, or past the unroll budget: a Loop node
+            loops.runtime_for(self, s, it, note)
+            return
+        forced = isinstance(it, loops.RangeSpec)  # pyasc.static_range: unrolled whatever the budget
+        items = list(it.static_range()) if forced else self.iterate(it, s.iter)
+        if not forced:
+            self.count_unroll(len(items), s)
         self._loops.append(s)
         try:
             for item in items:
@@ -359,6 +366,9 @@ class FunctionBuilder:
             self.exec_block(s.orelse)
         finally:
             self._loops.pop()
+
+    def _s_While(self, s: ast.While) -> None:
+        loops.runtime_while(self, s)  # a tensor condition: a Loop node the host runs
 
     def count_unroll(self, n: int, loop: ast.AST) -> None:
         total = self.state.unrolled + n

@@ -56,5 +56,5 @@ from .registry import (  # noqa: F401
     register,
     register_sugar,
 )
-from . import elementwise, reduce, shape, matmul, creation, composite, dimvalue  # noqa: F401,E402  (registers ops)
+from . import elementwise, reduce, shape, matmul, creation, composite, dimvalue, loop  # noqa: F401,E402  (registers ops)
 from .shape import IndexPlan, normalize_index  # noqa: F401,E402

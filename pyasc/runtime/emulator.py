@@ -88,8 +88,9 @@ class EmulatorRunner:
         if self._prof is not None:
             self._prof.per_launch.append(LaunchProfile(site.kernel, k.name, blocks, res))
 
-    def read_cond(self, site: CondSite, offset: int) -> bool:
-        return bool(self.device.read(site.buffer, site.dtype, (1,), offset=offset)[0])
+    def read_cond(self, site: CondSite, offset: int) -> Any:
+        value = self.device.read(site.buffer, site.dtype, (1,), offset=offset)[0]
+        return int(value) if site.kind == "int" else bool(value)  # a trip count, or an If/while condition
 
     def _results(self, arrays: Sequence[np.ndarray], env: dict[str, int]) -> list[np.ndarray]:
         out = []

@@ -70,6 +70,15 @@ def _concrete(graph: Graph, in_types: Sequence[TensorType], bindings: Mapping[st
                                     f"then ({', '.join(map(str, then))}) vs else ({', '.join(map(str, other))})"
                                     + _where(node))
             outs = then
+        elif node.op == "Loop":  # one iteration's shapes are every iteration's (the body keeps its types)
+            k = node.attrs["carried"]
+            operands = [env[v] for v in node.inputs[1:]]
+            after = _concrete(node.attrs["body"], operands, bindings)
+            for j, (a, b) in enumerate(zip(operands[:k], after[:k])):
+                if (a.shape, a.dtype) != (b.shape, b.dtype):
+                    raise ShapeMismatch(f"loop-carried value {j} is {a} before an iteration but {b} after it for "
+                                        f"these inputs{_where(node)}")
+            outs = operands[:k]
         else:
             try:
                 attrs = {k: v if isinstance(v, Graph) else _bind(v, bindings)
