@@ -16,12 +16,22 @@ from typing import Any
 
 from ..ir import Graph, Node, Value
 from .domain import dim
+from .kernel_graph import KernelGraph, is_scalar_const
 from .launch import Launch, LoopStep, loop_locations
 from .templates import vector_kernel
 
 
 def _copy(gen: Any, src: Value, src_loc: Any, dst: Value, dst_loc: Any, label: str) -> Launch:
-    dk = gen.copy_kernel(src, dst, label)
+    if src.type.numel == 1:
+        # a one-element value is a scalar operand to the vector templates, which cannot store one as is:
+        # copy it through a same-dtype cast (what `+x` compiles to), a full one-element tile
+        g = Graph(label)
+        x = g.const(src.node.attrs["value"], src.type.dtype) if is_scalar_const(src) else g.add_input(src.type)
+        g.set_outputs([g.add("cast", [x], {"dtype": src.type.dtype}).out()])
+        kg = KernelGraph(g, [] if is_scalar_const(src) else [src], [dst])
+        dk = gen.vector_kernel(label, kg, None, outputs=[dst])
+    else:
+        dk = gen.copy_kernel(src, dst, label)
     args = {vector_kernel.out_param(0): dst_loc[dst]}
     if dk.inputs:  # a scalar constant is written without reading anything
         args[vector_kernel.in_param(0)] = src_loc[src]

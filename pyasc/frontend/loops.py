@@ -24,6 +24,7 @@ from typing import Any, Sequence
 from .. import dtypes
 from .. import symbolic as sy
 from ..ir.graph import Graph, Value
+from ..ops.loop import types_agree
 from ..dim_bounds import dim_max
 from ..tensor_type import Sym, unwrap, wrap
 from .branches import names_read
@@ -254,7 +255,7 @@ def _build(b: KernelBuilder, loop: ast.stmt, body: Sequence[ast.stmt], kind: str
                         raise b.error(f"loop-carried variable `{n}` becomes {describe(v)} in the loop body; a "
                                       "runtime loop carries tensors and numbers only", _assignment_of(n, body, loop))
                     t = _as_tensor(b, v, data, header_at) if not is_tensor(v) else ctx.use(v)
-                    if (t.type.shape, t.type.dtype) != (data.type.shape, data.type.dtype):
+                    if not types_agree(data.type, t.type):
                         if is_number(inits[n]) and typed[n] is None and attempt == 0:
                             typed[n] = t  # a number before the loop: carry it with the body's type
                             retry = True

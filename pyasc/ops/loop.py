@@ -27,6 +27,14 @@ KINDS = ("for", "while")
 INTEGER_DTYPES = ("int8", "int16", "int32", "uint8")
 
 
+def types_agree(a: TensorType, b: TensorType) -> bool:
+    """Whether a carried value keeps its type across an iteration: the same dtype and rank, each dim the
+    same, or two symbolic dims (dynamic=True: names the body pairs up, like A_d0 and v_d0 in `A @ v`, are
+    assumed equal, and the launch checks them with the real sizes)."""
+    return a.dtype == b.dtype and a.ndim == b.ndim and all(
+        x == y or (not isinstance(x, int) and not isinstance(y, int)) for x, y in zip(a.shape, b.shape))
+
+
 def _infer_loop(in_types: Sequence[TensorType], attrs: Mapping[str, Any]) -> tuple[TensorType, ...]:
     kind, k, body = attrs.get("kind"), attrs.get("carried"), attrs.get("body")
     if kind not in KINDS:
@@ -48,7 +56,7 @@ def _infer_loop(in_types: Sequence[TensorType], attrs: Mapping[str, Any]) -> tup
         raise InferError(f"Loop: the body gives {len(outs)} outputs, a {kind} loop with {k} carried values needs "
                          f"{want}")
     for j, (a, b) in enumerate(zip(carried, outs)):
-        if (a.shape, a.dtype) != (b.shape, b.dtype):
+        if not types_agree(a, b):
             raise InferError(f"Loop: carried value {j} is {a} before an iteration but {b} after it")
     if kind == "while" and outs[-1].numel not in (None, 1):
         raise InferError(f"Loop: the body's condition must have one element, got {outs[-1]}")
