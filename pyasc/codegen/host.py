@@ -51,6 +51,7 @@ class LaunchSite:
     kernel: int
     args: dict[str, str]          # GM parameter -> device buffer name
     fields: tuple[str, ...]       # tiling data order (the program's declared fields)
+    loops: tuple[int, ...] = ()   # the runtime loops around this launch, outermost first (for the profile)
 
 
 @dataclass(frozen=True)
@@ -60,7 +61,9 @@ class CondSite:
     index: int
     buffer: str
     dtype: str
-    kind: str = "bool"            # "bool": the callback answers 0 or 1; "int": the value (a trip count, >= 0)
+    kind: str = "bool"            # "bool": the callback answers 0 or 1; "int": the value (a trip count, >= 0);
+    #                               "tick": nothing is read, loop `loop` starts an iteration (for the profile)
+    loop: int = -1
 
 
 @dataclass
@@ -172,6 +175,9 @@ def build_host_source(plan: LaunchPlan, kernels: Sequence[Any], output_bytes: Se
     fail = fn.append_basic_block("fail")
     rc_slot = b.alloca(I64, name="rc")
 
+    loop_stack: list[int] = []
+    loop_count = [0]
+
     def emit_steps(steps: Sequence[Step]) -> None:
         for s in steps:
             if isinstance(s, Launch):
@@ -211,7 +217,14 @@ def build_host_source(plan: LaunchPlan, kernels: Sequence[Any], output_bytes: Se
         b.cbranch(more, body_bb, exit_bb)
         b.position_at_end(body_bb)
         ex.push()
+        loop_id = loop_count[0]
+        loop_count[0] += 1
+        tick = CondSite(len(conds), "", "", "tick", loop_id)  # one callback an iteration: the profile counts them
+        conds.append(tick)
+        b.call(cond_arg, [ir.Constant(I64, tick.index), ir.Constant(I64, 0)])
+        loop_stack.append(loop_id)
         emit_steps(s.body_steps)
+        loop_stack.pop()
         if s.kind == "while":
             b.store(read_back(s.cond, s.cond_dtype, "bool", "cond"), go_slot)
         ex.pop()
@@ -222,7 +235,7 @@ def build_host_source(plan: LaunchPlan, kernels: Sequence[Any], output_bytes: Se
     def emit_launch(s: Launch) -> None:
         k = kernels[s.kernel]
         order = tuple(k.program.tiling_fields)
-        site = LaunchSite(len(sites), s.kernel, {p: loc.buffer for p, loc in s.args.items()}, order)
+        site = LaunchSite(len(sites), s.kernel, {p: loc.buffer for p, loc in s.args.items()}, order, tuple(loop_stack))
         sites.append(site)
         exprs = dict(k.fields)
         for p, loc in s.args.items():
@@ -360,6 +373,8 @@ class HostProgram:
             try:
                 site = self.source.conds[index]
                 value = cond(site, int(offset))
+                if site.kind == "tick":
+                    return 0
                 if site.kind == "int":
                     return max(int(value), 0)  # a trip count: range() of a negative count is empty
                 return 1 if value else 0
