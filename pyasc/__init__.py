@@ -8,7 +8,7 @@ from __future__ import annotations
 from . import dtypes, ops
 from .dtypes import bool_, float16, float32, int8, int16, int32, uint8  # noqa: F401
 from .errors import CompileError, InternalCompilerError  # noqa: F401
-from .markers import constexpr  # noqa: F401
+from .markers import constexpr, runtime_range, static_range  # noqa: F401
 from .runtime import CompiledKernel, Kernel, kernel  # noqa: F401
 
 

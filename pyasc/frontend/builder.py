@@ -23,7 +23,7 @@ from ..errors import CompileError, InferError, SourceLoc
 from ..markers import constexpr
 from ..ir.graph import Value
 from ..tensor_type import Sym
-from . import branches, calls, checks, guards, indexing, objects, pytree
+from . import branches, calls, checks, dimpred, guards, indexing, loops, objects, pytree
 from .context import BuildState, GraphContext
 from .scope import CLOSURE, GLOBAL, Scope, UnassignedFreeVariable, Undefined
 from .source import ParsedFunction
@@ -341,15 +341,22 @@ class FunctionBuilder:
         self.return_node = s
 
     def _s_If(self, s: ast.If) -> None:
-        cond = self.eval(s.test)
+        cond = dimpred.condition(self, self.eval(s.test), s.test)  # a shape predicate: the host picks the branch
         if is_tensor(cond):
             branches.tensor_if_statement(self, s, cond)
             return
         self.exec_block(s.body if self.truth(cond, s.test) else s.orelse)
 
     def _s_For(self, s: ast.For) -> None:
-        items = self.iterate(self.eval(s.iter), s.iter)
-        self.count_unroll(len(items), s)
+        it = self.eval(s.iter)
+        runtime, note = loops.wants_runtime_loop(self, it)
+        if runtime:  # a launch-time trip count, runtime_range, or past the unroll budget: a Loop node
+            loops.runtime_for(self, s, it, note)
+            return
+        forced = isinstance(it, loops.RangeSpec)  # pyasc.static_range: unrolled whatever the budget
+        items = list(it.static_range()) if forced else self.iterate(it, s.iter)
+        if not forced:
+            self.count_unroll(len(items), s)
         self._loops.append(s)
         try:
             for item in items:
@@ -360,6 +367,9 @@ class FunctionBuilder:
             self.exec_block(s.orelse)
         finally:
             self._loops.pop()
+
+    def _s_While(self, s: ast.While) -> None:
+        loops.runtime_while(self, s)  # a tensor condition: a Loop node the host runs
 
     def count_unroll(self, n: int, loop: ast.AST) -> None:
         total = self.state.unrolled + n
@@ -386,6 +396,11 @@ class FunctionBuilder:
                 "assert on compile-time values (shapes, dtypes, constants) only",
                 s.test,
             )
+        if isinstance(cond, Sym):  # a shape predicate: checked at launch, with this line in the message
+            text = f"assertion failed: {self.eval(s.msg)}" if s.msg is not None else \
+                f"assertion failed: `{self.text(s.test)}`"
+            dimpred.launch_check(self, cond, text, s.test)
+            return
         if not self.truth(cond, s.test):
             if s.msg is not None:
                 raise self.error(f"assertion failed: {self.eval(s.msg)}", s.test)
@@ -593,6 +608,8 @@ class FunctionBuilder:
                     "use `~x` for an elementwise logical not",
                     node,
                 )
+            if isinstance(v, Sym):
+                return dimpred.negate(v)  # `not` of a shape predicate is one too
             return not self.truth(v, node.operand)
         name, spelling, fn = UNARY_OPS[type(node.op)]
         if is_tensor(v):
@@ -615,6 +632,10 @@ class FunctionBuilder:
                     f"use `{sym}` for elementwise logic (with parentheses: `(a > 0) {sym} (b > 0)`)",
                     node,
                 )
+            if isinstance(v, Sym):  # a shape predicate: the rest combine with it symbolically
+                rest = [v] + [self.eval(e) for e in node.values[node.values.index(expr) + 1:]]
+                if all(dimpred.is_predicate_operand(x) for x in rest):
+                    return dimpred.logical(is_and, rest if result is None else [result] + rest)
             if self.truth(v, expr) != is_and:
                 return v
             result = v
@@ -636,6 +657,13 @@ class FunctionBuilder:
                             node,
                         )
                     return tensor_binary(self, name, left, right, node, (left_at, comp))
+                pred = dimpred.compare(spelling, left, right)  # a symbolic dim: a predicate for the launch
+                if pred is not None:
+                    result = pred if result is True else dimpred.logical(True, [result, pred])
+                    if result is False:
+                        return result
+                    left, left_at = right, comp
+                    continue
                 check_symbolic_compare(self, spelling, left, right, node)
                 result = fold(self, fn, (left, right), node)
             elif isinstance(op, (ast.Is, ast.IsNot)):
@@ -646,13 +674,13 @@ class FunctionBuilder:
                     raise self.error(f"`in` on a tensor is not supported in `{self.text(node)}`", node)
                 found = fold(self, lambda a, c: a in c, (left, right), node)
                 result = found if isinstance(op, ast.In) else not found
-            if is_tensor(result) or not self.truth(result, node):
+            if is_tensor(result) or isinstance(result, Sym) or not self.truth(result, node):
                 return result
             left, left_at = right, comp
         return result
 
     def _e_IfExp(self, node: ast.IfExp) -> Any:
-        cond = self.eval(node.test)
+        cond = dimpred.condition(self, self.eval(node.test), node.test)
         if is_tensor(cond):
             return branches.tensor_ternary(self, node, cond)
         return self.eval(node.body if self.truth(cond, node.test) else node.orelse)

@@ -23,8 +23,9 @@ import numpy as np
 
 from .. import dtypes, ops
 from ..errors import CompileError, Note
+from .. import markers, tensor_type
 from ..tensor_type import Sym
-from . import checks, dtype_rules, guards, objects, pytree, source
+from . import checks, dtype_rules, guards, loops, objects, pytree, source
 from .protocol import KernelBuilder
 from .scope import Scope, assigned_names
 from .tensors import as_operand, strong_dtypes
@@ -337,17 +338,11 @@ def _len(b, args, kwargs, at, name):
     return compile_time_call_allowing_tensors(b, len, args, kwargs, at, name)
 
 
-def _range(b, args, kwargs, at, name):
-    for a in args:
-        if isinstance(a, Sym):
-            raise b.error(
-                f"range() bound is the symbolic dim {a}, only known at launch; a loop is unrolled "
-                "at compile time, so its bounds must be static",
-                at,
-            )
-        if is_tensor(a):
-            raise b.error(f"range() bounds must be compile-time ints, got {describe(a)}", at)
-    return compile_time_call(b, range, args, kwargs, at, name)
+def _range(mode):
+    def handler(b, args, kwargs, at, name):
+        return loops.make_range(b, args, kwargs, at, name, mode)  # a range, or a RangeSpec for a runtime Loop
+
+    return handler
 
 
 def _minmax(which):
@@ -361,7 +356,9 @@ def _minmax(which):
                 at,
             )
         if any(isinstance(v, Sym) for v in values):
-            raise b.error(f"{name}() of a symbolic dim is only known at launch", at)
+            if kwargs or not values or not all(isinstance(v, (int, Sym)) and not isinstance(v, bool) for v in values):
+                raise b.error(f"{name}() of a symbolic dim takes dims and ints only, got {describe(values)}", at)
+            return (tensor_type.min_ if which is min else tensor_type.max_)(*values)  # a symbolic dim expression
         return compile_time_call(b, which, args, kwargs, at, name)
 
     return handler
@@ -432,7 +429,9 @@ def _compile_time_only(fn):
 
 BUILTINS: dict[Any, Callable[..., Any]] = {
     len: _len,
-    range: _range,
+    range: _range("auto"),
+    markers.static_range: _range("static"),
+    markers.runtime_range: _range("runtime"),
     min: _minmax(min),
     max: _minmax(max),
     abs: _abs,

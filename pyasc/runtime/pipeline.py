@@ -45,6 +45,9 @@ def compile_call(fn: Any, name: str, params: Sequence[Param], options: KernelOpt
     with _stage(name, "the frontend's graph (verifier, printer)"):
         ir.verify(graph)
         stages = {"source": fe.source, "graph": ir.format_graph(graph), "inferred": ir.format_graph(graph, show_loc=True)}
+        notes = [n.attrs["_note"] for n in graph.all_nodes() if "_note" in n.attrs]  # e.g. a loop kept at run time
+        if notes:
+            stages["notes"] = "\n".join(notes)
         dots = {"graph": ir.to_dot(graph)}
         stage_ops = {"graph": op_histogram(graph)}
         guards = from_frontend(fe.guards, fe.hidden, graph.inputs, len(call.arrays))
