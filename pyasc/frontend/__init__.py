@@ -24,7 +24,7 @@ from ..errors import CompileError, InternalCompilerError, debug_enabled
 from ..guards import Guard
 from ..ir.graph import Graph, Value
 from ..tensor_type import TensorType
-from . import guards
+from . import aliasing, guards
 from .builder import FunctionBuilder
 from .context import BuildState, GraphContext
 from .scope import Scope, assigned_names
@@ -42,6 +42,7 @@ class ArgSpec:
     name: str
     type: TensorType | None
     value: Any = None
+    scalar: bool = False  # a numpy scalar argument (immutable: an in-place operator rebinds it)
 
 
 @dataclass
@@ -142,7 +143,10 @@ def _bind_parameters(b: FunctionBuilder, graph: Graph, specs: Sequence[ArgSpec])
                 raise TypeError(f"no ArgSpec for parameter `{p.arg}` of {fn.__qualname__}, which has no default")
             b.scope.bind(p.arg, default)
         elif spec.type is not None:
-            b.scope.bind(p.arg, graph.add_input(spec.type, name=p.arg, loc=b.loc(p)))
+            data = graph.add_input(spec.type, name=p.arg, loc=b.loc(p))
+            if spec.scalar:
+                aliasing.mark_scalar(b, data)
+            b.scope.bind(p.arg, data)
         else:
             b.scope.bind(p.arg, spec.value)
 

@@ -504,6 +504,10 @@ class FunctionBuilder:
         if is_tensor(left) or is_tensor(right):
             if not name:
                 raise self.error(f"the operator {spelling} is not supported on tensors in `{self.text(at)}`", at)
+            if name == "pow" and type(right) is int and right == 2 and is_tensor(left) \
+                    and left.type.dtype == "bool" and left not in self.state.weak:
+                # numpy's `a ** 2` is np.square(a), whose bool loop gives int8 (np.power would give int64)
+                left = self.emit("cast", [left], {"dtype": "int8"}, at)[0]
             return tensor_binary(self, name, left, right, at, operands)
         return fold(self, fn, (left, right), at)
 

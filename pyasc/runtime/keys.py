@@ -94,7 +94,7 @@ def _sha(doc: Any) -> str:
 
 def arg_component(param: Param, key: ArgKey) -> tuple:
     if isinstance(key, TensorKey):
-        return (param.name, ("tensor", key.dtype, key.dims))
+        return (param.name, ("tensor", key.dtype, key.dims) + (("numpy scalar",) if key.scalar else ()))
     return (param.name, ("const", key.value))
 
 

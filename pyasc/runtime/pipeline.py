@@ -35,7 +35,7 @@ def compile_call(fn: Any, name: str, params: Sequence[Param], options: KernelOpt
                  components: KeyComponents, components_digest: str) -> CompiledKernel:
     from ..frontend import ArgSpec, build_graph  # the frontend is loaded on the first compile, never on a hit
 
-    specs = [ArgSpec(p.name, tensor_type(p.name, k), None) if isinstance(k, TensorKey) else ArgSpec(p.name, None, v)
+    specs = [ArgSpec(p.name, tensor_type(p.name, k), None, k.scalar) if isinstance(k, TensorKey) else ArgSpec(p.name, None, v)
              for p, k, v in zip(params, call.key, call.values)]
     t0 = time.perf_counter()
     with _stage(name, "the frontend"):

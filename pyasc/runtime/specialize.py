@@ -220,6 +220,7 @@ class TensorKey(NamedTuple):
 
     dtype: str
     dims: tuple[int | None, ...]
+    scalar: bool = False    # a numpy scalar (np.float32(2)): immutable in numpy, so `s += 1` rebinds it
 
 
 class ConstKey(NamedTuple):
@@ -256,7 +257,7 @@ def specialize(kernel: str, params: Sequence[Param], values: Sequence[Any], dyna
         if not p.constexpr and is_tensor_value(v):
             arr = to_array(kernel, p.name, v)
             arrays.append(arr)
-            key.append(TensorKey(_NAME_OF[arr.dtype], tensor_dims(arr.shape, dynamic)))
+            key.append(TensorKey(_NAME_OF[arr.dtype], tensor_dims(arr.shape, dynamic), isinstance(v, np.generic)))
             continue
         try:
             key.append(ConstKey(const_key(v)))
