@@ -268,3 +268,56 @@ def bool_square(b):
 @pytest.mark.parametrize("chip", CHIPS)
 def test_bool_squared_is_int8_like_numpy(chip):
     run(bool_square, np.array([[True, False, True], [False, False, True]]), chip=chip)
+
+
+def view_updated_in_a_tensor_if(x, c):
+    v = x[1:]
+    if c > 0:
+        v += 1.0
+    v *= 2.0        # still a view of x after the `if`
+    return x, v
+
+
+def write_in_a_helper(v):
+    v[0] = 9.0
+
+
+def view_passed_to_a_helper(x):
+    write_in_a_helper(x[1])
+    return x
+
+
+def whole_writes(x, y):
+    a = x[1:]
+    a[...] = 0.0
+    x[:] = x + y
+    return x, a
+
+
+def unpacked_rows_are_views(x):
+    a, b, c = x
+    b += 5.0
+    return x, a, b
+
+
+@pytest.mark.parametrize("chip", CHIPS)
+def test_views_across_if_helpers_and_unpacking(chip, rng):
+    x = rng.random((3, 4), dtype=np.float32)
+    run(view_updated_in_a_tensor_if, x, np.float32(1.0), chip=chip)
+    run(view_updated_in_a_tensor_if, x, np.array(-1.0, np.float32), chip=chip)
+    run(view_passed_to_a_helper, x, chip=chip)
+    run(whole_writes, x, rng.random((3, 4), dtype=np.float32), chip=chip)
+    run(unpacked_rows_are_views, x, chip=chip)
+
+
+def view_of_either_array(x, c):
+    v = x[1:] if c > 0 else x[:2]
+    v += 1.0
+    return x
+
+
+def test_write_through_a_view_chosen_at_run_time_is_an_error(rng):
+    with pytest.raises(CompileError) as info:
+        pyasc.kernel(view_of_either_array).compile(rng.random((3, 4), dtype=np.float32), np.float32(1))
+    assert "writes into an array whose sharing pyasc cannot follow" in info.value.reason
+    assert info.value.loc.lineno == view_of_either_array.__code__.co_firstlineno + 2

@@ -175,7 +175,7 @@ def write(b: KernelBuilder, target: Value, new: Value, at: ast.AST, what: str) -
     t = table(b)
     if target in t.opaque:
         raise b.error(f"{what} writes into an array whose sharing pyasc cannot follow: {t.opaque[target]}; "
-                      "copy it first (`.copy()` or `+ 0`) or write into the base array", at)
+                      "write into the base array instead, or make a new array first (`v = v + 0`)", at)
     view = t.views.get(target)
     if view is not None and view.readonly:
         raise b.error(f"{what} writes into a read-only view: it comes from {view.readonly}; numpy raises "
