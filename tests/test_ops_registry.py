@@ -19,7 +19,7 @@ where cast
 sum max min mean
 softmax log_softmax layer_norm rms_norm gelu silu
 matmul fused_matmul transdata
-transpose reshape broadcast_to expand_dims squeeze slice
+transpose reshape broadcast_to expand_dims squeeze slice slice_update
 full
 Data Const If
 """.split()
@@ -34,7 +34,7 @@ NUMPY_OP_TWINS = {**{n: n for n in NUMPY_PUBLIC}, "zeros_like": "full_like", "on
                   "empty_like": "full_like", "concatenate": "concat", "concat": "concat", "stack": "concat",
                   "hstack": "concat", "vstack": "concat", "split": "split", "array_split": "split"}
 
-INTERNAL = {"fused_matmul", "transdata", "slice", "Data", "Const", "If"} | NUMPY_INTERNAL
+INTERNAL = {"fused_matmul", "transdata", "slice", "slice_update", "Data", "Const", "If"} | NUMPY_INTERNAL
 BINARY = "add sub mul div floordiv mod pow maximum minimum lt le gt ge eq ne bitwise_and bitwise_or bitwise_xor".split()
 UNARY = "neg invert abs exp log sqrt rsqrt reciprocal sin cos tanh sigmoid relu gelu silu erf floor ceil sign".split()
 REDUCTIONS = "sum max min mean".split()
@@ -43,7 +43,7 @@ COMPOSITES = {"softmax", "log_softmax", "layer_norm", "rms_norm", "gelu", "silu"
 EXPECTED_CATEGORY = {
     **{n: Category.BROADCAST for n in BINARY + ["where", "broadcast_to", "expand_dims"]},
     **{n: Category.ELEMWISE for n in UNARY + ["cast", "full"]},
-    **{n: Category.INJECTIVE for n in ["transpose", "reshape", "squeeze", "slice", "transdata"]},
+    **{n: Category.INJECTIVE for n in ["transpose", "reshape", "squeeze", "slice", "slice_update", "transdata"]},
     **{n: Category.REDUCE for n in REDUCTIONS + ["softmax", "log_softmax", "layer_norm", "rms_norm"]},
     **{n: Category.MATMUL for n in ["matmul", "fused_matmul"]},
     **{n: Category.OPAQUE for n in ["Data", "Const", "If"]},

@@ -24,7 +24,7 @@ from ..guards import Guard
 from ..ir.graph import Graph, Value
 from ..tensor_type import TensorType
 from ..pytree import LEAF, LEAF_DEF, TUPLE, TreeDef
-from . import guards, objects, pytree
+from . import aliasing, guards, objects, pytree
 from .builder import FunctionBuilder
 from .context import BuildState, GraphContext
 from .scope import Scope, assigned_names
@@ -41,6 +41,7 @@ class ArgSpec:
     name: str
     type: TensorType | None
     value: Any = None
+    scalar: bool = False  # a numpy scalar argument (immutable: an in-place operator rebinds it)
 
 
 @dataclass
@@ -159,7 +160,10 @@ def _bind_parameters(b: FunctionBuilder, graph: Graph, specs: Sequence[ArgSpec])
                 raise TypeError(f"no ArgSpec for parameter `{p.arg}` of {fn.__qualname__}, which has no default")
             b.scope.bind(p.arg, guards.read_default(b, fn, p.arg, p))  # guarded on its path, like a helper's
         elif spec.type is not None:
-            b.scope.bind(p.arg, graph.add_input(spec.type, name=p.arg, loc=b.loc(p)))
+            data = graph.add_input(spec.type, name=p.arg, loc=b.loc(p))
+            if spec.scalar:
+                aliasing.mark_scalar(b, data)
+            b.scope.bind(p.arg, data)
         elif isinstance(spec.value, pytree.TreeArg):
             b.scope.bind(p.arg, pytree.bind_tree(b, graph, spec.value, p))
         else:

@@ -25,7 +25,7 @@ from .. import dtypes, ops
 from ..errors import CompileError, Note
 from .. import markers, tensor_type
 from ..tensor_type import Sym
-from . import checks, dtype_rules, guards, loops, objects, pytree, source
+from . import aliasing, checks, dtype_rules, guards, loops, objects, pytree, source
 from .protocol import KernelBuilder
 from .scope import Scope, assigned_names
 from .tensors import as_operand, strong_dtypes
@@ -305,7 +305,10 @@ def tensor_method(b: KernelBuilder, m: TensorMethod, args: list[Any], kwargs: di
             args = [tuple(args[0])]
         else:
             args = [tuple(args)]
-    return op_call(b, None, op_name, [x, *args], kwargs, at, display)
+    out = op_call(b, None, op_name, [x, *args], kwargs, at, display)
+    if name == "flatten" and is_tensor(out):
+        aliasing.forget_view(b, out)  # numpy's flatten always copies (ravel and reshape may share)
+    return out
 
 
 def dtype_call(b: KernelBuilder, dtype: Any, args: list[Any], kwargs: dict[str, Any], at: ast.AST,

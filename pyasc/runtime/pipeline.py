@@ -98,7 +98,7 @@ def compile_call(fn: Any, name: str, params: Sequence[Param], options: KernelOpt
 def _spec(arg_spec: Any, p: Param, k: Any, v: Any) -> Any:
     """The frontend's ArgSpec of one parameter; a pytree's is a TreeArg of leaf types and values."""
     if isinstance(k, TensorKey):
-        return arg_spec(p.name, tensor_type(p.name, k), None)
+        return arg_spec(p.name, tensor_type(p.name, k), None, k.scalar)
     if not isinstance(k, TreeKey):
         return arg_spec(p.name, None, v)
     from ..frontend.pytree import TreeArg  # with the frontend, loaded on the first compile

@@ -34,7 +34,7 @@ from simulator import Program
 
 from .. import symbolic
 from ..codegen import cost, generate, host, launch, tiling
-from ..codegen.templates import column, matmul, moves, transpose2d, vector_kernel
+from ..codegen.templates import column, matmul, moves, transpose2d, update, vector_kernel
 from ..ge import BufferAssignment, FusionDecision, KernelPlan, KernelStructure, MemoryPlan, Rejection
 from ..ir import Graph, Node, Sym, Value
 
@@ -53,7 +53,7 @@ for _cls in (KernelPlan, KernelStructure, MemoryPlan, BufferAssignment, FusionDe
              # code generation: device kernels, their tiling reports, the launch plan, the host tables
              generate.DeviceModule, generate.DeviceKernel, tiling.TilingReport, tiling.Option, cost.Estimate,
              vector_kernel.VectorTiling, column.ColumnTiling, matmul.MatmulTiling, moves.MoveTiling,
-             transpose2d.TransposeTiling, launch.LaunchPlan, launch.Launch,
+             transpose2d.TransposeTiling, update.UpdateTiling, launch.LaunchPlan, launch.Launch,
              launch.IfStep, launch.LoopStep, launch.Loc, host.HostSource, host.LaunchSite, host.CondSite):
     register_record(_cls)
 

@@ -230,6 +230,7 @@ class TensorKey(NamedTuple):
 
     dtype: str
     dims: tuple[int | None, ...]
+    scalar: bool = False    # a numpy scalar (np.float32(2)): immutable in numpy, so `s += 1` rebinds it
 
 
 class ConstKey(NamedTuple):
@@ -274,7 +275,7 @@ def specialize(kernel: str, params: Sequence[Param], values: Sequence[Any], dyna
             foreign = v
         arr = to_array(kernel, label, v)
         arrays.append(arr)
-        return TensorKey(_NAME_OF[arr.dtype], tensor_dims(arr.shape, dynamic))
+        return TensorKey(_NAME_OF[arr.dtype], tensor_dims(arr.shape, dynamic), isinstance(v, np.generic))
 
     def leaf_key(label: str, v: Any) -> ArgKey:
         if is_tensor_value(v):
