@@ -247,3 +247,21 @@ def test_defaults_of_every_kind_are_read_and_guarded():
     text = "\n".join(k.compile(x).guards.describe())
     assert "__kwdefaults__['act']" in text and "_helper_with_defaults.__defaults__[0]" in text
     assert "_helper_with_defaults.__kwdefaults__['act']" in text
+
+
+class Affine:
+    def __init__(self, a, b):
+        self.a, self.b = a, b
+
+    def __call__(self, x):
+        return x * self.a + self.b
+
+
+def test_a_module_object_kernel_persists_by_type_not_identity(disk_cache):
+    x = _x(2)
+    first = pyasc.kernel(Affine(2.0, 1.0), chip="tiny")
+    assert_close(first(x), x * 2.0 + 1.0)
+    again = pyasc.kernel(Affine(2.0, 1.0), chip="tiny")  # an equal object in a "new process": the disk entry
+    assert_close(again(x), x * 2.0 + 1.0)
+    assert again.cache_info().disk_hits == 1
+    assert "self (object)" in again.compile(x).guards.describe()
