@@ -63,6 +63,16 @@ def test_negative_integer_exponent_constant_is_located(fn, text):
         f"ValueError) in `{text}` (i32[4] base); use a float base, e.g. `x.astype(np.float32) ** -1`")
 
 
+def test_a_bool_base_with_a_negative_exponent_is_located_too():
+    x = np.array([True, False, True])
+    with pytest.raises(ValueError):
+        int_pow_literal(x)
+    with pytest.raises(pyasc.CompileError) as info:
+        pyasc.kernel(int_pow_literal, chip="tiny")(x)
+    assert "integers to negative integer powers are not allowed (numpy raises ValueError) in `x ** -1` (bool[3] " \
+           "base)" in str(info.value)
+
+
 def float_pow(x):
     return x.astype(np.float32) ** -1
 
