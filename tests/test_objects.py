@@ -265,3 +265,13 @@ def test_a_module_object_kernel_persists_by_type_not_identity(disk_cache):
     assert_close(again(x), x * 2.0 + 1.0)
     assert again.cache_info().disk_hits == 1
     assert "self (object)" in again.compile(x).guards.describe()
+
+
+def test_build_graph_takes_a_method_kernel_object():
+    from pyasc.frontend import ArgSpec, build_graph
+    from pyasc.tensor_type import TensorType
+
+    k = pyasc.kernel(Scaler(2.0).apply, chip="tiny")
+    result = build_graph(k, [ArgSpec("x", TensorType((4,), "float32"))])
+    assert [n.name for n in result.graph.inputs] == ["x"]
+    assert result.captured["self"] is k.py_func.__self__

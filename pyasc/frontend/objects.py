@@ -61,6 +61,12 @@ def dict_method(b: KernelBuilder, callee: Any, args: list, kwargs: dict, at: ast
     return {k: read(k) for k in d}  # copy
 
 
+def root_of(fn: Any) -> Any:
+    """What guard paths start from: the function or bound method (a kernel object's `py_func`)."""
+    inner = getattr(fn, "py_func", None)
+    return inner if isinstance(inner, (types.FunctionType, types.MethodType)) else fn
+
+
 def bound_self(root: Any) -> Any:
     """The instance a method kernel is bound to (`pyasc.kernel(obj.method)`), or None for a function."""
     return root.__self__ if isinstance(root, types.MethodType) else None
