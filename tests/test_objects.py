@@ -275,3 +275,35 @@ def test_build_graph_takes_a_method_kernel_object():
     result = build_graph(k, [ArgSpec("x", TensorType((4,), "float32"))])
     assert [n.name for n in result.graph.inputs] == ["x"]
     assert result.captured["self"] is k.py_func.__self__
+
+
+class Block:
+    def __init__(self, scale):
+        self.scale = scale
+        self.w = RNG.standard_normal((16, 16)).astype(np.float32)
+
+    @pyasc.kernel(chip="tiny")
+    def __call__(self, x):
+        return pyasc.relu(x @ self.w) * self.scale
+
+    @pyasc.kernel(chip="tiny")
+    def shifted(self, x, shift=1.0):
+        return self(x) + shift
+
+
+def test_kernel_decorated_methods_bind_like_functions():
+    b, c = Block(2.0), Block(3.0)
+    x = _x(4)
+    want = np.maximum(x @ b.w, 0) * 2.0
+    assert_close(b(x), want)  # `b(x)`: the __call__ kernel bound to b
+    assert_close(b.shifted(x), want + 1.0)  # a kernel calling the instance inlines the other method kernel
+    assert_close(c(x), np.maximum(x @ c.w, 0) * 3.0)
+    assert b.shifted is b.shifted and b.shifted is not c.shifted  # one bound kernel per instance
+    assert Block.__call__.py_func is Block.__dict__["__call__"].py_func  # on the class: the kernel itself
+    b(x)
+    assert type(b).__call__.__get__(b).cache_info()[:3] == (1, 0, 1)
+    b.shifted(x)
+    assert b.shifted.cache_info()[:3] == (1, 0, 1)  # its guards (b.__call__, b.w, b.scale) hold on a warm call
+    b.scale = 5.0
+    assert_close(b.shifted(x), np.maximum(x @ b.w, 0) * 5.0 + 1.0)
+    assert b.shifted.cache_info().misses == 2

@@ -162,6 +162,10 @@ def call_value(b: KernelBuilder, callee: Any, args: list[Any], kwargs: dict[str,
         return inline(b, callee.__func__, [callee.__self__, *args], kwargs, at, name)
     if pytree.is_record_class(callee):
         return pytree.construct(b, callee, args, kwargs, at, name)
+    bound = objects.kernel_call_of(callee)
+    if bound is not None:  # `obj(x)` whose class's __call__ is a kernel method: that kernel, bound to obj
+        guards.derive(b.state, callee, "__call__", bound)
+        return call_value(b, bound, args, kwargs, at)
     call = objects.call_method_of(callee)
     if call is not None:  # `layer(x)`: the object's own __call__, with the object as `self`
         guards.derive(b.state, callee, "__call__", call)

@@ -80,6 +80,16 @@ def call_method_of(callee: Any) -> types.FunctionType | None:
     return fn if isinstance(fn, types.FunctionType) else None
 
 
+def kernel_call_of(callee: Any) -> Any:
+    """`obj.__call__` when the class's `__call__` is a `@pyasc.kernel` method (a kernel bound to `obj`), else None."""
+    if isinstance(callee, type):
+        return None
+    method = getattr(type(callee), "__call__", None)
+    if not isinstance(getattr(method, "py_func", None), types.FunctionType) or not hasattr(method, "__get__"):
+        return None
+    return callee.__call__
+
+
 def mangle(b: KernelBuilder, attr: str) -> str:
     """Python's private-name mangling: `__x` inside `class C` is `_C__x` (not `__x__`)."""
     if not attr.startswith("__") or attr.endswith("__"):
