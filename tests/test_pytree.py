@@ -277,3 +277,34 @@ def test_an_unhashable_key_in_a_dict_display_is_located():
     with pytest.raises(pyasc.CompileError) as info:
         pyasc.kernel(bad, chip="tiny")(np.zeros(2, np.float32))
     assert "the dict key `[1]` is unhashable" in str(info.value)
+
+
+def update_through_dict(d):
+    y = d["a"]
+    y += 1.0  # numpy: the same array as d["a"]
+    return d["a"], d
+
+
+def update_through_namedtuple(p):
+    y = p.w
+    y *= 2.0
+    return p
+
+
+def update_with_tuple_keys(x):
+    d = {(0, 1): x, "k": [x]}
+    y = x
+    y += 1.0
+    return d[(0, 1)] + d["k"][0]
+
+
+def test_an_in_place_update_is_seen_through_containers():
+    d = {"a": np.ones(3, np.float32), "b": np.zeros(3, np.float32)}
+    a, out = pyasc.kernel(update_through_dict, chip="tiny")(d)
+    assert_close(a, np.full(3, 2.0, np.float32))
+    assert_close(out["a"], np.full(3, 2.0, np.float32))
+    p = pyasc.kernel(update_through_namedtuple, chip="tiny")(Pair(np.ones(3, np.float32), np.ones(3, np.float32)))
+    assert type(p) is Pair  # (the update kept the NamedTuple)
+    assert_close(p.w, np.full(3, 2.0, np.float32))
+    assert_close(pyasc.kernel(update_with_tuple_keys, chip="tiny")(np.ones(3, np.float32)),
+                 np.full(3, 4.0, np.float32))

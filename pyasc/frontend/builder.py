@@ -114,14 +114,11 @@ def header(s: ast.stmt) -> ast.AST | Span:
 
 
 def _replace_value(v: Any, old: Value, new: Value) -> Any:
-    """`v` with the tensor `old` replaced by `new` (inside tuples and lists too); `v` itself if unchanged."""
+    """`v` with the tensor `old` replaced by `new` (inside tuples, lists, dicts, NamedTuples and dataclasses
+    too, keeping their types); `v` itself if unchanged."""
     if is_tensor(v):
         return new if v == old else v
-    if isinstance(v, (tuple, list)) and contains_tensor(v):
-        items = [_replace_value(x, old, new) for x in v]
-        if any(a is not c for a, c in zip(items, v)):
-            return tuple(items) if isinstance(v, tuple) else items
-    return v
+    return pytree.replace_leaf(v, old, new)
 
 
 def _with_defaults(op_name: str, attrs: dict[str, Any]) -> dict[str, Any]:

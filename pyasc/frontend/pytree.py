@@ -42,6 +42,25 @@ class TreeArg:
                             f"{len(self.names)} names")
 
 
+def replace_leaf(value: Any, old: Value, new: Value) -> Any:
+    """A container holding the tensor `old` rebuilt with `new` in its place (the same type: a dict stays a
+    dict, a NamedTuple its class), for an in-place operator on a name bound to that tensor; `value` itself
+    when it does not hold `old`."""
+    if not pytree.is_container(value):
+        return value
+    try:
+        leaves, tree = pytree.flatten(value, is_tensor)
+    except pytree.BadKey:  # a dict with other keys (`{(0, 1): ...}`): the same walk, by hand
+        if isinstance(value, dict):
+            items = {k: replace_leaf(v, old, new) if not is_tensor(v) else new if v == old else v
+                     for k, v in value.items()}
+            return items if any(items[k] is not value[k] for k in value) else value
+        return value
+    if not any(is_tensor(v) and v == old for v in leaves):
+        return value
+    return pytree.unflatten(tree, [new if is_tensor(v) and v == old else v for v in leaves])
+
+
 def bind_tree(b: KernelBuilder, graph: Graph, arg: TreeArg, at: ast.AST) -> Any:
     """The parameter's value in the kernel: the container with a Data input at each tensor leaf."""
     leaves = [graph.add_input(leaf, name=name, loc=b.loc(at)) if isinstance(leaf, TensorType) else leaf
