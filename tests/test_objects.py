@@ -307,3 +307,32 @@ def test_kernel_decorated_methods_bind_like_functions():
     b.scale = 5.0
     assert_close(b.shifted(x), np.maximum(x @ b.w, 0) * 5.0 + 1.0)
     assert b.shifted.cache_info().misses == 2
+
+
+class Attn:
+    def __init__(self, n_embd, n_head):
+        self.n_embd, self.n_head = n_embd, n_head
+        self.w = RNG.standard_normal((n_embd, n_embd)).astype(np.float32)
+
+    @property
+    def head_dim(self):
+        return self.n_embd // self.n_head
+
+    @property
+    def w_t(self):
+        return self.w.T  # computes on a tensor (a lifted array): graph nodes, not a compile-time value
+
+    def __call__(self, x):
+        return (x @ self.w_t)[:, :self.head_dim] * np.finfo(np.float32).tiny / np.finfo(np.float32).tiny
+
+
+def test_properties_run_their_getters_inlined():
+    a = Attn(16, 4)
+    x = _x(2)
+    k = pyasc.kernel(a, chip="tiny")
+    assert_close(k(x), (x @ a.w.T)[:, :4])
+    a.n_head = 2  # read through the getter: guarded on its path, so it recompiles
+    assert_close(k(x), (x @ a.w.T)[:, :8])
+    assert k.cache_info().misses == 2
+    text = "\n".join(k.compile(x).guards.describe())
+    assert "self.__class__.head_dim.fget.__code__ (identity)" in text and "self.n_head (value)" in text
