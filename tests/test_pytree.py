@@ -308,3 +308,15 @@ def test_an_in_place_update_is_seen_through_containers():
     assert_close(p.w, np.full(3, 2.0, np.float32))
     assert_close(pyasc.kernel(update_with_tuple_keys, chip="tiny")(np.ones(3, np.float32)),
                  np.full(3, 4.0, np.float32))
+
+
+def builds_dicts(x, y):
+    names = ("p", "q")
+    return dict(zip(names, (x, y))), dict(s=x + y)
+
+
+def test_dict_constructor_in_a_kernel():
+    x, y = np.ones(4, np.float32), np.full(4, 2.0, np.float32)
+    a, b = pyasc.kernel(builds_dicts, chip="tiny")(x, y)
+    assert list(a) == ["p", "q"] and list(b) == ["s"]
+    assert_close(b["s"], x + y)

@@ -442,6 +442,7 @@ BUILTINS: dict[Any, Callable[..., Any]] = {
     bool: _scalar_conversion(bool),
     tuple: _iterating(tuple),
     list: _iterating(list),
+    dict: _iterating(dict),  # `dict(w=x, b=y)`, `dict(zip(names, tensors))`: a pytree to return or pass on
     zip: _iterating(lambda *a: tuple(zip(*a))),
     enumerate: _iterating(lambda *a, **k: tuple(enumerate(*a, **k))),
     reversed: _iterating(lambda a: tuple(reversed(a))),
