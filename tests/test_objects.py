@@ -268,7 +268,7 @@ def test_a_module_object_kernel_persists_by_type_not_identity(disk_cache):
 
 
 def test_build_graph_takes_a_method_kernel_object():
-    from pyasc.frontend import ArgSpec, build_graph
+    from pyasc.frontend import ArgSpec, build_graph  # the frontend API directly, only in this test
     from pyasc.tensor_type import TensorType
 
     k = pyasc.kernel(Scaler(2.0).apply, chip="tiny")

@@ -5,8 +5,11 @@ What a call may name (anything else is a CompileError naming the callee):
   function the registry names as its twin (`np.exp`, `np.sum`, ...);
 - a dtype (`np.float32(x)` casts a tensor, makes a numpy scalar of a number);
 - a few builtins on compile-time values (`len range min max abs int float
-  bool tuple list zip enumerate reversed isinstance round sum`), `abs`/`len`
+  bool tuple list dict zip enumerate reversed isinstance round sum`), `abs`/`len`
   on tensors and `sum` of a list of tensors;
+- a NamedTuple class or a dataclass (builds a pytree node), an object whose
+  class defines `__call__` (inlined with the object as `self`), read-only
+  dict methods (objects.py);
 - a Python function with source, or another kernel: inlined with its own scope;
 - a method of a tensor (`x.sum(axis=1)`, `x.astype(d)`, ...) or a read-only
   method of a compile-time value (`shape.index(4)`, `"{}".format(n)`).
