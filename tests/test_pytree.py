@@ -320,3 +320,20 @@ def test_dict_constructor_in_a_kernel():
     a, b = pyasc.kernel(builds_dicts, chip="tiny")(x, y)
     assert list(a) == ["p", "q"] and list(b) == ["s"]
     assert_close(b["s"], x + y)
+
+
+def test_pytree_arguments_key_the_disk_cache(disk_cache, rng):
+    x = rng.standard_normal((3, 8)).astype(np.float32)
+    t = rng.standard_normal(8).astype(np.float32)
+    pyasc.kernel(scaled, chip="tiny")(x, {"s": 2.0, "t": t})
+    same = pyasc.kernel(scaled, chip="tiny")  # a fresh Kernel: only the disk cache has the compile
+    assert_close(same(x, {"s": 2.0, "t": t * 3}), x * 2.0 + t * 3)
+    assert same.cache_info()[:3] == (0, 1, 0)
+    other = pyasc.kernel(scaled, chip="tiny")
+    assert_close(other(x, {"s": 5.0, "t": t}), x * 5.0 + t)  # another scalar leaf: another disk key
+    assert other.cache_info()[:3] == (0, 0, 1)
+    args = _inputs(rng)
+    pyasc.kernel(mixed, chip="tiny")(*args)
+    again = pyasc.kernel(mixed, chip="tiny")
+    _compare(again(*args), mixed(*args))
+    assert again.cache_info().disk_hits == 1  # the dataclass and NamedTuple arguments' classes key by name
