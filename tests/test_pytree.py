@@ -337,3 +337,12 @@ def test_pytree_arguments_key_the_disk_cache(disk_cache, rng):
     again = pyasc.kernel(mixed, chip="tiny")
     _compare(again(*args), mixed(*args))
     assert again.cache_info().disk_hits == 1  # the dataclass and NamedTuple arguments' classes key by name
+
+
+def test_a_structure_containing_itself_is_a_type_error():
+    loop = [np.ones(2, np.float32)]
+    loop.append(loop)
+    with pytest.raises(TypeError) as info:
+        pyasc.kernel(total, chip="tiny")(loop)
+    assert str(info.value) == ("total() argument 'xs' nests too deeply to flatten (or contains itself); pass a "
+                               "flatter structure")

@@ -44,6 +44,9 @@ def tree_key(kernel: str, name: str, value: Any, is_tensor: Callable[[Any], bool
     """The key of a pytree argument; `leaf_key(label, leaf)` keys one leaf (and keeps a tensor's array)."""
     try:
         leaves, tree = pytree.flatten(value, is_tensor)
+    except RecursionError:
+        raise ArgumentTypeError(f"{kernel}() argument {name!r} nests too deeply to flatten (or contains itself); "
+                                "pass a flatter structure") from None
     except pytree.BadKey as e:
         where = pytree.path_text_for(name, _partial_tree(value, e.path), e.path) if e.path else name
         raise ArgumentTypeError(
