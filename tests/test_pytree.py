@@ -346,3 +346,25 @@ def test_a_structure_containing_itself_is_a_type_error():
         pyasc.kernel(total, chip="tiny")(loop)
     assert str(info.value) == ("total() argument 'xs' nests too deeply to flatten (or contains itself); pass a "
                                "flatter structure")
+
+
+def dispatches(p):
+    if isinstance(p, dict):
+        return p["a"] * 2.0
+    if isinstance(p, (list, tuple)):
+        return p[0] + p[1]
+    return p.w
+
+
+def test_isinstance_on_a_pytree_argument():
+    a = np.ones(3, np.float32)
+    k = pyasc.kernel(dispatches, chip="tiny")
+    assert_close(k({"a": a}), a * 2.0)
+    assert_close(k([a, a]), a + a)
+    assert_close(k(Pair(a, a)), a + a)  # a NamedTuple is a tuple
+
+    def on_a_tensor(x):
+        return x if isinstance(x, np.ndarray) else x
+
+    with pytest.raises(pyasc.CompileError, match="isinstance.. runs at compile time and cannot take a tensor"):
+        pyasc.kernel(on_a_tensor, chip="tiny")(a)

@@ -449,7 +449,10 @@ BUILTINS: dict[Any, Callable[..., Any]] = {
     zip: _iterating(lambda *a: tuple(zip(*a))),
     enumerate: _iterating(lambda *a, **k: tuple(enumerate(*a, **k))),
     reversed: _iterating(lambda a: tuple(reversed(a))),
-    isinstance: _compile_time_only(isinstance),
+    isinstance: lambda b, args, kwargs, at, name: (  # a container of tensors is a Python value: ask Python
+        compile_time_call_allowing_tensors(b, isinstance, args, kwargs, at, name)
+        if len(args) == 2 and not is_tensor(args[0]) and not contains_tensor(args[1])
+        else _compile_time_only(isinstance)(b, args, kwargs, at, name)),
     round: _compile_time_only(round),
     sum: _sum,
     math.prod: _compile_time_only(math.prod),
