@@ -434,6 +434,13 @@ def _compile_time_only(fn):
     return handler
 
 
+def _isinstance(b, args, kwargs, at, name):
+    """isinstance of a container holding tensors (a pytree argument) is a Python question; of a tensor, not."""
+    if len(args) == 2 and not kwargs and not is_tensor(args[0]) and not contains_tensor(args[1]):
+        return compile_time_call_allowing_tensors(b, isinstance, args, kwargs, at, name)
+    return _compile_time_only(isinstance)(b, args, kwargs, at, name)
+
+
 BUILTINS: dict[Any, Callable[..., Any]] = {
     len: _len,
     range: _range,
@@ -449,10 +456,7 @@ BUILTINS: dict[Any, Callable[..., Any]] = {
     zip: _iterating(lambda *a: tuple(zip(*a))),
     enumerate: _iterating(lambda *a, **k: tuple(enumerate(*a, **k))),
     reversed: _iterating(lambda a: tuple(reversed(a))),
-    isinstance: lambda b, args, kwargs, at, name: (  # a container of tensors is a Python value: ask Python
-        compile_time_call_allowing_tensors(b, isinstance, args, kwargs, at, name)
-        if len(args) == 2 and not is_tensor(args[0]) and not contains_tensor(args[1])
-        else _compile_time_only(isinstance)(b, args, kwargs, at, name)),
+    isinstance: _isinstance,
     round: _compile_time_only(round),
     sum: _sum,
     math.prod: _compile_time_only(math.prod),
