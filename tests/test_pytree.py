@@ -368,3 +368,15 @@ def test_isinstance_on_a_pytree_argument():
 
     with pytest.raises(pyasc.CompileError, match="isinstance.. runs at compile time and cannot take a tensor"):
         pyasc.kernel(on_a_tensor, chip="tiny")(a)
+
+
+def colliding(p_w, p):
+    return p_w + p["w"]
+
+
+def test_leaf_names_do_not_collide_with_parameters_under_dynamic_shapes(rng):
+    k = pyasc.kernel(colliding, chip="tiny", dynamic=True)
+    a = rng.standard_normal((3, 8)).astype(np.float32)
+    b = rng.standard_normal((3, 8)).astype(np.float32)
+    assert_close(k(a, {"w": b}), a + b)
+    assert [n.name for n in k.compile(a, {"w": b}).graph.inputs] == ["p_w", "p_w_"]
