@@ -380,3 +380,47 @@ def test_leaf_names_do_not_collide_with_parameters_under_dynamic_shapes(rng):
     b = rng.standard_normal((3, 8)).astype(np.float32)
     assert_close(k(a, {"w": b}), a + b)
     assert [n.name for n in k.compile(a, {"w": b}).graph.inputs] == ["p_w", "p_w_"]
+
+
+# ---- properties of flattening and keys (no compiles) ------------------------------------------------
+
+from hypothesis import given, strategies as st  # noqa: E402  (only these property tests use hypothesis)
+
+from pyasc.runtime.specialize import Param, specialize  # noqa: E402
+
+_leaves = st.one_of(st.integers(-3, 3), st.floats(-2, 2, allow_nan=False), st.booleans(), st.none(),
+                    st.integers(1, 3).map(lambda n: np.arange(n, dtype=np.float32)))
+_trees = st.recursive(_leaves, lambda kids: st.one_of(
+    st.lists(kids, max_size=3), st.tuples(kids, kids),
+    st.dictionaries(st.sampled_from("abc"), kids, max_size=3),
+    st.builds(Pair, kids, kids), st.builds(Layer, kids, kids)), max_leaves=8)
+
+
+def _same(a, b):
+    la, ta = pytree.flatten(a, lambda v: isinstance(v, np.ndarray))
+    lb, tb = pytree.flatten(b, lambda v: isinstance(v, np.ndarray))
+    return ta == tb and all(x is y for x, y in zip(la, lb))
+
+
+@given(_trees)
+def test_flatten_unflatten_round_trip(tree):
+    leaves, structure = pytree.flatten(tree, lambda v: isinstance(v, np.ndarray))
+    rebuilt = pytree.unflatten(structure, leaves)
+    assert _same(rebuilt, tree)
+    assert len(structure.paths()) == structure.num_leaves == len(leaves)
+    assert pytree.TreeDef.from_json(structure.to_json()) == structure
+
+
+@given(_trees)
+def test_the_key_ignores_tensor_contents_and_sees_scalars(tree):
+    params = (Param("p", False),)
+    call = specialize("k", params, [[tree]], False)
+    leaves, structure = pytree.flatten([tree], lambda v: isinstance(v, np.ndarray))
+    bumped = pytree.unflatten(structure, [v + 1 if isinstance(v, np.ndarray) else v for v in leaves])
+    assert specialize("k", params, [bumped], False).key == call.key  # new contents: the same specialisation
+    scalars = [i for i, v in enumerate(leaves) if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    if scalars:
+        i = scalars[0]
+        other = pytree.unflatten(structure, [v + 10 if j == i else v for j, v in enumerate(leaves)])
+        assert specialize("k", params, [other], False).key != call.key  # a scalar leaf is in the key
+    assert len(call.arrays) == sum(isinstance(v, np.ndarray) for v in leaves)
