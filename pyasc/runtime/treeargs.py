@@ -52,8 +52,12 @@ def tree_key(kernel: str, name: str, value: Any, is_tensor: Callable[[Any], bool
         raise ArgumentTypeError(
             f"{kernel}() argument {where!r} is a dict with the key {e.key!r} ({type(e.key).__name__}); a dict "
             "argument's keys must be str or int (they are part of the compiled specialisation)") from None
-    keys = tuple(leaf_key(pytree.path_text_for(name, tree, path), leaf)
-                 for path, leaf in zip(tree.paths(), leaves))
+    try:
+        keys = tuple(leaf_key(name, leaf) for leaf in leaves)  # (leaf paths are only worked out for a message)
+    except ArgumentTypeError:
+        for path, leaf in zip(tree.paths(), leaves):
+            leaf_key(pytree.path_text_for(name, tree, path), leaf)  # the same error, naming the leaf
+        raise
     return TreeKey(tree, keys)
 
 
