@@ -237,3 +237,10 @@ def test_try_except_star_caret():
     line = try_star.__code__.co_firstlineno + 1
     assert str(info.value) == (f"{__file__}:{line}:5: error: `try ... except*` is not supported in a kernel\n"
                                "        try:\n        ^^^")
+
+
+def test_negative_integer_exponent_data_on_the_emulator_truncates_as_documented():
+    x = np.array([1, 2, -1, -2, 0, 3], np.int32)
+    y = np.array([-1, -1, -1, -3, -1, -2], np.int32)
+    got = pyasc.kernel(pow_data, chip="tiny")(x, y)  # README: 1 // x**n toward zero, 0 for a zero base
+    np.testing.assert_array_equal(got, [1, 0, -1, 0, 0, 0])
