@@ -169,8 +169,9 @@ def flatten(value: Any, is_leaf: Callable[[Any], bool] = lambda v: False) -> tup
     leaves: list[Any] = []
 
     def walk(v: Any, path: tuple) -> TreeDef:
-        if is_leaf(v) or not is_container(v):
-            leaves.append(v)
+        t = type(v)
+        if t is not dict and t is not list and t is not tuple and (is_leaf(v) or not is_container(v)):
+            leaves.append(v)  # (plain containers first: every call of a pytree kernel flattens its arguments)
             return LEAF_DEF
         if isinstance(v, dict):
             for k in v:

@@ -63,6 +63,16 @@ def test_negative_integer_exponent_constant_is_located(fn, text):
         f"ValueError) in `{text}` (i32[4] base); use a float base, e.g. `x.astype(np.float32) ** -1`")
 
 
+def test_a_bool_base_with_a_negative_exponent_is_located_too():
+    x = np.array([True, False, True])
+    with pytest.raises(ValueError):
+        int_pow_literal(x)
+    with pytest.raises(pyasc.CompileError) as info:
+        pyasc.kernel(int_pow_literal, chip="tiny")(x)
+    assert "integers to negative integer powers are not allowed (numpy raises ValueError) in `x ** -1` (bool[3] " \
+           "base)" in str(info.value)
+
+
 def float_pow(x):
     return x.astype(np.float32) ** -1
 
@@ -227,3 +237,10 @@ def test_try_except_star_caret():
     line = try_star.__code__.co_firstlineno + 1
     assert str(info.value) == (f"{__file__}:{line}:5: error: `try ... except*` is not supported in a kernel\n"
                                "        try:\n        ^^^")
+
+
+def test_negative_integer_exponent_data_on_the_emulator_truncates_as_documented():
+    x = np.array([1, 2, -1, -2, 0, 3], np.int32)
+    y = np.array([-1, -1, -1, -3, -1, -2], np.int32)
+    got = pyasc.kernel(pow_data, chip="tiny")(x, y)  # README: 1 // x**n toward zero, 0 for a zero base
+    np.testing.assert_array_equal(got, [1, 0, -1, 0, 0, 0])

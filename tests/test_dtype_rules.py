@@ -88,3 +88,60 @@ def test_an_explicit_64_bit_dtype_is_a_located_error():
         pyasc.kernel(as_float64, chip="tiny")(np.ones(4, np.float32))
     assert ("error: cast: dtype float64 is not supported; supported dtypes are float16, float32, int8, int16, "
             "int32, uint8, bool_ in `x.astype(np.float64)`") in str(info.value)
+
+
+K64 = np.linspace(0, 1, 8)  # float64, as numpy makes it
+KI64 = np.arange(8)  # int64
+
+
+def true_div(x):
+    return x / x.shape[0]
+
+
+def int_mean(x):
+    return np.mean(x)
+
+
+def int_times_float(x):
+    return x * 1.5
+
+
+def int_sum(x):
+    return np.sum(x)
+
+
+def f16_times_captured_f64(x):
+    return x * K64
+
+
+def i8_plus_captured_i64(x):
+    return x + KI64
+
+
+# one row of the README's "Dtype rules" table each: (kernel, input, pyasc dtype, numpy dtype)
+ROWS = [
+    (true_div, np.arange(8, dtype=np.int32), "float32", "float64"),
+    (int_mean, np.arange(8, dtype=np.int16), "float32", "float64"),
+    (int_times_float, np.arange(8, dtype=np.int8), "float32", "float64"),
+    (int_sum, np.arange(8, dtype=np.int8), "int32", "int64"),
+    (int_sum, np.arange(8, dtype=np.uint8), "int32", "uint64"),
+    (int_sum, np.arange(8) > 3, "int32", "int64"),
+    (f16_times_captured_f64, np.ones(8, np.float16), "float32", "float64"),
+    (i8_plus_captured_i64, np.arange(8, dtype=np.int8), "int32", "int64"),
+]
+
+
+@pytest.mark.parametrize("fn,x,ours,theirs", ROWS, ids=[f"{r[0].__name__}-{r[1].dtype}" for r in ROWS])
+def test_the_documented_differences(fn, x, ours, theirs):
+    want = fn(x)
+    assert np.asarray(want).dtype == np.dtype(theirs)
+    got = pyasc.kernel(fn, chip="tiny")(x)
+    assert got.dtype == np.dtype(ours)
+    assert_close(got, np.asarray(want).astype(ours))
+
+
+def test_an_int64_argument_is_rejected_with_a_cast_hint():
+    with pytest.raises(TypeError) as info:
+        pyasc.kernel(int_sum, chip="tiny")(np.arange(4))
+    assert "argument 'x' has dtype int64, which pyasc does not support" in str(info.value)
+    assert "Convert it first, e.g. `.astype(np.int32)`." in str(info.value)

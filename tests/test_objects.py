@@ -247,3 +247,92 @@ def test_defaults_of_every_kind_are_read_and_guarded():
     text = "\n".join(k.compile(x).guards.describe())
     assert "__kwdefaults__['act']" in text and "_helper_with_defaults.__defaults__[0]" in text
     assert "_helper_with_defaults.__kwdefaults__['act']" in text
+
+
+class Affine:
+    def __init__(self, a, b):
+        self.a, self.b = a, b
+
+    def __call__(self, x):
+        return x * self.a + self.b
+
+
+def test_a_module_object_kernel_persists_by_type_not_identity(disk_cache):
+    x = _x(2)
+    first = pyasc.kernel(Affine(2.0, 1.0), chip="tiny")
+    assert_close(first(x), x * 2.0 + 1.0)
+    again = pyasc.kernel(Affine(2.0, 1.0), chip="tiny")  # an equal object in a "new process": the disk entry
+    assert_close(again(x), x * 2.0 + 1.0)
+    assert again.cache_info().disk_hits == 1
+    assert "self (object)" in again.compile(x).guards.describe()
+
+
+def test_build_graph_takes_a_method_kernel_object():
+    from pyasc.frontend import ArgSpec, build_graph  # the frontend API directly, only in this test
+    from pyasc.tensor_type import TensorType
+
+    k = pyasc.kernel(Scaler(2.0).apply, chip="tiny")
+    result = build_graph(k, [ArgSpec("x", TensorType((4,), "float32"))])
+    assert [n.name for n in result.graph.inputs] == ["x"]
+    assert result.captured["self"] is k.py_func.__self__
+
+
+class Block:
+    def __init__(self, scale):
+        self.scale = scale
+        self.w = RNG.standard_normal((16, 16)).astype(np.float32)
+
+    @pyasc.kernel(chip="tiny")
+    def __call__(self, x):
+        return pyasc.relu(x @ self.w) * self.scale
+
+    @pyasc.kernel(chip="tiny")
+    def shifted(self, x, shift=1.0):
+        return self(x) + shift
+
+
+def test_kernel_decorated_methods_bind_like_functions():
+    b, c = Block(2.0), Block(3.0)
+    x = _x(4)
+    want = np.maximum(x @ b.w, 0) * 2.0
+    assert_close(b(x), want)  # `b(x)`: the __call__ kernel bound to b
+    assert_close(b.shifted(x), want + 1.0)  # a kernel calling the instance inlines the other method kernel
+    assert_close(c(x), np.maximum(x @ c.w, 0) * 3.0)
+    assert b.shifted is b.shifted and b.shifted is not c.shifted  # one bound kernel per instance
+    assert Block.__call__.py_func is Block.__dict__["__call__"].py_func  # on the class: the kernel itself
+    b(x)
+    assert type(b).__call__.__get__(b).cache_info()[:3] == (1, 0, 1)
+    b.shifted(x)
+    assert b.shifted.cache_info()[:3] == (1, 0, 1)  # its guards (b.__call__, b.w, b.scale) hold on a warm call
+    b.scale = 5.0
+    assert_close(b.shifted(x), np.maximum(x @ b.w, 0) * 5.0 + 1.0)
+    assert b.shifted.cache_info().misses == 2
+
+
+class Attn:
+    def __init__(self, n_embd, n_head):
+        self.n_embd, self.n_head = n_embd, n_head
+        self.w = RNG.standard_normal((n_embd, n_embd)).astype(np.float32)
+
+    @property
+    def head_dim(self):
+        return self.n_embd // self.n_head
+
+    @property
+    def w_t(self):
+        return self.w.T  # computes on a tensor (a lifted array): graph nodes, not a compile-time value
+
+    def __call__(self, x):
+        return (x @ self.w_t)[:, :self.head_dim] * np.finfo(np.float32).tiny / np.finfo(np.float32).tiny
+
+
+def test_properties_run_their_getters_inlined():
+    a = Attn(16, 4)
+    x = _x(2)
+    k = pyasc.kernel(a, chip="tiny")
+    assert_close(k(x), (x @ a.w.T)[:, :4])
+    a.n_head = 2  # read through the getter: guarded on its path, so it recompiles
+    assert_close(k(x), (x @ a.w.T)[:, :8])
+    assert k.cache_info().misses == 2
+    text = "\n".join(k.compile(x).guards.describe())
+    assert "self.__class__.head_dim.fget.__code__ (identity)" in text and "self.n_head (value)" in text

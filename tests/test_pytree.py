@@ -277,3 +277,150 @@ def test_an_unhashable_key_in_a_dict_display_is_located():
     with pytest.raises(pyasc.CompileError) as info:
         pyasc.kernel(bad, chip="tiny")(np.zeros(2, np.float32))
     assert "the dict key `[1]` is unhashable" in str(info.value)
+
+
+def update_through_dict(d):
+    y = d["a"]
+    y += 1.0  # numpy: the same array as d["a"]
+    return d["a"], d
+
+
+def update_through_namedtuple(p):
+    y = p.w
+    y *= 2.0
+    return p
+
+
+def update_with_tuple_keys(x):
+    d = {(0, 1): x, "k": [x]}
+    y = x
+    y += 1.0
+    return d[(0, 1)] + d["k"][0]
+
+
+def test_an_in_place_update_is_seen_through_containers():
+    d = {"a": np.ones(3, np.float32), "b": np.zeros(3, np.float32)}
+    a, out = pyasc.kernel(update_through_dict, chip="tiny")(d)
+    assert_close(a, np.full(3, 2.0, np.float32))
+    assert_close(out["a"], np.full(3, 2.0, np.float32))
+    p = pyasc.kernel(update_through_namedtuple, chip="tiny")(Pair(np.ones(3, np.float32), np.ones(3, np.float32)))
+    assert type(p) is Pair  # (the update kept the NamedTuple)
+    assert_close(p.w, np.full(3, 2.0, np.float32))
+    assert_close(pyasc.kernel(update_with_tuple_keys, chip="tiny")(np.ones(3, np.float32)),
+                 np.full(3, 4.0, np.float32))
+
+
+def builds_dicts(x, y):
+    names = ("p", "q")
+    return dict(zip(names, (x, y))), dict(s=x + y)
+
+
+def test_dict_constructor_in_a_kernel():
+    x, y = np.ones(4, np.float32), np.full(4, 2.0, np.float32)
+    a, b = pyasc.kernel(builds_dicts, chip="tiny")(x, y)
+    assert list(a) == ["p", "q"] and list(b) == ["s"]
+    assert_close(b["s"], x + y)
+
+
+def test_pytree_arguments_key_the_disk_cache(disk_cache, rng):
+    x = rng.standard_normal((3, 8)).astype(np.float32)
+    t = rng.standard_normal(8).astype(np.float32)
+    pyasc.kernel(scaled, chip="tiny")(x, {"s": 2.0, "t": t})
+    same = pyasc.kernel(scaled, chip="tiny")  # a fresh Kernel: only the disk cache has the compile
+    assert_close(same(x, {"s": 2.0, "t": t * 3}), x * 2.0 + t * 3)
+    assert same.cache_info()[:3] == (0, 1, 0)
+    other = pyasc.kernel(scaled, chip="tiny")
+    assert_close(other(x, {"s": 5.0, "t": t}), x * 5.0 + t)  # another scalar leaf: another disk key
+    assert other.cache_info()[:3] == (0, 0, 1)
+    args = _inputs(rng)
+    pyasc.kernel(mixed, chip="tiny")(*args)
+    again = pyasc.kernel(mixed, chip="tiny")
+    _compare(again(*args), mixed(*args))
+    assert again.cache_info().disk_hits == 1  # the dataclass and NamedTuple arguments' classes key by name
+
+
+def test_a_structure_containing_itself_is_a_type_error():
+    loop = [np.ones(2, np.float32)]
+    loop.append(loop)
+    with pytest.raises(TypeError) as info:
+        pyasc.kernel(total, chip="tiny")(loop)
+    assert str(info.value) == ("total() argument 'xs' nests too deeply to flatten (or contains itself); pass a "
+                               "flatter structure")
+
+
+def dispatches(p):
+    if isinstance(p, dict):
+        return p["a"] * 2.0
+    if isinstance(p, (list, tuple)):
+        return p[0] + p[1]
+    return p.w
+
+
+def test_isinstance_on_a_pytree_argument():
+    a = np.ones(3, np.float32)
+    k = pyasc.kernel(dispatches, chip="tiny")
+    assert_close(k({"a": a}), a * 2.0)
+    assert_close(k([a, a]), a + a)
+    assert_close(k(Pair(a, a)), a + a)  # a NamedTuple is a tuple
+
+    def on_a_tensor(x):
+        return x if isinstance(x, np.ndarray) else x
+
+    with pytest.raises(pyasc.CompileError, match="isinstance.. runs at compile time and cannot take a tensor"):
+        pyasc.kernel(on_a_tensor, chip="tiny")(a)
+
+
+def colliding(p_w, p):
+    return p_w + p["w"]
+
+
+def test_leaf_names_do_not_collide_with_parameters_under_dynamic_shapes(rng):
+    k = pyasc.kernel(colliding, chip="tiny", dynamic=True)
+    a = rng.standard_normal((3, 8)).astype(np.float32)
+    b = rng.standard_normal((3, 8)).astype(np.float32)
+    assert_close(k(a, {"w": b}), a + b)
+    assert [n.name for n in k.compile(a, {"w": b}).graph.inputs] == ["p_w", "p_w_"]
+
+
+# ---- properties of flattening and keys (no compiles) ------------------------------------------------
+
+from hypothesis import given, strategies as st  # noqa: E402  (only these property tests use hypothesis)
+
+from pyasc.runtime.specialize import Param, specialize  # noqa: E402
+
+_leaves = st.one_of(st.integers(-3, 3), st.floats(-2, 2, allow_nan=False), st.booleans(), st.none(),
+                    st.integers(1, 3).map(lambda n: np.arange(n, dtype=np.float32)))
+_trees = st.recursive(_leaves, lambda kids: st.one_of(
+    st.lists(kids, max_size=3), st.tuples(kids, kids),
+    st.dictionaries(st.sampled_from("abc"), kids, max_size=3),
+    st.builds(Pair, kids, kids), st.builds(Layer, kids, kids)), max_leaves=8)
+
+
+def _same(a, b):
+    la, ta = pytree.flatten(a, lambda v: isinstance(v, np.ndarray))
+    lb, tb = pytree.flatten(b, lambda v: isinstance(v, np.ndarray))
+    return ta == tb and all(x is y for x, y in zip(la, lb))
+
+
+@given(_trees)
+def test_flatten_unflatten_round_trip(tree):
+    leaves, structure = pytree.flatten(tree, lambda v: isinstance(v, np.ndarray))
+    rebuilt = pytree.unflatten(structure, leaves)
+    assert _same(rebuilt, tree)
+    assert len(structure.paths()) == structure.num_leaves == len(leaves)
+    assert pytree.TreeDef.from_json(structure.to_json()) == structure
+
+
+@given(_trees)
+def test_the_key_ignores_tensor_contents_and_sees_scalars(tree):
+    params = (Param("p", False),)
+    call = specialize("k", params, [[tree]], False)
+    leaves, structure = pytree.flatten([tree], lambda v: isinstance(v, np.ndarray))
+    bumped = pytree.unflatten(structure, [v + 1 if isinstance(v, np.ndarray) else v for v in leaves])
+    assert specialize("k", params, [bumped], False).key == call.key  # new contents: the same specialisation
+    scalars = [i for i, v in enumerate(leaves) if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    if scalars:
+        i = scalars[0]
+        other = pytree.unflatten(structure, [v + 10 if j == i else v for j, v in enumerate(leaves)])
+        assert specialize("k", params, [other], False).key != call.key  # a scalar leaf is in the key
+    assert len(call.arrays) == sum(isinstance(v, np.ndarray) for v in leaves)

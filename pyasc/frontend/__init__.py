@@ -71,7 +71,7 @@ def build_graph(fn: Any, specs: Sequence[ArgSpec], *, unroll_budget: int = 4096)
         raise parsed.error("an `async def` function cannot be a kernel", parsed.tree)
     graph = Graph(parsed.fn.__name__)
     state = BuildState(unroll_budget, graph)
-    state.root = fn
+    state.root = objects.root_of(fn)
     guards.begin(state, parsed.fn)
     scope = Scope(parsed.fn, assigned_names(parsed.tree))
     builder = FunctionBuilder(state, parsed, scope, GraphContext(graph))

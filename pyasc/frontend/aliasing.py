@@ -31,7 +31,8 @@ from ..ir.graph import Value
 from ..ops.shape import slice_index, permutation
 from ..tensor_type import TensorType
 from .protocol import KernelBuilder
-from .values import contains_tensor, is_tensor
+from .pytree import map_tensors
+from .values import is_tensor
 
 #: ops whose result numpy returns as a view of their (first) input
 VIEW_OPS = frozenset({"slice", "squeeze", "expand_dims", "transpose", "reshape", "broadcast_to"})
@@ -241,15 +242,15 @@ def replay(b: KernelBuilder, steps: tuple[Step, ...], base: Value, at: ast.AST) 
 
 
 def rebind_everywhere(b: KernelBuilder, rebound: Callable[[Value], Value], at: ast.AST) -> None:
-    """Rebind every name of this function and of the functions it is inlined into (inside tuples and
-    lists too) whose tensor `rebound` changes."""
+    """Rebind every name of this function and of the functions it is inlined into (inside tuples, lists,
+    dicts, NamedTuples and dataclasses too) whose tensor `rebound` changes."""
     builder: Any = b
     hint = ""
     if isinstance(at, ast.AugAssign) and isinstance(at.target, ast.Name):
         hint = f" (`{at.target.id} = {at.target.id} ...`)"
     while builder is not None:
         for name, value in list(builder.scope.locals.items()):
-            replaced = _map_tensors(value, rebound)
+            replaced = map_tensors(value, rebound)
             if replaced is value:
                 continue
             if builder.ctx is not b.ctx:
@@ -263,17 +264,6 @@ def rebind_everywhere(b: KernelBuilder, rebound: Callable[[Value], Value], at: a
                 )
             builder.scope.bind(name, replaced)
         builder = getattr(builder, "parent", None)
-
-
-def _map_tensors(v: Any, fn: Callable[[Value], Value]) -> Any:
-    """`v` with each tensor mapped by `fn` (inside tuples and lists); `v` itself if nothing changed."""
-    if is_tensor(v):
-        return fn(v)
-    if isinstance(v, (tuple, list)) and contains_tensor(v):
-        items = [_map_tensors(x, fn) for x in v]
-        if any(a is not c for a, c in zip(items, v)):
-            return tuple(items) if isinstance(v, tuple) else items
-    return v
 
 
 # ---- after an `if` on a tensor ------------------------------------------------------------------------

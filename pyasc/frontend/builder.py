@@ -485,6 +485,9 @@ class FunctionBuilder:
         if is_tensor(base):
             return self._tensor_attribute(base, node.attr, node)
         attr = objects.mangle(self, node.attr)  # `self.__w` in a class body is `self._Class__w`
+        getter = objects.property_getter(self, base, attr)
+        if getter is not None:  # a property: its getter inlined, like a method call
+            return calls.inline(self, getter, [base], {}, node, self.text(node))
         try:
             value = getattr(base, attr)
         except AttributeError:

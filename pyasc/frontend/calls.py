@@ -5,8 +5,11 @@ What a call may name (anything else is a CompileError naming the callee):
   function the registry names as its twin (`np.exp`, `np.sum`, ...);
 - a dtype (`np.float32(x)` casts a tensor, makes a numpy scalar of a number);
 - a few builtins on compile-time values (`len range min max abs int float
-  bool tuple list zip enumerate reversed isinstance round sum`), `abs`/`len`
+  bool tuple list dict zip enumerate reversed isinstance round sum`), `abs`/`len`
   on tensors and `sum` of a list of tensors;
+- a NamedTuple class or a dataclass (builds a pytree node), an object whose
+  class defines `__call__` (inlined with the object as `self`), read-only
+  dict methods (objects.py);
 - a Python function with source, or another kernel: inlined with its own scope;
 - a method of a tensor (`x.sum(axis=1)`, `x.astype(d)`, ...) or a read-only
   method of a compile-time value (`shape.index(4)`, `"{}".format(n)`).
@@ -166,6 +169,10 @@ def call_value(b: KernelBuilder, callee: Any, args: list[Any], kwargs: dict[str,
         return inline(b, callee.__func__, [callee.__self__, *args], kwargs, at, name)
     if pytree.is_record_class(callee):
         return pytree.construct(b, callee, args, kwargs, at, name)
+    bound = objects.kernel_call_of(callee)
+    if bound is not None:  # `obj(x)` whose class's __call__ is a kernel method: that kernel, bound to obj
+        guards.derive(b.state, callee, "__call__", bound)
+        return call_value(b, bound, args, kwargs, at)
     call = objects.call_method_of(callee)
     if call is not None:  # `layer(x)`: the object's own __call__, with the object as `self`
         guards.derive(b.state, callee, "__call__", call)
@@ -430,6 +437,13 @@ def _compile_time_only(fn):
     return handler
 
 
+def _isinstance(b, args, kwargs, at, name):
+    """isinstance of a container holding tensors (a pytree argument) is a Python question; of a tensor, not."""
+    if len(args) == 2 and not kwargs and not is_tensor(args[0]) and not contains_tensor(args[1]):
+        return compile_time_call_allowing_tensors(b, isinstance, args, kwargs, at, name)
+    return _compile_time_only(isinstance)(b, args, kwargs, at, name)
+
+
 BUILTINS: dict[Any, Callable[..., Any]] = {
     len: _len,
     range: _range("auto"),
@@ -443,10 +457,11 @@ BUILTINS: dict[Any, Callable[..., Any]] = {
     bool: _scalar_conversion(bool),
     tuple: _iterating(tuple),
     list: _iterating(list),
+    dict: _iterating(dict),  # `dict(w=x, b=y)`, `dict(zip(names, tensors))`: a pytree to return or pass on
     zip: _iterating(lambda *a: tuple(zip(*a))),
     enumerate: _iterating(lambda *a, **k: tuple(enumerate(*a, **k))),
     reversed: _iterating(lambda a: tuple(reversed(a))),
-    isinstance: _compile_time_only(isinstance),
+    isinstance: _isinstance,
     round: _compile_time_only(round),
     sum: _sum,
     math.prod: _compile_time_only(math.prod),

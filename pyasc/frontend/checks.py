@@ -24,7 +24,9 @@ from .protocol import KernelBuilder
 
 def negative_int_power(b: KernelBuilder, inputs: Sequence[Value], at: ast.AST) -> None:
     """Reject an integer `pow` whose exponent is a constant with a negative value, as numpy does."""
-    if len(inputs) != 2 or not all(dtypes.is_int(v.type.dtype) for v in inputs):
+    if len(inputs) != 2 or not dtypes.is_int(inputs[1].type.dtype):
+        return
+    if not (dtypes.is_int(inputs[0].type.dtype) or dtypes.is_bool(inputs[0].type.dtype)):  # numpy: bool too
         return
     exponent = inputs[1].node
     if exponent.op != "Const" or not np.any(np.asarray(exponent.attrs["value"]) < 0):

@@ -9,13 +9,17 @@
   `type(layer).__call__` with `layer` as `self` (like a bound method).
 - `self.__forward` inside a class body means `self._Class__forward`, as in
   Python: the AST holds the unmangled name, so the frontend mangles it.
+- `self.head_dim` that is a property runs its getter inlined, like a method
+  (so a getter computing on tensors, `self.w.T`, builds graph nodes).
 """
 from __future__ import annotations
 
 import ast
+import inspect
 import types
 from typing import Any
 
+from ..guards import TRUSTED_MODULES
 from . import guards
 from .protocol import KernelBuilder
 from .values import describe
@@ -61,6 +65,12 @@ def dict_method(b: KernelBuilder, callee: Any, args: list, kwargs: dict, at: ast
     return {k: read(k) for k in d}  # copy
 
 
+def root_of(fn: Any) -> Any:
+    """What guard paths start from: the function or bound method (a kernel object's `py_func`)."""
+    inner = getattr(fn, "py_func", None)
+    return inner if isinstance(inner, (types.FunctionType, types.MethodType)) else fn
+
+
 def bound_self(root: Any) -> Any:
     """The instance a method kernel is bound to (`pyasc.kernel(obj.method)`), or None for a function."""
     return root.__self__ if isinstance(root, types.MethodType) else None
@@ -72,6 +82,33 @@ def call_method_of(callee: Any) -> types.FunctionType | None:
         return None
     fn = getattr(type(callee), "__call__", None)
     return fn if isinstance(fn, types.FunctionType) else None
+
+
+def kernel_call_of(callee: Any) -> Any:
+    """`obj.__call__` when the class's `__call__` is a `@pyasc.kernel` method (a kernel bound to `obj`), else None."""
+    if isinstance(callee, type):
+        return None
+    method = getattr(type(callee), "__call__", None)
+    if not isinstance(getattr(method, "py_func", None), types.FunctionType) or not hasattr(method, "__get__"):
+        return None
+    return callee.__call__
+
+
+def property_getter(b: KernelBuilder, base: Any, attr: str) -> types.FunctionType | None:
+    """The Python getter of `type(base).attr` when it is a property (`self.head_dim`), mapped to its access
+    path (`base.__class__.attr.fget`) so the inlined getter is guarded like any helper; else None."""
+    if isinstance(base, type):
+        return None
+    prop = inspect.getattr_static(type(base), attr, None)
+    if not isinstance(prop, property) or not isinstance(prop.fget, types.FunctionType):
+        return None
+    if (prop.fget.__module__ or "").split(".", 1)[0] in TRUSTED_MODULES:  # numpy's own (np.finfo(...).tiny):
+        return None  # plain Python reads them at compile time
+    base_path = guards.path_of(b.state, base)
+    if base_path is not None and guards.path_of(b.state, prop.fget) is None:
+        b.state.paths[id(prop.fget)] = (prop.fget, base_path + (guards.Attr("__class__"), guards.Attr(attr),
+                                                                 guards.Attr("fget")))
+    return prop.fget
 
 
 def mangle(b: KernelBuilder, attr: str) -> str:

@@ -42,6 +42,30 @@ class TreeArg:
                             f"{len(self.names)} names")
 
 
+def map_tensors(value: Any, fn: Any) -> Any:
+    """`value` with each tensor leaf mapped by `fn`, rebuilt with the same types (a dict stays a dict, a
+    NamedTuple its class); `value` itself when nothing changed. For an in-place operator: every container
+    holding the updated tensor sees the new value, as numpy's shared array would."""
+    if is_tensor(value):
+        return fn(value)
+    if not pytree.is_container(value):
+        return value
+    try:
+        leaves, tree = pytree.flatten(value, is_tensor)
+    except pytree.BadKey:  # a dict with other keys (`{(0, 1): ...}`): the same walk, by hand
+        if isinstance(value, dict):
+            items = {k: map_tensors(v, fn) for k, v in value.items()}
+            return items if any(items[k] is not value[k] for k in value) else value
+        if isinstance(value, (tuple, list)):
+            seq = [map_tensors(v, fn) for v in value]
+            return type(value)(seq) if any(a is not c for a, c in zip(seq, value)) else value
+        return value
+    mapped = [fn(v) if is_tensor(v) else v for v in leaves]
+    if all(a is c for a, c in zip(mapped, leaves)):
+        return value
+    return pytree.unflatten(tree, mapped)
+
+
 def bind_tree(b: KernelBuilder, graph: Graph, arg: TreeArg, at: ast.AST) -> Any:
     """The parameter's value in the kernel: the container with a Data input at each tensor leaf."""
     leaves = [graph.add_input(leaf, name=name, loc=b.loc(at)) if isinstance(leaf, TensorType) else leaf

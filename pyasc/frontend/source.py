@@ -67,7 +67,7 @@ def _describe(obj: Any) -> str:
 def _function_of(fn: Any) -> types.FunctionType:
     """The plain Python function behind `fn` (a kernel object exposes it as `py_func`)."""
     inner = getattr(fn, "py_func", None)
-    if isinstance(inner, types.FunctionType):
+    if isinstance(inner, (types.FunctionType, types.MethodType)):  # a method kernel's is a bound method
         fn = inner
     if isinstance(fn, types.MethodType):
         fn = fn.__func__

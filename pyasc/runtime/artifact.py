@@ -15,13 +15,13 @@ from ..codegen.host import HostProgram, build_host_source
 from ..ge import FusionDecision, KernelPlan, MemoryPlan
 from ..ir import Graph, InterpreterError, format_graph, interpret
 from ..ir.interpreter import DataError
+from ..pytree import LEAF_DEF, TreeDef, unflatten
 from .emulator import EmulatorRunner
 from .errors import ArgumentTypeError, ArgumentValueError, InternalCompilerError
 from .guardset import GuardSet
 from .options import KernelOptions
 from .profile import Profile
 from .shapes import ShapeMismatch, check_launch_shapes
-from ..pytree import LEAF_DEF, TreeDef, unflatten
 from .specialize import ArgKey, Param, TensorKey, tensor_dims, tensor_leaves, to_array
 
 

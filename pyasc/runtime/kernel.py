@@ -14,6 +14,7 @@ import os
 import threading
 import types
 import warnings
+import weakref
 from collections import namedtuple
 from typing import Any, Callable
 
@@ -67,6 +68,24 @@ class Kernel:
         self._hits = 0
         self._disk_hits = 0
         self._misses = 0
+        self._bound: dict[int, Kernel] = {}  # id(instance) -> this method kernel bound to it (__get__)
+
+    def __get__(self, obj: Any, objtype: Any = None) -> Any:
+        """`@pyasc.kernel` on a method: `obj.method` is a kernel of the bound method (as a function's
+        `__get__` gives a bound method), one per instance, so its compiles are kept with it."""
+        if obj is None or isinstance(self.py_func, types.MethodType):
+            return self
+        with self._lock:
+            bound = self._bound.get(id(obj))
+            if bound is not None and bound.py_func.__self__ is obj:
+                return bound
+            bound = Kernel(types.MethodType(self.py_func, obj), self.options)
+            self._bound[id(obj)] = bound
+        try:  # forget it with the instance (an object without weak references keeps it for the kernel's life)
+            weakref.finalize(obj, self._bound.pop, id(obj), None)
+        except TypeError:
+            pass
+        return bound
 
     # ---- public API --------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:

@@ -36,7 +36,9 @@ def compile_call(fn: Any, name: str, params: Sequence[Param], options: KernelOpt
                  components: KeyComponents, components_digest: str) -> CompiledKernel:
     from ..frontend import ArgSpec, build_graph  # the frontend is loaded on the first compile, never on a hit
 
-    specs = [_spec(ArgSpec, p, k, v) for p, k, v in zip(params, call.key, call.values) if k != UNKEYED_DEFAULT]
+    taken = {p.name for p in params}  # leaf names (and their symbolic dims) must not collide with a parameter's
+    specs = [_spec(ArgSpec, p, k, v, taken) for p, k, v in zip(params, call.key, call.values)
+             if k != UNKEYED_DEFAULT]
     t0 = time.perf_counter()
     with _stage(name, "the frontend"):
         fe = build_graph(fn, specs, unroll_budget=options.unroll_budget)
@@ -95,7 +97,7 @@ def compile_call(fn: Any, name: str, params: Sequence[Param], options: KernelOpt
     )
 
 
-def _spec(arg_spec: Any, p: Param, k: Any, v: Any) -> Any:
+def _spec(arg_spec: Any, p: Param, k: Any, v: Any, taken: set[str]) -> Any:
     """The frontend's ArgSpec of one parameter; a pytree's is a TreeArg of leaf types and values."""
     if isinstance(k, TensorKey):
         return arg_spec(p.name, tensor_type(p.name, k), None, k.scalar)
@@ -104,10 +106,16 @@ def _spec(arg_spec: Any, p: Param, k: Any, v: Any) -> Any:
     from ..frontend.pytree import TreeArg  # with the frontend, loaded on the first compile
 
     values, _ = pytree.flatten(v, is_tensor_value)
-    names = tuple(leaf_name(p.name, k.tree, path) for path in k.tree.paths())
+    names = []
+    for path in k.tree.paths():
+        name = leaf_name(p.name, k.tree, path)
+        while name in taken:
+            name += "_"
+        taken.add(name)
+        names.append(name)
     leaves = tuple(tensor_type(n, leaf) if isinstance(leaf, TensorKey) else value
                    for n, leaf, value in zip(names, k.leaves, values))
-    return arg_spec(p.name, None, TreeArg(k.tree, leaves, names))
+    return arg_spec(p.name, None, TreeArg(k.tree, leaves, tuple(names)))
 
 
 class _stage:

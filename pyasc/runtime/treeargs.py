@@ -44,13 +44,20 @@ def tree_key(kernel: str, name: str, value: Any, is_tensor: Callable[[Any], bool
     """The key of a pytree argument; `leaf_key(label, leaf)` keys one leaf (and keeps a tensor's array)."""
     try:
         leaves, tree = pytree.flatten(value, is_tensor)
+    except RecursionError:
+        raise ArgumentTypeError(f"{kernel}() argument {name!r} nests too deeply to flatten (or contains itself); "
+                                "pass a flatter structure") from None
     except pytree.BadKey as e:
         where = pytree.path_text_for(name, _partial_tree(value, e.path), e.path) if e.path else name
         raise ArgumentTypeError(
             f"{kernel}() argument {where!r} is a dict with the key {e.key!r} ({type(e.key).__name__}); a dict "
             "argument's keys must be str or int (they are part of the compiled specialisation)") from None
-    keys = tuple(leaf_key(pytree.path_text_for(name, tree, path), leaf)
-                 for path, leaf in zip(tree.paths(), leaves))
+    try:
+        keys = tuple(leaf_key(name, leaf) for leaf in leaves)  # (leaf paths are only worked out for a message)
+    except ArgumentTypeError:
+        for path, leaf in zip(tree.paths(), leaves):
+            leaf_key(pytree.path_text_for(name, tree, path), leaf)  # the same error, naming the leaf
+        raise
     return TreeKey(tree, keys)
 
 
