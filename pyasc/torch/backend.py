@@ -24,7 +24,8 @@ from ..runtime import kernel as make_kernel
 from ..runtime.profile import Profile
 from .aten_ops import aten
 from .convert import from_numpy, to_numpy
-from .fx_frontend import kernel_source, load_kernel_function, node_support
+from ..errors import CompileError
+from .fx_frontend import TypeMismatch, kernel_source, load_kernel_function, node_support, result_casts
 
 #: ops that only rename memory: a piece made of nothing else stays in PyTorch (a kernel would only copy)
 _FREE = {aten.view.default, aten._unsafe_view.default, aten.reshape.default, aten.t.default, aten.transpose.int,
@@ -166,17 +167,33 @@ def lower(gm: torch.fx.GraphModule, options: dict[str, Any]) -> LoweredGraph:
         if node.op != "call_module" or not node.target.startswith("fused_"):
             continue
         sub = getattr(fused, node.target)
-        # named by content, so the same piece gets the same kernel (and disk-cache key) in every compile
-        draft, _ = kernel_source(sub, "fx_kernel")
-        name = f"fx_{hashlib.sha256(draft.encode()).hexdigest()[:10]}"
-        source, results = kernel_source(sub, name)
-        out_node = next(n for n in sub.graph.nodes if n.op == "output")
-        tuple_out = isinstance(out_node.args[0], (tuple, list))
-        lowered = PyascSubgraph(source, name, results, tuple_out, options)
+        try:
+            lowered = _lower_piece(sub, options)
+        except (CompileError, TypeMismatch) as e:  # the piece runs as it is, in eager PyTorch: say why
+            first = next(n for n in sub.graph.nodes if n.op == "call_function")
+            ops = sum(1 for n in sub.graph.nodes if n.op == "call_function")
+            brk = GraphBreak(f"a piece of {ops} aten ops", _where(first), str(e).splitlines()[0])
+            breaks.append(brk)
+            _REPORTS.report(brk)
+            continue
         setattr(fused, node.target, lowered)
         subgraphs.append(lowered)
     fused.recompile()
     return LoweredGraph(fused, subgraphs, breaks)
+
+
+def _lower_piece(sub: torch.fx.GraphModule, options: dict[str, Any]) -> PyascSubgraph:
+    # named by content, so the same piece gets the same kernel (and disk-cache key) in every compile
+    draft, _ = kernel_source(sub, "fx_kernel")
+    name = f"fx_{hashlib.sha256(draft.encode()).hexdigest()[:10]}"
+    source, _ = kernel_source(sub, name)
+    casts = result_casts(sub, load_kernel_function(source, name))
+    if casts:
+        source, _ = kernel_source(sub, name, casts)
+    out_node = next(n for n in sub.graph.nodes if n.op == "output")
+    tuple_out = isinstance(out_node.args[0], (tuple, list))
+    results = len(out_node.args[0]) if tuple_out else 1
+    return PyascSubgraph(source, name, results, tuple_out, options)
 
 
 def _eager_backward(gm: torch.fx.GraphModule, example_inputs: Any) -> Any:

@@ -76,8 +76,10 @@ class _Renderer:
         raise Unsupported(f"argument {arg!r}")
 
 
-def kernel_source(gm: torch.fx.GraphModule, name: str) -> tuple[str, int]:
-    """The kernel function's source for a graph of lowerable nodes, and how many results it returns."""
+def kernel_source(gm: torch.fx.GraphModule, name: str, casts: dict[int, str] | None = None) -> tuple[str, int]:
+    """The kernel function's source for a graph of lowerable nodes, and how many results it returns.
+    `casts`: result index -> pyasc dtype name, for results whose dtype pyasc infers differently."""
+    casts = casts or {}
     names: dict[torch.fx.Node, Any] = {}
     params, body = [], []
     render = _Renderer(names)
@@ -100,7 +102,8 @@ def kernel_source(gm: torch.fx.GraphModule, name: str) -> tuple[str, int]:
             outs = node.args[0]
             items = list(outs) if isinstance(outs, (tuple, list)) else [outs]
             results = len(items)
-            rendered = [render(o) for o in items]
+            rendered = [render(o) if i not in casts else f"pyasc.cast({render(o)}, pyasc.{casts[i]})"
+                        for i, o in enumerate(items)]
             ret = ", ".join(rendered) + ("," if isinstance(outs, (tuple, list)) and len(items) == 1 else "")
             body.append(f"    return {ret}")
         else:
@@ -130,3 +133,32 @@ def load_kernel_function(source: str, name: str) -> Any:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return getattr(module, name)
+
+
+class TypeMismatch(Exception):
+    """pyasc infers a result shape that differs from torch's (the piece stays in eager PyTorch)."""
+
+
+def result_casts(gm: torch.fx.GraphModule, fn: Any) -> dict[int, str]:
+    """Compare the result types pyasc's frontend infers for the generated kernel `fn` with the ones torch
+    recorded (`meta["val"]`): a dtype that differs gets a cast, a shape that differs is a TypeMismatch.
+    Raises pyasc.CompileError for a kernel pyasc rejects."""
+    from ..frontend import ArgSpec, build_graph  # the frontend infers types without compiling the kernel
+    from ..tensor_type import TensorType  # (and its types) only when a piece is lowered
+
+    specs = []
+    for node in gm.graph.nodes:
+        if node.op == "placeholder":
+            val = node.meta["val"]
+            specs.append(ArgSpec(f"a{len(specs)}", TensorType(tuple(int(d) for d in val.shape),
+                                                                pyasc_dtype(val.dtype))))
+    got = [v.type for v in build_graph(fn, specs).graph.outputs]
+    out = next(n for n in gm.graph.nodes if n.op == "output").args[0]
+    want = [o.meta["val"] for o in (out if isinstance(out, (tuple, list)) else [out])]
+    casts = {}
+    for i, (g, w) in enumerate(zip(got, want)):
+        if tuple(g.shape) != tuple(int(d) for d in w.shape):
+            raise TypeMismatch(f"result {i}: pyasc infers shape {tuple(g.shape)}, torch {tuple(w.shape)}")
+        if g.dtype != pyasc_dtype(w.dtype):
+            casts[i] = "bool_" if pyasc_dtype(w.dtype) == "bool" else pyasc_dtype(w.dtype)
+    return casts

@@ -193,3 +193,28 @@ def test_dumps_and_the_disk_cache_work_for_compiled_models(tmp_path, monkeypatch
     assert (second.misses, second.disk_hits) == (0, 1)
     dumped = [p.name for p in (tmp_path / "dumps").rglob("*") if p.is_file()]
     assert any("source" in n for n in dumped) and any(n.endswith(".dot") for n in dumped)
+
+
+def test_a_result_dtype_pyasc_promotes_differently_is_cast_back_to_torchs():
+    def f(x, s):
+        return x * s + 1  # torch: float16 * a 0-d float32 tensor stays float16; numpy rules give float32
+
+    x, s = torch.randn(4, 8).half(), torch.tensor(2.5)
+    got, want, graphs = run(f, x, s)
+    assert got.dtype == torch.float16
+    torch.testing.assert_close(got, want, rtol=2e-3, atol=2e-3)
+    assert "pyasc.cast(" in graphs[0].subgraphs[0].source
+
+
+def test_a_piece_pyasc_rejects_runs_eagerly_with_pyascs_reason():
+    def g(x):
+        return x.to(torch.int8) * 300
+
+    x = torch.randint(-3, 3, (4, 8)).float()
+    with pytest.warns(pt.PyascGraphBreak) as caught:
+        got = compile_pyasc(g)(x)
+    assert torch.equal(got, g(x))
+    (message,) = [str(w.message) for w in caught]
+    assert message.startswith("pyasc: a piece of 2 aten ops (") and "Python int 300 does not fit int8" in message
+    where = message.split(") runs in eager PyTorch (graph break) at ")[1]
+    assert where.startswith("File ") and "test_compile_backend.py" in where and "in g" in where
