@@ -192,6 +192,48 @@ def _pow(e, n):
     return f"({e(n.args[0])} ** {e(n.args[1])})"
 
 
+def _clamp(lo_name: str, hi_name: str, lo_i: int, hi_i: int, lo_default: Any = None, hi_default: Any = None) -> Emit:
+    def emit(e, n):
+        out = e(n.args[0])
+        lo, hi = _arg(n, lo_i, lo_name, lo_default), _arg(n, hi_i, hi_name, hi_default)
+        if lo is not None:
+            out = f"pyasc.maximum({out}, {e(lo)})"
+        if hi is not None:
+            out = f"pyasc.minimum({out}, {e(hi)})"
+        return out
+    return emit
+
+
+def _var(e, n):
+    x = n.args[0]
+    dims = _arg(n, 1, "dim", None)
+    dims = list(range(_rank(x))) if dims is None else ([dims] if isinstance(dims, int) else list(dims))
+    axes = tuple(_dim(n, d, x) for d in dims)
+    correction = n.kwargs.get("correction", 1)
+    correction = 1 if correction is None else correction
+    keep = bool(n.kwargs.get("keepdim", False))
+    count = 1
+    for a in axes:
+        count *= _shape_of(x)[a]
+    xs = e(x)
+    centred = f"({xs} - pyasc.mean({xs}, axis={axes!r}, keepdims=True))"
+    return f"(pyasc.sum({centred} * {centred}, axis={axes!r}, keepdims={keep!r}) / {float(count - correction)!r})"
+
+
+def _leaky_relu(e, n):
+    x, slope = e(n.args[0]), _arg(n, 1, "negative_slope", 0.01)
+    return f"pyasc.where({x} > 0, {x}, {x} * {slope!r})"
+
+
+def _full(e, n):
+    dtype = _PYASC_DTYPE[n.meta["val"].dtype]
+    return f"pyasc.full({_shape_of(n)!r}, {e(n.args[1])}, pyasc.{dtype})"
+
+
+def _scalar_tensor(e, n):
+    return f"pyasc.full((), {e(n.args[0])}, pyasc.{_PYASC_DTYPE[n.meta['val'].dtype]})"
+
+
 class Unsupported(Exception):
     """A supported op with arguments the table cannot express (the node runs in eager PyTorch)."""
 
@@ -215,6 +257,14 @@ TABLE: dict[Any, Emit] = {
     aten.maximum.default: lambda e, n: f"pyasc.maximum({e(n.args[0])}, {e(n.args[1])})",
     aten.minimum.default: lambda e, n: f"pyasc.minimum({e(n.args[0])}, {e(n.args[1])})",
     aten.where.self: _where,
+    aten.clamp.default: _clamp("min", "max", 1, 2), 
+    aten.clamp_min.default: lambda e, n: f"pyasc.maximum({e(n.args[0])}, {e(n.args[1])})",
+    aten.clamp_max.default: lambda e, n: f"pyasc.minimum({e(n.args[0])}, {e(n.args[1])})",
+    aten.hardtanh.default: _clamp("min_val", "max_val", 1, 2, -1.0, 1.0),
+    aten.leaky_relu.default: _leaky_relu, aten.var.correction: _var,
+    # no log1p/expm1 on the chip: the plain forms (less accurate than torch's for |x| far below 1e-4)
+    aten.log1p.default: lambda e, n: f"pyasc.log({e(n.args[0])} + 1.0)",
+    aten.expm1.default: lambda e, n: f"(pyasc.exp({e(n.args[0])}) - 1.0)", aten.full.default: _full, aten.scalar_tensor.default: _scalar_tensor,
     aten.lt.Tensor: _binary("<"), aten.lt.Scalar: _binary("<"), aten.le.Tensor: _binary("<="),
     aten.le.Scalar: _binary("<="), aten.gt.Tensor: _binary(">"), aten.gt.Scalar: _binary(">"),
     aten.ge.Tensor: _binary(">="), aten.ge.Scalar: _binary(">="), aten.eq.Tensor: _binary("=="),

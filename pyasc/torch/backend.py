@@ -251,7 +251,10 @@ def _compile_static(gm: torch.fx.GraphModule, example_inputs: list[Any], opts: d
         _LAST.graphs = graphs
         return make_boxed_func(lowered.module.forward)
 
-    return aot_autograd(fw_compiler=forward_compiler, bw_compiler=_eager_backward)(gm, example_inputs)
+    from torch._decomp import core_aten_decompositions  # torch's table: the aten ops after decomposition
+
+    return aot_autograd(fw_compiler=forward_compiler, bw_compiler=_eager_backward,
+                        decompositions=core_aten_decompositions())(gm, example_inputs)
 
 
 class _Last(threading.local):

@@ -59,6 +59,13 @@ OPS = {
     "slice_select": lambda x, y: x[:, 2:10] * y[1, 2:10] + x[:, -1:],
     "chunk": lambda x, y: sum(x.chunk(3, dim=-1)),
     "cast": lambda x, y: (x * 4).to(torch.int32).to(torch.float32),
+    "clamp_hardtanh_leaky": lambda x, y: x.clamp(-0.5, 0.7) + F.hardtanh(y) + F.leaky_relu(x, 0.2) + x.clamp(min=0),
+    # these reach pyasc as core-aten decompositions (var_mean, silu, rms_norm, softplus, ... -> primitive ops)
+    "var_std": lambda x, y: torch.var(x, dim=-1, keepdim=True) + torch.std(y, dim=0),
+    "hardswish_softplus_mish": lambda x, y: F.hardswish(x) + F.softplus(y) + F.mish(x),
+    "rms_norm": lambda x, y: F.rms_norm(x, (24,), y[0], eps=1e-6),
+    "logsumexp": lambda x, y: torch.logsumexp(x, dim=-1),
+    "masked_fill": lambda x, y: x.masked_fill(y > 0.5, -1.0),
 }
 
 
