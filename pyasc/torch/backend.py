@@ -20,11 +20,11 @@ import torch
 from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 from torch.fx.passes.operator_support import OperatorSupport
 
+from ..errors import CompileError
 from ..runtime import kernel as make_kernel
 from ..runtime.profile import Profile
 from .aten_ops import aten
 from .convert import from_numpy, to_numpy
-from ..errors import CompileError
 from .fx_frontend import TypeMismatch, kernel_source, load_kernel_function, node_support, result_casts
 
 #: ops that only rename memory: a piece made of nothing else stays in PyTorch (a kernel would only copy)
@@ -241,7 +241,8 @@ class _PerShape:
 
 def _compile_static(gm: torch.fx.GraphModule, example_inputs: list[Any], opts: dict[str, Any]) -> Any:
     from functorch.compile import make_boxed_func  # AOTAutograd calls compiled graphs with one list argument
-    from torch._dynamo.backends.common import aot_autograd  # dynamo's internals load with the first compile
+    from torch._decomp import core_aten_decompositions  # dynamo's internals and torch's decomposition
+    from torch._dynamo.backends.common import aot_autograd  # table load with the first compile
 
     graphs: list[LoweredGraph] = []
 
@@ -250,8 +251,6 @@ def _compile_static(gm: torch.fx.GraphModule, example_inputs: list[Any], opts: d
         graphs.append(lowered)
         _LAST.graphs = graphs
         return make_boxed_func(lowered.module.forward)
-
-    from torch._decomp import core_aten_decompositions  # torch's table: the aten ops after decomposition
 
     return aot_autograd(fw_compiler=forward_compiler, bw_compiler=_eager_backward,
                         decompositions=core_aten_decompositions())(gm, example_inputs)
