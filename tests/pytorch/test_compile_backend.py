@@ -154,9 +154,12 @@ def test_a_float64_graph_falls_back_with_the_dtype_named():
     def f(x):
         return x * 3.0 + 1.0
 
-    with pytest.warns(pt.PyascGraphBreak, match=r"aten.mul.Tensor \(dtype torch.float64 \(the NPU has float16"):
+    with pytest.warns(pt.PyascGraphBreak) as caught:
         got = compile_pyasc(f)(X.double())
     torch.testing.assert_close(got, f(X.double()))
+    reason = "(dtype torch.float64 (the NPU has float16, float32, int8, int16, int32, uint8, bool))"
+    assert [str(w.message).split(" runs in")[0] for w in caught] == [
+        f"pyasc: aten.mul.Tensor {reason}", f"pyasc: aten.add.Tensor {reason}"]
 
 
 def test_training_forward_on_pyasc_backward_in_eager_gives_eager_gradients():
