@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import hashlib
+import operator
 import threading
 import warnings
 from dataclasses import dataclass, field
@@ -25,7 +26,7 @@ from ..runtime import kernel as make_kernel
 from ..runtime.profile import Profile
 from .aten_ops import aten
 from .convert import from_numpy, to_numpy
-from .fx_frontend import TypeMismatch, kernel_source, load_kernel_function, node_support, result_casts
+from .fx_frontend import TypeMismatch, kernel_source, load_kernel_function, node_support, op_name, result_casts
 
 #: ops that only rename memory: a piece made of nothing else stays in PyTorch (a kernel would only copy)
 _FREE = {aten.view.default, aten._unsafe_view.default, aten.reshape.default, aten.t.default, aten.transpose.int,
@@ -108,10 +109,11 @@ def profile() -> Iterator[ProfileRecord]:
 class PyascSubgraph(torch.nn.Module):
     """One lowered piece of an aten graph: CPU tensors in, the pyasc kernel on the emulator, tensors out."""
 
-    def __init__(self, source: str, name: str, results: int, tuple_out: bool, options: dict[str, Any]):
+    def __init__(self, source: str, name: str, results: int, tuple_out: bool, options: dict[str, Any],
+                 helpers: dict[str, Any]):
         super().__init__()
         self.source = source
-        self.kernel = make_kernel(load_kernel_function(source, name), **options)
+        self.kernel = make_kernel(load_kernel_function(source, name, helpers), **options)
         self.results = results
         self.tuple_out = tuple_out
 
@@ -152,10 +154,10 @@ def lower(gm: torch.fx.GraphModule, options: dict[str, Any]) -> LoweredGraph:
     """Replace every lowerable piece of an aten graph by a PyascSubgraph; report the rest."""
     breaks = []
     for node in gm.graph.nodes:
-        if node.op == "call_function":
+        if node.op == "call_function" and node.target is not operator.getitem:  # getitem: its source says
             why = node_support(node)
             if why is not None:
-                brk = GraphBreak(str(node.target), _where(node), why)
+                brk = GraphBreak(op_name(node), _where(node), why)
                 breaks.append(brk)
                 _REPORTS.report(brk)
     partitioner = CapabilityBasedPartitioner(gm, _Support(), allows_single_node_partition=True)
@@ -186,14 +188,14 @@ def _lower_piece(sub: torch.fx.GraphModule, options: dict[str, Any]) -> PyascSub
     # named by content, so the same piece gets the same kernel (and disk-cache key) in every compile
     draft, _ = kernel_source(sub, "fx_kernel")
     name = f"fx_{hashlib.sha256(draft.encode()).hexdigest()[:10]}"
-    source, _ = kernel_source(sub, name)
-    casts = result_casts(sub, load_kernel_function(source, name))
+    source, helpers = kernel_source(sub, name)
+    casts = result_casts(sub, load_kernel_function(source, name, helpers))
     if casts:
-        source, _ = kernel_source(sub, name, casts)
+        source, helpers = kernel_source(sub, name, casts)
     out_node = next(n for n in sub.graph.nodes if n.op == "output")
     tuple_out = isinstance(out_node.args[0], (tuple, list))
     results = len(out_node.args[0]) if tuple_out else 1
-    return PyascSubgraph(source, name, results, tuple_out, options)
+    return PyascSubgraph(source, name, results, tuple_out, options, helpers)
 
 
 def _eager_backward(gm: torch.fx.GraphModule, example_inputs: Any) -> Any:

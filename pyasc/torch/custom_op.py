@@ -19,6 +19,21 @@ from .convert import SUPPORTED_TEXT, from_numpy, pyasc_dtype, to_numpy, torch_dt
 from .schema import SchemaParam, classify, count_results, schema_text
 
 
+#: qualname -> the registered op, so the torch.compile backend can inline a pyasc op's kernel into the
+#: kernel it generates around it (fusing it with its neighbours) instead of calling the op eagerly
+_REGISTERED: dict[str, "PyascOp"] = {}
+_REGISTERED_LOCK = threading.Lock()
+
+
+def registered(target: Any) -> "PyascOp | None":
+    """The pyasc op an FX node's target (an OpOverload) calls, if it is one registered here."""
+    schema = getattr(target, "_schema", None)
+    if schema is None:
+        return None
+    with _REGISTERED_LOCK:
+        return _REGISTERED.get(schema.name)
+
+
 class PyascOp:
     """A registered kernel: call it like the torch op (`torch.ops.<ns>.<name>`), which it forwards to."""
 
@@ -163,6 +178,8 @@ def custom_op(qualname: str, kernel: Any, *, mutates_args: Sequence[str] = (), b
                                      holder["op"].no_backward(ctx, inputs, output))
     op = PyascOp(qualname, k, params, n, schema, definition, backward is not None)
     holder["op"] = op
+    with _REGISTERED_LOCK:
+        _REGISTERED[qualname] = op
     return op
 
 

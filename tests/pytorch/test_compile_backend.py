@@ -228,3 +228,39 @@ def test_a_piece_pyasc_rejects_runs_eagerly_with_pyascs_reason():
     assert message.startswith("pyasc: a piece of 2 aten ops (") and "Python int 300 does not fit int8" in message
     where = message.split(") runs in eager PyTorch (graph break) at ")[1]
     assert where.startswith("File ") and "test_compile_backend.py" in where and "in g" in where
+
+
+def test_a_registered_pyasc_op_is_inlined_into_the_kernel_around_it():
+    import torch_kernels as K  # the kernels registered as torch ops (tests/pytorch/torch_kernels.py)
+
+    pt.custom_op("pyasc_inline::bias_gelu", K.bias_gelu)
+    pt.custom_op("pyasc_inline::sum_diff", K.split_sum_diff)
+
+    def f(x, b):
+        s, d = torch.ops.pyasc_inline.sum_diff(x, x)
+        return torch.ops.pyasc_inline.bias_gelu(torch.exp(x) + s, b, 0.5) * 2 + d
+
+    x, b = torch.randn(4, 16), torch.randn(16)
+    got, want, graphs = run(f, x, b)
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+    (sub,) = graphs[0].subgraphs  # one pyasc kernel: the two ops and the aten ops between them
+    assert "k_pyasc_inline_bias_gelu(v2, a1, 0.5)" in sub.source and "k_pyasc_inline_sum_diff(a0, a0)" in sub.source
+
+
+def test_a_mutating_pyasc_op_stays_a_torch_call():
+    import torch_kernels as K  # the kernels registered as torch ops (tests/pytorch/torch_kernels.py)
+
+    pt.custom_op("pyasc_inline::scale_", K.scale_in_place, mutates_args=("x",))
+
+    def f(x):
+        y = x * 1.0
+        torch.ops.pyasc_inline.scale_(y, 3.0)
+        return y + 1.0
+
+    x = torch.randn(4, 8)
+    with pytest.warns(pt.PyascGraphBreak) as caught:
+        got = compile_pyasc(f)(x)
+    torch.testing.assert_close(got, x * 3 + 1)
+    (message,) = [str(w.message) for w in caught]
+    assert message.startswith("pyasc: pyasc_inline.scale_.default (it mutates its arguments; pyasc kernels are "
+                              "functional) runs in eager PyTorch (graph break) at File ")
