@@ -230,6 +230,20 @@ def _full(e, n):
     return f"pyasc.full({_shape_of(n)!r}, {e(n.args[1])}, pyasc.{dtype})"
 
 
+def _full_like(e, n):
+    dtype = _PYASC_DTYPE[n.meta["val"].dtype]
+    return f"pyasc.full({_shape_of(n)!r}, {e(n.args[1])}, pyasc.{dtype})"
+
+
+def _any(e, n):
+    """any over bool (or numbers: non-zero): the max of the values as float32, compared with 0."""
+    x = n.args[0]
+    dims = _arg(n, 1, "dim", None)
+    keep = bool(_arg(n, 2, "keepdim", False))
+    axis = "None" if dims is None else repr(tuple(_dim(n, d, x) for d in ([dims] if isinstance(dims, int) else dims)))
+    return f"(pyasc.max(pyasc.cast({e(x)} != 0, pyasc.float32), axis={axis}, keepdims={keep!r}) > 0.0)"
+
+
 def _scalar_tensor(e, n):
     return f"pyasc.full((), {e(n.args[0])}, pyasc.{_PYASC_DTYPE[n.meta['val'].dtype]})"
 
@@ -257,14 +271,19 @@ TABLE: dict[Any, Emit] = {
     aten.maximum.default: lambda e, n: f"pyasc.maximum({e(n.args[0])}, {e(n.args[1])})",
     aten.minimum.default: lambda e, n: f"pyasc.minimum({e(n.args[0])}, {e(n.args[1])})",
     aten.where.self: _where,
-    aten.clamp.default: _clamp("min", "max", 1, 2), 
+    aten.clamp.default: _clamp("min", "max", 1, 2),
     aten.clamp_min.default: lambda e, n: f"pyasc.maximum({e(n.args[0])}, {e(n.args[1])})",
     aten.clamp_max.default: lambda e, n: f"pyasc.minimum({e(n.args[0])}, {e(n.args[1])})",
     aten.hardtanh.default: _clamp("min_val", "max_val", 1, 2, -1.0, 1.0),
     aten.leaky_relu.default: _leaky_relu, aten.var.correction: _var,
     # no log1p/expm1 on the chip: the plain forms (less accurate than torch's for |x| far below 1e-4)
     aten.log1p.default: lambda e, n: f"pyasc.log({e(n.args[0])} + 1.0)",
-    aten.expm1.default: lambda e, n: f"(pyasc.exp({e(n.args[0])}) - 1.0)", aten.full.default: _full, aten.scalar_tensor.default: _scalar_tensor,
+    aten.expm1.default: lambda e, n: f"(pyasc.exp({e(n.args[0])}) - 1.0)",
+    aten.full.default: _full, aten.full_like.default: _full_like, aten.scalar_tensor.default: _scalar_tensor,
+    aten.logical_not.default: lambda e, n: f"({e(n.args[0])} == 0)",
+    aten.logical_and.default: lambda e, n: f"(({e(n.args[0])} != 0) & ({e(n.args[1])} != 0))",
+    aten.logical_or.default: lambda e, n: f"(({e(n.args[0])} != 0) | ({e(n.args[1])} != 0))",
+    aten.any.dim: _any, aten.any.dims: _any, aten.any.default: _any,
     aten.lt.Tensor: _binary("<"), aten.lt.Scalar: _binary("<"), aten.le.Tensor: _binary("<="),
     aten.le.Scalar: _binary("<="), aten.gt.Tensor: _binary(">"), aten.gt.Scalar: _binary(">"),
     aten.ge.Tensor: _binary(">="), aten.ge.Scalar: _binary(">="), aten.eq.Tensor: _binary("=="),

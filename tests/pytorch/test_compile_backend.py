@@ -66,6 +66,13 @@ OPS = {
     "rms_norm": lambda x, y: F.rms_norm(x, (24,), y[0], eps=1e-6),
     "logsumexp": lambda x, y: torch.logsumexp(x, dim=-1),
     "masked_fill": lambda x, y: x.masked_fill(y > 0.5, -1.0),
+    "layer_norm_plain": lambda x, y: F.layer_norm(x, (24,)),
+    "linear_no_bias": lambda x, y: F.linear(x, y[:3]),
+    "logical_any": lambda x, y: torch.where(torch.logical_or((x > 0).logical_and(y < 0).any(-1, keepdim=True),
+                                                             torch.logical_not(x > 1)), x, y),
+    # decomposed into matmuls, a masked ("safe") softmax, logical ops and full_like
+    "sdpa": lambda x, y: F.scaled_dot_product_attention(x.reshape(1, 2, 4, 12), y.reshape(1, 2, 4, 12),
+                                                        x.reshape(1, 2, 4, 12) * 0.5),
 }
 
 
