@@ -14,6 +14,7 @@ import torch
 
 from ..frontend import ArgSpec, build_graph
 from ..runtime import Kernel, kernel as make_kernel
+from ..runtime.specialize import ArgBinder
 from ..tensor_type import Sym, TensorType
 from .convert import SUPPORTED_TEXT, from_numpy, pyasc_dtype, to_numpy, torch_dtype
 from .schema import SchemaParam, classify, count_results, schema_text
@@ -153,7 +154,7 @@ def custom_op(qualname: str, kernel: Any, *, mutates_args: Sequence[str] = (), b
     if isinstance(mutates_args, str):
         mutates_args = (mutates_args,)
     k = kernel if isinstance(kernel, Kernel) else make_kernel(kernel)
-    params = classify(k.py_func, k._binder.params, tuple(mutates_args), qualname)
+    params = classify(k.py_func, ArgBinder(k.py_func).params, tuple(mutates_args), qualname)
     n = results if results is not None else count_results(k.py_func, qualname)
     schema = schema_text(params, 0 if mutates_args else n)
     if setup_context is not None and backward is None:
