@@ -244,6 +244,15 @@ def _any(e, n):
     return f"(pyasc.max(pyasc.cast({e(x)} != 0, pyasc.float32), axis={axis}, keepdims={keep!r}) > 0.0)"
 
 
+def _div_mode(e, n):
+    mode = n.kwargs.get("rounding_mode")
+    if mode == "floor":
+        return f"({e(n.args[0])} // {e(n.args[1])})"
+    if mode is None:
+        return f"({e(n.args[0])} / {e(n.args[1])})"
+    raise Unsupported(f"rounding_mode={mode!r}")  # "trunc": no truncating division on the chip
+
+
 def _scalar_tensor(e, n):
     return f"pyasc.full((), {e(n.args[0])}, pyasc.{_PYASC_DTYPE[n.meta['val'].dtype]})"
 
@@ -284,6 +293,12 @@ TABLE: dict[Any, Emit] = {
     aten.logical_and.default: lambda e, n: f"(({e(n.args[0])} != 0) & ({e(n.args[1])} != 0))",
     aten.logical_or.default: lambda e, n: f"(({e(n.args[0])} != 0) | ({e(n.args[1])} != 0))",
     aten.any.dim: _any, aten.any.dims: _any, aten.any.default: _any,
+    aten.bitwise_and.Tensor: _binary("&"), aten.bitwise_or.Tensor: _binary("|"),
+    aten.bitwise_xor.Tensor: _binary("^"), aten.bitwise_and.Scalar: _binary("&"),
+    aten.bitwise_or.Scalar: _binary("|"), aten.bitwise_xor.Scalar: _binary("^"), aten.bitwise_not.default: lambda e, n: f"(~{e(n.args[0])})",
+    aten.div.Tensor_mode: _div_mode, aten.div.Scalar_mode: _div_mode,
+    aten.floor_divide.default: _binary("//"), aten.remainder.Tensor: _binary("%"), aten.remainder.Scalar: _binary("%"),
+    aten.pow.Scalar: _pow,
     aten.lt.Tensor: _binary("<"), aten.lt.Scalar: _binary("<"), aten.le.Tensor: _binary("<="),
     aten.le.Scalar: _binary("<="), aten.gt.Tensor: _binary(">"), aten.gt.Scalar: _binary(">"),
     aten.ge.Tensor: _binary(">="), aten.ge.Scalar: _binary(">="), aten.eq.Tensor: _binary("=="),

@@ -70,10 +70,26 @@ OPS = {
     "linear_no_bias": lambda x, y: F.linear(x, y[:3]),
     "logical_any": lambda x, y: torch.where(torch.logical_or((x > 0).logical_and(y < 0).any(-1, keepdim=True),
                                                              torch.logical_not(x > 1)), x, y),
+    "bitwise_bool": lambda x, y: torch.where(((x > 0) & (y > 0)) | ~(x > y) ^ (y < -1), x, y),
+    "floor_div_remainder": lambda x, y: torch.div(x, 0.3, rounding_mode="floor") + torch.remainder(y, 0.7) + 2 ** x,
     # decomposed into matmuls, a masked ("safe") softmax, logical ops and full_like
     "sdpa": lambda x, y: F.scaled_dot_product_attention(x.reshape(1, 2, 4, 12), y.reshape(1, 2, 4, 12),
                                                         x.reshape(1, 2, 4, 12) * 0.5),
 }
+
+
+INT_OPS = {
+    "int_floor_div_remainder": lambda a, b: a // b + a % b - torch.remainder(a, 5) + (a & b) - (a | 3) + (~a ^ b),
+}
+
+
+@pytest.mark.parametrize("name", list(INT_OPS))
+def test_an_int32_aten_op_lowers_and_matches_eager(name):
+    a = torch.randint(-50, 50, (4, 24), dtype=torch.int32, generator=G)
+    b = torch.randint(1, 9, (4, 24), dtype=torch.int32, generator=G)
+    got, want, graphs = run(INT_OPS[name], a, b)
+    assert torch.equal(got, want)
+    assert graphs and all(not g.breaks for g in graphs) and graphs[0].subgraphs
 
 
 @pytest.mark.parametrize("name", list(OPS))
@@ -271,3 +287,15 @@ def test_a_mutating_pyasc_op_stays_a_torch_call():
     (message,) = [str(w.message) for w in caught]
     assert message.startswith("pyasc: pyasc_inline.scale_.default (it mutates its arguments; pyasc kernels are "
                               "functional) runs in eager PyTorch (graph break) at File ")
+
+
+def test_a_table_op_with_arguments_pyasc_cannot_express_is_a_reported_break():
+    def f(x):
+        return torch.div(x * 2.0, 0.3, rounding_mode="trunc") + 1.0
+
+    with pytest.warns(pt.PyascGraphBreak) as caught:
+        got = compile_pyasc(f)(X)
+    torch.testing.assert_close(got, f(X))
+    (message,) = [str(w.message) for w in caught]
+    assert message.startswith("pyasc: aten.div.Tensor_mode (arguments the table cannot express "
+                              "(rounding_mode='trunc')) runs in eager PyTorch (graph break) at File ")
