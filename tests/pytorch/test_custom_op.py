@@ -210,3 +210,18 @@ def test_dynamic_shapes_trace_once_with_symbolic_sizes(ops):
         assert got.shape == (n, 1)
         torch.testing.assert_close(got, (2 * gelu_tanh(x + b)).sum(-1, keepdim=True), rtol=1e-5, atol=1e-4)
     assert counters["stats"]["unique_graphs"] == 1  # the fake impl kept the batch size symbolic
+
+
+def test_the_kernel_reads_the_tensors_memory_and_the_result_shares_the_kernels_buffer(ops):
+    op = ops["bias_gelu"]
+    x, b = torch.randn(8, 40), torch.randn(40)
+    compiled = op.kernel.compile(x.numpy(), b.numpy(), 1.0)
+    result = np.ones((8, 40), np.float32)
+    seen = []
+    compiled.launch = lambda arrays: (seen.append([a.__array_interface__["data"][0] for a in arrays]), result)[1]
+    try:
+        out = torch.ops.pyasc_test.bias_gelu(x, b)
+    finally:
+        del compiled.launch
+    assert seen == [[x.data_ptr(), b.data_ptr()]]  # no copy on the way in
+    assert out.data_ptr() == result.__array_interface__["data"][0]  # nor on the way out
