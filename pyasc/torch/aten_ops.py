@@ -92,6 +92,8 @@ def _shape_of(n) -> tuple[int, ...]:
 
 
 def _view(e, n):
+    if _shape_of(n) == _shape_of(n.args[0]):
+        return e(n.args[0])  # aten's bmm lowering views tensors to the shape they have: nothing to do
     return f"pyasc.reshape({e(n.args[0])}, {_shape_of(n)!r})"
 
 
