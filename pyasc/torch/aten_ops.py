@@ -92,6 +92,8 @@ def _shape_of(n) -> tuple[int, ...]:
 
 
 def _view(e, n):
+    if _shape_of(n) == _shape_of(n.args[0]):
+        return e(n.args[0])  # aten's bmm lowering views tensors to the shape they have: nothing to do
     return f"pyasc.reshape({e(n.args[0])}, {_shape_of(n)!r})"
 
 
@@ -192,6 +194,71 @@ def _pow(e, n):
     return f"({e(n.args[0])} ** {e(n.args[1])})"
 
 
+def _clamp(lo_name: str, hi_name: str, lo_i: int, hi_i: int, lo_default: Any = None, hi_default: Any = None) -> Emit:
+    def emit(e, n):
+        out = e(n.args[0])
+        lo, hi = _arg(n, lo_i, lo_name, lo_default), _arg(n, hi_i, hi_name, hi_default)
+        if lo is not None:
+            out = f"pyasc.maximum({out}, {e(lo)})"
+        if hi is not None:
+            out = f"pyasc.minimum({out}, {e(hi)})"
+        return out
+    return emit
+
+
+def _var(e, n):
+    x = n.args[0]
+    dims = _arg(n, 1, "dim", None)
+    dims = list(range(_rank(x))) if dims is None else ([dims] if isinstance(dims, int) else list(dims))
+    axes = tuple(_dim(n, d, x) for d in dims)
+    correction = n.kwargs.get("correction", 1)
+    correction = 1 if correction is None else correction
+    keep = bool(n.kwargs.get("keepdim", False))
+    count = 1
+    for a in axes:
+        count *= _shape_of(x)[a]
+    xs = e(x)
+    centred = f"({xs} - pyasc.mean({xs}, axis={axes!r}, keepdims=True))"
+    return f"(pyasc.sum({centred} * {centred}, axis={axes!r}, keepdims={keep!r}) / {float(count - correction)!r})"
+
+
+def _leaky_relu(e, n):
+    x, slope = e(n.args[0]), _arg(n, 1, "negative_slope", 0.01)
+    return f"pyasc.where({x} > 0, {x}, {x} * {slope!r})"
+
+
+def _full(e, n):
+    dtype = _PYASC_DTYPE[n.meta["val"].dtype]
+    return f"pyasc.full({_shape_of(n)!r}, {e(n.args[1])}, pyasc.{dtype})"
+
+
+def _full_like(e, n):
+    dtype = _PYASC_DTYPE[n.meta["val"].dtype]
+    return f"pyasc.full({_shape_of(n)!r}, {e(n.args[1])}, pyasc.{dtype})"
+
+
+def _any(e, n):
+    """any over bool (or numbers: non-zero): the max of the values as float32, compared with 0."""
+    x = n.args[0]
+    dims = _arg(n, 1, "dim", None)
+    keep = bool(_arg(n, 2, "keepdim", False))
+    axis = "None" if dims is None else repr(tuple(_dim(n, d, x) for d in ([dims] if isinstance(dims, int) else dims)))
+    return f"(pyasc.max(pyasc.cast({e(x)} != 0, pyasc.float32), axis={axis}, keepdims={keep!r}) > 0.0)"
+
+
+def _div_mode(e, n):
+    mode = n.kwargs.get("rounding_mode")
+    if mode == "floor":
+        return f"({e(n.args[0])} // {e(n.args[1])})"
+    if mode is None:
+        return f"({e(n.args[0])} / {e(n.args[1])})"
+    raise Unsupported(f"rounding_mode={mode!r}")  # "trunc": no truncating division on the chip
+
+
+def _scalar_tensor(e, n):
+    return f"pyasc.full((), {e(n.args[0])}, pyasc.{_PYASC_DTYPE[n.meta['val'].dtype]})"
+
+
 class Unsupported(Exception):
     """A supported op with arguments the table cannot express (the node runs in eager PyTorch)."""
 
@@ -215,6 +282,25 @@ TABLE: dict[Any, Emit] = {
     aten.maximum.default: lambda e, n: f"pyasc.maximum({e(n.args[0])}, {e(n.args[1])})",
     aten.minimum.default: lambda e, n: f"pyasc.minimum({e(n.args[0])}, {e(n.args[1])})",
     aten.where.self: _where,
+    aten.clamp.default: _clamp("min", "max", 1, 2),
+    aten.clamp_min.default: lambda e, n: f"pyasc.maximum({e(n.args[0])}, {e(n.args[1])})",
+    aten.clamp_max.default: lambda e, n: f"pyasc.minimum({e(n.args[0])}, {e(n.args[1])})",
+    aten.hardtanh.default: _clamp("min_val", "max_val", 1, 2, -1.0, 1.0),
+    aten.leaky_relu.default: _leaky_relu, aten.var.correction: _var,
+    # no log1p/expm1 on the chip: the plain forms (less accurate than torch's for |x| far below 1e-4)
+    aten.log1p.default: lambda e, n: f"pyasc.log({e(n.args[0])} + 1.0)",
+    aten.expm1.default: lambda e, n: f"(pyasc.exp({e(n.args[0])}) - 1.0)",
+    aten.full.default: _full, aten.full_like.default: _full_like, aten.scalar_tensor.default: _scalar_tensor,
+    aten.logical_not.default: lambda e, n: f"({e(n.args[0])} == 0)",
+    aten.logical_and.default: lambda e, n: f"(({e(n.args[0])} != 0) & ({e(n.args[1])} != 0))",
+    aten.logical_or.default: lambda e, n: f"(({e(n.args[0])} != 0) | ({e(n.args[1])} != 0))",
+    aten.any.dim: _any, aten.any.dims: _any, aten.any.default: _any,
+    aten.bitwise_and.Tensor: _binary("&"), aten.bitwise_or.Tensor: _binary("|"),
+    aten.bitwise_xor.Tensor: _binary("^"), aten.bitwise_and.Scalar: _binary("&"),
+    aten.bitwise_or.Scalar: _binary("|"), aten.bitwise_xor.Scalar: _binary("^"), aten.bitwise_not.default: lambda e, n: f"(~{e(n.args[0])})",
+    aten.div.Tensor_mode: _div_mode, aten.div.Scalar_mode: _div_mode,
+    aten.floor_divide.default: _binary("//"), aten.remainder.Tensor: _binary("%"), aten.remainder.Scalar: _binary("%"),
+    aten.pow.Scalar: _pow,
     aten.lt.Tensor: _binary("<"), aten.lt.Scalar: _binary("<"), aten.le.Tensor: _binary("<="),
     aten.le.Scalar: _binary("<="), aten.gt.Tensor: _binary(">"), aten.gt.Scalar: _binary(">"),
     aten.ge.Tensor: _binary(">="), aten.ge.Scalar: _binary(">="), aten.eq.Tensor: _binary("=="),

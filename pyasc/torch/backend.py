@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import hashlib
+import operator
 import threading
 import warnings
 from dataclasses import dataclass, field
@@ -20,11 +21,12 @@ import torch
 from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 from torch.fx.passes.operator_support import OperatorSupport
 
+from ..errors import CompileError
 from ..runtime import kernel as make_kernel
 from ..runtime.profile import Profile
 from .aten_ops import aten
 from .convert import from_numpy, to_numpy
-from .fx_frontend import kernel_source, load_kernel_function, node_support
+from .fx_frontend import TypeMismatch, kernel_source, load_kernel_function, node_support, op_name, result_casts
 
 #: ops that only rename memory: a piece made of nothing else stays in PyTorch (a kernel would only copy)
 _FREE = {aten.view.default, aten._unsafe_view.default, aten.reshape.default, aten.t.default, aten.transpose.int,
@@ -107,10 +109,11 @@ def profile() -> Iterator[ProfileRecord]:
 class PyascSubgraph(torch.nn.Module):
     """One lowered piece of an aten graph: CPU tensors in, the pyasc kernel on the emulator, tensors out."""
 
-    def __init__(self, source: str, name: str, results: int, tuple_out: bool, options: dict[str, Any]):
+    def __init__(self, source: str, name: str, results: int, tuple_out: bool, options: dict[str, Any],
+                 helpers: dict[str, Any]):
         super().__init__()
         self.source = source
-        self.kernel = make_kernel(load_kernel_function(source, name), **options)
+        self.kernel = make_kernel(load_kernel_function(source, name, helpers), **options)
         self.results = results
         self.tuple_out = tuple_out
 
@@ -151,10 +154,10 @@ def lower(gm: torch.fx.GraphModule, options: dict[str, Any]) -> LoweredGraph:
     """Replace every lowerable piece of an aten graph by a PyascSubgraph; report the rest."""
     breaks = []
     for node in gm.graph.nodes:
-        if node.op == "call_function":
+        if node.op == "call_function" and node.target is not operator.getitem:  # getitem: its source says
             why = node_support(node)
             if why is not None:
-                brk = GraphBreak(str(node.target), _where(node), why)
+                brk = GraphBreak(op_name(node), _where(node), why)
                 breaks.append(brk)
                 _REPORTS.report(brk)
     partitioner = CapabilityBasedPartitioner(gm, _Support(), allows_single_node_partition=True)
@@ -166,17 +169,33 @@ def lower(gm: torch.fx.GraphModule, options: dict[str, Any]) -> LoweredGraph:
         if node.op != "call_module" or not node.target.startswith("fused_"):
             continue
         sub = getattr(fused, node.target)
-        # named by content, so the same piece gets the same kernel (and disk-cache key) in every compile
-        draft, _ = kernel_source(sub, "fx_kernel")
-        name = f"fx_{hashlib.sha256(draft.encode()).hexdigest()[:10]}"
-        source, results = kernel_source(sub, name)
-        out_node = next(n for n in sub.graph.nodes if n.op == "output")
-        tuple_out = isinstance(out_node.args[0], (tuple, list))
-        lowered = PyascSubgraph(source, name, results, tuple_out, options)
+        try:
+            lowered = _lower_piece(sub, options)
+        except (CompileError, TypeMismatch) as e:  # the piece runs as it is, in eager PyTorch: say why
+            first = next(n for n in sub.graph.nodes if n.op == "call_function")
+            ops = sum(1 for n in sub.graph.nodes if n.op == "call_function")
+            brk = GraphBreak(f"a piece of {ops} aten ops", _where(first), str(e).splitlines()[0])
+            breaks.append(brk)
+            _REPORTS.report(brk)
+            continue
         setattr(fused, node.target, lowered)
         subgraphs.append(lowered)
     fused.recompile()
     return LoweredGraph(fused, subgraphs, breaks)
+
+
+def _lower_piece(sub: torch.fx.GraphModule, options: dict[str, Any]) -> PyascSubgraph:
+    # named by content, so the same piece gets the same kernel (and disk-cache key) in every compile
+    draft, _ = kernel_source(sub, "fx_kernel")
+    name = f"fx_{hashlib.sha256(draft.encode()).hexdigest()[:10]}"
+    source, helpers = kernel_source(sub, name)
+    casts = result_casts(sub, load_kernel_function(source, name, helpers))
+    if casts:
+        source, helpers = kernel_source(sub, name, casts)
+    out_node = next(n for n in sub.graph.nodes if n.op == "output")
+    tuple_out = isinstance(out_node.args[0], (tuple, list))
+    results = len(out_node.args[0]) if tuple_out else 1
+    return PyascSubgraph(source, name, results, tuple_out, options, helpers)
 
 
 def _eager_backward(gm: torch.fx.GraphModule, example_inputs: Any) -> Any:
@@ -224,7 +243,8 @@ class _PerShape:
 
 def _compile_static(gm: torch.fx.GraphModule, example_inputs: list[Any], opts: dict[str, Any]) -> Any:
     from functorch.compile import make_boxed_func  # AOTAutograd calls compiled graphs with one list argument
-    from torch._dynamo.backends.common import aot_autograd  # dynamo's internals load with the first compile
+    from torch._decomp import core_aten_decompositions  # dynamo's internals and torch's decomposition
+    from torch._dynamo.backends.common import aot_autograd  # table load with the first compile
 
     graphs: list[LoweredGraph] = []
 
@@ -234,7 +254,8 @@ def _compile_static(gm: torch.fx.GraphModule, example_inputs: list[Any], opts: d
         _LAST.graphs = graphs
         return make_boxed_func(lowered.module.forward)
 
-    return aot_autograd(fw_compiler=forward_compiler, bw_compiler=_eager_backward)(gm, example_inputs)
+    return aot_autograd(fw_compiler=forward_compiler, bw_compiler=_eager_backward,
+                        decompositions=core_aten_decompositions())(gm, example_inputs)
 
 
 class _Last(threading.local):

@@ -14,9 +14,25 @@ import torch
 
 from ..frontend import ArgSpec, build_graph
 from ..runtime import Kernel, kernel as make_kernel
-from ..tensor_type import TensorType
+from ..runtime.specialize import ArgBinder
+from ..tensor_type import Sym, TensorType
 from .convert import SUPPORTED_TEXT, from_numpy, pyasc_dtype, to_numpy, torch_dtype
 from .schema import SchemaParam, classify, count_results, schema_text
+
+
+#: qualname -> the registered op, so the torch.compile backend can inline a pyasc op's kernel into the
+#: kernel it generates around it (fusing it with its neighbours) instead of calling the op eagerly
+_REGISTERED: dict[str, "PyascOp"] = {}
+_REGISTERED_LOCK = threading.Lock()
+
+
+def registered(target: Any) -> "PyascOp | None":
+    """The pyasc op an FX node's target (an OpOverload) calls, if it is one registered here."""
+    schema = getattr(target, "_schema", None)
+    if schema is None:
+        return None
+    with _REGISTERED_LOCK:
+        return _REGISTERED.get(schema.name)
 
 
 class PyascOp:
@@ -52,22 +68,24 @@ class PyascOp:
                             f"have; supported dtypes: {SUPPORTED_TEXT} (cast with .to(...))")
         return name
 
-    def _specs(self, args: Sequence[Any]) -> tuple[tuple, list[ArgSpec]]:
+    def _specs(self, args: Sequence[Any], symbols: dict[str, Any]) -> tuple[tuple, list[ArgSpec]]:
+        """The frontend's argument specs; a symbolic size (torch.compile with dynamic shapes) becomes a pyasc
+        Sym named after torch's symbol, so equal sizes stay equal, bound to the SymInt in `symbols`."""
         key, specs = [], []
         for p, v in zip(self.params, args):
             if p.is_tensor:
                 dt = self._check_tensor(p, v)
-                shape = tuple(int(d) for d in v.shape)  # a symbolic size is specialised: pyasc keys on sizes
-                key.append((dt, shape))
+                shape = tuple(_dim(d, symbols) for d in v.shape)
+                key.append((dt, tuple(str(d) for d in shape)))
                 specs.append(ArgSpec(p.name, TensorType(shape, dt)))
             else:
                 key.append(("const", type(v).__name__, v))
                 specs.append(ArgSpec(p.name, None, v))
         return tuple(key), specs
 
-    def result_types(self, args: Sequence[Any]) -> list[TensorType]:
+    def result_types(self, args: Sequence[Any], symbols: dict[str, Any] | None = None) -> list[TensorType]:
         """The kernel's result types for these arguments (pyasc's frontend: shape and dtype inference)."""
-        key, specs = self._specs(args)
+        key, specs = self._specs(args, {} if symbols is None else symbols)
         with self._lock:
             hit = self._types.get(key)
         if hit is None:
@@ -87,11 +105,13 @@ class PyascOp:
                            "torch.no_grad() or on a .detach()ed tensor")
 
     def fake(self, *args: Any) -> Any:
-        types = self.result_types(args)
+        symbols: dict[str, Any] = {}
+        types = self.result_types(args, symbols)
         if any(p.mutated for p in self.params):
             return None
         device = next((a.device for p, a in zip(self.params, args) if p.is_tensor), torch.device("cpu"))
-        outs = [torch.empty(tuple(t.shape), dtype=torch_dtype(t.dtype), device=device) for t in types]
+        outs = [torch.empty(tuple(_torch_dim(d, symbols) for d in t.shape), dtype=torch_dtype(t.dtype), device=device)
+                for t in types]
         return outs[0] if len(outs) == 1 else tuple(outs)
 
     def impl(self, *args: Any) -> Any:
@@ -134,7 +154,7 @@ def custom_op(qualname: str, kernel: Any, *, mutates_args: Sequence[str] = (), b
     if isinstance(mutates_args, str):
         mutates_args = (mutates_args,)
     k = kernel if isinstance(kernel, Kernel) else make_kernel(kernel)
-    params = classify(k.py_func, k._binder.params, tuple(mutates_args), qualname)
+    params = classify(k.py_func, ArgBinder(k.py_func).params, tuple(mutates_args), qualname)
     n = results if results is not None else count_results(k.py_func, qualname)
     schema = schema_text(params, 0 if mutates_args else n)
     if setup_context is not None and backward is None:
@@ -159,7 +179,28 @@ def custom_op(qualname: str, kernel: Any, *, mutates_args: Sequence[str] = (), b
                                      holder["op"].no_backward(ctx, inputs, output))
     op = PyascOp(qualname, k, params, n, schema, definition, backward is not None)
     holder["op"] = op
+    with _REGISTERED_LOCK:
+        _REGISTERED[qualname] = op
     return op
+
+
+def _dim(d: Any, symbols: dict[str, Any]) -> Any:
+    """An int, or for an unbacked-by-value torch.SymInt a pyasc Sym (its torch symbol as the name)."""
+    if isinstance(d, torch.SymInt):
+        expr = d.node.expr
+        if getattr(expr, "is_Symbol", False):
+            name = f"sym_{expr}"
+            symbols[name] = d
+            return Sym(name)
+        return int(d)  # an expression of symbols: specialised (torch guards on its value)
+    return int(d)
+
+
+def _torch_dim(d: Any, symbols: dict[str, Any]) -> Any:
+    """A result dim for torch: an int, or the Sym's expression evaluated over the SymInts it names."""
+    if isinstance(d, Sym):
+        return eval(d.expr, {"__builtins__": {}}, dict(symbols))  # the expr is built only by Sym arithmetic
+    return d
 
 
 def _unreachable_backward(ctx: Any, *grads: Any) -> Any:

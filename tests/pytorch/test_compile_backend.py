@@ -2,6 +2,7 @@
 transformer block, graph breaks (reported once), gradients through the eager backward, profiles."""
 from __future__ import annotations
 
+import re
 import warnings
 
 import pytest
@@ -59,7 +60,37 @@ OPS = {
     "slice_select": lambda x, y: x[:, 2:10] * y[1, 2:10] + x[:, -1:],
     "chunk": lambda x, y: sum(x.chunk(3, dim=-1)),
     "cast": lambda x, y: (x * 4).to(torch.int32).to(torch.float32),
+    "clamp_hardtanh_leaky": lambda x, y: x.clamp(-0.5, 0.7) + F.hardtanh(y) + F.leaky_relu(x, 0.2) + x.clamp(min=0),
+    # these reach pyasc as core-aten decompositions (var_mean, silu, rms_norm, softplus, ... -> primitive ops)
+    "var_std": lambda x, y: torch.var(x, dim=-1, keepdim=True) + torch.std(y, dim=0),
+    "hardswish_softplus_mish": lambda x, y: F.hardswish(x) + F.softplus(y) + F.mish(x),
+    "rms_norm": lambda x, y: F.rms_norm(x, (24,), y[0], eps=1e-6),
+    "logsumexp": lambda x, y: torch.logsumexp(x, dim=-1),
+    "masked_fill": lambda x, y: x.masked_fill(y > 0.5, -1.0),
+    "layer_norm_plain": lambda x, y: F.layer_norm(x, (24,)),
+    "linear_no_bias": lambda x, y: F.linear(x, y[:3]),
+    "logical_any": lambda x, y: torch.where(torch.logical_or((x > 0).logical_and(y < 0).any(-1, keepdim=True),
+                                                             torch.logical_not(x > 1)), x, y),
+    "bitwise_bool": lambda x, y: torch.where(((x > 0) & (y > 0)) | ~(x > y) ^ (y < -1), x, y),
+    "floor_div_remainder": lambda x, y: torch.div(x, 0.3, rounding_mode="floor") + torch.remainder(y, 0.7) + 2 ** x,
+    # decomposed into matmuls, a masked ("safe") softmax, logical ops and full_like
+    "sdpa": lambda x, y: F.scaled_dot_product_attention(x.reshape(1, 2, 4, 12), y.reshape(1, 2, 4, 12),
+                                                        x.reshape(1, 2, 4, 12) * 0.5),
 }
+
+
+INT_OPS = {
+    "int_floor_div_remainder": lambda a, b: a // b + a % b - torch.remainder(a, 5) + (a & b) - (a | 3) + (~a ^ b),
+}
+
+
+@pytest.mark.parametrize("name", list(INT_OPS))
+def test_an_int32_aten_op_lowers_and_matches_eager(name):
+    a = torch.randint(-50, 50, (4, 24), dtype=torch.int32, generator=G)
+    b = torch.randint(1, 9, (4, 24), dtype=torch.int32, generator=G)
+    got, want, graphs = run(INT_OPS[name], a, b)
+    assert torch.equal(got, want)
+    assert graphs and all(not g.breaks for g in graphs) and graphs[0].subgraphs
 
 
 @pytest.mark.parametrize("name", list(OPS))
@@ -147,9 +178,12 @@ def test_a_float64_graph_falls_back_with_the_dtype_named():
     def f(x):
         return x * 3.0 + 1.0
 
-    with pytest.warns(pt.PyascGraphBreak, match=r"aten.mul.Tensor \(dtype torch.float64 \(the NPU has float16"):
+    with pytest.warns(pt.PyascGraphBreak) as caught:
         got = compile_pyasc(f)(X.double())
     torch.testing.assert_close(got, f(X.double()))
+    reason = "(dtype torch.float64 (the NPU has float16, float32, int8, int16, int32, uint8, bool))"
+    assert [str(w.message).split(" runs in")[0] for w in caught] == [
+        f"pyasc: aten.mul.Tensor {reason}", f"pyasc: aten.add.Tensor {reason}"]
 
 
 def test_training_forward_on_pyasc_backward_in_eager_gives_eager_gradients():
@@ -193,3 +227,88 @@ def test_dumps_and_the_disk_cache_work_for_compiled_models(tmp_path, monkeypatch
     assert (second.misses, second.disk_hits) == (0, 1)
     dumped = [p.name for p in (tmp_path / "dumps").rglob("*") if p.is_file()]
     assert any("source" in n for n in dumped) and any(n.endswith(".dot") for n in dumped)
+
+
+def test_a_result_dtype_pyasc_promotes_differently_is_cast_back_to_torchs():
+    def f(x, s):
+        return x * s + 1  # torch: float16 * a 0-d float32 tensor stays float16; numpy rules give float32
+
+    x, s = torch.randn(4, 8).half(), torch.tensor(2.5)
+    got, want, graphs = run(f, x, s)
+    assert got.dtype == torch.float16
+    torch.testing.assert_close(got, want, rtol=2e-3, atol=2e-3)
+    assert "pyasc.cast(" in graphs[0].subgraphs[0].source
+
+
+def test_a_piece_pyasc_rejects_runs_eagerly_with_pyascs_reason():
+    def g(x):
+        return x.to(torch.int8) * 300
+
+    x = torch.randint(-3, 3, (4, 8)).float()
+    with pytest.warns(pt.PyascGraphBreak) as caught:
+        got = compile_pyasc(g)(x)
+    assert torch.equal(got, g(x))
+    (message,) = [str(w.message) for w in caught]
+    assert message.startswith("pyasc: a piece of 2 aten ops (") and "Python int 300 does not fit int8" in message
+    where = message.split(") runs in eager PyTorch (graph break) at ")[1]
+    assert where.startswith("File ") and "test_compile_backend.py" in where and "in g" in where
+
+
+def test_a_registered_pyasc_op_is_inlined_into_the_kernel_around_it():
+    import torch_kernels as K  # the kernels registered as torch ops (tests/pytorch/torch_kernels.py)
+
+    pt.custom_op("pyasc_inline::bias_gelu", K.bias_gelu)
+    pt.custom_op("pyasc_inline::sum_diff", K.split_sum_diff)
+
+    def f(x, b):
+        s, d = torch.ops.pyasc_inline.sum_diff(x, x)
+        return torch.ops.pyasc_inline.bias_gelu(torch.exp(x) + s, b, 0.5) * 2 + d
+
+    x, b = torch.randn(4, 16), torch.randn(16)
+    got, want, graphs = run(f, x, b)
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+    (sub,) = graphs[0].subgraphs  # one pyasc kernel: the two ops and the aten ops between them
+    assert re.search(r"= k_pyasc_inline_bias_gelu\(v\d+, a1, 0\.5\)", sub.source)
+    assert "= k_pyasc_inline_sum_diff(a0, a0)" in sub.source
+
+
+def test_a_mutating_pyasc_op_stays_a_torch_call():
+    import torch_kernels as K  # the kernels registered as torch ops (tests/pytorch/torch_kernels.py)
+
+    pt.custom_op("pyasc_inline::scale_", K.scale_in_place, mutates_args=("x",))
+
+    def f(x):
+        y = x * 1.0
+        torch.ops.pyasc_inline.scale_(y, 3.0)
+        return y + 1.0
+
+    x = torch.randn(4, 8)
+    with pytest.warns(pt.PyascGraphBreak) as caught:
+        got = compile_pyasc(f)(x)
+    torch.testing.assert_close(got, x * 3 + 1)
+    (message,) = [str(w.message) for w in caught]
+    assert message.startswith("pyasc: pyasc_inline.scale_.default (it mutates its arguments; pyasc kernels are "
+                              "functional) runs in eager PyTorch (graph break) at File ")
+
+
+def test_a_table_op_with_arguments_pyasc_cannot_express_is_a_reported_break():
+    def f(x):
+        return torch.div(x * 2.0, 0.3, rounding_mode="trunc") + 1.0
+
+    with pytest.warns(pt.PyascGraphBreak) as caught:
+        got = compile_pyasc(f)(X)
+    torch.testing.assert_close(got, f(X))
+    (message,) = [str(w.message) for w in caught]
+    assert message.startswith("pyasc: aten.div.Tensor_mode (arguments the table cannot express "
+                              "(rounding_mode='trunc')) runs in eager PyTorch (graph break) at File ")
+
+
+def test_a_linear_on_a_3d_input_reads_it_unflattened():
+    lin = nn.Linear(32, 48)
+    x = torch.randn(2, 8, 32)
+    got, want, graphs = run(lambda t: F.gelu(lin(F.layer_norm(t, (32,)))), x)
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+    (sub,) = graphs[0].subgraphs
+    assert "pyasc.reshape" not in sub.source and "on the unflattened input" in sub.source
+    art = sub.kernel.compile(x.numpy(), lin.weight.detach().numpy(), lin.bias.detach().numpy())
+    assert all(k.template != "datamove" for k in art.kernels)  # no copy kernel for the views aten added
