@@ -305,8 +305,10 @@ def test_a_kernel_reading_an_unnamed_helper_stays_in_memory(disk_cache):
 
 def mixed_matmul(a, b, bias):
     """Code generation's side values: f16 @ f32 casts A into workspace scratch first, and the epilogue the
-    cube cannot take (an add of a float16 bias after the cast) reads the cube's partial result."""
-    return (pyasc.relu(a @ b + 1.0).astype(np.float16) + bias, pyasc.relu(a @ b.astype(np.float16) + bias))
+    cube cannot take (an add of a float16 bias after the cast) reads the cube's partial result; a transposed
+    float32 left operand is transposed into scratch by a vector launch."""
+    return (pyasc.relu(a @ b + 1.0).astype(np.float16) + bias, pyasc.relu(a @ b.astype(np.float16) + bias),
+            pyasc.transpose(b) @ b)
 
 
 @pytest.mark.parametrize("chip", ["tiny", "910b"])
