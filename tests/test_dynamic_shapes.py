@@ -183,3 +183,18 @@ def test_broadcast_of_two_symbolic_sizes_is_checked_at_launch(rng):
     with pytest.raises(ValueError, match=r"add: cannot broadcast shapes \(3, 4\) and \(5, 4\) \(at .*test_dynamic"
                                          r"_shapes.py:\d+:\d+: return x \+ y\)"):
         k(x, rng.standard_normal((5, 4)).astype(np.float32))
+
+
+def test_verifier_rejects_a_dim_over_a_name_no_input_binds():
+    from pyasc.ir import Graph, TensorType, VerificationError, verify
+
+    g = Graph("g")
+    x = g.add_input(TensorType((Sym("n"),), "float32"), name="x")
+    y = g.add("broadcast_to", [x], {"shape": (Sym("m"), Sym("n"))}).out()
+    g.set_outputs([y])
+    with pytest.raises(VerificationError, match=r"unbound symbolic dim.*dim m of f32\[m,n\] uses m, which no input"):
+        verify(g)
+    ok = Graph("ok")
+    x = ok.add_input(TensorType((Sym("n"),), "float32"), name="x")
+    ok.set_outputs([ok.add("slice", [x], {"starts": (Sym("n") - 2,), "stops": (None,), "steps": (1,)}).out()])
+    verify(ok)  # a start of n - 2 is an expression over a bound name
