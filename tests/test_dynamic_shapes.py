@@ -198,3 +198,16 @@ def test_verifier_rejects_a_dim_over_a_name_no_input_binds():
     x = ok.add_input(TensorType((Sym("n"),), "float32"), name="x")
     ok.set_outputs([ok.add("slice", [x], {"starts": (Sym("n") - 2,), "stops": (None,), "steps": (1,)}).out()])
     verify(ok)  # a start of n - 2 is an expression over a bound name
+
+
+@pytest.mark.parametrize("chip", CHIPS)
+def test_empty_slice_beside_a_symbolic_dim_launches_nothing(chip):
+    def f(x):
+        return x[:-2] * 2.0  # axis 0 has a static size 1: the result is (0, x_d1) for every launch
+
+    k = _dyn(f, chip)
+    for shape in [(1, 3), (1, 31)]:
+        x = np.ones(shape, np.float32)
+        out, prof = k.profile(x)
+        assert out.shape == (0, shape[1]) and prof.launches == 0
+    assert k.cache_info().misses == 1

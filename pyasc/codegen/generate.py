@@ -220,6 +220,8 @@ class _Generator:
     def compile_plan(self, plan: KernelPlan) -> list[DeviceKernel]:
         label = f"{self.name}_k{plan.group}"
         kg = build_kernel_graph(label, plan.nodes, plan.inputs, plan.outputs)
+        if all(any(d == 0 for d in v.type.shape) for v in kg.outputs):
+            return []  # every output is empty whatever the launch sizes (a static 0 beside symbolic dims)
         if any(v.type.numel == 0 for v in kg.inputs) and all(v.type.is_static for v in kg.outputs):
             return self.empty_input_kernels(label, kg, plan)
         if datamove.handles(kg):
