@@ -211,3 +211,16 @@ def test_empty_slice_beside_a_symbolic_dim_launches_nothing(chip):
         out, prof = k.profile(x)
         assert out.shape == (0, shape[1]) and prof.launches == 0
     assert k.cache_info().misses == 1
+
+
+@pytest.mark.parametrize("chip", CHIPS)
+def test_operands_that_name_a_broadcast_dim_differently(chip, rng):
+    def f(a0, a1, a2):
+        return pyasc.where(a2 > 0.0, a2, a0), a1[-1]  # a2_d0 and a0_d1 are one size; a1 only sliced
+
+    k = _dyn(f, chip)
+    for rows, cols in [(31, 33), (4, 100)]:
+        args = [rng.standard_normal(s).astype(np.float32) for s in [(rows, cols), (rows, cols), (cols,)]]
+        for got, want in zip(k(*args), f(*args)):
+            assert_close(got, want)
+    assert k.cache_info().misses == 1

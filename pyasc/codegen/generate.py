@@ -344,8 +344,10 @@ class _Generator:
             candidates += tiler(vk, self.chip, self.options.buffer_num, cores)
         if not candidates:
             raise _unsupported(kg, label, "; ".join(errors) or "no tile of this kernel fits the chip's UB")
-        syms = sorted({s for vk in analyses.values() for d in vk.domain.shape for s in _syms(d)})
-        scoring, nominal = scoring_dims(syms)
+        syms = {s for vk in analyses.values() for d in vk.domain.shape for s in _syms(d)}
+        # an operand's own names too: a stride may use one the domain spells differently (broadcast names)
+        syms |= {s for v in (*kg.inputs, *kg.outputs) for d in dims(v.type.shape) for s in _syms(d)}
+        scoring, nominal = scoring_dims(sorted(syms))
         try:
             chosen = choose(candidates, lambda t: _SCHEDULES[t.mode](analyses[t.mode], t, self.chip), self.chip,
                             scoring, self.options.sync, nominal)
