@@ -110,3 +110,30 @@ def test_verifier_checks_a_loop_body_signature():
     g.set_outputs([loop.out()])
     with pytest.raises(VerificationError, match="Loop body signature mismatch"):
         verify(g)
+
+
+def test_optimiser_passes_run_inside_loop_bodies(rng):
+    k = pyasc.kernel(chip="tiny")(power)
+    art = k.compile(*_args(rng, 2))
+    (loop,) = [n for n in art.graph.nodes if n.op == "Loop"]
+    body = loop.attrs["body"]
+    groups = {n.op: n.attrs.get("fusion_group") for n in body.nodes if n.op != "Data"}
+    # fusion ran on the body: the normalisation (mul, sum, sqrt, div) is one kernel, the matmul another
+    assert groups["mul"] == groups["sum"] == groups["sqrt"] == groups["div"] != groups["matmul"]
+    assert "Loop(" in art.stages["inferred"] and any("body" in s for s in art.stages["ge.01.fusion"].split("\n"))
+
+
+@pytest.mark.parametrize("chip", ["tiny", "910b"])
+def test_while_loop_in_a_dynamic_kernel(chip, rng):
+    def halve_until_small(x):
+        m = pyasc.abs(x).max()
+        while m > 1.0:
+            x = x * 0.5
+            m = pyasc.abs(x).max()
+        return x
+
+    k = pyasc.kernel(chip=chip, dynamic=True)(halve_until_small)
+    for shape in [(3, 7), (17, 64), (2, 4100)]:
+        x = (rng.standard_normal(shape) * 40).astype(np.float32)
+        assert_close(k(x), halve_until_small(x))
+    assert k.cache_info().misses == 1
