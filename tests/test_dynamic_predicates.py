@@ -97,3 +97,21 @@ def test_assert_on_static_shapes_is_still_a_compile_error():
     k = pyasc.kernel(chip="tiny")(asserting)
     with pytest.raises(pyasc.CompileError, match="assertion failed: need 4 rows"):
         k(np.ones((3, 6), np.float32))
+
+
+def test_disk_cache_round_trips_predicates_checks_and_expression_dims(disk_cache, rng):
+    def f(x):
+        assert x.shape[1] >= 5, "need 5 columns"
+        y = x[1:, -5:] * 2.0
+        return y + 1.0 if x.shape[0] > 4 else y - 1.0
+
+    first = pyasc.kernel(dynamic=True, chip="tiny")(f)
+    x = rng.standard_normal((6, 9)).astype(np.float32)
+    assert_close(first(x), f(x))
+    again = pyasc.kernel(dynamic=True, chip="tiny")(f)
+    for shape in [(6, 9), (3, 5)]:
+        x = rng.standard_normal(shape).astype(np.float32)
+        assert_close(again(x), f(x))
+    assert again.cache_info().disk_hits == 1 and again.cache_info().misses == 0
+    with pytest.raises(ValueError, match="assertion failed: need 5 columns"):
+        again(np.zeros((3, 4), np.float32))
