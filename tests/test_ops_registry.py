@@ -21,10 +21,10 @@ softmax log_softmax layer_norm rms_norm gelu silu
 matmul fused_matmul transdata
 transpose reshape broadcast_to expand_dims squeeze slice
 full
-Data Const If
+Data Const If Loop DimValue
 """.split()
 
-INTERNAL = {"fused_matmul", "transdata", "slice", "Data", "Const", "If"}
+INTERNAL = {"fused_matmul", "transdata", "slice", "Data", "Const", "If", "Loop", "DimValue"}
 BINARY = "add sub mul div floordiv mod pow maximum minimum lt le gt ge eq ne bitwise_and bitwise_or bitwise_xor".split()
 UNARY = "neg invert abs exp log sqrt rsqrt reciprocal sin cos tanh sigmoid relu gelu silu erf floor ceil sign".split()
 REDUCTIONS = "sum max min mean".split()
@@ -103,10 +103,11 @@ ROW_COMPOSITES = {"softmax", "log_softmax", "layer_norm", "rms_norm"}
 def test_structural_facts():
     for name in ops.names():
         op = ops.get(name)
-        assert op.structural == (name in ("Data", "Const", "If")), name
-        assert op.leaf == (name in ("Data", "Const")), name
-        assert op.is_control == (name == "If"), name
+        assert op.structural == (name in ("Data", "Const", "If", "Loop", "DimValue")), name
+        assert op.leaf == (name in ("Data", "Const", "DimValue")), name  # DimValue: the host computes it
+        assert op.is_control == (name in ("If", "Loop")), name
     assert ops.get("If").subgraph_attrs == ("then_branch", "else_branch")
+    assert ops.get("Loop").subgraph_attrs == ("body",)
 
 
 def test_reduction_facts():
