@@ -224,3 +224,15 @@ def test_operands_that_name_a_broadcast_dim_differently(chip, rng):
         for got, want in zip(k(*args), f(*args)):
             assert_close(got, want)
     assert k.cache_info().misses == 1
+
+
+def test_matmul_over_a_contraction_axis_empty_at_launch_is_a_clear_error(rng):
+    def f(a):
+        return a[:-2] @ a[:-2]
+
+    k = _dyn(f, "tiny")
+    a = rng.standard_normal(6).astype(np.float32)
+    assert_close(k(a), f(a))
+    with pytest.raises(ValueError, match=r"matmul over an empty contraction axis \(K = 0 for these inputs\) is not "
+                                         r"supported on the device \(at .*test_dynamic_shapes.py:\d+:\d+: "):
+        k(np.ones(2, np.float32))
