@@ -236,3 +236,14 @@ def test_matmul_over_a_contraction_axis_empty_at_launch_is_a_clear_error(rng):
     with pytest.raises(ValueError, match=r"matmul over an empty contraction axis \(K = 0 for these inputs\) is not "
                                          r"supported on the device \(at .*test_dynamic_shapes.py:\d+:\d+: "):
         k(np.ones(2, np.float32))
+
+
+@pytest.mark.parametrize("chip", CHIPS)
+def test_a_size_1_dim_is_its_own_specialisation(chip, rng):
+    def f(x):
+        return pyasc.softmax(x[..., 1:], axis=-1)
+
+    k = _dyn(f, chip)
+    _run_all(k, f, [(1, 7), (1, 4100)], rng)  # rows = 1: static, broadcasting and emptiness depend on it
+    _run_all(k, f, [(5, 7), (2, 4097)], rng)
+    assert k.cache_info().misses == 2
