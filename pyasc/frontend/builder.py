@@ -340,7 +340,10 @@ class FunctionBuilder:
         self.return_node = s
 
     def _s_If(self, s: ast.If) -> None:
-        cond = dimpred.condition(self, self.eval(s.test), s.test)  # a shape predicate: the host picks the branch
+        cond = self.eval(s.test)
+        if isinstance(cond, Sym):  # a shape predicate: the host picks the branch; an early return takes the rest
+            s = dimpred.fold_rest_into_branch(s, self._frames[-1][0] if self._frames else [])
+        cond = dimpred.condition(self, cond, s.test)
         if is_tensor(cond):
             branches.tensor_if_statement(self, s, cond)
             return
