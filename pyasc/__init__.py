@@ -25,3 +25,12 @@ _OP_EXPORTS = _export_ops()
 
 
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str):  # noqa: ANN202 - module-level lazy attribute (PEP 562)
+    if name == "torch":
+        # the PyTorch integration imports torch: load it only when a user asks for pyasc.torch
+        import importlib
+
+        return importlib.import_module(".torch", __name__)
+    raise AttributeError(f"module 'pyasc' has no attribute {name!r}")

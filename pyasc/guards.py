@@ -23,7 +23,8 @@ compared with a `Check` made from the value seen at compile time:
     identity     modules, functions, classes, builtins,  the very same object
                  code objects
     method       a bound method                           its function (the instance is its own path)
-    object       any other instance                       its type (the attributes read are paths)
+    object       any other instance, also one whose class  its type (the attributes read are paths, and so
+                 defines __call__ in Python (a "module")  is the __call__ a call inlines)
     tuple list   sequences                                type, length and a check per item
     dict         dicts                                    type and keys (each value read is a path)
     set          sets and frozensets of guardable values  type and equality
@@ -144,7 +145,7 @@ def path_text(path: AccessPath) -> str:
             else:
                 out += f".<closure {step.name}>"
         elif isinstance(step, Attr):
-            out += f".{step.name}"
+            out += "self" if not out and step.name == "__self__" else f".{step.name}"  # a method kernel's self
         elif isinstance(step, Pinned):
             out = f"<{getattr(step.obj, '__qualname__', type(step.obj).__qualname__)}>"
         else:
@@ -313,6 +314,14 @@ def _identity_fingerprint(obj: Any) -> Any:
     return ["callable", module, name]
 
 
+def _module_object(value: Any) -> bool:
+    """An instance of a class whose `__call__` is a Python function (a "module": `layer(x)`), which is not itself
+    named like a function (a wrapper such as a kernel object keeps its identity check)."""
+    if isinstance(value, type) or hasattr(value, "__qualname__"):
+        return False
+    return isinstance(getattr(type(value), "__call__", None), types.FunctionType)
+
+
 def _bound_to_a_value(fn: Any) -> bool:
     """A builtin method bound to a value (`shape.index`), as opposed to a module's builtin function."""
     owner = getattr(fn, "__self__", None)
@@ -344,6 +353,9 @@ def check_for(value: Any, *, lifted: bool = False) -> Check:
         return Check("method", lambda v: type(v) is t and v.__name__ == name, ["builtin_method", name])
     if isinstance(value, (types.GeneratorType, types.CoroutineType, io.IOBase)) or hasattr(value, "__next__"):
         raise Unguardable(f"a {type(value).__qualname__}, which changes as it is read")
+    if _module_object(value):  # `layer(x)` inlines type(layer).__call__: its code and attributes are paths
+        t = type(value)
+        return Check("object", lambda v: type(v) is t, ["object", *_qualified(t)])
     if isinstance(value, (types.ModuleType, types.FunctionType, types.CodeType, type)) or callable(value):
         return Check("identity", lambda v: v is value, _identity_fingerprint(value))
     t = type(value)

@@ -301,3 +301,53 @@ def test_a_kernel_reading_an_unnamed_helper_stays_in_memory(disk_cache):
 
     assert k(np.zeros(2, np.float32))[0] == 1.0
     assert len(entries(disk_cache)) == 1  # the helper has a path (helpers['f']): persisted
+
+
+def mixed_matmul(a, b, bias):
+    """Code generation's side values: f16 @ f32 casts A into workspace scratch first, and the epilogue the
+    cube cannot take (an add of a float16 bias after the cast) reads the cube's partial result."""
+    return (pyasc.relu(a @ b + 1.0).astype(np.float16) + bias, pyasc.relu(a @ b.astype(np.float16) + bias))
+
+
+@pytest.mark.parametrize("chip", ["tiny", "910b"])
+def test_kernels_with_codegen_side_values_are_stored_and_loaded(disk_cache, chip):
+    rng = np.random.default_rng(0)
+    args = ((rng.integers(-4, 4, (32, 48)) / 4).astype(np.float16), (rng.integers(-4, 4, (48, 16)) / 4).astype(np.float32),
+            np.full(16, 0.5, np.float16))
+    first = pyasc.kernel(mixed_matmul, chip=chip)
+    want = first(*args)
+    assert first.cache_info().misses == 1
+    second = pyasc.kernel(mixed_matmul, chip=chip)
+    got = second(*args)
+    assert second.cache_info().disk_hits == 1
+    assert [dk.inputs[0].type for dk in second.compile(*args).kernels] == \
+        [dk.inputs[0].type for dk in first.compile(*args).kernels]
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
+
+
+def test_an_artifact_that_cannot_be_written_warns_and_the_call_succeeds(disk_cache, monkeypatch):
+    from pyasc.runtime import persist, records
+
+    def broken(compiled):
+        raise records.RecordError("a record points at a cast node that is not in the final graph")
+
+    monkeypatch.setattr(persist, "encode_artifact", broken)
+    k = fresh()
+    with pytest.warns(CacheWarning, match=r"not stored in the disk cache \(a record points at a cast node"):
+        got = k(*ARGS)
+    for g, w in zip(got, k.py_func(*ARGS)):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=SUM_BOUND)
+    assert not any(disk_cache.rglob("manifest.json"))
+
+
+@pytest.mark.parametrize("name", sorted(BY_NAME))
+def test_every_demo_kernel_comes_back_from_disk_and_computes_the_same(disk_cache, name):
+    ex = BY_NAME[name]
+    args = ex.make_inputs(np.random.default_rng(0))
+    want = pyasc.kernel(ex.fn, chip="tiny")(*args)
+    second = pyasc.kernel(ex.fn, chip="tiny")
+    got = second(*args)
+    assert second.compile(*args).origin == "disk"
+    for g, w in zip(got if isinstance(got, tuple) else (got,), want if isinstance(want, tuple) else (want,)):
+        np.testing.assert_array_equal(g, w)

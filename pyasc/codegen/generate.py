@@ -29,7 +29,7 @@ from .launch import WORKSPACE, IfStep, Launch, LaunchPlan, Loc, Locator, Step, W
 from .lowering import no_lowering
 from .schedule import TileSchedule
 from .sync import SyncPlan
-from .templates import column, datamove, matmul, multipass, transpose2d, vector, vector_kernel
+from .templates import column, datamove, matmul, multipass, transpose2d, update, vector, vector_kernel
 from .tiling import NoLegalTiling, TilingChoice, TilingReport, choose, scoring_dims
 
 
@@ -226,6 +226,8 @@ class _Generator:
             return self.empty_input_kernels(label, kg, plan)
         if datamove.handles(kg):
             return [self.move_kernel(label, kg, plan)]
+        if update.handles(kg):
+            return [self.update_kernel(label, kg, plan)]
         kind = plan.kind
         if kind == KernelKind.ELEMENTWISE:
             return [self.vector_kernel(label, kg, plan)]
@@ -320,6 +322,19 @@ class _Generator:
         except NoLegalTiling as e:
             raise _unsupported(kg, label, str(e)) from None
         return self._finish(label, move.template, chosen, kg, plan, None)
+
+    def update_kernel(self, label: str, kg: KernelGraph, plan: Any) -> DeviceKernel:
+        """A slice write `x` with a region replaced by `v` (templates/update.py)."""
+        try:
+            uk = update.analyze(label, kg, self.chip)
+        except datamove.UnsupportedMove as e:
+            raise _unsupported(kg, label, str(e)) from None
+        cands = update.tilings(uk, self.chip, self.options.buffer_num, self.options.cores or self.chip.aiv_cores)
+        try:
+            chosen = choose(cands, lambda t: update.schedule(uk, t, self.chip), self.chip, {}, self.options.sync)
+        except NoLegalTiling as e:
+            raise _unsupported(kg, label, str(e)) from None
+        return self._finish(label, "update", chosen, kg, plan, None)
 
     def copy_kernel(self, src: Value, dst: Value, label: str) -> DeviceKernel:
         """A kernel that writes `src` (a branch input or constant) into the If output `dst`."""

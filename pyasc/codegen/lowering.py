@@ -73,7 +73,7 @@ REDUCE: dict[str, tuple[str, bool]] = {"sum": ("sum", False), "max": ("max", Fal
 TEMPLATE_OPS: dict[str, str] = {
     "matmul": "matmul", "fused_matmul": "matmul",
     "transpose": "datamove", "reshape": "datamove", "squeeze": "datamove", "slice": "datamove",
-    "transdata": "datamove",
+    "transdata": "datamove", "slice_update": "update",
 }
 
 

@@ -17,6 +17,7 @@ import numpy as np
 
 from .. import dtypes
 from ..ir.graph import Graph, Value
+from . import aliasing
 from .context import GraphContext
 from .protocol import KernelBuilder
 from .scope import Undefined
@@ -217,6 +218,7 @@ def tensor_if_statement(b: KernelBuilder, stmt: ast.If, cond: Value) -> None:
             if n not in names and not _same(d[n], before.get(n, _MISSING)):
                 names.append(n)
     merged: list[tuple[str, tuple[Value, Value, tuple | None]]] = []
+    originals: list[tuple[Any, Any]] = []  # each merged name's then and else value, as the branches bound them
     for n in names:
         tv, ev = then.locals.get(n, _MISSING), other.locals.get(n, _MISSING)
         if tv is _MISSING or ev is _MISSING or isinstance(tv, Undefined) or isinstance(ev, Undefined):
@@ -233,11 +235,14 @@ def tensor_if_statement(b: KernelBuilder, stmt: ast.If, cond: Value) -> None:
             b.scope.bind(n, tv)
         else:
             merged.append((n, _pair_to_values(b, f"variable `{n}`", tv, ev, then, other, stmt.test)))
+            originals.append((tv, ev))
     if not merged:
         return  # neither branch computes anything used later
     outs = _make_if(b, cond, operands, then, other, [pair for _, pair in merged], stmt.test, name)
     for (n, _), v in zip(merged, outs):
         b.bind_name(n, v)
+    aliasing.merge_branches(b, [(n, tv, ev, out) for (n, _), (tv, ev), out in zip(merged, originals, outs)],
+                            stmt.test)
 
 
 def tensor_ternary(b: KernelBuilder, node: ast.IfExp, cond: Value) -> Any:
@@ -252,5 +257,6 @@ def tensor_ternary(b: KernelBuilder, node: ast.IfExp, cond: Value) -> Any:
                       node)
     pairs = [_pair_to_values(b, "the value", tv, ev, then, other, node) for tv, ev in zip(t_items, e_items)]
     outs = _make_if(b, cond, operands, then, other, pairs, node, name)
+    aliasing.merge_branches(b, [("", tv, ev, out) for tv, ev, out in zip(t_items, e_items, outs)], node)
     return tuple(outs) if tuple_t else outs[0]
 

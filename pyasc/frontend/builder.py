@@ -23,7 +23,7 @@ from ..errors import CompileError, InferError, SourceLoc
 from ..markers import constexpr
 from ..ir.graph import Value
 from ..tensor_type import Sym
-from . import branches, calls, dimpred, guards, indexing, loops
+from . import aliasing, branches, calls, checks, dimpred, guards, indexing, loops, objects, pytree, writes
 from .context import BuildState, GraphContext
 from .scope import CLOSURE, GLOBAL, Scope, UnassignedFreeVariable, Undefined
 from .source import ParsedFunction
@@ -67,13 +67,11 @@ UNSUPPORTED: dict[type, str] = {
     ast.Yield: "`yield` is not supported in a kernel",
     ast.YieldFrom: "`yield from` is not supported in a kernel",
     ast.Await: "`await` is not supported in a kernel",
-    ast.Dict: "dict displays are not supported in a kernel",
     ast.Set: "set displays are not supported in a kernel",
-    ast.DictComp: "dict comprehensions are not supported in a kernel",
     ast.SetComp: "set comprehensions are not supported in a kernel",
 }
 if hasattr(ast, "TryStar"):
-    UNSUPPORTED[ast.TryStar] = "`try` is not supported in a kernel"
+    UNSUPPORTED[ast.TryStar] = "`try ... except*` is not supported in a kernel"
 if hasattr(ast, "Match"):
     UNSUPPORTED[ast.Match] = "`match` is not supported in a kernel; use `if`/`elif`"
 
@@ -104,7 +102,8 @@ def header(s: ast.stmt) -> ast.AST | Span:
         end = s.subject
     if end is not None and end.end_lineno == s.lineno:
         return Span(s.lineno, s.col_offset, s.lineno, end.end_col_offset)
-    keyword = {ast.Try: "try", ast.FunctionDef: "def", ast.AsyncFunctionDef: "async def", ast.ClassDef: "class"}
+    keyword = {ast.Try: "try", ast.FunctionDef: "def", ast.AsyncFunctionDef: "async def", ast.ClassDef: "class",
+               getattr(ast, "TryStar", ast.Try): "try"}
     for kind, word in keyword.items():
         if isinstance(s, kind):
             name = getattr(s, "name", "")
@@ -112,17 +111,6 @@ def header(s: ast.stmt) -> ast.AST | Span:
     if getattr(s, "end_lineno", None) == s.lineno:
         return s
     return Span(s.lineno, s.col_offset, s.lineno, s.col_offset + 1)
-
-
-def _replace_value(v: Any, old: Value, new: Value) -> Any:
-    """`v` with the tensor `old` replaced by `new` (inside tuples and lists too); `v` itself if unchanged."""
-    if is_tensor(v):
-        return new if v == old else v
-    if isinstance(v, (tuple, list)) and contains_tensor(v):
-        items = [_replace_value(x, old, new) for x in v]
-        if any(a is not c for a, c in zip(items, v)):
-            return tuple(items) if isinstance(v, tuple) else items
-    return v
 
 
 def _with_defaults(op_name: str, attrs: dict[str, Any]) -> dict[str, Any]:
@@ -172,12 +160,15 @@ class FunctionBuilder:
         if not ops.exists(op):
             raise self.error(f"the op {op!r} that `{self.text(at)}` needs is not registered", at)
         attrs = _with_defaults(op, attrs)
+        if op == "pow":
+            checks.negative_int_power(self, inputs, at)
         try:
             node = self.ctx.graph.add(op, inputs, attrs, self.loc(at), name)
         except InferError as e:
             raise self.error(f"{e} in `{self.text(at)}`", at) from None
         except (TypeError, ValueError) as e:  # an attribute the op's inference cannot use
             raise self.error(f"{op}: {e} in `{self.text(at)}`", at) from None
+        aliasing.note_node(self, op, inputs, node.attrs, node.values, self.text(at))
         return node.values
 
     def const(self, value: Any, dtype: str, at: ast.AST) -> Value:
@@ -276,63 +267,7 @@ class FunctionBuilder:
             return False
 
     def _s_AugAssign(self, s: ast.AugAssign) -> None:
-        target = s.target
-        if not isinstance(target, ast.Name):
-            self._check_target(target)
-        current = self.load_name(target.id, target)
-        rhs = self.eval(s.value)
-        result = self.binary(s.op, current, rhs, s, (target, s.value))
-        if is_tensor(current) and is_tensor(result) and current not in self.state.weak:
-            # (a weak tensor stands for a Python scalar, which `+=` rebinds like `y = y + ...`)
-            result = self._in_place_result(s, target.id, current, result)
-            self._update_aliases(current, result, s)
-        self.bind_name(target.id, result)
-
-    def _update_aliases(self, old: Value, new: Value, at: ast.AugAssign) -> None:
-        """numpy's `a += b` writes into a's array, so every other name holding that same array (`c = a`,
-        a tuple holding it, the caller's variable a helper parameter came from) sees the new value.
-
-        Views (`c = a[0]`, `a.T`, reshapes) also see it in numpy; the kernel does not follow those (its
-        tensors are values), so a kernel updating a view in place and then reading its base, or the
-        reverse, differs from numpy there.
-        """
-        builder: FunctionBuilder | None = self
-        while builder is not None:
-            for name, value in list(builder.scope.locals.items()):
-                replaced = _replace_value(value, old, new)
-                if replaced is value:
-                    continue
-                if builder.ctx is not self.ctx:
-                    # a caller's variable, updated inside an `if` on a tensor in the helper: only the
-                    # helper's own variables become outputs of that `if`
-                    raise self.error(
-                        f"this in-place update inside an `if` on a tensor would also change `{name}` of the "
-                        f"calling function `{builder.parsed.fn.__qualname__}` (numpy updates that same array "
-                        f"in place), which pyasc does not support; assign a new value instead "
-                        f"(`{self.text(at.target)} = {self.text(at.target)} ...`) and return it",
-                        at,
-                    )
-                builder.scope.bind(name, replaced)
-            builder = builder.parent
-
-    def _in_place_result(self, s: ast.AugAssign, name: str, current: Value, result: Value) -> Value:
-        """numpy's in-place operators keep the target's shape and dtype; so do we."""
-        old, new = current.type, result.type
-        if tuple(new.shape) != tuple(old.shape):
-            raise self.error(
-                f"`{self.text(s)}` would change the shape of `{name}` from {tuple(old.shape)} to "
-                f"{tuple(new.shape)}; an in-place operator cannot (write `{name} = {name} ... ` instead)",
-                s,
-            )
-        if new.dtype != old.dtype:
-            if not np.can_cast(dtypes.to_numpy(new.dtype), dtypes.to_numpy(old.dtype), "same_kind"):
-                raise self.error(
-                    f"`{self.text(s)}` computes {new.dtype}, which numpy cannot store back into `{name}` "
-                    f"of dtype {old.dtype} in place; write `{name} = {name} ...` to get a {new.dtype} result",
-                    s,
-                )
-            result = calls.op_call(self, None, "cast", [result, old.dtype], {}, s, "in-place cast")
-        return result
+        writes.aug_assign(self, s)  # numpy's in-place meaning, views included (writes.py, aliasing.py)
 
     def _s_Return(self, s: ast.Return) -> None:
         self.return_value = self.eval(s.value) if s.value is not None else None
@@ -440,12 +375,6 @@ class FunctionBuilder:
             value.node.name = ssa  # the variable names the node in dumps
 
     def _check_target(self, target: ast.AST) -> None:
-        if isinstance(target, ast.Subscript):
-            raise self.error(
-                f"assigning to `{self.text(target)}` is not supported: tensors are immutable in a kernel; "
-                "build a new tensor instead (e.g. with pyasc.where)",
-                target,
-            )
         if isinstance(target, ast.Attribute):
             raise self.error(f"assigning to the attribute `{self.text(target)}` is not supported in a kernel",
                              target)
@@ -456,6 +385,8 @@ class FunctionBuilder:
             self.bind_name(target.id, value)
         elif isinstance(target, (ast.Tuple, ast.List)):
             self._unpack(target, value)
+        elif isinstance(target, ast.Subscript):
+            writes.assign_subscript(self, target, value)
         else:
             self._check_target(target)
 
@@ -470,7 +401,7 @@ class FunctionBuilder:
                     "which must be static and match",
                     target,
                 )
-            items = [indexing.subscript(self, value, i, target) for i in range(dim)]
+            items = [self._item(value, i, target) for i in range(dim)]
         else:
             items = self.iterate(value, target)
         if starred:
@@ -556,12 +487,16 @@ class FunctionBuilder:
         base = self.eval(node.value)
         if is_tensor(base):
             return self._tensor_attribute(base, node.attr, node)
+        attr = objects.mangle(self, node.attr)  # `self.__w` in a class body is `self._Class__w`
+        getter = objects.property_getter(self, base, attr)
+        if getter is not None:  # a property: its getter inlined, like a method call
+            return calls.inline(self, getter, [base], {}, node, self.text(node))
         try:
-            value = getattr(base, node.attr)
+            value = getattr(base, attr)
         except AttributeError:
             owner = f"module {base.__name__}" if inspect.ismodule(base) else describe(base)
             raise self.error(f"{owner} has no attribute `{node.attr}`", node) from None
-        return guards.read_step(self, base, guards.Attr(node.attr), value, node)
+        return guards.read_step(self, base, guards.Attr(attr), value, node)
 
     def _tensor_attribute(self, x: Value, attr: str, node: ast.Attribute) -> Any:
         t = x.type
@@ -592,6 +527,10 @@ class FunctionBuilder:
         if is_tensor(left) or is_tensor(right):
             if not name:
                 raise self.error(f"the operator {spelling} is not supported on tensors in `{self.text(at)}`", at)
+            if name == "pow" and type(right) is int and right == 2 and is_tensor(left) \
+                    and left.type.dtype == "bool" and left not in self.state.weak:
+                # numpy's `a ** 2` is np.square(a), whose bool loop gives int8 (np.power would give int64)
+                left = self.emit("cast", [left], {"dtype": "int8"}, at)[0]
             return tensor_binary(self, name, left, right, at, operands)
         return fold(self, fn, (left, right), at)
 
@@ -693,12 +632,20 @@ class FunctionBuilder:
         base = self.eval(node.value)
         index = self.eval(node.slice)
         if is_tensor(base):
-            return indexing.subscript(self, base, index, node)
+            return self._item(base, index, node)
         if contains_tensor(index):
             raise self.error(f"indexing {describe(base)} with a tensor is not supported in `{self.text(node)}`",
                              node)
         value = fold(self, operator.getitem, (base, index), node)
         return guards.read_step(self, base, guards.Item(index), value, node)
+
+    def _item(self, x: Value, index: Any, at: ast.AST) -> Value:
+        """`x[index]` read: a view of x, or a numpy scalar when every axis takes an int (no `...`)."""
+        out = indexing.subscript(self, x, index, at)
+        items = index if isinstance(index, tuple) else (index,)
+        if out is not x and out.type.ndim == 0 and not any(i is Ellipsis for i in items):
+            aliasing.mark_scalar(self, out)
+        return out
 
     def _e_Slice(self, node: ast.Slice) -> slice:
         parts = [self.eval(p) if p is not None else None for p in (node.lower, node.upper, node.step)]
@@ -718,6 +665,12 @@ class FunctionBuilder:
 
     def _e_List(self, node: ast.List) -> list:
         return self._elements(node.elts)
+
+    def _e_Dict(self, node: ast.Dict) -> dict:
+        return pytree.dict_display(self, node)
+
+    def _e_DictComp(self, node: ast.DictComp) -> dict:
+        return pytree.dict_comprehension(self, node)
 
     def _e_Starred(self, node: ast.Starred) -> Any:
         raise self.error(f"`{self.text(node)}` (a starred expression) is not allowed here", node)

@@ -5,8 +5,11 @@ What a call may name (anything else is a CompileError naming the callee):
   function the registry names as its twin (`np.exp`, `np.sum`, ...);
 - a dtype (`np.float32(x)` casts a tensor, makes a numpy scalar of a number);
 - a few builtins on compile-time values (`len range min max abs int float
-  bool tuple list zip enumerate reversed isinstance round sum`), `abs`/`len`
+  bool tuple list dict zip enumerate reversed isinstance round sum`), `abs`/`len`
   on tensors and `sum` of a list of tensors;
+- a NamedTuple class or a dataclass (builds a pytree node), an object whose
+  class defines `__call__` (inlined with the object as `self`), read-only
+  dict methods (objects.py);
 - a Python function with source, or another kernel: inlined with its own scope;
 - a method of a tensor (`x.sum(axis=1)`, `x.astype(d)`, ...) or a read-only
   method of a compile-time value (`shape.index(4)`, `"{}".format(n)`).
@@ -25,7 +28,7 @@ from .. import dtypes, ops
 from ..errors import CompileError, Note
 from .. import markers, tensor_type
 from ..tensor_type import Sym
-from . import guards, loops, source
+from . import aliasing, checks, dtype_rules, guards, loops, objects, pytree, source
 from .protocol import KernelBuilder
 from .scope import Scope, assigned_names
 from .tensors import as_operand, strong_dtypes
@@ -54,6 +57,9 @@ TENSOR_METHODS = {
     "squeeze": "squeeze",
     "flatten": "reshape",
     "ravel": "reshape",
+    # numpy methods that are registry ops with the tensor as their first operand
+    "var": "var", "std": "std", "clip": "clip", "copy": "copy", "swapaxes": "swapaxes", "repeat": "repeat",
+    "dot": "dot",
 }
 
 #: numpy functions evaluated at compile time (on compile-time arguments only)
@@ -131,6 +137,11 @@ def call_value(b: KernelBuilder, callee: Any, args: list[Any], kwargs: dict[str,
     if isinstance(inner, types.FunctionType):
         guards.derive(b.state, callee, "py_func", inner)
         return inline(b, inner, args, kwargs, at, name)
+    if isinstance(inner, types.MethodType) and isinstance(inner.__func__, types.FunctionType):  # a method kernel
+        guards.derive(b.state, callee, "py_func", inner)
+        guards.derive(b.state, inner, "__func__", inner.__func__)
+        guards.derive(b.state, inner, "__self__", inner.__self__)
+        return inline(b, inner.__func__, [inner.__self__, *args], kwargs, at, name)
     if isinstance(callee, types.FunctionType):
         return inline(b, callee, args, kwargs, at, name)
     if _numpy_compile_time(callee):
@@ -145,6 +156,8 @@ def call_value(b: KernelBuilder, callee: Any, args: list[Any], kwargs: dict[str,
         raise b.error(
             f"{name}() would change a constant numpy array in place, which a kernel does not do "
             "(constants are read-only; compute a new value instead)", at)
+    if objects.is_dict_method(callee):
+        return objects.dict_method(b, callee, args, kwargs, at, name)
     if isinstance(callee, types.BuiltinMethodType) and isinstance(getattr(callee, "__self__", None), list):
         if callee.__name__ in ("index", "count", "copy"):
             return compile_time_call_allowing_tensors(b, callee, args, kwargs, at, name)
@@ -154,6 +167,16 @@ def call_value(b: KernelBuilder, callee: Any, args: list[Any], kwargs: dict[str,
     if isinstance(callee, types.MethodType) and isinstance(callee.__func__, types.FunctionType):
         guards.derive(b.state, callee, "__func__", callee.__func__)
         return inline(b, callee.__func__, [callee.__self__, *args], kwargs, at, name)
+    if pytree.is_record_class(callee):
+        return pytree.construct(b, callee, args, kwargs, at, name)
+    bound = objects.kernel_call_of(callee)
+    if bound is not None:  # `obj(x)` whose class's __call__ is a kernel method: that kernel, bound to obj
+        guards.derive(b.state, callee, "__call__", bound)
+        return call_value(b, bound, args, kwargs, at)
+    call = objects.call_method_of(callee)
+    if call is not None:  # `layer(x)`: the object's own __call__, with the object as `self`
+        guards.derive(b.state, callee, "__call__", call)
+        return inline(b, call, [callee, *args], kwargs, at, name)
     if isinstance(callee, type) and issubclass(callee, BaseException):
         raise b.error(f"{name}(...) is only supported in a `raise` statement", at)
     raise b.error(
@@ -216,10 +239,13 @@ def op_call(b: KernelBuilder, fn: Any, op_name: str, args: Sequence[Any], kwargs
     """A call of an op's public function (or its numpy twin): bind, fold or emit."""
     if not ops.exists(op_name):
         raise b.error(f"{display} maps to the op {op_name!r}, which is not registered", at)
+    args, kwargs = dtype_rules.python_dtypes(list(args), dict(kwargs))  # astype(int) is int32 (dtype_rules.py)
     try:
         op_name, tensors, attrs = bind_op(fn, op_name, list(args), dict(kwargs))
     except TypeError as e:
         raise b.error(f"{display}(): {e}", at) from None
+    if "axis" in attrs and (fn or ops.get(op_name).api) is not None:  # a list axis: numpy's TypeError
+        checks.list_axis(b, display, attrs, checks.raw_argument(fn or ops.get(op_name).api, args, kwargs, "axis"), at)
     for key, value in attrs.items():
         if contains_tensor(value):
             raise b.error(
@@ -270,6 +296,9 @@ def tensor_method(b: KernelBuilder, m: TensorMethod, args: list[Any], kwargs: di
     elif name == "reshape":
         if kwargs:
             raise b.error(f".reshape() takes the new shape only, got keyword {', '.join(kwargs)}", at)
+        if not args:  # numpy: TypeError, not a reshape to ()
+            raise b.error(".reshape() needs the new shape: TypeError: reshape() takes exactly 1 argument (0 given)",
+                          at)
         if len(args) == 1 and isinstance(args[0], (tuple, list)):
             args = [tuple(args[0])]
         else:
@@ -283,7 +312,10 @@ def tensor_method(b: KernelBuilder, m: TensorMethod, args: list[Any], kwargs: di
             args = [tuple(args[0])]
         else:
             args = [tuple(args)]
-    return op_call(b, None, op_name, [x, *args], kwargs, at, display)
+    out = op_call(b, None, op_name, [x, *args], kwargs, at, display)
+    if name == "flatten" and is_tensor(out):
+        aliasing.forget_view(b, out)  # numpy's flatten always copies (ravel and reshape may share)
+    return out
 
 
 def dtype_call(b: KernelBuilder, dtype: Any, args: list[Any], kwargs: dict[str, Any], at: ast.AST,
@@ -405,6 +437,13 @@ def _compile_time_only(fn):
     return handler
 
 
+def _isinstance(b, args, kwargs, at, name):
+    """isinstance of a container holding tensors (a pytree argument) is a Python question; of a tensor, not."""
+    if len(args) == 2 and not kwargs and not is_tensor(args[0]) and not contains_tensor(args[1]):
+        return compile_time_call_allowing_tensors(b, isinstance, args, kwargs, at, name)
+    return _compile_time_only(isinstance)(b, args, kwargs, at, name)
+
+
 BUILTINS: dict[Any, Callable[..., Any]] = {
     len: _len,
     range: _range("auto"),
@@ -418,10 +457,11 @@ BUILTINS: dict[Any, Callable[..., Any]] = {
     bool: _scalar_conversion(bool),
     tuple: _iterating(tuple),
     list: _iterating(list),
+    dict: _iterating(dict),  # `dict(w=x, b=y)`, `dict(zip(names, tensors))`: a pytree to return or pass on
     zip: _iterating(lambda *a: tuple(zip(*a))),
     enumerate: _iterating(lambda *a, **k: tuple(enumerate(*a, **k))),
     reversed: _iterating(lambda a: tuple(reversed(a))),
-    isinstance: _compile_time_only(isinstance),
+    isinstance: _isinstance,
     round: _compile_time_only(round),
     sum: _sum,
     math.prod: _compile_time_only(math.prod),
@@ -454,8 +494,12 @@ def inline(b: KernelBuilder, fn: types.FunctionType, args: list[Any], kwargs: di
         bound = inspect.signature(fn).bind(*args, **kwargs)
     except TypeError as e:
         raise b.error(f"{name}(): {e}", at) from None
+    given = set(bound.arguments)
     bound.apply_defaults()
     guards.read_function(b, fn, at)
+    for param in bound.signature.parameters.values():
+        if param.name not in given and param.default is not inspect.Parameter.empty:  # a default: its own path
+            bound.arguments[param.name] = guards.read_default(b, fn, param.name, at)
     qualname = qualified_name(fn)
     if qualname not in b.state.helpers:
         b.state.helpers.append(qualname)

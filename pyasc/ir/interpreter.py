@@ -26,6 +26,16 @@ class InterpreterError(RuntimeError):
     """The graph itself is inconsistent at run time (an op's result disagrees with its inferred type)."""
 
 
+class DataError(ValueError):
+    """An op's eager function rejected the data it was given (numpy's `int ** -1`), at the node's source line."""
+
+    def __init__(self, node: Node, error: Exception):
+        where = f"{node.loc}: " if node.loc is not None else ""
+        super().__init__(f"{where}{node.op}: {error} (numpy raises {type(error).__name__} for these values)")
+        self.node = node
+        self.error = error
+
+
 def interpret(graph: Graph, inputs: Sequence[Any]) -> list[np.ndarray]:
     """Run `graph` on `inputs` (one array per Data node, by index); returns new arrays, one per output.
 
@@ -117,7 +127,10 @@ def _run(graph: Graph, inputs: list[np.ndarray], bindings: dict[str, int]) -> li
         else:
             attrs = {k: _resolve(v, bindings, node) for k, v in node.attrs.items()
                      if not isinstance(v, Graph) and not is_annotation(k)}
-            results = ops.get(node.op).eager(*args, **attrs)
+            try:
+                results = ops.get(node.op).eager(*args, **attrs)
+            except (ValueError, ZeroDivisionError, FloatingPointError) as e:  # the values, not the graph
+                raise DataError(node, e) from None
             if len(node.outputs) == 1 or not isinstance(results, (tuple, list)):
                 results = [results]
         if len(results) != len(node.outputs):

@@ -25,6 +25,7 @@ Op names, operands and attributes (attribute defaults in brackets):
   expand_dims                             (a)        axis int|tuple
   squeeze                                 (a)        axis [None] int|tuple
   slice (internal)                        (x)        starts, stops, steps (one per axis, normalised)
+  slice_update (internal)                 (x, v)     starts, stops, steps: x with that region replaced by v
   transdata (internal)                    (x)        src_format, dst_format
   full                                    ()         shape, fill_value, dtype [None]
   Data ()  index, type;   Const ()  value;   If (cond, *branch inputs)  then_branch, else_branch
@@ -56,5 +57,6 @@ from .registry import (  # noqa: F401
     register,
     register_sugar,
 )
-from . import elementwise, reduce, shape, matmul, creation, composite, dimvalue, loop  # noqa: F401,E402  (registers ops)
+from . import elementwise, reduce, shape, matmul, creation, composite, dimvalue, loop, update  # noqa: F401,E402  (registers ops)
+from . import elementary, statistics, like, joining, arrange, dot  # noqa: F401,E402  (numpy functions as composites)
 from .shape import IndexPlan, normalize_index  # noqa: F401,E402

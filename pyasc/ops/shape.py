@@ -189,14 +189,18 @@ def _infer_squeeze(ts: Sequence[TensorType], attrs: Mapping[str, Any]) -> tuple[
 
 def _slice_eager(x: Any, *, starts: Sequence[Any], stops: Sequence[Any], steps: Sequence[int]) -> Any:
     """x[start:stop:step, ...] with normalised bounds (a negative bound means "before index 0")."""
-    x = np.asarray(x)
+    return np.asarray(x)[slice_index(starts, stops, steps)]
+
+
+def slice_index(starts: Sequence[Any], stops: Sequence[Any], steps: Sequence[int]) -> tuple[slice, ...]:
+    """The numpy index of slice's (normalised) attributes; slice_update writes through the same one."""
     index = []
     for start, stop, step in zip(starts, stops, steps):
         if start is not None and start < 0:  # only an empty range normalises to start -1
             index.append(slice(0, 0))
             continue
         index.append(slice(start, None if stop is None or stop < 0 else stop, step))
-    return x[tuple(index)]
+    return tuple(index)
 
 
 def slice_length(start: int, stop: int, step: int, size: int, axis: int) -> int:

@@ -14,6 +14,7 @@ import os
 import threading
 import types
 import warnings
+import weakref
 from collections import namedtuple
 from typing import Any, Callable
 
@@ -26,6 +27,7 @@ from .profile import Profile
 from .diskcache import DiskCache
 from .errors import ArgumentError, debug_enabled
 from .options import KernelOptions, make_options
+from .interop import convert_results
 from .specialize import ArgBinder, ArgKey, BoundCall, specialize
 
 
@@ -55,9 +57,7 @@ class Kernel:
     def __init__(self, fn: Callable[..., Any], options: KernelOptions):
         if isinstance(fn, Kernel):  # re-decorating: wrap the original function with the new options
             fn = fn.py_func
-        if not isinstance(fn, types.FunctionType):
-            kind = type(fn).__name__
-            raise TypeError(f"pyasc.kernel needs a Python function defined with `def`, got {kind} {fn!r}")
+        fn = _kernel_callable(fn)
         functools.update_wrapper(self, fn)
         self.py_func = fn
         self.options = options
@@ -68,6 +68,24 @@ class Kernel:
         self._hits = 0
         self._disk_hits = 0
         self._misses = 0
+        self._bound: dict[int, Kernel] = {}  # id(instance) -> this method kernel bound to it (__get__)
+
+    def __get__(self, obj: Any, objtype: Any = None) -> Any:
+        """`@pyasc.kernel` on a method: `obj.method` is a kernel of the bound method (as a function's
+        `__get__` gives a bound method), one per instance, so its compiles are kept with it."""
+        if obj is None or isinstance(self.py_func, types.MethodType):
+            return self
+        with self._lock:
+            bound = self._bound.get(id(obj))
+            if bound is not None and bound.py_func.__self__ is obj:
+                return bound
+            bound = Kernel(types.MethodType(self.py_func, obj), self.options)
+            self._bound[id(obj)] = bound
+        try:  # forget it with the instance (an object without weak references keeps it for the kernel's life)
+            weakref.finalize(obj, self._bound.pop, id(obj), None)
+        except TypeError:
+            pass
+        return bound
 
     # ---- public API --------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -76,7 +94,8 @@ class Kernel:
         try:
             call = self._specialize(args, kwargs)
             compiled, hidden = self._lookup(call)
-            return compiled.launch(call.arrays + hidden if hidden else call.arrays)
+            result = compiled.launch(call.arrays + hidden if hidden else call.arrays)
+            return result if call.foreign is None else convert_results(result, call.foreign)
         except (CompileError, ArgumentError) as e:
             if debug_enabled():
                 raise
@@ -88,7 +107,8 @@ class Kernel:
         try:
             call = self._specialize(args, kwargs)
             compiled, hidden = self._lookup(call)
-            return compiled.profile_launch(call.arrays + hidden if hidden else call.arrays)
+            result, prof = compiled.profile_launch(call.arrays + hidden if hidden else call.arrays)
+            return (result if call.foreign is None else convert_results(result, call.foreign)), prof
         except (CompileError, ArgumentError) as e:
             if debug_enabled():
                 raise
@@ -213,6 +233,22 @@ class Kernel:
         except OSError as e:
             warnings.warn(f"PYASC_DUMP_DIR={dump_dir!r} cannot be written ({e}); {self.__qualname__} ran, but "
                           "its stages were not dumped", DumpWarning, stacklevel=4)
+
+
+def _kernel_callable(fn: Any) -> Any:
+    """The function a Kernel compiles: a `def` function, or a bound method (`pyasc.kernel(obj.method)`), or
+    for a callable object `obj.__call__` (`pyasc.kernel(obj)`). A method's `self` is a compile-time value
+    the kernel reads through `__self__`, guarded like a global."""
+    if isinstance(fn, types.FunctionType):
+        return fn
+    if isinstance(fn, types.MethodType) and isinstance(fn.__func__, types.FunctionType):
+        return fn
+    call = getattr(type(fn), "__call__", None)
+    if not isinstance(fn, type) and isinstance(call, types.FunctionType):
+        return types.MethodType(call, fn)
+    kind = type(fn).__name__
+    raise TypeError(f"pyasc.kernel needs a Python function defined with `def`, a bound method or an object whose "
+                    f"class defines __call__ with `def`, got {kind} {fn!r}")
 
 
 def kernel(fn: Callable[..., Any] | None = None, /, **options: Any) -> Any:

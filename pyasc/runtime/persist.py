@@ -1,11 +1,14 @@
 """Between the Kernel and the disk cache: a CompiledKernel as a manifest + section files, and back."""
 from __future__ import annotations
 
+import warnings
 from typing import Any, Sequence
 
+from .. import pytree
 from ..guards import NotPersistable
 from .artifact import CompiledKernel
-from .diskcache import DiskCache
+from .diskcache import CacheWarning, DiskCache
+from .records import RecordError
 from .guardset import GuardSet
 from .keys import KeyComponents
 from .options import KernelOptions
@@ -31,7 +34,15 @@ def save(store: DiskCache, compiled: CompiledKernel, components_digest: str) -> 
         "guards_text": compiled.guards.describe(),
         "stages": list(compiled.stages),
     }
-    store.publish(components_digest, compiled.full_key, manifest, encode_artifact(compiled))
+    try:
+        files = encode_artifact(compiled)
+    except pytree.NotPersistable:  # a result structure naming a class import cannot find again (a local class)
+        return
+    except RecordError as e:  # a record with no stored form is our bug, but it must not fail the user's call
+        warnings.warn(CacheWarning(f"kernel {compiled.name}: not stored in the disk cache ({e}); the call is "
+                                   "unaffected, the next process compiles it again"), stacklevel=2)
+        return
+    store.publish(components_digest, compiled.full_key, manifest, files)
 
 
 def load(store: DiskCache, fn: Any, name: str, params: Sequence[Param], options: KernelOptions, call: BoundCall,

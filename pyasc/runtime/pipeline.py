@@ -9,7 +9,7 @@ import hashlib
 import time
 from typing import Any, Sequence
 
-from .. import ge, ir
+from .. import ge, ir, pytree
 from ..errors import CompileError
 from ..guards import NotPersistable
 from ..codegen.capacity import codegen_capacity
@@ -19,7 +19,8 @@ from .errors import InternalCompilerError, debug_enabled
 from .guardset import GuardSet, from_frontend
 from .keys import KeyComponents, full_key
 from .options import KernelOptions
-from .specialize import BoundCall, Param, TensorKey, describe_key, tensor_type
+from .specialize import UNKEYED_DEFAULT, BoundCall, Param, TensorKey, describe_key, is_tensor_value, tensor_type
+from .treeargs import TreeKey, leaf_name
 
 
 def guards_digest(guards: GuardSet) -> str:
@@ -35,8 +36,9 @@ def compile_call(fn: Any, name: str, params: Sequence[Param], options: KernelOpt
                  components: KeyComponents, components_digest: str) -> CompiledKernel:
     from ..frontend import ArgSpec, build_graph  # the frontend is loaded on the first compile, never on a hit
 
-    specs = [ArgSpec(p.name, tensor_type(p.name, k), None) if isinstance(k, TensorKey) else ArgSpec(p.name, None, v)
-             for p, k, v in zip(params, call.key, call.values)]
+    taken = {p.name for p in params}  # leaf names (and their symbolic dims) must not collide with a parameter's
+    specs = [_spec(ArgSpec, p, k, v, taken) for p, k, v in zip(params, call.key, call.values)
+             if k != UNKEYED_DEFAULT]
     t0 = time.perf_counter()
     with _stage(name, "the frontend"):
         fe = build_graph(fn, specs, unroll_budget=options.unroll_budget)
@@ -87,11 +89,33 @@ def compile_call(fn: Any, name: str, params: Sequence[Param], options: KernelOpt
         params=tuple(params), graph=result.graph, stages=stages, dots=dots, plans=list(result.kernels),
         memory_plan=result.memory_plan, fusion_decisions=list(result.fusion_decisions),
         pass_log=result.pass_report(times=False), returns_tuple=fe.returns_tuple, guards=guards, py_func=fn,
+        out_tree=fe.out_tree,
         full_key=key, components=components, stage_ops=stage_ops, pass_times=dict(result.pass_times),
         timings={"frontend": t1 - t0, "print": t2 - t1, "optimize": t3 - t2,
                  **({"codegen": t4 - t3, "host": t5 - t4} if emulator else {}), "total": t5 - t0},
         nodes_in=nodes_in, nodes_out=count_ops(result.graph), device=device, host=host,
     )
+
+
+def _spec(arg_spec: Any, p: Param, k: Any, v: Any, taken: set[str]) -> Any:
+    """The frontend's ArgSpec of one parameter; a pytree's is a TreeArg of leaf types and values."""
+    if isinstance(k, TensorKey):
+        return arg_spec(p.name, tensor_type(p.name, k), None, k.scalar)
+    if not isinstance(k, TreeKey):
+        return arg_spec(p.name, None, v)
+    from ..frontend.pytree import TreeArg  # with the frontend, loaded on the first compile
+
+    values, _ = pytree.flatten(v, is_tensor_value)
+    names = []
+    for path in k.tree.paths():
+        name = leaf_name(p.name, k.tree, path)
+        while name in taken:
+            name += "_"
+        taken.add(name)
+        names.append(name)
+    leaves = tuple(tensor_type(n, leaf) if isinstance(leaf, TensorKey) else value
+                   for n, leaf, value in zip(names, k.leaves, values))
+    return arg_spec(p.name, None, TreeArg(k.tree, leaves, tuple(names)))
 
 
 class _stage:

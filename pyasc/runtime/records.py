@@ -34,9 +34,9 @@ from simulator import Program
 
 from .. import symbolic
 from ..codegen import cost, generate, host, launch, tiling
-from ..codegen.templates import column, matmul, moves, transpose2d, vector_kernel
+from ..codegen.templates import column, matmul, moves, transpose2d, update, vector_kernel
 from ..ge import BufferAssignment, FusionDecision, KernelPlan, KernelStructure, MemoryPlan, Rejection
-from ..ir import Graph, Node, Sym, Value
+from ..ir import Graph, Node, Sym, TensorType, Value
 
 RECORD_TYPES: dict[str, type] = {}
 
@@ -53,7 +53,7 @@ for _cls in (KernelPlan, KernelStructure, MemoryPlan, BufferAssignment, FusionDe
              # code generation: device kernels, their tiling reports, the launch plan, the host tables
              generate.DeviceModule, generate.DeviceKernel, tiling.TilingReport, tiling.Option, cost.Estimate,
              vector_kernel.VectorTiling, column.ColumnTiling, matmul.MatmulTiling, moves.MoveTiling,
-             transpose2d.TransposeTiling, launch.LaunchPlan, launch.Launch,
+             transpose2d.TransposeTiling, update.UpdateTiling, launch.LaunchPlan, launch.Launch,
              launch.IfStep, launch.LoopStep, launch.Loc, host.HostSource, host.LaunchSite, host.CondSite):
     register_record(_cls)
 
@@ -82,6 +82,9 @@ class GraphIndex:
         except KeyError:
             raise RecordError(f"a record points at a {n.op} node that is not in the final graph") from None
 
+    def has(self, n: Node) -> bool:
+        return id(n) in self._node_no
+
     def node(self, ref: list[int]) -> Node:
         gi, ni = ref
         return self.graphs[gi].nodes[ni]
@@ -106,6 +109,11 @@ def encode(value: Any, index: GraphIndex) -> Any:
     if isinstance(value, Node):
         return {"$node": index.node_ref(value)}
     if isinstance(value, Value):
+        if not index.has(value.node):
+            # a stand-in of code generation's side graphs (a matmul's cast operand, its partial result in
+            # workspace scratch): once the launch plan has placed it, only its type is part of the artifact
+            t = value.type
+            return {"$detached": [encode(tuple(t.shape), index), t.dtype, t.format, value.node.op]}
         return {"$value": [*index.node_ref(value.node), value.index]}
     if isinstance(value, list):
         return [encode(v, index) for v in value]
@@ -157,6 +165,9 @@ def decode(doc: Any, index: GraphIndex, hint: Any = None) -> Any:
         return index.node(body)
     if tag == "$value":
         return Value(index.node(body[:2]), body[2])
+    if tag == "$detached":
+        shape, dtype, fmt, op = body
+        return Node("Data", (), {"stand_in_for": op}, [TensorType(decode(shape, index), dtype, fmt)]).out()
     if tag == "$tuple":
         return tuple(decode(v, index, _item_hint(hint)) for v in body)
     if tag == "$frozenset":

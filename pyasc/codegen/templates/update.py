@@ -1,0 +1,226 @@
+"""The slice-update template: `out = x` with a static strided region replaced by `v`, as strided moves.
+
+The output is seen as rows: the leading axes up to the *row axis* `q`
+(the first axis whose region is not the whole axis, or the one before it
+when that is the last axis) flattened, each row the contiguous rest of the
+tensor (`R` elements). Rows are split over the AIV cores. For each row of
+its share a core
+
+1. copies the row of `x` to `out` (contiguous chunks: one MTE2 load, one
+   MTE3 store each), then,
+2. when the row is in the region (its index along `q` is one the region's
+   start/step picks: a `When` on integer expressions of the row index),
+   loads the matching part of `v` (contiguous) and stores it into the row
+   with strided bursts: the region inside a row collapses (like
+   `access.collapse`) to rows of `W` contiguous elements `Srow` apart, and
+   any dims outside those are loops.
+
+Both writes of a row are MTE3 stores issued by one core in order, and no
+two cores write the same row, so no cross-core ordering is needed. A step
+on the last axis (no contiguous run to store) and symbolic shapes are not
+lowered (a located CompileError names why).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ... import symbolic as sy
+from ...ir import Node
+from ...symbolic import IntLike
+from .. import tileops as T
+from ..kernel_graph import KernelGraph
+from ..schedule import Buffer, GmParam, GmRef, Let, Loop, Ref, Stmt, TileSchedule, When
+from .access import StridedAccess, collapse, row_major
+from .moves import align
+from .tiles import FieldSet, UnsupportedMove, split_over_cores
+from .vector_kernel import in_param, out_param
+
+F = sy.sym
+
+OPS = frozenset({"slice_update"})
+
+#: elements per UB buffer slot the candidates try (the chip's UB capacity rejects the large ones)
+_BUDGETS = (512, 2048, 8192, 32768)
+
+
+def handles(kg: KernelGraph) -> bool:
+    nodes = kg.nodes
+    return len(nodes) == 1 and nodes[0].op in OPS and len(kg.graph.outputs) == 1
+
+
+@dataclass(frozen=True)
+class UpdateKernel:
+    """The analysed update: rows of the output, the region inside a row, v's layout."""
+
+    name: str
+    dtype: str
+    itemsize: int
+    rows: int                     # output rows (axes 0..q flattened)
+    row_len: int                  # elements of one row
+    dq: int                       # size of the row axis q
+    q_start: int                  # region along q: start, step, count
+    q_step: int
+    q_count: int
+    inner: StridedAccess          # the region inside one row (collapsed; last dim stride 1), in out elements
+    v_row: int                    # elements of v per region row
+    v_const: Any = None           # v's value when it is a one-element constant (an immediate, not in GM)
+
+
+@dataclass(frozen=True)
+class UpdateTiling:
+    chunk: int                    # elements of x copied per move
+    tile_rows: int                # rows of a v tile (of the inner region's 2-D block)
+    tile_cols: int                # columns of a v tile
+    buffer_num: int
+    cores: int
+
+    def describe(self) -> str:
+        return (f"copy chunk {self.chunk}, v tile {self.tile_rows}x{self.tile_cols}, "
+                f"buffer_num {self.buffer_num}, cores {self.cores}")
+
+
+def analyze(label: str, kg: KernelGraph, chip: Any) -> UpdateKernel:
+    node: Node = kg.nodes[0]
+    x = node.inputs[0].type
+    if not x.is_static:
+        raise UnsupportedMove("a slice update of a tensor with symbolic dims is not lowered yet (static shapes only)")
+    shape = [int(d) for d in x.shape]
+    starts = [int(s) if s is not None else 0 for s in node.attrs["starts"]]
+    steps = [int(s) for s in node.attrs["steps"]]
+    counts = [int(d) for d in node.inputs[1].type.shape]
+    if len(shape) == 0:
+        shape, starts, steps, counts = [1], [0], [1], [1]
+    if len(shape) == 1:  # one row of the whole vector
+        shape, starts, steps, counts = [1] + shape, [0] + starts, [1] + steps, [1] + counts
+    full = [st == 0 and sp == 1 and n == d for d, st, sp, n in zip(shape, starts, steps, counts)]
+    p = next((k for k, f in enumerate(full) if not f), len(shape) - 1)
+    q = p if p < len(shape) - 1 else p - 1
+    rows = 1
+    for d in shape[:q + 1]:
+        rows *= d
+    st = row_major(shape)
+    inner_shape = tuple(counts[q + 1:])
+    inner_strides = tuple(st[k] * steps[k] for k in range(q + 1, len(shape)))
+    offset = sum(starts[k] * st[k] for k in range(q + 1, len(shape)))
+    inner = collapse(StridedAccess(inner_shape, inner_strides, offset))
+    if inner.shape and inner.strides[-1] != 1:
+        raise UnsupportedMove("a slice update with a step on the last axis has no contiguous run to store")
+    v_row = 1
+    for d in inner_shape:
+        v_row *= d
+    itemsize = node.inputs[0].type.itemsize
+    vnode = node.inputs[1].node
+    v_const = vnode.attrs["value"].reshape(-1)[0].item() if vnode.op == "Const" else None
+    if vnode.op != "Const" and len(kg.inputs) != 2:
+        raise UnsupportedMove("a slice update whose operands are not two GM tensors")
+    return UpdateKernel(label, x.dtype, itemsize, rows, st[q], shape[q], starts[q], steps[q],
+                        counts[q], inner, v_row, v_const)
+
+
+def _block_dims(uk: UpdateKernel) -> tuple[list[tuple[int, int]], int, int, int]:
+    """The inner region as (loop dims (extent, out stride)), block rows, block row stride, block cols."""
+    shape, strides = list(uk.inner.shape), list(uk.inner.strides)
+    if not shape:
+        return [], 1, 0, 1
+    cols = int(shape[-1])
+    if len(shape) == 1:
+        return [], 1, 0, cols
+    return [(int(d), int(s)) for d, s in zip(shape[:-2], strides[:-2])], int(shape[-2]), int(strides[-2]), cols
+
+
+def tilings(uk: UpdateKernel, chip: Any, buffer_num: int, cores: int) -> list[UpdateTiling]:
+    per_block = max(1, chip.ub_align // uk.itemsize)
+    _, brows, _, bcols = _block_dims(uk)
+    out = []
+    for budget in _BUDGETS:
+        chunk = min(uk.row_len, budget)
+        tc = min(bcols, budget)
+        tr = max(1, min(brows, budget // align(tc, per_block)))
+        for bn in sorted({1, max(1, min(2, buffer_num))}):
+            t = UpdateTiling(chunk, tr, tc, bn, max(1, min(cores, chip.aiv_cores)))
+            if t not in out:
+                out.append(t)
+    return out
+
+
+def schedule(uk: UpdateKernel, t: UpdateTiling, chip: Any) -> TileSchedule:
+    fs = FieldSet()
+    size, dt = uk.itemsize, uk.dtype
+    per_block = max(1, chip.ub_align // size)
+    params = [GmParam(in_param(0), dt, "in"), GmParam(in_param(1), dt, "in"), GmParam(out_param(0), dt, "out")]
+    if uk.v_const is not None:
+        del params[1]
+    if uk.rows * uk.row_len == 0:
+        return TileSchedule(uk.name, "aiv", params, {}, 0, [], [], ["zero-size: no launch"])
+    blocks, begin, count = split_over_cores(fs, uk.rows, t.cores)
+    bn = t.buffer_num
+
+    def gm(param: str, elem: IntLike) -> GmRef:
+        return GmRef(param, sy.mul(elem, size))
+
+    # 1. the row of x, in chunks
+    nchunks = -(-uk.row_len // t.chunk)
+    c = F("c")
+    cslot = sy.mod(c, bn) if bn > 1 else 0
+    at = sy.add(sy.mul(F("r"), uk.row_len), sy.mul(c, t.chunk))
+    copy = Loop("c", 0, nchunks, 1, [
+        Let("n", sy.min_(t.chunk, sy.add(uk.row_len, sy.mul(-1, sy.mul(c, t.chunk))))),
+        T.load(Ref("cp", cslot), gm(in_param(0), at), dt, F("n"), note="row of x"),
+        T.store(gm(out_param(0), at), Ref("cp", cslot), dt, F("n"), note="row of x"),
+    ], note="copy the row")
+
+    # 2. the region's part of the row, when the row is in it
+    loops, brows, bstride, bcols = _block_dims(uk)
+    wp = align(t.tile_cols, per_block)
+    tb, ub = F("tb"), F("ub")
+    vslot = sy.mod(sy.add(tb, ub), bn) if bn > 1 else 0
+    v_at: IntLike = sy.mul(F("j"), uk.v_row)
+    o_at: IntLike = sy.add(sy.mul(F("r"), uk.row_len), uk.inner.offset)
+    v_strides = row_major([d for d, _ in loops] + [brows, bcols])
+    for k, (_, ostride) in enumerate(loops):
+        v_at = sy.add(v_at, sy.mul(F(f"e{k}"), v_strides[k]))
+        o_at = sy.add(o_at, sy.mul(F(f"e{k}"), ostride))
+    v_tile = sy.add(v_at, sy.mul(tb, t.tile_rows * bcols), sy.mul(ub, t.tile_cols))
+    o_tile = sy.add(o_at, sy.mul(tb, t.tile_rows * bstride), sy.mul(ub, t.tile_cols))
+    rows_e = F("tr")
+    cols_e = F("tc")
+    if uk.v_const is not None:  # one element: written into UB by the vector unit, then stored
+        load = T.vdup(Ref("vt", vslot), uk.v_const, per_block, dt, note="the value")
+        store = T.store(gm(out_param(0), o_tile), Ref("vt", vslot), dt, cols_e, note="the value into the region")
+    elif t.tile_rows == 1 or brows == 1:
+        load = T.load(Ref("vt", vslot), gm(in_param(1), v_tile), dt, cols_e, note="v")
+        store = T.store(gm(out_param(0), o_tile), Ref("vt", vslot), dt, cols_e, note="v into the region")
+    else:
+        load = T.load(Ref("vt", vslot), gm(in_param(1), v_tile), dt, cols_e, rows_e, src_stride=bcols,
+                      dst_stride=wp, note="v rows")
+        store = T.store(gm(out_param(0), o_tile), Ref("vt", vslot), dt, cols_e, rows_e, src_stride=wp,
+                        dst_stride=bstride, note="v rows into the region")
+    tile: list[Stmt] = [Let("tc", sy.min_(t.tile_cols, sy.add(bcols, sy.mul(-1, sy.mul(ub, t.tile_cols))))),
+                        load, store]
+    body: list[Stmt] = [Loop("tb", 0, -(-brows // t.tile_rows), 1, [
+        Let("tr", sy.min_(t.tile_rows, sy.add(brows, sy.mul(-1, sy.mul(tb, t.tile_rows))))),
+        Loop("ub", 0, -(-bcols // t.tile_cols), 1, tile, note="column tiles")], note="row tiles")]
+    for k in reversed(range(len(loops))):
+        body = [Loop(f"e{k}", 0, loops[k][0], 1, body, note="outer dims of the region")]
+
+    s, a, n = uk.q_step, uk.q_start, uk.q_count
+    lo, hi = min(a, a + (n - 1) * s), max(a, a + (n - 1) * s)
+    i = F("iq")
+    in_range = sy.min_(sy.max_(sy.add(i, 1 - lo), 0), sy.max_(sy.add(hi + 1, sy.mul(-1, i)), 0))
+    j_in_q = sy.floordiv(sy.add(i, -a), s) if s > 0 else sy.floordiv(sy.add(a, sy.mul(-1, i)), -s)
+    j = sy.add(sy.mul(F("oq"), n), j_in_q)
+    region: list[Stmt] = [Let("j", j)] + body
+    if abs(s) > 1:  # only every |s|-th row of the range
+        region = [When(sy.add(1, sy.mul(-1, sy.min_(1, sy.mod(sy.add(i, -lo), abs(s))))), region)]
+    write = When(in_range, region)
+
+    lets: list[Stmt] = [Let("r", sy.add(begin, F("it"))),
+                        Let("oq", sy.floordiv(F("r"), uk.dq) if uk.dq != uk.rows else 0),
+                        Let("iq", sy.mod(F("r"), uk.dq) if uk.dq != uk.rows else F("r"))]
+    loop = Loop("it", 0, count, 1, lets + [copy, write], note="rows of this core")
+    bufs = [Buffer("cp", "UB", dt, align(t.chunk * size, chip.ub_align), bn, "x chunk"),
+            Buffer("vt", "UB", dt, align(t.tile_rows * wp * size, chip.ub_align), bn, "v tile")]
+    notes = [f"rows {uk.rows} x {uk.row_len}, region rows {a}:{a + n * s}:{s} of {uk.dq}, inside a row "
+             f"{uk.inner.describe()}", f"tiling: {t.describe()}"]
+    return TileSchedule(uk.name, "aiv", params, fs.fields, blocks, bufs, [loop], notes)

@@ -1,0 +1,262 @@
+"""In-place operators and item assignment with numpy's meaning.
+
+`a += b`, `y[1:3, 0] = v`, `y[i] = v`, `y[..., :k] += v` and `x[mask] = v`
+change an array in numpy; in a kernel they are functional updates: the
+written region becomes a `slice_update` of the array (a boolean mask a
+`where`), and `aliasing.write` carries the new value to the base and to
+every name viewing it. A numpy scalar (`pyasc.sum(x)`, `x[0]` of a 1-d
+array) is immutable: `s += 1` rebinds `s` only. Compile-time numpy arrays
+made in the kernel are changed in numpy itself when the right side is known
+(so their numpy views see it); arrays read from globals, closures or objects
+are never changed.
+"""
+from __future__ import annotations
+
+import ast
+import operator
+from typing import Any
+
+import numpy as np
+
+from .. import dtypes
+from ..ir.graph import Value
+from . import aliasing, calls, indexing
+from .tensors import fold, scalar_const_dtype
+from .values import contains_tensor, describe, is_const_array, is_number, is_tensor
+
+#: in-place Python operators for compile-time numpy arrays
+_IN_PLACE = {
+    ast.Add: operator.iadd, ast.Sub: operator.isub, ast.Mult: operator.imul, ast.Div: operator.itruediv,
+    ast.FloorDiv: operator.ifloordiv, ast.Mod: operator.imod, ast.Pow: operator.ipow,
+    ast.MatMult: operator.imatmul, ast.BitAnd: operator.iand, ast.BitOr: operator.ior,
+    ast.BitXor: operator.ixor, ast.LShift: operator.ilshift, ast.RShift: operator.irshift,
+}
+
+
+def aug_assign(b: Any, s: ast.AugAssign) -> None:
+    target = s.target
+    if isinstance(target, ast.Subscript):
+        assign_subscript(b, target, b.eval(s.value), s)
+        return
+    if not isinstance(target, ast.Name):
+        b._check_target(target)
+    current = b.load_name(target.id, target)
+    rhs = b.eval(s.value)
+    if is_const_array(current):
+        _array_in_place(b, s, target.id, current, rhs)
+        return
+    result = b.binary(s.op, current, rhs, s, (target, s.value))
+    if is_tensor(current) and is_tensor(result) and current not in b.state.weak \
+            and not aliasing.is_scalar(b, current):
+        # (a weak tensor stands for a Python scalar and a numpy scalar is immutable: `+=` rebinds them
+        # like `y = y + ...`)
+        result = in_place_result(b, s, target.id, current.type.shape, current.type.dtype, result)
+        result = aliasing.write(b, current, result, s, f"`{b.text(s)}`")
+    b.bind_name(target.id, result)
+
+
+def in_place_result(b: Any, s: ast.AST, name: str, shape: Any, dtype: str, result: Value) -> Value:
+    """numpy's in-place operators keep the target's shape and dtype; so do we."""
+    new = result.type
+    if tuple(new.shape) != tuple(shape):
+        raise b.error(
+            f"`{b.text(s)}` would change the shape of `{name}` from {tuple(shape)} to "
+            f"{tuple(new.shape)}; an in-place operator cannot (write `{name} = {name} ... ` instead)",
+            s,
+        )
+    if new.dtype != dtype:
+        if not np.can_cast(dtypes.to_numpy(new.dtype), dtypes.to_numpy(dtype), "same_kind"):
+            raise b.error(
+                f"`{b.text(s)}` computes {new.dtype}, which numpy cannot store back into `{name}` "
+                f"of dtype {dtype} in place; write `{name} = {name} ...` to get a {new.dtype} result",
+                s,
+            )
+        result = calls.op_call(b, None, "cast", [result, dtype], {}, s, "in-place cast")
+    return result
+
+
+# ---- compile-time arrays -------------------------------------------------------------------------
+
+
+def _external(b: Any, arr: np.ndarray) -> bool:
+    """Whether `arr` is (or views) an array the kernel read from outside (a global, closure, object)."""
+    for obj, _ in b.state.paths.values():
+        if isinstance(obj, np.ndarray) and np.shares_memory(obj, arr):
+            return True
+    return False
+
+
+def _array_in_place(b: Any, s: ast.AugAssign, name: str, arr: np.ndarray, rhs: Any) -> None:
+    if _external(b, arr):
+        raise b.error(
+            f"`{b.text(s)}` would change in place the compile-time array `{name}`, which the kernel read "
+            f"from outside it (a global, closure or attribute); a kernel cannot change it: write "
+            f"`{name} = {name} {b.text(s).split()[1][:-1]} ...` for a new array", s)
+    if not contains_tensor(rhs):
+        fold(b, _IN_PLACE[type(s.op)], (arr, rhs), s)  # numpy's own in-place: its views see it too
+        b.bind_name(name, arr)
+        return
+    result = b.binary(s.op, arr, rhs, s, (s.target, s.value))
+    result = in_place_result(b, s, name, arr.shape, dtypes.narrow(arr.dtype), result)
+    _replace_array(b, arr, result, s)
+    b.bind_name(name, result)
+
+
+def _replace_array(b: Any, arr: np.ndarray, new: Value, at: ast.AST) -> None:
+    """Every name holding the compile-time array `arr` now holds the tensor `new`; a numpy view of `arr`
+    held by another name cannot follow, so it is an error."""
+    builder = b
+    while builder is not None:
+        for name, value in list(builder.scope.locals.items()):
+            items = value if isinstance(value, (tuple, list)) else (value,)
+            if not any(isinstance(v, np.ndarray) for v in items):
+                continue
+            changed = False
+            out = []
+            for v in items:
+                if v is arr:
+                    out.append(new)
+                    changed = True
+                    continue
+                if isinstance(v, np.ndarray) and np.shares_memory(v, arr):
+                    raise b.error(
+                        f"`{b.text(at)}` changes a compile-time array that `{name}` is a numpy view of, with a "
+                        "tensor value; pyasc cannot follow that view (make `{name}` a copy, or compute it "
+                        "after the update)", at)
+                out.append(v)
+            if changed:
+                if builder.ctx is not b.ctx:
+                    raise b.error(f"this in-place update inside an `if` on a tensor would also change `{name}` of "
+                                  f"the calling function `{builder.parsed.fn.__qualname__}`, which pyasc does not "
+                                  "support; assign a new value instead and return it", at)
+                replaced = out[0] if not isinstance(value, (tuple, list)) else type(value)(out)
+                builder.scope.bind(name, replaced)
+        builder = builder.parent
+
+
+def _tensor_of_array(b: Any, arr: np.ndarray, at: ast.AST) -> Value:
+    """A compile-time array about to be written with a tensor becomes a constant tensor (for every name)."""
+    if _external(b, arr):
+        raise b.error(f"`{b.text(at)}` would change in place a compile-time array the kernel read from outside "
+                      "it (a global, closure or attribute); a kernel cannot change it: copy it first "
+                      "(`w = W.copy()`)", at)
+    try:
+        dtype = dtypes.narrow(arr.dtype)
+    except dtypes.DTypeError as e:
+        raise b.error(f"{e} (the array written by `{b.text(at)}`)", at) from None
+    t = b.const(arr, dtype, at)
+    _replace_array(b, arr, t, at)
+    return t
+
+
+# ---- item assignment -------------------------------------------------------------------------------
+
+
+def assign_subscript(b: Any, target: ast.Subscript, value: Any, aug: ast.AugAssign | None = None) -> None:
+    """`target = value` (aug None) or `target op= value` for a subscript target."""
+    at: ast.AST = aug if aug is not None else target
+    what = f"`{b.text(at)}`"
+    container = b.eval(target.value)
+    index = b.eval(target.slice)
+    if is_const_array(container) and not contains_tensor(index):
+        if not contains_tensor(value) and not _external(b, container):
+            if aug is None:
+                fold(b, operator.setitem, (container, index, value), at)
+            else:
+                def update(a: np.ndarray, i: Any, v: Any) -> None:
+                    a[i] = _IN_PLACE[type(aug.op)](a[i], v)
+                fold(b, update, (container, index, value), at)
+            return
+        container = _tensor_of_array(b, container, at)
+    if not is_tensor(container):
+        raise b.error(f"assigning to an item of {describe(container)} is not supported in a kernel in {what}; "
+                      "build a new value instead", target)
+    if aliasing.is_scalar(b, container):
+        raise b.error(f"{what} assigns into `{b.text(target.value)}`, a numpy scalar ({container.type}); numpy "
+                      "raises \"TypeError: 'numpy scalar' object does not support item assignment\" here", at)
+    if is_tensor(index) and dtypes.is_bool(index.type.dtype):
+        _mask_write(b, target, container, index, value, aug, at, what)
+        return
+    region = indexing.subscript(b, container, index, target)
+    if aug is not None:
+        result = b.binary(aug.op, region, value, at, (target, aug.value))
+        new = in_place_result(b, at, b.text(target), region.type.shape, region.type.dtype, result)
+    else:
+        new = coerce(b, value, region.type.shape, region.type.dtype, at, target)
+    aliasing.write(b, region, new, at, what)
+
+
+def _mask_write(b: Any, target: ast.Subscript, x: Value, mask: Value, value: Any, aug: ast.AugAssign | None,
+                at: ast.AST, what: str) -> None:
+    """`x[mask] = v` with a scalar v: `where(mask, v, x)` (numpy assigns v to every selected element)."""
+    if tuple(mask.type.shape) != tuple(x.type.shape):
+        raise b.error(f"{what}: the boolean mask is {mask.type} but the array is {x.type}; pyasc supports a "
+                      "mask of the array's whole shape (it becomes pyasc.where(mask, v, x))", target.slice)
+    single = is_number(value) or (is_tensor(value) and value.type.numel == 1) or \
+        (is_const_array(value) and value.size == 1)
+    if not single:
+        shown = value.type if is_tensor(value) else describe(value)
+        raise b.error(f"{what} assigns {shown} to the elements a boolean mask selects; their number is only known "
+                      "at run time, so pyasc needs a single value there (use pyasc.where(mask, values, x) for "
+                      "elementwise values)", at)
+    if is_tensor(value) and value.type.ndim:
+        value = b.emit("reshape", [value], {"shape": ()}, at)[0]
+    if is_const_array(value):
+        value = value.reshape(())[()]
+    if aug is not None:
+        result = b.binary(aug.op, x, value, at, (target, aug.value))
+        new_all = in_place_result(b, at, b.text(target.value), x.type.shape, x.type.dtype, result)
+    else:
+        new_all = coerce(b, value, (), x.type.dtype, at, target)
+    new = b.emit("where", [mask, new_all, x], {}, at)[0]
+    aliasing.write(b, x, new, at, what)
+
+
+def coerce(b: Any, value: Any, shape: Any, dtype: str, at: ast.AST, target: ast.AST) -> Value:
+    """`value` as numpy's assignment stores it into a region of `shape` and `dtype`: cast (unsafe, like
+    numpy's setitem) and broadcast, leading size-1 dims of the value dropped."""
+    shape = tuple(shape)
+    if is_number(value) and not isinstance(value, np.generic):
+        if dtypes.is_int(dtype) and isinstance(value, float) and not np.isfinite(value):
+            raise b.error(f"cannot store {value!r} into an {dtype} array in `{b.text(at)}` (numpy raises "
+                          "ValueError: cannot convert float NaN/infinity to integer)", at)
+        if isinstance(value, int) and not isinstance(value, bool) and dtypes.is_int(dtype):
+            info = np.iinfo(dtypes.to_numpy(dtype))
+            if not info.min <= value <= info.max:
+                raise b.error(f"Python integer {value} out of bounds for {dtype} in `{b.text(at)}` (numpy raises "
+                              "OverflowError)", at)
+        v = b.const(dtypes.to_numpy(dtype).type(value), dtype, at)
+    elif is_number(value) or is_const_array(value):
+        arr = np.asarray(value)
+        try:
+            src = dtypes.narrow(arr.dtype)
+        except dtypes.DTypeError as e:
+            raise b.error(f"{e} (the value in `{b.text(at)}`)", at) from None
+        v = b.const(arr, src, at)
+    elif is_tensor(value):
+        # a copy: the stored value must be a new array, not another name for `value` (or a view of it)
+        v = b.emit("cast", [value], {"dtype": value.type.dtype}, at)[0]
+    else:
+        raise b.error(f"cannot assign {describe(value)} into a tensor in `{b.text(at)}`", at)
+    if v.type.dtype != dtype:
+        v = b.emit("cast", [v], {"dtype": dtype}, at)[0]
+    vshape = tuple(v.type.shape)
+    lead = 0
+    while len(vshape) - lead > len(shape) and vshape[lead] == 1:
+        lead += 1
+    if lead:
+        v = b.emit("reshape", [v], {"shape": vshape[lead:]}, at)[0]
+        vshape = vshape[lead:]
+    if vshape != shape:
+        try:
+            ok = np.broadcast_shapes(vshape, shape) == shape
+        except (ValueError, TypeError):
+            ok = False
+        if not ok:
+            raise b.error(f"could not broadcast input array from shape {vshape} into shape {shape} in "
+                          f"`{b.text(at)}` (numpy raises ValueError here)", at)
+        v = b.emit("broadcast_to", [v], {"shape": shape}, at)[0]
+    return v
+
+
+__all__ = ["assign_subscript", "aug_assign", "coerce", "in_place_result", "scalar_const_dtype"]
