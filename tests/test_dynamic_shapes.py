@@ -247,3 +247,26 @@ def test_a_size_1_dim_is_its_own_specialisation(chip, rng):
     _run_all(k, f, [(1, 7), (1, 4100)], rng)  # rows = 1: static, broadcasting and emptiness depend on it
     _run_all(k, f, [(5, 7), (2, 4097)], rng)
     assert k.cache_info().misses == 2
+
+
+def split_three(x):
+    a, b, c = pyasc.split(x, 3, axis=-1)
+    return a * 2.0 + c, b
+
+
+def split_uneven(x):
+    p = np.array_split(x, 3, axis=0)
+    q = np.split(x, [2, -1], axis=0)
+    return p[0] * 1.0, p[2] + 0.0, q[1] * 3.0, q[2] - 1.0
+
+
+@pytest.mark.parametrize("chip", CHIPS)
+@pytest.mark.parametrize("fn, shapes", [(split_three, [(4, 9), (2, 30), (3, 4101)]),
+                                        (split_uneven, [(7, 5), (9, 3), (3, 33), (2, 4100)])])
+def test_split_of_a_symbolic_axis(fn, shapes, chip, rng):
+    k = _dyn(fn, chip)
+    for shape in shapes:
+        x = rng.standard_normal(shape).astype(np.float32)
+        for got, want in zip(k(x), fn(x)):
+            assert_close(got, want)
+    assert k.cache_info().misses == 1

@@ -21,6 +21,7 @@ import numpy as np
 from .. import dtypes, ops
 from ..errors import CompileError, InferError, SourceLoc
 from ..markers import constexpr
+from ..ops.dimvalue import op_launch_checks
 from ..ir.graph import Value
 from ..tensor_type import Sym
 from . import aliasing, branches, calls, checks, dimpred, guards, indexing, loops, objects, pytree, writes
@@ -169,6 +170,8 @@ class FunctionBuilder:
         except (TypeError, ValueError) as e:  # an attribute the op's inference cannot use
             raise self.error(f"{op}: {e} in `{self.text(at)}`", at) from None
         aliasing.note_node(self, op, inputs, node.attrs, node.values, self.text(at))
+        for pred, message in op_launch_checks(op, [v.type for v in inputs], node.attrs):
+            dimpred.launch_check(self, pred, message, at)  # what only the launch sizes can confirm
         return node.values
 
     def const(self, value: Any, dtype: str, at: ast.AST) -> Value:
