@@ -1,12 +1,16 @@
 """Differential fuzzing: random numpy-style kernels on the emulator vs their numpy reference.
 
     python benchmarks/fuzz.py --minutes 20 [--seed 0] [--save tests/codegen/fuzz_cases]
+    python benchmarks/fuzz.py --dynamic --cases 300 [--seed 0]      # dynamic=True kernels, fixed count
 
 Each case is a random kernel written as Python source (elementwise chains, broadcasting, casts,
 comparisons and where, reductions over any axes with and without keepdims, softmax / layer_norm /
 rms_norm, matmul, transposes, slices, reshapes, a tensor if), compiled at a random opt_level,
 buffer_num and preset with the sanitizer on, run, and compared with the function run eagerly by
-numpy. A kernel numpy itself rejects is skipped. A failure is shrunk (statements removed while the
+numpy. With --dynamic, kernels are compiled with dynamic=True, the generator adds what only dynamic
+shapes make hard (slices and negative indices on symbolic axes, shape predicates, loops over a
+symbolic dim), and each kernel also runs at a second shape of the same rank, which must not recompile.
+A kernel numpy itself rejects is skipped. A failure is shrunk (statements removed while the
 same class of failure remains) and saved as a small regression file that
 `tests/codegen/test_fuzz_regressions.py` runs. Prints cases, failures by class, and writes JSON.
 """
@@ -50,6 +54,27 @@ class Case:
     buffer_num: int
     chip: str
     lines: list[str] = field(default_factory=list)
+    dynamic: bool = False
+    shapes2: list[tuple[int, ...]] = field(default_factory=list)  # the second launch's shapes (dynamic)
+
+
+#: statements only dynamic shapes make hard: slices/indices on symbolic axes, shape predicates, loops
+DYNAMIC = ["{a}[..., -5:]", "{a}[1:]", "{a}[-1]", "{a}[:-2] * 2.0", "({a} * 2.0) if {a}.shape[0] >= 8 else ({a} + 1.0)",
+           "({a} - 1.0) if {a}.shape[-1] < 16 and {a}.shape[0] != 3 else pyasc.exp({a})"]
+LOOP = ["    {v} = {a}", "    for _ in range(min({a}.shape[0], 4)):", "        {v} = {v} * 0.5 + 1.0"]
+
+
+def _second_shapes(rng: random.Random, shapes: list[tuple[int, ...]]) -> list[tuple[int, ...]]:
+    """Other sizes for every dim that is not 0 or 1 (those are part of a dynamic key), aligned from the right
+    so that operands that broadcast still do."""
+    sizes = [2, 3, 5, 7, 8, 16, 31, 33, 64, 100]
+    rank = max(len(s) for s in shapes)
+    new = [rng.choice(sizes) for _ in range(rank)]
+    out = []
+    for s in shapes:
+        off = rank - len(s)
+        out.append(tuple(d if d in (0, 1) else new[off + i] for i, d in enumerate(s)))
+    return out
 
 
 def _shape(rng: random.Random) -> tuple[int, ...]:
@@ -58,7 +83,7 @@ def _shape(rng: random.Random) -> tuple[int, ...]:
     return tuple(rng.choice(sizes) for _ in range(rank))
 
 
-def gen_case(rng: random.Random) -> Case:
+def gen_case(rng: random.Random, dynamic: bool = False) -> Case:
     shape = _shape(rng)
     dtype = rng.choice(["float32", "float32", "float16"])
     n_in = rng.choice([1, 2, 3])
@@ -78,6 +103,13 @@ def gen_case(rng: random.Random) -> Case:
         v = f"t{k}"
         kind = rng.random()
         a = rng.choice(live)
+        if dynamic and rng.random() < 0.3:
+            if rng.random() < 0.25:
+                lines.extend(line.format(v=v, a=a) for line in LOOP)
+            else:
+                lines.append(f"    {v} = " + rng.choice(DYNAMIC).format(a=a))
+            live.append(v)
+            continue
         if kind < 0.3:
             expr = rng.choice(UNARY).format(a)
         elif kind < 0.6:
@@ -105,7 +137,7 @@ def gen_case(rng: random.Random) -> Case:
     lines.append(f"    return {', '.join(outs)}" + ("," if len(outs) == 1 and rng.random() < 0.2 else ""))
     src = f"import pyasc\n\n\ndef kern({', '.join(names)}):\n" + "\n".join(lines) + "\n"
     return Case(src, shapes, dtype, rng.choice([0, 1, 2, 3]), rng.choice([1, 2]), rng.choice(["tiny", "910b"]),
-                lines)
+                lines, dynamic, _second_shapes(rng, shapes) if dynamic else [])
 
 
 def _load(src: str, tmp: Path):
@@ -118,9 +150,9 @@ def _load(src: str, tmp: Path):
     return mod.kern
 
 
-def _inputs(case: Case, seed: int) -> list[np.ndarray]:
+def _inputs(case: Case, seed: int, shapes: list[tuple[int, ...]] | None = None) -> list[np.ndarray]:
     rng = np.random.default_rng(seed)
-    return [rng.standard_normal(s).astype(case.dtype) for s in case.shapes]
+    return [rng.standard_normal(s).astype(case.dtype) for s in (shapes or case.shapes)]
 
 
 def _close(a, e, dtype) -> bool:
@@ -136,25 +168,30 @@ def _close(a, e, dtype) -> bool:
 def run_case(case: Case, tmp: Path) -> str | None:
     """None when the kernel agrees with numpy (or numpy rejects it), else the failure class."""
     fn = _load(case.source, tmp)
-    args = _inputs(case, 0)
+    runs = [_inputs(case, 0)] + ([_inputs(case, 1, case.shapes2)] if case.dynamic else [])
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")
         try:
-            ref = fn(*args)
+            refs_all = [fn(*args) for args in runs]
         except Exception:
-            return None  # not valid numpy: not a pyasc case
-        try:
-            k = pyasc.kernel(fn, opt_level=case.opt_level, buffer_num=case.buffer_num, chip=case.chip, sanitize=True)
-            out = k(*args)
-        except pyasc.CompileError as e:
-            return "refused (CompileError): " + re.sub(r" in kernel \S+", "", e.reason.split(":")[0])[:60]
-        except Exception as e:  # noqa: BLE001 - every other failure is a finding, classified by type
-            return f"{type(e).__name__}: {str(e).splitlines()[0][:70]}"
-    refs = ref if isinstance(ref, tuple) else (ref,)
-    outs = out if isinstance(out, tuple) else (out,)
-    if len(refs) == len(outs) and all(_close(o, r, case.dtype) for o, r in zip(outs, refs)):
-        return None
-    return judge(outs, refs, _exact(fn, args))
+            return None  # not valid numpy (at either shape): not a pyasc case
+        k = pyasc.kernel(fn, opt_level=case.opt_level, buffer_num=case.buffer_num, chip=case.chip, sanitize=True,
+                         **({"dynamic": True} if case.dynamic else {}))
+        for args, ref in zip(runs, refs_all):
+            try:
+                out = k(*args)
+            except pyasc.CompileError as e:
+                return "refused (CompileError): " + re.sub(r" in kernel \S+", "", e.reason.split(":")[0])[:60]
+            except Exception as e:  # noqa: BLE001 - every other failure is a finding, classified by type
+                return f"{type(e).__name__}: {str(e).splitlines()[0][:70]}"
+            refs = ref if isinstance(ref, tuple) else (ref,)
+            outs = out if isinstance(out, tuple) else (out,)
+            if len(refs) == len(outs) and all(_close(o, r, case.dtype) for o, r in zip(outs, refs)):
+                continue
+            return judge(outs, refs, _exact(fn, args))
+        if case.dynamic and k.cache_info().misses != 1:
+            return "recompiled for a new shape of the same rank"
+    return None
 
 
 def _exact(fn, args) -> tuple | None:
@@ -194,6 +231,20 @@ def judge(outs, refs, exact) -> str:
     return "rounding"
 
 
+def run_is_valid(case: Case, tmp: Path) -> bool:
+    """Whether numpy itself accepts the kernel at its shapes (run_case returns None for both kinds)."""
+    fn = _load(case.source, tmp)
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        try:
+            fn(*_inputs(case, 0))
+            if case.dynamic:
+                fn(*_inputs(case, 1, case.shapes2))
+        except Exception:
+            return False
+    return True
+
+
 def shrink(case: Case, klass: str, tmp: Path) -> Case:
     body = list(case.lines)
     changed = True
@@ -203,7 +254,8 @@ def shrink(case: Case, klass: str, tmp: Path) -> Case:
             trial = body[:i] + body[i + 1:]
             src = case.source.split("def kern")[0] + "def kern" + case.source.split("def kern")[1].split("\n")[0] + \
                 "\n" + "\n".join(trial) + "\n"
-            c2 = Case(src, case.shapes, case.dtype, case.opt_level, case.buffer_num, case.chip, trial)
+            c2 = Case(src, case.shapes, case.dtype, case.opt_level, case.buffer_num, case.chip, trial, case.dynamic,
+                      case.shapes2)
             try:
                 if run_case(c2, tmp) == klass:
                     body, case, changed = trial, c2, True
@@ -220,7 +272,7 @@ def save(case: Case, klass: str, where: Path) -> Path:
     header = (f'"""Fuzz regression ({klass}).\n\nshapes={case.shapes} dtype={case.dtype} '
               f"opt_level={case.opt_level} buffer_num={case.buffer_num} chip={case.chip}\n" + '"""\n')
     meta = (f"\nSHAPES = {case.shapes!r}\nDTYPE = {case.dtype!r}\nOPTIONS = dict(opt_level={case.opt_level}, "
-            f"buffer_num={case.buffer_num}, chip={case.chip!r})\n")
+            f"buffer_num={case.buffer_num}, chip={case.chip!r}{', dynamic=True' if case.dynamic else ''})\n")
     path.write_text(header + case.source + meta)
     return path
 
@@ -230,6 +282,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--minutes", type=float, default=1.0)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--save", default="", help="folder for shrunk failures (regression tests)")
+    ap.add_argument("--dynamic", action="store_true", help="compile with dynamic=True (and run a second shape)")
+    ap.add_argument("--cases", type=int, default=0, help="stop after this many cases (0: run for --minutes)")
+    ap.add_argument("--no-shrink", action="store_true", help="record failures as generated (faster)")
     args = ap.parse_args(argv)
     os.environ.setdefault("PYASC_CACHE", "0")
     rng = random.Random(args.seed)
@@ -238,30 +293,40 @@ def main(argv: list[str] | None = None) -> int:
     failures: dict[str, list[str]] = {}
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
-        while time.time() < deadline:
-            case = gen_case(rng)
+        valid = passed = 0
+        while (cases < args.cases) if args.cases else (time.time() < deadline):
+            case = gen_case(rng, args.dynamic)
             cases += 1
             try:
                 klass = run_case(case, tmp)
             except Exception:  # noqa: BLE001 - the harness itself failed on this case
                 klass = "harness: " + traceback.format_exc().splitlines()[-1][:60]
             if klass is None:
+                if run_is_valid(case, tmp):
+                    valid += 1
+                    passed += 1
                 continue
+            valid += 1
             if klass == "rounding":   # not a finding: numpy's own low-precision result is as far off
                 rounding += 1
+                passed += 1
                 continue
-            small = shrink(case, klass, tmp) if not klass.startswith("harness") else case
+            small = shrink(case, klass, tmp) if not (klass.startswith("harness") or args.no_shrink) else case
             failures.setdefault(klass, []).append(small.source)
             if args.save:
                 save(small, klass, Path(args.save))
-    print(f"fuzz: {cases} random kernels in {args.minutes:g} min (seed {args.seed})")
+    mode = "dynamic=True" if args.dynamic else "static shapes"
+    print(f"fuzz ({mode}): {cases} random kernels (seed {args.seed}); {valid} valid numpy, {passed} pass "
+          f"({passed / max(valid, 1):.1%})")
     print(f"{'failure class':<80}{'count':>6}")
     for k, v in sorted(failures.items(), key=lambda kv: -len(kv[1])):
         print(f"{k[:80]:<80}{len(v):>6}")
     print(f"failures: {sum(map(len, failures.values()))}  (rounding, not counted: {rounding} mismatches where "
           f"numpy's own result is as far from the float64 result)")
-    write_json(RESULTS / "fuzz.json", "fuzz", {"minutes": args.minutes, "seed": args.seed},
-               {"cases": cases, "rounding": rounding, "failures": {k: len(v) for k, v in failures.items()},
+    write_json(RESULTS / ("fuzz_dynamic.json" if args.dynamic else "fuzz.json"), "fuzz",
+               {"minutes": args.minutes, "seed": args.seed, "dynamic": args.dynamic, "cases_cap": args.cases},
+               {"cases": cases, "valid": valid, "passed": passed, "rounding": rounding,
+                "failures": {k: len(v) for k, v in failures.items()},
                 "examples": {k: v[0] for k, v in failures.items()}})
     return 0
 

@@ -97,3 +97,59 @@ def test_assert_on_static_shapes_is_still_a_compile_error():
     k = pyasc.kernel(chip="tiny")(asserting)
     with pytest.raises(pyasc.CompileError, match="assertion failed: need 4 rows"):
         k(np.ones((3, 6), np.float32))
+
+
+def test_disk_cache_round_trips_predicates_checks_and_expression_dims(disk_cache, rng):
+    def f(x):
+        assert x.shape[1] >= 5, "need 5 columns"
+        y = x[1:, -5:] * 2.0
+        return y + 1.0 if x.shape[0] > 4 else y - 1.0
+
+    first = pyasc.kernel(dynamic=True, chip="tiny")(f)
+    x = rng.standard_normal((6, 9)).astype(np.float32)
+    assert_close(first(x), f(x))
+    again = pyasc.kernel(dynamic=True, chip="tiny")(f)
+    for shape in [(6, 9), (3, 5)]:
+        x = rng.standard_normal(shape).astype(np.float32)
+        assert_close(again(x), f(x))
+    assert again.cache_info().disk_hits == 1 and again.cache_info().misses == 0
+    with pytest.raises(ValueError, match="assertion failed: need 5 columns"):
+        again(np.zeros((3, 4), np.float32))
+
+
+def size_switch(x):
+    y = x * 2.0
+    if x.shape[0] < 8:
+        return y + 1.0
+    z = pyasc.exp(y)
+    return z - 1.0
+
+
+def size_switch_else(x):
+    if x.shape[-1] > 16:
+        y = x * 0.5
+    else:
+        return x - 3.0
+    return pyasc.tanh(y)
+
+
+@pytest.mark.parametrize("chip", CHIPS)
+@pytest.mark.parametrize("fn", [size_switch, size_switch_else])
+def test_early_return_under_a_shape_predicate(fn, chip, rng):
+    k = pyasc.kernel(dynamic=True, chip=chip)(fn)
+    for shape in [(3, 5), (9, 5), (2, 33), (12, 4100)]:
+        x = rng.standard_normal(shape).astype(np.float32)
+        assert_close(k(x), fn(x))
+    assert k.cache_info().misses == 1
+
+
+def test_early_return_in_a_nested_block_is_still_rejected():
+    def f(x):
+        for i in range(2):
+            if x.shape[0] < 8:
+                return x + i
+            x = x * 2.0
+        return x
+
+    with pytest.raises(pyasc.CompileError, match="`return` in only the then branch"):
+        pyasc.kernel(dynamic=True, chip="tiny")(f)(np.zeros((3, 4), np.float32))

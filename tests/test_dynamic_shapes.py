@@ -183,3 +183,90 @@ def test_broadcast_of_two_symbolic_sizes_is_checked_at_launch(rng):
     with pytest.raises(ValueError, match=r"add: cannot broadcast shapes \(3, 4\) and \(5, 4\) \(at .*test_dynamic"
                                          r"_shapes.py:\d+:\d+: return x \+ y\)"):
         k(x, rng.standard_normal((5, 4)).astype(np.float32))
+
+
+def test_verifier_rejects_a_dim_over_a_name_no_input_binds():
+    from pyasc.ir import Graph, TensorType, VerificationError, verify
+
+    g = Graph("g")
+    x = g.add_input(TensorType((Sym("n"),), "float32"), name="x")
+    y = g.add("broadcast_to", [x], {"shape": (Sym("m"), Sym("n"))}).out()
+    g.set_outputs([y])
+    with pytest.raises(VerificationError, match=r"unbound symbolic dim.*dim m of f32\[m,n\] uses m, which no input"):
+        verify(g)
+    ok = Graph("ok")
+    x = ok.add_input(TensorType((Sym("n"),), "float32"), name="x")
+    ok.set_outputs([ok.add("slice", [x], {"starts": (Sym("n") - 2,), "stops": (None,), "steps": (1,)}).out()])
+    verify(ok)  # a start of n - 2 is an expression over a bound name
+
+
+@pytest.mark.parametrize("chip", CHIPS)
+def test_empty_slice_beside_a_symbolic_dim_launches_nothing(chip):
+    def f(x):
+        return x[:-2] * 2.0  # axis 0 has a static size 1: the result is (0, x_d1) for every launch
+
+    k = _dyn(f, chip)
+    for shape in [(1, 3), (1, 31)]:
+        x = np.ones(shape, np.float32)
+        out, prof = k.profile(x)
+        assert out.shape == (0, shape[1]) and prof.launches == 0
+    assert k.cache_info().misses == 1
+
+
+@pytest.mark.parametrize("chip", CHIPS)
+def test_operands_that_name_a_broadcast_dim_differently(chip, rng):
+    def f(a0, a1, a2):
+        return pyasc.where(a2 > 0.0, a2, a0), a1[-1]  # a2_d0 and a0_d1 are one size; a1 only sliced
+
+    k = _dyn(f, chip)
+    for rows, cols in [(31, 33), (4, 100)]:
+        args = [rng.standard_normal(s).astype(np.float32) for s in [(rows, cols), (rows, cols), (cols,)]]
+        for got, want in zip(k(*args), f(*args)):
+            assert_close(got, want)
+    assert k.cache_info().misses == 1
+
+
+def test_matmul_over_a_contraction_axis_empty_at_launch_is_a_clear_error(rng):
+    def f(a):
+        return a[:-2] @ a[:-2]
+
+    k = _dyn(f, "tiny")
+    a = rng.standard_normal(6).astype(np.float32)
+    assert_close(k(a), f(a))
+    with pytest.raises(ValueError, match=r"matmul over an empty contraction axis \(K = 0 for these inputs\) is not "
+                                         r"supported on the device \(at .*test_dynamic_shapes.py:\d+:\d+: "):
+        k(np.ones(2, np.float32))
+
+
+@pytest.mark.parametrize("chip", CHIPS)
+def test_a_size_1_dim_is_its_own_specialisation(chip, rng):
+    def f(x):
+        return pyasc.softmax(x[..., 1:], axis=-1)
+
+    k = _dyn(f, chip)
+    _run_all(k, f, [(1, 7), (1, 4100)], rng)  # rows = 1: static, broadcasting and emptiness depend on it
+    _run_all(k, f, [(5, 7), (2, 4097)], rng)
+    assert k.cache_info().misses == 2
+
+
+def split_three(x):
+    a, b, c = pyasc.split(x, 3, axis=-1)
+    return a * 2.0 + c, b
+
+
+def split_uneven(x):
+    p = np.array_split(x, 3, axis=0)
+    q = np.split(x, [2, -1], axis=0)
+    return p[0] * 1.0, p[2] + 0.0, q[1] * 3.0, q[2] - 1.0
+
+
+@pytest.mark.parametrize("chip", CHIPS)
+@pytest.mark.parametrize("fn, shapes", [(split_three, [(4, 9), (2, 30), (3, 4101)]),
+                                        (split_uneven, [(7, 5), (9, 3), (3, 33), (2, 4100)])])
+def test_split_of_a_symbolic_axis(fn, shapes, chip, rng):
+    k = _dyn(fn, chip)
+    for shape in shapes:
+        x = rng.standard_normal(shape).astype(np.float32)
+        for got, want in zip(k(x), fn(x)):
+            assert_close(got, want)
+    assert k.cache_info().misses == 1

@@ -103,10 +103,16 @@ def dyn_split(x):
     return np.split(x, 2, axis=1)
 
 
-def test_split_of_a_symbolic_axis_is_rejected():
-    with pytest.raises(pyasc.CompileError, match=r"split: axis 1 of shape \(x_d0, x_d1\) has a size only known at "
-                                                 r"launch; split needs a static size"):
-        dyn_split(np.ones((3, 4), np.float32))
+def test_split_of_a_symbolic_axis_splits_at_dim_expressions(rng):
+    # dynamic=True: the pieces are x_d1 // 2 wide; that 2 divides x_d1 is a launch check (numpy's error)
+    for rows, cols in ((3, 4), (6, 18)):
+        x = values(rng, "float32", (rows, cols))
+        for a, e in zip(dyn_split(x), dyn_split.py_func(x)):
+            assert_close(a, e)
+    assert dyn_split.cache_info().misses == 1
+    with pytest.raises(ValueError, match=r"array split does not result in an equal division: axis 1 of size x_d1 "
+                                         r"into 2 sections \(at .*test_ops_joining.py:\d+:\d+: "):
+        dyn_split(np.ones((3, 5), np.float32))
 
 
 # ---- errors ---------------------------------------------------------------------------------------

@@ -21,7 +21,7 @@ softmax log_softmax layer_norm rms_norm gelu silu
 matmul fused_matmul transdata
 transpose reshape broadcast_to expand_dims squeeze slice slice_update
 full
-Data Const If
+Data Const If Loop DimValue
 """.split()
 
 # the numpy ops of issue 11: composites whose eager function is numpy's own (pyasc/ops/numpy_composite.py)
@@ -34,7 +34,7 @@ NUMPY_OP_TWINS = {**{n: n for n in NUMPY_PUBLIC}, "zeros_like": "full_like", "on
                   "empty_like": "full_like", "concatenate": "concat", "concat": "concat", "stack": "concat",
                   "hstack": "concat", "vstack": "concat", "split": "split", "array_split": "split"}
 
-INTERNAL = {"fused_matmul", "transdata", "slice", "slice_update", "Data", "Const", "If"} | NUMPY_INTERNAL
+INTERNAL = {"fused_matmul", "transdata", "slice", "slice_update", "Data", "Const", "If", "Loop", "DimValue"} | NUMPY_INTERNAL
 BINARY = "add sub mul div floordiv mod pow maximum minimum lt le gt ge eq ne bitwise_and bitwise_or bitwise_xor".split()
 UNARY = "neg invert abs exp log sqrt rsqrt reciprocal sin cos tanh sigmoid relu gelu silu erf floor ceil sign".split()
 REDUCTIONS = "sum max min mean".split()
@@ -122,10 +122,11 @@ ROW_COMPOSITES = {"softmax", "log_softmax", "layer_norm", "rms_norm"}
 def test_structural_facts():
     for name in ops.names():
         op = ops.get(name)
-        assert op.structural == (name in ("Data", "Const", "If")), name
-        assert op.leaf == (name in ("Data", "Const")), name
-        assert op.is_control == (name == "If"), name
+        assert op.structural == (name in ("Data", "Const", "If", "Loop", "DimValue")), name
+        assert op.leaf == (name in ("Data", "Const", "DimValue")), name  # DimValue: the host computes it
+        assert op.is_control == (name in ("If", "Loop")), name
     assert ops.get("If").subgraph_attrs == ("then_branch", "else_branch")
+    assert ops.get("Loop").subgraph_attrs == ("body",)
 
 
 def test_reduction_facts():

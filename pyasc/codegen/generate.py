@@ -220,6 +220,8 @@ class _Generator:
     def compile_plan(self, plan: KernelPlan) -> list[DeviceKernel]:
         label = f"{self.name}_k{plan.group}"
         kg = build_kernel_graph(label, plan.nodes, plan.inputs, plan.outputs)
+        if all(any(d == 0 for d in v.type.shape) for v in kg.outputs):
+            return []  # every output is empty whatever the launch sizes (a static 0 beside symbolic dims)
         if any(v.type.numel == 0 for v in kg.inputs) and all(v.type.is_static for v in kg.outputs):
             return self.empty_input_kernels(label, kg, plan)
         if datamove.handles(kg):
@@ -357,8 +359,10 @@ class _Generator:
             candidates += tiler(vk, self.chip, self.options.buffer_num, cores)
         if not candidates:
             raise _unsupported(kg, label, "; ".join(errors) or "no tile of this kernel fits the chip's UB")
-        syms = sorted({s for vk in analyses.values() for d in vk.domain.shape for s in _syms(d)})
-        scoring, nominal = scoring_dims(syms)
+        syms = {s for vk in analyses.values() for d in vk.domain.shape for s in _syms(d)}
+        # an operand's own names too: a stride may use one the domain spells differently (broadcast names)
+        syms |= {s for v in (*kg.inputs, *kg.outputs) for d in dims(v.type.shape) for s in _syms(d)}
+        scoring, nominal = scoring_dims(sorted(syms))
         try:
             chosen = choose(candidates, lambda t: _SCHEDULES[t.mode](analyses[t.mode], t, self.chip), self.chip,
                             scoring, self.options.sync, nominal)

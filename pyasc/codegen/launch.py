@@ -281,16 +281,17 @@ def branch_locations(branch: Graph, if_inputs: Sequence[Value], if_outputs: Sequ
 
 def loop_locations(body: Graph, loop_inputs: Sequence[Value], loop_outputs: Sequence[Value], carried: int,
                    parent: Locator, plan: Any, layout: WorkspaceLayout, consts: dict[str, np.ndarray],
-                   produced: Sequence[Value]) -> Locator:
+                   produced: Sequence[Value], direct: dict[Value, Loc]) -> Locator:
     """Locations inside a Loop body: carried Data inputs live in the loop's output buffers (updated by a copy
     at the end of every iteration), the others where the parent keeps them; the body's own outputs get
-    buffers of their own, so no kernel of an iteration overwrites a carried value another still reads."""
-    locs: dict[Value, Loc] = {}
+    buffers of their own, so no kernel of an iteration overwrites a carried value another still reads --
+    except `direct` ones, written in place because nothing reads the old value after their kernel."""
+    locs: dict[Value, Loc] = dict(direct)
     for n in body.inputs:
         i = n.attrs["index"]
         locs[n.out()] = parent[loop_outputs[i]] if i < carried else parent[loop_inputs[i + 1]]
     _place_intermediates(body, plan, locs, layout, consts, produced)
-    return Locator(locs, parent, plan)
+    return Locator(locs, parent, plan, fixed=direct)
 
 
 def _place_intermediates(graph: Graph, plan: Any, locs: dict[Value, Loc], layout: WorkspaceLayout,

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..ge.plan import KernelKind
 from ..ir import Graph, Node, Value
 from .domain import dim
 from .kernel_graph import KernelGraph, is_scalar_const
@@ -38,21 +39,56 @@ def _copy(gen: Any, src: Value, src_loc: Any, dst: Value, dst_loc: Any, label: s
     return Launch(dk.index, args)
 
 
+def _direct_outputs(gen: Any, body: Graph, k: int) -> set[int]:
+    """Carried values whose new value the body's kernel can write straight into the loop's buffer: the
+    kernel that computes it does not read the old value, and no kernel after it in the body does (so the
+    old value is dead when it is overwritten, and no copy is needed at the end of the iteration)."""
+    own = [p for p in gen.plans if p.graph is body]
+    data = {n.attrs["index"]: n.out() for n in body.inputs}
+    seen: set[Value] = set()
+    direct: set[int] = set()
+    for j in range(k):
+        out = body.outputs[j]
+        if out in seen or out.node.op in ("Data", "Const"):
+            continue
+        seen.add(out)
+        writer = next((i for i, p in enumerate(own) if out in p.outputs and not p.is_control), None)
+        old = data.get(j)
+        if writer is None or old is None:
+            continue
+        if any(old in p.inputs for p in own[writer + 1:]):
+            continue
+        if old in own[writer].inputs and not _pointwise_in_place(own[writer], old, out):
+            continue
+        if sum(1 for o in body.outputs[:k] if o == out) > 1:
+            continue  # one value carried twice: it needs its own buffer
+        direct.add(j)
+    return direct
+
+
+def _pointwise_in_place(plan: Any, old: Value, out: Value) -> bool:
+    """An elementwise kernel may overwrite an input of exactly its output's shape and dtype: every tile is
+    read before the same tile is written, and no element reads another position."""
+    return plan.kind is KernelKind.ELEMENTWISE and old.type.shape == out.type.shape and \
+        old.type.dtype == out.type.dtype and len(plan.outputs) == 1
+
+
 def loop_step(gen: Any, plan: Any, loc: Any, memory_plan: Any) -> LoopStep:
     node: Node = plan.nodes[0]
     body: Graph = node.attrs["body"]
     k, kind = node.attrs["carried"], node.attrs["kind"]
     sub_plan = memory_plan.branch_plans.get(f"k{plan.group}.body") if memory_plan is not None else None
+    direct = _direct_outputs(gen, body, k)
     sub_loc = loop_locations(body, node.inputs, node.values, k, loc, sub_plan, gen.layout, gen.consts,
-                             gen._produced(body))
+                             gen._produced(body), {body.outputs[j]: loc[node.values[j]] for j in direct})
     label = f"{gen.name}_k{plan.group}"
     init = [_copy(gen, node.inputs[j + 1], loc, node.values[j], loc, f"{label}_init{j}") for j in range(k)]
     steps = gen.scope(body, sub_loc, sub_plan)
     carried_data = {n.attrs["index"]: n.out() for n in body.inputs if n.attrs["index"] < k}
     for j in range(k):
         out = body.outputs[j]
-        if out == carried_data.get(j):
-            continue  # carried unchanged: already in its buffer
+        if out == carried_data.get(j) or j in direct:
+            continue  # carried unchanged, or written in place by its kernel: already in its buffer
         steps.append(_copy(gen, out, sub_loc, node.values[j], loc, f"{label}_next{j}"))
     first = node.inputs[0]
     first_expr = None

@@ -21,6 +21,7 @@ import numpy as np
 from .. import dtypes, ops
 from ..errors import CompileError, InferError, SourceLoc
 from ..markers import constexpr
+from ..ops.dimvalue import op_launch_checks
 from ..ir.graph import Value
 from ..tensor_type import Sym
 from . import aliasing, branches, calls, checks, dimpred, guards, indexing, loops, objects, pytree, writes
@@ -169,6 +170,8 @@ class FunctionBuilder:
         except (TypeError, ValueError) as e:  # an attribute the op's inference cannot use
             raise self.error(f"{op}: {e} in `{self.text(at)}`", at) from None
         aliasing.note_node(self, op, inputs, node.attrs, node.values, self.text(at))
+        for pred, message in op_launch_checks(op, [v.type for v in inputs], node.attrs):
+            dimpred.launch_check(self, pred, message, at)  # what only the launch sizes can confirm
         return node.values
 
     def const(self, value: Any, dtype: str, at: ast.AST) -> Value:
@@ -275,7 +278,10 @@ class FunctionBuilder:
         self.return_node = s
 
     def _s_If(self, s: ast.If) -> None:
-        cond = dimpred.condition(self, self.eval(s.test), s.test)  # a shape predicate: the host picks the branch
+        cond = self.eval(s.test)
+        if isinstance(cond, Sym):  # a shape predicate: the host picks the branch; an early return takes the rest
+            s = dimpred.fold_rest_into_branch(s, self._frames[-1][0] if self._frames else [])
+        cond = dimpred.condition(self, cond, s.test)
         if is_tensor(cond):
             branches.tensor_if_statement(self, s, cond)
             return

@@ -4,7 +4,8 @@
 comparison (`8 <= x_d0`); `and`/`or`/`not` combine such predicates
 symbolically. An `if` (or `a if c else b`) on one becomes an If whose
 condition is a DimValue node: the host code evaluates the predicate at
-launch and runs one compiled branch. An `assert` on one becomes a launch
+launch and runs one compiled branch (an early `return` in one branch takes the
+statements after the `if` into the other). An `assert` on one becomes a launch
 check, recorded on the graph's inputs (attribute `_launch_checks`) with the
 user's line, that the runtime evaluates before anything runs.
 """
@@ -98,3 +99,29 @@ def launch_check(b: KernelBuilder, cond: Sym, message: str, at: ast.AST) -> None
         raise b.error(f"{message}: a shape assertion needs a tensor input", at)
     node = inputs[0]
     node.attrs[LAUNCH_CHECKS] = tuple(node.attrs.get(LAUNCH_CHECKS, ())) + ((pred, text),)
+
+
+def _ends_in_return(stmts: Sequence[ast.stmt]) -> bool:
+    return bool(stmts) and isinstance(stmts[-1], ast.Return)
+
+
+def fold_rest_into_branch(stmt: ast.If, block: Sequence[ast.stmt]) -> ast.If:
+    """`if pred: ...; return a` followed by more statements: those statements are the other branch.
+
+    An early return under a shape predicate is the natural way to write a size switch
+    (`if x.shape[0] < 8: return small(x)`); with the code after the `if` moved into the branch that does
+    not return, both branches return and the If gets compiled with each. `block` is the statement list
+    the `if` is in; anything else is left as it is.
+    """
+    if stmt not in block:
+        return stmt
+    rest = list(block[block.index(stmt) + 1:])
+    if not rest:
+        return stmt
+    if _ends_in_return(stmt.body) and not _ends_in_return(stmt.orelse):
+        new = ast.If(test=stmt.test, body=stmt.body, orelse=list(stmt.orelse) + rest)
+    elif _ends_in_return(stmt.orelse) and not _ends_in_return(stmt.body):
+        new = ast.If(test=stmt.test, body=list(stmt.body) + rest, orelse=stmt.orelse)
+    else:
+        return stmt
+    return ast.copy_location(new, stmt)

@@ -8,7 +8,8 @@
 - graph outputs are values defined in the graph;
 - every node's output types are what the op registry infers again now;
 - If: the branches take the If's operands 1.. (same count and types) and
-  return what the If outputs.
+  return what the If outputs; Loop: its body takes the Loop's operands 1..;
+- every symbolic dim is an expression over sizes the root graph's inputs bind.
 
 The first violation raises `VerificationError`, whose message names the
 graph (by its printed path), the node (printed canonically) and the rule.
@@ -21,7 +22,7 @@ from .. import ops
 from ..errors import InferError
 from .graph import Graph, Node, Value, is_annotation
 from .printer import format_node, node_names, subgraph_paths
-from ..tensor_type import TensorType
+from ..tensor_type import Sym, TensorType
 
 
 class VerificationError(Exception):
@@ -38,6 +39,28 @@ class VerificationError(Exception):
 def verify(graph: Graph) -> None:
     """Raise VerificationError at the first broken invariant; return None for a valid graph."""
     _Checker(graph, graph.name).run()
+    _check_dim_symbols(graph)
+
+
+def _check_dim_symbols(graph: Graph) -> None:
+    """Every symbolic dim of the graph (and its subgraphs) is an expression over sizes its inputs bind:
+    the launch evaluates it from the input shapes, so a name no input carries could never be known."""
+    bound: set[str] = set()
+    for n in graph.inputs:
+        for d in n.outputs[0].shape:
+            if isinstance(d, Sym) and d.is_name:
+                bound.add(d.expr)
+    for g in graph.walk():
+        checker = None
+        for n in g.nodes:
+            for t in n.outputs:
+                for d in t.shape:
+                    if isinstance(d, Sym) and not d.free_symbols <= bound:
+                        checker = checker or _Checker(g, g.name)
+                        missing = ", ".join(sorted(d.free_symbols - bound))
+                        raise checker.fail("unbound symbolic dim",
+                                           f"dim {d} of {t} uses {missing}, which no input of graph "
+                                           f"{graph.name!r} binds", n)
 
 
 class _Checker:

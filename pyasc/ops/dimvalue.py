@@ -27,6 +27,20 @@ from .registry import Category, OpDef, register
 LAUNCH_CHECKS = "_launch_checks"
 
 
+#: op name -> fn(input types, attrs) -> [(predicate, message)]: what an op assumes about symbolic sizes
+#: that only the launch can check (np.split into equal pieces of a symbolic axis)
+_OP_CHECKS: dict[str, Any] = {}
+
+
+def register_launch_check(op: str, fn: Any) -> None:
+    _OP_CHECKS[op] = fn
+
+
+def op_launch_checks(op: str, in_types: Sequence[TensorType], attrs: Mapping[str, Any]) -> list[tuple[Sym, str]]:
+    fn = _OP_CHECKS.get(op)
+    return list(fn(in_types, attrs)) if fn is not None else []
+
+
 def failed_checks(graph_inputs: Sequence[Any], bindings: Mapping[str, int]) -> list[str]:
     """The messages of the launch checks these dims break."""
     out = []

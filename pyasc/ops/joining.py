@@ -25,8 +25,11 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from ..errors import InferError
-from ..tensor_type import Sym, TensorType
+from ..dim_bounds import dim_max, dim_min
+from ..symbolic import eq as sym_eq, mod as sym_mod
+from ..tensor_type import Sym, TensorType, min_
 from .builder import Builder, decompose_of, types_of
+from .dimvalue import register_launch_check
 from .common import fmt_shape, named, normalize_axis
 from .registry import Category, OpDef, register, register_sugar
 
@@ -250,8 +253,33 @@ for _api, _kind, _np in ((concatenate, "concatenate", ("concatenate", "concat"))
 # ---- split ------------------------------------------------------------------------------------------
 
 
-def _bounds(n: int, sections: Any, equal: bool) -> list[tuple[int, int]]:
+def _symbolic_bounds(n: Sym, sections: Any, equal: bool) -> list[tuple[Any, Any]]:
+    """_bounds for an axis whose size is only known at launch (dynamic=True): the same rules as dim
+    expressions. An equal split assumes k divides n; the launch re-infers with the real size and says so."""
+    if isinstance(sections, (int, np.integer)) and not isinstance(sections, bool):
+        k = int(sections)
+        if k <= 0:
+            raise InferError("number sections must be larger than 0.")
+        q = n // k
+        if equal:
+            return [(i * q, (i + 1) * q) for i in range(k)]
+        r = n % k  # array_split: the first n % k pieces are one longer
+        return [(i * q + min_(i, r), (i + 1) * q + min_(i + 1, r)) for i in range(k)]
+    if not isinstance(sections, (tuple, list)) or not all(
+            isinstance(i, (int, np.integer)) and not isinstance(i, bool) for i in sections):
+        raise InferError(f"indices_or_sections must be an int or a sequence of ints, got {sections!r}")
+    points: list[Any] = [0]
+    for i in sections:
+        i = int(i)
+        points.append(dim_max(n + i, 0) if i < 0 else dim_min(i, n))
+    points.append(n)
+    return [(points[i], dim_max(points[i], points[i + 1])) for i in range(len(points) - 1)]
+
+
+def _bounds(n: Any, sections: Any, equal: bool) -> list[tuple[Any, Any]]:
     """The [start, stop) of each piece of an axis of size n (numpy's split / array_split rules)."""
+    if isinstance(n, Sym):
+        return _symbolic_bounds(n, sections, equal)
     if isinstance(sections, (int, np.integer)) and not isinstance(sections, bool):
         k = int(sections)
         if k <= 0:
@@ -281,11 +309,24 @@ def _infer_split(ts: Sequence[TensorType], attrs: Mapping[str, Any]) -> tuple[Te
     (x,) = ts
     if x.ndim == 0:
         raise InferError("cannot split a 0-d tensor")
+    normalize_axis(attrs.get("axis", 0), x.ndim)
+    return tuple(types_of(_split, ts, dict(attrs)))  # a symbolic axis splits into dim expressions
+
+
+def _split_checks(ts: Sequence[TensorType], attrs: Mapping[str, Any]) -> list[tuple[Sym, str]]:
+    """An equal split of a symbolic axis: k must divide its size, which only the launch knows."""
+    (x,) = ts
+    sections = attrs.get("sections")
     ax = normalize_axis(attrs.get("axis", 0), x.ndim)[0]
-    if isinstance(x.shape[ax], Sym):
-        raise InferError(f"axis {ax} of shape {fmt_shape(x.shape)} has a size only known at launch; "
-                         "split needs a static size")
-    return tuple(types_of(_split, ts, dict(attrs)))
+    n = x.shape[ax]
+    if not attrs.get("equal", True) or not isinstance(n, Sym) or not isinstance(sections, (int, np.integer)):
+        return []
+    pred = Sym(sym_eq(sym_mod(n.e, int(sections)), 0))
+    return [(pred, f"array split does not result in an equal division: axis {ax} of size {n} into {int(sections)} "
+                   "sections")]
+
+
+register_launch_check("split", _split_checks)
 
 
 def _split_eager(x: Any, *, sections: Any, axis: int = 0, equal: bool = True) -> Any:

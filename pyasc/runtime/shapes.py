@@ -56,6 +56,17 @@ def _where(node: Node) -> str:
     return f" (at {node.loc}: {node.loc.source_line().strip()})" if node.loc is not None else f" (in op {node.op})"
 
 
+def _check_contraction(node: Node, a: TensorType, outs: Sequence[TensorType]) -> None:
+    """A contraction axis that is empty at launch (a slice of a symbolic dim to nothing) gives zeros in numpy;
+    the cube templates need K >= 1 (a static empty matmul is computed at compile time instead)."""
+    if a.ndim == 0:
+        return
+    k_axis = -2 if node.attrs.get("transpose_a") and a.ndim >= 2 else -1
+    if a.shape[k_axis] == 0 and all(t.numel for t in outs):
+        raise ShapeMismatch(f"{node.op} over an empty contraction axis (K = 0 for these inputs) is not supported "
+                            f"on the device{_where(node)}")
+
+
 def _concrete(graph: Graph, in_types: Sequence[TensorType], bindings: Mapping[str, int]) -> list[TensorType]:
     env: dict[Value, TensorType] = {}
     for node in graph.nodes:
@@ -86,6 +97,8 @@ def _concrete(graph: Graph, in_types: Sequence[TensorType], bindings: Mapping[st
                 outs = list(ops.infer(node.op, [env[v] for v in node.inputs], attrs))
             except InferError as e:
                 raise ShapeMismatch(f"{e}{_where(node)}") from None
+        if node.op in ("matmul", "fused_matmul") and node.inputs:
+            _check_contraction(node, env[node.inputs[0]], outs)
         for got, typed in zip(outs, node.outputs):
             for axis, (size, dim) in enumerate(zip(got.shape, typed.shape)):
                 try:
