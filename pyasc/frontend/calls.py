@@ -55,7 +55,7 @@ TENSOR_METHODS = {
     "ravel": "reshape",
     # numpy methods that are registry ops with the tensor as their first operand
     "var": "var", "std": "std", "clip": "clip", "copy": "copy", "swapaxes": "swapaxes", "repeat": "repeat",
-    "dot": "dot",
+    "dot": "dot", "argmax": "argmax", "argmin": "argmin", "take": "take", "cumsum": "cumsum",
 }
 
 #: numpy functions evaluated at compile time (on compile-time arguments only)

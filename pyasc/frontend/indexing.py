@@ -14,12 +14,16 @@ from typing import Any
 from ..errors import InferError
 from ..ir.graph import Value
 from ..ops.shape import normalize_index
+from . import gather
 from .protocol import KernelBuilder
 from .values import describe, is_tensor
 
 
 
 def subscript(b: KernelBuilder, x: Value, index: Any, at: ast.AST) -> Value:
+    gathered = gather.fancy(b, x, index, at)  # `table[ids]`, `x[:, ids]`: a take
+    if gathered is not None:
+        return gathered
     items = index if isinstance(index, tuple) else (index,)
     text = b.text(at)
     for item in items:
