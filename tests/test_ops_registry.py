@@ -28,11 +28,12 @@ Data Const If
 NUMPY_UNARY = "log1p expm1 sinh cosh arctan arcsin arccos log2 exp2".split()
 NUMPY_LAYOUT = {"swapaxes", "moveaxis", "repeat", "tile", "pad"}
 NUMPY_GATHER = {"argmax", "argmin", "take", "cumsum"}
+NUMPY_CREATION = {"arange", "linspace", "eye", "tri"}  # pyasc.<name> only: np.<name> runs at compile time
 NUMPY_PUBLIC = {*NUMPY_UNARY, "logaddexp", "square", "clip", "copy", "var", "std", "full_like", "dot", *NUMPY_LAYOUT,
-                *NUMPY_GATHER}
+                *NUMPY_GATHER, *NUMPY_CREATION, "tril", "triu", "outer"}
 NUMPY_INTERNAL = {"concat", "split"}  # variadic: concatenate/stack/hstack/vstack and split/array_split are sugar
 NUMPY_OPS = NUMPY_PUBLIC | NUMPY_INTERNAL
-NUMPY_OP_TWINS = {**{n: n for n in NUMPY_PUBLIC}, "zeros_like": "full_like", "ones_like": "full_like",
+NUMPY_OP_TWINS = {**{n: n for n in NUMPY_PUBLIC - NUMPY_CREATION}, "zeros_like": "full_like", "ones_like": "full_like",
                   "empty_like": "full_like", "concatenate": "concat", "concat": "concat", "stack": "concat",
                   "hstack": "concat", "vstack": "concat", "split": "split", "array_split": "split"}
 
@@ -55,6 +56,7 @@ EXPECTED_CATEGORY = {
     **{n: Category.INJECTIVE for n in [*NUMPY_LAYOUT, *NUMPY_INTERNAL]},
     "dot": Category.MATMUL,
     "argmax": Category.REDUCE, "argmin": Category.REDUCE, "take": Category.INJECTIVE, "cumsum": Category.INJECTIVE,
+    **{n: Category.ELEMWISE for n in NUMPY_CREATION}, **{n: Category.BROADCAST for n in ("tril", "triu", "outer")},
 }
 EXPENSIVE = set("exp log tanh sqrt rsqrt div sigmoid gelu erf sin cos pow".split()) | set(REDUCTIONS) | COMPOSITES | {
     "matmul", "fused_matmul", "floordiv", "mod", "reciprocal"}  # the last three: division-based, like XLA's
@@ -219,6 +221,7 @@ def _twin_args(np_name, a, b):
         "hstack": (([a, b],), {}), "vstack": (([a, b],), {}), "split": ((a, 2), {"axis": 1}),
         "array_split": ((a, 3), {}), "argmax": ((a,), {"axis": 1}), "argmin": ((a,), {}),
         "take": ((a, np.array([0, 2, -1], np.int32)), {"axis": 1}), "cumsum": ((a, 0), {}),
+        "tril": ((a,), {}), "triu": ((a, 1), {}), "outer": ((a, b), {}),
     }
     if np_name in special:
         return special[np_name]

@@ -59,7 +59,9 @@ TENSOR_METHODS = {
 }
 
 #: numpy functions evaluated at compile time (on compile-time arguments only)
-NUMPY_COMPILE_TIME = ("finfo", "iinfo", "dtype", "prod", "result_type", "promote_types", "can_cast")
+NUMPY_COMPILE_TIME = ("finfo", "iinfo", "dtype", "prod", "result_type", "promote_types", "can_cast",
+                      # constructors of constant arrays (pyasc/ops/constructors.py)
+                      "arange", "linspace", "eye", "identity", "tri")
 
 #: immutable types whose methods are safe to call at compile time
 _IMMUTABLE = (tuple, str, int, float, bool, bytes, np.dtype, np.generic, range)
@@ -129,14 +131,14 @@ def call_value(b: KernelBuilder, callee: Any, args: list[Any], kwargs: dict[str,
     handler = BUILTINS.get(callee) if _hashable(callee) else None
     if handler is not None:
         return handler(b, args, kwargs, at, name)
+    if _numpy_compile_time(callee):  # before inlining: np.tri, np.linspace, ... are Python functions
+        return compile_time_call(b, callee, args, kwargs, at, name)
     inner = getattr(callee, "py_func", None)
     if isinstance(inner, types.FunctionType):
         guards.derive(b.state, callee, "py_func", inner)
         return inline(b, inner, args, kwargs, at, name)
     if isinstance(callee, types.FunctionType):
         return inline(b, callee, args, kwargs, at, name)
-    if _numpy_compile_time(callee):
-        return compile_time_call(b, callee, args, kwargs, at, name)
     if isinstance(callee, (types.BuiltinMethodType, types.MethodWrapperType)) and isinstance(
         getattr(callee, "__self__", None), _IMMUTABLE
     ):

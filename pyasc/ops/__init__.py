@@ -57,5 +57,5 @@ from .registry import (  # noqa: F401
     register_sugar,
 )
 from . import elementwise, reduce, shape, matmul, creation, composite  # noqa: F401,E402  (registers ops)
-from . import elementary, statistics, like, joining, arrange, dot, search, scan  # noqa: F401,E402  (numpy functions as composites)
+from . import elementary, statistics, like, joining, arrange, dot, search, scan, constructors  # noqa: F401,E402  (numpy functions as composites)
 from .shape import IndexPlan, normalize_index  # noqa: F401,E402
