@@ -205,3 +205,15 @@ def test_many_pieces_are_joined_as_a_tree(n, chip, rng, tmp_path):
     # one kernel selecting from n pieces would need more event ids than the chip has: at most FAN_IN per kernel
     xs = [values(rng, "float32", (3, 5)) for _ in range(n)]
     _run(_many_kernel(n, tmp_path), chip, *xs)
+
+
+def one_piece(x):
+    (only,) = np.split(x, 1)
+    return only, np.array_split(x, [9], axis=1)[0]
+
+
+def test_a_split_into_one_piece_is_still_a_sequence(rng):
+    from pyasc import ops  # only here: the registry fact the frontend reads
+
+    assert ops.get("split").returns_sequence and not ops.get("concat").returns_sequence
+    _run(one_piece, "tiny", values(rng, "float32", (3, 5)))

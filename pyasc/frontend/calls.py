@@ -259,7 +259,7 @@ def op_call(b: KernelBuilder, fn: Any, op_name: str, args: Sequence[Any], kwargs
         else:
             inputs.append(as_operand(b, t, partners, op_name, at, label, bool(strong)))
     outs = b.emit(op_name, inputs, attrs, at)
-    return outs[0] if len(outs) == 1 else tuple(outs)
+    return outs[0] if len(outs) == 1 and not op.returns_sequence else tuple(outs)
 
 
 def tensor_method(b: KernelBuilder, m: TensorMethod, args: list[Any], kwargs: dict[str, Any],

@@ -325,7 +325,7 @@ def _split_eager(x: Any, *, sections: Any, axis: int = 0, equal: bool = True) ->
 
 
 register(OpDef("split", Category.INJECTIVE, named("split", _infer_split), _split_eager,
-               decompose=decompose_of(_split),
+               decompose=decompose_of(_split), returns_sequence=True,
                doc="pieces of a tensor along an axis, one output each (internal: split, array_split are its sugar)"))
 
 
