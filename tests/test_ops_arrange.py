@@ -34,7 +34,8 @@ def nd_dot(a, b):
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float16", "int8", "int32"])
-@pytest.mark.parametrize("sa, sb", [((2, 3, 4), (5, 4, 6)), ((4,), (2, 4, 3)), ((2, 2, 4), (4, 3))])
+@pytest.mark.parametrize("sa, sb", [((2, 3, 4), (5, 4, 6)), ((4,), (2, 4, 3)), ((2, 2, 4), (4, 3)), ((3, 4), (4, 1)),
+                                    ((2, 3, 4), (5, 4, 1))])
 def test_nd_dot_is_not_matmul(sa, sb, dtype, rng):
     a, b = values(rng, dtype, sa, "small"), values(rng, dtype, sb, "small")
     got, want = nd_dot(a, b), np.dot(a, b)
