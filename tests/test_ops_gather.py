@@ -106,3 +106,28 @@ def test_bad_arguments_are_located(fn, dynamic, words):
     err = info.value
     assert words in str(err), str(err)
     assert err.lineno == line and err.filename == __file__
+
+
+def progressions(x):
+    return x[[0, 1, 2]], x[:, np.arange(4)[::-1]], x[[3, 1]], x[[-1]]
+
+
+def test_a_compile_time_progression_is_a_slice_not_a_gather(rng):
+    x = values(rng, "float32", (5, 6))
+    k = pyasc.kernel(progressions, chip="tiny")
+    for g, w in zip(k(x), k.py_func(x)):
+        assert g.shape == w.shape
+        assert_close(g, w)
+    assert not {"matmul", "take"} & {n.op for n in k.compile(x).graph.nodes}
+
+
+def _index_out_of_range(x):
+    return x[[0, 7]]  # <- error
+
+
+def test_a_compile_time_index_out_of_range_is_located():
+    lines, start = inspect.getsourcelines(_index_out_of_range)
+    with pytest.raises(pyasc.CompileError) as info:
+        pyasc.kernel(_index_out_of_range, chip="tiny")(np.ones((3, 5), np.float32))
+    assert "index 7 is out of bounds for axis 0 with size 3 in `x[[0, 7]]`" in str(info.value)
+    assert info.value.lineno == start + 1

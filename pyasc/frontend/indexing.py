@@ -21,6 +21,7 @@ from .values import describe, is_tensor
 
 
 def subscript(b: KernelBuilder, x: Value, index: Any, at: ast.AST) -> Value:
+    index = gather.as_basic(b, x, index, at)  # `wpe[[0, 1, 2]]`: the slice 0:3
     gathered = gather.fancy(b, x, index, at)  # `table[ids]`, `x[:, ids]`: a take
     if gathered is not None:
         return gathered
