@@ -127,17 +127,17 @@ def _stack(b: Builder, parts: Sequence[Any], axis: int) -> Any:
         return b.op("expand_dims", parts[0], axis=axis)
     if len(parts) <= FAN_IN:
         return _select_few(b, parts, axis)
-    return _join(b, [b.op("expand_dims", p, axis=axis) for p in parts], axis)
+    return join(b, [b.op("expand_dims", p, axis=axis) for p in parts], axis)
 
 
-def _join(b: Builder, parts: Sequence[Any], ax: int) -> Any:
+def join(b: Builder, parts: Sequence[Any], ax: int) -> Any:
     """Pieces joined along an existing axis `ax`, at most FAN_IN of them per kernel (a tree above that)."""
     sizes = [b.shape(p)[ax] for p in parts]
     keep = [(p, n) for p, n in zip(parts, sizes) if n != 0] or [(parts[0], sizes[0])]
     if len(keep) == 1:
         return keep[0][0]
     if len(keep) > FAN_IN:
-        return _join(b, [_join(b, [p for p, _ in keep[i:i + FAN_IN]], ax) for i in range(0, len(keep), FAN_IN)], ax)
+        return join(b, [join(b, [p for p, _ in keep[i:i + FAN_IN]], ax) for i in range(0, len(keep), FAN_IN)], ax)
     if len(set(n for _, n in keep)) == 1:
         return _merge(b, _select_few(b, [p for p, _ in keep], ax), ax)
     total = sum(n for _, n in keep)
@@ -164,7 +164,7 @@ def _concat(b: Builder, *xs: Any, axis: Any = 0, kind: str = "concatenate") -> l
     parts, ax, new_axis = _prepared(b, [b.cast(x, dt) for x in xs], axis, kind)
     if new_axis:
         return [_stack(b, parts, ax)]
-    return [_join(b, parts, ax)]
+    return [join(b, parts, ax)]
 
 
 def _check_concat(ts: Sequence[TensorType], attrs: Mapping[str, Any]) -> None:
