@@ -246,7 +246,7 @@ def bad_returns_string(x):
 
 
 def bad_method(x):
-    return x.clip(0, 1)  # <- error
+    return x.nonzero()  # <- error
 
 
 def bad_axis(x):
@@ -380,7 +380,7 @@ CASES = [
     (bad_recursion, (f32(4),), ["recursive call to `recursive_helper`"], "recursive_helper(x, n - 1)"),
     (bad_zero_division, (f32(4), 3), ["ZeroDivisionError", "in `n // 0`"], "n // 0"),
     (bad_int_overflow, (np.zeros(4, np.int8),), ["1000 does not fit int8", "-128..127"], "1000"),
-    (bad_tensor_index, (f32(4), I32), ["indexing a tensor with a tensor"], "x[i]"),
+    (bad_tensor_index, (f32(4), f32(2)), ["indexing a tensor with a tensor"], "x[i]"),  # int tensors gather
     (bad_index_range, (f32(3, 4),), ["index 5 is out of bounds for axis 1 with size 4"], "x[:, 5]"),
     (bad_iterate_tensor, (f32(3, 4),), ["iterating over the tensor `x`", "range(x.shape[0])"], "x"),
     (bad_comprehension_over_tensor, (f32(3, 4),), ["iterating over the tensor `x`"], "x"),
@@ -390,7 +390,7 @@ CASES = [
     (bad_assert_tensor, (f32(4),), ["tests a tensor", "compile-time values"], "x > 0"),
     (bad_returns_nothing, (f32(4),), ["returns nothing"], "return"),
     (bad_returns_string, (f32(4),), ["the string 'done'", "a kernel returns tensors"], '"done"'),
-    (bad_method, (f32(4),), ["tensors have no attribute `clip`"], "x.clip"),
+    (bad_method, (f32(4),), ["tensors have no attribute `nonzero`"], "x.nonzero"),
     (bad_axis, (f32(3, 4),), ["axis 5 is out of range for a tensor of rank 2"], "pyasc.sum(x, axis=5)"),
     (bad_float64_cast, (f32(4),), ["float64 is not supported", "float16, float32"], "x.astype(np.float64)"),
     (bad_use_before_assignment, (f32(4),), ["local variable `z` is used before it is assigned"], "z"),

@@ -187,3 +187,39 @@ def test_eager_functions_are_numpys():
     assert [p.shape for p in pyasc.array_split(x, 3, axis=1)] == [(3, 2), (3, 1), (3, 1)]
     with pytest.raises(ValueError, match="need at least one array to concatenate"):
         pyasc.concatenate([])
+
+
+def _many_kernel(n: int, tmp_path):
+    """A kernel joining n distinct inputs (generated: a kernel takes named parameters only)."""
+    import importlib.util  # only here: the generated module
+
+    names = ", ".join(f"a{i}" for i in range(n))
+    src = (f"import numpy as np\n\ndef many({names}):\n    xs = [{names}]\n"
+           "    return (np.concatenate(xs, axis=1), np.stack(xs), np.hstack(xs), np.vstack(xs),\n"
+           "            np.concatenate(xs[:-1] + [xs[-1][:, :2]], axis=1), np.concatenate(xs, axis=None))\n")
+    path = tmp_path / f"many{n}.py"
+    path.write_text(src)
+    spec = importlib.util.spec_from_file_location(f"many{n}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.many
+
+
+@pytest.mark.parametrize("chip", CHIPS)
+@pytest.mark.parametrize("n", [5, 9, 13])
+def test_many_pieces_are_joined_as_a_tree(n, chip, rng, tmp_path):
+    # one kernel selecting from n pieces would need more event ids than the chip has: at most FAN_IN per kernel
+    xs = [values(rng, "float32", (3, 5)) for _ in range(n)]
+    _run(_many_kernel(n, tmp_path), chip, *xs)
+
+
+def one_piece(x):
+    (only,) = np.split(x, 1)
+    return only, np.array_split(x, [9], axis=1)[0]
+
+
+def test_a_split_into_one_piece_is_still_a_sequence(rng):
+    from pyasc import ops  # only here: the registry fact the frontend reads
+
+    assert ops.get("split").returns_sequence and not ops.get("concat").returns_sequence
+    _run(one_piece, "tiny", values(rng, "float32", (3, 5)))

@@ -27,10 +27,13 @@ Data Const If Loop DimValue
 # the numpy ops of issue 11: composites whose eager function is numpy's own (pyasc/ops/numpy_composite.py)
 NUMPY_UNARY = "log1p expm1 sinh cosh arctan arcsin arccos log2 exp2".split()
 NUMPY_LAYOUT = {"swapaxes", "moveaxis", "repeat", "tile", "pad"}
-NUMPY_PUBLIC = {*NUMPY_UNARY, "logaddexp", "square", "clip", "copy", "var", "std", "full_like", "dot", *NUMPY_LAYOUT}
+NUMPY_GATHER = {"argmax", "argmin", "take", "cumsum"}
+NUMPY_CREATION = {"arange", "linspace", "eye", "tri"}  # pyasc.<name> only: np.<name> runs at compile time
+NUMPY_PUBLIC = {*NUMPY_UNARY, "logaddexp", "square", "clip", "copy", "var", "std", "full_like", "dot", *NUMPY_LAYOUT,
+                *NUMPY_GATHER, *NUMPY_CREATION, "tril", "triu", "outer"}
 NUMPY_INTERNAL = {"concat", "split"}  # variadic: concatenate/stack/hstack/vstack and split/array_split are sugar
 NUMPY_OPS = NUMPY_PUBLIC | NUMPY_INTERNAL
-NUMPY_OP_TWINS = {**{n: n for n in NUMPY_PUBLIC}, "zeros_like": "full_like", "ones_like": "full_like",
+NUMPY_OP_TWINS = {**{n: n for n in NUMPY_PUBLIC - NUMPY_CREATION}, "zeros_like": "full_like", "ones_like": "full_like",
                   "empty_like": "full_like", "concatenate": "concat", "concat": "concat", "stack": "concat",
                   "hstack": "concat", "vstack": "concat", "split": "split", "array_split": "split"}
 
@@ -52,10 +55,12 @@ EXPECTED_CATEGORY = {
     **{n: Category.REDUCE for n in ["var", "std"]},
     **{n: Category.INJECTIVE for n in [*NUMPY_LAYOUT, *NUMPY_INTERNAL]},
     "dot": Category.MATMUL,
+    "argmax": Category.REDUCE, "argmin": Category.REDUCE, "take": Category.INJECTIVE, "cumsum": Category.INJECTIVE,
+    **{n: Category.ELEMWISE for n in NUMPY_CREATION}, **{n: Category.BROADCAST for n in ("tril", "triu", "outer")},
 }
 EXPENSIVE = set("exp log tanh sqrt rsqrt div sigmoid gelu erf sin cos pow".split()) | set(REDUCTIONS) | COMPOSITES | {
     "matmul", "fused_matmul", "floordiv", "mod", "reciprocal"}  # the last three: division-based, like XLA's
-EXPENSIVE |= set(NUMPY_UNARY) | {"logaddexp", "var", "std", "dot"}
+EXPENSIVE |= set(NUMPY_UNARY) | {"logaddexp", "var", "std", "dot"} | NUMPY_GATHER
 COMPOSITES |= NUMPY_OPS
 COMMUTATIVE = {"add", "mul", "maximum", "minimum", "eq", "ne", "bitwise_and", "bitwise_or", "bitwise_xor"}
 
@@ -166,12 +171,13 @@ def test_a_reduce_op_without_its_axes_is_rejected_at_registration():
     assert not ops.exists("bogus_reduce")
 
 
-def test_only_wheres_condition_is_outside_promotion():
+def test_only_wheres_condition_and_takes_indices_are_outside_promotion():
     assert ops.get("where").unpromoted == ("condition",)
+    assert ops.get("take").unpromoted == ("indices",)
     for name in ops.names():
         op = ops.get(name)
         assert set(op.unpromoted) <= set(op.tensor_params), name
-        assert name == "where" or not op.unpromoted, name
+        assert name in ("where", "take") or not op.unpromoted, name
 
 
 def test_category_order_follows_tvm():
@@ -214,7 +220,9 @@ def _twin_args(np_name, a, b):
         "tile": ((a, (2, 1)), {}), "pad": ((a, 1), {}), "dot": ((a, b.T), {}),
         "concatenate": (([a, b],), {"axis": 1}), "concat": (([a, b],), {}), "stack": (([a, b],), {}),
         "hstack": (([a, b],), {}), "vstack": (([a, b],), {}), "split": ((a, 2), {"axis": 1}),
-        "array_split": ((a, 3), {}),
+        "array_split": ((a, 3), {}), "argmax": ((a,), {"axis": 1}), "argmin": ((a,), {}),
+        "take": ((a, np.array([0, 2, -1], np.int32)), {"axis": 1}), "cumsum": ((a, 0), {}),
+        "tril": ((a,), {}), "triu": ((a, 1), {}), "outer": ((a, b), {}),
     }
     if np_name in special:
         return special[np_name]

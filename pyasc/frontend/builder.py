@@ -40,6 +40,7 @@ from .tensors import (
 from .values import (
     TensorMethod,
     contains_tensor,
+    is_const_array,
     describe,
     is_tensor,
     normalize_attr,
@@ -637,6 +638,8 @@ class FunctionBuilder:
         if is_tensor(base):
             return self._item(base, index, node)
         if contains_tensor(index):
+            if is_const_array(base) and is_tensor(index):  # `TABLE[ids]` on a compile-time array: a gather
+                return calls.op_call(self, None, "take", [base, index], {"axis": 0}, node, self.text(node))
             raise self.error(f"indexing {describe(base)} with a tensor is not supported in `{self.text(node)}`",
                              node)
         value = fold(self, operator.getitem, (base, index), node)

@@ -59,11 +59,13 @@ TENSOR_METHODS = {
     "ravel": "reshape",
     # numpy methods that are registry ops with the tensor as their first operand
     "var": "var", "std": "std", "clip": "clip", "copy": "copy", "swapaxes": "swapaxes", "repeat": "repeat",
-    "dot": "dot",
+    "dot": "dot", "argmax": "argmax", "argmin": "argmin", "take": "take", "cumsum": "cumsum",
 }
 
 #: numpy functions evaluated at compile time (on compile-time arguments only)
-NUMPY_COMPILE_TIME = ("finfo", "iinfo", "dtype", "prod", "result_type", "promote_types", "can_cast")
+NUMPY_COMPILE_TIME = ("finfo", "iinfo", "dtype", "prod", "result_type", "promote_types", "can_cast",
+                      # constructors of constant arrays (pyasc/ops/constructors.py)
+                      "arange", "linspace", "eye", "identity", "tri")
 
 #: immutable types whose methods are safe to call at compile time
 _IMMUTABLE = (tuple, str, int, float, bool, bytes, np.dtype, np.generic, range)
@@ -133,6 +135,8 @@ def call_value(b: KernelBuilder, callee: Any, args: list[Any], kwargs: dict[str,
     handler = BUILTINS.get(callee) if _hashable(callee) else None
     if handler is not None:
         return handler(b, args, kwargs, at, name)
+    if _numpy_compile_time(callee):  # before inlining: np.tri, np.linspace, ... are Python functions
+        return compile_time_call(b, callee, args, kwargs, at, name)
     inner = getattr(callee, "py_func", None)
     if isinstance(inner, types.FunctionType):
         guards.derive(b.state, callee, "py_func", inner)
@@ -144,8 +148,6 @@ def call_value(b: KernelBuilder, callee: Any, args: list[Any], kwargs: dict[str,
         return inline(b, inner.__func__, [inner.__self__, *args], kwargs, at, name)
     if isinstance(callee, types.FunctionType):
         return inline(b, callee, args, kwargs, at, name)
-    if _numpy_compile_time(callee):
-        return compile_time_call(b, callee, args, kwargs, at, name)
     if isinstance(callee, (types.BuiltinMethodType, types.MethodWrapperType)) and isinstance(
         getattr(callee, "__self__", None), _IMMUTABLE
     ):
@@ -281,7 +283,7 @@ def op_call(b: KernelBuilder, fn: Any, op_name: str, args: Sequence[Any], kwargs
         else:
             inputs.append(as_operand(b, t, partners, op_name, at, label, bool(strong)))
     outs = b.emit(op_name, inputs, attrs, at)
-    return outs[0] if len(outs) == 1 else tuple(outs)
+    return outs[0] if len(outs) == 1 and not op.returns_sequence else tuple(outs)
 
 
 def tensor_method(b: KernelBuilder, m: TensorMethod, args: list[Any], kwargs: dict[str, Any],

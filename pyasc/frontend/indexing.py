@@ -14,6 +14,7 @@ from typing import Any
 from ..errors import InferError
 from ..ir.graph import Value
 from ..ops.shape import normalize_index
+from . import gather
 from .protocol import KernelBuilder
 from .values import describe, is_tensor
 
@@ -26,6 +27,10 @@ def _slice_node(at: ast.AST, i: int, n: int, is_tuple: bool) -> ast.AST:
     return parts[i] if len(parts) == n and isinstance(parts[i], ast.Slice) else at
 
 def subscript(b: KernelBuilder, x: Value, index: Any, at: ast.AST) -> Value:
+    index = gather.as_basic(b, x, index, at)  # `wpe[[0, 1, 2]]`: the slice 0:3
+    gathered = gather.fancy(b, x, index, at)  # `table[ids]`, `x[:, ids]`: a take
+    if gathered is not None:
+        return gathered
     items = index if isinstance(index, tuple) else (index,)
     text = b.text(at)
     for i, item in enumerate(items):

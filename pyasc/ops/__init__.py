@@ -32,6 +32,20 @@ Op names, operands and attributes (attribute defaults in brackets):
 
 Composites (a `decompose`): softmax log_softmax layer_norm rms_norm gelu silu erf.
 
+numpy functions as composites whose eager function is numpy's own (numpy_composite.py):
+  log1p expm1 sinh cosh arctan arcsin arccos log2 exp2 square copy   (x) / (a)   elementary.py
+  logaddexp (x1, x2); clip (a[, a_min][, a_max])                                  elementary.py
+  var std (a) axis [None], ddof [0], keepdims [False]                            statistics.py
+  full_like (a) fill_value, dtype [None]; sugar zeros_like ones_like empty_like   like.py
+  swapaxes (a) axis1, axis2; moveaxis (a) source, destination; repeat (a) repeats, axis [None];
+  tile (A) reps; pad (array) pad_width, mode ["constant"], constant_values [0]   arrange.py
+  dot (a, b)                                                                      dot.py
+  argmax argmin (a) axis [None], keepdims [False]; take (a, indices) axis [None]  search.py
+  cumsum (a) axis [None], dtype [None]                                            scan.py
+  arange linspace eye tri () (numpy's attributes); tril triu (m) k [0]; outer (a, b)   constructors.py
+  concat (internal, variadic) axis, kind; split (internal, one output per piece) sections, axis, equal:
+  sugar concatenate concat stack hstack vstack / split array_split                 joining.py
+
 Facts passes read from each OpDef (see registry.py): structural (Data Const If),
 leaf (Data Const), subgraph_attrs (If), reduce_axes / reduced_axes (REDUCE ops),
 row_composite (softmax log_softmax layer_norm rms_norm), cube_operands and
@@ -58,5 +72,5 @@ from .registry import (  # noqa: F401
     register_sugar,
 )
 from . import elementwise, reduce, shape, matmul, creation, composite, dimvalue, loop, update  # noqa: F401,E402  (registers ops)
-from . import elementary, statistics, like, joining, arrange, dot  # noqa: F401,E402  (numpy functions as composites)
+from . import elementary, statistics, like, joining, arrange, dot, search, scan, constructors  # noqa: F401,E402  (numpy functions as composites)
 from .shape import IndexPlan, normalize_index  # noqa: F401,E402

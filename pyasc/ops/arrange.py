@@ -3,7 +3,8 @@
 - swapaxes / moveaxis are a `transpose` with the permutation numpy computes;
 - repeat(a, repeats, axis) with one count r (an int, or a sequence of one, or of equal counts):
   expand_dims after the axis, broadcast_to r copies, reshape (n, r) -> n*r; axis=None repeats the
-  flattened tensor. Per-element counts that differ are not supported (a CompileError says so);
+  flattened tensor. Per-element counts: each run of equal counts is sliced out, repeated so, and the
+  runs are joined (joining.join); at most MAX_REPEAT_RUNS runs;
 - tile(A, reps): the axes with a count r > 1 get a new size-1 axis before them, broadcast to r,
   and each (r, n) pair is merged by one reshape;
 - pad(array, pad_width, mode="constant", constant_values=c): per padded axis, `place` from
@@ -20,7 +21,7 @@ from ..errors import InferError
 from ..tensor_type import Sym, TensorType
 from .builder import Builder
 from .common import fmt_shape, normalize_axis
-from .joining import place
+from .joining import join, place, slice_axis
 from .numpy_composite import numpy_composite
 from .registry import Category
 
@@ -89,25 +90,47 @@ numpy_composite("moveaxis", _moveaxis, moveaxis, _eager_move, category=Category.
 # ---- repeat ------------------------------------------------------------------------------------
 
 
-def _count(repeats: Any) -> int:
-    """The one repeat count `repeats` stands for (InferError for differing per-element counts)."""
+#: per-element repeat counts are joined as one piece per run of equal counts; at most this many runs
+MAX_REPEAT_RUNS = 64
+
+
+def _counts(repeats: Any) -> list[int]:
+    """The repeat counts: one (an int or a sequence of one) or one per element."""
     if isinstance(repeats, (int, np.integer)) and not isinstance(repeats, bool):
-        r = int(repeats)
+        counts = [int(repeats)]
     elif isinstance(repeats, (tuple, list)) and repeats and all(
             isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in repeats):
-        if len(set(int(v) for v in repeats)) != 1:
-            raise InferError(f"per-element repeats {tuple(repeats)} that differ are not supported; "
-                             "repeat by one count, or concatenate the pieces")
-        r = int(repeats[0])
+        counts = [int(v) for v in repeats]
     else:
-        raise InferError(f"repeats must be a compile-time int, got {repeats!r}")
-    if r < 0:
-        raise InferError(f"repeats may not contain negative values, got {r}")
-    return r
+        raise InferError(f"repeats must be a compile-time int or sequence of ints, got {repeats!r}")
+    if any(r < 0 for r in counts):
+        raise InferError(f"repeats may not contain negative values, got {tuple(counts)}")
+    return counts
+
+
+def _repeat_one(b: Builder, x: Any, ax: int, r: int) -> Any:
+    """Every element of x along `ax` r times in a row: expand, broadcast, merge."""
+    if r == 1:
+        return x
+    shape = b.shape(x)
+    e = b.op("expand_dims", x, axis=ax + 1)
+    bc = b.op("broadcast_to", e, shape=shape[:ax + 1] + (r,) + shape[ax + 1:])
+    return b.op("reshape", bc, shape=shape[:ax] + (shape[ax] * r,) + shape[ax + 1:])
+
+
+def _runs(counts: Sequence[int]) -> list[tuple[int, int, int]]:
+    """(start, stop, count) of each run of equal consecutive counts."""
+    out: list[tuple[int, int, int]] = []
+    for i, r in enumerate(counts):
+        if out and out[-1][2] == r:
+            out[-1] = (out[-1][0], i + 1, r)
+        else:
+            out.append((i, i + 1, r))
+    return out
 
 
 def _repeat(b: Builder, a: Any, *, repeats: Any, axis: Any = None) -> list[Any]:
-    r = _count(repeats)
+    counts = _counts(repeats)
     x = a
     if axis is None:
         x = b.op("reshape", a, shape=(-1,))
@@ -115,13 +138,16 @@ def _repeat(b: Builder, a: Any, *, repeats: Any, axis: Any = None) -> list[Any]:
     if not shape:
         x, shape = b.op("reshape", x, shape=(1,)), (1,)
     ax = _axis1(0 if axis is None else axis, len(shape))
-    if isinstance(repeats, (tuple, list)) and len(repeats) not in (1, shape[ax]):
-        raise InferError(f"operands could not be broadcast together with shape ({shape[ax]},) ({len(repeats)},)")
-    if r == 1:
-        return [x]
-    e = b.op("expand_dims", x, axis=ax + 1)
-    bc = b.op("broadcast_to", e, shape=shape[:ax + 1] + (r,) + shape[ax + 1:])
-    return [b.op("reshape", bc, shape=shape[:ax] + (shape[ax] * r,) + shape[ax + 1:])]
+    if len(counts) not in (1, shape[ax]):
+        raise InferError(f"operands could not be broadcast together with shape ({shape[ax]},) ({len(counts)},)")
+    runs = _runs(counts)
+    if len(runs) == 1:
+        return [_repeat_one(b, x, ax, counts[0])]
+    if len(runs) > MAX_REPEAT_RUNS:
+        raise InferError(f"per-element repeats with {len(runs)} runs of different counts are not supported "
+                         f"(at most {MAX_REPEAT_RUNS})")
+    pieces = [_repeat_one(b, slice_axis(b, x, ax, lo, hi), ax, r) for lo, hi, r in runs if r]
+    return [join(b, pieces, ax) if pieces else slice_axis(b, x, ax, 0, 0)]
 
 
 def repeat(a, repeats, axis=None):  # noqa: ANN001, ANN201 - the public signature

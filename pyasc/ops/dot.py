@@ -6,8 +6,8 @@
 - b N-D (N >= 3): dot(a, b)[i..., j..., m] = sum_k a[i..., k] * b[j..., k, m]: b's contracted axis is
   moved first and the rest flattened, (K, J*M), one matmul, and the result reshaped to
   a.shape[:-1] + b.shape[:-2] + b.shape[-1:].
-Float operands use the cube (matmul). Integer and bool operands multiply and sum on the vector unit
-(exact int32 accumulation, then cast to numpy's result dtype, wrapping like numpy: np.dot keeps the
+Float operands use the cube (matmul). Integer and bool operands multiply and sum (over the last
+axis: a row reduction) on the vector unit (exact int32 accumulation, then cast to numpy's result dtype, wrapping like numpy: np.dot keeps the
 operands' dtype, where pyasc's matmul would widen small integers to int32).
 """
 from __future__ import annotations
@@ -31,7 +31,7 @@ def _flat(dims: Sequence[Any]) -> Any:
 
 
 def _int_product(b: Builder, a: Any, bb: Any, out: str) -> Any:
-    """dot on the vector unit: broadcast multiply over (A, J, K, M), sum over K, in int32."""
+    """dot on the vector unit: broadcast multiply over (A, J, M, K), a row sum over K, in int32."""
     sa, sb = b.shape(a), b.shape(bb)
     acc = "int32"
     x, y = b.cast(a, acc), b.cast(bb, acc)
@@ -41,9 +41,9 @@ def _int_product(b: Builder, a: Any, bb: Any, out: str) -> Any:
         return b.cast(b.op("sum", b.op("mul", x, y), axis=-1), out)
     lead_b, m = sb[:-2], sb[-1]
     y3 = b.op("reshape", y, shape=(_flat(lead_b), k, m))
-    x4 = b.op("reshape", x, shape=(_flat(lead_a) if lead_a else 1, 1, k, 1))
-    prod = b.op("mul", x4, b.op("expand_dims", y3, axis=0))
-    s = b.op("sum", prod, axis=2)
+    yt = b.op("transpose", y3, axes=(0, 2, 1)) if m != 1 else b.op("reshape", y3, shape=(_flat(lead_b), 1, k))
+    x4 = b.op("reshape", x, shape=(_flat(lead_a) if lead_a else 1, 1, 1, k))
+    s = b.op("sum", b.op("mul", x4, b.op("expand_dims", yt, axis=0)), axis=-1)   # (A, J, M)
     final = tuple(lead_a) + tuple(lead_b) + (m,)
     return b.cast(b.op("reshape", s, shape=final), out)
 

@@ -8,9 +8,14 @@ many pieces, or a tuple of split points), `axis`, `equal` (np.split: the pieces 
 Both are composites of ops the chip already runs:
 - split: one `slice` per piece;
 - concat of pieces of equal size n along the axis (and stack): each piece, with a new axis, is
-  chosen by a `where` on a constant mask of the k positions (k - 1 selects into one broadcast),
-  then a `reshape` merges (k, n) into k*n (stack keeps the new axis);
-- concat of unequal sizes: each piece is *placed* into the output's extent (`place`: broadcast over
+  chosen by a `where` on a constant mask of the k positions (k - 1 selects), then a `reshape`
+  merges (k, n) into k*n (stack keeps the new axis);
+- at most FAN_IN pieces per kernel (each is a kernel input, each select a constant mask, and a
+  kernel's loads need event ids): more pieces are joined as a tree of joins, a reshape between
+  levels, each level reading and writing the data once more;
+- concat of unequal sizes whose greatest common divisor g leaves at most FAN_IN blocks: each
+  piece is sliced into blocks of size g, joined as equal pieces (slices of whole leading rows are free);
+- other unequal sizes: each piece is *placed* into the output's extent (`place`: broadcast over
   B = 1 + ceil(before/n) + ceil(after/n) blocks of its own size, kept in one block by a `where`,
   reshaped to B*n and sliced to the output's extent), and `where`s on constant masks of each
   piece's range pick the pieces. This costs about (B*n) elements of work per piece: a dedicated
@@ -20,6 +25,7 @@ be static, except that pieces of one equal (possibly symbolic) size may be joine
 """
 from __future__ import annotations
 
+import math
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -34,6 +40,10 @@ from .common import fmt_shape, named, normalize_axis
 from .registry import Category, OpDef, register, register_sugar
 
 KINDS = ("concatenate", "stack", "hstack", "vstack")
+
+#: pieces one kernel selects from: each is an input of that kernel and each select reads a constant mask,
+#: and a kernel's loads need flags (event ids) within the chip's budget; more pieces are joined as a tree
+FAN_IN = 4
 
 
 # ---- helpers shared with pad (arrange.py) ---------------------------------------------------------
@@ -95,38 +105,52 @@ def _prepared(b: Builder, xs: Sequence[Any], axis: Any, kind: str) -> tuple[list
     return xs, normalize_axis(axis, len(b.shape(xs[0])))[0], False
 
 
-def _stack_equal(b: Builder, xs: Sequence[Any], axis: int) -> Any:
-    """The pieces (one shape) stacked along a new `axis`: where-selects into one broadcast."""
-    shape = b.shape(xs[0])
+def _select_few(b: Builder, xs: Sequence[Any], axis: int) -> Any:
+    """At most FAN_IN pieces of one shape stacked along a new `axis`: where-selects on constant masks."""
     k = len(xs)
-    out_shape = shape[:axis] + (k,) + shape[axis:]
+    ndim = len(b.shape(xs[0])) + 1
     es = [b.op("expand_dims", x, axis=axis) for x in xs]
     # the first select broadcasts the last piece against the first (no broadcast_to of one piece to a shape
     # named by another's symbols: every select reads the pieces whose dims it has)
     out = es[0]
     for i in range(k - 1, 0, -1):
-        out = b.op("where", b.array(axis_mask(len(out_shape), axis, k, i, i + 1)), es[i], out)
+        out = b.op("where", b.array(axis_mask(ndim, axis, k, i, i + 1)), es[i], out)
     return out
 
 
-def _concat(b: Builder, *xs: Any, axis: Any = 0, kind: str = "concatenate") -> list[Any]:
-    dt = b.result_type(*(b.dtype(x) for x in xs))
-    xs_c = [b.cast(x, dt) for x in xs]
-    parts, ax, new_axis = _prepared(b, xs_c, axis, kind)
-    if new_axis:
-        return [parts[0] if len(parts) == 1 else _stack_equal(b, parts, ax)]
+def _merge(b: Builder, x: Any, axis: int) -> Any:
+    """Axes `axis` and `axis + 1` of x as one (a reshape: a fusion boundary, and free on contiguous data)."""
+    shape = b.shape(x)
+    return b.op("reshape", x, shape=shape[:axis] + (shape[axis] * shape[axis + 1],) + shape[axis + 2:])
+
+
+def _stack(b: Builder, parts: Sequence[Any], axis: int) -> Any:
+    """Pieces of one shape stacked along a new `axis` (joined as pieces of size 1 along it)."""
+    if len(parts) == 1:
+        return b.op("expand_dims", parts[0], axis=axis)
+    if len(parts) <= FAN_IN:
+        return _select_few(b, parts, axis)
+    return join(b, [b.op("expand_dims", p, axis=axis) for p in parts], axis)
+
+
+def join(b: Builder, parts: Sequence[Any], ax: int) -> Any:
+    """Pieces joined along an existing axis `ax`, at most FAN_IN of them per kernel (a tree above that)."""
     sizes = [b.shape(p)[ax] for p in parts]
-    if len(set(sizes)) == 1:
-        if len(parts) == 1:
-            return [parts[0]]
-        shape = b.shape(parts[0])
-        stacked = _stack_equal(b, parts, ax)
-        return [b.op("reshape", stacked, shape=shape[:ax] + (sizes[0] * len(parts),) + shape[ax + 1:])]
-    keep = [(p, n) for p, n in zip(parts, sizes) if n != 0]
-    total = sum(sizes)
+    keep = [(p, n) for p, n in zip(parts, sizes) if n != 0] or [(parts[0], sizes[0])]
     if len(keep) == 1:
-        return [keep[0][0]]
-    zero = b.const(0, dt)
+        return keep[0][0]
+    if len(keep) > FAN_IN:
+        return join(b, [join(b, [p for p, _ in keep[i:i + FAN_IN]], ax) for i in range(0, len(keep), FAN_IN)], ax)
+    if len(set(n for _, n in keep)) == 1:
+        return _merge(b, _select_few(b, [p for p, _ in keep], ax), ax)
+    total = sum(n for _, n in keep)
+    g = math.gcd(*(n for _, n in keep))
+    if total // g <= FAN_IN:
+        # cut every piece into blocks of the common size g (slices of whole leading rows are free views)
+        # and select the equal blocks: each input is read once, the output written once
+        return _merge(b, _select_few(b, [slice_axis(b, p, ax, i, i + g) if n != g else p
+                                         for p, n in keep for i in range(0, n, g)], ax), ax)
+    zero = b.const(0, b.dtype(parts[0]))
     ndim = len(b.shape(parts[0]))
     offset, placed = 0, []
     for p, n in keep:
@@ -135,7 +159,15 @@ def _concat(b: Builder, *xs: Any, axis: Any = 0, kind: str = "concatenate") -> l
     out = placed[-1][0]
     for p, lo, n in reversed(placed[:-1]):
         out = b.op("where", b.array(axis_mask(ndim, ax, total, lo, lo + n)), p, out)
-    return [out]
+    return out
+
+
+def _concat(b: Builder, *xs: Any, axis: Any = 0, kind: str = "concatenate") -> list[Any]:
+    dt = b.result_type(*(b.dtype(x) for x in xs))
+    parts, ax, new_axis = _prepared(b, [b.cast(x, dt) for x in xs], axis, kind)
+    if new_axis:
+        return [_stack(b, parts, ax)]
+    return [join(b, parts, ax)]
 
 
 def _check_concat(ts: Sequence[TensorType], attrs: Mapping[str, Any]) -> None:
@@ -334,7 +366,7 @@ def _split_eager(x: Any, *, sections: Any, axis: int = 0, equal: bool = True) ->
 
 
 register(OpDef("split", Category.INJECTIVE, named("split", _infer_split), _split_eager,
-               decompose=decompose_of(_split),
+               decompose=decompose_of(_split), returns_sequence=True,
                doc="pieces of a tensor along an axis, one output each (internal: split, array_split are its sugar)"))
 
 

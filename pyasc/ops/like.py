@@ -20,14 +20,8 @@ from .numpy_composite import numpy_composite
 from .registry import get, register_sugar
 
 
-def _shape_dtype(a: Any) -> tuple[tuple[Any, ...], str]:
-    t = a.type if hasattr(a, "type") else a
-    return tuple(t.shape), t.dtype
-
-
 def _full_like(b: Builder, a: Any, *, fill_value: Any, dtype: Any = None) -> list[Any]:
-    shape, dt = _shape_dtype(a)
-    return [b.op("full", shape=shape, fill_value=fill_value, dtype=dt if dtype is None else dtype)]
+    return [b.op("full", shape=b.shape(a), fill_value=fill_value, dtype=b.dtype(a) if dtype is None else dtype)]
 
 
 def _check(ts: Sequence[TensorType], attrs: Mapping[str, Any]) -> None:

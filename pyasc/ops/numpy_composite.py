@@ -29,7 +29,7 @@ def numpy_composite(name: str, body: Any, api: Callable[..., Any], eager: Callab
                     category: Category = Category.ELEMWISE, tensor_params: tuple[str, ...] = ("x",),
                     optional: tuple[str, ...] = (), numpy_names: tuple[str, ...] = (),
                     check: Check = _no_check, expensive: bool = True,
-                    reduce_axes: ReduceAxesFn | None = None) -> OpDef:
+                    reduce_axes: ReduceAxesFn | None = None, unpromoted: tuple[str, ...] = ()) -> OpDef:
     """Register `name`: eager = `eager(*arrays, **attrs)` (numpy's), decomposition and types = `body`."""
     def infer(ts: Sequence[TensorType], attrs: Mapping[str, Any]) -> tuple[TensorType, ...]:
         if not optional:
@@ -39,4 +39,5 @@ def numpy_composite(name: str, body: Any, api: Callable[..., Any], eager: Callab
 
     return register(OpDef(name, category, named(name, infer), eager, api=api, tensor_params=tensor_params,
                           optional_tensors=optional, expensive=expensive, decompose=decompose_of(body, optional),
-                          numpy_names=numpy_names, doc=api.__doc__ or "", reduce_axes=reduce_axes))
+                          numpy_names=numpy_names, doc=api.__doc__ or "", reduce_axes=reduce_axes,
+                          unpromoted=unpromoted))

@@ -142,6 +142,8 @@ class OpDef:
     #: storage formats accepted on input i (i < len), and on every other input
     operand_formats: tuple[frozenset[str], ...] = ()
     other_formats: frozenset[str] = ND_ONLY
+    #: its public functions return a sequence of tensors (split): a call gives a tuple, even of one piece
+    returns_sequence: bool = False
 
     @property
     def public_name(self) -> str:

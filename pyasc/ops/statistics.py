@@ -26,17 +26,12 @@ from .reduce import axis_arg, reduce_axes
 from .registry import Category
 
 
-def _shape(x: Any) -> tuple[Any, ...]:
-    """A graph Value's or a TensorType's shape (bodies of these ops run on graphs and types only)."""
-    return tuple(x.type.shape if hasattr(x, "type") else x.shape)
-
-
 def _var_of(b: Builder, a: Any, axis: Any, ddof: Any, keepdims: bool) -> tuple[Any, str]:
     """(variance in the compute dtype, result dtype)."""
     dt = b.dtype(a)
     out = dt if dt in FLOATS else "float32"
     xc = b.cast(a, "float32" if out == "float16" else out)
-    shape = _shape(a)
+    shape = b.shape(a)
     axes = normalize_axis(axis_arg(axis), len(shape))
     ax = axes if shape else None
     m = b.op("mean", xc, axis=ax, keepdims=True)

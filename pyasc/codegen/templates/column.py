@@ -27,7 +27,7 @@ from ..domain import Domain, InputLayout, UnsupportedDomain, column_domain, dims
 from ..kernel_graph import KernelGraph
 from ..schedule import BLOCKS, CORE, Buffer, GmParam, GmRef, Let, Loop, Ref, Stmt, TileOp, TileSchedule, When
 from ..ub_alloc import Assignment, assign
-from ..vector_ops import Geometry, InputUse, Space, VOp, build_vector_plan
+from ..vector_ops import Geometry, InputUse, Space, VOp, build_vector_plan, is_input_view
 from .multipass import _COMBINE, _identity
 from .placement import decompose, translate_vop
 from .vector_kernel import in_param, out_param
@@ -77,7 +77,7 @@ def analyze(name: str, kg: KernelGraph, shape: Any, reduced: tuple[int, ...]) ->
         t = v.type
         if v.node.op in ("Data", "Const") and t.numel == 1 and t.is_static:
             return Space.SCALAR
-        if v.node.op == "Data":
+        if v.node.op == "Data" or is_input_view(v):  # an expand_dims of an input is read like the input
             cls = input_layout(domain, dims(t.shape)).cls
             return {"full": Space.FULL, "rowvec": Space.FULL, "col": Space.ROW, "scalar": Space.SCALAR}[cls]
         return Space.ROW if v.node.op in ("sum", "max", "min", "mean") else Space.FULL

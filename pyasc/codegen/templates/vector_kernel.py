@@ -9,7 +9,7 @@ from typing import Any, Sequence
 
 from simulator import isa
 
-from ... import symbolic as sy
+from ... import ops, symbolic as sy
 from ...ir import Value
 from ...symbolic import IntLike
 from ..domain import (Domain, InputLayout, UnsupportedDomain, dims, input_layout, make_domain, pointwise_domain,
@@ -65,6 +65,16 @@ class VectorTiling:
 # ---- analysis --------------------------------------------------------------------------------
 
 
+def _downstream_of_reductions(kg: KernelGraph) -> set[Value]:
+    """Values a reduction of the kernel computes, and every value computed from one (their shapes are
+    the reduced shape: one value per row), as opposed to values the reduction reads."""
+    out: set[Value] = set()
+    for n in kg.graph.nodes:  # topological order
+        if (ops.exists(n.op) and ops.get(n.op).is_reduction) or any(v in out for v in n.inputs):
+            out.update(n.values)
+    return out
+
+
 def analyze(name: str, kg: KernelGraph, reduce_rows: Sequence[Any] | None, k: int, mode: str) -> VectorKernel:
     """`reduce_rows`: the row reduction's input shape (None for a pointwise kernel); k: axes it reduces;
     mode: "rows" or "chunks" (a row broadcast over all rows is resident only in rows mode)."""
@@ -82,6 +92,8 @@ def analyze(name: str, kg: KernelGraph, reduce_rows: Sequence[Any] | None, k: in
         domain = make_domain(shape, len(shape) - k, full_inputs)
         reduces = True
 
+    reduced = _downstream_of_reductions(kg)
+
     def space_of(v: Value) -> Space:
         t = v.type
         if v.node.op in ("Data", "Const") and t.numel == 1 and t.is_static:
@@ -95,6 +107,10 @@ def analyze(name: str, kg: KernelGraph, reduce_rows: Sequence[Any] | None, k: in
         if not reduces:
             return Space.FULL
         k_row = len(domain.shape) - domain.lead
+        if v not in reduced and len(shp) < len(domain.shape):
+            # before the reduction a value broadcasts against the domain as numpy aligns it, by its trailing
+            # dims: a (C,) value is a row over every row, not one value per row
+            shp = (1,) * (len(domain.shape) - len(shp)) + tuple(shp)
         row_part = shp[len(shp) - k_row:] if len(shp) >= len(domain.shape) else ()
         full_row = tuple(domain.shape[domain.lead:])
         full = len(row_part) == len(full_row) and all(same_dim(a, b) for a, b in zip(row_part, full_row))
