@@ -131,3 +131,20 @@ def test_a_compile_time_index_out_of_range_is_located():
         pyasc.kernel(_index_out_of_range, chip="tiny")(np.ones((3, 5), np.float32))
     assert "index 7 is out of bounds for axis 0 with size 3 in `x[[0, 7]]`" in str(info.value)
     assert info.value.lineno == start + 1
+
+
+PICKS = np.array([[1, -1], [0, 3]])
+
+
+def static_picks(x):
+    return x[[2, 0, 2]], np.take(x, PICKS, axis=1)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int8", "bool"])
+def test_compile_time_indices_are_slices_not_a_product(dtype, rng):
+    x = values(rng, dtype, (4, 5))
+    k = pyasc.kernel(static_picks, chip="tiny")
+    for g, w in zip(k(x), k.py_func(x)):
+        assert g.shape == w.shape and g.dtype == w.dtype
+        assert_close(g, w)
+    assert not {"matmul", "sum"} & {n.op for n in k.compile(x).graph.nodes}

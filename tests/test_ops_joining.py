@@ -88,7 +88,8 @@ def test_attention_heads(chip, rng):
 
 @pyasc.kernel(chip="tiny", dynamic=True)
 def dyn_join(x, y):
-    return np.concatenate([x, x * 2.0], axis=-1), np.stack([x, y]), np.vstack([x, x + 1.0])
+    return (np.concatenate([x, x * 2.0], axis=-1), np.stack([x, y]), np.vstack([x, x + 1.0]),
+            np.stack([x, y], axis=-1))
 
 
 def test_equal_symbolic_sizes_join(rng):

@@ -60,7 +60,8 @@ def spellings(x, w):
     v = np.var(x, axis=-1, keepdims=True)
     s = x.std(axis=0, ddof=1)
     total = x.var() + pyasc.std(x) + np.std(x, 1).sum()
-    c = np.clip(x, -1.0, 1.0) + x.clip(0.0) + x.clip(None, w) + np.square(x) + x.copy()
+    c = np.clip(x, -1.0, 1.0) + x.clip(0.0) + x.clip(None, w) + np.square(x) + x.copy() + x.clip(min=-0.5)
+    c = c + np.clip(x, max=w) + pyasc.clip(x, a_max=0.25, min=-0.25)  # numpy 2.1 / ndarray.clip spell min=, max=
     z = np.zeros_like(x) + np.ones_like(x, dtype=np.float32) + pyasc.full_like(x, 2.0)  # (np.empty_like: unspecified in numpy)
     return v, s, total, c, z
 
@@ -124,6 +125,10 @@ def _clip_nothing(x):
     return np.clip(x, None, None)  # <- error
 
 
+def _clip_twice(x):
+    return np.clip(x, 0.0, 1.0, min=0.5)  # <- error
+
+
 def _var_bad_axis(x):
     return x.std(axis=2)  # <- error
 
@@ -137,6 +142,7 @@ def _ddof_symbolic(x):
                             "shape (3, 4)", False),
     (_clip_nothing, (3, 4), "clip: at least one of a_min and a_max must be given in `np.clip(x, None, None)`", False),
     (_var_bad_axis, (3, 4), "std: axis 2 is out of range for a tensor of rank 2", False),
+    (_clip_twice, (3, 4), "clip: pass a_min or min, not both", False),
     (_ddof_symbolic, (3, 4), "var: ddof=1 needs the reduced size, but axis (0,) of shape", True),
 ])
 def test_bad_arguments_are_located(fn, shape, words, dynamic):

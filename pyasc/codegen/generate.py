@@ -245,7 +245,7 @@ class _Generator:
         except UnsupportedDomain as e:
             raise _unsupported(kg, label, str(e)) from None
         cands = column.tilings(ck, self.chip, self.options.buffer_num, self.options.cores or self.chip.aiv_cores)
-        scoring, nominal = scoring_dims(sorted({s for d in ck.domain.shape for s in _syms(d)}))
+        scoring, nominal = scoring_dims(sorted({s for d in ck.domain.shape for s in _syms(d)} | _input_syms(kg)))
         try:
             chosen = choose(cands, lambda t: column.schedule(ck, t, self.chip), self.chip, scoring,
                             self.options.sync, nominal)
@@ -359,9 +359,8 @@ class _Generator:
             candidates += tiler(vk, self.chip, self.options.buffer_num, cores)
         if not candidates:
             raise _unsupported(kg, label, "; ".join(errors) or "no tile of this kernel fits the chip's UB")
-        syms = {s for vk in analyses.values() for d in vk.domain.shape for s in _syms(d)}
         # an operand's own names too: a stride may use one the domain spells differently (broadcast names)
-        syms |= {s for v in (*kg.inputs, *kg.outputs) for d in dims(v.type.shape) for s in _syms(d)}
+        syms = {s for vk in analyses.values() for d in vk.domain.shape for s in _syms(d)} | _input_syms(kg)
         scoring, nominal = scoring_dims(sorted(syms))
         try:
             chosen = choose(candidates, lambda t: _SCHEDULES[t.mode](analyses[t.mode], t, self.chip), self.chip,
@@ -390,6 +389,13 @@ def dims_static(v: Value) -> tuple[int, ...]:
 
 def _syms(d: Any) -> set[str]:
     return set(sy.free_symbols(d))
+
+
+def _input_syms(kg: KernelGraph) -> set[str]:
+    """Symbols of the kernel's input dims: an input broadcast into the domain may name its dims by other
+    symbols than the domain's (they are checked equal at launch), and its strides are fields scoring evaluates."""
+    ins = {s for n in kg.graph.nodes if n.op == "Data" for d in dims(n.outputs[0].shape) for s in _syms(d)}
+    return ins | {s for v in kg.outputs for d in dims(v.type.shape) for s in _syms(d)}
 
 
 _SCHEDULES = {"rows": vector.schedule, "chunks": vector.schedule, "multipass": multipass.schedule}

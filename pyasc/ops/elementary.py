@@ -195,7 +195,9 @@ def _square(b: Builder, x: Any) -> list[Any]:
     return [b.op("mul", xc, xc)]
 
 
-def _clip(b: Builder, a: Any, a_min: Any = None, a_max: Any = None) -> list[Any]:
+def _clip(b: Builder, a: Any, a_min: Any = None, a_max: Any = None, min: Any = None, max: Any = None) -> list[Any]:  # noqa: A002
+    a_min = a_min if a_min is not None else min  # numpy 2.1's (and the method's) spelling: min=, max=
+    a_max = a_max if a_max is not None else max
     y = a
     if a_min is not None:
         y = b.op("maximum", y, a_min)
@@ -266,8 +268,14 @@ def square(x):  # noqa: ANN001, ANN201
     return np.square(x)
 
 
-def clip(a, a_min=None, a_max=None):  # noqa: ANN001, ANN201
-    """minimum(maximum(a, a_min), a_max); a bound may be None (no bound on that side), a scalar or a tensor."""
+def clip(a, a_min=None, a_max=None, *, min=None, max=None):  # noqa: ANN001, ANN201, A002
+    """minimum(maximum(a, a_min), a_max); a bound may be None (no bound on that side), a scalar or a tensor.
+    `min=` / `max=` are numpy 2.1's (and `ndarray.clip`'s) names for the same bounds."""
+    for old_name, new_name, x, y in (("a_min", "min", a_min, min), ("a_max", "max", a_max, max)):
+        if x is not None and y is not None:
+            raise ValueError(f"clip: pass {old_name} or {new_name}, not both")
+    a_min = a_min if a_min is not None else min
+    a_max = a_max if a_max is not None else max
     if a_min is None and a_max is None:
         raise ValueError("clip: at least one of a_min and a_max must be given")
     return np.clip(a, a_min, a_max)
@@ -278,15 +286,20 @@ def copy(a):  # noqa: ANN001, ANN201
     return np.array(a, copy=True)
 
 
-def _clip_eager(a: Any, *bounds: Any, has_a_min: bool = True, has_a_max: bool = True) -> Any:
+_CLIP_BOUNDS = ("a_min", "a_max", "min", "max")
+
+
+def _clip_eager(a: Any, *bounds: Any, **has: bool) -> Any:
     rest = list(bounds)
-    lo = rest.pop(0) if has_a_min else None
-    hi = rest.pop(0) if has_a_max else None
-    return clip(a, lo, hi)
+    given = {n: rest.pop(0) if has.get(f"has_{n}", False) else None for n in _CLIP_BOUNDS}
+    return clip(a, given["a_min"], given["a_max"], min=given["min"], max=given["max"])
 
 
 def _check_clip(ts: Sequence[TensorType], attrs: Mapping[str, Any]) -> None:
-    if not (attrs.get("has_a_min", False) or attrs.get("has_a_max", False)):
+    for old_name, new_name in (("a_min", "min"), ("a_max", "max")):
+        if attrs.get(f"has_{old_name}", False) and attrs.get(f"has_{new_name}", False):
+            raise InferError(f"pass {old_name} or {new_name}, not both")
+    if not any(attrs.get(f"has_{n}", False) for n in _CLIP_BOUNDS):
         raise InferError("at least one of a_min and a_max must be given")
 
 
@@ -300,6 +313,6 @@ for _name, _body, _api, _np in (
 numpy_composite("logaddexp", _logaddexp, logaddexp, np.logaddexp, category=Category.BROADCAST,
                 tensor_params=("x1", "x2"), numpy_names=("logaddexp",))
 numpy_composite("square", _square, square, np.square, numpy_names=("square",), expensive=False)
-numpy_composite("clip", _clip, clip, _clip_eager, category=Category.BROADCAST, tensor_params=("a", "a_min", "a_max"),
-                optional=("a_min", "a_max"), numpy_names=("clip",), check=_check_clip, expensive=False)
+numpy_composite("clip", _clip, clip, _clip_eager, category=Category.BROADCAST, tensor_params=("a", *_CLIP_BOUNDS),
+                optional=_CLIP_BOUNDS, numpy_names=("clip",), check=_check_clip, expensive=False)
 numpy_composite("copy", _copy, copy, copy, tensor_params=("a",), numpy_names=("copy",), expensive=False)

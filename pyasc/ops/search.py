@@ -15,7 +15,8 @@ product: onehot[i, j] = (indices[i] == j) over the n rows of the axis,
   for +inf / -inf / NaN in the same matmul and restoring them; a -0.0 entry comes back as +0.0;
 - integer and bool tables: where(onehot, table, 0) summed over the rows (exact; vector unit).
 The work is (number of indices) x n x (row size): fine for embedding lookups of a few positions,
-not a substitute for a DMA gather over a large table.
+not a substitute for a DMA gather over a large table. Indices that are a compile-time constant (up to
+STATIC_TAKE_MAX of them, in range) are gathered as one slice per index instead, joined (joining.join).
 """
 from __future__ import annotations
 
@@ -30,8 +31,13 @@ from ..tensor_type import Sym, TensorType
 from .builder import Builder
 from .common import FLOATS, INTS, attr_bool, fmt_shape, normalize_axis
 from .numpy_composite import numpy_composite
+from .joining import join, slice_axis
 from .reduce import reduce_axes
 from .registry import Category
+
+
+#: indices known at compile time, at most this many, are gathered as slices (each a row copy) instead
+STATIC_TAKE_MAX = 16
 
 
 def _iota(b: Builder, ndim: int, axis: int, n: int) -> Any:
@@ -116,6 +122,13 @@ def _take(b: Builder, a: Any, indices: Any, *, axis: Any = None) -> list[Any]:
     ids = b.op("reshape", b.cast(indices, "int32"), shape=(_prod(ishape) if ishape else 1, 1))
     ids = b.op("where", b.op("lt", ids, b.const(0, "int32")), b.op("add", ids, b.const(n, "int32")), ids)
     rest = tuple(xs[:ax]) + tuple(xs[ax + 1:])
+    known = _constant_indices(indices)
+    if known is not None and 0 < known.size <= STATIC_TAKE_MAX and isinstance(n, int) and \
+            ((-n <= known) & (known < n)).all():
+        # indices known at compile time: one slice per index, joined (no one-hot product over the table)
+        rows = [slice_axis(b, x, ax, int(i) % n, int(i) % n + 1) for i in known.reshape(-1)]
+        picked = join(b, rows, ax)
+        return [b.op("reshape", picked, shape=tuple(xs[:ax]) + tuple(ishape) + tuple(xs[ax + 1:]))]
     table = b.op("transpose", x, axes=(ax,) + tuple(i for i in range(len(xs)) if i != ax)) if ax else x
     table = b.op("reshape", table, shape=(n, _prod(rest) if rest else 1))
     hit = b.op("eq", ids, _iota(b, 2, 1, n))                                  # (I, n)
@@ -133,6 +146,14 @@ def _take(b: Builder, a: Any, indices: Any, *, axis: Any = None) -> list[Any]:
         perm = tuple(range(k, k + ax)) + tuple(range(k)) + tuple(range(k + ax, k + len(rest)))
         out = b.op("transpose", out, axes=perm)
     return [out]
+
+
+def _constant_indices(indices: Any) -> np.ndarray | None:
+    """The indices' values when they are a graph constant (a Const node's value; types and arrays: None)."""
+    node = getattr(indices, "node", None)  # a graph Value (GraphBuilder); TypeBuilder passes TensorTypes
+    if node is not None and node.op == "Const":
+        return np.asarray(node.attrs["value"])
+    return None
 
 
 def _float_gather(b: Builder, hit: Any, table: Any, dt: str) -> Any:
