@@ -31,11 +31,18 @@ class Cost:
     busy: dict[str, float] = field(default_factory=dict)   # pipe -> cycles
     span: float = 0.0                                      # critical path in cycles
     gm_bytes: float = 0.0
+    gm_write_bytes: float = 0.0
+    # single-slot buffer -> (cycles of the ops touching it, their pipes): work that one buffer serialises
+    chain: dict[str, tuple[float, frozenset]] = field(default_factory=dict)
 
     def add(self, other: "Cost", times: float = 1.0) -> None:
         for p, c in other.busy.items():
             self.busy[p] = self.busy.get(p, 0.0) + c * times
+        for b, (c, pipes) in other.chain.items():
+            mine, seen = self.chain.get(b, (0.0, frozenset()))
+            self.chain[b] = (mine + c * times, seen | pipes)
         self.gm_bytes += other.gm_bytes * times
+        self.gm_write_bytes += other.gm_write_bytes * times
 
 
 @dataclass
@@ -86,8 +93,8 @@ def _ev(v: Any, env: Mapping[str, int]) -> int:
 
 
 def _dma_cycles(op: TileOp, env: Mapping[str, int], chip: Any, blocks: int,
-                spaces: Mapping[str, str]) -> tuple[float, float]:
-    """(cycles, GM bytes) of a data move on its pipe."""
+                spaces: Mapping[str, str], miss: float = 1.0) -> tuple[float, float]:
+    """(cycles, GM bytes) of a data move on its pipe; `miss` is the fraction of GM reads that miss in L2."""
     a = op.args
     if op.instr == "copy":
         size = isa.itemsize(a["dtype"])
@@ -95,20 +102,24 @@ def _dma_cycles(op: TileOp, env: Mapping[str, int], chip: Any, blocks: int,
         src, dst = a["src"], a["dst"]
         if isinstance(src, GmRef):
             path = chip.gm_to_ub if spaces[dst.buffer] == "UB" else chip.gm_to_l1
-            gm, stride = src, a.get("src_stride")
+            gm, stride, m = src, a.get("src_stride"), miss
         else:
-            path, gm, stride = chip.ub_to_gm, dst, a.get("dst_stride")
+            path, gm, stride, m = chip.ub_to_gm, dst, a.get("dst_stride"), 1.0
         rows = _ev(a["nburst"], env)
         row_bytes = _ev(stride if stride is not None else a["burst"], env) * size
-        return _gm_move(path, nbytes, gm, env, chip, blocks, rows, row_bytes), nbytes
+        return _gm_move(path, nbytes, gm, env, chip, blocks, rows, row_bytes, m), nbytes
     if op.instr == "copy_nd2nz":
         nbytes = _ev(a["rows"], env) * _ev(a["cols"], env) * isa.itemsize(a["dtype"])
-        return _gm_move(chip.gm_to_l1, nbytes, a["src"], env, chip, blocks), nbytes
+        return _gm_move(chip.gm_to_l1, nbytes, a["src"], env, chip, blocks, miss=miss), nbytes
     if op.instr == "fixpipe":
         nbytes = _ev(a["m"], env) * _ev(a["n"], env) * isa.itemsize(a["dst_dtype"])
         return _gm_move(chip.l0c_to_gm, nbytes, a["dst"], env, chip, blocks), nbytes
     if op.instr == "load_l0":
         nbytes = _ev(a["rows"], env) * _ev(a["cols"], env) * isa.itemsize(a["dtype"])
+        path = chip.l1_to_l0a if spaces[a["dst"].buffer] == "L0A" else chip.l1_to_l0b
+        return path.cycles(nbytes), 0.0
+    if op.instr == "load_l0_2d":
+        nbytes = _ev(a["repeat"], env) * chip.cube_block * chip.fractal_row_bytes
         path = chip.l1_to_l0a if spaces[a["dst"].buffer] == "L0A" else chip.l1_to_l0b
         return path.cycles(nbytes), 0.0
     if op.instr == "load_bias":
@@ -117,10 +128,14 @@ def _dma_cycles(op: TileOp, env: Mapping[str, int], chip: Any, blocks: int,
 
 
 def _gm_move(path: Any, nbytes: float, gm: GmRef, env: Mapping[str, int], chip: Any, blocks: int,
-             rows: int = 1, row_bytes: int = 0) -> float:
+             rows: int = 1, row_bytes: int = 0, miss: float = 1.0) -> float:
     """Cycles of a GM transfer of `rows` rows `row_bytes` apart: full bandwidth only when every row starts
-    on the chip's peak-bandwidth boundary (the simulator's rule)."""
-    bw = min(path.bytes_per_cycle, chip.gm_bytes_per_cycle / max(1, blocks))
+    on the chip's peak-bandwidth boundary (the simulator's rule). Every byte passes the L2, whose bandwidth
+    the cores share; the `miss` fraction (all of a store: the L2 writes through) also shares HBM's."""
+    share = max(1, blocks)
+    bw = min(path.bytes_per_cycle, chip.l2_bytes_per_cycle / share)
+    if miss > 0:
+        bw = min(bw, chip.gm_bytes_per_cycle / (share * miss))
     try:
         aligned = _ev(gm.offset, env) % chip.gm_peak_align == 0
     except sy.UnboundSymbolError:
@@ -143,10 +158,12 @@ def _mmad_cycles(op: TileOp, env: Mapping[str, int], chip: Any) -> float:
 
 
 class _Walker:
-    def __init__(self, schedule: TileSchedule, chip: Any, blocks: int):
+    def __init__(self, schedule: TileSchedule, chip: Any, blocks: int, miss: float = 1.0):
         self.chip = chip
         self.blocks = blocks
+        self.miss = miss
         self.spaces = {b.name: b.space for b in schedule.buffers}
+        self.single = {b.name for b in schedule.buffers if b.slots == 1}
 
     def block(self, stmts: Sequence[Stmt], env: dict[str, int], pipelined: bool) -> Cost:
         total = Cost()
@@ -172,10 +189,14 @@ class _Walker:
             elif s.pipe == "M":
                 cyc = _mmad_cycles(s, env, self.chip)
             else:
-                cyc, nbytes = _dma_cycles(s, env, self.chip, self.blocks, self.spaces)
+                cyc, nbytes = _dma_cycles(s, env, self.chip, self.blocks, self.spaces, self.miss)
                 c.gm_bytes = nbytes if s.instr in ("copy", "copy_nd2nz", "fixpipe") else 0.0
+                if s.instr == "fixpipe" or (s.instr == "copy" and isinstance(s.args["dst"], GmRef)):
+                    c.gm_write_bytes = nbytes
             c.busy[s.pipe] = cyc
             c.span = cyc
+            for name in {r.buffer for r in (*s.reads, *s.writes)} & self.single:
+                c.chain[name] = (cyc, frozenset((s.pipe,)))
             return c
         if isinstance(s, When):
             if _ev(s.cond, env) == 0:
@@ -197,9 +218,21 @@ class _Walker:
         if pipelined:
             bottleneck = max(first.busy.values(), default=0.0)
             out.span = (n - 1) * bottleneck + last.span
+        elif _inner_pipeline(lp):
+            # the inner loops' buffers rotate across this loop's iterations too (their flags are set
+            # around it), so iterations overlap except where a single-slot buffer passes between pipes
+            # (one L0C: the next block's mmads wait for this block's FixPipe)
+            period = max([max(first.busy.values(), default=0.0)]
+                         + [c for c, pipes in first.chain.values() if len(pipes) > 1])
+            out.span = min((n - 1) * first.span, (n - 1) * period) + last.span
         else:
             out.span = (n - 1) * first.span + last.span
         return out
+
+
+def _inner_pipeline(lp: Loop) -> bool:
+    """Whether a loop directly inside this one's body rotates its buffers."""
+    return any(isinstance(s, Loop) and _rotates(s) for s in lp.body)
 
 
 def _rotates(lp: Loop) -> bool:
@@ -219,9 +252,17 @@ def estimate(schedule: TileSchedule, dims: Mapping[str, int], chip: Any) -> Esti
     if blocks <= 0:
         return Estimate(0.0, 0.0, 0.0, 0, {})
     env = {**fields, CORE: 0, BLOCKS: blocks}
-    walker = _Walker(schedule, chip, blocks)
-    c = walker.block(schedule.body, env, False)
+    c = _Walker(schedule, chip, blocks).block(schedule.body, env, False)
     gm_total = c.gm_bytes * blocks
-    gm_span = gm_total / chip.gm_bytes_per_cycle
+    hbm_total = gm_total
+    if schedule.hbm_reads is not None:
+        # reads that hit in L2 cost no HBM bandwidth: walk again with the template's miss fraction
+        reads = (c.gm_bytes - c.gm_write_bytes) * blocks
+        hbm = schedule.hbm_reads(fields, blocks)
+        if reads > 0 and hbm == hbm:  # nan: the template could not tell
+            miss = min(1.0, hbm / reads)
+            c = _Walker(schedule, chip, blocks, miss).block(schedule.body, env, False)
+            hbm_total = min(hbm, reads) + c.gm_write_bytes * blocks
+    gm_span = max(hbm_total / chip.gm_bytes_per_cycle, gm_total / chip.l2_bytes_per_cycle)
     cycles = max(c.span, gm_span) + chip.launch_startup_cycles + chip.launch_core_cycles * blocks
     return Estimate(cycles, c.span, gm_total, blocks, c.busy)
