@@ -32,6 +32,7 @@ class Cost:
     span: float = 0.0                                      # critical path in cycles
     gm_bytes: float = 0.0
     gm_write_bytes: float = 0.0
+    steady: float = 0.0    # the loops' steady-state time (iterations x period), without fill and drain
     # single-slot buffer -> (cycles of the ops touching it, their pipes): work that one buffer serialises
     chain: dict[str, tuple[float, frozenset]] = field(default_factory=dict)
 
@@ -43,6 +44,7 @@ class Cost:
             self.chain[b] = (mine + c * times, seen | pipes)
         self.gm_bytes += other.gm_bytes * times
         self.gm_write_bytes += other.gm_write_bytes * times
+        self.steady += other.steady * times
 
 
 @dataclass
@@ -164,6 +166,7 @@ class _Walker:
         self.miss = miss
         self.spaces = {b.name: b.space for b in schedule.buffers}
         self.single = {b.name for b in schedule.buffers if b.slots == 1}
+        self.slots = {b.name: b.slots for b in schedule.buffers}
 
     def block(self, stmts: Sequence[Stmt], env: dict[str, int], pipelined: bool) -> Cost:
         total = Cost()
@@ -204,6 +207,55 @@ class _Walker:
             return self.block(s.body, env, False)
         return self.loop(s, env)
 
+    def _hold(self, lp: Loop, env: dict[str, int]) -> float:
+        """A bound on a rotating loop's period from how long an iteration holds a slot: from the statement
+        that first touches a rotating buffer to the one that last does (an inner loop that reads an L1
+        chunk step by step holds it for its whole span), over the slots; at most `slots` iterations are
+        in flight on that buffer."""
+        env = dict(env)
+        spans: list[tuple[float, set[str]]] = []
+        for s in lp.body:
+            if isinstance(s, Let):
+                env[s.var] = _ev(s.value, env)
+                continue
+            spans.append((self.stmt(s, env).span, _buffers_of(s)))
+        # the scalar unit issues in program order into bounded queues: when the inner loops queue more
+        # than a queue's depth on one pipe, the next iteration's first moves are issued only once that pipe
+        # has started all but `depth` of them, that much later
+        queued = self._queued(lp.body, dict(env))
+        inner = sum(c for (c, _), s in zip(spans, [x for x in lp.body if not isinstance(x, Let)])
+                    if isinstance(s, Loop))
+        most = max(queued.values(), default=0)
+        late = inner * max(0, most - self.chip.pipe_queue_depth) / most if most else 0.0
+        bound = 0.0
+        for name, slots in self.slots.items():
+            if slots < 2:
+                continue
+            idx = [i for i, (_, bufs) in enumerate(spans) if name in bufs]
+            if idx:
+                bound = max(bound, (sum(c for c, _ in spans[idx[0]:idx[-1] + 1]) + late) / slots)
+        return bound
+
+    def _queued(self, stmts: Sequence[Stmt], env: dict[str, int]) -> dict[str, int]:
+        """Instructions the inner loops of a block queue per pipe: each op, and a wait and a set per
+        iteration of a loop whose body hands data between pipes (the flags around its ops)."""
+        out: dict[str, int] = {}
+        for s in stmts:
+            if isinstance(s, Let):
+                env[s.var] = _ev(s.value, env)
+            elif isinstance(s, Loop):
+                start, stop, step = (_ev(x, env) for x in (s.start, s.stop, s.step))
+                n = max(0, -(-(stop - start) // step))
+                body = self._queued(s.body, {**env, s.var: start}) if n else {}
+                direct = {x.pipe for x in s.body if isinstance(x, TileOp)}
+                if len(direct) > 1:  # pipes handing data to each other in the body: a wait and a set each
+                    body = {p: c + (2 if p in direct else 0) for p, c in body.items()}
+                for p, c in body.items():
+                    out[p] = out.get(p, 0) + c * n
+            elif isinstance(s, TileOp):
+                out[s.pipe] = out.get(s.pipe, 0) + 1
+        return out
+
     def loop(self, lp: Loop, env: dict[str, int]) -> Cost:
         start, stop, step = (_ev(x, env) for x in (lp.start, lp.stop, lp.step))
         n = max(0, -(-(stop - start) // step))
@@ -213,21 +265,49 @@ class _Walker:
         pipelined = _rotates(lp)
         first = self.block(lp.body, {**env, lp.var: start}, False)
         last = self.block(lp.body, {**env, lp.var: start + (n - 1) * step}, False) if n > 1 else first
+        if n > 2:
+            # the iterations between are charged as the mean of the first two: what alternates between
+            # neighbours (a slot, a block on or off the 512-byte GM boundary) is seen at its average
+            second = self.block(lp.body, {**env, lp.var: start + step}, False)
+            first = _mean(first, second)
         out.add(first, n - 1)
         out.add(last)
+        busiest = max(first.busy.values(), default=0.0)
         if pipelined:
-            bottleneck = max(first.busy.values(), default=0.0)
+            # an iteration takes at least its busiest pipe, and its inner loops' steady state
+            bottleneck = max(busiest, first.steady)
+            if any(isinstance(s, Loop) for s in lp.body):
+                bottleneck = max(bottleneck, self._hold(lp, {**env, lp.var: start}))
             out.span = (n - 1) * bottleneck + last.span
+            out.steady = n * bottleneck
         elif _inner_pipeline(lp):
             # the inner loops' buffers rotate across this loop's iterations too (their flags are set
             # around it), so iterations overlap except where a single-slot buffer passes between pipes
             # (one L0C: the next block's mmads wait for this block's FixPipe)
-            period = max([max(first.busy.values(), default=0.0)]
-                         + [c for c, pipes in first.chain.values() if len(pipes) > 1])
+            serial = max([0.0] + [c - busiest for c, pipes in first.chain.values() if len(pipes) > 1])
+            period = max(busiest, first.steady) + serial
             out.span = min((n - 1) * first.span, (n - 1) * period) + last.span
+            out.steady = min(n * first.span, n * period)
         else:
             out.span = (n - 1) * first.span + last.span
+            out.steady = out.span
         return out
+
+
+def _buffers_of(s: Stmt) -> set[str]:
+    if isinstance(s, TileOp):
+        return {r.buffer for r in (*s.reads, *s.writes)}
+    if isinstance(s, (Loop, When)):
+        return set().union(*(_buffers_of(x) for x in s.body)) if s.body else set()
+    return set()
+
+
+def _mean(a: Cost, b: Cost) -> Cost:
+    out = Cost()
+    out.add(a, 0.5)
+    out.add(b, 0.5)
+    out.span = (a.span + b.span) / 2
+    return out
 
 
 def _inner_pipeline(lp: Loop) -> bool:
