@@ -107,3 +107,22 @@ def test_l2_reuse_estimate_counts_each_panel_once_when_everything_fits():
     small = chip.replace(l2_bytes=1 << 20)
     # an L2 smaller than one panel per core re-reads panels from HBM
     assert matmul_tiling.hbm_reads(mk, t, fields, 24, small) > 2 * 2048 * 1024 * 2
+
+
+def test_deep_chunks_halve_a_long_k_matmul_on_tiny(rng, monkeypatch):
+    """Deterministic simulated figures on tiny: the cost model's choice (L1 chunks of several L0 steps) runs
+    in well under the cycles of the best tiling that moves one L0 step per GM -> L1 copy, and the cost
+    model predicts both within 15% of what the emulator simulates."""
+    a, b = q(rng, (128, 2048), "float16") / 8, q(rng, (2048, 128), "float16") / 8
+    real = matmul_template.tilings
+    results = {}
+    for label, keep in (("chosen", lambda t: True), ("shallow", lambda t: t.steps == 1)):
+        monkeypatch.setattr(matmul_template, "tilings", lambda *x, keep=keep, **kw: [t for t in real(*x, **kw)
+                                                                                    if keep(t)])
+        dk, prof = run(K.mm, a, b, chip="tiny")
+        results[label] = (dk.tiling.params, dk.tiling.score.cycles, prof.cycles)
+    (deep, deep_pred, deep_sim), (shallow, shallow_pred, shallow_sim) = results["chosen"], results["shallow"]
+    assert deep.steps > 1 and shallow.steps == 1
+    assert deep_sim < 0.7 * shallow_sim
+    for pred, sim in ((deep_pred, deep_sim), (shallow_pred, shallow_sim)):
+        assert abs(pred - sim) <= 0.15 * sim
