@@ -33,6 +33,7 @@ class Cost:
     gm_bytes: float = 0.0
     gm_write_bytes: float = 0.0
     steady: float = 0.0    # the loops' steady-state time (iterations x period), without fill and drain
+    parts: list = field(default_factory=list)   # a block's statements with their spans (not summed by add)
     # single-slot buffer -> (cycles of the ops touching it, their pipes): work that one buffer serialises
     chain: dict[str, tuple[float, frozenset]] = field(default_factory=dict)
 
@@ -167,6 +168,7 @@ class _Walker:
         self.spaces = {b.name: b.space for b in schedule.buffers}
         self.single = {b.name for b in schedule.buffers if b.slots == 1}
         self.slots = {b.name: b.slots for b in schedule.buffers}
+        self.depth = 0
 
     def block(self, stmts: Sequence[Stmt], env: dict[str, int], pipelined: bool) -> Cost:
         total = Cost()
@@ -178,6 +180,7 @@ class _Walker:
                 continue
             c = self.stmt(s, env)
             total.add(c)
+            total.parts.append((c.span, s))
             spans += c.span
         total.span = max(total.busy.values(), default=0.0) if pipelined else spans
         return total
@@ -207,24 +210,17 @@ class _Walker:
             return self.block(s.body, env, False)
         return self.loop(s, env)
 
-    def _hold(self, lp: Loop, env: dict[str, int]) -> float:
+    def _hold(self, lp: Loop, parts: list, env: dict[str, int]) -> float:
         """A bound on a rotating loop's period from how long an iteration holds a slot: from the statement
         that first touches a rotating buffer to the one that last does (an inner loop that reads an L1
         chunk step by step holds it for its whole span), over the slots; at most `slots` iterations are
         in flight on that buffer."""
-        env = dict(env)
-        spans: list[tuple[float, set[str]]] = []
-        for s in lp.body:
-            if isinstance(s, Let):
-                env[s.var] = _ev(s.value, env)
-                continue
-            spans.append((self.stmt(s, env).span, _buffers_of(s)))
+        spans = [(c, _buffers_of(s)) for c, s in parts]
         # the scalar unit issues in program order into bounded queues: when the inner loops queue more
         # than a queue's depth on one pipe, the next iteration's first moves are issued only once that pipe
         # has started all but `depth` of them, that much later
         queued = self._queued(lp.body, dict(env))
-        inner = sum(c for (c, _), s in zip(spans, [x for x in lp.body if not isinstance(x, Let)])
-                    if isinstance(s, Loop))
+        inner = sum(c for c, s in parts if isinstance(s, Loop))
         most = max(queued.values(), default=0)
         late = inner * max(0, most - self.chip.pipe_queue_depth) / most if most else 0.0
         bound = 0.0
@@ -263,13 +259,16 @@ class _Walker:
         if n == 0:
             return out
         pipelined = _rotates(lp)
+        self.depth += 1
         first = self.block(lp.body, {**env, lp.var: start}, False)
         last = self.block(lp.body, {**env, lp.var: start + (n - 1) * step}, False) if n > 1 else first
-        if n > 2:
-            # the iterations between are charged as the mean of the first two: what alternates between
-            # neighbours (a slot, a block on or off the 512-byte GM boundary) is seen at its average
+        parts = first.parts
+        if n > 2 and self.depth == 1:
+            # the outermost loop's iterations between are charged as the mean of the first two: what
+            # alternates between neighbours (a block on or off the 512-byte GM boundary) is seen at its average
             second = self.block(lp.body, {**env, lp.var: start + step}, False)
             first = _mean(first, second)
+        self.depth -= 1
         out.add(first, n - 1)
         out.add(last)
         busiest = max(first.busy.values(), default=0.0)
@@ -277,7 +276,7 @@ class _Walker:
             # an iteration takes at least its busiest pipe, and its inner loops' steady state
             bottleneck = max(busiest, first.steady)
             if any(isinstance(s, Loop) for s in lp.body):
-                bottleneck = max(bottleneck, self._hold(lp, {**env, lp.var: start}))
+                bottleneck = max(bottleneck, self._hold(lp, parts, {**env, lp.var: start}))
             out.span = (n - 1) * bottleneck + last.span
             out.steady = n * bottleneck
         elif _inner_pipeline(lp):
@@ -332,17 +331,16 @@ def estimate(schedule: TileSchedule, dims: Mapping[str, int], chip: Any) -> Esti
     if blocks <= 0:
         return Estimate(0.0, 0.0, 0.0, 0, {})
     env = {**fields, CORE: 0, BLOCKS: blocks}
-    c = _Walker(schedule, chip, blocks).block(schedule.body, env, False)
-    gm_total = c.gm_bytes * blocks
-    hbm_total = gm_total
-    if schedule.hbm_reads is not None:
+    if schedule.l2_miss is None:
+        c = _Walker(schedule, chip, blocks).block(schedule.body, env, False)
+        gm_total = c.gm_bytes * blocks
+        hbm_total = gm_total
+    if schedule.l2_miss is not None:
         # reads that hit in L2 cost no HBM bandwidth: walk again with the template's miss fraction
-        reads = (c.gm_bytes - c.gm_write_bytes) * blocks
-        hbm = schedule.hbm_reads(fields, blocks)
-        if reads > 0 and hbm == hbm:  # nan: the template could not tell
-            miss = min(1.0, hbm / reads)
-            c = _Walker(schedule, chip, blocks, miss).block(schedule.body, env, False)
-            hbm_total = min(hbm, reads) + c.gm_write_bytes * blocks
+        miss = schedule.l2_miss(fields, blocks)
+        c = _Walker(schedule, chip, blocks, miss).block(schedule.body, env, False)
+        gm_total = c.gm_bytes * blocks
+        hbm_total = (c.gm_bytes - c.gm_write_bytes) * blocks * miss + c.gm_write_bytes * blocks
     gm_span = max(hbm_total / chip.gm_bytes_per_cycle, gm_total / chip.l2_bytes_per_cycle)
     cycles = max(c.span, gm_span) + chip.launch_startup_cycles + chip.launch_core_cycles * blocks
     return Estimate(cycles, c.span, gm_total, blocks, c.busy)

@@ -149,9 +149,9 @@ class TileSchedule:
     body: list[Stmt]
     notes: list[str] = field(default_factory=list)
     scratch: dict[str, IntLike] = field(default_factory=dict)   # GM scratch parameter -> bytes (over dims)
-    # the template's estimate of the GM bytes read from HBM (the rest hit in L2), given the evaluated
-    # tiling fields and the block count; None: every read is an HBM read (a streaming kernel)
-    hbm_reads: Callable[[Mapping[str, int], int], float] | None = field(default=None, repr=False, compare=False)
+    # the template's estimate of the fraction of its GM reads that miss in L2 (come from HBM), given the
+    # evaluated tiling fields and the block count; None: every read is an HBM read (a streaming kernel)
+    l2_miss: Callable[[Mapping[str, int], int], float] | None = field(default=None, repr=False, compare=False)
 
     def buffer(self, name: str) -> Buffer:
         for b in self.buffers:

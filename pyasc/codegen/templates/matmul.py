@@ -45,7 +45,7 @@ from ...symbolic import IntLike
 from .. import tileops as T
 from ..schedule import BLOCKS, CORE, Buffer, GmParam, GmRef, Let, Loop, Ref, Stmt, TileOp, TileSchedule, When
 from .matmul_tiling import (  # noqa: F401 - MatmulTiling, fits and tilings are this template's interface
-    BASE_SIZES, MatmulTiling, a_mode, b_mode, fits, footprint, hbm_reads, l1_b_piece_bytes, tilings,
+    BASE_SIZES, MatmulTiling, a_mode, b_mode, fits, footprint, l1_b_piece_bytes, l2_miss, tilings,
 )
 
 F = sy.sym
@@ -179,7 +179,7 @@ def schedule(mk: CubeMatmul, t: MatmulTiling, chip: Any) -> TileSchedule:
              + (" + bias" if mk.bias else "") + (" relu" if mk.relu else ""),
              f"tiling: {t.describe()}"]
     sched = TileSchedule(mk.name, "aic", params, fields, blocks, buffers(mk, t), body, notes)
-    sched.hbm_reads = lambda f, cores: hbm_reads(mk, t, f, cores, chip)
+    sched.l2_miss = lambda f, cores: l2_miss(mk, t, f, cores, chip)
     return sched
 
 

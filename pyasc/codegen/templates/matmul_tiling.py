@@ -18,6 +18,7 @@ How one L0 step is cut out of an L1 chunk depends on the operand's layout in L1 
 from __future__ import annotations
 
 from collections import OrderedDict
+from functools import lru_cache
 from dataclasses import dataclass
 from typing import Any, Mapping
 
@@ -27,8 +28,6 @@ from ... import symbolic as sy
 
 #: base block sizes the tiler tries (multiples of the 16-row fractal)
 BASE_SIZES = (16, 32, 64, 128, 256)
-#: L1 chunk depths the tiler tries, in L0 steps (besides the deepest that fits)
-STEP_CHOICES = (1, 2, 4)
 #: output blocks up to which the L2 reuse of a candidate is walked block by block
 WALK_LIMIT = 20000
 
@@ -133,7 +132,8 @@ def fits(mk: Any, t: MatmulTiling, chip: Any) -> bool:
 
 def tilings(mk: Any, chip: Any, buffer_num: int, cores: int, dims: Mapping[str, int]) -> list[MatmulTiling]:
     """Base sizes worth scoring: for every (tm, tn) up to the padded output, the largest tk that fits (and
-    half of it), each with L1 chunks of 1, 2, 4 and the most L0 steps that fit, single and double buffered
+    half of it), each with L1 chunks of one L0 step, of the most steps that fit and of half that, single and
+    double buffered
     (buffer_num is the cap). `dims` binds symbolic dims to the sizes the tiler scores (the real ones are
     read at launch)."""
     cores = max(1, min(cores, chip.aic_cores))
@@ -155,9 +155,12 @@ def _candidates(mk: Any, chip: Any, buffer_num: int, cores: int, ms: list[int], 
                     tk = _largest_tk(mk, tm, tn, bn, l0c, cores, k_cap, chip)
                     if tk == 0:
                         continue
-                    for k in sorted({tk, max(q, tk // 2 // q * q)}, reverse=True):
-                        for s in _steps(mk, MatmulTiling(tm, tn, k, bn, l0c, cores), k_cap, chip):
-                            out.append(MatmulTiling(tm, tn, k, bn, l0c, cores, s))
+                    for s in _steps(mk, MatmulTiling(tm, tn, tk, bn, l0c, cores), k_cap, chip):
+                        out.append(MatmulTiling(tm, tn, tk, bn, l0c, cores, s))
+                    half = max(q, tk // 2 // q * q)
+                    if half != tk:   # a shallower L0 step: fewer bytes per MTE1 move, more mmads
+                        deepest = max(_steps(mk, MatmulTiling(tm, tn, half, bn, l0c, cores), k_cap, chip))
+                        out += [MatmulTiling(tm, tn, half, bn, l0c, cores, s) for s in sorted({1, deepest})]
     return out
 
 
@@ -166,7 +169,7 @@ def _steps(mk: Any, t: MatmulTiling, k_cap: int, chip: Any) -> list[int]:
     most = 1
     while most * 2 * t.tk <= _ceil(k_cap, t.tk) and fits(mk, _with_steps(t, most * 2), chip):
         most *= 2
-    return sorted({s for s in STEP_CHOICES if s <= most} | {most})
+    return sorted({1, most, max(1, most // 2)})
 
 
 def _with_steps(t: MatmulTiling, steps: int) -> MatmulTiling:
@@ -197,6 +200,13 @@ def _largest_tk(mk: Any, tm: int, tn: int, bn: int, l0c: int, cores: int, cap: i
 # ---- L2 reuse -----------------------------------------------------------------------------------------
 
 
+def l2_miss(mk: Any, t: MatmulTiling, fields: Mapping[str, int], blocks: int, chip: Any) -> float:
+    """The fraction of the kernel's reads of A and B that come from HBM (`hbm_reads` over all reads)."""
+    K, total = fields["K"], fields["T"]
+    reads = total * K * (t.tm + t.tn) * isa.itemsize(mk.dtype)
+    return min(1.0, hbm_reads(mk, t, fields, blocks, chip) / reads) if reads > 0 else 1.0
+
+
 def hbm_reads(mk: Any, t: MatmulTiling, fields: Mapping[str, int], blocks: int, chip: Any) -> float:
     """Bytes of A and B the kernel reads from HBM; every other read of them hits in the L2.
 
@@ -205,21 +215,25 @@ def hbm_reads(mk: Any, t: MatmulTiling, fields: Mapping[str, int], blocks: int, 
     an access batch of an LRU cache of the chip's L2 capacity, at panel granularity, that the result
     blocks (written through, allocated in L2) also pass through. A panel is read from HBM when it is not in
     the cache. The walk is exact up to the interleaving of chunks inside a step."""
-    M, N, K, total = fields["M"], fields["N"], fields["K"], fields["T"]
+    a_batched = any(d.a_stride != 0 for d in mk.batch)
+    b_batched = any(d.b_stride != 0 for d in mk.batch)
+    return _walk(fields["M"], fields["N"], fields["K"], fields["T"], t.tm, t.tn, blocks, isa.itemsize(mk.dtype),
+                 isa.itemsize(mk.out_dtype), a_batched, b_batched, chip.l2_bytes)
+
+
+@lru_cache(maxsize=256)
+def _walk(M: int, N: int, K: int, total: int, tm: int, tn: int, blocks: int, size: int, osize: int,
+          a_batched: bool, b_batched: bool, capacity: int) -> float:
     if blocks <= 0 or total <= 0:
         return 0.0
     if total > WALK_LIMIT:
-        return float("nan")   # too many blocks to walk at compile time: the cost model assumes no reuse
-    size, osize = isa.itemsize(mk.dtype), isa.itemsize(mk.out_dtype)
-    nmb, nnb = -(-M // t.tm), -(-N // t.tn)
+        return float(total * K * (tm + tn) * size)   # too many blocks to walk at compile time: no reuse assumed
+    nmb, nnb = -(-M // tm), -(-N // tn)
     per = -(-total // blocks)
-    a_panel, b_panel, c_block = t.tm * K * size, K * t.tn * size, t.tm * t.tn * osize
-    a_batched = any(d.a_stride != 0 for d in mk.batch)
-    b_batched = any(d.b_stride != 0 for d in mk.batch)
+    a_panel, b_panel, c_block = tm * K * size, K * tn * size, tm * tn * osize
     cache: OrderedDict[Any, int] = OrderedDict()
     held = 0
     missed = 0.0
-    capacity = chip.l2_bytes
     for s in range(per):
         for c in range(blocks):
             b = c * per + s
