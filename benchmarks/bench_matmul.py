@@ -61,7 +61,8 @@ def bench(name, fn, args, flops, chip_name="910b"):
         "l2_hit_fraction": launch.l2_hit_bytes / max(1, launch.gm_read_bytes),
         "busy_core0": {p: round(v, 3) for p, v in sorted(core0.items())},
         "tiling": cube.tiling.params.describe(), "blocks": cube.tiling.score.blocks,
-        "predicted_cycles": cube.tiling.score.cycles, "cube_cycles": launch.cycles, "compile_s": t1 - t0, "run_wall_s": t2 - t1,
+        "predicted_cycles": cube.tiling.score.cycles, "cube_cycles": launch.cycles, "compile_s": t1 - t0,
+        "run_wall_s": t2 - t1,
     }
 
 
@@ -84,8 +85,8 @@ def main() -> None:
         print(f"{r['kernel']:34} {r['launches']:>8} {r['time_us']:>10.1f} {r['peak_fraction']:>6.3f} "
               f"{r['gm_vs_minimal']:>7.2f} {r['gm_bandwidth_fraction']:>6.2f}  {r['tiling']} on {r['blocks']} cores")
         print(f"{'':34} busy (core 0): {r['busy_core0']}; L2 hits {r['l2_hit_fraction']:.2f}; predicted "
-              f"{r['predicted_cycles']:.0f} cycles, simulated {r['cube_cycles']} (cube launch); compile {r['compile_s']:.1f} s, "
-              f"run {r['run_wall_s']:.1f} s")
+              f"{r['predicted_cycles']:.0f} cycles, simulated {r['cube_cycles']} (cube launch); "
+              f"compile {r['compile_s']:.1f} s, run {r['run_wall_s']:.1f} s")
     write_json(RESULTS / "bench_matmul.json", "bench_matmul", {"chip": "910b", "quick": args.quick}, rows)
 
 

@@ -7,11 +7,24 @@ launch share the aggregate GM bandwidth, so a core's DMA runs at
 min(path bandwidth, aggregate / active cores), and a transfer whose GM
 address is not on a 512-byte boundary gets the chip's unaligned factor.
 
+Every GM byte passes the L2, whose bandwidth the cores share too; a template
+that re-reads data (matmul panels) says which fraction of its reads miss in
+L2 (`TileSchedule.l2_miss`), and only those share HBM's bandwidth with the
+stores (the L2 writes through).
+
 A loop whose buffers rotate (ping-pong) overlaps its pipes: it costs its
-busiest pipe per iteration plus one iteration's remainder (fill and drain); a
-loop without rotation serialises its pipes (each tile waits for the
-previous one's flags). The kernel's time is the span of its busiest core
-(core 0 takes the largest share of the work).
+busiest pipe per iteration plus one iteration's remainder (fill and drain),
+at least its inner loops' steady state, and at least the time one iteration
+holds a slot of a rotating buffer over the slot count (with at most `slots`
+iterations in flight, an L1 chunk read step by step by an inner loop bounds
+the period; so does a scalar unit that cannot issue the next chunk's move
+while an issue queue is full). A loop without rotation serialises its pipes
+(each tile waits for the previous one's flags), unless its inner loops
+rotate: then iterations overlap except for the work a single-slot buffer
+passes between pipes (one L0C: FixPipe, then the next block's mmads). The
+outermost loop's middle iterations are charged as the mean of its first two
+(a block on or off the 512-byte boundary). The kernel's time is the span of
+its busiest core (core 0 takes the largest share of the work).
 """
 from __future__ import annotations
 

@@ -44,8 +44,8 @@ from ... import symbolic as sy
 from ...symbolic import IntLike
 from .. import tileops as T
 from ..schedule import BLOCKS, CORE, Buffer, GmParam, GmRef, Let, Loop, Ref, Stmt, TileOp, TileSchedule, When
-from .matmul_tiling import (  # noqa: F401 - MatmulTiling, fits and tilings are this template's interface
-    BASE_SIZES, MatmulTiling, a_mode, b_mode, fits, footprint, l1_b_piece_bytes, l2_miss, tilings,
+from .matmul_tiling import (  # noqa: F401 - MatmulTiling and tilings are this template's interface
+    MatmulTiling, a_mode, b_mode, footprint, l1_b_piece_bytes, l2_miss, tilings,
 )
 
 F = sy.sym
@@ -156,7 +156,7 @@ def schedule(mk: CubeMatmul, t: MatmulTiling, chip: Any) -> TileSchedule:
              Let("abase", a_batch), Let("bbase", b_batch)]
     m0, mm, n0, nn = F("m0"), F("mm"), F("n0"), F("nn")
 
-    size, osize = isa.itemsize(mk.dtype), isa.itemsize(mk.out_dtype)
+    osize = isa.itemsize(mk.out_dtype)
     acc_slot = sy.mod(F("i"), t.l0c_slots) if t.l0c_slots > 1 else 0
     block: list[Stmt] = list(lets)
     bias_ref = None
