@@ -7,11 +7,24 @@ launch share the aggregate GM bandwidth, so a core's DMA runs at
 min(path bandwidth, aggregate / active cores), and a transfer whose GM
 address is not on a 512-byte boundary gets the chip's unaligned factor.
 
+Every GM byte passes the L2, whose bandwidth the cores share too; a template
+that re-reads data (matmul panels) says which fraction of its reads miss in
+L2 (`TileSchedule.l2_miss`), and only those share HBM's bandwidth with the
+stores (the L2 writes through).
+
 A loop whose buffers rotate (ping-pong) overlaps its pipes: it costs its
-busiest pipe per iteration plus one iteration's remainder (fill and drain); a
-loop without rotation serialises its pipes (each tile waits for the
-previous one's flags). The kernel's time is the span of its busiest core
-(core 0 takes the largest share of the work).
+busiest pipe per iteration plus one iteration's remainder (fill and drain),
+at least its inner loops' steady state, and at least the time one iteration
+holds a slot of a rotating buffer over the slot count (with at most `slots`
+iterations in flight, an L1 chunk read step by step by an inner loop bounds
+the period; so does a scalar unit that cannot issue the next chunk's move
+while an issue queue is full). A loop without rotation serialises its pipes
+(each tile waits for the previous one's flags), unless its inner loops
+rotate: then iterations overlap except for the work a single-slot buffer
+passes between pipes (one L0C: FixPipe, then the next block's mmads). The
+outermost loop's middle iterations are charged as the mean of its first two
+(a block on or off the 512-byte boundary). The kernel's time is the span of
+its busiest core (core 0 takes the largest share of the work).
 """
 from __future__ import annotations
 
@@ -31,11 +44,21 @@ class Cost:
     busy: dict[str, float] = field(default_factory=dict)   # pipe -> cycles
     span: float = 0.0                                      # critical path in cycles
     gm_bytes: float = 0.0
+    gm_write_bytes: float = 0.0
+    steady: float = 0.0    # the loops' steady-state time (iterations x period), without fill and drain
+    parts: list = field(default_factory=list)   # a block's statements with their spans (not summed by add)
+    # single-slot buffer -> (cycles of the ops touching it, their pipes): work that one buffer serialises
+    chain: dict[str, tuple[float, frozenset]] = field(default_factory=dict)
 
     def add(self, other: "Cost", times: float = 1.0) -> None:
         for p, c in other.busy.items():
             self.busy[p] = self.busy.get(p, 0.0) + c * times
+        for b, (c, pipes) in other.chain.items():
+            mine, seen = self.chain.get(b, (0.0, frozenset()))
+            self.chain[b] = (mine + c * times, seen | pipes)
         self.gm_bytes += other.gm_bytes * times
+        self.gm_write_bytes += other.gm_write_bytes * times
+        self.steady += other.steady * times
 
 
 @dataclass
@@ -86,8 +109,8 @@ def _ev(v: Any, env: Mapping[str, int]) -> int:
 
 
 def _dma_cycles(op: TileOp, env: Mapping[str, int], chip: Any, blocks: int,
-                spaces: Mapping[str, str]) -> tuple[float, float]:
-    """(cycles, GM bytes) of a data move on its pipe."""
+                spaces: Mapping[str, str], miss: float = 1.0) -> tuple[float, float]:
+    """(cycles, GM bytes) of a data move on its pipe; `miss` is the fraction of GM reads that miss in L2."""
     a = op.args
     if op.instr == "copy":
         size = isa.itemsize(a["dtype"])
@@ -95,20 +118,24 @@ def _dma_cycles(op: TileOp, env: Mapping[str, int], chip: Any, blocks: int,
         src, dst = a["src"], a["dst"]
         if isinstance(src, GmRef):
             path = chip.gm_to_ub if spaces[dst.buffer] == "UB" else chip.gm_to_l1
-            gm, stride = src, a.get("src_stride")
+            gm, stride, m = src, a.get("src_stride"), miss
         else:
-            path, gm, stride = chip.ub_to_gm, dst, a.get("dst_stride")
+            path, gm, stride, m = chip.ub_to_gm, dst, a.get("dst_stride"), 1.0
         rows = _ev(a["nburst"], env)
         row_bytes = _ev(stride if stride is not None else a["burst"], env) * size
-        return _gm_move(path, nbytes, gm, env, chip, blocks, rows, row_bytes), nbytes
+        return _gm_move(path, nbytes, gm, env, chip, blocks, rows, row_bytes, m), nbytes
     if op.instr == "copy_nd2nz":
         nbytes = _ev(a["rows"], env) * _ev(a["cols"], env) * isa.itemsize(a["dtype"])
-        return _gm_move(chip.gm_to_l1, nbytes, a["src"], env, chip, blocks), nbytes
+        return _gm_move(chip.gm_to_l1, nbytes, a["src"], env, chip, blocks, miss=miss), nbytes
     if op.instr == "fixpipe":
         nbytes = _ev(a["m"], env) * _ev(a["n"], env) * isa.itemsize(a["dst_dtype"])
         return _gm_move(chip.l0c_to_gm, nbytes, a["dst"], env, chip, blocks), nbytes
     if op.instr == "load_l0":
         nbytes = _ev(a["rows"], env) * _ev(a["cols"], env) * isa.itemsize(a["dtype"])
+        path = chip.l1_to_l0a if spaces[a["dst"].buffer] == "L0A" else chip.l1_to_l0b
+        return path.cycles(nbytes), 0.0
+    if op.instr == "load_l0_2d":
+        nbytes = _ev(a["repeat"], env) * chip.cube_block * chip.fractal_row_bytes
         path = chip.l1_to_l0a if spaces[a["dst"].buffer] == "L0A" else chip.l1_to_l0b
         return path.cycles(nbytes), 0.0
     if op.instr == "load_bias":
@@ -117,10 +144,14 @@ def _dma_cycles(op: TileOp, env: Mapping[str, int], chip: Any, blocks: int,
 
 
 def _gm_move(path: Any, nbytes: float, gm: GmRef, env: Mapping[str, int], chip: Any, blocks: int,
-             rows: int = 1, row_bytes: int = 0) -> float:
+             rows: int = 1, row_bytes: int = 0, miss: float = 1.0) -> float:
     """Cycles of a GM transfer of `rows` rows `row_bytes` apart: full bandwidth only when every row starts
-    on the chip's peak-bandwidth boundary (the simulator's rule)."""
-    bw = min(path.bytes_per_cycle, chip.gm_bytes_per_cycle / max(1, blocks))
+    on the chip's peak-bandwidth boundary (the simulator's rule). Every byte passes the L2, whose bandwidth
+    the cores share; the `miss` fraction (all of a store: the L2 writes through) also shares HBM's."""
+    share = max(1, blocks)
+    bw = min(path.bytes_per_cycle, chip.l2_bytes_per_cycle / share)
+    if miss > 0:
+        bw = min(bw, chip.gm_bytes_per_cycle / (share * miss))
     try:
         aligned = _ev(gm.offset, env) % chip.gm_peak_align == 0
     except sy.UnboundSymbolError:
@@ -143,10 +174,14 @@ def _mmad_cycles(op: TileOp, env: Mapping[str, int], chip: Any) -> float:
 
 
 class _Walker:
-    def __init__(self, schedule: TileSchedule, chip: Any, blocks: int):
+    def __init__(self, schedule: TileSchedule, chip: Any, blocks: int, miss: float = 1.0):
         self.chip = chip
         self.blocks = blocks
+        self.miss = miss
         self.spaces = {b.name: b.space for b in schedule.buffers}
+        self.single = {b.name for b in schedule.buffers if b.slots == 1}
+        self.slots = {b.name: b.slots for b in schedule.buffers}
+        self.depth = 0
 
     def block(self, stmts: Sequence[Stmt], env: dict[str, int], pipelined: bool) -> Cost:
         total = Cost()
@@ -158,6 +193,7 @@ class _Walker:
                 continue
             c = self.stmt(s, env)
             total.add(c)
+            total.parts.append((c.span, s))
             spans += c.span
         total.span = max(total.busy.values(), default=0.0) if pipelined else spans
         return total
@@ -172,16 +208,62 @@ class _Walker:
             elif s.pipe == "M":
                 cyc = _mmad_cycles(s, env, self.chip)
             else:
-                cyc, nbytes = _dma_cycles(s, env, self.chip, self.blocks, self.spaces)
+                cyc, nbytes = _dma_cycles(s, env, self.chip, self.blocks, self.spaces, self.miss)
                 c.gm_bytes = nbytes if s.instr in ("copy", "copy_nd2nz", "fixpipe") else 0.0
+                if s.instr == "fixpipe" or (s.instr == "copy" and isinstance(s.args["dst"], GmRef)):
+                    c.gm_write_bytes = nbytes
             c.busy[s.pipe] = cyc
             c.span = cyc
+            for name in {r.buffer for r in (*s.reads, *s.writes)} & self.single:
+                c.chain[name] = (cyc, frozenset((s.pipe,)))
             return c
         if isinstance(s, When):
             if _ev(s.cond, env) == 0:
                 return Cost()
             return self.block(s.body, env, False)
         return self.loop(s, env)
+
+    def _hold(self, lp: Loop, parts: list, env: dict[str, int]) -> float:
+        """A bound on a rotating loop's period from how long an iteration holds a slot: from the statement
+        that first touches a rotating buffer to the one that last does (an inner loop that reads an L1
+        chunk step by step holds it for its whole span), over the slots; at most `slots` iterations are
+        in flight on that buffer."""
+        spans = [(c, _buffers_of(s)) for c, s in parts]
+        # the scalar unit issues in program order into bounded queues: when the inner loops queue more
+        # than a queue's depth on one pipe, the next iteration's first moves are issued only once that pipe
+        # has started all but `depth` of them, that much later
+        queued = self._queued(lp.body, dict(env))
+        inner = sum(c for c, s in parts if isinstance(s, Loop))
+        most = max(queued.values(), default=0)
+        late = inner * max(0, most - self.chip.pipe_queue_depth) / most if most else 0.0
+        bound = 0.0
+        for name, slots in self.slots.items():
+            if slots < 2:
+                continue
+            idx = [i for i, (_, bufs) in enumerate(spans) if name in bufs]
+            if idx:
+                bound = max(bound, (sum(c for c, _ in spans[idx[0]:idx[-1] + 1]) + late) / slots)
+        return bound
+
+    def _queued(self, stmts: Sequence[Stmt], env: dict[str, int]) -> dict[str, int]:
+        """Instructions the inner loops of a block queue per pipe: each op, and a wait and a set per
+        iteration of a loop whose body hands data between pipes (the flags around its ops)."""
+        out: dict[str, int] = {}
+        for s in stmts:
+            if isinstance(s, Let):
+                env[s.var] = _ev(s.value, env)
+            elif isinstance(s, Loop):
+                start, stop, step = (_ev(x, env) for x in (s.start, s.stop, s.step))
+                n = max(0, -(-(stop - start) // step))
+                body = self._queued(s.body, {**env, s.var: start}) if n else {}
+                direct = {x.pipe for x in s.body if isinstance(x, TileOp)}
+                if len(direct) > 1:  # pipes handing data to each other in the body: a wait and a set each
+                    body = {p: c + (2 if p in direct else 0) for p, c in body.items()}
+                for p, c in body.items():
+                    out[p] = out.get(p, 0) + c * n
+            elif isinstance(s, TileOp):
+                out[s.pipe] = out.get(s.pipe, 0) + 1
+        return out
 
     def loop(self, lp: Loop, env: dict[str, int]) -> Cost:
         start, stop, step = (_ev(x, env) for x in (lp.start, lp.stop, lp.step))
@@ -190,16 +272,59 @@ class _Walker:
         if n == 0:
             return out
         pipelined = _rotates(lp)
+        self.depth += 1
         first = self.block(lp.body, {**env, lp.var: start}, False)
         last = self.block(lp.body, {**env, lp.var: start + (n - 1) * step}, False) if n > 1 else first
+        parts = first.parts
+        if n > 2 and self.depth == 1:
+            # the outermost loop's iterations between are charged as the mean of the first two: what
+            # alternates between neighbours (a block on or off the 512-byte GM boundary) is seen at its average
+            second = self.block(lp.body, {**env, lp.var: start + step}, False)
+            first = _mean(first, second)
+        self.depth -= 1
         out.add(first, n - 1)
         out.add(last)
+        busiest = max(first.busy.values(), default=0.0)
         if pipelined:
-            bottleneck = max(first.busy.values(), default=0.0)
+            # an iteration takes at least its busiest pipe, and its inner loops' steady state
+            bottleneck = max(busiest, first.steady)
+            if any(isinstance(s, Loop) for s in lp.body):
+                bottleneck = max(bottleneck, self._hold(lp, parts, {**env, lp.var: start}))
             out.span = (n - 1) * bottleneck + last.span
+            out.steady = n * bottleneck
+        elif _inner_pipeline(lp):
+            # the inner loops' buffers rotate across this loop's iterations too (their flags are set
+            # around it), so iterations overlap except where a single-slot buffer passes between pipes
+            # (one L0C: the next block's mmads wait for this block's FixPipe)
+            serial = max([0.0] + [c - busiest for c, pipes in first.chain.values() if len(pipes) > 1])
+            period = max(busiest, first.steady) + serial
+            out.span = min((n - 1) * first.span, (n - 1) * period) + last.span
+            out.steady = min(n * first.span, n * period)
         else:
             out.span = (n - 1) * first.span + last.span
+            out.steady = out.span
         return out
+
+
+def _buffers_of(s: Stmt) -> set[str]:
+    if isinstance(s, TileOp):
+        return {r.buffer for r in (*s.reads, *s.writes)}
+    if isinstance(s, (Loop, When)):
+        return set().union(*(_buffers_of(x) for x in s.body)) if s.body else set()
+    return set()
+
+
+def _mean(a: Cost, b: Cost) -> Cost:
+    out = Cost()
+    out.add(a, 0.5)
+    out.add(b, 0.5)
+    out.span = (a.span + b.span) / 2
+    return out
+
+
+def _inner_pipeline(lp: Loop) -> bool:
+    """Whether a loop directly inside this one's body rotates its buffers."""
+    return any(isinstance(s, Loop) and _rotates(s) for s in lp.body)
 
 
 def _rotates(lp: Loop) -> bool:
@@ -219,9 +344,16 @@ def estimate(schedule: TileSchedule, dims: Mapping[str, int], chip: Any) -> Esti
     if blocks <= 0:
         return Estimate(0.0, 0.0, 0.0, 0, {})
     env = {**fields, CORE: 0, BLOCKS: blocks}
-    walker = _Walker(schedule, chip, blocks)
-    c = walker.block(schedule.body, env, False)
-    gm_total = c.gm_bytes * blocks
-    gm_span = gm_total / chip.gm_bytes_per_cycle
+    if schedule.l2_miss is None:
+        c = _Walker(schedule, chip, blocks).block(schedule.body, env, False)
+        gm_total = c.gm_bytes * blocks
+        hbm_total = gm_total
+    if schedule.l2_miss is not None:
+        # reads that hit in L2 cost no HBM bandwidth: walk again with the template's miss fraction
+        miss = schedule.l2_miss(fields, blocks)
+        c = _Walker(schedule, chip, blocks, miss).block(schedule.body, env, False)
+        gm_total = c.gm_bytes * blocks
+        hbm_total = (c.gm_bytes - c.gm_write_bytes) * blocks * miss + c.gm_write_bytes * blocks
+    gm_span = max(hbm_total / chip.gm_bytes_per_cycle, gm_total / chip.l2_bytes_per_cycle)
     cycles = max(c.span, gm_span) + chip.launch_startup_cycles + chip.launch_core_cycles * blocks
     return Estimate(cycles, c.span, gm_total, blocks, c.busy)

@@ -16,7 +16,7 @@ the pipes and the buffers each op reads and writes, and `emit` applies it.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Sequence, Union
+from typing import Any, Callable, Iterator, Mapping, Sequence, Union
 
 from .. import symbolic as sy
 from ..symbolic import IntLike
@@ -149,6 +149,9 @@ class TileSchedule:
     body: list[Stmt]
     notes: list[str] = field(default_factory=list)
     scratch: dict[str, IntLike] = field(default_factory=dict)   # GM scratch parameter -> bytes (over dims)
+    # the template's estimate of the fraction of its GM reads that miss in L2 (come from HBM), given the
+    # evaluated tiling fields and the block count; None: every read is an HBM read (a streaming kernel)
+    l2_miss: Callable[[Mapping[str, int], int], float] | None = field(default=None, repr=False, compare=False)
 
     def buffer(self, name: str) -> Buffer:
         for b in self.buffers:

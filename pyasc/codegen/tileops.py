@@ -124,6 +124,14 @@ def load_l0(dst: Ref, src: Ref, dtype: str, rows: IntLike, cols: IntLike, transp
                   reads=(src,), writes=(dst,), note=note)
 
 
+def load_l0_2d(dst: Ref, src: Ref, dtype: str, start: IntLike, repeat: IntLike, src_stride: IntLike = 1,
+               dst_gap: IntLike = 0, transpose: bool = False, note: str = "") -> TileOp:
+    """LoadData2D: `repeat` fractals from L1 fractal `start` of `src` on, `src_stride` apart, into L0."""
+    return TileOp("MTE1", "load_l0_2d", dict(dst=dst, src=src, dtype=dtype, start=start, repeat=repeat,
+                                             src_stride=src_stride, dst_gap=dst_gap, transpose=transpose),
+                  reads=(src,), writes=(dst,), note=note)
+
+
 def load_bias(dst: Ref, src: Ref, count: IntLike, note: str = "") -> TileOp:
     return TileOp("MTE1", "load_bias", dict(dst=dst, src=src, count=count), reads=(src,), writes=(dst,), note=note)
 

@@ -13,6 +13,9 @@ every If branch, depth first):
     {"$expr": [...]}        an integer expression (pyasc.symbolic's JSON)
     {"$program": {...}}     a tile program (simulator.Program's own JSON form)
     {"$array": [dtype, shape, base64]}   a numpy array (a constant tensor): its bytes, never pickled
+    {"$detached": [name, shape, dtype, format]}   a value of no graph of the final graph (a scratch value
+                            codegen made between the launches of one plan: a cast operand, a cube result
+                            its epilogue reads back); read back as the input of a graph of its own
 
 Reading never imports or calls anything named in the document: a record
 name must be in `RECORD_TYPES`, an enum is whatever the field is annotated
@@ -76,14 +79,14 @@ class GraphIndex:
         except KeyError:
             raise RecordError(f"a record points at graph {g.name!r}, which is not part of the final graph") from None
 
+    def has_node(self, n: Node) -> bool:
+        return id(n) in self._node_no
+
     def node_ref(self, n: Node) -> list[int]:
         try:
             return list(self._node_no[id(n)])
         except KeyError:
             raise RecordError(f"a record points at a {n.op} node that is not in the final graph") from None
-
-    def has(self, n: Node) -> bool:
-        return id(n) in self._node_no
 
     def node(self, ref: list[int]) -> Node:
         gi, ni = ref
@@ -109,11 +112,10 @@ def encode(value: Any, index: GraphIndex) -> Any:
     if isinstance(value, Node):
         return {"$node": index.node_ref(value)}
     if isinstance(value, Value):
-        if not index.has(value.node):
-            # a stand-in of code generation's side graphs (a matmul's cast operand, its partial result in
-            # workspace scratch): once the launch plan has placed it, only its type is part of the artifact
+        if not index.has_node(value.node):
             t = value.type
-            return {"$detached": [encode(tuple(t.shape), index), t.dtype, t.format, value.node.op]}
+            return {"$detached": [value.node.name, [{"$sym": d.expr} if isinstance(d, Sym) else d for d in t.shape],
+                                  t.dtype, t.format]}
         return {"$value": [*index.node_ref(value.node), value.index]}
     if isinstance(value, list):
         return [encode(v, index) for v in value]
@@ -166,8 +168,9 @@ def decode(doc: Any, index: GraphIndex, hint: Any = None) -> Any:
     if tag == "$value":
         return Value(index.node(body[:2]), body[2])
     if tag == "$detached":
-        shape, dtype, fmt, op = body
-        return Node("Data", (), {"stand_in_for": op}, [TensorType(decode(shape, index), dtype, fmt)]).out()
+        name, shape, dtype, fmt = body
+        dims = tuple(Sym(d["$sym"]) if isinstance(d, dict) else int(d) for d in shape)
+        return Graph(f"detached_{name}").add_input(TensorType(dims, dtype, fmt), name=name)
     if tag == "$tuple":
         return tuple(decode(v, index, _item_hint(hint)) for v in body)
     if tag == "$frozenset":

@@ -7,16 +7,19 @@ operands already in the cube dtype (float16, float32 or int8), the bias float32,
 float32 (int32 for int8), then FixPipe writes the block row-major with ReLU and the cast on the way out.
 
 The output is cut into tm x tn blocks, numbered batch-major then row-major; each core takes a contiguous
-run of blocks (balanced within one block). Per block, K is walked in chunks of tk:
+run of blocks (balanced within one block). Per block, K is walked in L1 chunks of steps * tk, each cut
+into L0 steps of tk (`matmul_tiling` says how a step is cut out of a chunk):
 
-  MTE2  GM -> L1, ND -> NZ (copy_nd2nz; the bias chunk once per block)
-  MTE1  L1 -> L0A / L0B (load_l0; the bias L1 -> bias table once per block)
-  M     mmad into L0C (the first chunk starts from the bias, later ones accumulate)
-  FIX   L0C -> GM after the last chunk
+  MTE2  GM -> L1, ND -> NZ, one chunk (copy_nd2nz; the bias chunk once per block)
+  MTE1  L1 -> L0A / L0B, one step (load_l0 or LoadData2D; the bias L1 -> bias table once per block)
+  M     mmad into L0C (the first step starts from the bias, later ones accumulate)
+  FIX   L0C -> GM after the last step
 
-L1 and L0A/L0B chunks rotate over `buffers` slots with the chunk index, so the loads of chunk k+1 overlap
-the mmad of chunk k; L0C rotates over `l0c_slots` with the block counter, so FixPipe of block i overlaps
-the mmads of block i+1. Flags come from the sync analysis.
+L1 chunks rotate over `buffers` slots with the chunk index and L0A/L0B steps with the step count, so the
+GM move of chunk c+1 overlaps the steps of chunk c and the L1 -> L0 move of step s+1 the mmad of step s;
+L0C rotates over `l0c_slots` with the block counter, so FixPipe of block i overlaps the mmads of block
+i+1. One GM move per chunk pays the DMA start-up once for `steps` mmads: with deep chunks the cube, not
+MTE2, is the busiest pipe. Flags come from the sync analysis.
 
 Operands the cube cannot take as they are:
 - a transposed B (stored N x K) is copied into L1 as its NZ image and loaded with load_l0's transpose.
@@ -41,16 +44,15 @@ from ... import symbolic as sy
 from ...symbolic import IntLike
 from .. import tileops as T
 from ..schedule import BLOCKS, CORE, Buffer, GmParam, GmRef, Let, Loop, Ref, Stmt, TileOp, TileSchedule, When
+from .matmul_tiling import (  # noqa: F401 - MatmulTiling and tilings are this template's interface
+    MatmulTiling, a_mode, b_mode, footprint, l1_b_piece_bytes, l2_miss, tilings,
+)
 
 F = sy.sym
 
 #: what FixPipe converts an accumulator to on the way out
 FIXPIPE_CASTS = {"float32": ("float32", "float16"), "int32": ("int32", "float32", "float16")}
 CUBE_DTYPES = ("float16", "float32", "int8")
-#: base block sizes the tiler tries (multiples of the 16-row fractal)
-BASE_SIZES = (16, 32, 64, 128, 256)
-
-
 @dataclass(frozen=True)
 class BatchDim:
     """One (collapsed) output batch dim and each operand's element stride along it (0: broadcast)."""
@@ -101,20 +103,6 @@ class CubeMatmul:
         return sy.mul(1, *(d.size for d in self.batch))
 
 
-@dataclass(frozen=True)
-class MatmulTiling:
-    tm: int
-    tn: int
-    tk: int
-    buffers: int        # slots of the L1 and L0A/L0B chunk buffers (1 or 2)
-    l0c_slots: int      # slots of the L0C block buffer (1 or 2)
-    cores: int          # cores available (the launch uses min(cores, blocks))
-
-    def describe(self) -> str:
-        return (f"base {self.tm}x{self.tn}x{self.tk}, L1/L0 slots={self.buffers}, L0C slots={self.l0c_slots}, "
-                f"cores<={self.cores}")
-
-
 def in_param(i: int) -> str:
     return f"in{i}"
 
@@ -125,104 +113,6 @@ def out_param(j: int) -> str:
 
 def _ceil(x: int, a: int) -> int:
     return -(-x // a) * a
-
-
-# ---- on-chip footprint (static: tile sizes are ints) -------------------------------------------------
-
-
-def _l1_a_bytes(mk: CubeMatmul, t: MatmulTiling) -> int:
-    size = isa.itemsize(mk.dtype)
-    if mk.transpose_a:  # the NZ image of the stored (tk x tm) chunk
-        return _ceil(t.tk, 16) * _ceil(t.tm, mk.c0) * size
-    return _ceil(t.tm, 16) * _ceil(t.tk, mk.c0) * size
-
-
-def _l1_b_bytes(mk: CubeMatmul, t: MatmulTiling) -> int:
-    size = isa.itemsize(mk.dtype)
-    if mk.transpose_b:  # the NZ image of the stored (tn x tk) chunk
-        return _ceil(t.tn, 16) * _ceil(t.tk, mk.c0) * size
-    return _ceil(t.tk, mk.k_quantum) * _ceil(t.tn, 16) * size
-
-
-def _l0a_bytes(mk: CubeMatmul, t: MatmulTiling) -> int:
-    return _ceil(t.tm, 16) * _ceil(t.tk, mk.c0) * isa.itemsize(mk.dtype)
-
-
-def _l0b_bytes(mk: CubeMatmul, t: MatmulTiling) -> int:
-    return _ceil(t.tk, mk.k_quantum) * _ceil(t.tn, 16) * isa.itemsize(mk.dtype)
-
-
-def buffers(mk: CubeMatmul, t: MatmulTiling) -> list[Buffer]:
-    out = [
-        Buffer("l1a", "L1", mk.dtype, _ceil(_l1_a_bytes(mk, t), 32), t.buffers, "A chunk (NZ)"),
-        Buffer("l1b", "L1", mk.dtype, _ceil(_l1_b_bytes(mk, t), 32), t.buffers, "B chunk (NZ)"),
-        Buffer("l0a", "L0A", mk.dtype, _l0a_bytes(mk, t), t.buffers, "A chunk (ZZ)"),
-        Buffer("l0b", "L0B", mk.dtype, _l0b_bytes(mk, t), t.buffers, "B chunk (ZN)"),
-        Buffer("l0c", "L0C", mk.acc_dtype, t.tm * t.tn * 4, t.l0c_slots, "accumulator"),
-    ]
-    if mk.bias:
-        out += [Buffer("l1bias", "L1", "float32", _ceil(t.tn * 4, 32), 1, "bias chunk"),
-                Buffer("bt", "BT", "float32", _ceil(t.tn * 4, 64), 1, "bias table")]
-    return out
-
-
-def fits(mk: CubeMatmul, t: MatmulTiling, chip: Any) -> bool:
-    used: dict[str, int] = {}
-    for b in buffers(mk, t):
-        used[b.space] = used.get(b.space, 0) + _ceil(b.nbytes, chip.space_align(b.space))
-    return all(n <= chip.space_bytes(space) for space, n in used.items())
-
-
-# ---- candidates ---------------------------------------------------------------------------------------
-
-
-def tilings(mk: CubeMatmul, chip: Any, buffer_num: int, cores: int, dims: dict[str, int]) -> list[MatmulTiling]:
-    """Base sizes worth scoring: for every (tm, tn) up to the padded output, the largest tk that fits (and
-    half of it), single and double buffered (buffer_num is the cap). `dims` binds symbolic dims to the
-    sizes the tiler scores (the real ones are read at launch)."""
-    cores = max(1, min(cores, chip.aic_cores))
-    M, N, K = (sy.evaluate(x, dims) for x in (mk.M, mk.N, mk.K))
-    k_cap = _ceil(max(K, 1), mk.k_quantum)
-    out = _candidates(mk, chip, buffer_num, cores, _base_sizes(M, cores), _base_sizes(N, cores), k_cap)
-    # a small chip may fit none of the few large blocks a large (or nominal) extent asks for
-    return out or _candidates(mk, chip, buffer_num, cores, _base_sizes(M, 0), _base_sizes(N, 0), k_cap)
-
-
-def _candidates(mk: CubeMatmul, chip: Any, buffer_num: int, cores: int, ms: list[int], ns: list[int],
-                k_cap: int) -> list[MatmulTiling]:
-    q = mk.k_quantum
-    out: list[MatmulTiling] = []
-    for bn in sorted({1, min(2, buffer_num)}):
-        for l0c in sorted({1, min(2, buffer_num)}):
-            for tm in ms:
-                for tn in ns:
-                    tk = _largest_tk(mk, tm, tn, bn, l0c, cores, k_cap, chip)
-                    if tk == 0:
-                        continue
-                    for k in sorted({tk, max(q, tk // 2 // q * q)}, reverse=True):
-                        out.append(MatmulTiling(tm, tn, k, bn, l0c, cores))
-    return out
-
-
-def _base_sizes(extent: int, cores: int) -> list[int]:
-    """Block sizes along one output dim: every base size below the padded extent that does not cut it into
-    more than 4 blocks per core (smaller ones only add start-up costs; cores=0: no such limit), and the one
-    covering it."""
-    padded = _ceil(max(extent, 1), 16)
-    out = [s for s in BASE_SIZES if s < padded and (not cores or -(-extent // s) <= 4 * cores)]
-    return sorted(set(out + [min(padded, BASE_SIZES[-1])]))
-
-
-def _largest_tk(mk: CubeMatmul, tm: int, tn: int, bn: int, l0c: int, cores: int, cap: int, chip: Any) -> int:
-    q = mk.k_quantum
-    best = 0
-    tk = q
-    while tk <= cap:
-        if not fits(mk, MatmulTiling(tm, tn, tk, bn, l0c, cores), chip):
-            break
-        best = tk
-        tk = tk * 2 if tk * 2 <= cap else (cap if tk < cap else cap + 1)
-    return best
 
 
 # ---- the schedule -------------------------------------------------------------------------------------
@@ -240,7 +130,9 @@ def schedule(mk: CubeMatmul, t: MatmulTiling, chip: Any) -> TileSchedule:
     nmb, nnb = sy.ceildiv(M, tm), sy.ceildiv(N, tn)
     total = sy.mul(mk.batch_count, sy.ceildiv(mk.M, t.tm), sy.ceildiv(mk.N, t.tn))
     fields["T"] = total
-    fields["nK"] = sy.ceildiv(mk.K, t.tk)
+    fields["nK"] = sy.ceildiv(mk.K, t.kl1)
+    if t.steps > 1:
+        fields["kl1"] = t.kl1
     blocks = sy.ceildiv(total, sy.max_(1, sy.ceildiv(total, t.cores)))
     per = sy.ceildiv(F("T"), F(BLOCKS))
     begin = sy.mul(F(CORE), per)
@@ -264,8 +156,7 @@ def schedule(mk: CubeMatmul, t: MatmulTiling, chip: Any) -> TileSchedule:
              Let("abase", a_batch), Let("bbase", b_batch)]
     m0, mm, n0, nn = F("m0"), F("mm"), F("n0"), F("nn")
 
-    size, osize = isa.itemsize(mk.dtype), isa.itemsize(mk.out_dtype)
-    slot = sy.mod(F("kk"), t.buffers) if t.buffers > 1 else 0
+    osize = isa.itemsize(mk.out_dtype)
     acc_slot = sy.mod(F("i"), t.l0c_slots) if t.l0c_slots > 1 else 0
     block: list[Stmt] = list(lets)
     bias_ref = None
@@ -274,15 +165,7 @@ def schedule(mk: CubeMatmul, t: MatmulTiling, chip: Any) -> TileSchedule:
                             note="bias chunk"))
         block.append(T.load_bias(Ref("bt"), Ref("l1bias"), nn, note="bias -> bias table"))
         bias_ref = Ref("bt")
-    k_body: list[Stmt] = [Let("k0", sy.mul(F("kk"), tk)), Let("kc", sy.min_(tk, sy.add(K, sy.mul(-1, F("k0")))))]
-    k0, kc = F("k0"), F("kc")
-    # B first: the load of A then finishes last on MTE2, so one flag tells MTE1 both chunks are in
-    k_body += _load_b(mk, Ref("l1b", slot), F("bbase"), k0, kc, n0, nn, size)
-    k_body += _load_a(mk, Ref("l1a", slot), F("abase"), k0, kc, m0, mm)
-    k_body += _load_l0(mk, slot, kc, mm, nn)
-    k_body.append(T.mmad(Ref("l0c", acc_slot), Ref("l0a", slot), Ref("l0b", slot), mm, kc, nn, mk.dtype,
-                         accumulate=sy.lt(0, F("kk")), bias=bias_ref, note="accumulate in L0C"))
-    block.append(Loop("kk", 0, F("nK"), 1, k_body, note="K chunks"))
+    block.append(_k_loop(mk, t, mm, nn, m0, n0, acc_slot, bias_ref))
     out_off = sy.mul(sy.add(sy.mul(F("bi"), M, N), sy.mul(m0, N), n0), osize)
     block.append(T.fixpipe(GmRef(out_param(0), out_off), Ref("l0c", acc_slot), mm, nn, mk.out_dtype,
                            mk.acc_dtype, relu=mk.relu, dst_row_stride=N, note="L0C -> GM"))
@@ -295,7 +178,84 @@ def schedule(mk: CubeMatmul, t: MatmulTiling, chip: Any) -> TileSchedule:
              f" @ B({mk.K}x{mk.N}{'.T' if mk.transpose_b else ''}) {mk.dtype} -> {mk.acc_dtype} -> {mk.out_dtype}"
              + (" + bias" if mk.bias else "") + (" relu" if mk.relu else ""),
              f"tiling: {t.describe()}"]
-    return TileSchedule(mk.name, "aic", params, fields, blocks, buffers(mk, t), body, notes)
+    sched = TileSchedule(mk.name, "aic", params, fields, blocks, buffers(mk, t), body, notes)
+    sched.l2_miss = lambda f, cores: l2_miss(mk, t, f, cores, chip)
+    return sched
+
+
+def buffers(mk: CubeMatmul, t: MatmulTiling) -> list[Buffer]:
+    return [Buffer(*b) for b in footprint(mk, t)]
+
+
+def _k_loop(mk: CubeMatmul, t: MatmulTiling, mm: IntLike, nn: IntLike, m0: IntLike, n0: IntLike,
+            acc_slot: IntLike, bias_ref: Ref | None) -> Loop:
+    """The K walk of one output block: L1 chunks (loop kk), each cut into `steps` L0 steps (loop ks)."""
+    size = isa.itemsize(mk.dtype)
+    K, tk = F("K"), F("tk")
+    slot1 = sy.mod(F("kk"), t.buffers) if t.buffers > 1 else 0
+    l1a, l1b = Ref("l1a", slot1), Ref("l1b", slot1)
+    if t.steps == 1:
+        # one L0 step per chunk: the chunk is the step (k0, kc), the L0 slot the L1 slot
+        body: list[Stmt] = [Let("k0", sy.mul(F("kk"), tk)), Let("kc", sy.min_(tk, sy.add(K, sy.mul(-1, F("k0")))))]
+        k0, kc = F("k0"), F("kc")
+        # B first: the load of A then finishes last on MTE2, so one flag tells MTE1 both chunks are in
+        body += _load_b(mk, l1b, F("bbase"), k0, kc, n0, nn, size)
+        body += _load_a(mk, l1a, F("abase"), k0, kc, m0, mm)
+        body += _load_l0(mk, slot1, l1a, l1b, kc, mm, nn)
+        body.append(T.mmad(Ref("l0c", acc_slot), Ref("l0a", slot1), Ref("l0b", slot1), mm, kc, nn, mk.dtype,
+                           accumulate=sy.lt(0, F("kk")), bias=bias_ref, note="accumulate in L0C"))
+        return Loop("kk", 0, F("nK"), 1, body, note="K chunks")
+    kl1 = F("kl1")
+    body = [Let("k1", sy.mul(F("kk"), kl1)), Let("kl", sy.min_(kl1, sy.add(K, sy.mul(-1, F("k1")))))]
+    k1, kl = F("k1"), F("kl")
+    if b_mode(mk, t) == "pieces":
+        piece = l1_b_piece_bytes(mk, t)
+        at = sy.mul(F("kp"), tk)
+        body.append(Loop("kp", 0, sy.ceildiv(kl, tk), 1,
+                         _load_b(mk, l1b.at(sy.mul(F("kp"), piece)), F("bbase"), sy.add(k1, at),
+                                 sy.min_(tk, sy.add(kl, sy.mul(-1, at))), n0, nn, size),
+                         note="B chunk, one NZ image per L0 step"))
+    else:
+        body += _load_b(mk, l1b, F("bbase"), k1, kl, n0, nn, size)
+    body += _load_a(mk, l1a, F("abase"), k1, kl, m0, mm)
+    slot0 = sy.mod(sy.add(sy.mul(F("kk"), t.steps), F("ks")), t.buffers) if t.buffers > 1 else 0
+    step: list[Stmt] = [Let("ko", sy.mul(F("ks"), tk)), Let("kc", sy.min_(tk, sy.add(kl, sy.mul(-1, F("ko")))))]
+    ko, kc = F("ko"), F("kc")
+    step += _step_l0(mk, t, slot0, l1a, l1b, ko, kc, kl, mm, nn)
+    step.append(T.mmad(Ref("l0c", acc_slot), Ref("l0a", slot0), Ref("l0b", slot0), mm, kc, nn, mk.dtype,
+                       accumulate=sy.lt(0, sy.add(F("kk"), F("ks"))), bias=bias_ref, note="accumulate in L0C"))
+    body.append(Loop("ks", 0, sy.ceildiv(kl, tk), 1, step, note="L0 steps of the chunk"))
+    return Loop("kk", 0, F("nK"), 1, body, note="K chunks (L1)")
+
+
+def _step_l0(mk: CubeMatmul, t: MatmulTiling, slot: IntLike, l1a: Ref, l1b: Ref, ko: IntLike, kc: IntLike,
+             kl: IntLike, mm: IntLike, nn: IntLike) -> list[Stmt]:
+    """L1 -> L0A / L0B of the L0 step at depth `ko` (kc deep) of the chunk (kl deep) in l1a / l1b."""
+    size = isa.itemsize(mk.dtype)
+    out: list[Stmt] = []
+    frac = 16 * mk.fractal_row_bytes
+    rows16 = sy.ceildiv(kc, 16)
+    if a_mode(mk, t) == "fractals":
+        # stored K x M: the step is fractal rows ko/16.. of every 16-column panel; ZZ wants them per m block
+        out.append(Loop("fa", 0, rows16, 1, [T.load_l0_2d(
+            Ref("l0a", slot, sy.mul(F("fa"), frac)), l1a, mk.dtype, sy.add(sy.floordiv(ko, 16), F("fa")),
+            sy.ceildiv(mm, 16), sy.ceildiv(kl, 16), sy.add(rows16, -1), transpose=True,
+            note="A^T step -> L0A")], note="fractal rows of the A step"))
+    else:
+        out.append(_load_a_l0(mk, Ref("l0a", slot), l1a.at(sy.mul(ko, sy.align_up(mm, 16), size)), kc, mm))
+    mode = b_mode(mk, t)
+    if mode == "fractals":
+        # stored K x N: fractal row r of the step is fractal r of every column panel, in ZN order
+        out.append(Loop("fb", 0, rows16, 1, [T.load_l0_2d(
+            Ref("l0b", slot, sy.mul(F("fb"), sy.ceildiv(nn, 16), frac)), l1b, mk.dtype,
+            sy.add(sy.floordiv(ko, 16), F("fb")), sy.ceildiv(nn, 16), sy.ceildiv(kl, 16), transpose=True,
+            note="B step -> L0B")], note="fractal rows of the B step"))
+    elif mode == "pieces":
+        out.append(_load_b_l0(mk, Ref("l0b", slot), l1b.at(sy.mul(sy.floordiv(ko, F("tk")),
+                                                                   l1_b_piece_bytes(mk, t))), kc, nn))
+    else:  # stored N x K: the step is whole column panels
+        out.append(_load_b_l0(mk, Ref("l0b", slot), l1b.at(sy.mul(ko, sy.align_up(nn, 16), size)), kc, nn))
+    return out
 
 
 def _chunk(param: str, dst: Ref, dtype: str, base: IntLike, row0: IntLike, col0: IntLike, rows: IntLike,
@@ -348,13 +308,18 @@ def _load_b_int8(dst: Ref, src: GmRef, kc: IntLike, nn: IntLike) -> list[Stmt]:
     return [When(sy.eq(short, 0), whole), When(short, [per_panel])]
 
 
-def _load_l0(mk: CubeMatmul, slot: IntLike, kc: IntLike, mm: IntLike, nn: IntLike) -> list[Stmt]:
-    a_src, b_src = Ref("l1a", slot), Ref("l1b", slot)
-    a_dst, b_dst = Ref("l0a", slot), Ref("l0b", slot)
+def _load_l0(mk: CubeMatmul, slot: IntLike, a_src: Ref, b_src: Ref, kc: IntLike, mm: IntLike,
+             nn: IntLike) -> list[Stmt]:
+    return [_load_a_l0(mk, Ref("l0a", slot), a_src, kc, mm), _load_b_l0(mk, Ref("l0b", slot), b_src, kc, nn)]
+
+
+def _load_a_l0(mk: CubeMatmul, a_dst: Ref, a_src: Ref, kc: IntLike, mm: IntLike) -> TileOp:
     if mk.transpose_a:
-        load_a = T.load_l0(a_dst, a_src, mk.dtype, kc, mm, transpose=True, note="A^T -> L0A")
-    else:
-        load_a = T.load_l0(a_dst, a_src, mk.dtype, mm, kc, note="A -> L0A")
+        return T.load_l0(a_dst, a_src, mk.dtype, kc, mm, transpose=True, note="A^T -> L0A")
+    return T.load_l0(a_dst, a_src, mk.dtype, mm, kc, note="A -> L0A")
+
+
+def _load_b_l0(mk: CubeMatmul, b_dst: Ref, b_src: Ref, kc: IntLike, nn: IntLike) -> TileOp:
     if mk.transpose_b:
         if mk.dtype == "float16":
             load_b = T.load_l0(b_dst, b_src, "float16", nn, kc, transpose=True, note="B^T -> L0B")
@@ -369,7 +334,7 @@ def _load_l0(mk: CubeMatmul, slot: IntLike, kc: IntLike, mm: IntLike, nn: IntLik
         load_b = T.load_l0(b_dst, b_src, mk.dtype, sy.align_up(kc, 32), nn, note="B -> L0B")
     else:
         load_b = T.load_l0(b_dst, b_src, mk.dtype, kc, nn, note="B -> L0B")
-    return [load_a, load_b]
+    return load_b
 
 
 def batch_dims(out_batch: Sequence[IntLike], a_batch: Sequence[IntLike], b_batch: Sequence[IntLike],

@@ -1,0 +1,257 @@
+"""Matmul tilings: what a base block costs on chip, which blocks the tiler scores, and how much of A and B
+the L2 serves.
+
+A tiling (`MatmulTiling`) is tm x tn output blocks, K walked in L0 steps of tk, `steps` of them per L1
+chunk (the L1 chunk is steps * tk deep: one GM -> L1 move feeds several L0 loads, so the DMA start-up is
+paid once per chunk and the move is wide enough for the cube to hide it), `buffers` slots of the L1 and
+L0A/L0B chunk buffers, `l0c_slots` of the accumulator, `cores` available. Nothing here is a default: the
+candidates below are every legal combination worth scoring, and the cost model picks.
+
+How one L0 step is cut out of an L1 chunk depends on the operand's layout in L1 (NZ: column panels of c0):
+- "whole": the chunk is one L0 step (steps == 1), or the K slice is whole column panels of the chunk
+  (A stored M x K, B stored N x K): one load_l0 from an offset.
+- "fractals": the K slice is rows of every column panel (B stored K x N, A stored K x M): LoadData2D, one
+  instruction per 16-row fractal row of the slice, transposing each 16-bit fractal on the way. float16 only.
+- "pieces": B stored K x N in float32 or int8 (no 16-bit fractal transpose gives their L0B image): the
+  chunk is moved as `steps` NZ images of tk rows each, one copy_nd2nz per step.
+"""
+from __future__ import annotations
+
+from collections import OrderedDict
+from functools import lru_cache
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from simulator import isa
+
+from ... import symbolic as sy
+
+#: base block sizes the tiler tries (multiples of the 16-row fractal)
+BASE_SIZES = (16, 32, 64, 128, 256)
+#: output blocks up to which the L2 reuse of a candidate is walked block by block
+WALK_LIMIT = 20000
+
+
+@dataclass(frozen=True)
+class MatmulTiling:
+    tm: int
+    tn: int
+    tk: int
+    buffers: int        # slots of the L1 and L0A/L0B chunk buffers (1 or 2)
+    l0c_slots: int      # slots of the L0C block buffer (1 or 2)
+    cores: int          # cores available (the launch uses min(cores, blocks))
+    steps: int = 1      # L0 K steps per L1 chunk
+
+    @property
+    def kl1(self) -> int:
+        """K depth of one L1 chunk."""
+        return self.tk * self.steps
+
+    def describe(self) -> str:
+        chunk = f", L1 chunk {self.kl1} deep ({self.steps} steps)" if self.steps > 1 else ""
+        return (f"base {self.tm}x{self.tn}x{self.tk}{chunk}, L1/L0 slots={self.buffers}, "
+                f"L0C slots={self.l0c_slots}, cores<={self.cores}")
+
+
+def _ceil(x: int, a: int) -> int:
+    return -(-x // a) * a
+
+
+def a_mode(mk: Any, t: MatmulTiling) -> str:
+    """How an L0 step of A is taken out of its L1 chunk (see the module docstring)."""
+    if t.steps == 1 or not mk.transpose_a:
+        return "whole"
+    if mk.dtype != "float16":
+        raise AssertionError("a transposed A reaches the cube as float16 only (matmul_plan transposes the rest)")
+    return "fractals"
+
+
+def b_mode(mk: Any, t: MatmulTiling) -> str:
+    if t.steps == 1 or mk.transpose_b:
+        return "whole"
+    return "fractals" if mk.dtype == "float16" else "pieces"
+
+
+# ---- on-chip footprint (static: tile sizes are ints) -------------------------------------------------
+
+
+def l1_a_bytes(mk: Any, t: MatmulTiling) -> int:
+    size, k = isa.itemsize(mk.dtype), t.kl1
+    if mk.transpose_a:  # the NZ image of the stored (k x tm) chunk
+        return _ceil(k, 16) * _ceil(t.tm, mk.c0) * size
+    return _ceil(t.tm, 16) * _ceil(k, mk.c0) * size
+
+
+def l1_b_piece_bytes(mk: Any, t: MatmulTiling) -> int:
+    """One L0 step of B stored K x N as its own NZ image (tk rows; columns padded to c0 by copy_nd2nz and
+    to the 16 of an L0B fractal)."""
+    return _ceil(t.tk, mk.k_quantum) * _ceil(t.tn, mk.k_quantum) * isa.itemsize(mk.dtype)
+
+
+def l1_b_bytes(mk: Any, t: MatmulTiling) -> int:
+    size, k = isa.itemsize(mk.dtype), t.kl1
+    if mk.transpose_b:  # the NZ image of the stored (tn x k) chunk
+        return _ceil(t.tn, 16) * _ceil(k, mk.c0) * size
+    if b_mode(mk, t) == "pieces":
+        return t.steps * l1_b_piece_bytes(mk, t)
+    return _ceil(k, mk.k_quantum) * _ceil(t.tn, mk.k_quantum) * size
+
+
+def l0a_bytes(mk: Any, t: MatmulTiling) -> int:
+    return _ceil(t.tm, 16) * _ceil(t.tk, mk.c0) * isa.itemsize(mk.dtype)
+
+
+def l0b_bytes(mk: Any, t: MatmulTiling) -> int:
+    return _ceil(t.tk, mk.k_quantum) * _ceil(t.tn, 16) * isa.itemsize(mk.dtype)
+
+
+def footprint(mk: Any, t: MatmulTiling) -> list[tuple[str, str, str, int, int, str]]:
+    """(name, space, dtype, bytes per slot, slots, role) of every on-chip buffer."""
+    out = [
+        ("l1a", "L1", mk.dtype, _ceil(l1_a_bytes(mk, t), 32), t.buffers, "A chunk (NZ)"),
+        ("l1b", "L1", mk.dtype, _ceil(l1_b_bytes(mk, t), 32), t.buffers, "B chunk (NZ)"),
+        ("l0a", "L0A", mk.dtype, l0a_bytes(mk, t), t.buffers, "A step (ZZ)"),
+        ("l0b", "L0B", mk.dtype, l0b_bytes(mk, t), t.buffers, "B step (ZN)"),
+        ("l0c", "L0C", mk.acc_dtype, t.tm * t.tn * 4, t.l0c_slots, "accumulator"),
+    ]
+    if mk.bias:
+        out += [("l1bias", "L1", "float32", _ceil(t.tn * 4, 32), 1, "bias chunk"),
+                ("bt", "BT", "float32", _ceil(t.tn * 4, 64), 1, "bias table")]
+    return out
+
+
+def fits(mk: Any, t: MatmulTiling, chip: Any) -> bool:
+    used: dict[str, int] = {}
+    for _, space, _, nbytes, slots, _ in footprint(mk, t):
+        used[space] = used.get(space, 0) + _ceil(nbytes * slots, chip.space_align(space))
+    return all(n <= chip.space_bytes(space) for space, n in used.items())
+
+
+# ---- candidates ---------------------------------------------------------------------------------------
+
+
+def tilings(mk: Any, chip: Any, buffer_num: int, cores: int, dims: Mapping[str, int]) -> list[MatmulTiling]:
+    """Base sizes worth scoring: for every (tm, tn) up to the padded output, the largest tk that fits (and
+    half of it), each with L1 chunks of one L0 step, of the most steps that fit and of half that, single and
+    double buffered
+    (buffer_num is the cap). `dims` binds symbolic dims to the sizes the tiler scores (the real ones are
+    read at launch)."""
+    cores = max(1, min(cores, chip.aic_cores))
+    M, N, K = (sy.evaluate(x, dims) for x in (mk.M, mk.N, mk.K))
+    k_cap = _ceil(max(K, 1), mk.k_quantum)
+    out = _candidates(mk, chip, buffer_num, cores, _base_sizes(M, cores), _base_sizes(N, cores), k_cap)
+    # a small chip may fit none of the few large blocks a large (or nominal) extent asks for
+    return out or _candidates(mk, chip, buffer_num, cores, _base_sizes(M, 0), _base_sizes(N, 0), k_cap)
+
+
+def _candidates(mk: Any, chip: Any, buffer_num: int, cores: int, ms: list[int], ns: list[int],
+                k_cap: int) -> list[MatmulTiling]:
+    q = mk.k_quantum
+    out: list[MatmulTiling] = []
+    for bn in sorted({1, min(2, buffer_num)}):
+        for l0c in sorted({1, min(2, buffer_num)}):
+            for tm in ms:
+                for tn in ns:
+                    tk = _largest_tk(mk, tm, tn, bn, l0c, cores, k_cap, chip)
+                    if tk == 0:
+                        continue
+                    for s in _steps(mk, MatmulTiling(tm, tn, tk, bn, l0c, cores), k_cap, chip):
+                        out.append(MatmulTiling(tm, tn, tk, bn, l0c, cores, s))
+                    half = max(q, tk // 2 // q * q)
+                    if half != tk:   # a shallower L0 step: fewer bytes per MTE1 move, more mmads
+                        deepest = max(_steps(mk, MatmulTiling(tm, tn, half, bn, l0c, cores), k_cap, chip))
+                        out += [MatmulTiling(tm, tn, half, bn, l0c, cores, s) for s in sorted({1, deepest})]
+    return out
+
+
+def _steps(mk: Any, t: MatmulTiling, k_cap: int, chip: Any) -> list[int]:
+    """L1 chunk depths (in L0 steps) that fit and do not exceed K: the choices and the deepest one."""
+    most = 1
+    while most * 2 * t.tk <= _ceil(k_cap, t.tk) and fits(mk, _with_steps(t, most * 2), chip):
+        most *= 2
+    return sorted({1, most, max(1, most // 2)})
+
+
+def _with_steps(t: MatmulTiling, steps: int) -> MatmulTiling:
+    return MatmulTiling(t.tm, t.tn, t.tk, t.buffers, t.l0c_slots, t.cores, steps)
+
+
+def _base_sizes(extent: int, cores: int) -> list[int]:
+    """Block sizes along one output dim: every base size below the padded extent that does not cut it into
+    more than 4 blocks per core (smaller ones only add start-up costs; cores=0: no such limit), and the one
+    covering it."""
+    padded = _ceil(max(extent, 1), 16)
+    out = [s for s in BASE_SIZES if s < padded and (not cores or -(-extent // s) <= 4 * cores)]
+    return sorted(set(out + [min(padded, BASE_SIZES[-1])]))
+
+
+def _largest_tk(mk: Any, tm: int, tn: int, bn: int, l0c: int, cores: int, cap: int, chip: Any) -> int:
+    q = mk.k_quantum
+    best = 0
+    tk = q
+    while tk <= cap:
+        if not fits(mk, MatmulTiling(tm, tn, tk, bn, l0c, cores), chip):
+            break
+        best = tk
+        tk = tk * 2 if tk * 2 <= cap else (cap if tk < cap else cap + 1)
+    return best
+
+
+# ---- L2 reuse -----------------------------------------------------------------------------------------
+
+
+def l2_miss(mk: Any, t: MatmulTiling, fields: Mapping[str, int], blocks: int, chip: Any) -> float:
+    """The fraction of the kernel's reads of A and B that come from HBM (`hbm_reads` over all reads)."""
+    K, total = fields["K"], fields["T"]
+    reads = total * K * (t.tm + t.tn) * isa.itemsize(mk.dtype)
+    return min(1.0, hbm_reads(mk, t, fields, blocks, chip) / reads) if reads > 0 else 1.0
+
+
+def hbm_reads(mk: Any, t: MatmulTiling, fields: Mapping[str, int], blocks: int, chip: Any) -> float:
+    """Bytes of A and B the kernel reads from HBM; every other read of them hits in the L2.
+
+    The cores walk their runs of output blocks in step (block s of every core at about the same time).
+    A block reads one row panel of A (tm x K) and one column panel of B (K x tn); the panels of one step are
+    an access batch of an LRU cache of the chip's L2 capacity, at panel granularity, that the result
+    blocks (written through, allocated in L2) also pass through. A panel is read from HBM when it is not in
+    the cache. The walk is exact up to the interleaving of chunks inside a step."""
+    a_batched = any(d.a_stride != 0 for d in mk.batch)
+    b_batched = any(d.b_stride != 0 for d in mk.batch)
+    return _walk(fields["M"], fields["N"], fields["K"], fields["T"], t.tm, t.tn, blocks, isa.itemsize(mk.dtype),
+                 isa.itemsize(mk.out_dtype), a_batched, b_batched, chip.l2_bytes)
+
+
+@lru_cache(maxsize=256)
+def _walk(M: int, N: int, K: int, total: int, tm: int, tn: int, blocks: int, size: int, osize: int,
+          a_batched: bool, b_batched: bool, capacity: int) -> float:
+    if blocks <= 0 or total <= 0:
+        return 0.0
+    if total > WALK_LIMIT:
+        return float(total * K * (tm + tn) * size)   # too many blocks to walk at compile time: no reuse assumed
+    nmb, nnb = -(-M // tm), -(-N // tn)
+    per = -(-total // blocks)
+    a_panel, b_panel, c_block = tm * K * size, K * tn * size, tm * tn * osize
+    cache: OrderedDict[Any, int] = OrderedDict()
+    held = 0
+    missed = 0.0
+    for s in range(per):
+        for c in range(blocks):
+            b = c * per + s
+            if b >= total:
+                continue
+            nb, r = b % nnb, b // nnb
+            mb, bi = r % nmb, r // nmb
+            for key, nbytes in ((("a", mb, bi if a_batched else 0), a_panel),
+                                (("b", nb, bi if b_batched else 0), b_panel),
+                                (("c", b), c_block)):
+                if key in cache:
+                    cache.move_to_end(key)
+                    continue
+                if key[0] != "c":
+                    missed += nbytes
+                cache[key] = nbytes
+                held += nbytes
+                while held > capacity and cache:
+                    _, gone = cache.popitem(last=False)
+                    held -= gone
+    return missed
