@@ -107,6 +107,9 @@ def warm_call_us(repeat: int = 2000) -> float:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--small", action="store_true")
+    ap.add_argument("--no-matmul", action="store_true",
+                    help="leave out the two large matmuls (benchmarks/bench_matmul.py measures them; their "
+                         "opt0/bn1/cores1 variants take hours on the emulator)")
     args = ap.parse_args(argv)
     rng = np.random.default_rng(0)
     n = 1 << (20 if args.small else 24)
@@ -120,13 +123,14 @@ def main(argv: list[str] | None = None) -> int:
         row(f"relu(x*w+b) {n >> 20}M f32", affine, (x16, rng.random(n, np.float32), rng.random(n, np.float32))),
         row(f"softmax {side}x{side} f32", softmax, (sq,)),
         row(f"layer_norm {side}x{side} f32", layer_norm, (sq, vec, vec)),
-        row(f"matmul+bias+relu {mm}^3 fp16->fp32", matmul_bias_relu,
+    ]
+    if not args.no_matmul:
+        rows += [row(f"matmul+bias+relu {mm}^3 fp16->fp32", matmul_bias_relu,
             (rng.random((mm, mm)).astype(np.float16), rng.random((mm, mm)).astype(np.float16),
              rng.random(mm).astype(np.float32)), flops=2.0 * mm ** 3),
         row(f"GEMM {gm}^3 fp16", gemm, (rng.random((gm, gm)).astype(np.float16),
                                         rng.random((gm, gm)).astype(np.float16)), flops=2.0 * gm ** 3,
-            variants=False),
-    ]
+            variants=False)]
     print(f"simulated efficiency on 910b (HBM {HBM / 1e12:.2f} TB/s, cube peak {CUBE_PEAK / 1e12:.0f} TFLOP/s)")
     head = f"{'kernel':<34}{'sim us':>10}{'roof us':>10}{'of roof':>9}{'opt0 us':>10}{'bn1 us':>10}" \
            f"{'cores1 us':>11}{'wall/np':>9}"
@@ -148,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"cold compile (median of 10, fresh kernel, incl. codegen and host JIT): "
           + ", ".join(f"{k} {v:.1f} ms" for k, v in compile_ms.items()))
     print(f"warm call of a 16-element kernel: {warm:.1f} us")
-    write_json(RESULTS / "sim_efficiency.json", "sim_efficiency", {"small": args.small},
+    write_json(RESULTS / "sim_efficiency.json", "sim_efficiency", {"small": args.small, "no_matmul": args.no_matmul},
                {"kernels": rows, "cold_compile_ms": compile_ms, "warm_call_us": warm})
     return 0
 
