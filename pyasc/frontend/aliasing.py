@@ -285,7 +285,7 @@ def merge_branches(b: KernelBuilder, merged: list[tuple[str, Value, Value, Value
     other output that was a view in a branch, and the outputs it may share with, become opaque (a write
     through them is an error), since numpy's sharing then depends on the branch taken."""
     t = table(b)
-    by_pair = {(tv, ev): out for _, tv, ev, out in merged}
+    by_pair = {(tv, ev): out for _, tv, ev, out in merged if is_tensor(tv) and is_tensor(ev)}
     unresolved = False
     for name, tv, ev, out in merged:
         vt = t.views.get(tv) if is_tensor(tv) else None

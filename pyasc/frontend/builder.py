@@ -23,7 +23,7 @@ from ..errors import CompileError, InferError, SourceLoc
 from ..markers import constexpr
 from ..ir.graph import Value
 from ..tensor_type import Sym
-from . import aliasing, branches, calls, guards, indexing, writes
+from . import aliasing, branches, calls, comptime, guards, indexing, writes
 from .context import BuildState, GraphContext
 from .scope import CLOSURE, GLOBAL, Scope, UnassignedFreeVariable, Undefined
 from .source import ParsedFunction
@@ -62,8 +62,6 @@ UNSUPPORTED: dict[type, str] = {
     ast.Import: "`import` is not supported inside a kernel; import at module level",
     ast.ImportFrom: "`import` is not supported inside a kernel; import at module level",
     ast.ClassDef: "class definitions are not supported in a kernel",
-    ast.Lambda: "`lambda` is not supported in a kernel; define a helper function with `def` at module level "
-                "(calls to it are inlined)",
     ast.Yield: "`yield` is not supported in a kernel",
     ast.YieldFrom: "`yield from` is not supported in a kernel",
     ast.Await: "`await` is not supported in a kernel",
@@ -141,6 +139,8 @@ class FunctionBuilder:
         self.return_node: ast.AST | None = None
         self._frames: list[list[Any]] = []  # [statements, index being run] of the blocks being run
         self._loops: list[ast.AST] = []  # loops being unrolled (their bodies run again)
+        # (frames, loops) below these depths belong outside the If branch being built (see rest_tails)
+        self._floor: tuple[int, int] = (0, 0)
         self.parent: FunctionBuilder | None = None  # the builder of the function this one is inlined into
 
     # ---- diagnostics ---------------------------------------------------------------
@@ -190,15 +190,38 @@ class FunctionBuilder:
         Afterwards the graph, the return state and the scope are what they were before.
         """
         saved_ctx, saved_return = self.ctx, (self.returned, self.return_value, self.return_node)
+        saved_floor = self._floor
         self.ctx = ctx
         self.returned, self.return_value, self.return_node = False, None, None
+        self._floor = (len(self._frames), len(self._loops))
         self.scope.restore(scope)
         try:
             yield
         finally:
             self.ctx = saved_ctx
             self.returned, self.return_value, self.return_node = saved_return
+            self._floor = saved_floor
             self.scope.restore(scope)
+
+    def rest_tails(self) -> list[Sequence[ast.stmt]] | None:
+        """The statements that run after the one being run, up to the end of the function (or of the If
+        branch being built): the tail of each enclosing block, innermost first. None inside a loop being
+        unrolled, whose rest includes further iterations."""
+        if len(self._loops) > self._floor[1]:
+            return None
+        return [stmts[index + 1:] for stmts, index in reversed(self._frames[self._floor[0]:])]
+
+    def run_rest(self, tails: Sequence[Sequence[ast.stmt]]) -> None:
+        """Run `rest_tails()` here (inside the branch of an early return's If), as their own function rest."""
+        saved = self._floor
+        self._floor = (len(self._frames), len(self._loops))
+        try:
+            for tail in tails:
+                self.exec_block(tail)
+                if self.returned:
+                    return
+        finally:
+            self._floor = saved
 
     # ---- statements --------------------------------------------------------------------
     def run_body(self) -> None:
@@ -570,6 +593,11 @@ class FunctionBuilder:
                     return tensor_binary(self, name, left, right, node, (left_at, comp))
                 check_symbolic_compare(self, spelling, left, right, node)
                 result = fold(self, fn, (left, right), node)
+                if isinstance(result, np.ndarray):  # compile-time arrays compared: an array of bools, folded
+                    if len(node.ops) > 1:
+                        raise self.error(f"a chained comparison of arrays is ambiguous in `{self.text(node)}` "
+                                         "(numpy raises here); write `(a < b) & (b < c)`", node)
+                    return result
             elif isinstance(op, (ast.Is, ast.IsNot)):
                 same = left is right or (is_tensor(left) and is_tensor(right) and left == right)
                 result = same if isinstance(op, ast.Is) else not same
@@ -610,6 +638,9 @@ class FunctionBuilder:
         if out is not x and out.type.ndim == 0 and not any(i is Ellipsis for i in items):
             aliasing.mark_scalar(self, out)
         return out
+
+    def _e_Lambda(self, node: ast.Lambda) -> Any:
+        return comptime.make_lambda(self, node)  # called later: inlined where it is called
 
     def _e_Slice(self, node: ast.Slice) -> slice:
         parts = [self.eval(p) if p is not None else None for p in (node.lower, node.upper, node.step)]

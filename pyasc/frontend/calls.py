@@ -24,7 +24,7 @@ import numpy as np
 from .. import dtypes, ops
 from ..errors import CompileError, Note
 from ..tensor_type import Sym
-from . import aliasing, guards, source
+from . import aliasing, comptime, guards, source
 from .protocol import KernelBuilder
 from .scope import Scope, assigned_names
 from .tensors import as_operand, strong_dtypes
@@ -109,6 +109,8 @@ def call_value(b: KernelBuilder, callee: Any, args: list[Any], kwargs: dict[str,
     name = _callee_text(b, at)
     if isinstance(callee, TensorMethod):
         return tensor_method(b, callee, args, kwargs, at)
+    if isinstance(callee, comptime.KernelLambda):
+        return comptime.call_lambda(b, callee, args, kwargs, at)
     op_name = getattr(callee, "__pyasc_op__", None)
     if isinstance(op_name, str):
         return op_call(b, callee, op_name, args, kwargs, at, name)
@@ -117,6 +119,12 @@ def call_value(b: KernelBuilder, callee: Any, args: list[Any], kwargs: dict[str,
         return op_call(b, twin[1], twin[0], args, kwargs, at, name, numpy_fn=callee)
     if is_dtype_like(callee) and callee not in (int, float, bool):
         return dtype_call(b, callee, args, kwargs, at, name)
+    if _numpy_compile_time(callee):
+        return compile_time_call(b, callee, args, kwargs, at, name)
+    if comptime.is_numpy_function(callee):  # never inlined from numpy's own source
+        return comptime.numpy_call(b, callee, args, kwargs, at, name)
+    if comptime.is_math_function(callee):
+        return comptime.math_call(b, callee, args, kwargs, at, name)
     if callee is print:
         raise b.error(
             "print() is not supported in a kernel: the body runs once, at compile time; "
@@ -132,8 +140,6 @@ def call_value(b: KernelBuilder, callee: Any, args: list[Any], kwargs: dict[str,
         return inline(b, inner, args, kwargs, at, name)
     if isinstance(callee, types.FunctionType):
         return inline(b, callee, args, kwargs, at, name)
-    if _numpy_compile_time(callee):
-        return compile_time_call(b, callee, args, kwargs, at, name)
     if isinstance(callee, (types.BuiltinMethodType, types.MethodWrapperType)) and isinstance(
         getattr(callee, "__self__", None), _IMMUTABLE
     ):
@@ -197,6 +203,8 @@ def compile_time_call(b: KernelBuilder, fn: Any, args: list[Any], kwargs: dict[s
         raise b.error(f"{name}() runs at compile time and cannot take a tensor argument", at)
     try:
         return fn(*args, **kwargs)
+    except CompileError:
+        raise  # a kernel lambda called by Python (a sorted key) failed: its own located error
     except Exception as e:
         raise b.error(f"{name}(): {type(e).__name__}: {e}", at) from None
 
@@ -386,6 +394,8 @@ def compile_time_call_allowing_tensors(b, fn, args, kwargs, at, name):
     """For container builtins: tensors may be elements of the containers, they are just moved around."""
     try:
         return fn(*args, **kwargs)
+    except CompileError:
+        raise
     except Exception as e:
         raise b.error(f"{name}(): {type(e).__name__}: {e}", at) from None
 
@@ -401,6 +411,35 @@ def _sum(b, args, kwargs, at, name):
     for item in b.iterate(args[0], at):
         total = b.binary(ast.Add(), total, item, at, (at, at))
     return total
+
+
+def _map(b, args, kwargs, at, name):
+    """map(f, *iterables): f called per element now (a lambda or helper over tensors is inlined per element)."""
+    if kwargs or len(args) < 2:
+        return compile_time_call(b, map, args, kwargs, at, name)  # Python's own message for a bad call
+    fn, iterables = args[0], [b.iterate(a, at) for a in args[1:]]
+    return tuple(call_value(b, fn, list(items), {}, at) for items in zip(*iterables))
+
+
+def _filter(b, args, kwargs, at, name):
+    if kwargs or len(args) != 2:
+        return compile_time_call(b, filter, args, kwargs, at, name)
+    fn, items = args[0], b.iterate(args[1], at)
+    keep = []
+    for item in items:
+        verdict = item if fn is None else call_value(b, fn, [item], {}, at)
+        if contains_tensor(verdict):
+            raise b.error(f"{name}(): the condition for {describe(item)} is a tensor, known only at run time; "
+                          "filter on compile-time values", at)
+        if b.truth(verdict, at):
+            keep.append(item)
+    return tuple(keep)
+
+
+def _isinstance(b, args, kwargs, at, name):
+    if len(args) != 2 or kwargs:
+        return compile_time_call(b, isinstance, args, kwargs, at, name)
+    return comptime.isinstance_of(b, args[0], args[1], at)
 
 
 def _compile_time_only(fn):
@@ -425,7 +464,10 @@ BUILTINS: dict[Any, Callable[..., Any]] = {
     zip: _iterating(lambda *a: tuple(zip(*a))),
     enumerate: _iterating(lambda *a, **k: tuple(enumerate(*a, **k))),
     reversed: _iterating(lambda a: tuple(reversed(a))),
-    isinstance: _compile_time_only(isinstance),
+    isinstance: _isinstance,
+    map: _map,
+    filter: _filter,
+    sorted: _iterating(lambda *a, **k: sorted(*a, **k)),
     round: _compile_time_only(round),
     sum: _sum,
     math.prod: _compile_time_only(math.prod),
