@@ -175,3 +175,48 @@ def test_unsupported_compile_time_calls_are_located_errors(rng):
         pyasc.kernel(tensor_to_int).compile(x)
     assert "int() of a tensor would need its value at compile time" in info.value.reason
     assert "astype(pyasc.int32)" in info.value.reason
+
+
+def shifts(a):
+    return a << 1, a << 3, a >> 1, a >> 2, a << 40, a >> 40
+
+
+def shifts_by_width(a):
+    return a << (a.dtype.itemsize * 8 - 1), a >> (a.dtype.itemsize * 8 - 1)
+
+
+@pytest.mark.parametrize("chip", CHIPS)
+@pytest.mark.parametrize("dtype", ["int8", "int16", "int32", "uint8", "bool"])
+def test_shifts_golden(chip, dtype, rng):
+    a = rng.integers(-100, 100, size=(5, 7)).astype(dtype) if dtype != "uint8" else \
+        rng.integers(0, 255, size=(5, 7)).astype(dtype)
+    run(shifts, a, chip=chip)
+    run(shifts_by_width, a, chip=chip)
+
+
+def shift_in_place(a):
+    a <<= 2
+    return a
+
+
+def test_shift_in_place_and_bad_shifts(rng):
+    run(shift_in_place, rng.integers(-9, 9, size=6).astype(np.int16))
+    with pytest.raises(CompileError, match="shifts by a tensor"):
+        pyasc.kernel(lambda_free_shift_by_tensor).compile(np.ones(3, np.int32), np.ones(3, np.int32))
+    with pytest.raises(CompileError, match="not supported for float32"):
+        pyasc.kernel(shifts).compile(np.ones(3, np.float32))
+
+
+def lambda_free_shift_by_tensor(a, s):
+    return a << s
+
+
+def bool_matmul(a, b):
+    return a @ b, np.matmul(b, a)
+
+
+@pytest.mark.parametrize("chip", CHIPS)
+def test_bool_matmul_golden(chip, rng):
+    a = rng.random((6, 40)) > 0.8
+    b = rng.random((40, 6)) > 0.8
+    run(bool_matmul, a, b, chip=chip)

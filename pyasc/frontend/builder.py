@@ -23,7 +23,7 @@ from ..errors import CompileError, InferError, SourceLoc
 from ..markers import constexpr
 from ..ir.graph import Value
 from ..tensor_type import Sym
-from . import aliasing, branches, calls, comptime, guards, indexing, writes
+from . import aliasing, bitops, branches, calls, comptime, guards, indexing, writes
 from .context import BuildState, GraphContext
 from .scope import CLOSURE, GLOBAL, Scope, UnassignedFreeVariable, Undefined
 from .source import ParsedFunction
@@ -525,6 +525,10 @@ class FunctionBuilder:
                operands: tuple[ast.AST, ast.AST]) -> Any:
         name, spelling, fn = BINARY_OPS[type(op)]
         if is_tensor(left) or is_tensor(right):
+            if spelling in ("<<", ">>"):
+                return bitops.shift(self, left, right, at, operands, spelling == "<<")
+            if name == "matmul" and bitops.is_bool_pair(left, right):
+                return bitops.bool_matmul(self, left, right, at)
             if not name:
                 raise self.error(f"the operator {spelling} is not supported on tensors in `{self.text(at)}`", at)
             if name == "pow" and type(right) is int and right == 2 and is_tensor(left) \

@@ -24,7 +24,7 @@ import numpy as np
 from .. import dtypes, ops
 from ..errors import CompileError, Note
 from ..tensor_type import Sym
-from . import aliasing, comptime, guards, source
+from . import aliasing, bitops, comptime, guards, source
 from .protocol import KernelBuilder
 from .scope import Scope, assigned_names
 from .tensors import as_operand, strong_dtypes
@@ -248,6 +248,9 @@ def op_call(b: KernelBuilder, fn: Any, op_name: str, args: Sequence[Any], kwargs
             return _scalar_result(ops.get(op_name).eager(*[a for a in arrays if a is not None], **attrs))
         except Exception as e:
             raise b.error(f"{display}(): {type(e).__name__}: {e}", at) from None
+    if op_name == "matmul" and len(tensors) == 2 and bitops.is_bool_pair(*tensors) and not attrs.get("transpose_a") \
+            and not attrs.get("transpose_b"):
+        return bitops.bool_matmul(b, tensors[0], tensors[1], at)
     op = ops.get(op_name)
     params = op.tensor_params
     given = [(params[i] if i < len(params) else None, t) for i, t in enumerate(tensors) if t is not None]
