@@ -220,3 +220,55 @@ def test_bool_matmul_golden(chip, rng):
     a = rng.random((6, 40)) > 0.8
     b = rng.random((40, 6)) > 0.8
     run(bool_matmul, a, b, chip=chip)
+
+
+M = np.arange(16, dtype=np.float32).reshape(4, 4) / 10
+B = K > 0
+
+
+def ops_on_module_arrays(x):
+    return (-K * x, M @ x, np.exp(K) * x, pyasc.relu(K) + x, K.sum() * x, abs(K) * x, K ** 2 + x,
+            ~B & (x > 0.3), M.T @ x, np.maximum(K, x), pyasc.where(B, x, K), K[1:3].sum() + x,
+            x * (K != 1.0), (K < x) | B, np.where(K > 0, K, 0.0) * x, x[K.argmax()])
+
+
+@pytest.mark.parametrize("chip", CHIPS)
+def test_every_op_on_module_level_arrays_folds_or_is_a_constant(chip, rng):
+    run(ops_on_module_arrays, rng.random(4, dtype=np.float32), chip=chip)
+
+
+GLOBAL_LIST = [1, 2]
+
+
+def lists_built_in_place(x):
+    outs = []
+    for h in range(HEADS):
+        outs.append(x[:, h * 2:(h + 1) * 2] * (h + 1.0))
+    res = [None] * HEADS
+    for h in range(HEADS):
+        res[h] = outs[h] + 1.0
+    outs.extend(res)
+    return tuple(outs)
+
+
+def appends_to_a_global_list(x):
+    GLOBAL_LIST.append(3)
+    return x
+
+
+def appends_in_a_tensor_if(x, c):
+    outs = [x]
+    if c > 0:
+        outs.append(x)
+    return outs[0]
+
+
+def test_lists_the_kernel_made_can_change_in_place(rng):
+    run(lists_built_in_place, rng.random((3, 4), dtype=np.float32))
+    with pytest.raises(CompileError) as info:
+        pyasc.kernel(appends_to_a_global_list).compile(np.ones(2, np.float32))
+    assert "GLOBAL_LIST.append() would change in place a list the kernel read from outside it" in info.value.reason
+    assert GLOBAL_LIST == [1, 2]
+    with pytest.raises(CompileError) as info:
+        pyasc.kernel(appends_in_a_tensor_if).compile(np.ones(2, np.float32), np.float32(1))
+    assert "outs.append() would change a list inside an `if` on a tensor" in info.value.reason

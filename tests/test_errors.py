@@ -323,10 +323,12 @@ def bad_module_attribute(x):
     return pyasc.not_an_op(x)  # <- error
 
 
+ROWS = []
+
+
 def bad_list_append(x):
-    rows = []
-    rows.append(x)  # <- error
-    return rows[0]
+    ROWS.append(x)  # <- error
+    return x
 
 
 def bad_constant_array_fill(x):
@@ -412,8 +414,8 @@ CASES = [
     (bad_aug_dtype, (np.zeros(4, np.int32),), ["computes float32", "dtype int32 in place"], "x += 0.5"),
     (bad_attribute_of_tensor, (f32(4),), ["tensors have no attribute `data`"], "x.data"),
     (bad_module_attribute, (f32(4),), ["module pyasc has no attribute `not_an_op`"], "pyasc.not_an_op"),
-    (bad_list_append, (f32(4),), ["rows.append() would change a list in place", "items = items + [value]"],
-     "rows.append(x)"),
+    (bad_list_append, (f32(4),), ["ROWS.append() would change in place a list the kernel read from outside",
+                                       "items = items + [value]"], "ROWS.append(x)"),
     (bad_constant_array_fill, (f32(4),), ["I32.fill() would change a constant numpy array in place"],
      "I32.fill(0)"),
     (bad_in_place_of_callers_array_in_tensor_if, (f32(4), np.array(1, np.float32)),

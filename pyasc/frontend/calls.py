@@ -153,9 +153,8 @@ def call_value(b: KernelBuilder, callee: Any, args: list[Any], kwargs: dict[str,
     if isinstance(callee, types.BuiltinMethodType) and isinstance(getattr(callee, "__self__", None), list):
         if callee.__name__ in ("index", "count", "copy"):
             return compile_time_call_allowing_tensors(b, callee, args, kwargs, at, name)
-        raise b.error(
-            f"{name}() would change a list in place, which a kernel does not support; build a new list "
-            "instead, e.g. `items = items + [value]` or a comprehension", at)
+        comptime.check_list_mutation(b, callee.__self__, f"{name}()", at)
+        return compile_time_call_allowing_tensors(b, callee, args, kwargs, at, name)
     if isinstance(callee, types.MethodType) and isinstance(callee.__func__, types.FunctionType):
         guards.derive(b.state, callee, "__func__", callee.__func__)
         return inline(b, callee.__func__, [callee.__self__, *args], kwargs, at, name)

@@ -83,6 +83,32 @@ def call_lambda(caller: Any, lam: KernelLambda, args: list[Any], kwargs: dict[st
         lb.ctx = saved_ctx
 
 
+# ---- lists -------------------------------------------------------------------------------------------
+
+
+def check_list_mutation(b: Any, lst: list, what: str, at: ast.AST) -> None:
+    """A kernel may change a list it made (`outs.append(t)`, `outs[i] = t`): Python's own list is changed, so
+    every name holding it sees it, as in Python. Not a list read from outside the kernel (a global, an
+    attribute, a default argument: changing it would outlive the compile), and not inside an `if` on a
+    tensor (both branches are built, from the same lists)."""
+    entry = b.state.paths.get(id(lst))
+    outside = entry is not None and entry[0] is lst
+    builder = b
+    while builder is not None and not outside:
+        fn = builder.scope.fn
+        outside = any(d is lst for d in (fn.__defaults__ or ())) or \
+            any(d is lst for d in (fn.__kwdefaults__ or {}).values())
+        builder = builder.parent
+    if outside:
+        raise b.error(f"{what} would change in place a list the kernel read from outside it (a global, "
+                      "attribute or default argument); build a new list instead, e.g. `items = items + [value]`",
+                      at)
+    if b.ctx.parent is not None:
+        raise b.error(f"{what} would change a list inside an `if` on a tensor, where both branches are built "
+                      "from the same lists; build a new list in each branch instead (`items = items + [value]`)",
+                      at)
+
+
 # ---- math and numpy --------------------------------------------------------------------------------
 
 

@@ -20,7 +20,7 @@ import numpy as np
 
 from .. import dtypes
 from ..ir.graph import Value
-from . import aliasing, calls, indexing
+from . import aliasing, calls, comptime, indexing
 from .tensors import fold, scalar_const_dtype
 from .values import contains_tensor, describe, is_const_array, is_number, is_tensor
 
@@ -168,6 +168,10 @@ def assign_subscript(b: Any, target: ast.Subscript, value: Any, aug: ast.AugAssi
                 fold(b, update, (container, index, value), at)
             return
         container = _tensor_of_array(b, container, at)
+    if isinstance(container, list) and aug is None:
+        comptime.check_list_mutation(b, container, what, target)
+        fold(b, operator.setitem, (container, index, value), at)
+        return
     if not is_tensor(container):
         raise b.error(f"assigning to an item of {describe(container)} is not supported in a kernel in {what}; "
                       "build a new value instead", target)
