@@ -215,6 +215,22 @@ def test_kv_cache_update_golden(chip, dtype, rng):
     run(kv_cache_update, cache, new, chip=chip)
 
 
+def last_axis_steps(y, v):
+    y[1:3, 100:4100] = v
+    y[0, ::3] += 1
+    y[:, 7:8] = y[:, 1:2]
+    y[1:, 2::5] = -y[1:, 2::5]
+    return y
+
+
+@pytest.mark.parametrize("chip", CHIPS)
+@pytest.mark.parametrize("dtype", ["float32", "float16", "int8"])
+def test_slice_writes_with_steps_on_the_last_axis_and_wide_rows(chip, dtype, rng):
+    y = (rng.random((3, 5000)) * 50).astype(dtype)
+    v = (rng.random((2, 4000)) * 50).astype(dtype)
+    run(last_axis_steps, y, v, chip=chip)
+
+
 def bool_write(b, c):
     b[1:, 2:6] = c[1:, 2:6]
     return b
@@ -243,7 +259,7 @@ def bad_mask_values(x, v):
 
 
 def last_axis_step(x):
-    x[:, ::2] = 1.0
+    x[:, ::-2] = 1.0
     return x
 
 
@@ -257,7 +273,7 @@ def test_bad_writes_are_located_errors(rng):
     assert "needs a single value there" in info.value.reason
     with pytest.raises(CompileError) as info:
         pyasc.kernel(last_axis_step, chip="tiny").compile(rng.random((3, 8), dtype=np.float32))
-    assert "no NPU lowering for `slice_update`" in info.value.reason and "step on the last axis" in info.value.reason
+    assert "no NPU lowering for `slice_update`" in info.value.reason and "negative step on the last axis" in info.value.reason
     assert info.value.loc.lineno == last_axis_step.__code__.co_firstlineno + 1
 
 

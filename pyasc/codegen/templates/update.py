@@ -104,8 +104,8 @@ def analyze(label: str, kg: KernelGraph, chip: Any) -> UpdateKernel:
     inner_strides = tuple(st[k] * steps[k] for k in range(q + 1, len(shape)))
     offset = sum(starts[k] * st[k] for k in range(q + 1, len(shape)))
     inner = collapse(StridedAccess(inner_shape, inner_strides, offset))
-    if inner.shape and inner.strides[-1] != 1:
-        raise UnsupportedMove("a slice update with a step on the last axis has no contiguous run to store")
+    if inner.shape and inner.strides[-1] < 1:
+        raise UnsupportedMove("a slice update with a negative step on the last axis is not lowered yet")
     v_row = 1
     for d in inner_shape:
         v_row *= d
@@ -119,7 +119,8 @@ def analyze(label: str, kg: KernelGraph, chip: Any) -> UpdateKernel:
 
 
 def _block_dims(uk: UpdateKernel) -> tuple[list[tuple[int, int]], int, int, int]:
-    """The inner region as (loop dims (extent, out stride)), block rows, block row stride, block cols."""
+    """The inner region as (loop dims (extent, out stride)), block rows, block row stride, block cols (their
+    stride is `col_stride(uk)`)."""
     shape, strides = list(uk.inner.shape), list(uk.inner.strides)
     if not shape:
         return [], 1, 0, 1
@@ -129,13 +130,22 @@ def _block_dims(uk: UpdateKernel) -> tuple[list[tuple[int, int]], int, int, int]
     return [(int(d), int(s)) for d, s in zip(shape[:-2], strides[:-2])], int(shape[-2]), int(strides[-2]), cols
 
 
+def col_stride(uk: UpdateKernel) -> int:
+    """Output elements between neighbouring columns of the region (1: contiguous runs)."""
+    return int(uk.inner.strides[-1]) if uk.inner.shape else 1
+
+
 def tilings(uk: UpdateKernel, chip: Any, buffer_num: int, cores: int) -> list[UpdateTiling]:
     per_block = max(1, chip.ub_align // uk.itemsize)
     _, brows, _, bcols = _block_dims(uk)
     out = []
     for budget in _BUDGETS:
         chunk = min(uk.row_len, budget)
-        tc = min(bcols, budget)
+        # (a strided column store spreads each element over its own 32-byte block first)
+        tc = min(bcols, budget if col_stride(uk) == 1 else max(1, budget // per_block), chip.max_nburst)
+        if col_stride(uk) != 1:  # one vtranspose per v row: at most one instruction's repeats of padded blocks
+            blk = chip.transpose_block
+            tc = min(tc, max(blk, chip.max_repeats * chip.vector_repeat_bytes // (blk * uk.itemsize) // blk * blk))
         tr = max(1, min(brows, budget // align(tc, per_block)))
         for bn in sorted({1, max(1, min(2, buffer_num))}):
             t = UpdateTiling(chunk, tr, tc, bn, max(1, min(cores, chip.aiv_cores)))
@@ -182,12 +192,22 @@ def schedule(uk: UpdateKernel, t: UpdateTiling, chip: Any) -> TileSchedule:
         v_at = sy.add(v_at, sy.mul(F(f"e{k}"), v_strides[k]))
         o_at = sy.add(o_at, sy.mul(F(f"e{k}"), ostride))
     v_tile = sy.add(v_at, sy.mul(tb, t.tile_rows * bcols), sy.mul(ub, t.tile_cols))
-    o_tile = sy.add(o_at, sy.mul(tb, t.tile_rows * bstride), sy.mul(ub, t.tile_cols))
+    o_tile = sy.add(o_at, sy.mul(tb, t.tile_rows * bstride), sy.mul(ub, t.tile_cols * col_stride(uk)))
     rows_e = F("tr")
     cols_e = F("tc")
     if uk.v_const is not None:  # one element: written into UB by the vector unit, then stored
         load = T.vdup(Ref("vt", vslot), uk.v_const, per_block, dt, note="the value")
         store = T.store(gm(out_param(0), o_tile), Ref("vt", vslot), dt, cols_e, note="the value into the region")
+    elif col_stride(uk) != 1:  # one element per block in UB, then one burst per element
+        load = T.load(Ref("vt", vslot), gm(in_param(1), v_tile), dt, cols_e, rows_e, src_stride=bcols,
+                      dst_stride=wp, note="v rows")
+        rr = F("rr")
+        store = Loop("rr", 0, rows_e, 1, [
+            T.vtranspose(Ref("sp", vslot), Ref("vt", vslot, sy.mul(rr, wp * size)), 1, cols_e, dt,
+                         src_row_stride=wp, dst_row_stride=per_block, note="one element per block"),
+            T.store(gm(out_param(0), sy.add(o_tile, sy.mul(rr, bstride))), Ref("sp", vslot), dt, 1, cols_e,
+                    src_stride=per_block, dst_stride=col_stride(uk), note="v elements into the region"),
+        ], note="rows of the v tile")
     elif t.tile_rows == 1 or brows == 1:
         load = T.load(Ref("vt", vslot), gm(in_param(1), v_tile), dt, cols_e, note="v")
         store = T.store(gm(out_param(0), o_tile), Ref("vt", vslot), dt, cols_e, note="v into the region")
@@ -221,6 +241,8 @@ def schedule(uk: UpdateKernel, t: UpdateTiling, chip: Any) -> TileSchedule:
     loop = Loop("it", 0, count, 1, lets + [copy, write], note="rows of this core")
     bufs = [Buffer("cp", "UB", dt, align(t.chunk * size, chip.ub_align), bn, "x chunk"),
             Buffer("vt", "UB", dt, align(t.tile_rows * wp * size, chip.ub_align), bn, "v tile")]
+    if col_stride(uk) != 1 and uk.v_const is None:
+        bufs.append(Buffer("sp", "UB", dt, t.tile_cols * per_block * size, bn, "v row, one element per block"))
     notes = [f"rows {uk.rows} x {uk.row_len}, region rows {a}:{a + n * s}:{s} of {uk.dq}, inside a row "
              f"{uk.inner.describe()}", f"tiling: {t.describe()}"]
     return TileSchedule(uk.name, "aiv", params, fs.fields, blocks, bufs, [loop], notes)
