@@ -337,3 +337,23 @@ def test_write_through_a_view_chosen_at_run_time_is_an_error(rng):
         pyasc.kernel(view_of_either_array).compile(rng.random((3, 4), dtype=np.float32), np.float32(1))
     assert "writes into an array whose sharing pyasc cannot follow" in info.value.reason
     assert info.value.loc.lineno == view_of_either_array.__code__.co_firstlineno + 2
+
+
+def write_row(y, v):
+    y[0] = v
+    return y
+
+
+def write_row_of_itself(y):
+    y[0] = y[1] * 2.0
+    return y
+
+
+def test_slice_writes_under_dynamic_shapes_are_located_errors():
+    with pytest.raises(CompileError) as info:
+        pyasc.kernel(write_row, dynamic=True).compile(np.zeros((3, 4), np.float32), np.ones(4, np.float32))
+    assert "`y[0]` stores a value of shape (v_d0,) into a region of shape (y_d1,)" in info.value.reason
+    with pytest.raises(CompileError) as info:
+        pyasc.kernel(write_row_of_itself, dynamic=True, chip="tiny").compile(np.zeros((3, 4), np.float32))
+    assert "no NPU lowering for `slice_update`" in info.value.reason and "static shapes only" in info.value.reason
+    assert info.value.loc.lineno == write_row_of_itself.__code__.co_firstlineno + 1

@@ -251,6 +251,10 @@ def coerce(b: Any, value: Any, shape: Any, dtype: str, at: ast.AST, target: ast.
     if lead:
         v = b.emit("reshape", [v], {"shape": vshape[lead:]}, at)[0]
         vshape = vshape[lead:]
+    if vshape != shape and not all(isinstance(d, int) for d in (*vshape, *shape)):
+        raise b.error(f"`{b.text(at)}` stores a value of shape {_dims(vshape)} into a region of shape {_dims(shape)}; "
+                      "with symbolic dims (dynamic=True) pyasc cannot tell whether numpy would broadcast them, so "
+                      "slice writes need the same shape or static shapes", at)
     if vshape != shape:
         try:
             ok = np.broadcast_shapes(vshape, shape) == shape
@@ -261,6 +265,10 @@ def coerce(b: Any, value: Any, shape: Any, dtype: str, at: ast.AST, target: ast.
                           f"`{b.text(at)}` (numpy raises ValueError here)", at)
         v = b.emit("broadcast_to", [v], {"shape": shape}, at)[0]
     return v
+
+
+def _dims(shape: tuple) -> str:
+    return "(" + ", ".join(str(d) for d in shape) + ("," if len(shape) == 1 else "") + ")"
 
 
 __all__ = ["assign_subscript", "aug_assign", "coerce", "in_place_result", "scalar_const_dtype"]
