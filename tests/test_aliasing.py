@@ -357,3 +357,29 @@ def test_slice_writes_under_dynamic_shapes_are_located_errors():
         pyasc.kernel(write_row_of_itself, dynamic=True, chip="tiny").compile(np.zeros((3, 4), np.float32))
     assert "no NPU lowering for `slice_update`" in info.value.reason and "static shapes only" in info.value.reason
     assert info.value.loc.lineno == write_row_of_itself.__code__.co_firstlineno + 1
+
+
+def base_written_under_a_run_time_view(x, c):
+    v = x[1:] if c > 0 else x[:2]
+    x += 1.0
+    return v
+
+
+def same_view_either_way(x, c):
+    v = x[:2]
+    if c > 0:
+        v = x[:2]
+        d = x[2] * 2.0
+    else:
+        d = x[2] * 3.0
+    v += d
+    return x
+
+
+def test_views_chosen_at_run_time(rng):
+    x = rng.random((3, 4), dtype=np.float32)
+    with pytest.raises(CompileError) as info:
+        pyasc.kernel(base_written_under_a_run_time_view).compile(x, np.float32(1))
+    assert "`x += 1.0` changes an array that another variable may view" in info.value.reason
+    run(same_view_either_way, x, np.float32(1.0))
+    run(same_view_either_way, x, np.float32(-1.0))

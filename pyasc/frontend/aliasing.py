@@ -67,6 +67,7 @@ class AliasTable:
     views: dict[Value, View] = field(default_factory=dict)
     scalars: set[Value] = field(default_factory=set)          # numpy scalars: never changed in place
     opaque: dict[Value, str] = field(default_factory=dict)    # values whose sharing is unknown -> why
+    opaque_bases: dict[Value, set] = field(default_factory=dict)  # an opaque value -> the bases it may view
     quiet: int = 0                                            # > 0 while the write machinery emits
 
 
@@ -91,6 +92,7 @@ def note_node(b: KernelBuilder, op: str, inputs: list[Value], attrs: dict[str, A
         src = inputs[0]
         if src in t.opaque:
             t.opaque[out] = t.opaque[src]
+            t.opaque_bases[out] = t.opaque_bases.get(src, set())
             return
         parent = t.views.get(src)
         base = parent.base if parent else src
@@ -103,6 +105,7 @@ def note_node(b: KernelBuilder, op: str, inputs: list[Value], attrs: dict[str, A
             if shares is None:
                 t.opaque[out] = (f"`{text}` reshapes a strided view with symbolic dims, so whether numpy "
                                  "returns a view or a copy is only known at launch")
+                t.opaque_bases[out] = {base}
                 return
             if not shares:
                 _fresh(t, out)  # numpy copies here: a new array
@@ -192,6 +195,9 @@ def write(b: KernelBuilder, target: Value, new: Value, at: ast.AST, what: str) -
     def rebound(v: Value) -> Value:
         if v in memo:
             return memo[v]
+        if v in t.opaque and base in t.opaque_bases.get(v, ()):
+            raise b.error(f"{what} changes an array that another variable may view: {t.opaque[v]}; pyasc cannot "
+                          "follow that view, so make it a new array first (`v = v + 0`)", at)
         other = t.views.get(v)
         if other is None or other.base is not base:
             return v
@@ -297,6 +303,8 @@ def merge_branches(b: KernelBuilder, merged: list[tuple[str, Value, Value, Value
         if vt is not None and ve is not None and vt.readonly is None and ve.readonly is None and \
                 [(s.op, s.attrs) for s in vt.steps] == [(s.op, s.attrs) for s in ve.steps]:
             base = by_pair.get((vt.base, ve.base))
+            if base is None and vt.base is ve.base:  # both views of one outer array, which the `if` kept
+                base = vt.base
             if base is not None:
                 t.quiet += 1
                 try:
@@ -309,9 +317,15 @@ def merge_branches(b: KernelBuilder, merged: list[tuple[str, Value, Value, Value
     if unresolved:
         why = (f"it comes out of the `if` on a tensor at line {getattr(at, 'lineno', '?')}, whose branches "
                "make it a view of different arrays")
+        bases = set()
+        for _, tv, ev, _ in merged:
+            for v in (tv, ev):
+                if is_tensor(v):
+                    bases.add(t.views[v].base if v in t.views else v)
         for _, _, _, out in merged:
             if out not in t.views:
                 t.opaque[out] = why
+                t.opaque_bases[out] = bases
 
 
 def _chain_of(b: KernelBuilder, steps: tuple[Step, ...], base: Value, at: ast.AST) -> tuple[Step, ...]:

@@ -157,6 +157,7 @@ class FunctionBuilder:
     def emit(self, op: str, inputs: Sequence[Value], attrs: dict[str, Any], at: ast.AST,
              name: str | None = None) -> list[Value]:
         """Add a node to the current graph; an inference error becomes a CompileError at `at`."""
+        given = list(inputs)  # as the kernel names them (outer values, not an If branch's imports of them)
         inputs = [self.ctx.use(v) for v in inputs]
         if not ops.exists(op):
             raise self.error(f"the op {op!r} that `{self.text(at)}` needs is not registered", at)
@@ -167,7 +168,7 @@ class FunctionBuilder:
             raise self.error(f"{e} in `{self.text(at)}`", at) from None
         except (TypeError, ValueError) as e:  # an attribute the op's inference cannot use
             raise self.error(f"{op}: {e} in `{self.text(at)}`", at) from None
-        aliasing.note_node(self, op, inputs, node.attrs, node.values, self.text(at))
+        aliasing.note_node(self, op, given, node.attrs, node.values, self.text(at))
         return node.values
 
     def const(self, value: Any, dtype: str, at: ast.AST) -> Value:
