@@ -152,9 +152,46 @@ def run_case(case: Case, tmp: Path) -> str | None:
             return f"{type(e).__name__}: {str(e).splitlines()[0][:70]}"
     refs = ref if isinstance(ref, tuple) else (ref,)
     outs = out if isinstance(out, tuple) else (out,)
-    if len(refs) != len(outs) or not all(_close(o, r, case.dtype) for o, r in zip(outs, refs)):
+    if len(refs) == len(outs) and all(_close(o, r, case.dtype) for o, r in zip(outs, refs)):
+        return None
+    return judge(outs, refs, _exact(fn, args))
+
+
+def _exact(fn, args) -> tuple | None:
+    """The kernel run by numpy in float64 (None when it does not run so): the yardstick for rounding."""
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        try:
+            r = fn(*[a.astype(np.float64) if a.dtype.kind == "f" else a for a in args])
+        except Exception:  # noqa: BLE001 - a kernel that is dtype-specific has no float64 twin
+            return None
+    return r if isinstance(r, tuple) else (r,)
+
+
+def judge(outs, refs, exact) -> str:
+    """A mismatch with numpy's float32/float16 result is "rounding" when numpy's own result is about as far
+    from the float64 result as ours (cancellation: t @ t.T of large terms), else "wrong result"."""
+    if exact is None or len(exact) != len(outs) or len(refs) != len(outs):
         return "wrong result"
-    return None
+    for o, r, x in zip(outs, refs, exact):
+        o, r, x = (np.asarray(v) for v in (o, r, x))
+        if o.shape != x.shape or o.dtype.kind != "f":
+            return "wrong result"
+        o64, r64, x64 = (v.astype(np.float64) for v in (o, r, x))
+        # the exact value rounded to the output dtype: overflow is inf there too; within 3% of the largest
+        # finite value, either side of the boundary is rounding
+        big = float(np.finfo(o.dtype).max)
+        edge = (np.abs(x64) >= 0.97 * big) & (np.abs(x64) <= 1.03 * big)
+        x64 = np.where(np.abs(x64) > big, np.sign(x64) * np.inf, x64)
+        finite = np.isfinite(x64) & ~edge
+        if not np.array_equal(np.isfinite(o64) | edge, np.isfinite(x64) | edge):
+            return "wrong result"
+        with np.errstate(invalid="ignore"):
+            ours = np.abs(o64 - x64)[finite].max(initial=0.0)
+            theirs = np.abs(r64 - x64)[finite].max(initial=0.0)
+        if ours > 4 * theirs + 1e-6 * (np.abs(x64)[finite].max(initial=0.0) + 1.0):
+            return "wrong result"
+    return "rounding"
 
 
 def shrink(case: Case, klass: str, tmp: Path) -> Case:
@@ -197,7 +234,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("PYASC_CACHE", "0")
     rng = random.Random(args.seed)
     deadline = time.time() + args.minutes * 60
-    cases = 0
+    cases = rounding = 0
     failures: dict[str, list[str]] = {}
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
@@ -210,6 +247,9 @@ def main(argv: list[str] | None = None) -> int:
                 klass = "harness: " + traceback.format_exc().splitlines()[-1][:60]
             if klass is None:
                 continue
+            if klass == "rounding":   # not a finding: numpy's own low-precision result is as far off
+                rounding += 1
+                continue
             small = shrink(case, klass, tmp) if not klass.startswith("harness") else case
             failures.setdefault(klass, []).append(small.source)
             if args.save:
@@ -218,9 +258,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'failure class':<80}{'count':>6}")
     for k, v in sorted(failures.items(), key=lambda kv: -len(kv[1])):
         print(f"{k[:80]:<80}{len(v):>6}")
-    print(f"failures: {sum(map(len, failures.values()))}")
+    print(f"failures: {sum(map(len, failures.values()))}  (rounding, not counted: {rounding} mismatches where "
+          f"numpy's own result is as far from the float64 result)")
     write_json(RESULTS / "fuzz.json", "fuzz", {"minutes": args.minutes, "seed": args.seed},
-               {"cases": cases, "failures": {k: len(v) for k, v in failures.items()},
+               {"cases": cases, "rounding": rounding, "failures": {k: len(v) for k, v in failures.items()},
                 "examples": {k: v[0] for k, v in failures.items()}})
     return 0
 

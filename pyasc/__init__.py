@@ -8,7 +8,7 @@ from __future__ import annotations
 from . import dtypes, ops
 from .dtypes import bool_, float16, float32, int8, int16, int32, uint8  # noqa: F401
 from .errors import CompileError, InternalCompilerError  # noqa: F401
-from .markers import constexpr  # noqa: F401
+from .markers import constexpr, runtime_range, static_range  # noqa: F401
 from .runtime import CompiledKernel, Kernel, kernel  # noqa: F401
 
 
@@ -25,3 +25,12 @@ _OP_EXPORTS = _export_ops()
 
 
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str):  # noqa: ANN202 - module-level lazy attribute (PEP 562)
+    if name == "torch":
+        # the PyTorch integration imports torch: load it only when a user asks for pyasc.torch
+        import importlib
+
+        return importlib.import_module(".torch", __name__)
+    raise AttributeError(f"module 'pyasc' has no attribute {name!r}")

@@ -144,7 +144,7 @@ def path_text(path: AccessPath) -> str:
             else:
                 out += f".<closure {step.name}>"
         elif isinstance(step, Attr):
-            out += f".{step.name}"
+            out += "self" if not out and step.name == "__self__" else f".{step.name}"  # a method kernel's self
         elif isinstance(step, Pinned):
             out = f"<{getattr(step.obj, '__qualname__', type(step.obj).__qualname__)}>"
         else:

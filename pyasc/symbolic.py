@@ -500,9 +500,10 @@ def _format(e: Expr) -> str:
                 out += f" + {_atom(t, 'add')}"
         return out
     if e.op == "mul":
-        if e.args[0] == -1:
-            return "-" + "*".join(_atom(a, "mul") for a in e.args[1:])
-        return "*".join(_atom(a, "mul") for a in e.args)
+        # a later factor that is a quotient needs parentheses: a*b // 2 reads as (a*b) // 2
+        factors = e.args[1:] if e.args[0] == -1 else e.args
+        text = _atom(factors[0], "mul") + "".join("*" + _atom(a, "div") for a in factors[1:])
+        return "-" + text if e.args[0] == -1 else text
     if e.op in _INFIX:
         return f"{_atom(e.args[0], 'cmp')} {_INFIX[e.op]} {_atom(e.args[1], 'cmp')}"
     if e.op in ("floordiv", "mod"):
@@ -541,3 +542,52 @@ def from_json(data: Any) -> IntLike:
             raise ValueError(f"a symbol is ['sym', name], got {data!r}")
         return sym(data[1])
     return _BUILDERS[data[0]](*(from_json(a) for a in data[1:]))
+
+
+# ---- parsing the printed form ----------------------------------------------------------
+
+_CALLS = ("ceildiv", "min", "max", "select")
+
+
+def parse(text: str) -> IntLike:
+    """The expression whose `str()` is `text` (names, ints, + - * // %, comparisons, ceildiv/min/max/select).
+
+    `parse(str(e)) == e` for every expression this module builds; the IR's older text dims
+    ("(x_d0+1)") read the same way.
+    """
+    import ast  # only parsing needs the ast module; building and evaluating do not
+
+    try:
+        tree = ast.parse(text.strip(), mode="eval")
+    except SyntaxError:
+        raise ValueError(f"not a symbolic expression: {text!r}") from None
+    return _from_ast(tree.body, text)
+
+
+def _from_ast(node: Any, text: str) -> IntLike:
+    import ast  # see parse()
+
+    bin_ops = {ast.Add: add, ast.Sub: lambda a, b: add(a, mul(-1, b)), ast.Mult: mul, ast.FloorDiv: floordiv,
+               ast.Mod: mod}
+    cmp_ops = {ast.Lt: lt, ast.LtE: le, ast.Gt: gt, ast.GtE: ge, ast.Eq: eq, ast.NotEq: ne}
+    if isinstance(node, ast.Name):
+        return sym(node.id)
+    if isinstance(node, ast.Attribute):  # a dotted symbol name ("x.d0")
+        parts = []
+        while isinstance(node, ast.Attribute):
+            parts.append(node.attr)
+            node = node.value
+        if isinstance(node, ast.Name):
+            return sym(".".join([node.id, *reversed(parts)]))
+    if isinstance(node, ast.Constant) and isinstance(node.value, int) and not isinstance(node.value, bool):
+        return node.value
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        return mul(-1, _from_ast(node.operand, text))
+    if isinstance(node, ast.BinOp) and type(node.op) in bin_ops:
+        return bin_ops[type(node.op)](_from_ast(node.left, text), _from_ast(node.right, text))
+    if isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in cmp_ops:
+        return cmp_ops[type(node.ops[0])](_from_ast(node.left, text), _from_ast(node.comparators[0], text))
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _CALLS \
+            and not node.keywords:
+        return build(node.func.id, *(_from_ast(a, text) for a in node.args))
+    raise ValueError(f"not a symbolic expression: {text!r}")

@@ -67,7 +67,7 @@ def test_demo_runs_every_example_and_exits_0():
     for ex in EXAMPLES:
         assert ex.name in out
     header = out.splitlines()[1]
-    for column in ("kernel", "inputs", "nodes in->out", "device kernels", "max abs err", "ok", "compile ms"):
+    for column in ("kernel", "inputs", "nodes in->out", "kernels", "sim us", "% roofline", "max abs err", "ok"):
         assert column in header
     assert "FAIL" not in out
     assert f"{len(EXAMPLES)}/{len(EXAMPLES)} kernels match" in out

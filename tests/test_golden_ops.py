@@ -23,6 +23,7 @@ from pyasc.errors import InferError
 from pyasc.ir import TensorType
 
 from conftest import assert_close
+import numpy_op_makers
 
 # a maker returns (tensors in the op's tensor_params order, attrs by api parameter name)
 Maker = Callable[[np.random.Generator, str], tuple[list[Any], dict[str, Any]]]
@@ -108,6 +109,7 @@ MAKERS: dict[str, list[Maker]] = {
     "squeeze": [unary(shape=(3, 1, 4), axis=1), unary(shape=(1, 3, 1), axis=None)],
     "full": [lambda rng, d: ([], {"shape": (2, 3), "fill_value": True if d == "bool" else 3, "dtype": d})],
 }
+MAKERS.update(numpy_op_makers.makers(values))  # the numpy ops of issue 11
 
 
 def default_maker(op: ops.OpDef) -> Maker:

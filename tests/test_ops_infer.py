@@ -322,7 +322,8 @@ def test_slice_errors():
     rejects("slice", [T(4, 8)], {"starts": (5, 0), "stops": (4, 8), "steps": (1, 1)}, "not normalised for size 4")
     rejects("slice", [T(4, 8)], {"starts": (-2, 0), "stops": (4, 8), "steps": (1, 1)}, "not normalised")
     rejects("slice", [T(4, 8)], {"starts": (0, 0), "stops": (4, 8), "steps": (0, 1)}, "step must be a non-zero int")
-    rejects("slice", [T(N, 8)], {"starts": (1, 0), "stops": (3, 8), "steps": (1, 1)}, "symbolic size N")
+    # normalised bounds on a symbolic axis are trusted like static ones (normalize_index clamps them)
+    assert infer1("slice", T(N, 8), starts=(1, 0), stops=(3, 8), steps=(1, 1)) == T(2, 8)
     rejects("slice", [T(4, 8)], {"starts": (0, 0), "stops": (4, 8)}, "missing attribute 'steps'")
 
 
@@ -345,7 +346,7 @@ def test_normalize_index():
     ((slice(None, None, 0),), "slice step cannot be zero"),
     ((1.5,), "only integers, slices (:), None and ... are valid indices, got float"),
     (([0, 1],), "got list"),
-    ((slice(0, 2.5),), "slice bounds must be ints or None"),
+    ((slice(0, 2.5),), "slice bounds must be ints, dims or None"),
 ])
 def test_normalize_index_errors(key, words):
     with pytest.raises(InferError, match=None) as e:
@@ -353,11 +354,22 @@ def test_normalize_index_errors(key, words):
     assert words in str(e.value)
 
 
+def test_normalize_index_symbolic():
+    plan = ops.normalize_index((N, 8), (slice(1, None),))
+    assert plan.starts == (1, 0) and infer1("slice", T(N, 8), **plan.slice_attrs) == T(N - 1, 8)
+    plan = ops.normalize_index((N, 8), (-1,))
+    assert plan.starts == (N - 1, 0) and plan.squeeze_axes == (0,)
+    plan = ops.normalize_index((N, 8), (slice(-5, None),))
+    assert str(infer1("slice", T(N, 8), **plan.slice_attrs).shape[0]) == "min(N, 5)"
+    plan = ops.normalize_index((N, 8), (slice(None, None, -1),))
+    assert infer1("slice", T(N, 8), **plan.slice_attrs) == T(N, 8)
+
+
 def test_normalize_index_symbolic_errors():
-    with pytest.raises(InferError, match="only a full slice"):
-        ops.normalize_index((N, 8), (slice(1, None),))
-    with pytest.raises(InferError, match="negative index -1 on axis 0 of symbolic size N"):
-        ops.normalize_index((N, 8), (-1,))
+    with pytest.raises(InferError, match="a slice step must be a compile-time int, got the symbolic dim N"):
+        ops.normalize_index((8,), (slice(None, None, N),))
+    with pytest.raises(InferError, match=r"the slice bound N - 3 may be negative at launch"):
+        ops.normalize_index((8,), (slice(None, N - 3),))
 
 
 def test_transdata():

@@ -117,3 +117,48 @@ def test_the_golden_fixture_records_compares_and_explains(pytester):
 def test_the_plugin_is_registered_as_a_pytest_entry_point():
     project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
     assert project["entry-points"]["pytest11"] == {"pyasc": "pyasc.testing.plugin"}
+
+
+@pyasc.kernel(chip="tiny")
+def _pytree_kernel(params, x):
+    return {"y": x * params["w"], "z": (x + params["b"], x * 0.5)}
+
+
+@pyasc.kernel(chip="tiny")
+def _weak_float64_kernel(x):
+    return x * np.sqrt(2 / np.pi)
+
+
+def test_check_compares_pytrees_leaf_by_leaf(rng):
+    x = rng.standard_normal(8).astype(np.float32)
+    params = {"w": rng.standard_normal(8).astype(np.float32), "b": rng.standard_normal(8).astype(np.float32)}
+    out = check(_pytree_kernel, params, x)
+    assert set(out) == {"y", "z"} and isinstance(out["z"], tuple)
+
+
+def test_check_accepts_a_float16_result_where_numpy_widens_to_float64(rng):
+    x = rng.standard_normal(8).astype(np.float16)
+    assert check(_weak_float64_kernel, x).dtype == np.float16  # README: dtype rules
+
+
+def test_check_still_catches_a_wrong_dtype(rng):
+    x = rng.standard_normal(8).astype(np.float16)
+    k = pyasc.kernel(_widening, chip="tiny")
+
+    class Disagreeing:  # the kernel, with a py_func that disagrees about the dtype
+        __name__ = "disagreeing"
+        py_func = staticmethod(_widening_in_numpy)
+
+        def __call__(self, *args):
+            return k(*args)
+
+    with pytest.raises(AssertionError, match="dtype float16, but numpy gives float32"):
+        check(Disagreeing(), x)
+
+
+def _widening(x):
+    return x + x
+
+
+def _widening_in_numpy(x):
+    return x.astype(np.float32) + x

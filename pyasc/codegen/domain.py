@@ -14,7 +14,6 @@ per row) or "scalar" (one value) — and element strides over the outer dims
 """
 from __future__ import annotations
 
-import ast
 import math
 from dataclasses import dataclass
 from typing import Sequence
@@ -28,33 +27,12 @@ class UnsupportedDomain(Exception):
     """The kernel's shapes do not fit the vector templates (the capacity check says no, with this reason)."""
 
 
-_SYM_OPS = {ast.Add: sy.add, ast.Sub: lambda a, b: sy.add(a, sy.mul(-1, b)), ast.Mult: sy.mul,
-            ast.FloorDiv: sy.floordiv}
-
-
-def _sym_expr(node: ast.AST, text: str) -> IntLike:
-    """A Sym's expression text (names, ints, + - * // as Sym arithmetic builds it) as an integer expression."""
-    if isinstance(node, ast.Name) and node.id.isidentifier():
-        return sy.sym(node.id)
-    if isinstance(node, ast.Constant) and isinstance(node.value, int) and not isinstance(node.value, bool):
-        return node.value
-    if isinstance(node, ast.BinOp) and type(node.op) in _SYM_OPS:
-        return _SYM_OPS[type(node.op)](_sym_expr(node.left, text), _sym_expr(node.right, text))
-    raise UnsupportedDomain(f"the symbolic dim {text} is an expression codegen cannot read")
-
-
 def dim(d: object) -> IntLike:
-    """An IR dim as an integer expression."""
+    """An IR dim as an integer expression (a Sym already is one: the IR and the tiler share the algebra)."""
     if isinstance(d, int):
         return d
     if isinstance(d, Sym):
-        if d.expr.isidentifier():
-            return sy.sym(d.expr)
-        try:
-            tree = ast.parse(d.expr, mode="eval")
-        except SyntaxError:
-            raise UnsupportedDomain(f"the symbolic dim {d} is an expression codegen cannot read") from None
-        return _sym_expr(tree.body, d.expr)
+        return d.e
     if isinstance(d, sy.Expr):
         return d
     raise UnsupportedDomain(f"unknown dim {d!r}")

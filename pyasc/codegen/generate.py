@@ -19,7 +19,8 @@ from .. import symbolic as sy
 from ..errors import CompileError
 from ..ge.plan import KernelKind, KernelPlan
 from ..ir import Graph, Node, Value, interpret
-from .domain import UnsupportedDomain, dims
+from .domain import UnsupportedDomain, dim, dims
+from .loop_step import loop_step
 from .emit import emit
 from .kernel_graph import KernelGraph, build_kernel_graph
 from . import matmul_plan
@@ -100,6 +101,7 @@ class _Generator:
         self.consts: dict[str, Any] = {}
         self.layout = WorkspaceLayout(memory_plan.peak_bytes if memory_plan is not None else 0)
         self.scratch_values: dict[Value, Loc] = {}
+        self.host_exprs: list[Any] = []  # expressions only the host code evaluates (If predicates)
 
     def run(self) -> DeviceModule:
         produced = self._produced(self.graph)
@@ -107,7 +109,7 @@ class _Generator:
         self.forward_results(loc, produced)
         steps = self.scope(self.graph, loc, self.memory_plan)
         outputs = [what if kind == "buffer" else None for kind, what in sources]
-        exprs: list[Any] = [self.layout.end]
+        exprs: list[Any] = [self.layout.end, *self.host_exprs]
         for k in self.kernels:
             exprs.extend(k.fields.values())
             exprs.append(k.blocks)
@@ -130,7 +132,9 @@ class _Generator:
         steps: list[Step] = []
         own = [p for p in self.plans if p.graph is graph]   # the memory plan's steps
         for step, plan in enumerate(own):
-            if _is_control(plan):
+            if _is_control(plan) and plan.nodes[0].op == "Loop":
+                steps.append(loop_step(self, plan, loc, memory_plan))
+            elif _is_control(plan):
                 steps.append(self.if_step(plan, loc, memory_plan))
             elif plan.outputs:
                 if self.alias(plan, loc, own, step):
@@ -158,7 +162,14 @@ class _Generator:
                     args[vector_kernel.in_param(0)] = sub_loc[src]
                 steps.append(Launch(dk.index, args))
             branches.append(steps)
+        if cond.node.op == "DimValue":  # a shape predicate: the host evaluates it from the dims
+            predicate = dim(cond.node.attrs["value"])
+            self.host_exprs.append(predicate)
+            return IfStep(None, cond.type.dtype, branches[0], branches[1], predicate)
         return IfStep(loc[cond], cond.type.dtype, branches[0], branches[1])
+
+    def unsupported_loop(self, node: Node, why: str) -> CompileError:
+        return CompileError(f"this runtime loop cannot be compiled: {why}", node.loc)
 
     def scratch_value(self, v: Value) -> Loc:
         """A workspace location for a value no memory plan placed because it exists only between the

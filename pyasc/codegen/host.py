@@ -29,7 +29,7 @@ from llvmlite import ir
 
 from .. import symbolic as sy
 from ..symbolic import Expr, IntLike
-from .launch import IfStep, Launch, LaunchPlan, Step, base_field
+from .launch import IfStep, Launch, LaunchPlan, LoopStep, Step, base_field
 
 I64 = ir.IntType(64)
 I64P = I64.as_pointer()
@@ -51,6 +51,7 @@ class LaunchSite:
     kernel: int
     args: dict[str, str]          # GM parameter -> device buffer name
     fields: tuple[str, ...]       # tiling data order (the program's declared fields)
+    loops: tuple[int, ...] = ()   # the runtime loops around this launch, outermost first (for the profile)
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,9 @@ class CondSite:
     index: int
     buffer: str
     dtype: str
+    kind: str = "bool"            # "bool": the callback answers 0 or 1; "int": the value (a trip count, >= 0);
+    #                               "tick": nothing is read, loop `loop` starts an iteration (for the profile)
+    loop: int = -1
 
 
 @dataclass
@@ -171,17 +175,67 @@ def build_host_source(plan: LaunchPlan, kernels: Sequence[Any], output_bytes: Se
     fail = fn.append_basic_block("fail")
     rc_slot = b.alloca(I64, name="rc")
 
+    loop_stack: list[int] = []
+    loop_count = [0]
+
     def emit_steps(steps: Sequence[Step]) -> None:
         for s in steps:
             if isinstance(s, Launch):
                 emit_launch(s)
+            elif isinstance(s, LoopStep):
+                emit_loop(s)
             else:
                 emit_if(s)
+
+    def read_back(loc: Any, dtype: str, kind: str, what: str) -> ir.Value:
+        """A one-element value read through the condition callback; a failed read (negative) stops the run."""
+        site = CondSite(len(conds), loc.buffer, dtype, kind)
+        conds.append(site)
+        c = b.call(cond_arg, [ir.Constant(I64, site.index), ex(loc.offset)])
+        b.store(c, rc_slot)
+        ok = fn.append_basic_block(f"{what}_read{site.index}")
+        b.cbranch(b.icmp_signed("<", c, ir.Constant(I64, 0)), fail, ok)
+        b.position_at_end(ok)
+        return c
+
+    def emit_loop(s: LoopStep) -> None:
+        emit_steps(s.init_steps)
+        with b.goto_entry_block():  # one slot per loop, however often an enclosing loop runs this one
+            go_slot = b.alloca(I64, name="loop_go")
+            i_slot = b.alloca(I64, name="loop_i")
+        kind = "int" if s.kind == "for" else "bool"
+        first = ex(s.first_expr) if s.first_expr is not None else read_back(s.first, s.first_dtype, kind, "first")
+        b.store(ir.Constant(I64, 0), i_slot)
+        if s.kind == "while":
+            b.store(first, go_slot)
+        head, body_bb, exit_bb = (fn.append_basic_block(n) for n in ("loop_head", "loop_body", "loop_exit"))
+        b.branch(head)
+        b.position_at_end(head)
+        i = b.load(i_slot)
+        more = b.icmp_signed("<", i, first) if s.kind == "for" else \
+            b.icmp_signed("!=", b.load(go_slot), ir.Constant(I64, 0))
+        b.cbranch(more, body_bb, exit_bb)
+        b.position_at_end(body_bb)
+        ex.push()
+        loop_id = loop_count[0]
+        loop_count[0] += 1
+        tick = CondSite(len(conds), "", "", "tick", loop_id)  # one callback an iteration: the profile counts them
+        conds.append(tick)
+        b.call(cond_arg, [ir.Constant(I64, tick.index), ir.Constant(I64, 0)])
+        loop_stack.append(loop_id)
+        emit_steps(s.body_steps)
+        loop_stack.pop()
+        if s.kind == "while":
+            b.store(read_back(s.cond, s.cond_dtype, "bool", "cond"), go_slot)
+        ex.pop()
+        b.store(b.add(b.load(i_slot), ir.Constant(I64, 1)), i_slot)
+        b.branch(head)
+        b.position_at_end(exit_bb)
 
     def emit_launch(s: Launch) -> None:
         k = kernels[s.kernel]
         order = tuple(k.program.tiling_fields)
-        site = LaunchSite(len(sites), s.kernel, {p: loc.buffer for p, loc in s.args.items()}, order)
+        site = LaunchSite(len(sites), s.kernel, {p: loc.buffer for p, loc in s.args.items()}, order, tuple(loop_stack))
         sites.append(site)
         exprs = dict(k.fields)
         for p, loc in s.args.items():
@@ -201,12 +255,16 @@ def build_host_source(plan: LaunchPlan, kernels: Sequence[Any], output_bytes: Se
         b.position_at_end(done)
 
     def emit_if(s: IfStep) -> None:
-        site = CondSite(len(conds), s.cond.buffer, s.cond_dtype)
-        conds.append(site)
-        c = b.call(cond_arg, [ir.Constant(I64, site.index), ex(s.cond.offset)])
         then_bb, else_bb, merge, pick = (fn.append_basic_block(n) for n in ("then", "else", "endif", "pick"))
-        b.store(c, rc_slot)
-        b.cbranch(b.icmp_signed("<", c, ir.Constant(I64, 0)), fail, pick)  # a failed read is negative
+        if s.predicate is not None:  # a shape predicate: computed here from the dims, nothing read back
+            c = ex(s.predicate)
+            b.branch(pick)
+        else:
+            site = CondSite(len(conds), s.cond.buffer, s.cond_dtype)
+            conds.append(site)
+            c = b.call(cond_arg, [ir.Constant(I64, site.index), ex(s.cond.offset)])
+            b.store(c, rc_slot)
+            b.cbranch(b.icmp_signed("<", c, ir.Constant(I64, 0)), fail, pick)  # a failed read is negative
         b.position_at_end(pick)
         b.cbranch(b.icmp_signed("!=", c, ir.Constant(I64, 0)), then_bb, else_bb)
         for bb, steps in ((then_bb, s.then_steps), (else_bb, s.else_steps)):
@@ -313,7 +371,13 @@ class HostProgram:
 
         def on_cond(index: int, offset: int) -> int:
             try:
-                return 1 if cond(self.source.conds[index], int(offset)) else 0
+                site = self.source.conds[index]
+                value = cond(site, int(offset))
+                if site.kind == "tick":
+                    return 0
+                if site.kind == "int":
+                    return max(int(value), 0)  # a trip count: range() of a negative count is empty
+                return 1 if value else 0
             except BaseException as e:  # kept and re-raised after the run; the host stops on a negative value
                 errors.append(e)
                 return -1

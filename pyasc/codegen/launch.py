@@ -45,13 +45,34 @@ class Launch:
 
 @dataclass
 class IfStep:
-    cond: Loc
+    cond: Loc | None                 # a one-element value in GM read back at launch, or
     cond_dtype: str
     then_steps: list["Step"]
     else_steps: list["Step"]
+    predicate: IntLike | None = None  # a host predicate over the dims (a shape test under dynamic=True)
 
 
-Step = Union[Launch, IfStep]
+@dataclass
+class LoopStep:
+    """A runtime loop: the host runs `body_steps` `trip` times (kind "for") or while `cond` holds ("while").
+
+    `first` is the trip count or the first condition: a host expression (`first_expr`, a shape or static
+    count) or a one-element value in GM read back at launch (`first`). `init_steps` copy the initial
+    carried values into the loop's buffers; the body ends with copies of the new carried values into
+    them, and, for a while loop, `cond` is the condition it computed for the next iteration.
+    """
+
+    kind: str
+    first: Loc | None
+    first_dtype: str
+    first_expr: IntLike | None
+    init_steps: list["Step"]
+    body_steps: list["Step"]
+    cond: Loc | None = None
+    cond_dtype: str = "bool"
+
+
+Step = Union[Launch, IfStep, LoopStep]
 
 
 def base_field(param: str) -> str:
@@ -87,8 +108,17 @@ def _step_lines(steps: Sequence[Step], names: Sequence[str], indent: str) -> lis
         if isinstance(s, Launch):
             args = ", ".join(f"{p}={loc}" for p, loc in s.args.items())
             out.append(f"{indent}launch k{s.kernel} {names[s.kernel]}({args})")
+        elif isinstance(s, LoopStep):
+            out += _step_lines(s.init_steps, names, indent)
+            first = f"host: {s.first_expr}" if s.first_expr is not None else f"{s.first} ({s.first_dtype})"
+            if s.kind == "for":
+                out.append(f"{indent}repeat {first} times:")
+            else:
+                out.append(f"{indent}while {first} != 0, then {s.cond} ({s.cond_dtype}) != 0:")
+            out += _step_lines(s.body_steps, names, indent + "  ")
         else:
-            out.append(f"{indent}if {s.cond} ({s.cond_dtype}) != 0:")
+            test = f"{s.cond} ({s.cond_dtype}) != 0" if s.predicate is None else f"host: {s.predicate}"
+            out.append(f"{indent}if {test}:")
             out += _step_lines(s.then_steps, names, indent + "  ")
             out.append(f"{indent}else:")
             out += _step_lines(s.else_steps, names, indent + "  ")
@@ -249,6 +279,20 @@ def branch_locations(branch: Graph, if_inputs: Sequence[Value], if_outputs: Sequ
     return Locator(locs, parent, plan, branch.outputs), copies
 
 
+def loop_locations(body: Graph, loop_inputs: Sequence[Value], loop_outputs: Sequence[Value], carried: int,
+                   parent: Locator, plan: Any, layout: WorkspaceLayout, consts: dict[str, np.ndarray],
+                   produced: Sequence[Value]) -> Locator:
+    """Locations inside a Loop body: carried Data inputs live in the loop's output buffers (updated by a copy
+    at the end of every iteration), the others where the parent keeps them; the body's own outputs get
+    buffers of their own, so no kernel of an iteration overwrites a carried value another still reads."""
+    locs: dict[Value, Loc] = {}
+    for n in body.inputs:
+        i = n.attrs["index"]
+        locs[n.out()] = parent[loop_outputs[i]] if i < carried else parent[loop_inputs[i + 1]]
+    _place_intermediates(body, plan, locs, layout, consts, produced)
+    return Locator(locs, parent, plan)
+
+
 def _place_intermediates(graph: Graph, plan: Any, locs: dict[Value, Loc], layout: WorkspaceLayout,
                          consts: dict[str, np.ndarray], produced: Sequence[Value]) -> None:
     """Planned intermediates at their memory-plan offsets; constant tensors in their own buffers; every
@@ -300,8 +344,22 @@ def reference_launches(plan: LaunchPlan, kernels: Sequence[Any], env: Mapping[st
                 blocks = sy.evaluate(k.blocks, env)
                 if blocks > 0:
                     out.append((s.kernel, blocks, evaluate_fields(k.fields, s.args, env)))
+            elif isinstance(s, LoopStep):
+                walk(s.init_steps)
+                if s.kind == "for":
+                    trip = sy.evaluate(s.first_expr, env) if s.first_expr is not None else \
+                        int(cond(s.first, s.first_dtype))
+                    for _ in range(max(trip, 0)):
+                        walk(s.body_steps)
+                else:
+                    go = sy.evaluate(s.first_expr, env) != 0 if s.first_expr is not None else \
+                        bool(cond(s.first, s.first_dtype))
+                    while go:
+                        walk(s.body_steps)
+                        go = bool(cond(s.cond, s.cond_dtype))
             else:
-                walk(s.then_steps if cond(s.cond, s.cond_dtype) else s.else_steps)
+                taken = cond(s.cond, s.cond_dtype) if s.predicate is None else sy.evaluate(s.predicate, env) != 0
+                walk(s.then_steps if taken else s.else_steps)
 
     walk(plan.steps)
     return out

@@ -5,7 +5,8 @@ the cube does and what the vector cores must do is decided here, as plain data (
 
 - operands: the cube takes float16, float32 and int8. Operands of another dtype, or of two dtypes
   (numpy promotes: f16 @ f32 computes in f32), are cast to the promoted dtype by a vector pre-launch
-  into workspace scratch. A promoted integer dtype other than int8 has no exact cube route yet: an error.
+  into workspace scratch. A promoted integer dtype other than int8 never gets here: GE's
+  `vector_integer_matmul` rewrites it into an exact vector product (an error if that pass was disabled).
   A transposed left operand of a 32- or 8-bit type is transposed by a vector pre-launch (the cube's
   load_l0 transposes 16-bit fractals only; see templates/matmul.py for the right operand);
 - the fused epilogue (bias, ReLU, cast): the bias goes through the bias table when the accumulator is

@@ -19,25 +19,24 @@ from typing import Any, Callable, Sequence
 
 import astor
 
-from .. import dtypes
 from ..errors import CompileError, InternalCompilerError, debug_enabled
 from ..guards import Guard
 from ..ir.graph import Graph, Value
 from ..tensor_type import TensorType
-from . import aliasing, guards
+from ..pytree import LEAF, LEAF_DEF, TUPLE, TreeDef
+from . import aliasing, guards, objects, pytree
 from .builder import FunctionBuilder
 from .context import BuildState, GraphContext
 from .scope import Scope, assigned_names
 from .source import get_source, parse_function
-from .tensors import scalar_const_dtype
-from .values import describe, is_const_array, is_number, is_tensor
 
 __all__ = ["ArgSpec", "FrontendResult", "build_graph", "get_source"]
 
 
 @dataclass(frozen=True)
 class ArgSpec:
-    """One kernel parameter: a tensor of `type`, or (type None) the compile-time `value`."""
+    """One kernel parameter: a tensor of `type`, or (type None) the compile-time `value`, or (type None,
+    value a `pytree.TreeArg`) a pytree of tensors and compile-time values."""
 
     name: str
     type: TensorType | None
@@ -49,13 +48,14 @@ class ArgSpec:
 class FrontendResult:
     graph: Graph  # Data nodes in tensor-parameter order, outputs set, not yet optimised
     source: str  # the kernel's source regenerated from the normalised AST (decorators removed) by astor
-    returns_tuple: bool
+    returns_tuple: bool  # the result is a flat tuple (out_tree says the whole structure)
     captured: dict[str, Any]  # names read ("helper_qualname.name" for a helper's) and access paths -> value
     helpers: list[str]  # "module.qualname" of inlined helper functions and kernels, first call first
     guards: tuple[Guard, ...]  # one per access path read; re-checked by the runtime on every call (pyasc.guards)
     hidden: tuple[tuple, ...]  # access paths of lifted arrays: graph Data inputs after the user's tensors
     filename: str
     firstlineno: int  # file line where the function's source (its first decorator, if any) starts
+    out_tree: TreeDef = LEAF_DEF  # the result's structure: graph outputs are its leaves, in leaf order
 
 
 def build_graph(fn: Any, specs: Sequence[ArgSpec], *, unroll_budget: int = 4096) -> FrontendResult:
@@ -71,18 +71,21 @@ def build_graph(fn: Any, specs: Sequence[ArgSpec], *, unroll_budget: int = 4096)
         raise parsed.error("an `async def` function cannot be a kernel", parsed.tree)
     graph = Graph(parsed.fn.__name__)
     state = BuildState(unroll_budget, graph)
+    state.root = fn
     guards.begin(state, parsed.fn)
     scope = Scope(parsed.fn, assigned_names(parsed.tree))
     builder = FunctionBuilder(state, parsed, scope, GraphContext(graph))
     _bind_parameters(builder, graph, specs)
     state.inlining.append(parsed.fn.__code__)
     _guarded(state, builder.run_body)
-    outputs, returns_tuple = _guarded(state, lambda: _kernel_outputs(builder, graph))
+    outputs, out_tree = _guarded(state, lambda: _kernel_outputs(builder, graph))
     graph.set_outputs(outputs)
+    returns_tuple = out_tree.kind == TUPLE and all(c.kind == LEAF for c in out_tree.children)
     return FrontendResult(
         graph=graph,
-        source=astor.to_source(parsed.tree),
+        source=_source_text(parsed),
         returns_tuple=returns_tuple,
+        out_tree=out_tree,
         captured=state.captured,
         helpers=state.helpers,
         guards=tuple(state.guards.values()),
@@ -90,6 +93,17 @@ def build_graph(fn: Any, specs: Sequence[ArgSpec], *, unroll_budget: int = 4096)
         filename=parsed.filename,
         firstlineno=parsed.firstlineno,
     )
+
+
+def _source_text(parsed: Any) -> str:
+    """The kernel regenerated from its normalised AST; a very deep expression (a 350-term `x + x + ...`)
+    is past astor's recursion, and then the source as written (decorators removed by ast.unparse, or kept)."""
+    for regenerate in (astor.to_source, ast.unparse):
+        try:
+            return regenerate(parsed.tree)
+        except RecursionError:
+            continue
+    return parsed.source
 
 
 def _guarded(state: BuildState, work: Callable[[], Any]) -> Any:
@@ -119,6 +133,9 @@ def _bind_parameters(b: FunctionBuilder, graph: Graph, specs: Sequence[ArgSpec])
         if star is not None:
             raise b.error(f"a kernel cannot take `{stars}{star.arg}`; list its parameters one by one", star)
     params = [*args.posonlyargs, *args.args, *args.kwonlyargs]
+    if objects.bound_self(b.state.root) is not None and params:  # a method kernel: `self` is not an argument
+        b.scope.bind(params[0].arg, guards.read_self(b, b.state.root.__self__, params[0]))
+        params = params[1:]
     names = [p.arg for p in params]
     by_name: dict[str, ArgSpec] = {}
     for spec in specs:
@@ -134,51 +151,31 @@ def _bind_parameters(b: FunctionBuilder, graph: Graph, specs: Sequence[ArgSpec])
         if spec.type is not None and not isinstance(spec.type, TensorType):
             raise TypeError(f"ArgSpec `{spec.name}`: type must be a TensorType or None, got {spec.type!r}")
         by_name[spec.name] = spec
-    signature = inspect.signature(fn)
+    signature = inspect.signature(fn)  # the function's own, `self` included
     for p in params:
         spec = by_name.get(p.arg)
         if spec is None:
             default = signature.parameters[p.arg].default
             if default is inspect.Parameter.empty:
                 raise TypeError(f"no ArgSpec for parameter `{p.arg}` of {fn.__qualname__}, which has no default")
-            b.scope.bind(p.arg, default)
+            b.scope.bind(p.arg, guards.read_default(b, fn, p.arg, p))  # guarded on its path, like a helper's
         elif spec.type is not None:
             data = graph.add_input(spec.type, name=p.arg, loc=b.loc(p))
             if spec.scalar:
                 aliasing.mark_scalar(b, data)
             b.scope.bind(p.arg, data)
+        elif isinstance(spec.value, pytree.TreeArg):
+            b.scope.bind(p.arg, pytree.bind_tree(b, graph, spec.value, p))
         else:
             b.scope.bind(p.arg, spec.value)
 
 
-def _kernel_outputs(b: FunctionBuilder, graph: Graph) -> tuple[list[Value], bool]:
+def _kernel_outputs(b: FunctionBuilder, graph: Graph) -> tuple[list[Value], TreeDef]:
     name = b.parsed.fn.__qualname__
     if not b.returned or b.return_value is None:
         raise b.error(
             f"kernel `{name}` returns nothing; a kernel must return a tensor or a tuple of tensors",
             b.return_node or b.parsed.tree,
         )
-    value = b.return_value
-    returns_tuple = isinstance(value, (tuple, list))
-    items = list(value) if returns_tuple else [value]
-    if not items:
-        raise b.error(f"kernel `{name}` returns an empty tuple; it must return at least one tensor", b.return_node)
     at = b.return_node.value if isinstance(b.return_node, ast.Return) and b.return_node.value else b.return_node
-    outputs = []
-    for i, v in enumerate(items):
-        if is_tensor(v):
-            outputs.append(v)
-        elif is_number(v):
-            outputs.append(b.const(v, scalar_const_dtype(v, (), ""), at))
-        elif is_const_array(v):
-            try:
-                outputs.append(b.const(v, dtypes.narrow(v.dtype), at))
-            except dtypes.DTypeError as e:
-                raise b.error(f"kernel result {i}: {e}", at) from None
-        else:
-            what = f"result {i}" if returns_tuple else "the result"
-            raise b.error(
-                f"{what} of kernel `{name}` is {describe(v)}; a kernel returns tensors (numbers become constants)",
-                at,
-            )
-    return outputs, returns_tuple
+    return pytree.kernel_outputs(b, b.return_value, at, name)

@@ -23,7 +23,8 @@ from ..errors import CompileError, InferError, SourceLoc
 from ..markers import constexpr
 from ..ir.graph import Value
 from ..tensor_type import Sym
-from . import aliasing, bitops, branches, calls, comptime, guards, indexing, writes
+from . import aliasing, bitops, branches, calls, checks, comptime, dimpred, guards, indexing, loops, objects, pytree, \
+    writes
 from .context import BuildState, GraphContext
 from .scope import CLOSURE, GLOBAL, Scope, UnassignedFreeVariable, Undefined
 from .source import ParsedFunction
@@ -65,13 +66,11 @@ UNSUPPORTED: dict[type, str] = {
     ast.Yield: "`yield` is not supported in a kernel",
     ast.YieldFrom: "`yield from` is not supported in a kernel",
     ast.Await: "`await` is not supported in a kernel",
-    ast.Dict: "dict displays are not supported in a kernel",
     ast.Set: "set displays are not supported in a kernel",
-    ast.DictComp: "dict comprehensions are not supported in a kernel",
     ast.SetComp: "set comprehensions are not supported in a kernel",
 }
 if hasattr(ast, "TryStar"):
-    UNSUPPORTED[ast.TryStar] = "`try` is not supported in a kernel"
+    UNSUPPORTED[ast.TryStar] = "`try ... except*` is not supported in a kernel"
 if hasattr(ast, "Match"):
     UNSUPPORTED[ast.Match] = "`match` is not supported in a kernel; use `if`/`elif`"
 
@@ -102,7 +101,8 @@ def header(s: ast.stmt) -> ast.AST | Span:
         end = s.subject
     if end is not None and end.end_lineno == s.lineno:
         return Span(s.lineno, s.col_offset, s.lineno, end.end_col_offset)
-    keyword = {ast.Try: "try", ast.FunctionDef: "def", ast.AsyncFunctionDef: "async def", ast.ClassDef: "class"}
+    keyword = {ast.Try: "try", ast.FunctionDef: "def", ast.AsyncFunctionDef: "async def", ast.ClassDef: "class",
+               getattr(ast, "TryStar", ast.Try): "try"}
     for kind, word in keyword.items():
         if isinstance(s, kind):
             name = getattr(s, "name", "")
@@ -162,6 +162,8 @@ class FunctionBuilder:
         if not ops.exists(op):
             raise self.error(f"the op {op!r} that `{self.text(at)}` needs is not registered", at)
         attrs = _with_defaults(op, attrs)
+        if op == "pow":
+            checks.negative_int_power(self, inputs, at)
         try:
             node = self.ctx.graph.add(op, inputs, attrs, self.loc(at), name)
         except InferError as e:
@@ -298,15 +300,22 @@ class FunctionBuilder:
         self.return_node = s
 
     def _s_If(self, s: ast.If) -> None:
-        cond = self.eval(s.test)
+        cond = dimpred.condition(self, self.eval(s.test), s.test)  # a shape predicate: the host picks the branch
         if is_tensor(cond):
             branches.tensor_if_statement(self, s, cond)
             return
         self.exec_block(s.body if self.truth(cond, s.test) else s.orelse)
 
     def _s_For(self, s: ast.For) -> None:
-        items = self.iterate(self.eval(s.iter), s.iter)
-        self.count_unroll(len(items), s)
+        it = self.eval(s.iter)
+        runtime, note = loops.wants_runtime_loop(self, it)
+        if runtime:  # a launch-time trip count, runtime_range, or past the unroll budget: a Loop node
+            loops.runtime_for(self, s, it, note)
+            return
+        forced = isinstance(it, loops.RangeSpec)  # pyasc.static_range: unrolled whatever the budget
+        items = list(it.static_range()) if forced else self.iterate(it, s.iter)
+        if not forced:
+            self.count_unroll(len(items), s)
         self._loops.append(s)
         try:
             for item in items:
@@ -317,6 +326,9 @@ class FunctionBuilder:
             self.exec_block(s.orelse)
         finally:
             self._loops.pop()
+
+    def _s_While(self, s: ast.While) -> None:
+        loops.runtime_while(self, s)  # a tensor condition: a Loop node the host runs
 
     def count_unroll(self, n: int, loop: ast.AST) -> None:
         total = self.state.unrolled + n
@@ -343,6 +355,11 @@ class FunctionBuilder:
                 "assert on compile-time values (shapes, dtypes, constants) only",
                 s.test,
             )
+        if isinstance(cond, Sym):  # a shape predicate: checked at launch, with this line in the message
+            text = f"assertion failed: {self.eval(s.msg)}" if s.msg is not None else \
+                f"assertion failed: `{self.text(s.test)}`"
+            dimpred.launch_check(self, cond, text, s.test)
+            return
         if not self.truth(cond, s.test):
             if s.msg is not None:
                 raise self.error(f"assertion failed: {self.eval(s.msg)}", s.test)
@@ -492,12 +509,13 @@ class FunctionBuilder:
         base = self.eval(node.value)
         if is_tensor(base):
             return self._tensor_attribute(base, node.attr, node)
+        attr = objects.mangle(self, node.attr)  # `self.__w` in a class body is `self._Class__w`
         try:
-            value = getattr(base, node.attr)
+            value = getattr(base, attr)
         except AttributeError:
             owner = f"module {base.__name__}" if inspect.ismodule(base) else describe(base)
             raise self.error(f"{owner} has no attribute `{node.attr}`", node) from None
-        return guards.read_step(self, base, guards.Attr(node.attr), value, node)
+        return guards.read_step(self, base, guards.Attr(attr), value, node)
 
     def _tensor_attribute(self, x: Value, attr: str, node: ast.Attribute) -> Any:
         t = x.type
@@ -553,6 +571,8 @@ class FunctionBuilder:
                     "use `~x` for an elementwise logical not",
                     node,
                 )
+            if isinstance(v, Sym):
+                return dimpred.negate(v)  # `not` of a shape predicate is one too
             return not self.truth(v, node.operand)
         name, spelling, fn = UNARY_OPS[type(node.op)]
         if is_tensor(v):
@@ -575,6 +595,10 @@ class FunctionBuilder:
                     f"use `{sym}` for elementwise logic (with parentheses: `(a > 0) {sym} (b > 0)`)",
                     node,
                 )
+            if isinstance(v, Sym):  # a shape predicate: the rest combine with it symbolically
+                rest = [v] + [self.eval(e) for e in node.values[node.values.index(expr) + 1:]]
+                if all(dimpred.is_predicate_operand(x) for x in rest):
+                    return dimpred.logical(is_and, rest if result is None else [result] + rest)
             if self.truth(v, expr) != is_and:
                 return v
             result = v
@@ -596,6 +620,13 @@ class FunctionBuilder:
                             node,
                         )
                     return tensor_binary(self, name, left, right, node, (left_at, comp))
+                pred = dimpred.compare(spelling, left, right)  # a symbolic dim: a predicate for the launch
+                if pred is not None:
+                    result = pred if result is True else dimpred.logical(True, [result, pred])
+                    if result is False:
+                        return result
+                    left, left_at = right, comp
+                    continue
                 check_symbolic_compare(self, spelling, left, right, node)
                 result = fold(self, fn, (left, right), node)
                 if isinstance(result, np.ndarray):  # compile-time arrays compared: an array of bools, folded
@@ -611,13 +642,13 @@ class FunctionBuilder:
                     raise self.error(f"`in` on a tensor is not supported in `{self.text(node)}`", node)
                 found = fold(self, lambda a, c: a in c, (left, right), node)
                 result = found if isinstance(op, ast.In) else not found
-            if is_tensor(result) or not self.truth(result, node):
+            if is_tensor(result) or isinstance(result, Sym) or not self.truth(result, node):
                 return result
             left, left_at = right, comp
         return result
 
     def _e_IfExp(self, node: ast.IfExp) -> Any:
-        cond = self.eval(node.test)
+        cond = dimpred.condition(self, self.eval(node.test), node.test)
         if is_tensor(cond):
             return branches.tensor_ternary(self, node, cond)
         return self.eval(node.body if self.truth(cond, node.test) else node.orelse)
@@ -665,6 +696,12 @@ class FunctionBuilder:
 
     def _e_List(self, node: ast.List) -> list:
         return self._elements(node.elts)
+
+    def _e_Dict(self, node: ast.Dict) -> dict:
+        return pytree.dict_display(self, node)
+
+    def _e_DictComp(self, node: ast.DictComp) -> dict:
+        return pytree.dict_comprehension(self, node)
 
     def _e_Starred(self, node: ast.Starred) -> Any:
         raise self.error(f"`{self.text(node)}` (a starred expression) is not allowed here", node)

@@ -23,8 +23,9 @@ import numpy as np
 
 from .. import dtypes, ops
 from ..errors import CompileError, Note
+from .. import markers, tensor_type
 from ..tensor_type import Sym
-from . import aliasing, bitops, comptime, guards, source
+from . import aliasing, bitops, checks, comptime, dtype_rules, guards, loops, objects, pytree, source
 from .protocol import KernelBuilder
 from .scope import Scope, assigned_names
 from .tensors import as_operand, strong_dtypes
@@ -53,6 +54,9 @@ TENSOR_METHODS = {
     "squeeze": "squeeze",
     "flatten": "reshape",
     "ravel": "reshape",
+    # numpy methods that are registry ops with the tensor as their first operand
+    "var": "var", "std": "std", "clip": "clip", "copy": "copy", "swapaxes": "swapaxes", "repeat": "repeat",
+    "dot": "dot",
 }
 
 #: numpy functions evaluated at compile time (on compile-time arguments only)
@@ -138,6 +142,11 @@ def call_value(b: KernelBuilder, callee: Any, args: list[Any], kwargs: dict[str,
     if isinstance(inner, types.FunctionType):
         guards.derive(b.state, callee, "py_func", inner)
         return inline(b, inner, args, kwargs, at, name)
+    if isinstance(inner, types.MethodType) and isinstance(inner.__func__, types.FunctionType):  # a method kernel
+        guards.derive(b.state, callee, "py_func", inner)
+        guards.derive(b.state, inner, "__func__", inner.__func__)
+        guards.derive(b.state, inner, "__self__", inner.__self__)
+        return inline(b, inner.__func__, [inner.__self__, *args], kwargs, at, name)
     if isinstance(callee, types.FunctionType):
         return inline(b, callee, args, kwargs, at, name)
     if isinstance(callee, (types.BuiltinMethodType, types.MethodWrapperType)) and isinstance(
@@ -150,6 +159,8 @@ def call_value(b: KernelBuilder, callee: Any, args: list[Any], kwargs: dict[str,
         raise b.error(
             f"{name}() would change a constant numpy array in place, which a kernel does not do "
             "(constants are read-only; compute a new value instead)", at)
+    if objects.is_dict_method(callee):
+        return objects.dict_method(b, callee, args, kwargs, at, name)
     if isinstance(callee, types.BuiltinMethodType) and isinstance(getattr(callee, "__self__", None), list):
         if callee.__name__ in ("index", "count", "copy"):
             return compile_time_call_allowing_tensors(b, callee, args, kwargs, at, name)
@@ -158,6 +169,12 @@ def call_value(b: KernelBuilder, callee: Any, args: list[Any], kwargs: dict[str,
     if isinstance(callee, types.MethodType) and isinstance(callee.__func__, types.FunctionType):
         guards.derive(b.state, callee, "__func__", callee.__func__)
         return inline(b, callee.__func__, [callee.__self__, *args], kwargs, at, name)
+    if pytree.is_record_class(callee):
+        return pytree.construct(b, callee, args, kwargs, at, name)
+    call = objects.call_method_of(callee)
+    if call is not None:  # `layer(x)`: the object's own __call__, with the object as `self`
+        guards.derive(b.state, callee, "__call__", call)
+        return inline(b, call, [callee, *args], kwargs, at, name)
     if isinstance(callee, type) and issubclass(callee, BaseException):
         raise b.error(f"{name}(...) is only supported in a `raise` statement", at)
     raise b.error(
@@ -222,10 +239,13 @@ def op_call(b: KernelBuilder, fn: Any, op_name: str, args: Sequence[Any], kwargs
     """A call of an op's public function (or its numpy twin): bind, fold or emit."""
     if not ops.exists(op_name):
         raise b.error(f"{display} maps to the op {op_name!r}, which is not registered", at)
+    args, kwargs = dtype_rules.python_dtypes(list(args), dict(kwargs))  # astype(int) is int32 (dtype_rules.py)
     try:
         op_name, tensors, attrs = bind_op(fn, op_name, list(args), dict(kwargs))
     except TypeError as e:
         raise b.error(f"{display}(): {e}", at) from None
+    if "axis" in attrs and (fn or ops.get(op_name).api) is not None:  # a list axis: numpy's TypeError
+        checks.list_axis(b, display, attrs, checks.raw_argument(fn or ops.get(op_name).api, args, kwargs, "axis"), at)
     for key, value in attrs.items():
         if contains_tensor(value):
             raise b.error(
@@ -279,6 +299,9 @@ def tensor_method(b: KernelBuilder, m: TensorMethod, args: list[Any], kwargs: di
     elif name == "reshape":
         if kwargs:
             raise b.error(f".reshape() takes the new shape only, got keyword {', '.join(kwargs)}", at)
+        if not args:  # numpy: TypeError, not a reshape to ()
+            raise b.error(".reshape() needs the new shape: TypeError: reshape() takes exactly 1 argument (0 given)",
+                          at)
         if len(args) == 1 and isinstance(args[0], (tuple, list)):
             args = [tuple(args[0])]
         else:
@@ -328,17 +351,11 @@ def _len(b, args, kwargs, at, name):
     return compile_time_call_allowing_tensors(b, len, args, kwargs, at, name)
 
 
-def _range(b, args, kwargs, at, name):
-    for a in args:
-        if isinstance(a, Sym):
-            raise b.error(
-                f"range() bound is the symbolic dim {a}, only known at launch; a loop is unrolled "
-                "at compile time, so its bounds must be static",
-                at,
-            )
-        if is_tensor(a):
-            raise b.error(f"range() bounds must be compile-time ints, got {describe(a)}", at)
-    return compile_time_call(b, range, args, kwargs, at, name)
+def _range(mode):
+    def handler(b, args, kwargs, at, name):
+        return loops.make_range(b, args, kwargs, at, name, mode)  # a range, or a RangeSpec for a runtime Loop
+
+    return handler
 
 
 def _minmax(which):
@@ -352,7 +369,9 @@ def _minmax(which):
                 at,
             )
         if any(isinstance(v, Sym) for v in values):
-            raise b.error(f"{name}() of a symbolic dim is only known at launch", at)
+            if kwargs or not values or not all(isinstance(v, (int, Sym)) and not isinstance(v, bool) for v in values):
+                raise b.error(f"{name}() of a symbolic dim takes dims and ints only, got {describe(values)}", at)
+            return (tensor_type.min_ if which is min else tensor_type.max_)(*values)  # a symbolic dim expression
         return compile_time_call(b, which, args, kwargs, at, name)
 
     return handler
@@ -454,7 +473,9 @@ def _compile_time_only(fn):
 
 BUILTINS: dict[Any, Callable[..., Any]] = {
     len: _len,
-    range: _range,
+    range: _range("auto"),
+    markers.static_range: _range("static"),
+    markers.runtime_range: _range("runtime"),
     min: _minmax(min),
     max: _minmax(max),
     abs: _abs,
@@ -502,8 +523,12 @@ def inline(b: KernelBuilder, fn: types.FunctionType, args: list[Any], kwargs: di
         bound = inspect.signature(fn).bind(*args, **kwargs)
     except TypeError as e:
         raise b.error(f"{name}(): {e}", at) from None
+    given = set(bound.arguments)
     bound.apply_defaults()
     guards.read_function(b, fn, at)
+    for param in bound.signature.parameters.values():
+        if param.name not in given and param.default is not inspect.Parameter.empty:  # a default: its own path
+            bound.arguments[param.name] = guards.read_default(b, fn, param.name, at)
     qualname = qualified_name(fn)
     if qualname not in b.state.helpers:
         b.state.helpers.append(qualname)

@@ -139,8 +139,9 @@ def numpy_call(b: Any, fn: Any, args: list[Any], kwargs: dict[str, Any], at: ast
     if contains_tensor(args) or contains_tensor(list(kwargs.values())):
         near = near_names(name)
         module = getattr(fn, "__module__", "") or ""
-        if not near and module.startswith("numpy.linalg"):
-            near = [n for n in ("matmul", "transpose") if ops.numpy_twin(n)]  # the linear algebra pyasc has
+        if module.startswith("numpy.linalg"):  # the linear algebra pyasc has first, then names spelled alike
+            family = [n for n in ("matmul", "dot", "transpose", "outer") if ops.numpy_twin(n)]
+            near = family + [n for n in near if n not in family]
         hint = ", ".join(f"np.{n}" if ops.numpy_twin(n) else f"pyasc.{n}" for n in near) if near else \
             "nothing by that name (pyasc.ops.numpy_names() lists the numpy functions a kernel compiles)"
         raise b.error(f"`{name}` has no pyasc lowering; supported near it: {hint}", at)

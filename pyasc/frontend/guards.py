@@ -27,7 +27,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .. import dtypes
+from .. import arraykinds, dtypes
 from ..guards import Attr, Free, Global, Guard, Item, Pinned, Unguardable, check_for, liftable, path_text, \
     trusted_module
 from ..tensor_type import TensorType
@@ -67,6 +67,12 @@ def read_name(b: KernelBuilder, name: str, where: str, value: Any, at: Any) -> A
     path = _function_path(b.state, fn)
     label = name if path == () else f"{fn.__qualname__}.{name}"  # `captured`: a helper's names as "helper.name"
     return _read(b, path + (step,), value, at, label)
+
+
+def read_self(b: KernelBuilder, obj: Any, at: Any) -> Any:
+    """The `self` of a method kernel (`pyasc.kernel(obj.method)`): the root's `__self__`, guarded like a
+    global, so `self.w` reads are paths from it."""
+    return _read(b, (Attr("__self__"),), obj, at, "self")
 
 
 def read_step(b: KernelBuilder, base: Any, step: Attr | Item, value: Any, at: Any) -> Any:
@@ -109,6 +115,19 @@ def read_function(b: KernelBuilder, fn: types.FunctionType, at: Any) -> None:
         _read(b, path + (Attr(attr),), getattr(fn, attr), at)
 
 
+def read_default(b: KernelBuilder, fn: types.FunctionType, name: str, at: Any) -> Any:
+    """The default of parameter `name` of `fn` (the kernel, for a parameter the call left out), read through
+    `fn.__defaults__[i]` or `fn.__kwdefaults__[name]` so it is guarded on that path."""
+    read_function(b, fn, at)
+    code = fn.__code__
+    positional = code.co_varnames[:code.co_argcount]  # (co_argcount counts positional-only ones too)
+    if name in positional:
+        defaults = fn.__defaults__ or ()
+        i = positional.index(name) - (len(positional) - len(defaults))
+        return read_step(b, defaults, Item(i), defaults[i], at)
+    return read_step(b, fn.__kwdefaults__, Item(name), fn.__kwdefaults__[name], at)
+
+
 def derive(state: BuildState, base: Any, attr: str, value: Any) -> None:
     """Map `value` (`base.attr`, read by the call machinery) to its path; `base`'s guard covers it."""
     base_path = path_of(state, base)
@@ -121,6 +140,9 @@ def _read(b: KernelBuilder, path: tuple, value: Any, at: Any, label: str | None 
     lifted = state.hidden.get(path)
     if lifted is not None:
         return lifted
+    why = arraykinds.problem(value)
+    if why is not None:
+        raise b.error(f"`{path_text(path)}` is {why}", at)
     if path not in state.guards:
         try:
             check = check_for(value, lifted=liftable(value))

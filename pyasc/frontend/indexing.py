@@ -18,11 +18,20 @@ from .protocol import KernelBuilder
 from .values import describe, is_tensor
 
 
+def _slice_node(at: ast.AST, i: int, n: int, is_tuple: bool) -> ast.AST:
+    """The AST of index item `i` of a subscript (the item the error is about), else the subscript itself."""
+    if not isinstance(at, ast.Subscript):
+        return at
+    parts = at.slice.elts if is_tuple and isinstance(at.slice, ast.Tuple) else [at.slice]
+    return parts[i] if len(parts) == n and isinstance(parts[i], ast.Slice) else at
 
 def subscript(b: KernelBuilder, x: Value, index: Any, at: ast.AST) -> Value:
     items = index if isinstance(index, tuple) else (index,)
     text = b.text(at)
-    for item in items:
+    for i, item in enumerate(items):
+        if isinstance(item, slice) and any(is_tensor(v) for v in (item.start, item.stop, item.step)):
+            raise b.error(f"tensor slice bounds are not supported; use pyasc.where or a static bound (in `{text}`)",
+                          _slice_node(at, i, len(items), isinstance(index, tuple)))
         if is_tensor(item):
             raise b.error(
                 f"indexing a tensor with a tensor is not supported in `{text}` (only compile-time ints, "

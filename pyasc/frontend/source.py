@@ -76,12 +76,23 @@ def _function_of(fn: Any) -> types.FunctionType:
     return fn
 
 
+def _lambda_columns(fn: types.FunctionType, line: str, lineno: int) -> tuple[int, int]:
+    """Columns of this lambda's `lambda` keyword on its line: the last one before its body's first position, so
+    the second of two lambdas on a line is found, not the first."""
+    body = [c for ln, end_ln, c, e in fn.__code__.co_positions()
+            if ln == lineno and end_ln == lineno and c is not None and e is not None and e > c]
+    col = line.rfind("lambda", 0, min(body, default=len(line)))
+    if col < 0:
+        col = max(line.find("lambda"), 0)
+    return col, col + len("lambda")
+
+
 def _lambda_error(fn: types.FunctionType) -> CompileError:
     filename = fn.__code__.co_filename
     lineno = fn.__code__.co_firstlineno
     line = linecache.getline(filename, lineno).rstrip("\n") or None
-    col = line.find("lambda") if line else 0
-    loc = SourceLoc(filename, lineno, max(col, 0), lineno, max(col, 0) + len("lambda") if line else None)
+    col, end = _lambda_columns(fn, line or "", lineno)
+    loc = SourceLoc(filename, lineno, col, lineno, end if line else None)
     return CompileError("a lambda cannot be compiled by pyasc; define the function with `def`", loc, line)
 
 
@@ -150,6 +161,17 @@ def parse_function(fn: Any) -> ParsedFunction:
     """Parse `fn` into a FunctionDef whose positions are the user's real file positions."""
     fn = _function_of(fn)
     original, first = _source_lines(fn)
+    try:
+        return _parse(fn, original, first)
+    except RecursionError:  # ast's own walkers recurse: an expression thousands of operators deep
+        raise CompileError(
+            f"`{fn.__qualname__}` is nested too deeply to compile (an expression or statement nests past Python's "
+            "recursion limit); split it into several statements", SourceLoc(fn.__code__.co_filename, first,
+                                                                            len(_indent_width(original))),
+            original[0].rstrip("\r\n") if original else None) from None
+
+
+def _parse(fn: types.FunctionType, original: list[str], first: int) -> ParsedFunction:
     source, filename = textwrap.dedent("".join(original)), fn.__code__.co_filename
     margin = len(_indent_width(original))
     dedented = source.splitlines()

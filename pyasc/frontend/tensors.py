@@ -4,7 +4,9 @@ A Python scalar next to a tensor becomes a `Const` of the dtype numpy 2's
 weak-scalar promotion gives the pair (`int8_tensor + 1` stays int8,
 `int8_tensor * 0.5` is float); an int that does not fit the tensor's int
 dtype is rejected like numpy rejects it. numpy scalars (`np.float32(2)`)
-are strong and keep their own dtype.
+are strong and keep their own dtype, except float64 ones (`np.sqrt(2 / np.pi)`
+computed at compile time), which are weak like the Python float they would
+be in a numpy without float64 on the chip (dtype_rules.py).
 """
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ from .. import dtypes
 from ..ir.graph import Value
 from ..tensor_type import Sym
 from .protocol import KernelBuilder
+from .dtype_rules import is_weak_numpy_scalar
 from .values import describe, is_const_array, is_number, is_tensor
 
 
@@ -64,7 +67,9 @@ def scalar_const_dtype(value: Any, partners: Sequence[str], op: str) -> str:
     exactly, so there the constant just gets a wide enough type).
     """
     if isinstance(value, np.generic):
-        return dtypes.narrow(value.dtype)  # numpy scalars are strong: their own dtype
+        if not is_weak_numpy_scalar(value):
+            return dtypes.narrow(value.dtype)  # numpy scalars are strong: their own dtype
+        value = value.item()  # a float64 scalar is weak like a Python float (README: dtype rules)
     if not partners:
         return dtypes.scalar_dtype(value)
     dtype = dtypes.promote(*partners, value)
@@ -93,6 +98,8 @@ def weak_values(b: KernelBuilder, v: Any) -> tuple | None:
         return b.state.weak.get(v)
     if isinstance(v, (bool, int, float)) and not isinstance(v, np.generic):
         return (v,)
+    if is_weak_numpy_scalar(v):
+        return (v.item(),)
     return None
 
 
@@ -103,7 +110,7 @@ def strong_dtypes(b: KernelBuilder, operands: Sequence[Any]) -> list[str]:
         if is_tensor(v):
             if v not in b.state.weak:
                 found.append(v.type.dtype)
-        elif isinstance(v, np.generic) and is_number(v):
+        elif isinstance(v, np.generic) and is_number(v) and not is_weak_numpy_scalar(v):
             found.append(dtypes.narrow(v.dtype))
         elif is_const_array(v):
             try:

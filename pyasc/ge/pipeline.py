@@ -3,6 +3,7 @@
 Order (GE's, as in reference/graph-optimizer-references.md §3):
 
     decompose_composites                          opt 0  composites without a dedicated lowering
+    vector_integer_matmul                         opt 0  (ge.integer_matmul) integer products the cube cannot take
     split_reductions                              opt 0  a reduction over separated axes -> one per block
     simplify (fixpoint group)                            fold -> algebra -> CSE -> DCE
         constant_folding, algebraic_simplify,     opt 1
@@ -33,6 +34,7 @@ from ..ir import verify as verify_graph
 from .capacity import DEFAULT_CHIP, CapacityFn, resolve_chip  # noqa: F401  (resolve_chip: part of this face)
 from .decisions import CubeOperandRoute, FusionDecision
 from .fusion import FusionPass, schedule_for
+from .integer_matmul import VectorIntegerMatmul
 from .layout import layout_passes
 from .memory import MemoryPlanningPass
 from .instruments import PassVerificationError, StageCapture
@@ -106,6 +108,7 @@ def build_pipeline() -> list[Pass]:
     """A fresh pass list (passes hold no state between compiles, but fresh objects cost nothing)."""
     return [
         DecomposeComposites(),
+        VectorIntegerMatmul(),
         SplitReductions(),
         simplify_group(),
         PassGroup("pattern_fusion", pattern_passes()),

@@ -26,6 +26,16 @@ class InterpreterError(RuntimeError):
     """The graph itself is inconsistent at run time (an op's result disagrees with its inferred type)."""
 
 
+class DataError(ValueError):
+    """An op's eager function rejected the data it was given (numpy's `int ** -1`), at the node's source line."""
+
+    def __init__(self, node: Node, error: Exception):
+        where = f"{node.loc}: " if node.loc is not None else ""
+        super().__init__(f"{where}{node.op}: {error} (numpy raises {type(error).__name__} for these values)")
+        self.node = node
+        self.error = error
+
+
 def interpret(graph: Graph, inputs: Sequence[Any]) -> list[np.ndarray]:
     """Run `graph` on `inputs` (one array per Data node, by index); returns new arrays, one per output.
 
@@ -112,10 +122,15 @@ def _run(graph: Graph, inputs: list[np.ndarray], bindings: dict[str, int]) -> li
             results = [node.attrs["value"]]
         elif node.op == "If":
             results = _run_if(node, args, bindings)
+        elif node.op == "Loop":
+            results = _run_loop(node, args, bindings)
         else:
             attrs = {k: _resolve(v, bindings, node) for k, v in node.attrs.items()
                      if not isinstance(v, Graph) and not is_annotation(k)}
-            results = ops.get(node.op).eager(*args, **attrs)
+            try:
+                results = ops.get(node.op).eager(*args, **attrs)
+            except (ValueError, ZeroDivisionError, FloatingPointError) as e:  # the values, not the graph
+                raise DataError(node, e) from None
             if len(node.outputs) == 1 or not isinstance(results, (tuple, list)):
                 results = [results]
         if len(results) != len(node.outputs):
@@ -135,6 +150,26 @@ def _run_if(node: Node, args: list[np.ndarray], bindings: dict[str, int]) -> lis
     branch: Graph = node.attrs["then_branch"] if bool(cond.reshape(())) else node.attrs["else_branch"]
     arrays, inner = _bind(branch, args[1:], what="branch input")
     return _run(branch, arrays, {**bindings, **inner})  # a branch may use dims only the kernel's inputs bind
+
+
+def _run_loop(node: Node, args: list[np.ndarray], bindings: dict[str, int]) -> list[np.ndarray]:
+    """Run a Loop's body: `first` iterations (kind "for") or while the condition holds (kind "while")."""
+    body: Graph = node.attrs["body"]
+    k, kind = node.attrs["carried"], node.attrs["kind"]
+    first, carried, invariant = args[0], list(args[1:1 + k]), list(args[1 + k:])
+    if first.size != 1:
+        raise ValueError(f"a Loop's {'trip count' if kind == 'for' else 'condition'} must have one element, "
+                         f"got shape {first.shape}")
+    trip = int(first.reshape(())) if kind == "for" else None
+    go = bool(first.reshape(())) if kind == "while" else trip > 0
+    done = 0
+    while go:
+        arrays, inner = _bind(body, carried + invariant, what="loop body input")
+        outs = _run(body, arrays, {**bindings, **inner})
+        carried = outs[:k]
+        done += 1
+        go = done < trip if kind == "for" else bool(outs[-1].reshape(()))
+    return carried
 
 
 def _as_type(value: Any, t: TensorType, node: Node, bindings: dict[str, int]) -> np.ndarray:

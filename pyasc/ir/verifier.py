@@ -66,6 +66,8 @@ class _Checker:
                 _Checker(sub, self.refs[id(sub)]).run()
             if n.op == "If":
                 self.check_if(n)  # before re-inference: more precise than If's own inference error
+            elif n.op == "Loop":
+                self.check_loop(n)
             self.check_types(n)
 
     # -- structure ---------------------------------------------------------------
@@ -195,6 +197,22 @@ class _Checker:
             ):
                 raise self.fail("If branch results mismatch",
                                 f"{key} returns {_types(results)} but the If outputs {_types(n.outputs)}", n)
+
+
+    def check_loop(self, n: Node) -> None:
+        body = n.attrs.get("body")
+        if not isinstance(body, Graph):
+            raise self.fail("Loop body missing", f"attr 'body' must be a Graph, got {type(body).__name__}", n)
+        operands = [v.type for v in n.inputs[1:]]
+        params = body.input_types
+        if len(params) != len(operands):
+            raise self.fail("Loop body signature mismatch",
+                            f"the body has {len(params)} Data inputs but the Loop passes {len(operands)} operands "
+                            "(its inputs after the trip count or condition)", n)
+        for i, (p, o) in enumerate(zip(params, operands)):
+            if p.dtype != o.dtype or p.ndim != o.ndim:
+                raise self.fail("Loop body signature mismatch",
+                                f"body Data {i} is {p} but the Loop passes {o} (Loop input {i + 1})", n)
 
 
 def _types(types: Sequence[TensorType]) -> str:

@@ -57,5 +57,6 @@ from .registry import (  # noqa: F401
     register,
     register_sugar,
 )
-from . import elementwise, reduce, shape, matmul, creation, composite, update  # noqa: F401,E402  (registers ops)
+from . import elementwise, reduce, shape, matmul, creation, composite, dimvalue, loop, update  # noqa: F401,E402  (registers ops)
+from . import elementary, statistics, like, joining, arrange, dot  # noqa: F401,E402  (numpy functions as composites)
 from .shape import IndexPlan, normalize_index  # noqa: F401,E402

@@ -45,6 +45,14 @@ class Builder(abc.ABC):
         """Canonical (eager: numpy) dtype name of a value."""
 
     @abc.abstractmethod
+    def array(self, value: np.ndarray) -> Any:
+        """A constant tensor holding `value` (a mask, an index table), in its own (narrowed) dtype."""
+
+    @abc.abstractmethod
+    def shape(self, x: Any) -> tuple[Any, ...]:
+        """The shape of a value (static ints and symbolic dims)."""
+
+    @abc.abstractmethod
     def result_type(self, *dts: str) -> str:
         """Promotion of tensor dtypes (the graph narrows; numpy does not)."""
 
@@ -80,6 +88,12 @@ class EagerBuilder(Builder):
     def dtype(self, x: Any) -> str:
         return np.asarray(x).dtype.name
 
+    def array(self, value: np.ndarray) -> Any:
+        return np.asarray(value)
+
+    def shape(self, x: Any) -> tuple[Any, ...]:
+        return tuple(np.shape(x))
+
     def result_type(self, *dts: str) -> str:
         return np.result_type(*dts).name
 
@@ -103,6 +117,12 @@ class GraphBuilder(Builder):
     def dtype(self, x: Any) -> str:
         return x.type.dtype
 
+    def array(self, value: np.ndarray) -> Any:
+        return self.graph.const(value, dtypes.narrow(np.asarray(value).dtype), self.loc)
+
+    def shape(self, x: Any) -> tuple[Any, ...]:
+        return tuple(x.type.shape)
+
     def result_type(self, *dts: str) -> str:
         return dtypes.promote(*dts)
 
@@ -124,6 +144,12 @@ class TypeBuilder(GraphBuilder):
 
     def dtype(self, x: Any) -> str:
         return x.dtype
+
+    def array(self, value: np.ndarray) -> Any:
+        return TensorType(np.shape(value), dtypes.narrow(np.asarray(value).dtype))
+
+    def shape(self, x: Any) -> tuple[Any, ...]:
+        return tuple(x.shape)
 
 
 Body = Callable[..., Sequence[Any]]

@@ -194,48 +194,20 @@ def float_result(dtype: str) -> str:
 # ---- symbolic dim arithmetic for reshape -------------------------------------------
 
 
-def dim_factors(d: Dim) -> tuple[int, list[str]]:
-    """A dim as (static factor, symbolic factor names): 8 -> (8, []), (N*8) -> (8, ["N"])."""
+def dim_factors(d: Dim) -> tuple[int, list[Dim]]:
+    """A dim as (static factor, symbolic factors): 8 -> (8, []), N*8 -> (8, [N]), 2*(N + 1) -> (1, [2*N + 2])."""
     if isinstance(d, int):
         return d, []
+    e = d.e
+    if e.op != "mul":
+        return 1, [d]
     static, syms = 1, []
-    for part in _split_product(d.expr):
-        if part.isdigit():
-            static *= int(part)
+    for part in e.args:
+        if isinstance(part, int):
+            static *= part
         else:
-            syms.append(part)
+            syms.append(Sym(part))
     return static, syms
-
-
-def _split_product(expr: str) -> list[str]:
-    """Top-level factors of a product expression built by Sym arithmetic ("(a*(b//2))" -> ["a", "(b//2)"])."""
-    if not (expr.startswith("(") and expr.endswith(")")):
-        return [expr]
-    inner = expr[1:-1]
-    # only a product if the outer parens enclose the whole expression and contain a top-level '*'
-    depth, parts, start = 0, [], 0
-    i = 0
-    while i < len(inner):
-        c = inner[i]
-        if c == "(":
-            depth += 1
-        elif c == ")":
-            depth -= 1
-            if depth < 0:
-                return [expr]  # "(a)*(b)": the outer parens are not one group
-        elif depth == 0 and c in "+-/":
-            return [expr]  # a sum, difference or quotient is a single factor
-        elif depth == 0 and c == "*":
-            parts.append(inner[start:i])
-            start = i + 1
-        i += 1
-    if not parts:
-        return [expr]
-    parts.append(inner[start:])
-    out: list[str] = []
-    for p in parts:
-        out.extend(_split_product(p))
-    return out
 
 
 def shape_factors(shape: Sequence[Dim]) -> tuple[int, list[str]]:
@@ -247,11 +219,11 @@ def shape_factors(shape: Sequence[Dim]) -> tuple[int, list[str]]:
     return static, syms
 
 
-def product_dim(static: int, syms: Sequence[str]) -> Dim:
+def product_dim(static: int, syms: Sequence[Dim]) -> Dim:
     """Rebuild a dim from a static factor and symbolic factors."""
     out: Dim = static
-    for name in syms:
-        out = Sym(name) if out == 1 else out * Sym(name)
+    for factor in syms:
+        out = out * factor
     return out
 
 

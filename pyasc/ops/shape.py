@@ -14,7 +14,8 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from ..errors import InferError
-from ..tensor_type import FORMATS, Dim, Sym, TensorType
+from ..dim_bounds import dim_max, dim_min, dim_sub, lower_bound
+from ..tensor_type import FORMATS, Dim, Sym, TensorType, ceildiv
 from .common import (
     arity,
     attr_shape,
@@ -231,23 +232,55 @@ def _infer_slice(ts: Sequence[TensorType], attrs: Mapping[str, Any]) -> tuple[Te
     for axis, (dim, start, stop, step) in enumerate(zip(a.shape, starts, stops, steps)):
         if not isinstance(step, (int, np.integer)) or step == 0:
             raise InferError(f"axis {axis}: step must be a non-zero int, got {step!r}")
-        if isinstance(dim, Sym):
+        for bound in (start, stop):
+            if bound is not None and (not isinstance(bound, (int, np.integer, Sym)) or isinstance(bound, bool)):
+                raise InferError(f"axis {axis}: bounds must be ints, dims or None, got start={start!r}, stop={stop!r}")
+        if isinstance(dim, Sym) or isinstance(start, Sym) or isinstance(stop, Sym):
             if step == 1 and start in (0, None) and stop is None:
                 out.append(dim)
-            elif step == 1 and isinstance(start, (int, np.integer)) and start >= 0 and stop == start + 1:
-                out.append(1)  # an integer index; launch checks it is in bounds
+            elif step == 1 and start is not None and stop is not None and stop - start == 1:
+                out.append(1)  # an integer index; the launch re-infers with sizes and checks it is in bounds
             else:
-                raise InferError(
-                    f"axis {axis} has symbolic size {dim}: only a full slice (:) or a non-negative index "
-                    f"is supported there, got start={start}, stop={stop}, step={step}")
+                out.append(symbolic_length(start, stop, int(step), dim))
             continue
-        for bound in (start, stop):
-            if bound is not None and (not isinstance(bound, (int, np.integer)) or isinstance(bound, bool)):
-                raise InferError(f"axis {axis}: bounds must be ints or None, got start={start!r}, stop={stop!r}")
+        if step == 1 and stop is not None and start is not None and stop == start + 1 and not 0 <= start < dim:
+            # an integer index (x[i], x[-i]) that the launch sizes put out of range
+            shown = start - dim if start < 0 else start
+            raise InferError(f"index {shown} is out of bounds for axis {axis} with size {dim}")
         start = (0 if step > 0 else dim - 1) if start is None else start
         stop = (dim if step > 0 else -1) if stop is None else stop
         out.append(slice_length(int(start), int(stop), int(step), dim, axis))
     return (_nd(a, out),)
+
+
+def symbolic_indices(k: slice, dim: Dim) -> tuple[Dim, Dim, int]:
+    """`slice.indices(dim)` for a symbolic `dim`: bounds as dim expressions (Python's clamping rules)."""
+    step = 1 if k.step is None else int(k.step)
+
+    def bound(b: Dim | None, default: Dim) -> Dim:
+        if b is None:
+            return default
+        if isinstance(b, Sym):  # proven non-negative by the caller: only the upper clamp applies
+            return dim_min(b, dim) if step > 0 else dim_min(b, dim - 1)
+        b = int(b)
+        if step > 0:  # clamp into [0, dim]
+            return dim_max(dim + b, 0) if b < 0 else dim_min(b, dim)
+        return dim_max(dim + b, -1) if b < 0 else dim_min(b, dim - 1)  # into [-1, dim - 1]
+
+    if step > 0:
+        return bound(k.start, 0), bound(k.stop, dim), step
+    return bound(k.start, dim - 1), bound(k.stop, -1), step
+
+
+def symbolic_length(start: Dim | None, stop: Dim | None, step: int, dim: Dim) -> Dim:
+    """len(range(start, stop, step)) of normalised, possibly symbolic bounds."""
+    if step > 0:
+        start = 0 if start is None else start
+        stop = dim if stop is None else stop
+        return dim_max(ceildiv(dim_sub(stop, start), step), 0)
+    start = dim - 1 if start is None else start
+    stop = -1 if stop is None else stop
+    return dim_max(ceildiv(dim_sub(start, stop), -step), 0)
 
 
 @dataclass(frozen=True)
@@ -315,16 +348,21 @@ def normalize_index(shape: Sequence[Dim], key: Any) -> IndexPlan:
         dim = shape[axis]
         if isinstance(k, slice):
             for bound in (k.start, k.stop, k.step):
-                if bound is not None and (not isinstance(bound, (int, np.integer)) or isinstance(bound, bool)):
-                    raise InferError(f"slice bounds must be ints or None, got {k}")
+                if bound is not None and (not isinstance(bound, (int, np.integer, Sym)) or isinstance(bound, bool)):
+                    raise InferError(f"slice bounds must be ints, dims or None, got {k}")
+            if isinstance(k.step, Sym):
+                raise InferError(f"a slice step must be a compile-time int, got the symbolic dim {k.step}")
             if k.step == 0:
                 raise InferError("slice step cannot be zero")
-            if isinstance(dim, Sym):
+            for bound in (k.start, k.stop):
+                if isinstance(bound, Sym) and (lower_bound(bound.e) is None or lower_bound(bound.e) < 0):
+                    raise InferError(f"the slice bound {bound} may be negative at launch; a symbolic bound must be "
+                                     f"a size or a sum of sizes, got {k}")
+            if isinstance(dim, Sym) or isinstance(k.start, Sym) or isinstance(k.stop, Sym):
                 if k.start in (None, 0) and k.stop is None and k.step in (None, 1):
                     start, stop, step = 0, None, 1
                 else:
-                    raise InferError(
-                        f"axis {axis} has symbolic size {dim}: only a full slice (:) is supported there, got {k}")
+                    start, stop, step = symbolic_indices(k, dim)
             else:
                 start, stop, step = slice(k.start, k.stop, k.step).indices(dim)
             out_pos += 1
@@ -332,7 +370,7 @@ def normalize_index(shape: Sequence[Dim], key: Any) -> IndexPlan:
             i = int(k)
             if isinstance(dim, Sym):
                 if i < 0:
-                    raise InferError(f"negative index {i} on axis {axis} of symbolic size {dim}")
+                    i = dim + i  # counted from the end; the launch checks dim >= -i
             elif not -dim <= i < dim:
                 raise InferError(f"index {i} is out of bounds for axis {axis} with size {dim}")
             else:

@@ -14,13 +14,15 @@ from ..codegen.generate import DeviceKernel, DeviceModule
 from ..codegen.host import HostProgram, build_host_source
 from ..ge import FusionDecision, KernelPlan, MemoryPlan
 from ..ir import Graph, InterpreterError, format_graph, interpret
+from ..ir.interpreter import DataError
 from .emulator import EmulatorRunner
 from .errors import ArgumentTypeError, ArgumentValueError, InternalCompilerError
 from .guardset import GuardSet
 from .options import KernelOptions
 from .profile import Profile
 from .shapes import ShapeMismatch, check_launch_shapes
-from .specialize import ArgKey, Param, TensorKey, tensor_dims, to_array
+from ..pytree import LEAF_DEF, TreeDef, unflatten
+from .specialize import ArgKey, Param, TensorKey, tensor_dims, tensor_leaves, to_array
 
 
 def count_ops(graph: Graph) -> int:
@@ -98,6 +100,7 @@ class CompiledKernel:
     nodes_out: int = 0
     device: DeviceModule | None = None
     host: HostProgram | None = None
+    out_tree: TreeDef | None = None  # the result's structure (None: a tensor, or a tuple if returns_tuple)
     _shapes_ok: set = field(default_factory=set, repr=False)
     _runner: EmulatorRunner | None = field(default=None, repr=False)
 
@@ -118,7 +121,9 @@ class CompiledKernel:
 
     @property
     def tensor_params(self) -> list[tuple[Param, TensorKey]]:
-        return [(p, k) for p, k in zip(self.params, self.key) if isinstance(k, TensorKey)]
+        """The tensors `run` takes, in order: tensor parameters and the tensor leaves of pytree parameters
+        (each as a Param named the way the user spells it, e.g. `params['w']`)."""
+        return [(Param(label, False), k) for label, _, k in tensor_leaves(self.params, self.key)]
 
     # ---- execution ---------------------------------------------------------------
     def run(self, *arrays: Any) -> Any:
@@ -160,6 +165,8 @@ class CompiledKernel:
         return self._pack(outputs), prof
 
     def _pack(self, outputs: list[np.ndarray]) -> Any:
+        if self.out_tree is not None and self.out_tree != LEAF_DEF:
+            return unflatten(self.out_tree, outputs)
         return tuple(outputs) if self.returns_tuple else outputs[0]
 
     def _execute(self, arrays: list[np.ndarray], prof: Profile | None) -> list[np.ndarray]:
@@ -170,6 +177,8 @@ class CompiledKernel:
         if self.device is None or self.host is None:
             try:
                 return interpret(self.graph, arrays)
+            except DataError as e:  # numpy refuses these values (e.g. a negative integer exponent)
+                raise ArgumentValueError(f"{self.name}(): {e}") from None
             except InterpreterError as e:  # the graph disagrees with itself at run time: a compiler bug
                 raise InternalCompilerError("the reference backend", self.name, e) from e
         runner = self._runner or self._make_runner()

@@ -86,10 +86,15 @@ class EmulatorRunner:
         k = self.module.kernels[site.kernel]
         res = self.device.launch(k.program, blocks, site.args, dict(zip(site.fields, fields)), sanitize=self.sanitize)
         if self._prof is not None:
-            self._prof.per_launch.append(LaunchProfile(site.kernel, k.name, blocks, res))
+            self._prof.per_launch.append(LaunchProfile(site.kernel, k.name, blocks, res, site.loops))
 
-    def read_cond(self, site: CondSite, offset: int) -> bool:
-        return bool(self.device.read(site.buffer, site.dtype, (1,), offset=offset)[0])
+    def read_cond(self, site: CondSite, offset: int) -> Any:
+        if site.kind == "tick":  # a runtime loop starts an iteration: nothing to read
+            if self._prof is not None:
+                self._prof.count_iteration(site.loop)
+            return 0
+        value = self.device.read(site.buffer, site.dtype, (1,), offset=offset)[0]
+        return int(value) if site.kind == "int" else bool(value)  # a trip count, or an If/while condition
 
     def _results(self, arrays: Sequence[np.ndarray], env: dict[str, int]) -> list[np.ndarray]:
         out = []

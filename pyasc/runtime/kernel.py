@@ -26,6 +26,7 @@ from .profile import Profile
 from .diskcache import DiskCache
 from .errors import ArgumentError, debug_enabled
 from .options import KernelOptions, make_options
+from .interop import convert_results
 from .specialize import ArgBinder, ArgKey, BoundCall, specialize
 
 
@@ -55,9 +56,7 @@ class Kernel:
     def __init__(self, fn: Callable[..., Any], options: KernelOptions):
         if isinstance(fn, Kernel):  # re-decorating: wrap the original function with the new options
             fn = fn.py_func
-        if not isinstance(fn, types.FunctionType):
-            kind = type(fn).__name__
-            raise TypeError(f"pyasc.kernel needs a Python function defined with `def`, got {kind} {fn!r}")
+        fn = _kernel_callable(fn)
         functools.update_wrapper(self, fn)
         self.py_func = fn
         self.options = options
@@ -76,7 +75,8 @@ class Kernel:
         try:
             call = self._specialize(args, kwargs)
             compiled, hidden = self._lookup(call)
-            return compiled.launch(call.arrays + hidden if hidden else call.arrays)
+            result = compiled.launch(call.arrays + hidden if hidden else call.arrays)
+            return result if call.foreign is None else convert_results(result, call.foreign)
         except (CompileError, ArgumentError) as e:
             if debug_enabled():
                 raise
@@ -88,7 +88,8 @@ class Kernel:
         try:
             call = self._specialize(args, kwargs)
             compiled, hidden = self._lookup(call)
-            return compiled.profile_launch(call.arrays + hidden if hidden else call.arrays)
+            result, prof = compiled.profile_launch(call.arrays + hidden if hidden else call.arrays)
+            return (result if call.foreign is None else convert_results(result, call.foreign)), prof
         except (CompileError, ArgumentError) as e:
             if debug_enabled():
                 raise
@@ -213,6 +214,22 @@ class Kernel:
         except OSError as e:
             warnings.warn(f"PYASC_DUMP_DIR={dump_dir!r} cannot be written ({e}); {self.__qualname__} ran, but "
                           "its stages were not dumped", DumpWarning, stacklevel=4)
+
+
+def _kernel_callable(fn: Any) -> Any:
+    """The function a Kernel compiles: a `def` function, or a bound method (`pyasc.kernel(obj.method)`), or
+    for a callable object `obj.__call__` (`pyasc.kernel(obj)`). A method's `self` is a compile-time value
+    the kernel reads through `__self__`, guarded like a global."""
+    if isinstance(fn, types.FunctionType):
+        return fn
+    if isinstance(fn, types.MethodType) and isinstance(fn.__func__, types.FunctionType):
+        return fn
+    call = getattr(type(fn), "__call__", None)
+    if not isinstance(fn, type) and isinstance(call, types.FunctionType):
+        return types.MethodType(call, fn)
+    kind = type(fn).__name__
+    raise TypeError(f"pyasc.kernel needs a Python function defined with `def`, a bound method or an object whose "
+                    f"class defines __call__ with `def`, got {kind} {fn!r}")
 
 
 def kernel(fn: Callable[..., Any] | None = None, /, **options: Any) -> Any:

@@ -34,6 +34,7 @@ import numpy as np
 from ..guards import code_digest
 from .options import KernelOptions
 from .specialize import ArgKey, Param, TensorKey
+from .treeargs import TreeKey
 
 #: version of the cache entry layout (manifest + sections); entries of another version are discarded
 CACHE_FORMAT = 1
@@ -93,9 +94,15 @@ def _sha(doc: Any) -> str:
 
 
 def arg_component(param: Param, key: ArgKey) -> tuple:
+    return (param.name, _key_doc(key))
+
+
+def _key_doc(key: ArgKey) -> tuple:
     if isinstance(key, TensorKey):
-        return (param.name, ("tensor", key.dtype, key.dims) + (("numpy scalar",) if key.scalar else ()))
-    return (param.name, ("const", key.value))
+        return ("tensor", key.dtype, key.dims) + (("numpy scalar",) if key.scalar else ())
+    if isinstance(key, TreeKey):  # the structure (classes by name) and every leaf's record
+        return ("tree", key.tree.key_text(), tuple(_key_doc(leaf) for leaf in key.leaves))
+    return ("const", key.value)
 
 
 def components(fn: Any, params: Sequence[Param], key: Sequence[ArgKey], options: KernelOptions,

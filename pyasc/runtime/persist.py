@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+from .. import pytree
 from ..guards import NotPersistable
 from .artifact import CompiledKernel
 from .diskcache import DiskCache
@@ -31,7 +32,11 @@ def save(store: DiskCache, compiled: CompiledKernel, components_digest: str) -> 
         "guards_text": compiled.guards.describe(),
         "stages": list(compiled.stages),
     }
-    store.publish(components_digest, compiled.full_key, manifest, encode_artifact(compiled))
+    try:
+        files = encode_artifact(compiled)
+    except pytree.NotPersistable:  # a result structure naming a class import cannot find again (a local class)
+        return
+    store.publish(components_digest, compiled.full_key, manifest, files)
 
 
 def load(store: DiskCache, fn: Any, name: str, params: Sequence[Param], options: KernelOptions, call: BoundCall,

@@ -9,7 +9,7 @@ import hashlib
 import time
 from typing import Any, Sequence
 
-from .. import ge, ir
+from .. import ge, ir, pytree
 from ..errors import CompileError
 from ..guards import NotPersistable
 from ..codegen.capacity import codegen_capacity
@@ -19,7 +19,8 @@ from .errors import InternalCompilerError, debug_enabled
 from .guardset import GuardSet, from_frontend
 from .keys import KeyComponents, full_key
 from .options import KernelOptions
-from .specialize import BoundCall, Param, TensorKey, describe_key, tensor_type
+from .specialize import UNKEYED_DEFAULT, BoundCall, Param, TensorKey, describe_key, is_tensor_value, tensor_type
+from .treeargs import TreeKey, leaf_name
 
 
 def guards_digest(guards: GuardSet) -> str:
@@ -35,8 +36,7 @@ def compile_call(fn: Any, name: str, params: Sequence[Param], options: KernelOpt
                  components: KeyComponents, components_digest: str) -> CompiledKernel:
     from ..frontend import ArgSpec, build_graph  # the frontend is loaded on the first compile, never on a hit
 
-    specs = [ArgSpec(p.name, tensor_type(p.name, k), None, k.scalar) if isinstance(k, TensorKey) else ArgSpec(p.name, None, v)
-             for p, k, v in zip(params, call.key, call.values)]
+    specs = [_spec(ArgSpec, p, k, v) for p, k, v in zip(params, call.key, call.values) if k != UNKEYED_DEFAULT]
     t0 = time.perf_counter()
     with _stage(name, "the frontend"):
         fe = build_graph(fn, specs, unroll_budget=options.unroll_budget)
@@ -45,6 +45,9 @@ def compile_call(fn: Any, name: str, params: Sequence[Param], options: KernelOpt
     with _stage(name, "the frontend's graph (verifier, printer)"):
         ir.verify(graph)
         stages = {"source": fe.source, "graph": ir.format_graph(graph), "inferred": ir.format_graph(graph, show_loc=True)}
+        notes = [n.attrs["_note"] for n in graph.all_nodes() if "_note" in n.attrs]  # e.g. a loop kept at run time
+        if notes:
+            stages["notes"] = "\n".join(notes)
         dots = {"graph": ir.to_dot(graph)}
         stage_ops = {"graph": op_histogram(graph)}
         guards = from_frontend(fe.guards, fe.hidden, graph.inputs, len(call.arrays))
@@ -84,11 +87,27 @@ def compile_call(fn: Any, name: str, params: Sequence[Param], options: KernelOpt
         params=tuple(params), graph=result.graph, stages=stages, dots=dots, plans=list(result.kernels),
         memory_plan=result.memory_plan, fusion_decisions=list(result.fusion_decisions),
         pass_log=result.pass_report(times=False), returns_tuple=fe.returns_tuple, guards=guards, py_func=fn,
+        out_tree=fe.out_tree,
         full_key=key, components=components, stage_ops=stage_ops, pass_times=dict(result.pass_times),
         timings={"frontend": t1 - t0, "print": t2 - t1, "optimize": t3 - t2,
                  **({"codegen": t4 - t3, "host": t5 - t4} if emulator else {}), "total": t5 - t0},
         nodes_in=nodes_in, nodes_out=count_ops(result.graph), device=device, host=host,
     )
+
+
+def _spec(arg_spec: Any, p: Param, k: Any, v: Any) -> Any:
+    """The frontend's ArgSpec of one parameter; a pytree's is a TreeArg of leaf types and values."""
+    if isinstance(k, TensorKey):
+        return arg_spec(p.name, tensor_type(p.name, k), None, k.scalar)
+    if not isinstance(k, TreeKey):
+        return arg_spec(p.name, None, v)
+    from ..frontend.pytree import TreeArg  # with the frontend, loaded on the first compile
+
+    values, _ = pytree.flatten(v, is_tensor_value)
+    names = tuple(leaf_name(p.name, k.tree, path) for path in k.tree.paths())
+    leaves = tuple(tensor_type(n, leaf) if isinstance(leaf, TensorKey) else value
+                   for n, leaf, value in zip(names, k.leaves, values))
+    return arg_spec(p.name, None, TreeArg(k.tree, leaves, names))
 
 
 class _stage:

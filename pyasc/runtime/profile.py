@@ -13,6 +13,7 @@ class LaunchProfile:
     name: str
     blocks: int
     result: LaunchResult
+    loops: tuple[int, ...] = ()   # the runtime loops it ran inside, outermost first
 
     @property
     def cycles(self) -> int:
@@ -26,6 +27,19 @@ class Profile:
     clock_hz: float
     gm_peak_bytes_per_s: float
     per_launch: list[LaunchProfile] = field(default_factory=list)
+    iterations: dict[int, int] = field(default_factory=dict)  # runtime loop (host order) -> iterations run
+
+    def count_iteration(self, loop: int) -> None:
+        self.iterations[loop] = self.iterations.get(loop, 0) + 1
+
+    def loop_launches(self, loop: int = 0) -> int:
+        """Launches made inside runtime loop `loop` (numbered in host-code order), over all its iterations."""
+        return sum(1 for p in self.per_launch if loop in p.loops)
+
+    def launches_per_iteration(self, loop: int = 0) -> float:
+        """Launches an iteration of runtime loop `loop` made, on average (0.0 when it never ran)."""
+        n = self.iterations.get(loop, 0)
+        return self.loop_launches(loop) / n if n else 0.0
 
     @property
     def launches(self) -> int:
@@ -75,6 +89,9 @@ class Profile:
         lines = [f"{self.launches} launch(es), {self.cycles:,} cycles = {self.time_s * 1e6:,.2f} us simulated; "
                  f"GM read {self.gm_read_bytes:,} B, written {self.gm_write_bytes:,} B "
                  f"({self.gm_bandwidth_fraction:.1%} of peak bandwidth)"]
+        for loop in sorted(self.iterations):
+            lines.append(f"runtime loop {loop}: {self.iterations[loop]} iteration(s), {self.loop_launches(loop)} "
+                         f"launch(es), {self.launches_per_iteration(loop):.1f} per iteration")
         header = f"{'#':>3}  {'kernel':<28}{'core':>5}{'blocks':>7}{'cycles':>12}{'us':>10}{'GM bytes':>14}  busiest pipe"
         lines.append(header)
         for i, p in enumerate(self.per_launch):

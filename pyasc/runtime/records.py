@@ -54,7 +54,7 @@ for _cls in (KernelPlan, KernelStructure, MemoryPlan, BufferAssignment, FusionDe
              generate.DeviceModule, generate.DeviceKernel, tiling.TilingReport, tiling.Option, cost.Estimate,
              vector_kernel.VectorTiling, column.ColumnTiling, matmul.MatmulTiling, moves.MoveTiling,
              transpose2d.TransposeTiling, update.UpdateTiling, launch.LaunchPlan, launch.Launch,
-             launch.IfStep, launch.Loc, host.HostSource, host.LaunchSite, host.CondSite):
+             launch.IfStep, launch.LoopStep, launch.Loc, host.HostSource, host.LaunchSite, host.CondSite):
     register_record(_cls)
 
 

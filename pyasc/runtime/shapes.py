@@ -14,6 +14,7 @@ import numpy as np
 
 from .. import ops
 from ..errors import InferError
+from ..ops.dimvalue import failed_checks
 from ..ir import Graph, Node, Sym, TensorType, Value, is_annotation
 
 
@@ -34,6 +35,9 @@ def bindings_for(graph: Graph, arrays: Sequence[np.ndarray]) -> dict[str, int]:
 def check_launch_shapes(graph: Graph, arrays: Sequence[np.ndarray]) -> None:
     """Raise ShapeMismatch (a ValueError) if inference rejects, or disagrees with, the concrete shapes."""
     bindings = bindings_for(graph, arrays)
+    failed = failed_checks(graph.inputs, bindings)
+    if failed:
+        raise ShapeMismatch("; ".join(failed))
     in_types = [TensorType(arr.shape, node.outputs[0].dtype) for node, arr in zip(graph.inputs, arrays)]
     _concrete(graph, in_types, bindings)
 
@@ -66,6 +70,15 @@ def _concrete(graph: Graph, in_types: Sequence[TensorType], bindings: Mapping[st
                                     f"then ({', '.join(map(str, then))}) vs else ({', '.join(map(str, other))})"
                                     + _where(node))
             outs = then
+        elif node.op == "Loop":  # one iteration's shapes are every iteration's (the body keeps its types)
+            k = node.attrs["carried"]
+            operands = [env[v] for v in node.inputs[1:]]
+            after = _concrete(node.attrs["body"], operands, bindings)
+            for j, (a, b) in enumerate(zip(operands[:k], after[:k])):
+                if (a.shape, a.dtype) != (b.shape, b.dtype):
+                    raise ShapeMismatch(f"loop-carried value {j} is {a} before an iteration but {b} after it for "
+                                        f"these inputs{_where(node)}")
+            outs = operands[:k]
         else:
             try:
                 attrs = {k: v if isinstance(v, Graph) else _bind(v, bindings)

@@ -11,7 +11,11 @@ What is a tensor and what is a compile-time value:
   exposing `__array__` or `__dlpack__` (converted with numpy);
 - compile-time values: Python `bool int float str None`, tuples of those,
   dtypes (`np.float32`, `np.dtype("int8")`, ...), and anything passed to a
-  parameter annotated `pyasc.constexpr`.
+  parameter annotated `pyasc.constexpr`;
+- pytrees (treeargs.py): dicts, lists, NamedTuples, dataclasses, and tuples
+  holding a tensor or one of those, flattened into tensor leaves (in the
+  arrays, in leaf order) and compile-time leaves (in the key with the
+  structure).
 
 Under `dynamic=True` each dim becomes a symbolic `Sym(f"{param}_d{axis}")`,
 except dims of size 0 and 1, which stay static and are part of the key (as
@@ -27,9 +31,11 @@ from typing import Any, Callable, NamedTuple, Sequence, Union
 
 import numpy as np
 
-from .. import dtypes
+from .. import arraykinds, dtypes
 from ..ir.types import Sym, TensorType
 from .errors import ArgumentTypeError
+from .interop import from_dlpack, is_foreign
+from .treeargs import TreeKey, is_tree_argument, leaf_labels, leaf_name, tree_key
 
 # numpy dtype -> canonical name (native byte order only); `dtype.name` is a slow Python property
 _NAME_OF = {dt: name for name, dt in dtypes.NUMPY.items()}
@@ -163,12 +169,13 @@ def _unsupported_dtype(kernel: str, name: str, dt: np.dtype) -> ArgumentTypeErro
 
 def _unsupported_object(kernel: str, name: str, value: Any) -> ArgumentTypeError:
     hint = ""
-    if isinstance(value, list):
-        hint = " (for a tensor pass np.asarray(...); for a compile-time value pass a tuple)"
+    if isinstance(value, (set, frozenset)):
+        hint = " (a set has no order to flatten; pass a list or a tuple)"
     return ArgumentTypeError(
         f"{kernel}() argument {name!r} is a {type(value).__module__}.{type(value).__qualname__}, which pyasc "
         "cannot take; a tensor argument must be a numpy array, a numpy scalar or an object with __array__ or "
-        "__dlpack__, and a compile-time argument a bool, int, float, str, None, tuple or dtype" + hint
+        "__dlpack__, a compile-time argument a bool, int, float, str, None, tuple or dtype, and a pytree a dict, "
+        "list, tuple, NamedTuple or dataclass of those" + hint
     )
 
 
@@ -181,11 +188,14 @@ def to_array(kernel: str, name: str, value: Any) -> np.ndarray:
     if type(value) is np.ndarray:
         arr = value
     else:
+        why = arraykinds.problem(value)
+        if why is not None:
+            raise ArgumentTypeError(f"{kernel}() argument {name!r} is {why}")
         try:
-            if isinstance(value, (np.ndarray, np.generic)) or hasattr(value, "__array__"):
-                arr = np.asarray(value)
+            if is_foreign(value):
+                arr = from_dlpack(value)  # shares the caller's memory where the exporter allows
             else:
-                arr = np.from_dlpack(value)
+                arr = np.asarray(value)
         except Exception as e:  # a foreign object's converter failed: say which argument
             raise ArgumentTypeError(f"{kernel}() argument {name!r}: could not convert {type(value).__name__} to a "
                             f"numpy array ({type(e).__name__}: {e})") from e
@@ -229,7 +239,10 @@ class ConstKey(NamedTuple):
     value: Any
 
 
-ArgKey = Union[TensorKey, ConstKey]
+ArgKey = Union[TensorKey, ConstKey, TreeKey]
+
+#: the key of a parameter left at a default that has no key of its own (see `specialize`)
+UNKEYED_DEFAULT = ConstKey(("default",))
 
 
 @dataclass
@@ -240,6 +253,7 @@ class BoundCall:
     key: tuple[ArgKey, ...]
     arrays: list[np.ndarray]
     values: tuple[Any, ...]
+    foreign: Any = None  # the first tensor argument from another library (DLPack): results go back to it
 
 
 def tensor_dims(shape: tuple[int, ...], dynamic: bool) -> tuple[int | None, ...]:
@@ -253,21 +267,57 @@ def specialize(kernel: str, params: Sequence[Param], values: Sequence[Any], dyna
     """Classify and convert every argument; raise TypeError for ones pyasc cannot take."""
     key: list[ArgKey] = []
     arrays: list[np.ndarray] = []
+    foreign = None
+
+    def tensor_key(label: str, v: Any) -> TensorKey:
+        nonlocal foreign
+        if foreign is None and type(v) is not np.ndarray and is_foreign(v):
+            foreign = v
+        arr = to_array(kernel, label, v)
+        arrays.append(arr)
+        return TensorKey(_NAME_OF[arr.dtype], tensor_dims(arr.shape, dynamic), isinstance(v, np.generic))
+
+    def leaf_key(label: str, v: Any) -> ArgKey:
+        if is_tensor_value(v):
+            return tensor_key(label, v)
+        try:
+            return ConstKey(const_key(v))
+        except TypeError:
+            raise _unsupported_object(kernel, label, v) from None
+
     for p, v in zip(params, values):
         if not p.constexpr and is_tensor_value(v):
-            arr = to_array(kernel, p.name, v)
-            arrays.append(arr)
-            key.append(TensorKey(_NAME_OF[arr.dtype], tensor_dims(arr.shape, dynamic), isinstance(v, np.generic)))
+            key.append(tensor_key(p.name, v))
+            continue
+        if not p.constexpr and is_tree_argument(v, is_tensor_value):
+            key.append(tree_key(kernel, p.name, v, is_tensor_value, leaf_key))
             continue
         try:
             key.append(ConstKey(const_key(v)))
         except TypeError:
+            if v is p.default:  # a default (a function, an object) the call left alone: the compile reads it
+                key.append(UNKEYED_DEFAULT)  # from the function and guards it like a global
+                continue
             if p.constexpr:
                 raise ArgumentTypeError(f"{kernel}() argument {p.name!r} is annotated pyasc.constexpr but got a "
                                 f"{type(v).__qualname__}; a compile-time value must be a bool, int, float, str, "
                                 "None, tuple, dtype or numpy array") from None
             raise _unsupported_object(kernel, p.name, v) from None
-    return BoundCall(tuple(key), arrays, tuple(values))
+    return BoundCall(tuple(key), arrays, tuple(values), foreign)
+
+
+def tensor_leaves(params: Sequence[Param], key: Sequence[ArgKey]) -> list[tuple[str, str, TensorKey]]:
+    """(label as the user spells it, identifier, key) of every tensor the graph takes, in input order:
+    tensor parameters and the tensor leaves of pytree parameters."""
+    out = []
+    for p, k in zip(params, key):
+        if isinstance(k, TensorKey):
+            out.append((p.name, p.name, k))
+        elif isinstance(k, TreeKey):
+            for label, path, leaf in zip(leaf_labels(p.name, k.tree), k.tree.paths(), k.leaves):
+                if isinstance(leaf, TensorKey):
+                    out.append((label, leaf_name(p.name, k.tree, path), leaf))
+    return out
 
 
 def tensor_type(name: str, key: TensorKey) -> TensorType:
@@ -282,6 +332,11 @@ def describe_key(params: Sequence[Param], key: Sequence[ArgKey]) -> str:
     for p, k in zip(params, key):
         if isinstance(k, TensorKey):
             parts.append(f"{p.name}: {tensor_type(p.name, k)}")
+        elif isinstance(k, TreeKey):
+            names = [leaf_name(p.name, k.tree, path) for path in k.tree.paths()]
+            leaves = [str(tensor_type(n, leaf)) if isinstance(leaf, TensorKey) else const_text(leaf.value)
+                      for n, leaf in zip(names, k.leaves)]
+            parts.append(f"{p.name}={k.tree.describe(leaves)}")
         else:
             parts.append(f"{p.name}={const_text(k.value)}")
     return ", ".join(parts)
@@ -301,6 +356,8 @@ def const_text(ck: Any) -> str:
         return f"({inner},)" if len(body[0]) == 1 else f"({inner})"
     if kind == "dtype":
         return body[0]
+    if kind == "default":
+        return "<default>"
     if kind == "array":
         return f"array{list(body[1])}<{np.dtype(body[0]).name}>"
     return repr(ck)

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import dtypes
+from .. import dtypes, pytree
 
 #: (rtol, atol) per result dtype: float16 has an 11-bit significand, float32 a 24-bit one; other dtypes
 #: (integers, bool) compare exactly
@@ -104,32 +104,46 @@ def _mismatch_message(a: np.ndarray, e: np.ndarray, bad: np.ndarray, count: int,
 
 
 def _widened(value: Any) -> Any:
-    """A float input as float64 (the reference's precision); other values as they are."""
+    """A float input as float64 (the reference's precision), inside pytrees too; other values as they are."""
     if isinstance(value, np.ndarray) and value.dtype.kind == "f":
         return value.astype(np.float64)
-    if isinstance(value, np.floating):
-        return np.float64(value)
+    if pytree.is_container(value):
+        leaves, tree = pytree.flatten(value, _is_array)
+        return pytree.unflatten(tree, [_widened(v) for v in leaves])
     return value
+
+
+def _is_array(value: Any) -> bool:
+    return isinstance(value, (np.ndarray, np.generic))
+
+
+def _dtype_ok(got: str, numpy_dtype: np.dtype) -> bool:
+    """The kernel's result dtype is what numpy gives, narrowed to pyasc's dtypes; where numpy gives float64,
+    a float16 result is also right (a compile-time float64 scalar is weak: README, dtype rules)."""
+    want = dtypes.narrow(numpy_dtype)
+    return got == want or (numpy_dtype == np.float64 and got == "float16")
 
 
 def check(kernel: Any, *inputs: Any, rtol: float | None = None, atol: float | None = None,
           **kwargs: Any) -> Any:
     """Run `kernel` and compare it with its `py_func` (the same body, eager numpy) evaluated in float64.
 
-    The result dtypes must be what numpy gives for the inputs as they are (narrowed to pyasc's dtypes);
-    the values must match the float64 evaluation within the tolerance of the kernel's result dtype.
+    The result dtypes must be what numpy gives for the inputs as they are (narrowed to pyasc's dtypes,
+    README: dtype rules); the values must match the float64 evaluation within the tolerance of the
+    kernel's result dtype. Pytree inputs and results are compared leaf by leaf, with the same structure.
     Returns the kernel's result.
     """
     actual = kernel(*inputs, **kwargs)
     same_precision = kernel.py_func(*inputs, **kwargs)
     reference = kernel.py_func(*(_widened(v) for v in inputs), **{k: _widened(v) for k, v in kwargs.items()})
-    results = actual if isinstance(actual, tuple) else (actual,)
-    natives = same_precision if isinstance(same_precision, tuple) else (same_precision,)
+    results, tree = pytree.flatten(actual, _is_array)
+    natives, native_tree = pytree.flatten(same_precision, _is_array)
+    if tree != native_tree:
+        raise AssertionError(f"{kernel.__name__} returns {tree.describe()}, but its py_func returns "
+                             f"{native_tree.describe()}")
     for i, (got, native) in enumerate(zip(results, natives)):
-        want = dtypes.narrow(np.asarray(native).dtype)
-        if np.asarray(got).dtype.name != want:
+        if not _dtype_ok(np.asarray(got).dtype.name, np.asarray(native).dtype):
             raise AssertionError(f"result {i} of {kernel.__name__}: dtype {np.asarray(got).dtype}, but numpy gives "
-                                 f"{want} for these inputs")
-    assert_close(list(results), list(reference) if isinstance(reference, tuple) else [reference], rtol=rtol,
-                 atol=atol, check_dtype=False)
+                                 f"{dtypes.narrow(np.asarray(native).dtype)} for these inputs")
+    assert_close(results, pytree.flatten(reference, _is_array)[0], rtol=rtol, atol=atol, check_dtype=False)
     return actual

@@ -123,13 +123,6 @@ def test_mixed_operand_dtypes_are_cast_first(rng, da, db):
     assert templates(kern, a, b) == ["vector", "matmul"]
 
 
-def test_integer_products_other_than_int8_are_a_clear_error(rng):
-    a, b = q(rng, (7, 31), "int16"), q(rng, (31, 33), "int16")
-    with pytest.raises(pyasc.CompileError, match=r"no NPU lowering for `matmul`.*int16 @ int16 product computes "
-                                                 r"in int16; the cube multiplies float16, float32, int8 only"):
-        pyasc.kernel(K.mm, chip="tiny")(a, b)
-
-
 @pytest.mark.parametrize("sa,sb", [((0, 4), (4, 5)), ((7, 4), (4, 0)), ((2, 0, 3), (3, 4))])
 def test_empty_outputs_launch_nothing(rng, sa, sb):
     _, prof = run(K.mm, q(rng, sa, "float32"), q(rng, sb, "float32"))

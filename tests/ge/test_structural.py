@@ -12,6 +12,7 @@ import pytest
 from ge_equiv import run_passes
 
 from pyasc.ge.fusion import FusionPass
+from pyasc.ge.integer_matmul import VectorIntegerMatmul
 from pyasc.ge.layout import LayoutAssign, TransdataElimination, TransposeSinking
 from pyasc.ge.memory import MemoryPlanningPass
 from pyasc.ge.pattern import DecomposeComposites, MatmulEpilogueFusion, MatmulTransposeFold, SplitReductions
@@ -209,6 +210,25 @@ def split_expected():
     return g
 
 
+def int_matmul_before():
+    g = Graph()
+    a = g.add_input(TensorType((3, 4), "int16"), "a")
+    b = g.add_input(TensorType((4, 5), "int16"), "b")
+    g.set_outputs([op(g, "matmul", a, b)])
+    return g
+
+
+def int_matmul_expected():
+    # int16 has no cube route: reshape (views), cast to the int32 accumulator, multiply, sum over K
+    g = Graph()
+    a = g.add_input(TensorType((3, 4), "int16"), "a")
+    b = g.add_input(TensorType((4, 5), "int16"), "b")
+    a3, b3 = op(g, "reshape", a, shape=(3, 4, 1)), op(g, "reshape", b, shape=(1, 4, 5))
+    a3, b3 = op(g, "cast", a3, dtype="int32"), op(g, "cast", b3, dtype="int32")
+    g.set_outputs([op(g, "sum", op(g, "mul", a3, b3), axis=-2, keepdims=False)])
+    return g
+
+
 def softmax_axis0_before():
     g = Graph()
     x = g.add_input(t(4, 8), "x")
@@ -238,6 +258,7 @@ def fusion_expected():
 CASES = {
     "decompose_composites": ([DecomposeComposites()], silu_before, silu_expected),
     "split_reductions": ([SplitReductions()], split_before, split_expected),
+    "vector_integer_matmul": ([VectorIntegerMatmul()], int_matmul_before, int_matmul_expected),
     "constant_folding": ([ConstantFolding()], fold_before, fold_expected),
     "algebraic_simplify": ([AlgebraicSimplify()], algebra_before, algebra_expected),
     "cse": ([CSE()], cse_before, cse_expected),

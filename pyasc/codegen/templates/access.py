@@ -24,7 +24,7 @@ from ... import symbolic as sy
 from ...ir import Node, TensorType
 from ...ops.shape import permutation
 from ...symbolic import IntLike
-from ..domain import dims
+from ..domain import dim, dims
 
 
 @dataclass(frozen=True)
@@ -97,7 +97,7 @@ def _slice(src: TensorType, attrs: Mapping[str, Any], out: TensorType) -> Stride
         if start is None:  # a full slice of a symbolic axis (a static None is normalised by inference)
             start = 0
         if n != 0:
-            offset = sy.add(offset, sy.mul(int(start), st[k]))
+            offset = sy.add(offset, sy.mul(dim(start), st[k]))  # a symbolic start (x[..., -5:]) is a dim expression
         strides.append(sy.mul(int(step), st[k]))
     return StridedAccess(dims(out.shape), tuple(strides), offset)
 

@@ -341,7 +341,9 @@ def tilings(vk: ColumnKernel, chip: Any, buffer_num: int, cores: int) -> list[Co
             for tr in {best, max(1, best // 4)}:
                 out.append(ColumnTiling(tr, w, 1, bn, cores))
                 g = cores // tasks if tasks < cores else 1
-                if g > 1:
+                # a split launches tasks x g blocks: only when the task count is known now (a symbolic
+                # one could exceed the cores at launch; whole tasks per core scale with any count)
+                if g > 1 and isinstance(d.C, int) and isinstance(d.outer_count, int):
                     split = ColumnTiling(tr, w, min(g, -(-R // tr)), bn, cores)
                     if split.split > 1 and _fits(vk, split, chip, cap):
                         out.append(split)

@@ -1,0 +1,298 @@
+"""Runtime loops: `for` over a launch-time trip count and `while` on a tensor become a `Loop` node.
+
+A `for i in range(n)` whose `n` is a symbolic dim (dynamic=True) or a 0-d
+integer tensor, one over `pyasc.runtime_range(...)`, one whose static trip
+count would exceed the unroll budget, and a `while cond:` on a one-element
+tensor are not unrolled: the body is built once, as a subgraph, and the host
+code runs it at launch (ops/loop.py has the node's layout).
+
+Loop-carried values are the variables the body assigns that exist before the
+loop (tensors or numbers); each keeps its type across iterations, or the
+loop is a CompileError at the assignment that changes it, naming the
+variable. A number before the loop (`acc = 0.0`) takes the type the body
+gives it. The loop index, when the body reads it, is one more carried value
+(an int32 the body increments). Variables first assigned inside the body are
+not available after it. `break`, `continue`, `return` and `else:` are not
+supported in a runtime loop body.
+"""
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from .. import dtypes
+from .. import symbolic as sy
+from ..ir.graph import Graph, Value
+from ..ops.loop import types_agree
+from ..dim_bounds import dim_max
+from ..tensor_type import Sym, unwrap, wrap
+from .branches import names_read
+from .context import GraphContext
+from .protocol import KernelBuilder
+from .scope import Undefined
+from .values import describe, is_number, is_tensor
+
+INDEX_DTYPE = "int32"
+
+
+@dataclass(frozen=True)
+class RangeSpec:
+    """range(start, stop, step) that may be a runtime loop: bounds are ints, symbolic dims or 0-d int tensors.
+
+    mode: "auto" (runtime because a bound is only known at launch), "runtime" (pyasc.runtime_range),
+    "static" (pyasc.static_range: unrolled whatever the budget).
+    """
+
+    start: Any
+    stop: Any
+    step: int
+    mode: str
+
+    def static_range(self) -> range | None:
+        if all(isinstance(v, int) and not isinstance(v, bool) for v in (self.start, self.stop)):
+            return range(self.start, self.stop, self.step)
+        return None
+
+
+def make_range(b: KernelBuilder, args: Sequence[Any], kwargs: dict, at: ast.AST, name: str, mode: str) -> Any:
+    """The value of `range(...)`, `pyasc.static_range(...)` or `pyasc.runtime_range(...)` in a kernel."""
+    if kwargs:
+        raise b.error(f"{name}() takes no keyword arguments", at)
+    if not 1 <= len(args) <= 3:
+        raise b.error(f"{name}() takes 1 to 3 arguments, got {len(args)}", at)
+    for a in args:
+        ok = isinstance(a, Sym) or (isinstance(a, int) and not isinstance(a, bool)) or (
+            is_tensor(a) and a.type.numel == 1 and dtypes.is_int(a.type.dtype))
+        if not ok:
+            raise b.error(f"{name}() bounds must be ints, symbolic dims or one-element integer tensors, got "
+                          f"{describe(a)} in `{b.text(at)}`", at)
+    start, stop, step = (0, args[0], 1) if len(args) == 1 else (args[0], args[1], args[2] if len(args) == 3 else 1)
+    if not (isinstance(step, int) and not isinstance(step, bool)):
+        raise b.error(f"{name}() step must be a compile-time int, got {describe(step)} in `{b.text(at)}`", at)
+    if step == 0:
+        raise b.error(f"{name}() arg 3 must not be zero", at)
+    spec = RangeSpec(start, stop, step, mode)
+    if mode == "static" and spec.static_range() is None:
+        raise b.error(f"{name}() unrolls at compile time, so its bounds must be compile-time ints; got "
+                      f"`{b.text(at)}` (use range() or pyasc.runtime_range() for a runtime loop)", at)
+    if mode == "auto" and spec.static_range() is not None:
+        return spec.static_range()
+    if any(is_tensor(v) for v in (start, step)) or (is_tensor(stop) and step != 1):
+        raise b.error(f"a tensor bound is supported as the stop of a range with step 1, in `{b.text(at)}`", at)
+    return spec
+
+
+def wants_runtime_loop(b: KernelBuilder, it: Any) -> tuple[bool, str | None]:
+    """(a Loop?, the note to record) for the value a `for` iterates over."""
+    if isinstance(it, RangeSpec):
+        return it.mode != "static", None
+    if isinstance(it, range) and len(it) > 0:
+        left = b.state.unroll_budget - b.state.unrolled
+        if len(it) > left:
+            return True, (f"a static loop of {len(it)} iterations exceeds the unroll budget "
+                          f"({b.state.unroll_budget} in total, {left} left): compiled as a runtime loop")
+    return False, None
+
+
+class LoopContext(GraphContext):
+    """A loop body's graph: Data 0..k-1 are the carried values (created up front), later ones are outer
+    values the body reads (imported on use, never matched against the carried slots)."""
+
+    def __init__(self, graph: Graph, parent: GraphContext, inits: list[Value]):
+        super().__init__(graph, parent, list(inits))
+        self.k = len(inits)
+        self.carried = [self._data(j, v) for j, v in enumerate(inits)]
+
+    def use(self, v: Value) -> Value:
+        if v.node.graph is self.graph:
+            return v
+        if v in self._imported:
+            return self._imported[v]
+        assert self.parent is not None
+        outer = self.parent.use(v)
+        index = next((i for i in range(self.k, len(self.operands)) if self.operands[i] == outer), None)
+        if index is None:
+            index = len(self.operands)
+            self.operands.append(outer)
+        inner = self._data(index, outer)
+        self._imported[v] = inner
+        return inner
+
+
+def _check_body(b: KernelBuilder, body: Sequence[ast.stmt], orelse: Sequence[ast.stmt], what: str) -> None:
+    if orelse:
+        raise b.error(f"`else:` on {what} is not supported", orelse[0])
+    for stmt in body:
+        for n in ast.walk(stmt):
+            if isinstance(n, (ast.Break, ast.Continue, ast.Return)):
+                word = type(n).__name__.lower()
+                raise b.error(f"`{word}` inside {what} is not supported: the body runs whole, once per iteration "
+                              "(make the condition or trip count say when to stop)", n)
+
+
+def _assigned(stmts: Sequence[ast.stmt]) -> list[str]:
+    out: list[str] = []
+    for stmt in stmts:
+        for n in ast.walk(stmt):
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store) and n.id not in out:
+                out.append(n.id)
+    return out
+
+
+def _assignment_of(name: str, stmts: Sequence[ast.stmt], fallback: ast.AST) -> ast.AST:
+    """The last statement of the body that assigns `name` (where a type change is reported)."""
+    found: ast.AST = fallback
+    for stmt in stmts:
+        for n in ast.walk(stmt):
+            targets = n.targets if isinstance(n, ast.Assign) else [n.target] if isinstance(
+                n, (ast.AugAssign, ast.AnnAssign)) else []
+            if any(isinstance(t, ast.Name) and t.id == name for tt in targets for t in ast.walk(tt)):
+                found = n
+    return found
+
+
+def _as_tensor(b: KernelBuilder, v: Any, like: Value | None, at: ast.AST) -> Value:
+    """A carried value as a tensor of this graph: numbers become constants (of `like`'s type when given)."""
+    if is_tensor(v):
+        return b.ctx.use(v)
+    dtype = like.type.dtype if like is not None else dtypes.promote(v)
+    c = b.const(v, dtype, at)
+    if like is not None and like.type.shape != ():
+        c = b.emit("broadcast_to", [c], {"shape": tuple(like.type.shape)}, at)[0]
+    return c
+
+
+def _dim_value(b: KernelBuilder, v: Any, at: ast.AST) -> Value:
+    if is_tensor(v):
+        return v
+    return b.emit("DimValue", [], {"value": v, "dtype": INDEX_DTYPE}, at)[0]
+
+
+def _trip(b: KernelBuilder, spec: RangeSpec, at: ast.AST) -> Value:
+    """The trip count as a one-element int: a DimValue (host-known) or a tensor (read back at launch)."""
+    if is_tensor(spec.stop):
+        n = spec.stop
+        if not (isinstance(spec.start, int) and spec.start == 0):
+            start = b.const(spec.start, n.type.dtype, at) if not is_tensor(spec.start) else spec.start
+            n = b.emit("sub", [n, start], {}, at)[0]
+        return n
+    start, stop, step = unwrap(spec.start), unwrap(spec.stop), spec.step
+    span = sy.add(stop, sy.mul(-1, start)) if step > 0 else sy.add(start, sy.mul(-1, stop))
+    trip = dim_max(wrap(sy.ceildiv(span, abs(step))), 0)  # range(n) of a symbolic n >= 2 is just n
+    return _dim_value(b, trip, at)
+
+
+def runtime_for(b: KernelBuilder, s: ast.For, it: Any, note: str | None) -> None:
+    """`for target in <it>:` as a Loop node (it: a RangeSpec, or a static range past the unroll budget)."""
+    spec = it if isinstance(it, RangeSpec) else RangeSpec(it.start, it.stop, it.step, "runtime")
+    _check_body(b, s.body, s.orelse, "a runtime loop")
+    if not isinstance(s.target, ast.Name):
+        raise b.error("a runtime loop's target must be a plain name", s.target)
+    index = s.target.id
+    reads_index = index in names_read(s.body)
+    first = _trip(b, spec, s.iter)
+    counter = None
+    if reads_index:
+        start = spec.start
+        if isinstance(start, Sym):
+            raise b.error(f"the index `{index}` of a runtime loop that starts at the symbolic dim {start} is not "
+                          "supported; start at a compile-time int", s.iter)
+        counter = (index, b.const(start, INDEX_DTYPE, s.iter), spec.step)
+    _build(b, s, s.body, "for", first, counter, None, note)
+
+
+def runtime_while(b: KernelBuilder, s: ast.While) -> None:
+    """`while <tensor>:` as a Loop node; the condition is evaluated before the loop and after each iteration."""
+    cond = b.eval(s.test)
+    if not is_tensor(cond):
+        raise b.error(
+            f"a `while` loop needs a one-element tensor condition (it runs at launch); `{b.text(s.test)}` is "
+            f"{describe(cond)}, known at compile time: use `for i in range(n)` with a compile-time n "
+            "(it is unrolled)", s.test)
+    if cond.type.numel != 1:
+        raise b.error(f"the condition of a `while` loop must be a single value, but `{b.text(s.test)}` is "
+                      f"{cond.type}", s.test)
+    _check_body(b, s.body, s.orelse, "a `while` loop")
+    _build(b, s, s.body, "while", cond, None, s.test, None)
+
+
+def _build(b: KernelBuilder, loop: ast.stmt, body: Sequence[ast.stmt], kind: str, first: Value,
+           counter: tuple[str, Value, int] | None, cond_expr: ast.expr | None, note: str | None) -> None:
+    before = b.scope.snapshot()
+    assigned = _assigned(body)
+    names = [n for n in assigned if n in before and not isinstance(before[n], Undefined)
+             and (is_tensor(before[n]) or is_number(before[n]))]
+    if counter is not None and counter[0] in names:
+        names.remove(counter[0])
+    header_at = loop.iter if isinstance(loop, ast.For) else loop.test  # type: ignore[attr-defined]
+    inits: dict[str, Any] = {n: before[n] for n in names}
+    typed: dict[str, Value | None] = {n: None for n in names}  # a number's type once the body has shown it
+    for attempt in range(2):
+        init_values = [_as_tensor(b, inits[n], typed[n], header_at) for n in names]
+        if counter is not None:
+            init_values.append(counter[1])
+        b.state.if_count += 1
+        ctx = LoopContext(Graph(f"loop{b.state.if_count}_body"), b.ctx, init_values)
+        scope = dict(before)
+        for n, data in zip(names, ctx.carried):
+            scope[n] = data
+        if counter is not None:
+            scope[counter[0]] = ctx.carried[-1]
+        b._loops.append(loop)  # names the loop reads stay live inside its body (builder.live_after)
+        try:
+            with b.branch(ctx, scope):
+                b.exec_block(body)
+                after = b.scope.snapshot()
+                outs: list[Value] = []
+                retry = False
+                for n, data in zip(names, ctx.carried):
+                    v = after[n]
+                    if isinstance(v, Undefined):
+                        raise b.error(f"loop-carried variable `{n}` is not assigned on every path of the loop body",
+                                      _assignment_of(n, body, loop))
+                    if not (is_tensor(v) or is_number(v)):
+                        raise b.error(f"loop-carried variable `{n}` becomes {describe(v)} in the loop body; a "
+                                      "runtime loop carries tensors and numbers only", _assignment_of(n, body, loop))
+                    t = _as_tensor(b, v, data, header_at) if not is_tensor(v) else ctx.use(v)
+                    if not types_agree(data.type, t.type):
+                        if is_number(inits[n]) and typed[n] is None and attempt == 0:
+                            typed[n] = t  # a number before the loop: carry it with the body's type
+                            retry = True
+                            continue
+                        raise b.error(
+                            f"loop-carried variable `{n}` is {data.type} before an iteration but {t.type} after "
+                            "it; a runtime loop's body must keep the shape and dtype of every variable it carries",
+                            _assignment_of(n, body, loop))
+                    outs.append(t)
+                if retry:
+                    continue
+                if counter is not None:
+                    step = b.const(counter[2], INDEX_DTYPE, header_at)
+                    outs.append(b.emit("add", [ctx.carried[-1], step], {}, header_at)[0])
+                if cond_expr is not None:
+                    c = b.eval(cond_expr)
+                    if not is_tensor(c) or c.type.numel != 1:
+                        raise b.error(f"the `while` condition `{b.text(cond_expr)}` must stay a one-element tensor "
+                                      f"in the loop body, got {describe(c)}", cond_expr)
+                    outs.append(ctx.use(c))
+        finally:
+            b._loops.pop()
+        break
+    ctx.graph.set_outputs(outs)
+    ctx.complete_inputs()
+    attrs: dict[str, Any] = {"body": ctx.graph, "kind": kind, "carried": len(init_values)}
+    if note is not None:
+        attrs["_note"] = f"{b.loc(loop)}: {note}"
+    results = b.emit("Loop", [first, *ctx.operands], attrs, header_at, name=f"loop{b.state.if_count}")
+    b.scope.restore(before)
+    for n, v in zip(names, results):
+        b.bind_name(n, v)
+    line = loop.lineno
+    for n in assigned:
+        if n not in names and (counter is None or n != counter[0]):
+            b.scope.bind(n, Undefined(n, f"`{n}` is assigned only inside the runtime loop at line {line}; "
+                                         "assign it before the loop to carry it out"))
+    if counter is not None:
+        b.scope.bind(counter[0], Undefined(counter[0], f"the index `{counter[0]}` of the runtime loop at line "
+                                                       f"{line} is not available after it"))

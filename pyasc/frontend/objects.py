@@ -1,0 +1,92 @@
+"""Objects in a kernel: read-only dict methods, calling an object, and private-name mangling.
+
+- `d.get(k, default)`, `d.items()`, `d.keys()`, `d.values()`, `d.copy()` on a
+  dict (a pytree argument, or a captured dict such as a global `params`):
+  each value is read as `d[k]` would be, so a captured dict's values are
+  guarded on their own access paths and its large arrays lifted to hidden
+  inputs exactly as `params["w"]` is.
+- `layer(x)` on an object whose class defines `__call__` in Python inlines
+  `type(layer).__call__` with `layer` as `self` (like a bound method).
+- `self.__forward` inside a class body means `self._Class__forward`, as in
+  Python: the AST holds the unmangled name, so the frontend mangles it.
+"""
+from __future__ import annotations
+
+import ast
+import types
+from typing import Any
+
+from . import guards
+from .protocol import KernelBuilder
+from .values import describe
+
+#: dict methods that read without changing the dict
+DICT_READERS = ("get", "items", "keys", "values", "copy")
+
+
+def is_dict_method(callee: Any) -> bool:
+    return isinstance(callee, types.BuiltinMethodType) and isinstance(getattr(callee, "__self__", None), dict)
+
+
+def dict_method(b: KernelBuilder, callee: Any, args: list, kwargs: dict, at: ast.AST, name: str) -> Any:
+    d: dict = callee.__self__
+    method = callee.__name__
+    if method not in DICT_READERS:
+        raise b.error(f"{name}() would change a dict in place, which a kernel does not support; build a new "
+                      "dict instead, e.g. `{**d, key: value}`", at)
+    if kwargs or (method == "get" and not 1 <= len(args) <= 2) or (method != "get" and args):
+        try:
+            callee(*args, **kwargs)  # Python's own message for the wrong arguments
+        except TypeError as e:
+            raise b.error(f"{name}(): {e}", at) from None
+    if method == "keys":
+        return tuple(d)
+
+    def read(k: Any) -> Any:
+        return guards.read_step(b, d, guards.Item(k), d[k], at)
+
+    if method == "get":
+        key = args[0]
+        try:
+            present = key in d
+        except TypeError:
+            raise b.error(f"{name}(): the key is unhashable ({describe(key)})", at) from None
+        if present:
+            return read(key)
+        return args[1] if len(args) == 2 else None
+    if method == "values":
+        return tuple(read(k) for k in d)
+    if method == "items":
+        return tuple((k, read(k)) for k in d)
+    return {k: read(k) for k in d}  # copy
+
+
+def bound_self(root: Any) -> Any:
+    """The instance a method kernel is bound to (`pyasc.kernel(obj.method)`), or None for a function."""
+    return root.__self__ if isinstance(root, types.MethodType) else None
+
+
+def call_method_of(callee: Any) -> types.FunctionType | None:
+    """`type(obj).__call__` when it is a Python function (so a call of `obj` can be inlined), else None."""
+    if isinstance(callee, (type, types.FunctionType, types.BuiltinFunctionType, types.MethodType)):
+        return None
+    fn = getattr(type(callee), "__call__", None)
+    return fn if isinstance(fn, types.FunctionType) else None
+
+
+def mangle(b: KernelBuilder, attr: str) -> str:
+    """Python's private-name mangling: `__x` inside `class C` is `_C__x` (not `__x__`)."""
+    if not attr.startswith("__") or attr.endswith("__"):
+        return attr
+    cls = class_of(b)
+    if cls is None:
+        return attr
+    return f"_{cls.lstrip('_')}{attr}" if cls.lstrip("_") else attr
+
+
+def class_of(b: KernelBuilder) -> str | None:
+    """The name of the class whose body defines the function being compiled (from its qualname)."""
+    parts = b.scope.fn.__qualname__.split(".")
+    if len(parts) < 2 or parts[-2] == "<locals>":
+        return None
+    return parts[-2]

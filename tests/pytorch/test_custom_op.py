@@ -1,0 +1,208 @@
+"""pyasc.torch.custom_op: registration and schema, fake/meta shapes, results against eager PyTorch, the
+error cases, autograd with a user backward, in-place ops, zero-copy CPU tensors."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import pyasc  # noqa: E402
+import pyasc.torch as pt  # noqa: E402
+from pyasc.torch.convert import from_numpy, to_numpy  # noqa: E402
+from torch._subclasses.fake_tensor import FakeTensorMode  # noqa: E402
+
+import torch_kernels as kernels  # noqa: E402
+
+F = torch.nn.functional
+
+
+def gelu_tanh(x):
+    return F.gelu(x, approximate="tanh")
+
+
+@pytest.fixture(scope="module")
+def ops():
+    return {
+        "bias_gelu": pt.custom_op("pyasc_test::bias_gelu", pyasc.kernel(kernels.bias_gelu, chip="tiny")),
+        "layer_norm": pt.custom_op("pyasc_test::layer_norm", pyasc.kernel(kernels.layer_norm, chip="tiny")),
+        "sum_diff": pt.custom_op("pyasc_test::sum_diff", kernels.split_sum_diff),
+        "row_sums": pt.custom_op("pyasc_test::row_sums", kernels.row_sums),
+        "repeat_add": pt.custom_op("pyasc_test::repeat_add", kernels.repeat_add),
+        "scale_": pt.custom_op("pyasc_test::scale_", kernels.scale_in_place, mutates_args=("x",)),
+    }
+
+
+def test_the_schema_comes_from_the_kernel_signature(ops):
+    assert ops["bias_gelu"].schema == "(Tensor x, Tensor b, float scale=1.0) -> Tensor"
+    assert ops["sum_diff"].schema == "(Tensor x, Tensor y) -> (Tensor, Tensor)"
+    assert ops["row_sums"].schema == "(Tensor x, bool keep=False) -> Tensor"
+    assert ops["repeat_add"].schema == "(Tensor x, int times=2) -> Tensor"
+    assert ops["scale_"].schema == "(Tensor(a!) x, float s) -> ()"
+    assert str(torch.ops.pyasc_test.bias_gelu.default._schema) == \
+        "pyasc_test::bias_gelu(Tensor x, Tensor b, float scale=1.) -> Tensor"
+
+
+def test_results_match_eager_pytorch(ops):
+    g = torch.Generator().manual_seed(0)
+    x, b = torch.randn(8, 40, generator=g), torch.randn(40, generator=g)
+    torch.testing.assert_close(torch.ops.pyasc_test.bias_gelu(x, b), gelu_tanh(x + b), rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(ops["bias_gelu"](x, b, 0.5), 0.5 * gelu_tanh(x + b), rtol=1e-5, atol=1e-5)
+    w, bb = torch.randn(40, generator=g), torch.randn(40, generator=g)
+    torch.testing.assert_close(torch.ops.pyasc_test.layer_norm(x, w, bb), F.layer_norm(x, (40,), w, bb),
+                               rtol=1e-4, atol=1e-4)
+    s, d = torch.ops.pyasc_test.sum_diff(x, x * 2)
+    torch.testing.assert_close(s, x * 3) and torch.testing.assert_close(d, -x)
+    torch.testing.assert_close(torch.ops.pyasc_test.row_sums(x, True), x.sum(-1, keepdim=True), rtol=1e-5, atol=1e-4)
+    torch.testing.assert_close(torch.ops.pyasc_test.repeat_add(x, 3), x * 4)
+
+
+def test_float16_and_int_tensors(ops):
+    x = torch.arange(-20, 20, dtype=torch.int32).reshape(4, 10)
+    torch.testing.assert_close(torch.ops.pyasc_test.repeat_add(x), x * 3)
+    h = torch.randn(4, 16).half()
+    out = torch.ops.pyasc_test.sum_diff(h, h)[0]
+    assert out.dtype == torch.float16
+    torch.testing.assert_close(out, h + h)
+
+
+def test_meta_and_fake_tensors_get_shapes_from_pyasc_inference(ops):
+    m = torch.ops.pyasc_test.row_sums(torch.empty(3, 7, device="meta"), True)
+    assert m.device.type == "meta" and m.shape == (3, 1) and m.dtype == torch.float32
+    with FakeTensorMode():
+        s, d = torch.ops.pyasc_test.sum_diff(torch.empty(5, 6, dtype=torch.float16), torch.empty(6, dtype=torch.float16))
+        assert s.shape == (5, 6) and d.dtype == torch.float16
+        assert torch.ops.pyasc_test.row_sums(torch.empty(2, 9)).shape == (2,)
+
+
+def test_opcheck_passes(ops):
+    x, b = torch.randn(4, 16), torch.randn(16)
+    torch.library.opcheck(torch.ops.pyasc_test.bias_gelu.default, (x, b))
+    torch.library.opcheck(torch.ops.pyasc_test.sum_diff.default, (x, x))
+
+
+def test_torch_compile_traces_the_op_with_its_fake_impl(ops):
+    def f(x, b):
+        return torch.ops.pyasc_test.bias_gelu(x, b) + 1.0
+
+    x, b = torch.randn(4, 16), torch.randn(16)
+    compiled = torch.compile(f, backend="eager", fullgraph=True)
+    torch.testing.assert_close(compiled(x, b), gelu_tanh(x + b) + 1.0, rtol=1e-5, atol=1e-5)
+
+
+def test_op_inside_an_nn_module_matches_the_eager_module(ops):
+    class Block(torch.nn.Module):
+        def __init__(self, use_pyasc):
+            super().__init__()
+            torch.manual_seed(0)
+            self.lin = torch.nn.Linear(16, 32)
+            self.use_pyasc = use_pyasc
+
+        def forward(self, x):
+            h = x @ self.lin.weight.T
+            if self.use_pyasc:
+                return torch.ops.pyasc_test.bias_gelu(h, self.lin.bias)
+            return gelu_tanh(h + self.lin.bias)
+
+    x = torch.randn(8, 16)
+    with torch.no_grad():  # parameters require grad; the op has no backward
+        torch.testing.assert_close(Block(True)(x), Block(False)(x), rtol=1e-5, atol=1e-5)
+
+
+def test_unsupported_dtype_lists_the_supported_ones(ops):
+    with pytest.raises(TypeError) as e:
+        torch.ops.pyasc_test.bias_gelu(torch.randn(2, 4, dtype=torch.float64), torch.randn(4, dtype=torch.float64))
+    assert str(e.value) == ("pyasc_test::bias_gelu: argument 'x' has dtype torch.float64, which the NPU does not "
+                            "have; supported dtypes: torch.float16, torch.float32, torch.int8, torch.int16, "
+                            "torch.int32, torch.uint8, torch.bool (cast with .to(...))")
+
+
+def test_requires_grad_without_backward_is_an_error_at_the_call(ops):
+    x = torch.randn(2, 4, requires_grad=True)
+    with pytest.raises(RuntimeError) as e:
+        torch.ops.pyasc_test.bias_gelu(x, torch.randn(4))
+    assert str(e.value) == ("pyasc_test::bias_gelu: argument 'x' requires grad, but this op has no backward; pass "
+                            "backward= (and setup_context=) to pyasc.torch.custom_op, or call it under "
+                            "torch.no_grad() or on a .detach()ed tensor")
+    with torch.no_grad():
+        assert torch.ops.pyasc_test.bias_gelu(x, torch.randn(4)).shape == (2, 4)
+    assert torch.ops.pyasc_test.bias_gelu(x.detach(), torch.randn(4)).shape == (2, 4)
+
+
+def test_non_cpu_tensor_is_an_error(ops):
+    with pytest.raises(ValueError) as e:  # the CPU implementation, handed a tensor on another device
+        ops["bias_gelu"].impl(torch.empty(2, 4, device="meta"), torch.empty(4, device="meta"), 1.0)
+    assert str(e.value) == ("pyasc_test::bias_gelu: argument 'x' is on device 'meta'; pyasc runs kernels on its "
+                            "emulator from host memory, so pass CPU tensors (.cpu())")
+
+
+def test_a_user_backward_makes_the_op_differentiable():
+    def setup_context(ctx, inputs, output):
+        ctx.save_for_backward(inputs[0])
+
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return grad * 2 * x
+
+    op = pt.custom_op("pyasc_test::square", kernels.square, backward=backward, setup_context=setup_context)
+    x = torch.randn(3, 5, requires_grad=True)
+    y = op(x)
+    y.sum().backward()
+    torch.testing.assert_close(y.detach(), x.detach() ** 2)
+    torch.testing.assert_close(x.grad, 2 * x.detach())
+
+
+def test_mutates_args_writes_the_kernel_result_into_the_tensor(ops):
+    x = torch.arange(12, dtype=torch.float32).reshape(3, 4)
+    before = x.data_ptr()
+    assert torch.ops.pyasc_test.scale_(x, 3.0) is None
+    assert x.data_ptr() == before
+    torch.testing.assert_close(x, torch.arange(12, dtype=torch.float32).reshape(3, 4) * 3)
+
+
+def test_cpu_tensors_cross_without_copies():
+    t = torch.randn(4, 8)
+    a = to_numpy(t)
+    assert a.__array_interface__["data"][0] == t.data_ptr()
+    out = np.ones((4, 8), np.float32)
+    assert from_numpy(out).data_ptr() == out.__array_interface__["data"][0]
+    ro = out.view()
+    ro.flags.writeable = False
+    assert from_numpy(ro).data_ptr() != out.__array_interface__["data"][0]  # torch must not write a read-only one
+
+
+@pytest.mark.parametrize("call, exc, message", [
+    (lambda: pt.custom_op("no_namespace", kernels.square), ValueError,
+     "pyasc.torch.custom_op: the name must be 'namespace::name', got 'no_namespace'"),
+    (lambda: pt.custom_op("pyasc_test::bad1", kernels.square, mutates_args=("y",)), ValueError,
+     "pyasc.torch.custom_op('pyasc_test::bad1'): mutates_args names 'y', which is not a parameter of square(x)"),
+    (lambda: pt.custom_op("pyasc_test::bad2", kernels.two_paths), TypeError,
+     "pyasc.torch.custom_op('pyasc_test::bad2'): kernel two_paths returns [1, 2] results on different paths; "
+     "pass results=N (the number of tensors it returns)"),
+    (lambda: pt.custom_op("pyasc_test::bad3", kernels.no_return), TypeError,
+     "pyasc.torch.custom_op('pyasc_test::bad3'): kernel no_return has no return statement; pass results=N "
+     "(the number of tensors it returns)"),
+    (lambda: pt.custom_op("pyasc_test::bad4", kernels.bad_default), TypeError,
+     "pyasc.torch.custom_op('pyasc_test::bad4'): parameter 'mode' has default 'fast'; a torch op takes tensors "
+     "and int/float/bool values"),
+    (lambda: pt.custom_op("pyasc_test::bad5", kernels.scale_in_place, mutates_args=("x",), backward=lambda c, g: g),
+     ValueError, "pyasc.torch.custom_op('pyasc_test::bad5'): an op that mutates its arguments cannot have a backward "
+     "(torch.library needs a functional op); drop mutates_args and return the result"),
+])
+def test_registration_errors(call, exc, message):
+    with pytest.raises(exc) as e:
+        call()
+    assert str(e.value) == message
+
+
+def test_core_pyasc_does_not_import_torch():
+    import subprocess
+    import sys
+
+    code = ("import sys, numpy as np, pyasc, pyasc.cli, pyasc.demo\n"
+            "from pyasc.examples import EXAMPLES\n"
+            "k = pyasc.kernel(EXAMPLES[0].fn)\n"
+            "k(*EXAMPLES[0].make_inputs(np.random.default_rng(0)))\n"
+            "assert 'torch' not in sys.modules, 'core pyasc imported torch'\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr

@@ -1,0 +1,185 @@
+"""dynamic=True: symbolic dim arithmetic, slices and negative indices on symbolic axes, one compile for many shapes.
+
+Every kernel runs on the emulator (sanitizer on, both presets) against its py_func at several shapes:
+sizes of 2 and 3 (1 is static under dynamic=True and gets its own specialisation), odd sizes, and sizes
+around the "tiny" preset's UB (16 KiB: 4096 float32 per buffer).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import pyasc
+from pyasc import symbolic as sy
+from pyasc.ir import Sym
+from pyasc.testing import assert_close
+
+CHIPS = ("tiny", "910b")
+SHAPES_2D = [(2, 7), (9, 33), (3, 4095), (2, 4100), (17, 64)]
+
+
+def _dyn(fn, chip):
+    return pyasc.kernel(dynamic=True, chip=chip)(fn)
+
+
+def _run_all(k, fn, shapes, rng, dtype=np.float32):
+    for shape in shapes:
+        x = rng.standard_normal(shape).astype(dtype)
+        assert_close(k(x), fn(x))
+
+
+# ---- the algebra ------------------------------------------------------------------------------
+
+
+def test_sym_arithmetic_is_the_symbolic_algebra():
+    d = Sym("d")
+    assert isinstance((d - 5).e, sy.Expr) and str(d - 5) == "d - 5"
+    assert str(2 * d) == "2*d" and d - d == 0 and (d + 3) - d == 3
+    assert str(pyasc.tensor_type.ceildiv(d, 2)) == "ceildiv(d, 2)"
+    assert str(pyasc.tensor_type.min_(d, 8)) == "min(d, 8)"
+    assert Sym("min(d, 8)") == pyasc.tensor_type.min_(d, 8)  # text round trip
+    assert (d * 4 - 5).evaluate({"d": 3}) == 7
+
+
+def test_dims_of_slices_are_readable_expressions():
+    def f(x):
+        return x[1:, -5:] * 2.0
+
+    art = pyasc.kernel(dynamic=True, chip="tiny")(f).compile(np.zeros((4, 9), np.float32))
+    text = str(art.graph)
+    assert "x_d0 - 1" in text and "min(x_d1, 5)" in text
+
+
+# ---- slices and indices on symbolic axes -------------------------------------------------------
+
+def tail5(x):
+    return x[..., -5:] * 2.0
+
+
+def drop_first(x):
+    return x[1:] + 1.0
+
+
+def last_row(x):
+    return x[-1] * 3.0
+
+
+def second_last(x):
+    return x[-2, 1:] - 1.0
+
+
+def inner(x):
+    return x[1:-1, 2:-3] * 0.5
+
+
+def stepped(x):
+    return x[:, ::2] + 0.25
+
+
+def head8(x):
+    return x[:8] * 1.5
+
+
+def reversed_rows(x):
+    return x[::-1, 1:] + 2.0
+
+
+SLICES = {f.__name__: f for f in (tail5, drop_first, last_row, second_last, inner, stepped, head8,
+                                          reversed_rows)}
+
+
+@pytest.mark.parametrize("chip", CHIPS)
+@pytest.mark.parametrize("name", sorted(SLICES))
+def test_slices_on_symbolic_axes(name, chip, rng):
+    fn = SLICES[name]
+    k = _dyn(fn, chip)
+    shapes = [(2, 7), (9, 33), (3, 4100), (12, 6)]
+    _run_all(k, fn, shapes, rng)
+    assert k.cache_info().misses == 1
+
+
+def test_slice_shorter_than_the_axis_clamps_like_numpy(rng):
+    fn = SLICES["tail5"]
+    k = _dyn(fn, "tiny")
+    _run_all(k, fn, [(4, 3), (4, 5), (2, 6)], rng)  # -5: of 3 columns is all 3
+    assert k.cache_info().misses == 1
+
+
+def test_negative_index_out_of_range_at_launch_is_a_clear_error(rng):
+    def f(x):
+        return x[-5] * 2.0
+
+    k = _dyn(f, "tiny")
+    assert_close(k(np.ones((6, 4), np.float32)), f(np.ones((6, 4), np.float32)))
+    with pytest.raises(ValueError, match=r"index -5 is out of bounds for axis 0 with size 3 \(at .*test_dynamic_"
+                                         r"shapes.py:\d+:\d+: return x\[-5\] \* 2.0\)"):
+        k(np.ones((3, 4), np.float32))
+
+
+def test_builtin_min_of_a_dim_is_a_dim_expression(rng):
+    def f(x):
+        n = min(x.shape[0], 4)
+        return x[:n] + 1.0
+
+    k = _dyn(f, "tiny")
+    _run_all(k, f, [(2, 5), (7, 5), (4, 9)], rng)
+    assert k.cache_info().misses == 1
+
+
+# ---- reshape with symbolic sizes -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("chip", CHIPS)
+def test_reshape_with_symbolic_sizes(chip, rng):
+    def f(x):
+        n = x.shape[0]
+        return (x.reshape(n * x.shape[1]) * 2.0).reshape(n, -1)
+
+    k = _dyn(f, chip)
+    _run_all(k, f, [(2, 3), (5, 8), (3, 4100)], rng)
+    assert k.cache_info().misses == 1
+
+
+# ---- whole kernels at five shapes, one compile ----------------------------------------------------
+
+
+@pytest.mark.parametrize("chip", CHIPS)
+def test_dynamic_softmax_five_shapes_one_compile(chip, rng):
+    def f(x):
+        return pyasc.softmax(x, axis=-1)
+
+    k = _dyn(f, chip)
+    _run_all(k, f, SHAPES_2D, rng)
+    assert k.cache_info().misses == 1
+
+
+@pytest.mark.parametrize("chip", CHIPS)
+def test_dynamic_layer_norm_five_shapes_one_compile(chip, rng):
+    def f(x, w, b):
+        return pyasc.layer_norm(x, w, b)
+
+    k = _dyn(f, chip)
+    for shape in SHAPES_2D:
+        x = rng.standard_normal(shape).astype(np.float32)
+        w = rng.standard_normal(shape[-1:]).astype(np.float32)
+        b = rng.standard_normal(shape[-1:]).astype(np.float32)
+        assert_close(k(x, w, b), f(x, w, b))
+    assert k.cache_info().misses == 1
+
+
+# ---- broadcasting of two symbolic sizes -------------------------------------------------------------
+
+
+def test_broadcast_of_two_symbolic_sizes_is_checked_at_launch(rng):
+    def f(x, y):
+        return x + y
+
+    k = _dyn(f, "tiny")
+    x, y = rng.standard_normal((3, 4)).astype(np.float32), rng.standard_normal((3, 4)).astype(np.float32)
+    assert_close(k(x, y), f(x, y))
+    # a size 1 is part of the key: it broadcasts, in its own specialisation
+    y1 = rng.standard_normal((1, 4)).astype(np.float32)
+    assert_close(k(x, y1), f(x, y1))
+    with pytest.raises(ValueError, match=r"add: cannot broadcast shapes \(3, 4\) and \(5, 4\) \(at .*test_dynamic"
+                                         r"_shapes.py:\d+:\d+: return x \+ y\)"):
+        k(x, rng.standard_normal((5, 4)).astype(np.float32))

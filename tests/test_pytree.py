@@ -1,0 +1,279 @@
+"""Pytree arguments and results: dicts, lists, tuples, NamedTuples, dataclasses (issue 11 part 3)."""
+from __future__ import annotations
+
+import dataclasses
+from typing import NamedTuple
+
+import numpy as np
+import pytest
+
+import pyasc
+from pyasc import pytree
+from pyasc.testing import assert_close
+
+
+class Pair(NamedTuple):
+    w: np.ndarray
+    b: np.ndarray
+
+
+@dataclasses.dataclass
+class Layer:
+    w: np.ndarray
+    scale: float
+
+
+@dataclasses.dataclass(frozen=True)
+class Out:
+    y: object
+    z: object
+
+
+def mixed(x, params, cfg, xs, pair):
+    y = x * params["w"] + params["b"]
+    z = y * cfg.scale + cfg.w
+    for t in xs:
+        z = z + t
+    return {"y": y, "z": z}, Pair(w=z - pair.w, b=pair.b * 2.0), [Out(y=z, z=y)]
+
+
+def _inputs(rng, dtype=np.float32):
+    def r(*shape):
+        return rng.standard_normal(shape).astype(dtype)
+
+    return (r(4, 40), {"w": r(40), "b": r(40)}, Layer(r(40), 3.0), [r(40), r(4, 40)], Pair(r(4, 40), r(40)))
+
+
+def _compare(got, want):
+    g_leaves, g_tree = pytree.flatten(got, lambda v: isinstance(v, np.ndarray))
+    w_leaves, w_tree = pytree.flatten(want, lambda v: isinstance(v, np.ndarray))
+    assert g_tree == w_tree
+    for g, w in zip(g_leaves, w_leaves):
+        assert_close(g, w)
+
+
+@pytest.mark.parametrize("chip", ["tiny", "910b"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_pytree_arguments_and_results_match_numpy(chip, dtype, rng):
+    k = pyasc.kernel(mixed, chip=chip)
+    args = _inputs(rng, dtype)
+    got = k(*args)
+    want = mixed(*args)
+    _compare(got, want)
+    assert isinstance(got[0], dict) and list(got[0]) == ["y", "z"]
+    assert type(got[1]) is Pair and isinstance(got[2], list) and type(got[2][0]) is Out
+    assert got[0]["y"].dtype == dtype
+
+
+def test_signature_shows_the_structure(rng):
+    art = pyasc.kernel(mixed, chip="tiny").compile(*_inputs(rng))
+    assert art.signature == ("x: f32[4,40], params={'w': f32[40], 'b': f32[40]}, cfg=Layer(w=f32[40], "
+                             "scale=3.0), xs=[f32[40], f32[4,40]], pair=Pair(w=f32[4,40], b=f32[40])")
+    assert [p.name for p, _ in art.tensor_params] == [
+        "x", "params['w']", "params['b']", "cfg.w", "xs[0]", "xs[1]", "pair.w", "pair.b"]
+    # the graph's inputs are the tensor leaves, named after their paths
+    assert [n.name for n in art.graph.inputs][:4] == ["x", "params_w", "params_b", "cfg_w"]
+
+
+def test_run_takes_the_tensor_leaves(rng):
+    args = _inputs(rng)
+    art = pyasc.kernel(mixed, chip="tiny").compile(*args)
+    x, params, cfg, xs, pair = args
+    _compare(art.run(x, params["w"], params["b"], cfg.w, xs[0], xs[1], pair.w, pair.b), mixed(*args))
+
+
+def scaled(x, p):
+    return x * p["s"] + p["t"]
+
+
+def test_cache_key_scalar_leaves_and_structure(rng):
+    k = pyasc.kernel(scaled, chip="tiny")
+    x = rng.standard_normal((3, 8)).astype(np.float32)
+    t = rng.standard_normal(8).astype(np.float32)
+    assert_close(k(x, {"s": 2.0, "t": t}), x * 2.0 + t)
+    assert k.cache_info().misses == 1
+    assert_close(k(x, {"s": 2.0, "t": t + 1}), x * 2.0 + t + 1)  # new contents, same structure: a hit
+    assert k.cache_info()[:3] == (1, 0, 1)
+    assert_close(k(x, {"s": 3.0, "t": t}), x * 3.0 + t)  # a scalar leaf is part of the key
+    assert k.cache_info().misses == 2
+    assert_close(k(x, {"t": t, "s": 3.0}), x * 3.0 + t)  # another key order: another structure
+    assert k.cache_info().misses == 3
+    assert_close(k(x, {"s": 3.0, "t": t[:1]}), x * 3.0 + t[:1])  # a tensor leaf's shape
+    assert k.cache_info().misses == 4
+    assert_close(k(x, {"s": np.float32(3.0), "t": t}), x * np.float32(3.0) + t)  # a numpy scalar is a tensor
+    assert k.cache_info().misses == 5
+    k(x, {"s": 3.0, "t": t})
+    assert k.cache_info() == (2, 0, 5, 5)
+
+
+def total(xs):
+    out = xs[0]
+    for t in xs[1:]:
+        out = out + t
+    return out
+
+
+def test_list_length_and_tuple_are_structures(rng):
+    k = pyasc.kernel(total, chip="tiny")
+    a, b, c = (rng.standard_normal(8).astype(np.float32) for _ in range(3))
+    assert_close(k([a, b]), a + b)
+    assert_close(k([a, b, c]), a + b + c)
+    assert_close(k((a, b)), a + b)  # a tuple of arrays is a pytree too (not a compile-time constant)
+    assert_close(k((c, b)), c + b)
+    assert k.cache_info()[:3] == (1, 0, 3)
+
+
+def test_a_tuple_of_numbers_stays_one_compile_time_value():
+    def shaped(x, shape):
+        return x.reshape(shape)
+
+    art = pyasc.kernel(shaped, chip="tiny").compile(np.zeros(6, np.float32), (2, 3))
+    assert art.signature == "x: f32[6], shape=(2, 3)"
+
+
+def nested(d):
+    return d["a"][0] + d["a"][1]["b"]
+
+
+def test_nested_containers(rng):
+    a0, b = rng.standard_normal((2, 16)).astype(np.float32)
+    assert_close(pyasc.kernel(nested, chip="tiny")({"a": [a0, {"b": b}]}), a0 + b)
+
+
+def items(d, shift):
+    out = {}
+    for name, v in d.items():
+        out = {**out, name: v + shift}
+    return {**out, "n": len(d)}
+
+
+def test_dict_items_and_dict_displays(rng):
+    d = {"p": rng.standard_normal(8).astype(np.float32), "q": rng.standard_normal(8).astype(np.float32)}
+    got = pyasc.kernel(items, chip="tiny")(d, 1.0)
+    assert list(got) == ["p", "q", "n"]
+    assert_close(got["p"], d["p"] + 1.0)
+    assert got["n"].shape == () and int(got["n"]) == 2  # a number in a result becomes a 0-d tensor
+
+
+def test_dynamic_pytree(rng):
+    k = pyasc.kernel(scaled, chip="tiny", dynamic=True)
+    for n in (8, 24):
+        x = rng.standard_normal((3, n)).astype(np.float32)
+        t = rng.standard_normal(n).astype(np.float32)
+        assert_close(k(x, {"s": 2.0, "t": t}), x * 2.0 + t)
+    assert k.cache_info().misses == 1
+
+
+def test_bad_dict_key_is_a_type_error():
+    k = pyasc.kernel(scaled, chip="tiny")
+    with pytest.raises(TypeError) as info:
+        k(np.zeros(2, np.float32), {"s": 1.0, (1, 2): np.zeros(2, np.float32)})
+    assert str(info.value) == ("scaled() argument 'p' is a dict with the key (1, 2) (tuple); a dict argument's "
+                               "keys must be str or int (they are part of the compiled specialisation)")
+
+
+def test_bad_leaf_names_its_path():
+    k = pyasc.kernel(scaled, chip="tiny")
+    with pytest.raises(TypeError) as info:
+        k(np.zeros(2, np.float32), {"s": 1.0, "t": [object()]})
+    msg = str(info.value)
+    assert msg.startswith("scaled() argument \"p['t'][0]\" is a builtins.object, which pyasc cannot take")
+
+
+def test_bad_leaf_dtype_names_its_path():
+    k = pyasc.kernel(scaled, chip="tiny")
+    with pytest.raises(TypeError) as info:
+        k(np.zeros(2, np.float32), {"s": 1.0, "t": np.zeros(2, np.float64)})
+    assert str(info.value).startswith("scaled() argument \"p['t']\" has dtype float64, which pyasc does not support")
+
+
+def test_tensor_dict_key_in_a_display_is_located():
+    def bad(x):
+        return {x: x}
+
+    with pytest.raises(pyasc.CompileError) as info:
+        pyasc.kernel(bad, chip="tiny")(np.zeros(2, np.float32))
+    assert "a dict key must be a compile-time value, got a tensor f32[2] in `x`" in str(info.value)
+
+
+def test_empty_result_container_is_located():
+    def empty(x):
+        return {}
+
+    with pytest.raises(pyasc.CompileError) as info:
+        pyasc.kernel(empty, chip="tiny")(np.zeros(2, np.float32))
+    assert "kernel `test_empty_result_container_is_located.<locals>.empty` returns an empty dict" in str(info.value)
+
+
+def test_bad_result_leaf_names_its_path():
+    def bad(x):
+        return {"a": x, "b": "text"}
+
+    with pytest.raises(pyasc.CompileError) as info:
+        pyasc.kernel(bad, chip="tiny")(np.zeros(2, np.float32))
+    assert "result ['b'] of kernel" in str(info.value) and "is the string 'text'" in str(info.value)
+
+
+def as_pair(x):
+    return Pair(w=x + 1.0, b=x * 2.0)
+
+
+def test_pytree_results_come_back_from_the_disk_cache(disk_cache, rng):
+    x = rng.standard_normal(8).astype(np.float32)
+    first = pyasc.kernel(as_pair, chip="tiny")
+    assert type(first(x)) is Pair
+    second = pyasc.kernel(as_pair, chip="tiny")  # a new Kernel object: only the disk cache knows it
+    got = second(x)
+    assert second.cache_info().disk_hits == 1
+    assert type(got) is Pair
+    assert_close(got.w, x + 1.0)
+
+
+def test_a_local_result_class_stays_in_memory(disk_cache, rng):
+    class Local(NamedTuple):
+        a: object
+
+    def local(x):
+        return Local(a=x + 1.0)
+
+    x = rng.standard_normal(8).astype(np.float32)
+    assert type(pyasc.kernel(local, chip="tiny")(x)) is Local
+    second = pyasc.kernel(local, chip="tiny")
+    assert type(second(x)) is Local and second.cache_info().disk_hits == 0
+
+
+def test_treedef_json_round_trip():
+    _, tree = pytree.flatten({"a": [1, Pair(1, 2)], 3: (4,)})
+    assert pytree.TreeDef.from_json(tree.to_json()) == tree
+
+
+def scaled_all(params, x):
+    return {name: x * w for name, w in params.items() if name != "skip"}
+
+
+def test_dict_comprehension_over_a_dict_argument(rng):
+    params = {"a": rng.standard_normal(8).astype(np.float32), "skip": np.ones(8, np.float32),
+              "b": rng.standard_normal(8).astype(np.float32)}
+    x = rng.standard_normal(8).astype(np.float32)
+    got = pyasc.kernel(scaled_all, chip="tiny")(params, x)
+    assert list(got) == ["a", "b"]
+    assert_close(got["b"], x * params["b"])
+
+
+def test_a_tensor_key_in_a_dict_comprehension_is_located():
+    def bad(x):
+        return {x * 2: x for _ in range(2)}
+
+    with pytest.raises(pyasc.CompileError) as info:
+        pyasc.kernel(bad, chip="tiny")(np.zeros(2, np.float32))
+    assert "a dict key must be a compile-time value, got a tensor f32[2] in `x * 2`" in str(info.value)
+    assert str(info.value).endswith("\n            return {x * 2: x for _ in range(2)}\n                    ^^^^^")
+
+
+def test_an_unhashable_key_in_a_dict_display_is_located():
+    def bad(x):
+        return {[1]: x}
+
+    with pytest.raises(pyasc.CompileError) as info:
+        pyasc.kernel(bad, chip="tiny")(np.zeros(2, np.float32))
+    assert "the dict key `[1]` is unhashable" in str(info.value)
