@@ -383,3 +383,24 @@ def test_views_chosen_at_run_time(rng):
     assert "`x += 1.0` changes an array that another variable may view" in info.value.reason
     run(same_view_either_way, x, np.float32(1.0))
     run(same_view_either_way, x, np.float32(-1.0))
+
+
+def store_casts(a, f):
+    a[0] = 2.9          # numpy truncates a float stored into an int array
+    a[1:3] = f[1:3]     # float values into int8: unsafe cast, like numpy's setitem
+    return a
+
+
+def store_out_of_range(a):
+    a[1] = 300
+    return a
+
+
+def test_stored_values_are_cast_like_numpy_setitem(rng):
+    f = np.array([1.5, -2.7, 3.2, 4.0], np.float32)
+    run(store_casts, np.zeros(4, np.int8), f)
+    with pytest.raises(OverflowError, match="out of bounds for int8"):
+        store_out_of_range(np.zeros(4, np.int8))
+    with pytest.raises(CompileError) as info:
+        pyasc.kernel(store_out_of_range).compile(np.zeros(4, np.int8))
+    assert "Python integer 300 out of bounds for int8" in info.value.reason
