@@ -3,15 +3,13 @@
 The output is seen as rows: the leading axes up to the *row axis* `q`
 (the first axis whose region is not the whole axis, or the one before it
 when that is the last axis) flattened, each row the contiguous rest of the
-tensor (`R` elements). Rows are split over the AIV cores. For each row of
-its share a core
+tensor (`R` elements). Rows are split over the AIV cores. A core
 
-1. copies the row of `x` to `out` (contiguous chunks: one MTE2 load, one
-   MTE3 store each), then,
-2. when the row is in the region (its index along `q` is one the region's
-   start/step picks: a `When` on integer expressions of the row index),
-   loads the matching part of `v` (contiguous) and stores it into the row
-   with strided bursts: the region inside a row collapses (like
+1. copies its rows of `x` to `out` (one contiguous range, in chunks: one
+   MTE2 load, one MTE3 store each), then,
+2. for each region row (v row j lands in output row `o*dq + start + jq*step`)
+   that is one of its rows (a `When` on integer expressions), loads that
+   part of `v` (contiguous) and stores it into the row with strided bursts: the region inside a row collapses (like
    `access.collapse`) to rows of `W` contiguous elements `Srow` apart, and
    any dims outside those are loops.
 
@@ -140,7 +138,7 @@ def tilings(uk: UpdateKernel, chip: Any, buffer_num: int, cores: int) -> list[Up
     _, brows, _, bcols = _block_dims(uk)
     out = []
     for budget in _BUDGETS:
-        chunk = min(uk.row_len, budget)
+        chunk = min(uk.rows * uk.row_len, budget)
         # (a strided column store spreads each element over its own 32-byte block first)
         tc = min(bcols, budget if col_stride(uk) == 1 else max(1, budget // per_block), chip.max_nburst)
         if col_stride(uk) != 1:  # one vtranspose per v row: at most one instruction's repeats of padded blocks
@@ -169,16 +167,16 @@ def schedule(uk: UpdateKernel, t: UpdateTiling, chip: Any) -> TileSchedule:
     def gm(param: str, elem: IntLike) -> GmRef:
         return GmRef(param, sy.mul(elem, size))
 
-    # 1. the row of x, in chunks
-    nchunks = -(-uk.row_len // t.chunk)
+    # 1. this core's rows of x, one contiguous range, in chunks
+    total = sy.mul(count, uk.row_len)
     c = F("c")
     cslot = sy.mod(c, bn) if bn > 1 else 0
-    at = sy.add(sy.mul(F("r"), uk.row_len), sy.mul(c, t.chunk))
-    copy = Loop("c", 0, nchunks, 1, [
-        Let("n", sy.min_(t.chunk, sy.add(uk.row_len, sy.mul(-1, sy.mul(c, t.chunk))))),
-        T.load(Ref("cp", cslot), gm(in_param(0), at), dt, F("n"), note="row of x"),
-        T.store(gm(out_param(0), at), Ref("cp", cslot), dt, F("n"), note="row of x"),
-    ], note="copy the row")
+    at = sy.add(sy.mul(begin, uk.row_len), sy.mul(c, t.chunk))
+    copy = Loop("c", 0, sy.ceildiv(total, t.chunk), 1, [
+        Let("n", sy.min_(t.chunk, sy.add(total, sy.mul(-1, sy.mul(c, t.chunk))))),
+        T.load(Ref("cp", cslot), gm(in_param(0), at), dt, F("n"), note="rows of x"),
+        T.store(gm(out_param(0), at), Ref("cp", cslot), dt, F("n"), note="rows of x"),
+    ], note="copy this core's rows")
 
     # 2. the region's part of the row, when the row is in it
     loops, brows, bstride, bcols = _block_dims(uk)
@@ -224,25 +222,21 @@ def schedule(uk: UpdateKernel, t: UpdateTiling, chip: Any) -> TileSchedule:
     for k in reversed(range(len(loops))):
         body = [Loop(f"e{k}", 0, loops[k][0], 1, body, note="outer dims of the region")]
 
+    # each region row (v row j) lands in output row r; the core owning r writes it, after its copy
     s, a, n = uk.q_step, uk.q_start, uk.q_count
-    lo, hi = min(a, a + (n - 1) * s), max(a, a + (n - 1) * s)
-    i = F("iq")
-    in_range = sy.min_(sy.max_(sy.add(i, 1 - lo), 0), sy.max_(sy.add(hi + 1, sy.mul(-1, i)), 0))
-    j_in_q = sy.floordiv(sy.add(i, -a), s) if s > 0 else sy.floordiv(sy.add(a, sy.mul(-1, i)), -s)
-    j = sy.add(sy.mul(F("oq"), n), j_in_q)
-    region: list[Stmt] = [Let("j", j)] + body
-    if abs(s) > 1:  # only every |s|-th row of the range
-        region = [When(sy.add(1, sy.mul(-1, sy.min_(1, sy.mod(sy.add(i, -lo), abs(s))))), region)]
-    write = When(in_range, region)
-
-    lets: list[Stmt] = [Let("r", sy.add(begin, F("it"))),
-                        Let("oq", sy.floordiv(F("r"), uk.dq) if uk.dq != uk.rows else 0),
-                        Let("iq", sy.mod(F("r"), uk.dq) if uk.dq != uk.rows else F("r"))]
-    loop = Loop("it", 0, count, 1, lets + [copy, write], note="rows of this core")
+    outer = uk.rows // uk.dq
+    jr = F("j")
+    o = sy.floordiv(jr, n) if outer > 1 else 0
+    jq = sy.mod(jr, n) if outer > 1 else jr
+    r = sy.add(sy.mul(o, uk.dq), a, sy.mul(jq, s))
+    mine = sy.min_(sy.max_(sy.add(F("r"), 1, sy.mul(-1, begin)), 0),
+                   sy.max_(sy.add(begin, count, sy.mul(-1, F("r"))), 0))
+    write = Loop("j", 0, outer * n, 1, [Let("r", r), When(mine, body)], note="region rows")
+    loop_body: list[Stmt] = [copy, write]
     bufs = [Buffer("cp", "UB", dt, align(t.chunk * size, chip.ub_align), bn, "x chunk"),
             Buffer("vt", "UB", dt, align(t.tile_rows * wp * size, chip.ub_align), bn, "v tile")]
     if col_stride(uk) != 1 and uk.v_const is None:
         bufs.append(Buffer("sp", "UB", dt, t.tile_cols * per_block * size, bn, "v row, one element per block"))
     notes = [f"rows {uk.rows} x {uk.row_len}, region rows {a}:{a + n * s}:{s} of {uk.dq}, inside a row "
              f"{uk.inner.describe()}", f"tiling: {t.describe()}"]
-    return TileSchedule(uk.name, "aiv", params, fs.fields, blocks, bufs, [loop], notes)
+    return TileSchedule(uk.name, "aiv", params, fs.fields, blocks, bufs, loop_body, notes)
