@@ -21,7 +21,7 @@ import numpy as np
 from .. import dtypes
 from ..ir.graph import Value
 from . import aliasing, calls, comptime, indexing
-from .tensors import fold, scalar_const_dtype
+from .tensors import BINARY_OPS, fold
 from .values import contains_tensor, describe, is_const_array, is_number, is_tensor
 
 #: in-place Python operators for compile-time numpy arrays
@@ -91,7 +91,7 @@ def _array_in_place(b: Any, s: ast.AugAssign, name: str, arr: np.ndarray, rhs: A
         raise b.error(
             f"`{b.text(s)}` would change in place the compile-time array `{name}`, which the kernel read "
             f"from outside it (a global, closure or attribute); a kernel cannot change it: write "
-            f"`{name} = {name} {b.text(s).split()[1][:-1]} ...` for a new array", s)
+            f"`{name} = {name} {BINARY_OPS[type(s.op)][1]} ...` for a new array", s)
     if not contains_tensor(rhs):
         fold(b, _IN_PLACE[type(s.op)], (arr, rhs), s)  # numpy's own in-place: its views see it too
         b.bind_name(name, arr)
@@ -271,4 +271,4 @@ def _dims(shape: tuple) -> str:
     return "(" + ", ".join(str(d) for d in shape) + ("," if len(shape) == 1 else "") + ")"
 
 
-__all__ = ["assign_subscript", "aug_assign", "coerce", "in_place_result", "scalar_const_dtype"]
+__all__ = ["assign_subscript", "aug_assign", "coerce", "in_place_result"]
