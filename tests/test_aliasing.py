@@ -404,3 +404,19 @@ def test_stored_values_are_cast_like_numpy_setitem(rng):
     with pytest.raises(CompileError) as info:
         pyasc.kernel(store_out_of_range).compile(np.zeros(4, np.int8))
     assert "Python integer 300 out of bounds for int8" in info.value.reason
+
+
+def kv_cache_update_at_7(cache, new):
+    cache[:, 7:7 + new.shape[1]] = new
+    return cache
+
+
+@pytest.mark.parametrize("chip", CHIPS)
+@pytest.mark.parametrize("dtype", ["float16", "int32"])
+def test_region_rows_straddling_cores_move_in_groups(chip, dtype, rng):
+    # 150 output rows split over the cores: groups of region rows cross the cores' boundaries
+    cache = (rng.random((3, 50, 24)) * 100).astype(dtype)
+    new = (rng.random((3, 22, 24)) * 100).astype(dtype)
+    k = run(kv_cache_update_at_7, cache, new, chip=chip)
+    (dk,) = [d for d in k.compile(cache, new).kernels if d.template == "update"]
+    assert "groups of region rows" in dk.schedule_text
