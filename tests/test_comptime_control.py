@@ -272,3 +272,20 @@ def test_lists_the_kernel_made_can_change_in_place(rng):
     with pytest.raises(CompileError) as info:
         pyasc.kernel(appends_in_a_tensor_if).compile(np.ones(2, np.float32), np.float32(1))
     assert "outs.append() would change a list inside an `if` on a tensor" in info.value.reason
+
+
+def early_return_in_a_loop(x, c):
+    acc = x * 0.0
+    for i in range(3):
+        acc = acc + x * i
+        if c < i:  # c = -1 returns in iteration 0, 0.5 in 1, 1.5 in 2, 2.5 never (the loop's else runs)
+            return acc, acc * (i + 10.0)
+    else:
+        acc = acc - 1.0
+    return acc, acc * 0.5
+
+
+@pytest.mark.parametrize("chip", CHIPS)
+@pytest.mark.parametrize("c", [0.5, 1.5, 2.5, -1.0])
+def test_early_return_inside_an_unrolled_loop(chip, c, rng):
+    run(early_return_in_a_loop, rng.random(5, dtype=np.float32), np.float32(c), chip=chip)

@@ -164,10 +164,13 @@ def bad_one_branch_variable(x, c):
 
 
 def bad_return_one_branch(x, c):
-    for i in range(2):
-        if c > i:
+    if c > 0:
+        if c > 1:
             return x + 1  # <- error
-    return x - 1
+        y = x
+    else:
+        y = x - 1
+    return y
 
 
 def bad_unroll_budget(x):
@@ -378,7 +381,8 @@ CASES = [
     (bad_not, (f32(4),), ["`not` on a tensor", "`~x`"], "not x"),
     (bad_and, (f32(4), f32(4)), ["`and` on a tensor", "`&`"], "(x > 0) and (y > 0)"),
     (bad_one_branch_variable, (f32(4), np.array(1, np.float32)), ["`z` may be undefined", "only in the then branch"], "z"),
-    (bad_return_one_branch, (f32(4), np.array(1, np.float32)), ["`return` in only the then branch", "inside a loop"],
+    (bad_return_one_branch, (f32(4), np.array(1, np.float32)), ["`return` in only the then branch",
+                                                                     "no `return` after it"],
      "return x + 1"),
     (bad_unroll_budget, (f32(4),), ["`for j in tuple(range(1000))`", "unroll budget of 4096",
                                     "@pyasc.kernel(unroll_budget=...)"], "tuple(range(1000))"),

@@ -208,8 +208,8 @@ def tensor_if_statement(b: KernelBuilder, stmt: ast.If, cond: Value) -> None:
             one = then if then.returned else other
             raise b.error(
                 f"`return` in only the {one.label} branch of an `if` on a tensor condition"
-                + (" inside a loop that is unrolled (the rest of the function cannot become the other branch "
-                   "there)" if tails is None
+                + (" inside a loop the host runs (a Loop node: the rest of the function cannot become the "
+                   "other branch there)" if tails is None
                    else " with no `return` after it in the function (or in the enclosing `if` branch)")
                 + "; the condition is only known at run time, so assign the result to a variable in both "
                 "branches and return it after the `if`",

@@ -126,6 +126,19 @@ def _with_defaults(op_name: str, attrs: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+@dataclass
+class _Unrolled:
+    """A `for` being unrolled: its frame (the body's index in the frame stack), depth in `_loops`, items,
+    and the index of the item after the one being run (an early return's rest runs those)."""
+
+    loop: ast.For
+    body_frame: int
+    loop_depth: int
+    items: list
+    next: int = 0
+    with_else: bool = True  # False when re-run for an early return's rest, whose list holds the `else`
+
+
 class FunctionBuilder:
     """Compiles the body of one function (the kernel, or an inlined helper) into `ctx`."""
 
@@ -141,6 +154,8 @@ class FunctionBuilder:
         self._loops: list[ast.AST] = []  # loops being unrolled (their bodies run again)
         # (frames, loops) below these depths belong outside the If branch being built (see rest_tails)
         self._floor: tuple[int, int] = (0, 0)
+        self._unrolled: list[_Unrolled] = []  # the loops of `_loops` being unrolled here, with their items
+        self._pending: list[Any] = []  # parts of an early return's rest still to run after the one running
         self.parent: FunctionBuilder | None = None  # the builder of the function this one is inlined into
 
     # ---- diagnostics ---------------------------------------------------------------
@@ -193,38 +208,71 @@ class FunctionBuilder:
         Afterwards the graph, the return state and the scope are what they were before.
         """
         saved_ctx, saved_return = self.ctx, (self.returned, self.return_value, self.return_node)
-        saved_floor = self._floor
+        saved_floor, saved_pending = self._floor, self._pending
         self.ctx = ctx
         self.returned, self.return_value, self.return_node = False, None, None
-        self._floor = (len(self._frames), len(self._loops))
+        self._floor, self._pending = (len(self._frames), len(self._loops)), []
         self.scope.restore(scope)
         try:
             yield
         finally:
             self.ctx = saved_ctx
             self.returned, self.return_value, self.return_node = saved_return
-            self._floor = saved_floor
+            self._floor, self._pending = saved_floor, saved_pending
             self.scope.restore(scope)
 
-    def rest_tails(self) -> list[Sequence[ast.stmt]] | None:
-        """The statements that run after the one being run, up to the end of the function (or of the If
-        branch being built): the tail of each enclosing block, innermost first. None inside a loop being
-        unrolled, whose rest includes further iterations."""
-        if len(self._loops) > self._floor[1]:
+    def rest_tails(self) -> list[Any] | None:
+        """What runs after the statement being run, up to the end of the function (or of the If branch being
+        built), innermost first: the tail of each enclosing block, and for a loop being unrolled its remaining
+        iterations and its `else`. None inside a loop that is not unrolled (a Loop node's body)."""
+        frames_floor, loops_floor = self._floor
+        unrolled = [u for u in self._unrolled if u.loop_depth > loops_floor]
+        if len(self._loops) - loops_floor != len(unrolled):
             return None
-        return [stmts[index + 1:] for stmts, index in reversed(self._frames[self._floor[0]:])]
+        by_body = {u.body_frame: u for u in unrolled}
+        rest: list[Any] = []
+        for depth in reversed(range(frames_floor, len(self._frames))):
+            stmts, index = self._frames[depth]
+            rest.append(stmts[index + 1:])
+            u = by_body.get(depth)
+            if u is not None:  # the body of an unrolled loop: then its next iterations, then its `else`
+                rest.append((u.loop, list(u.items[u.next:])))
+                if u.with_else:
+                    rest.append(u.loop.orelse)
+        return rest + list(self._pending)
 
-    def run_rest(self, tails: Sequence[Sequence[ast.stmt]]) -> None:
+    def run_rest(self, rest: Sequence[Any]) -> None:
         """Run `rest_tails()` here (inside the branch of an early return's If), as their own function rest."""
-        saved = self._floor
+        saved, saved_pending = self._floor, self._pending
         self._floor = (len(self._frames), len(self._loops))
         try:
-            for tail in tails:
-                self.exec_block(tail)
+            for i, part in enumerate(rest):
+                self._pending = list(rest[i + 1:])  # (an early return in this part continues with these)
+                if isinstance(part, tuple):  # (loop, its remaining items): unrolled again in this branch
+                    self._rerun(*part)
+                else:
+                    self.exec_block(part)
                 if self.returned:
                     return
         finally:
-            self._floor = saved
+            self._floor, self._pending = saved, saved_pending
+
+    def _rerun(self, loop: ast.For, items: list) -> None:
+        """The remaining iterations of an unrolled loop, as `_s_For` runs them (without its `else`)."""
+        self.count_unroll(len(items), loop)
+        self._loops.append(loop)
+        unrolled = _Unrolled(loop, len(self._frames), len(self._loops), items, with_else=False)
+        self._unrolled.append(unrolled)
+        try:
+            for k, item in enumerate(items):
+                unrolled.next = k + 1
+                self.assign(loop.target, item)
+                self.exec_block(loop.body)
+                if self.returned:
+                    return
+        finally:
+            self._loops.pop()
+            self._unrolled.pop()
 
     # ---- statements --------------------------------------------------------------------
     def run_body(self) -> None:
@@ -317,15 +365,20 @@ class FunctionBuilder:
         if not forced:
             self.count_unroll(len(items), s)
         self._loops.append(s)
+        unrolled = _Unrolled(s, len(self._frames), len(self._loops), items)
+        self._unrolled.append(unrolled)
         try:
-            for item in items:
+            for k, item in enumerate(items):
+                unrolled.next = k + 1
                 self.assign(s.target, item)
                 self.exec_block(s.body)
                 if self.returned:
                     return
+            unrolled.next = len(items)
             self.exec_block(s.orelse)
         finally:
             self._loops.pop()
+            self._unrolled.pop()
 
     def _s_While(self, s: ast.While) -> None:
         loops.runtime_while(self, s)  # a tensor condition: a Loop node the host runs
