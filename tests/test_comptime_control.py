@@ -289,3 +289,20 @@ def early_return_in_a_loop(x, c):
 @pytest.mark.parametrize("c", [0.5, 1.5, 2.5, -1.0])
 def test_early_return_inside_an_unrolled_loop(chip, c, rng):
     run(early_return_in_a_loop, rng.random(5, dtype=np.float32), np.float32(c), chip=chip)
+
+
+def python_numbers_chosen_at_run_time(x, c):
+    if c > 0:
+        d = 1.0
+        k = 3
+    else:
+        d = 2.5
+        k = -1
+    return x + d, x * k, d
+
+
+@pytest.mark.parametrize("chip", CHIPS)
+@pytest.mark.parametrize("c", [1.0, -1.0])
+def test_python_numbers_chosen_by_a_tensor_if_run_on_the_emulator(chip, c, rng):
+    # (an If branch whose output is a one-element constant fills the output instead of copying a tile)
+    run(python_numbers_chosen_at_run_time, rng.random((2, 3), dtype=np.float32), np.float32(c), chip=chip)
