@@ -102,8 +102,6 @@ def analyze(label: str, kg: KernelGraph, chip: Any) -> UpdateKernel:
     inner_strides = tuple(st[k] * steps[k] for k in range(q + 1, len(shape)))
     offset = sum(starts[k] * st[k] for k in range(q + 1, len(shape)))
     inner = collapse(StridedAccess(inner_shape, inner_strides, offset))
-    if inner.shape and inner.strides[-1] < 1:
-        raise UnsupportedMove("a slice update with a negative step on the last axis is not lowered yet")
     v_row = 1
     for d in inner_shape:
         v_row *= d
@@ -242,11 +240,20 @@ def schedule(uk: UpdateKernel, t: UpdateTiling, chip: Any) -> TileSchedule:
         load = T.load(Ref("vt", vslot), gm(in_param(1), v_tile), dt, cols_e, rows_e, src_stride=bcols,
                       dst_stride=wp, note="v rows")
         rr = F("rr")
+        row_at = sy.add(o_tile, sy.mul(rr, bstride))
+        if col_stride(uk) > 0:
+            put: Stmt = T.store(gm(out_param(0), row_at), Ref("sp", vslot), dt, 1, cols_e, src_stride=per_block,
+                                dst_stride=col_stride(uk), note="v elements into the region")
+        else:  # a reversed last axis: GM strides cannot be negative, so one burst per element
+            kk = F("kk")
+            put = Loop("kk", 0, cols_e, 1, [
+                T.store(gm(out_param(0), sy.add(row_at, sy.mul(kk, col_stride(uk)))),
+                        Ref("sp", vslot, sy.mul(kk, per_block * size)), dt, 1, note="one v element")],
+                note="elements, last first")
         store = Loop("rr", 0, rows_e, 1, [
             T.vtranspose(Ref("sp", vslot), Ref("vt", vslot, sy.mul(rr, wp * size)), 1, cols_e, dt,
                          src_row_stride=wp, dst_row_stride=per_block, note="one element per block"),
-            T.store(gm(out_param(0), sy.add(o_tile, sy.mul(rr, bstride))), Ref("sp", vslot), dt, 1, cols_e,
-                    src_stride=per_block, dst_stride=col_stride(uk), note="v elements into the region"),
+            put,
         ], note="rows of the v tile")
     elif t.tile_rows == 1 or brows == 1:
         load = T.load(Ref("vt", vslot), gm(in_param(1), v_tile), dt, cols_e, note="v")
