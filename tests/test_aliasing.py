@@ -422,3 +422,17 @@ def test_region_rows_straddling_cores_move_in_groups(chip, dtype, rng):
     k = run(kv_cache_update_at_7, cache, new, chip=chip)
     (dk,) = [d for d in k.compile(cache, new).kernels if d.template == "update"]
     assert "groups of region rows" in dk.schedule_text
+
+
+def write_into_an_empty_view(x):
+    a = x + 0.0
+    v = pyasc.expand_dims(a, 0)[1:]   # shape (0, 3, 4)
+    v -= 0.5
+    v[...] = 0.25
+    a[2:2] = 9.0
+    return v, a
+
+
+@pytest.mark.parametrize("chip", CHIPS)
+def test_writes_into_empty_regions_change_nothing(chip, rng):
+    run(write_into_an_empty_view, rng.random((3, 4), dtype=np.float32), chip=chip)

@@ -180,6 +180,8 @@ def write(b: KernelBuilder, target: Value, new: Value, at: ast.AST, what: str) -
         raise b.error(f"{what} writes into an array whose sharing pyasc cannot follow: {t.opaque[target]}; "
                       "write into the base array instead, or make a new array first (`v = v + 0`)", at)
     view = t.views.get(target)
+    if target.type.numel == 0 and (view is None or not view.readonly):
+        return new  # an empty region: numpy changes nothing (and codegen treats empty inputs as constants)
     if view is not None and view.readonly:
         raise b.error(f"{what} writes into a read-only view: it comes from {view.readonly}; numpy raises "
                       "\"ValueError: output array is read-only\" here", at)
