@@ -436,3 +436,40 @@ def write_into_an_empty_view(x):
 @pytest.mark.parametrize("chip", CHIPS)
 def test_writes_into_empty_regions_change_nothing(chip, rng):
     run(write_into_an_empty_view, rng.random((3, 4), dtype=np.float32), chip=chip)
+
+
+def alias_kept_across_a_tensor_if(x, y):
+    a = x + 0.0
+    c0 = a               # the same array: after the `if` it still is
+    if y[0, 1] > 0.5:
+        a[...] = 3.0
+    else:
+        a *= 0.5
+    v2 = a[::2]
+    if y[0, 0] > 0.5:
+        c0 += 1.0
+    v2 -= y[0, 0]
+    return c0, v2, a
+
+
+def mask_alias_and_views_across_if(x, y):
+    a = x + 0.0
+    a[a > 0.5] = 0.0
+    v1 = pyasc.expand_dims(a, 0)
+    c2 = a
+    if y[0, 1] > 0.5:
+        a[...] = 3.0
+    else:
+        a *= 0.5
+    c2[:1] += 1.0
+    return v1.T, v1, a
+
+
+@pytest.mark.parametrize("chip", CHIPS)
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_aliases_survive_a_tensor_if(chip, seed):
+    # (found by a differential fuzz of view/alias programs against numpy)
+    x = np.random.default_rng(seed).random((3, 4), dtype=np.float32)
+    y = np.random.default_rng(seed + 10).random((3, 4), dtype=np.float32)
+    run(alias_kept_across_a_tensor_if, x, y, chip=chip)
+    run(mask_alias_and_views_across_if, x, y, chip=chip)

@@ -240,6 +240,9 @@ def tensor_if_statement(b: KernelBuilder, stmt: ast.If, cond: Value) -> None:
                 names.append(n)
     merged: list[tuple[str, tuple[Value, Value, tuple | None]]] = []
     originals: list[tuple[Any, Any]] = []  # each merged name's then and else value, as the branches bound them
+    # names holding the same array in both branches (`c = a` before the `if`) stay one array after it
+    first: dict[tuple[int, int], str] = {}
+    same_as: list[tuple[str, str]] = []
     for n in names:
         tv, ev = then.locals.get(n, _MISSING), other.locals.get(n, _MISSING)
         if tv is _MISSING or ev is _MISSING or isinstance(tv, Undefined) or isinstance(ev, Undefined):
@@ -254,7 +257,11 @@ def tensor_if_statement(b: KernelBuilder, stmt: ast.If, cond: Value) -> None:
             b.scope.bind(n, Undefined(n, f"`{n}` is not available after the tensor `if` at line {stmt.lineno}"))
         elif _same(tv, ev):
             b.scope.bind(n, tv)
+        elif is_tensor(tv) and is_tensor(ev) and (id(tv), id(ev)) in first:
+            same_as.append((n, first[(id(tv), id(ev))]))
         else:
+            if is_tensor(tv) and is_tensor(ev):
+                first[(id(tv), id(ev))] = n
             merged.append((n, _pair_to_values(b, f"variable `{n}`", tv, ev, then, other, stmt.test)))
             originals.append((tv, ev))
     if not merged:
@@ -262,6 +269,8 @@ def tensor_if_statement(b: KernelBuilder, stmt: ast.If, cond: Value) -> None:
     outs = _make_if(b, cond, operands, then, other, [pair for _, pair in merged], stmt.test, name)
     for (n, _), v in zip(merged, outs):
         b.bind_name(n, v)
+    for n, m in same_as:
+        b.scope.bind(n, b.scope.locals[m])
     aliasing.merge_branches(b, [(n, tv, ev, out) for (n, _), (tv, ev), out in zip(merged, originals, outs)],
                             stmt.test)
 
