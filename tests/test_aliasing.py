@@ -473,3 +473,24 @@ def test_aliases_survive_a_tensor_if(chip, seed):
     y = np.random.default_rng(seed + 10).random((3, 4), dtype=np.float32)
     run(alias_kept_across_a_tensor_if, x, y, chip=chip)
     run(mask_alias_and_views_across_if, x, y, chip=chip)
+
+
+def views_of_a_base_not_used_after_the_if(x, y):
+    a = x + 0.0
+    v0 = a[0]
+    v0[:1] += 1.0
+    v2 = pyasc.expand_dims(a, 0)
+    v3 = v2.T
+    if y[0, 0] > 0.5:
+        v2 += 1.0
+    v3[0] = 7.0     # `a` is not read after the `if`, but v2 and v0 still view it
+    return v3, v2, v0
+
+
+@pytest.mark.parametrize("chip", CHIPS)
+@pytest.mark.parametrize("seed", [0, 1])
+def test_views_stay_views_when_only_they_are_used_after_the_if(chip, seed):
+    x = np.random.default_rng(seed).random((3, 4), dtype=np.float32)
+    y = np.random.default_rng(seed + 10).random((3, 4), dtype=np.float32)
+    y[0, 0] = 0.9 if seed else 0.1
+    run(views_of_a_base_not_used_after_the_if, x, y, chip=chip)

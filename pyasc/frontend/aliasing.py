@@ -287,6 +287,28 @@ def _map_tensors(v: Any, fn: Callable[[Value], Value]) -> Any:
 # ---- after an `if` on a tensor ------------------------------------------------------------------------
 
 
+def bases_to_merge(b: KernelBuilder, pairs: list[tuple[Any, Any]]) -> list[tuple[Value, Value]]:
+    """(then base, else base) of the If outputs that are the same view in both branches whose bases are not
+    outputs already (`v = x[1:]` used after the `if`, `x` not): the If passes those bases out too, so the
+    views stay views of one array."""
+    t = table(b)
+    have = {(id(tv), id(ev)) for tv, ev in pairs}
+    out: list[tuple[Value, Value]] = []
+    for tv, ev in pairs:
+        if not (is_tensor(tv) and is_tensor(ev)):
+            continue
+        vt, ve = t.views.get(tv), t.views.get(ev)
+        if vt is None or ve is None or vt.readonly or ve.readonly or vt.base is ve.base:
+            continue
+        if [(s.op, s.attrs) for s in vt.steps] != [(s.op, s.attrs) for s in ve.steps]:
+            continue
+        key = (id(vt.base), id(ve.base))
+        if key not in have:
+            have.add(key)
+            out.append((vt.base, ve.base))
+    return out
+
+
 def merge_branches(b: KernelBuilder, merged: list[tuple[str, Value, Value, Value]], at: ast.AST) -> None:
     """Views across an If: `merged` holds (name, then value, else value, If output). An output that is in
     both branches the same view of another output's branch values is recorded as that view of it; any

@@ -266,9 +266,14 @@ def tensor_if_statement(b: KernelBuilder, stmt: ast.If, cond: Value) -> None:
             originals.append((tv, ev))
     if not merged:
         return  # neither branch computes anything used later
+    for bt, be in aliasing.bases_to_merge(b, originals):  # (the base of a view used later, passed out too)
+        merged.append(("", _pair_to_values(b, "the array a view used after the `if` belongs to", bt, be, then,
+                                            other, stmt.test)))
+        originals.append((bt, be))
     outs = _make_if(b, cond, operands, then, other, [pair for _, pair in merged], stmt.test, name)
     for (n, _), v in zip(merged, outs):
-        b.bind_name(n, v)
+        if n:
+            b.bind_name(n, v)
     for n, m in same_as:
         b.scope.bind(n, b.scope.locals[m])
     aliasing.merge_branches(b, [(n, tv, ev, out) for (n, _), (tv, ev), out in zip(merged, originals, outs)],
