@@ -338,6 +338,13 @@ class _Generator:
 
     def copy_kernel(self, src: Value, dst: Value, label: str) -> DeviceKernel:
         """A kernel that writes `src` (a branch input or constant) into the If output `dst`."""
+        if src.node.op == "Const" and src.type.numel == 1:
+            # a one-element constant is an immediate, not a tile a kernel can store: fill the output with it
+            g = Graph(f"{label}_fill")
+            value = np.asarray(src.node.attrs["value"]).reshape(-1)[0].item()
+            g.set_outputs([g.add("full", [], {"shape": tuple(dst.type.shape), "fill_value": value,
+                                             "dtype": dst.type.dtype}).out()])
+            return self.vector_kernel(label, KernelGraph(g, [], [dst]), None, outputs=[dst])
         kg = build_kernel_graph(label, [], [src], [src])
         return self.vector_kernel(label, kg, None, outputs=[dst])
 

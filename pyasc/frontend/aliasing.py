@@ -68,6 +68,7 @@ class AliasTable:
     views: dict[Value, View] = field(default_factory=dict)
     scalars: set[Value] = field(default_factory=set)          # numpy scalars: never changed in place
     opaque: dict[Value, str] = field(default_factory=dict)    # values whose sharing is unknown -> why
+    opaque_bases: dict[Value, set] = field(default_factory=dict)  # an opaque value -> the bases it may view
     quiet: int = 0                                            # > 0 while the write machinery emits
 
 
@@ -92,6 +93,7 @@ def note_node(b: KernelBuilder, op: str, inputs: list[Value], attrs: dict[str, A
         src = inputs[0]
         if src in t.opaque:
             t.opaque[out] = t.opaque[src]
+            t.opaque_bases[out] = t.opaque_bases.get(src, set())
             return
         parent = t.views.get(src)
         base = parent.base if parent else src
@@ -104,6 +106,7 @@ def note_node(b: KernelBuilder, op: str, inputs: list[Value], attrs: dict[str, A
             if shares is None:
                 t.opaque[out] = (f"`{text}` reshapes a strided view with symbolic dims, so whether numpy "
                                  "returns a view or a copy is only known at launch")
+                t.opaque_bases[out] = {base}
                 return
             if not shares:
                 _fresh(t, out)  # numpy copies here: a new array
@@ -178,6 +181,8 @@ def write(b: KernelBuilder, target: Value, new: Value, at: ast.AST, what: str) -
         raise b.error(f"{what} writes into an array whose sharing pyasc cannot follow: {t.opaque[target]}; "
                       "write into the base array instead, or make a new array first (`v = v + 0`)", at)
     view = t.views.get(target)
+    if target.type.numel == 0 and (view is None or not view.readonly):
+        return new  # an empty region: numpy changes nothing (and codegen treats empty inputs as constants)
     if view is not None and view.readonly:
         raise b.error(f"{what} writes into a read-only view: it comes from {view.readonly}; numpy raises "
                       "\"ValueError: output array is read-only\" here", at)
@@ -193,6 +198,9 @@ def write(b: KernelBuilder, target: Value, new: Value, at: ast.AST, what: str) -
     def rebound(v: Value) -> Value:
         if v in memo:
             return memo[v]
+        if v in t.opaque and base in t.opaque_bases.get(v, ()):
+            raise b.error(f"{what} changes an array that another variable may view: {t.opaque[v]}; pyasc cannot "
+                          "follow that view, so make it a new array first (`v = v + 0`)", at)
         other = t.views.get(v)
         if other is None or other.base is not base:
             return v
@@ -269,13 +277,35 @@ def rebind_everywhere(b: KernelBuilder, rebound: Callable[[Value], Value], at: a
 # ---- after an `if` on a tensor ------------------------------------------------------------------------
 
 
+def bases_to_merge(b: KernelBuilder, pairs: list[tuple[Any, Any]]) -> list[tuple[Value, Value]]:
+    """(then base, else base) of the If outputs that are the same view in both branches whose bases are not
+    outputs already (`v = x[1:]` used after the `if`, `x` not): the If passes those bases out too, so the
+    views stay views of one array."""
+    t = table(b)
+    have = {(id(tv), id(ev)) for tv, ev in pairs}
+    out: list[tuple[Value, Value]] = []
+    for tv, ev in pairs:
+        if not (is_tensor(tv) and is_tensor(ev)):
+            continue
+        vt, ve = t.views.get(tv), t.views.get(ev)
+        if vt is None or ve is None or vt.readonly or ve.readonly or vt.base is ve.base:
+            continue
+        if [(s.op, s.attrs) for s in vt.steps] != [(s.op, s.attrs) for s in ve.steps]:
+            continue
+        key = (id(vt.base), id(ve.base))
+        if key not in have:
+            have.add(key)
+            out.append((vt.base, ve.base))
+    return out
+
+
 def merge_branches(b: KernelBuilder, merged: list[tuple[str, Value, Value, Value]], at: ast.AST) -> None:
     """Views across an If: `merged` holds (name, then value, else value, If output). An output that is in
     both branches the same view of another output's branch values is recorded as that view of it; any
     other output that was a view in a branch, and the outputs it may share with, become opaque (a write
     through them is an error), since numpy's sharing then depends on the branch taken."""
     t = table(b)
-    by_pair = {(tv, ev): out for _, tv, ev, out in merged}
+    by_pair = {(tv, ev): out for _, tv, ev, out in merged if is_tensor(tv) and is_tensor(ev)}
     unresolved = False
     for name, tv, ev, out in merged:
         vt = t.views.get(tv) if is_tensor(tv) else None
@@ -287,6 +317,8 @@ def merge_branches(b: KernelBuilder, merged: list[tuple[str, Value, Value, Value
         if vt is not None and ve is not None and vt.readonly is None and ve.readonly is None and \
                 [(s.op, s.attrs) for s in vt.steps] == [(s.op, s.attrs) for s in ve.steps]:
             base = by_pair.get((vt.base, ve.base))
+            if base is None and vt.base is ve.base:  # both views of one outer array, which the `if` kept
+                base = vt.base
             if base is not None:
                 t.quiet += 1
                 try:
@@ -299,9 +331,15 @@ def merge_branches(b: KernelBuilder, merged: list[tuple[str, Value, Value, Value
     if unresolved:
         why = (f"it comes out of the `if` on a tensor at line {getattr(at, 'lineno', '?')}, whose branches "
                "make it a view of different arrays")
+        bases = set()
+        for _, tv, ev, _ in merged:
+            for v in (tv, ev):
+                if is_tensor(v):
+                    bases.add(t.views[v].base if v in t.views else v)
         for _, _, _, out in merged:
             if out not in t.views:
                 t.opaque[out] = why
+                t.opaque_bases[out] = bases
 
 
 def _chain_of(b: KernelBuilder, steps: tuple[Step, ...], base: Value, at: ast.AST) -> tuple[Step, ...]:

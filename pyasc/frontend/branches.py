@@ -22,7 +22,7 @@ from .context import GraphContext
 from .protocol import KernelBuilder
 from .scope import Undefined
 from .tensors import mark_weak, strong_dtypes, weak_dtype, weak_values
-from .values import contains_tensor, describe, is_number, is_tensor
+from .values import contains_tensor, describe, is_const_array, is_number, is_tensor
 
 
 _MISSING = object()
@@ -90,7 +90,10 @@ def _pair_to_values(b: KernelBuilder, what: str, tv: Any, ev: Any, then: Branch,
                     at: ast.AST) -> tuple[Value, Value, tuple | None]:
     """One If output: the then value and else value as tensors of one type in their branch graphs,
     and, when both are Python scalars (or weak tensors standing for them), the numbers the output
-    may be (the If output is then weak, see tensors.weak_values); else None."""
+    may be (the If output is then weak, see tensors.weak_values); else None.
+
+    A compile-time numpy array (a global `K`) is a constant tensor of its own (strong) dtype there."""
+    tv, ev = (_array_const(b, v, at, what) for v in (tv, ev))
     for v, br in ((tv, then), (ev, other)):
         if not (is_tensor(v) or is_number(v)):
             raise b.error(
@@ -142,6 +145,15 @@ def _pair_to_values(b: KernelBuilder, what: str, tv: Any, ev: Any, then: Branch,
     return result[0], result[1], weak
 
 
+def _array_const(b: KernelBuilder, v: Any, at: ast.AST, what: str) -> Any:
+    if not is_const_array(v):
+        return v
+    try:
+        return b.const(v, dtypes.narrow(v.dtype), at)
+    except dtypes.DTypeError as e:
+        raise b.error(f"{what}: {e}", at) from None
+
+
 def _readonly(a: np.ndarray) -> np.ndarray:
     a = np.array(a, order="C")  # a copy; not ascontiguousarray, which makes a 0-d array 1-d
     a.flags.writeable = False
@@ -185,12 +197,21 @@ def tensor_if_statement(b: KernelBuilder, stmt: ast.If, cond: Value) -> None:
     then, other, name = _build_both(b, operands, before, lambda: b.exec_block(stmt.body),
                               lambda: b.exec_block(stmt.orelse))
 
+    tails: list | None = []
+    if then.returned != other.returned:
+        # an early return: the branch that does not return continues with the rest of the function
+        tails = b.rest_tails()
+        if tails is not None and any(tails):
+            then, other = _with_rest(b, stmt, operands, before, name, then, other, tails)
     if then.returned or other.returned:
         if not (then.returned and other.returned):
             one = then if then.returned else other
             raise b.error(
-                f"`return` in only the {one.label} branch of an `if` on a tensor condition; the "
-                "condition is only known at run time, so assign the result to a variable in both "
+                f"`return` in only the {one.label} branch of an `if` on a tensor condition"
+                + (" inside a loop the host runs (a Loop node: the rest of the function cannot become the "
+                   "other branch there)" if tails is None
+                   else " with no `return` after it in the function (or in the enclosing `if` branch)")
+                + "; the condition is only known at run time, so assign the result to a variable in both "
                 "branches and return it after the `if`",
                 one.return_node or stmt,
             )
@@ -219,6 +240,9 @@ def tensor_if_statement(b: KernelBuilder, stmt: ast.If, cond: Value) -> None:
                 names.append(n)
     merged: list[tuple[str, tuple[Value, Value, tuple | None]]] = []
     originals: list[tuple[Any, Any]] = []  # each merged name's then and else value, as the branches bound them
+    # names holding the same array in both branches (`c = a` before the `if`) stay one array after it
+    first: dict[tuple[int, int], str] = {}
+    same_as: list[tuple[str, str]] = []
     for n in names:
         tv, ev = then.locals.get(n, _MISSING), other.locals.get(n, _MISSING)
         if tv is _MISSING or ev is _MISSING or isinstance(tv, Undefined) or isinstance(ev, Undefined):
@@ -233,16 +257,41 @@ def tensor_if_statement(b: KernelBuilder, stmt: ast.If, cond: Value) -> None:
             b.scope.bind(n, Undefined(n, f"`{n}` is not available after the tensor `if` at line {stmt.lineno}"))
         elif _same(tv, ev):
             b.scope.bind(n, tv)
+        elif is_tensor(tv) and is_tensor(ev) and (id(tv), id(ev)) in first:
+            same_as.append((n, first[(id(tv), id(ev))]))
         else:
+            if is_tensor(tv) and is_tensor(ev):
+                first[(id(tv), id(ev))] = n
             merged.append((n, _pair_to_values(b, f"variable `{n}`", tv, ev, then, other, stmt.test)))
             originals.append((tv, ev))
     if not merged:
         return  # neither branch computes anything used later
+    for bt, be in aliasing.bases_to_merge(b, originals):  # (the base of a view used later, passed out too)
+        merged.append(("", _pair_to_values(b, "the array a view used after the `if` belongs to", bt, be, then,
+                                            other, stmt.test)))
+        originals.append((bt, be))
     outs = _make_if(b, cond, operands, then, other, [pair for _, pair in merged], stmt.test, name)
     for (n, _), v in zip(merged, outs):
-        b.bind_name(n, v)
+        if n:
+            b.bind_name(n, v)
+    for n, m in same_as:
+        b.scope.bind(n, b.scope.locals[m])
     aliasing.merge_branches(b, [(n, tv, ev, out) for (n, _), (tv, ev), out in zip(merged, originals, outs)],
                             stmt.test)
+
+
+def _with_rest(b: KernelBuilder, stmt: ast.If, operands: list[Value], before: dict, name: str, then: Branch,
+               other: Branch, tails: list) -> tuple[Branch, Branch]:
+    """Rebuild the branch of `stmt` that does not return with the rest of the function after it."""
+    label, body = ("else", stmt.orelse) if then.returned else ("then", stmt.body)
+
+    def run() -> None:
+        b.exec_block(body)
+        if not b.returned:
+            b.run_rest(tails)
+
+    rebuilt = _build_branch(b, label, operands, before, run, name)
+    return (then, rebuilt) if then.returned else (rebuilt, other)
 
 
 def tensor_ternary(b: KernelBuilder, node: ast.IfExp, cond: Value) -> Any:

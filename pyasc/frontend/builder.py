@@ -24,7 +24,8 @@ from ..markers import constexpr
 from ..ops.dimvalue import op_launch_checks
 from ..ir.graph import Value
 from ..tensor_type import Sym
-from . import aliasing, branches, calls, checks, dimpred, guards, indexing, loops, objects, pytree, writes
+from . import aliasing, bitops, branches, calls, checks, comptime, dimpred, guards, indexing, loops, objects, pytree, \
+    writes
 from .context import BuildState, GraphContext
 from .scope import CLOSURE, GLOBAL, Scope, UnassignedFreeVariable, Undefined
 from .source import ParsedFunction
@@ -64,8 +65,6 @@ UNSUPPORTED: dict[type, str] = {
     ast.Import: "`import` is not supported inside a kernel; import at module level",
     ast.ImportFrom: "`import` is not supported inside a kernel; import at module level",
     ast.ClassDef: "class definitions are not supported in a kernel",
-    ast.Lambda: "`lambda` is not supported in a kernel; define a helper function with `def` at module level "
-                "(calls to it are inlined)",
     ast.Yield: "`yield` is not supported in a kernel",
     ast.YieldFrom: "`yield from` is not supported in a kernel",
     ast.Await: "`await` is not supported in a kernel",
@@ -129,6 +128,19 @@ def _with_defaults(op_name: str, attrs: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+@dataclass
+class _Unrolled:
+    """A `for` being unrolled: its frame (the body's index in the frame stack), depth in `_loops`, items,
+    and the index of the item after the one being run (an early return's rest runs those)."""
+
+    loop: ast.For
+    body_frame: int
+    loop_depth: int
+    items: list
+    next: int = 0
+    with_else: bool = True  # False when re-run for an early return's rest, whose list holds the `else`
+
+
 class FunctionBuilder:
     """Compiles the body of one function (the kernel, or an inlined helper) into `ctx`."""
 
@@ -142,6 +154,10 @@ class FunctionBuilder:
         self.return_node: ast.AST | None = None
         self._frames: list[list[Any]] = []  # [statements, index being run] of the blocks being run
         self._loops: list[ast.AST] = []  # loops being unrolled (their bodies run again)
+        # (frames, loops) below these depths belong outside the If branch being built (see rest_tails)
+        self._floor: tuple[int, int] = (0, 0)
+        self._unrolled: list[_Unrolled] = []  # the loops of `_loops` being unrolled here, with their items
+        self._pending: list[Any] = []  # parts of an early return's rest still to run after the one running
         self.parent: FunctionBuilder | None = None  # the builder of the function this one is inlined into
 
     # ---- diagnostics ---------------------------------------------------------------
@@ -158,6 +174,7 @@ class FunctionBuilder:
     def emit(self, op: str, inputs: Sequence[Value], attrs: dict[str, Any], at: ast.AST,
              name: str | None = None) -> list[Value]:
         """Add a node to the current graph; an inference error becomes a CompileError at `at`."""
+        given = list(inputs)  # as the kernel names them (outer values, not an If branch's imports of them)
         inputs = [self.ctx.use(v) for v in inputs]
         if not ops.exists(op):
             raise self.error(f"the op {op!r} that `{self.text(at)}` needs is not registered", at)
@@ -170,7 +187,7 @@ class FunctionBuilder:
             raise self.error(f"{e} in `{self.text(at)}`", at) from None
         except (TypeError, ValueError) as e:  # an attribute the op's inference cannot use
             raise self.error(f"{op}: {e} in `{self.text(at)}`", at) from None
-        aliasing.note_node(self, op, inputs, node.attrs, node.values, self.text(at))
+        aliasing.note_node(self, op, given, node.attrs, node.values, self.text(at))
         for pred, message in op_launch_checks(op, [v.type for v in inputs], node.attrs):
             dimpred.launch_check(self, pred, message, at)  # what only the launch sizes can confirm
         return node.values
@@ -195,15 +212,71 @@ class FunctionBuilder:
         Afterwards the graph, the return state and the scope are what they were before.
         """
         saved_ctx, saved_return = self.ctx, (self.returned, self.return_value, self.return_node)
+        saved_floor, saved_pending = self._floor, self._pending
         self.ctx = ctx
         self.returned, self.return_value, self.return_node = False, None, None
+        self._floor, self._pending = (len(self._frames), len(self._loops)), []
         self.scope.restore(scope)
         try:
             yield
         finally:
             self.ctx = saved_ctx
             self.returned, self.return_value, self.return_node = saved_return
+            self._floor, self._pending = saved_floor, saved_pending
             self.scope.restore(scope)
+
+    def rest_tails(self) -> list[Any] | None:
+        """What runs after the statement being run, up to the end of the function (or of the If branch being
+        built), innermost first: the tail of each enclosing block, and for a loop being unrolled its remaining
+        iterations and its `else`. None inside a loop that is not unrolled (a Loop node's body)."""
+        frames_floor, loops_floor = self._floor
+        unrolled = [u for u in self._unrolled if u.loop_depth > loops_floor]
+        if len(self._loops) - loops_floor != len(unrolled):
+            return None
+        by_body = {u.body_frame: u for u in unrolled}
+        rest: list[Any] = []
+        for depth in reversed(range(frames_floor, len(self._frames))):
+            stmts, index = self._frames[depth]
+            rest.append(stmts[index + 1:])
+            u = by_body.get(depth)
+            if u is not None:  # the body of an unrolled loop: then its next iterations, then its `else`
+                rest.append((u.loop, list(u.items[u.next:])))
+                if u.with_else:
+                    rest.append(u.loop.orelse)
+        return rest + list(self._pending)
+
+    def run_rest(self, rest: Sequence[Any]) -> None:
+        """Run `rest_tails()` here (inside the branch of an early return's If), as their own function rest."""
+        saved, saved_pending = self._floor, self._pending
+        self._floor = (len(self._frames), len(self._loops))
+        try:
+            for i, part in enumerate(rest):
+                self._pending = list(rest[i + 1:])  # (an early return in this part continues with these)
+                if isinstance(part, tuple):  # (loop, its remaining items): unrolled again in this branch
+                    self._rerun(*part)
+                else:
+                    self.exec_block(part)
+                if self.returned:
+                    return
+        finally:
+            self._floor, self._pending = saved, saved_pending
+
+    def _rerun(self, loop: ast.For, items: list) -> None:
+        """The remaining iterations of an unrolled loop, as `_s_For` runs them (without its `else`)."""
+        self.count_unroll(len(items), loop)
+        self._loops.append(loop)
+        unrolled = _Unrolled(loop, len(self._frames), len(self._loops), items, with_else=False)
+        self._unrolled.append(unrolled)
+        try:
+            for k, item in enumerate(items):
+                unrolled.next = k + 1
+                self.assign(loop.target, item)
+                self.exec_block(loop.body)
+                if self.returned:
+                    return
+        finally:
+            self._loops.pop()
+            self._unrolled.pop()
 
     # ---- statements --------------------------------------------------------------------
     def run_body(self) -> None:
@@ -299,15 +372,20 @@ class FunctionBuilder:
         if not forced:
             self.count_unroll(len(items), s)
         self._loops.append(s)
+        unrolled = _Unrolled(s, len(self._frames), len(self._loops), items)
+        self._unrolled.append(unrolled)
         try:
-            for item in items:
+            for k, item in enumerate(items):
+                unrolled.next = k + 1
                 self.assign(s.target, item)
                 self.exec_block(s.body)
                 if self.returned:
                     return
+            unrolled.next = len(items)
             self.exec_block(s.orelse)
         finally:
             self._loops.pop()
+            self._unrolled.pop()
 
     def _s_While(self, s: ast.While) -> None:
         loops.runtime_while(self, s)  # a tensor condition: a Loop node the host runs
@@ -529,6 +607,10 @@ class FunctionBuilder:
                operands: tuple[ast.AST, ast.AST]) -> Any:
         name, spelling, fn = BINARY_OPS[type(op)]
         if is_tensor(left) or is_tensor(right):
+            if spelling in ("<<", ">>"):
+                return bitops.shift(self, left, right, at, operands, spelling == "<<")
+            if name == "matmul" and bitops.is_bool_pair(left, right):
+                return bitops.bool_matmul(self, left, right, at)
             if not name:
                 raise self.error(f"the operator {spelling} is not supported on tensors in `{self.text(at)}`", at)
             if name == "pow" and type(right) is int and right == 2 and is_tensor(left) \
@@ -610,6 +692,11 @@ class FunctionBuilder:
                     continue
                 check_symbolic_compare(self, spelling, left, right, node)
                 result = fold(self, fn, (left, right), node)
+                if isinstance(result, np.ndarray):  # compile-time arrays compared: an array of bools, folded
+                    if len(node.ops) > 1:
+                        raise self.error(f"a chained comparison of arrays is ambiguous in `{self.text(node)}` "
+                                         "(numpy raises here); write `(a < b) & (b < c)`", node)
+                    return result
             elif isinstance(op, (ast.Is, ast.IsNot)):
                 same = left is right or (is_tensor(left) and is_tensor(right) and left == right)
                 result = same if isinstance(op, ast.Is) else not same
@@ -652,6 +739,9 @@ class FunctionBuilder:
         if out is not x and out.type.ndim == 0 and not any(i is Ellipsis for i in items):
             aliasing.mark_scalar(self, out)
         return out
+
+    def _e_Lambda(self, node: ast.Lambda) -> Any:
+        return comptime.make_lambda(self, node)  # called later: inlined where it is called
 
     def _e_Slice(self, node: ast.Slice) -> slice:
         parts = [self.eval(p) if p is not None else None for p in (node.lower, node.upper, node.step)]

@@ -28,7 +28,7 @@ from .. import dtypes, ops
 from ..errors import CompileError, Note
 from .. import markers, tensor_type
 from ..tensor_type import Sym
-from . import aliasing, checks, dtype_rules, guards, loops, objects, pytree, source
+from . import aliasing, bitops, checks, comptime, dtype_rules, guards, loops, objects, pytree, source
 from .protocol import KernelBuilder
 from .scope import Scope, assigned_names
 from .tensors import as_operand, strong_dtypes
@@ -118,6 +118,8 @@ def call_value(b: KernelBuilder, callee: Any, args: list[Any], kwargs: dict[str,
     name = _callee_text(b, at)
     if isinstance(callee, TensorMethod):
         return tensor_method(b, callee, args, kwargs, at)
+    if isinstance(callee, comptime.KernelLambda):
+        return comptime.call_lambda(b, callee, args, kwargs, at)
     op_name = getattr(callee, "__pyasc_op__", None)
     if isinstance(op_name, str):
         return op_call(b, callee, op_name, args, kwargs, at, name)
@@ -126,6 +128,12 @@ def call_value(b: KernelBuilder, callee: Any, args: list[Any], kwargs: dict[str,
         return op_call(b, twin[1], twin[0], args, kwargs, at, name, numpy_fn=callee)
     if is_dtype_like(callee) and callee not in (int, float, bool):
         return dtype_call(b, callee, args, kwargs, at, name)
+    if _numpy_compile_time(callee):
+        return compile_time_call(b, callee, args, kwargs, at, name)
+    if comptime.is_numpy_function(callee):  # never inlined from numpy's own source
+        return comptime.numpy_call(b, callee, args, kwargs, at, name)
+    if comptime.is_math_function(callee):
+        return comptime.math_call(b, callee, args, kwargs, at, name)
     if callee is print:
         raise b.error(
             "print() is not supported in a kernel: the body runs once, at compile time; "
@@ -163,9 +171,8 @@ def call_value(b: KernelBuilder, callee: Any, args: list[Any], kwargs: dict[str,
     if isinstance(callee, types.BuiltinMethodType) and isinstance(getattr(callee, "__self__", None), list):
         if callee.__name__ in ("index", "count", "copy"):
             return compile_time_call_allowing_tensors(b, callee, args, kwargs, at, name)
-        raise b.error(
-            f"{name}() would change a list in place, which a kernel does not support; build a new list "
-            "instead, e.g. `items = items + [value]` or a comprehension", at)
+        comptime.check_list_mutation(b, callee.__self__, f"{name}()", at)
+        return compile_time_call_allowing_tensors(b, callee, args, kwargs, at, name)
     if isinstance(callee, types.MethodType) and isinstance(callee.__func__, types.FunctionType):
         guards.derive(b.state, callee, "__func__", callee.__func__)
         return inline(b, callee.__func__, [callee.__self__, *args], kwargs, at, name)
@@ -223,6 +230,8 @@ def compile_time_call(b: KernelBuilder, fn: Any, args: list[Any], kwargs: dict[s
         raise b.error(f"{name}() runs at compile time and cannot take a tensor argument", at)
     try:
         return fn(*args, **kwargs)
+    except CompileError:
+        raise  # a kernel lambda called by Python (a sorted key) failed: its own located error
     except Exception as e:
         raise b.error(f"{name}(): {type(e).__name__}: {e}", at) from None
 
@@ -269,6 +278,9 @@ def op_call(b: KernelBuilder, fn: Any, op_name: str, args: Sequence[Any], kwargs
             return _scalar_result(ops.get(op_name).eager(*[a for a in arrays if a is not None], **attrs))
         except Exception as e:
             raise b.error(f"{display}(): {type(e).__name__}: {e}", at) from None
+    if op_name == "matmul" and len(tensors) == 2 and bitops.is_bool_pair(*tensors) and not attrs.get("transpose_a") \
+            and not attrs.get("transpose_b"):
+        return bitops.bool_matmul(b, tensors[0], tensors[1], at)
     op = ops.get(op_name)
     params = op.tensor_params
     given = [(params[i] if i < len(params) else None, t) for i, t in enumerate(tensors) if t is not None]
@@ -414,6 +426,8 @@ def compile_time_call_allowing_tensors(b, fn, args, kwargs, at, name):
     """For container builtins: tensors may be elements of the containers, they are just moved around."""
     try:
         return fn(*args, **kwargs)
+    except CompileError:
+        raise
     except Exception as e:
         raise b.error(f"{name}(): {type(e).__name__}: {e}", at) from None
 
@@ -431,19 +445,41 @@ def _sum(b, args, kwargs, at, name):
     return total
 
 
+def _map(b, args, kwargs, at, name):
+    """map(f, *iterables): f called per element now (a lambda or helper over tensors is inlined per element)."""
+    if kwargs or len(args) < 2:
+        return compile_time_call(b, map, args, kwargs, at, name)  # Python's own message for a bad call
+    fn, iterables = args[0], [b.iterate(a, at) for a in args[1:]]
+    return tuple(call_value(b, fn, list(items), {}, at) for items in zip(*iterables))
+
+
+def _filter(b, args, kwargs, at, name):
+    if kwargs or len(args) != 2:
+        return compile_time_call(b, filter, args, kwargs, at, name)
+    fn, items = args[0], b.iterate(args[1], at)
+    keep = []
+    for item in items:
+        verdict = item if fn is None else call_value(b, fn, [item], {}, at)
+        if contains_tensor(verdict):
+            raise b.error(f"{name}(): the condition for {describe(item)} is a tensor, known only at run time; "
+                          "filter on compile-time values", at)
+        if b.truth(verdict, at):
+            keep.append(item)
+    return tuple(keep)
+
+
+def _isinstance(b, args, kwargs, at, name):
+    if len(args) != 2 or kwargs:
+        return compile_time_call(b, isinstance, args, kwargs, at, name)
+    return comptime.isinstance_of(b, args[0], args[1], at)
+
+
 def _compile_time_only(fn):
     def handler(b, args, kwargs, at, name):
         _no_tensors(b, args, at, name, "it only works on compile-time values")
         return compile_time_call(b, fn, args, kwargs, at, name)
 
     return handler
-
-
-def _isinstance(b, args, kwargs, at, name):
-    """isinstance of a container holding tensors (a pytree argument) is a Python question; of a tensor, not."""
-    if len(args) == 2 and not kwargs and not is_tensor(args[0]) and not contains_tensor(args[1]):
-        return compile_time_call_allowing_tensors(b, isinstance, args, kwargs, at, name)
-    return _compile_time_only(isinstance)(b, args, kwargs, at, name)
 
 
 BUILTINS: dict[Any, Callable[..., Any]] = {
@@ -464,6 +500,9 @@ BUILTINS: dict[Any, Callable[..., Any]] = {
     enumerate: _iterating(lambda *a, **k: tuple(enumerate(*a, **k))),
     reversed: _iterating(lambda a: tuple(reversed(a))),
     isinstance: _isinstance,
+    map: _map,
+    filter: _filter,
+    sorted: _iterating(lambda *a, **k: sorted(*a, **k)),
     round: _compile_time_only(round),
     sum: _sum,
     math.prod: _compile_time_only(math.prod),

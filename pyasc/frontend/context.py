@@ -31,6 +31,7 @@ class BuildState:
     current: Any = None  # (ParsedFunction, ast node) last visited: where an internal error is reported
     # 0-d tensors standing for Python scalars chosen at run time -> the numbers they may be (tensors.weak_values)
     weak: dict[Value, tuple] = field(default_factory=dict)
+    lambdas_running: list = field(default_factory=list)  # lambdas being inlined (recursion check)
     root: Any = None  # what build_graph was given: the kernel function, or a bound method (its self: objects.py)
     aliasing: Any = None  # aliasing.AliasTable: which tensors are views of which, which are numpy scalars
 

@@ -54,6 +54,10 @@ class KernelBuilder(Protocol):
 
     def live_after(self) -> set[str]: ...
 
+    def rest_tails(self) -> list[Any] | None: ...
+
+    def run_rest(self, rest: Sequence[Any]) -> None: ...
+
     # -- nested builds ------------------------------------------------------------
     def inline_builder(self, parsed: ParsedFunction, scope: Scope) -> "KernelBuilder":
         """A builder for a helper's body, emitting into the same graph, inlined into this one."""

@@ -20,8 +20,8 @@ import numpy as np
 
 from .. import dtypes
 from ..ir.graph import Value
-from . import aliasing, calls, indexing
-from .tensors import fold, scalar_const_dtype
+from . import aliasing, calls, comptime, indexing
+from .tensors import BINARY_OPS, fold
 from .values import contains_tensor, describe, is_const_array, is_number, is_tensor
 
 #: in-place Python operators for compile-time numpy arrays
@@ -91,7 +91,7 @@ def _array_in_place(b: Any, s: ast.AugAssign, name: str, arr: np.ndarray, rhs: A
         raise b.error(
             f"`{b.text(s)}` would change in place the compile-time array `{name}`, which the kernel read "
             f"from outside it (a global, closure or attribute); a kernel cannot change it: write "
-            f"`{name} = {name} {b.text(s).split()[1][:-1]} ...` for a new array", s)
+            f"`{name} = {name} {BINARY_OPS[type(s.op)][1]} ...` for a new array", s)
     if not contains_tensor(rhs):
         fold(b, _IN_PLACE[type(s.op)], (arr, rhs), s)  # numpy's own in-place: its views see it too
         b.bind_name(name, arr)
@@ -168,6 +168,10 @@ def assign_subscript(b: Any, target: ast.Subscript, value: Any, aug: ast.AugAssi
                 fold(b, update, (container, index, value), at)
             return
         container = _tensor_of_array(b, container, at)
+    if isinstance(container, list) and aug is None:
+        comptime.check_list_mutation(b, container, what, target)
+        fold(b, operator.setitem, (container, index, value), at)
+        return
     if not is_tensor(container):
         raise b.error(f"assigning to an item of {describe(container)} is not supported in a kernel in {what}; "
                       "build a new value instead", target)
@@ -247,6 +251,10 @@ def coerce(b: Any, value: Any, shape: Any, dtype: str, at: ast.AST, target: ast.
     if lead:
         v = b.emit("reshape", [v], {"shape": vshape[lead:]}, at)[0]
         vshape = vshape[lead:]
+    if vshape != shape and not all(isinstance(d, int) for d in (*vshape, *shape)):
+        raise b.error(f"`{b.text(at)}` stores a value of shape {_dims(vshape)} into a region of shape {_dims(shape)}; "
+                      "with symbolic dims (dynamic=True) pyasc cannot tell whether numpy would broadcast them, so "
+                      "slice writes need the same shape or static shapes", at)
     if vshape != shape:
         try:
             ok = np.broadcast_shapes(vshape, shape) == shape
@@ -259,4 +267,8 @@ def coerce(b: Any, value: Any, shape: Any, dtype: str, at: ast.AST, target: ast.
     return v
 
 
-__all__ = ["assign_subscript", "aug_assign", "coerce", "in_place_result", "scalar_const_dtype"]
+def _dims(shape: tuple) -> str:
+    return "(" + ", ".join(str(d) for d in shape) + ("," if len(shape) == 1 else "") + ")"
+
+
+__all__ = ["assign_subscript", "aug_assign", "coerce", "in_place_result"]

@@ -3,15 +3,13 @@
 The output is seen as rows: the leading axes up to the *row axis* `q`
 (the first axis whose region is not the whole axis, or the one before it
 when that is the last axis) flattened, each row the contiguous rest of the
-tensor (`R` elements). Rows are split over the AIV cores. For each row of
-its share a core
+tensor (`R` elements). Rows are split over the AIV cores. A core
 
-1. copies the row of `x` to `out` (contiguous chunks: one MTE2 load, one
-   MTE3 store each), then,
-2. when the row is in the region (its index along `q` is one the region's
-   start/step picks: a `When` on integer expressions of the row index),
-   loads the matching part of `v` (contiguous) and stores it into the row
-   with strided bursts: the region inside a row collapses (like
+1. copies its rows of `x` to `out` (one contiguous range, in chunks: one
+   MTE2 load, one MTE3 store each), then,
+2. for each region row (v row j lands in output row `o*dq + start + jq*step`)
+   that is one of its rows (a `When` on integer expressions), loads that
+   part of `v` (contiguous) and stores it into the row with strided bursts: the region inside a row collapses (like
    `access.collapse`) to rows of `W` contiguous elements `Srow` apart, and
    any dims outside those are loops.
 
@@ -104,8 +102,6 @@ def analyze(label: str, kg: KernelGraph, chip: Any) -> UpdateKernel:
     inner_strides = tuple(st[k] * steps[k] for k in range(q + 1, len(shape)))
     offset = sum(starts[k] * st[k] for k in range(q + 1, len(shape)))
     inner = collapse(StridedAccess(inner_shape, inner_strides, offset))
-    if inner.shape and inner.strides[-1] != 1:
-        raise UnsupportedMove("a slice update with a step on the last axis has no contiguous run to store")
     v_row = 1
     for d in inner_shape:
         v_row *= d
@@ -119,7 +115,8 @@ def analyze(label: str, kg: KernelGraph, chip: Any) -> UpdateKernel:
 
 
 def _block_dims(uk: UpdateKernel) -> tuple[list[tuple[int, int]], int, int, int]:
-    """The inner region as (loop dims (extent, out stride)), block rows, block row stride, block cols."""
+    """The inner region as (loop dims (extent, out stride)), block rows, block row stride, block cols (their
+    stride is `col_stride(uk)`)."""
     shape, strides = list(uk.inner.shape), list(uk.inner.strides)
     if not shape:
         return [], 1, 0, 1
@@ -129,19 +126,70 @@ def _block_dims(uk: UpdateKernel) -> tuple[list[tuple[int, int]], int, int, int]
     return [(int(d), int(s)) for d, s in zip(shape[:-2], strides[:-2])], int(shape[-2]), int(strides[-2]), cols
 
 
+def col_stride(uk: UpdateKernel) -> int:
+    """Output elements between neighbouring columns of the region (1: contiguous runs)."""
+    return int(uk.inner.strides[-1]) if uk.inner.shape else 1
+
+
+def _batched(uk: UpdateKernel) -> bool:
+    """Region rows that are consecutive output rows, each one contiguous run: moved several at a time."""
+    loops, brows, _, _ = _block_dims(uk)
+    return not loops and brows == 1 and col_stride(uk) == 1 and uk.v_const is None and uk.q_step == 1 \
+        and uk.q_count > 0
+
+
 def tilings(uk: UpdateKernel, chip: Any, buffer_num: int, cores: int) -> list[UpdateTiling]:
     per_block = max(1, chip.ub_align // uk.itemsize)
     _, brows, _, bcols = _block_dims(uk)
     out = []
     for budget in _BUDGETS:
-        chunk = min(uk.row_len, budget)
-        tc = min(bcols, budget)
+        chunk = min(uk.rows * uk.row_len, budget)
+        # (a strided column store spreads each element over its own 32-byte block first)
+        tc = min(bcols, budget if col_stride(uk) == 1 else max(1, budget // per_block), chip.max_nburst)
+        if col_stride(uk) != 1:  # one vtranspose per v row: at most one instruction's repeats of padded blocks
+            blk = chip.transpose_block
+            tc = min(tc, max(blk, chip.max_repeats * chip.vector_repeat_bytes // (blk * uk.itemsize) // blk * blk))
         tr = max(1, min(brows, budget // align(tc, per_block)))
+        if _batched(uk) and tc == bcols:  # a tile holds several region rows (consecutive output rows)
+            tr = max(1, min(uk.q_count, budget // align(tc, per_block), chip.max_nburst))
         for bn in sorted({1, max(1, min(2, buffer_num))}):
             t = UpdateTiling(chunk, tr, tc, bn, max(1, min(cores, chip.aiv_cores)))
             if t not in out:
                 out.append(t)
     return out
+
+
+def _batched_write(uk: UpdateKernel, t: UpdateTiling, begin: IntLike, count: IntLike, wp: int, bn: int,
+                   gm: Any) -> Stmt:
+    """Groups of `tile_rows` region rows of one outer index: the part of a group in this core's rows is one
+    2-D load of v and one 2-D store (rows `row_len` apart)."""
+    dt, g_rows, n, cols = uk.dtype, t.tile_rows, uk.q_count, _block_dims(uk)[3]
+    ngroups = -(-n // g_rows)
+    o, g = F("o"), F("g")
+    slot = 0  # one slot: a group's load waits for the previous group's store (the groups are few and large)
+    r0 = sy.add(sy.mul(o, uk.dq), uk.q_start, sy.mul(g, g_rows))
+    lo = sy.max_(F("r0"), begin)
+    hi = sy.min_(sy.add(F("r0"), F("k")), sy.add(begin, count))
+    v_row = sy.add(sy.mul(o, n), sy.mul(g, g_rows), F("lo"), sy.mul(-1, F("r0")))
+    move = [
+        Let("lo", lo), Let("kk", sy.add(hi, sy.mul(-1, F("lo")))),
+        T.load(Ref("vt", slot), gm(in_param(1), sy.mul(v_row, cols)), dt, cols, F("kk"), src_stride=cols,
+               dst_stride=wp, note="v rows"),
+        T.store(gm(out_param(0), sy.add(sy.mul(F("lo"), uk.row_len), uk.inner.offset)), Ref("vt", slot), dt, cols,
+                F("kk"), src_stride=wp, dst_stride=uk.row_len, note="v rows into the region"),
+    ]
+    outer = uk.rows // uk.dq
+    group = [Let("o", sy.floordiv(F("q"), ngroups) if outer > 1 else 0),
+             Let("g", sy.mod(F("q"), ngroups) if outer > 1 else F("q")),
+             Let("r0", r0), Let("k", sy.min_(g_rows, sy.add(n, sy.mul(-1, sy.mul(g, g_rows))))),
+             When(sy.max_(sy.add(sy.min_(sy.add(F("r0"), F("k")), sy.add(begin, count)),
+                                 sy.mul(-1, sy.max_(F("r0"), begin))), 0),
+                  # (moves guarded directly by a When inside a loop got unbalanced buffer-free flags from the
+                  # sync plan, a DoubleSetError under the sanitizer; as a one-trip loop they get the nested-loop
+                  # protocol, which is right)
+                  [Loop("u", 0, 1, 1, move, note="the group's rows of this core")])]
+    # (one flat loop over (outer index, group): the sync plan then sees one loop around the guarded moves)
+    return Loop("q", 0, outer * ngroups, 1, group, note="groups of region rows")
 
 
 def schedule(uk: UpdateKernel, t: UpdateTiling, chip: Any) -> TileSchedule:
@@ -159,16 +207,16 @@ def schedule(uk: UpdateKernel, t: UpdateTiling, chip: Any) -> TileSchedule:
     def gm(param: str, elem: IntLike) -> GmRef:
         return GmRef(param, sy.mul(elem, size))
 
-    # 1. the row of x, in chunks
-    nchunks = -(-uk.row_len // t.chunk)
+    # 1. this core's rows of x, one contiguous range, in chunks
+    total = sy.mul(count, uk.row_len)
     c = F("c")
     cslot = sy.mod(c, bn) if bn > 1 else 0
-    at = sy.add(sy.mul(F("r"), uk.row_len), sy.mul(c, t.chunk))
-    copy = Loop("c", 0, nchunks, 1, [
-        Let("n", sy.min_(t.chunk, sy.add(uk.row_len, sy.mul(-1, sy.mul(c, t.chunk))))),
-        T.load(Ref("cp", cslot), gm(in_param(0), at), dt, F("n"), note="row of x"),
-        T.store(gm(out_param(0), at), Ref("cp", cslot), dt, F("n"), note="row of x"),
-    ], note="copy the row")
+    at = sy.add(sy.mul(begin, uk.row_len), sy.mul(c, t.chunk))
+    copy = Loop("c", 0, sy.ceildiv(total, t.chunk), 1, [
+        Let("n", sy.min_(t.chunk, sy.add(total, sy.mul(-1, sy.mul(c, t.chunk))))),
+        T.load(Ref("cp", cslot), gm(in_param(0), at), dt, F("n"), note="rows of x"),
+        T.store(gm(out_param(0), at), Ref("cp", cslot), dt, F("n"), note="rows of x"),
+    ], note="copy this core's rows")
 
     # 2. the region's part of the row, when the row is in it
     loops, brows, bstride, bcols = _block_dims(uk)
@@ -182,12 +230,31 @@ def schedule(uk: UpdateKernel, t: UpdateTiling, chip: Any) -> TileSchedule:
         v_at = sy.add(v_at, sy.mul(F(f"e{k}"), v_strides[k]))
         o_at = sy.add(o_at, sy.mul(F(f"e{k}"), ostride))
     v_tile = sy.add(v_at, sy.mul(tb, t.tile_rows * bcols), sy.mul(ub, t.tile_cols))
-    o_tile = sy.add(o_at, sy.mul(tb, t.tile_rows * bstride), sy.mul(ub, t.tile_cols))
+    o_tile = sy.add(o_at, sy.mul(tb, t.tile_rows * bstride), sy.mul(ub, t.tile_cols * col_stride(uk)))
     rows_e = F("tr")
     cols_e = F("tc")
     if uk.v_const is not None:  # one element: written into UB by the vector unit, then stored
         load = T.vdup(Ref("vt", vslot), uk.v_const, per_block, dt, note="the value")
         store = T.store(gm(out_param(0), o_tile), Ref("vt", vslot), dt, cols_e, note="the value into the region")
+    elif col_stride(uk) != 1:  # one element per block in UB, then one burst per element
+        load = T.load(Ref("vt", vslot), gm(in_param(1), v_tile), dt, cols_e, rows_e, src_stride=bcols,
+                      dst_stride=wp, note="v rows")
+        rr = F("rr")
+        row_at = sy.add(o_tile, sy.mul(rr, bstride))
+        if col_stride(uk) > 0:
+            put: Stmt = T.store(gm(out_param(0), row_at), Ref("sp", vslot), dt, 1, cols_e, src_stride=per_block,
+                                dst_stride=col_stride(uk), note="v elements into the region")
+        else:  # a reversed last axis: GM strides cannot be negative, so one burst per element
+            kk = F("kk")
+            put = Loop("kk", 0, cols_e, 1, [
+                T.store(gm(out_param(0), sy.add(row_at, sy.mul(kk, col_stride(uk)))),
+                        Ref("sp", vslot, sy.mul(kk, per_block * size)), dt, 1, note="one v element")],
+                note="elements, last first")
+        store = Loop("rr", 0, rows_e, 1, [
+            T.vtranspose(Ref("sp", vslot), Ref("vt", vslot, sy.mul(rr, wp * size)), 1, cols_e, dt,
+                         src_row_stride=wp, dst_row_stride=per_block, note="one element per block"),
+            put,
+        ], note="rows of the v tile")
     elif t.tile_rows == 1 or brows == 1:
         load = T.load(Ref("vt", vslot), gm(in_param(1), v_tile), dt, cols_e, note="v")
         store = T.store(gm(out_param(0), o_tile), Ref("vt", vslot), dt, cols_e, note="v into the region")
@@ -204,23 +271,23 @@ def schedule(uk: UpdateKernel, t: UpdateTiling, chip: Any) -> TileSchedule:
     for k in reversed(range(len(loops))):
         body = [Loop(f"e{k}", 0, loops[k][0], 1, body, note="outer dims of the region")]
 
+    # each region row (v row j) lands in output row r; the core owning r writes it, after its copy
     s, a, n = uk.q_step, uk.q_start, uk.q_count
-    lo, hi = min(a, a + (n - 1) * s), max(a, a + (n - 1) * s)
-    i = F("iq")
-    in_range = sy.min_(sy.max_(sy.add(i, 1 - lo), 0), sy.max_(sy.add(hi + 1, sy.mul(-1, i)), 0))
-    j_in_q = sy.floordiv(sy.add(i, -a), s) if s > 0 else sy.floordiv(sy.add(a, sy.mul(-1, i)), -s)
-    j = sy.add(sy.mul(F("oq"), n), j_in_q)
-    region: list[Stmt] = [Let("j", j)] + body
-    if abs(s) > 1:  # only every |s|-th row of the range
-        region = [When(sy.add(1, sy.mul(-1, sy.min_(1, sy.mod(sy.add(i, -lo), abs(s))))), region)]
-    write = When(in_range, region)
-
-    lets: list[Stmt] = [Let("r", sy.add(begin, F("it"))),
-                        Let("oq", sy.floordiv(F("r"), uk.dq) if uk.dq != uk.rows else 0),
-                        Let("iq", sy.mod(F("r"), uk.dq) if uk.dq != uk.rows else F("r"))]
-    loop = Loop("it", 0, count, 1, lets + [copy, write], note="rows of this core")
+    outer = uk.rows // uk.dq
+    jr = F("j")
+    o = sy.floordiv(jr, n) if outer > 1 else 0
+    jq = sy.mod(jr, n) if outer > 1 else jr
+    r = sy.add(sy.mul(o, uk.dq), a, sy.mul(jq, s))
+    mine = sy.min_(sy.max_(sy.add(F("r"), 1, sy.mul(-1, begin)), 0),
+                   sy.max_(sy.add(begin, count, sy.mul(-1, F("r"))), 0))
+    write: Stmt = Loop("j", 0, outer * n, 1, [Let("r", r), When(mine, body)], note="region rows")
+    if _batched(uk) and t.tile_cols == bcols:
+        write = _batched_write(uk, t, begin, count, wp, bn, gm)
+    loop_body: list[Stmt] = [copy, write]
     bufs = [Buffer("cp", "UB", dt, align(t.chunk * size, chip.ub_align), bn, "x chunk"),
             Buffer("vt", "UB", dt, align(t.tile_rows * wp * size, chip.ub_align), bn, "v tile")]
+    if col_stride(uk) != 1 and uk.v_const is None:
+        bufs.append(Buffer("sp", "UB", dt, t.tile_cols * per_block * size, bn, "v row, one element per block"))
     notes = [f"rows {uk.rows} x {uk.row_len}, region rows {a}:{a + n * s}:{s} of {uk.dq}, inside a row "
              f"{uk.inner.describe()}", f"tiling: {t.describe()}"]
-    return TileSchedule(uk.name, "aiv", params, fs.fields, blocks, bufs, [loop], notes)
+    return TileSchedule(uk.name, "aiv", params, fs.fields, blocks, bufs, loop_body, notes)
