@@ -353,8 +353,8 @@ class FunctionBuilder:
 
     def _s_If(self, s: ast.If) -> None:
         cond = self.eval(s.test)
-        if isinstance(cond, Sym):  # a shape predicate: the host picks the branch; an early return takes the rest
-            s = dimpred.fold_rest_into_branch(s, self._frames[-1][0] if self._frames else [])
+        # a shape predicate becomes a one-element condition the host evaluates: an early return under it takes
+        # the rest of the function like one under a tensor condition (branches.tensor_if_statement)
         cond = dimpred.condition(self, cond, s.test)
         if is_tensor(cond):
             branches.tensor_if_statement(self, s, cond)

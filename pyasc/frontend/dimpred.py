@@ -101,27 +101,3 @@ def launch_check(b: KernelBuilder, cond: Sym, message: str, at: ast.AST) -> None
     node.attrs[LAUNCH_CHECKS] = tuple(node.attrs.get(LAUNCH_CHECKS, ())) + ((pred, text),)
 
 
-def _ends_in_return(stmts: Sequence[ast.stmt]) -> bool:
-    return bool(stmts) and isinstance(stmts[-1], ast.Return)
-
-
-def fold_rest_into_branch(stmt: ast.If, block: Sequence[ast.stmt]) -> ast.If:
-    """`if pred: ...; return a` followed by more statements: those statements are the other branch.
-
-    An early return under a shape predicate is the natural way to write a size switch
-    (`if x.shape[0] < 8: return small(x)`); with the code after the `if` moved into the branch that does
-    not return, both branches return and the If gets compiled with each. `block` is the statement list
-    the `if` is in; anything else is left as it is.
-    """
-    if stmt not in block:
-        return stmt
-    rest = list(block[block.index(stmt) + 1:])
-    if not rest:
-        return stmt
-    if _ends_in_return(stmt.body) and not _ends_in_return(stmt.orelse):
-        new = ast.If(test=stmt.test, body=stmt.body, orelse=list(stmt.orelse) + rest)
-    elif _ends_in_return(stmt.orelse) and not _ends_in_return(stmt.body):
-        new = ast.If(test=stmt.test, body=list(stmt.body) + rest, orelse=stmt.orelse)
-    else:
-        return stmt
-    return ast.copy_location(new, stmt)
