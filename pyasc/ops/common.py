@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import functools
+import inspect
 import math
 from typing import Any, Callable, Mapping, Sequence
 
@@ -229,3 +230,15 @@ def product_dim(static: int, syms: Sequence[Dim]) -> Dim:
 
 def static_prod(shape: Sequence[Dim]) -> int | None:
     return math.prod(shape) if all(isinstance(d, int) for d in shape) else None
+
+
+def sugar_arguments(api: Callable[..., Any], sig: inspect.Signature, args: Sequence[Any],
+                    kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    """A public sugar function's call bound to its signature, defaults applied; a bad call is Python's
+    TypeError prefixed with the function's name (what the frontend reports at the user's line)."""
+    try:
+        bound = sig.bind(*args, **kwargs)
+    except TypeError as e:
+        raise TypeError(f"{api.__name__}(): {e}") from None
+    bound.apply_defaults()
+    return bound.arguments

@@ -15,7 +15,7 @@ import numpy as np
 from .. import dtypes
 from ..errors import InferError
 from ..tensor_type import TensorType
-from .common import arity, attr_dtype, attr_shape, fmt_shape, named
+from .common import arity, attr_dtype, attr_shape, fmt_shape, named, sugar_arguments
 from .reduce import axis_arg
 from .registry import Category, OpDef, get, register, register_sugar
 
@@ -71,12 +71,8 @@ def _filled(api: Any, fill_value: float):
     sig = inspect.signature(api)
 
     def bind(args: Sequence[Any], kwargs: Mapping[str, Any]) -> tuple[list[Any], dict[str, Any]]:
-        try:
-            bound = sig.bind(*args, **kwargs)
-        except TypeError as e:
-            raise TypeError(f"{api.__name__}(): {e}") from None
-        bound.apply_defaults()
-        return get("full").bind((bound.arguments["shape"], fill_value, bound.arguments["dtype"]), {})
+        arguments = sugar_arguments(api, sig, args, kwargs)
+        return get("full").bind((arguments["shape"], fill_value, arguments["dtype"]), {})
 
     return bind
 

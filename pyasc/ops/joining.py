@@ -36,7 +36,7 @@ from ..symbolic import eq as sym_eq, mod as sym_mod
 from ..tensor_type import Sym, TensorType, min_
 from .builder import Builder, decompose_of, types_of
 from .dimvalue import register_launch_check
-from .common import fmt_shape, named, normalize_axis
+from .common import fmt_shape, named, normalize_axis, sugar_arguments
 from .registry import Category, OpDef, register, register_sugar
 
 KINDS = ("concatenate", "stack", "hstack", "vstack")
@@ -263,13 +263,9 @@ def _join_binder(api: Any, kind: str):
     sig = inspect.signature(api)
 
     def bind(args: Sequence[Any], kwargs: Mapping[str, Any]) -> tuple[list[Any], dict[str, Any]]:
-        try:
-            bound = sig.bind(*args, **kwargs)
-        except TypeError as e:
-            raise TypeError(f"{api.__name__}(): {e}") from None
-        bound.apply_defaults()
-        arrays = _arrays(api.__name__, bound.arguments["arrays" if "arrays" in bound.arguments else "tup"])
-        axis = bound.arguments.get("axis")
+        arguments = sugar_arguments(api, sig, args, kwargs)
+        arrays = _arrays(api.__name__, arguments["arrays" if "arrays" in arguments else "tup"])
+        axis = arguments.get("axis")
         if isinstance(axis, np.integer):
             axis = int(axis)
         return arrays, {"axis": axis, "kind": kind}
@@ -386,16 +382,12 @@ def _split_binder(api: Any, equal: bool):
     sig = inspect.signature(api)
 
     def bind(args: Sequence[Any], kwargs: Mapping[str, Any]) -> tuple[list[Any], dict[str, Any]]:
-        try:
-            bound = sig.bind(*args, **kwargs)
-        except TypeError as e:
-            raise TypeError(f"{api.__name__}(): {e}") from None
-        bound.apply_defaults()
-        sections = bound.arguments["indices_or_sections"]
+        arguments = sugar_arguments(api, sig, args, kwargs)
+        sections = arguments["indices_or_sections"]
         sections = tuple(int(i) if isinstance(i, np.integer) else i for i in sections) \
             if isinstance(sections, (list, tuple)) else int(sections) if isinstance(sections, np.integer) else sections
-        axis = bound.arguments["axis"]
-        return [bound.arguments["ary"]], {"sections": sections, "axis": int(axis) if isinstance(axis, np.integer)
+        axis = arguments["axis"]
+        return [arguments["ary"]], {"sections": sections, "axis": int(axis) if isinstance(axis, np.integer)
                                           else axis, "equal": equal}
 
     return bind

@@ -15,7 +15,7 @@ import numpy as np
 
 from ..tensor_type import TensorType
 from .builder import Builder
-from .common import attr_dtype
+from .common import attr_dtype, sugar_arguments
 from .numpy_composite import numpy_composite
 from .registry import get, register_sugar
 
@@ -61,12 +61,8 @@ def _filled(api: Any, fill_value: int):
     sig = inspect.signature(api)
 
     def bind(args: Sequence[Any], kwargs: Mapping[str, Any]) -> tuple[list[Any], dict[str, Any]]:
-        try:
-            bound = sig.bind(*args, **kwargs)
-        except TypeError as e:
-            raise TypeError(f"{api.__name__}(): {e}") from None
-        bound.apply_defaults()
-        return get("full_like").bind((bound.arguments["a"], fill_value, bound.arguments["dtype"]), {})
+        arguments = sugar_arguments(api, sig, args, kwargs)
+        return get("full_like").bind((arguments["a"], fill_value, arguments["dtype"]), {})
 
     return bind
 
