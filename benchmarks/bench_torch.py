@@ -29,24 +29,12 @@ import pyasc.torch as pt  # noqa: E402
 from _report import RESULTS, write_json  # noqa: E402
 from pyasc.examples import BY_NAME  # noqa: E402
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples"))
+from torch_compile_model import Block  # noqa: E402  (the gallery's transformer block, measured here)
+
 
 def bias_gelu(x, b):
     return pyasc.gelu(x + b)
-
-
-class Block(torch.nn.Module):
-    def __init__(self, d=32):
-        super().__init__()
-        torch.manual_seed(0)
-        self.ln1, self.ln2 = torch.nn.LayerNorm(d), torch.nn.LayerNorm(d)
-        self.qkv, self.proj = torch.nn.Linear(d, 3 * d), torch.nn.Linear(d, d)
-        self.fc1, self.fc2 = torch.nn.Linear(d, 4 * d), torch.nn.Linear(4 * d, d)
-
-    def forward(self, x):
-        q, k, v = self.qkv(self.ln1(x)).chunk(3, dim=-1)
-        att = torch.softmax(q @ k.transpose(-2, -1) * (x.shape[-1] ** -0.5), dim=-1)
-        x = x + self.proj(att @ v)
-        return x + self.fc2(torch.nn.functional.gelu(self.fc1(self.ln2(x))))
 
 
 def median_us(fn, number: int, repeat: int) -> float:
@@ -78,7 +66,7 @@ def main() -> int:
     finally:
         del compiled.launch
 
-    model, tokens = Block(), torch.randn(2, 8, 32)
+    model, tokens = Block(32), torch.randn(2, 8, 32)
     compiled = torch.compile(model, backend="pyasc", options={"chip": a.chip})
     with torch.no_grad():
         compiled(tokens)  # compile
