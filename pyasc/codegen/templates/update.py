@@ -29,6 +29,7 @@ from ...symbolic import IntLike
 from .. import tileops as T
 from ..kernel_graph import KernelGraph
 from ..schedule import Buffer, GmParam, GmRef, Let, Loop, Ref, Stmt, TileSchedule, When
+from ..template import Template, Tiling
 from .access import StridedAccess, collapse, row_major
 from .moves import align
 from .tiles import FieldSet, UnsupportedMove, split_over_cores
@@ -66,7 +67,7 @@ class UpdateKernel:
 
 
 @dataclass(frozen=True)
-class UpdateTiling:
+class UpdateTiling(Tiling):
     chunk: int                    # elements of x copied per move
     tile_rows: int                # rows of a v tile (of the inner region's 2-D block)
     tile_cols: int                # columns of a v tile
@@ -291,3 +292,7 @@ def schedule(uk: UpdateKernel, t: UpdateTiling, chip: Any) -> TileSchedule:
     notes = [f"rows {uk.rows} x {uk.row_len}, region rows {a}:{a + n * s}:{s} of {uk.dq}, inside a row "
              f"{uk.inner.describe()}", f"tiling: {t.describe()}"]
     return TileSchedule(uk.name, "aiv", params, fs.fields, blocks, bufs, loop_body, notes)
+
+
+TEMPLATE = Template("update", "aiv", UpdateTiling, lambda job, chip: [analyze(job.label, job.subject, chip)],
+                    tilings, schedule, lambda uk: set(), ops=OPS, handles=handles)
