@@ -17,7 +17,7 @@ from pyasc import symbolic as sy
 from pyasc.codegen import tileops as T
 from pyasc.codegen.emit import emit
 from pyasc.codegen.launch import base_field
-from pyasc.codegen.schedule import Buffer, GmParam, GmRef, Loop, Ref, Stmt, TileSchedule, When
+from pyasc.codegen.schedule import Buffer, GmParam, GmRef, Loop, Ref, Stmt, TileOp, TileSchedule, When
 from pyasc.codegen.sync import SyncAllocationError, SyncOp, SyncPlan, annotated_lines, plan_sync
 
 CHIP = chips.get("tiny")
@@ -128,15 +128,19 @@ def tiles(n: int, seed: int = 0) -> np.ndarray:
     return np.random.default_rng(seed).integers(-8, 8, (n, TILE)).astype(np.float32)
 
 
-@pytest.mark.parametrize("flag", [0, 1])
-def test_a_when_with_one_end_of_each_dependency_gets_its_flags_around_it(flag):
-    # load x (MTE2); if flag: x *= 2 (V); store x (MTE3): the V op is the destination of MTE2->V and the source of
-    # V->MTE3, so both flags run whether or not it does
+def guarded_double() -> tuple[TileSchedule, TileOp, When, TileOp]:
+    """load x (MTE2); if flag: x *= 2 (V); store x (MTE3): (schedule, load, the When, store)."""
     x = Ref("x")
     load, store = T.load(x, tile("in0"), F32, TILE), T.store(tile("out0"), x, F32, TILE)
-    double = T.vscalar("mul", x, x, 2.0, TILE, F32)
-    guarded = When(sy.sym("flag"), [double])
-    s = when_schedule([load, guarded, store], ["in0"], ["out0"], ["flag"], {"x": 1})
+    guarded = When(sy.sym("flag"), [T.vscalar("mul", x, x, 2.0, TILE, F32)])
+    return when_schedule([load, guarded, store], ["in0"], ["out0"], ["flag"], {"x": 1}), load, guarded, store
+
+
+@pytest.mark.parametrize("flag", [0, 1])
+def test_a_when_with_one_end_of_each_dependency_gets_its_flags_around_it(flag):
+    # the V op is the destination of MTE2->V and the source of V->MTE3, so both flags run whether or not it does
+    s, load, guarded, store = guarded_double()
+    double = guarded.body[0]
     plan = plan_sync(s.body, s.buffers, CHIP.event_ids)
     assert ops_at(plan, "after", load) == ["set_flag(MTE2->V, 0)"]
     assert ops_at(plan, "before", guarded) == ["wait_flag(MTE2->V, 0)"]
@@ -230,13 +234,10 @@ def test_the_old_flags_around_a_when_holding_both_ends_are_a_double_set(k):
 
 @pytest.mark.parametrize("flag", [0, 1])
 def test_a_wait_hand_placed_inside_a_when_leaves_its_flag_set(flag):
-    # the same program as the first When test, with the MTE2->V wait moved into the When (and MTE2->MTE3 ordered
-    # by a flag of its own, so the flag left set is the only fault)
-    x = Ref("x")
-    load, store = T.load(x, tile("in0"), F32, TILE), T.store(tile("out0"), x, F32, TILE)
-    double = T.vscalar("mul", x, x, 2.0, TILE, F32)
-    guarded = When(sy.sym("flag"), [double])
-    s = when_schedule([load, guarded, store], ["in0"], ["out0"], ["flag"], {"x": 1})
+    # the first When test's program with the MTE2->V wait moved into the When (and MTE2->MTE3 ordered by a flag
+    # of its own, so the flag left set is the only fault)
+    s, load, guarded, store = guarded_double()
+    double = guarded.body[0]
     plan = SyncPlan()
     plan.add_after(load, SyncOp("set", "MTE2", "V", 0))
     plan.add_before(double, SyncOp("wait", "MTE2", "V", 0))
