@@ -15,10 +15,13 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from ..target import Chip
-from .cost import Estimate, estimate
-from .emit import CapacityError, layout_buffers
-from .schedule import TileSchedule
-from .sync import SyncAllocationError, SyncPlan, plan_sync
+from . import schedules
+from .cost import Estimate
+from .cross_sync import CrossSyncError
+from .emit import CapacityError
+from .schedule import AnySchedule
+from .schedules import AnySync
+from .sync import SyncAllocationError
 
 #: the size a symbolic dim is assumed to have when a dynamic kernel's tiling is scored
 NOMINAL_DIM = 4096
@@ -27,8 +30,8 @@ NOMINAL_DIM = 4096
 @dataclass
 class Candidate:
     params: Any                  # the template's tiling record (e.g. VectorTiling)
-    schedule: TileSchedule | None = None
-    sync: SyncPlan | None = None
+    schedule: AnySchedule | None = None
+    sync: AnySync | None = None
     score: Estimate | None = None
     rejected: str = ""
 
@@ -116,7 +119,7 @@ def scoring_dims(symbols: Iterable[str], given: Mapping[str, int] | None = None)
     return out, any(s not in given for s in symbols)
 
 
-def rank(params: Sequence[Any], build: Callable[[Any], TileSchedule], chip: Chip,
+def rank(params: Sequence[Any], build: Callable[[Any], AnySchedule], chip: Chip,
          dims: Mapping[str, int]) -> tuple[list[Candidate], list[Candidate]]:
     """Build, check and score every candidate: (the legal ones cheapest first, the rejected ones)."""
     scored: list[Candidate] = []
@@ -125,8 +128,8 @@ def rank(params: Sequence[Any], build: Callable[[Any], TileSchedule], chip: Chip
         cand = Candidate(p)
         try:
             cand.schedule = build(p)
-            layout_buffers(cand.schedule, chip)
-            cand.score = estimate(cand.schedule, dims, chip)
+            schedules.check(cand.schedule, chip)
+            cand.score = schedules.score(cand.schedule, dims, chip)
         except CapacityError as e:
             cand.rejected = str(e)
             rejected.append(cand)
@@ -145,9 +148,9 @@ def pick(scored: list[Candidate], rejected: list[Candidate], chip: Chip, dims: M
         best = scored[0]
         assert best.schedule is not None
         try:
-            best.sync = plan_sync(best.schedule.body, best.schedule.buffers, chip.event_ids, sync_mode)
+            best.sync = schedules.plan_flags(best.schedule, chip, sync_mode)
             break
-        except SyncAllocationError as e:
+        except (SyncAllocationError, CrossSyncError) as e:
             best.rejected = str(e)
             rejected.append(scored.pop(0))
     if not scored:
@@ -156,7 +159,7 @@ def pick(scored: list[Candidate], rejected: list[Candidate], chip: Chip, dims: M
     return TilingChoice(scored[0], scored[1:], rejected, dict(dims), nominal)
 
 
-def choose(params: Sequence[Any], build: Callable[[Any], TileSchedule], chip: Chip, dims: Mapping[str, int],
+def choose(params: Sequence[Any], build: Callable[[Any], AnySchedule], chip: Chip, dims: Mapping[str, int],
            sync_mode: str = "flags", nominal: bool = False) -> TilingChoice:
     """`rank` then `pick`: the cheapest legal tiling with its flags; raises NoLegalTiling when none is legal."""
     scored, rejected = rank(params, build, chip, dims)

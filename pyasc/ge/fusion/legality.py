@@ -7,7 +7,8 @@ or the `Rejection` of the first rule that refuses it:
   (rule "data_movement_member": GE buffer fusion fuses elementwise/broadcast
   ops only);
 - `elementwise_rule`: elementwise and broadcast ops, any number (up to the size knob);
-- `matmul_rule`: one matmul with an elementwise epilogue of its output shape
+- `matmul_rule`: one matmul with an elementwise epilogue of its output shape (side inputs of the epilogue
+  computed in it too)
   (what FixPipe and the vector unit apply on the way out), never a prologue
   ("matmul_prologue", "matmul_epilogue_shape"), never two matmuls
   ("two_matmuls") or a matmul with a reduction ("matmul_with_reduction");
@@ -87,13 +88,15 @@ def elementwise_rule(facts: GraphFacts, order: list[Node]) -> KernelStructure:
 
 
 def matmul_rule(facts: GraphFacts, mm: Node, order: list[Node]) -> KernelStructure | Rejection:
-    """One matmul and an elementwise epilogue of its output shape."""
-    after = facts.descendants(mm, set(order))
+    """One matmul and an elementwise epilogue of its output shape. An op that neither reads the product nor
+    feeds it (a side input of the epilogue, `residual * 0.5`) belongs to the epilogue too."""
+    group = set(order)
+    after = facts.descendants(mm, group)
     out_shape = mm.outputs[0].shape
     for n in order:
         if n is mm:
             continue
-        if n not in after:
+        if n not in after and mm in facts.descendants(n, group):
             return Rejection("matmul_prologue", f"{facts.label(n)} would be a prologue of matmul {facts.label(mm)}: "
                              "the cube reads its operands from GM through L1, only an epilogue fuses")
         if n.outputs[0].shape != out_shape:
