@@ -145,6 +145,10 @@ class Kernel:
     def __repr__(self) -> str:
         return f"<pyasc.kernel {self.__qualname__} ({self.options.describe()})>"
 
+    def specialize(self, args: tuple, kwargs: dict) -> BoundCall:
+        """Bind and convert one call's arguments: its key and tensor arrays (ArgumentError when it cannot)."""
+        return self._specialize(args, kwargs)
+
     def _specialize(self, args: tuple, kwargs: dict) -> BoundCall:
         values = self._binder.bind(args, kwargs)
         return specialize(self.__name__, self._binder.params, values, self.options.dynamic)
