@@ -117,16 +117,17 @@ def test_unsupported_dtype_lists_the_supported_ones(ops):
                             "torch.int32, torch.uint8, torch.bool (cast with .to(...))")
 
 
-def test_requires_grad_without_backward_is_an_error_at_the_call(ops):
+def test_backward_none_runs_the_forward_and_raises_only_when_backward_is_called():
+    op = pt.custom_op("pyasc_test::no_grad_square", kernels.square, backward=None)
     x = torch.randn(2, 4, requires_grad=True)
+    y = op(x)  # the forward runs under grad mode, as torch.library.custom_op's does
+    torch.testing.assert_close(y.detach(), x.detach() ** 2)
+    assert y.requires_grad
     with pytest.raises(RuntimeError) as e:
-        torch.ops.pyasc_test.bias_gelu(x, torch.randn(4))
-    assert str(e.value) == ("pyasc_test::bias_gelu: argument 'x' requires grad, but this op has no backward; pass "
-                            "backward= (and setup_context=) to pyasc.torch.custom_op, or call it under "
-                            "torch.no_grad() or on a .detach()ed tensor")
-    with torch.no_grad():
-        assert torch.ops.pyasc_test.bias_gelu(x, torch.randn(4)).shape == (2, 4)
-    assert torch.ops.pyasc_test.bias_gelu(x.detach(), torch.randn(4)).shape == (2, 4)
+        y.sum().backward()
+    assert str(e.value).startswith("pyasc_test::no_grad_square was registered with backward=None, so it has no "
+                                   "backward: gradients cannot flow through it.")
+    assert x.grad is None
 
 
 def test_non_cpu_tensor_is_an_error(ops):
