@@ -19,7 +19,9 @@ import operator
 import re
 from typing import Any, Callable, Sequence
 
+import numpy as np
 import torch
+from torch._subclasses.fake_tensor import unset_fake_temporarily
 
 from ..errors import CompileError, InferError, SourceLoc
 from ..ir.graph import Graph, Value
@@ -74,9 +76,9 @@ CONSTANT_LIMIT = 1 << 16
 _NARROW = {torch.int64: torch.int32}
 
 
-def constant_value(node: Any) -> torch.Tensor | None:
-    """The value of a node that depends on no graph input (evaluated by torch, memoised on the node), as a
-    tensor of a dtype the chip has (int64 narrowed to int32 when the values fit), or None."""
+def constant_value(node: Any) -> np.ndarray | None:
+    """The value of a node that depends on no graph input (evaluated by torch, memoised on the node), as an
+    array of a dtype the chip has (int64 narrowed to int32 when the values fit), or None."""
     if not isinstance(node, torch.fx.Node) or node.op != "call_function":
         return None
     if torch.Tag.nondeterministic_seeded in getattr(node.target, "tags", ()):
@@ -84,22 +86,23 @@ def constant_value(node: Any) -> torch.Tensor | None:
     if "pyasc_constant" in node.meta:
         return node.meta["pyasc_constant"]
     value = None
-    try:
-        args = torch.fx.node.map_arg((node.args, node.kwargs), _constant_arg)
-        with torch.no_grad():
-            out = node.target(*args[0], **args[1])
-        if isinstance(out, torch.Tensor) and out.numel() <= CONSTANT_LIMIT:
-            narrow = _NARROW.get(out.dtype)
-            if narrow is not None and out.numel() and (out.min() < torch.iinfo(narrow).min or
-                                                       out.max() > torch.iinfo(narrow).max):
-                raise _NotConstant
-            value = out.to(narrow) if narrow is not None else out
-            if pyasc_dtype(value.dtype) is None:
-                value = None
-    except _NotConstant:
-        value = None
-    except Exception:  # noqa: BLE001 - whatever torch refuses to evaluate is simply not folded
-        value = None
+    with unset_fake_temporarily():  # real values, even while torch.compile traces with fake tensors
+        try:
+            args = torch.fx.node.map_arg((node.args, node.kwargs), _constant_arg)
+            with torch.no_grad():
+                out = node.target(*args[0], **args[1])
+            if isinstance(out, torch.Tensor) and out.numel() <= CONSTANT_LIMIT:
+                narrow = _NARROW.get(out.dtype)
+                if narrow is not None and out.numel() and (out.min() < torch.iinfo(narrow).min or
+                                                           out.max() > torch.iinfo(narrow).max):
+                    raise _NotConstant
+                out = out.to(narrow) if narrow is not None else out
+                if pyasc_dtype(out.dtype) is not None and out.dtype != torch.int64:
+                    value = out.detach().cpu().numpy()
+        except _NotConstant:
+            value = None
+        except Exception:  # noqa: BLE001 - whatever torch refuses to evaluate is simply not folded
+            value = None
     node.meta["pyasc_constant"] = value
     return value
 
@@ -112,7 +115,7 @@ def _constant_arg(n: torch.fx.Node) -> Any:
     v = constant_value(n)
     if v is None:
         raise _NotConstant
-    return v
+    return torch.from_numpy(v)
 
 
 class Lowering:
@@ -224,7 +227,7 @@ class FxGraphBuilder:
         cx = Lowering(self.graph, self.env, node)
         const = constant_value(node)
         if const is not None:
-            return self.graph.const(const.numpy(), pyasc_dtype(const.dtype), cx.loc)
+            return self.graph.const(const, None, cx.loc)
         try:
             if node in self.linears:
                 out = self._batched_linear(cx, self.linears[node])
@@ -314,7 +317,7 @@ def node_support(node: torch.fx.Node, table: dict[Any, Entry]) -> str | None:
     for a in node.all_input_nodes:
         const = constant_value(a)
         if const is not None:
-            scratch.env[a] = scratch.graph.const(const.numpy(), pyasc_dtype(const.dtype))
+            scratch.env[a] = scratch.graph.const(const)
         elif a.target is operator.getitem or isinstance(a.meta.get("val"), torch.Tensor):
             scratch.env[a] = scratch.graph.add_input(tensor_type(a.meta["val"]))
     try:
