@@ -11,6 +11,7 @@ graph break). Attention (scaled_dot_product_attention) has its own module, atten
 from __future__ import annotations
 
 import math
+import operator
 from typing import Any
 
 import numpy as np
@@ -257,18 +258,30 @@ def _softmax(op: str) -> Entry:
 
 
 def _layer_norm(cx: Lowering) -> Any:
+    """native_layer_norm -> (y, mean, rstd). In inference only y is used: pyasc's layer_norm op (one row
+    kernel). When training keeps mean and rstd for the backward, y is computed from them, so the three
+    come from one set of row reductions."""
     x, shape = cx.arg(0), cx.arg(1)
     w, b, eps = cx.arg(2, "weight"), cx.arg(3, "bias"), cx.arg(4, "eps", 1e-5)
     if len(shape) != 1:
         raise Unsupported("layer norm over more than the last axis")
     xs = cx.value(x)
-    tensors = [xs] + [cx.value(t) for t in (w, b) if t is not None]
-    y = cx.op("layer_norm", *tensors, eps=float(eps), has_weight=w is not None, has_bias=b is not None)
+    used = {u.args[1] for u in cx.node.users if u.target is operator.getitem}
+    if not used & {1, 2}:
+        tensors = [xs] + [cx.value(t) for t in (w, b) if t is not None]
+        y = cx.op("layer_norm", *tensors, eps=float(eps), has_weight=w is not None, has_bias=b is not None)
+        return [y, None, None]
     xf = cx.cast(xs, "float32")
     mean = cx.op("mean", xf, axis=-1, keepdims=True)
     d = cx.op("sub", xf, mean)
-    var = cx.op("mean", cx.op("mul", d, d), axis=-1, keepdims=True)
-    return [y, mean, cx.op("rsqrt", cx.op("add", var, cx.value(float(eps), "float32")))]
+    rstd = cx.op("rsqrt", cx.op("add", cx.op("mean", cx.op("mul", d, d), axis=-1, keepdims=True),
+                                cx.value(float(eps), "float32")))
+    y = cx.op("mul", d, rstd)
+    if w is not None:
+        y = cx.op("mul", y, cx.value(w, "float32"))
+    if b is not None:
+        y = cx.op("add", y, cx.value(b, "float32"))
+    return [y, mean, rstd]
 
 
 def _var(cx: Lowering) -> Any:

@@ -247,9 +247,10 @@ class FxGraphBuilder:
         aligned = [self._align(cx, v, t, i) for i, (v, t) in enumerate(zip(results, want))]
         return aligned if isinstance(out, list) else aligned[0]
 
-    def _align(self, cx: Lowering, v: Value, t: Any, i: int) -> Value:
-        """Cast to torch's dtype; a shape pyasc infers differently is a TypeMismatch (the node stays in torch)."""
-        if not isinstance(t, torch.Tensor):
+    def _align(self, cx: Lowering, v: Value | None, t: Any, i: int) -> Value | None:
+        """Cast to torch's dtype; a shape pyasc infers differently is Unsupported (the node stays in torch).
+        None: a result the entry did not compute because nothing uses it."""
+        if v is None or not isinstance(t, torch.Tensor):
             return v
         want = tensor_type(t)
         if tuple(v.type.shape) != tuple(want.shape):
