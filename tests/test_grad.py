@@ -289,3 +289,31 @@ def test_an_op_without_a_derivative_is_a_located_compile_error(rng):
     e = info.value
     assert "no VJP rule for op 'If'" in e.reason and "tensor-dependent `if`" in e.reason
     assert e.filename.endswith("test_grad.py") and "if pyasc.sum(x) > 0:" in e.source_line
+
+
+def tanh_loss(x, w):
+    return pyasc.sum(pyasc.tanh(x @ w)) + pyasc.mean(x)
+
+
+def test_grad_of_a_dynamic_kernel_serves_every_size(rng):
+    k = pyasc.kernel(tanh_loss, chip="tiny", dynamic=True)
+    df = pyasc.grad(k, argnums=(0, 1))
+    for n in (3, 5):
+        x, w = f32(rng, n, 8), f32(rng, 8, 4)
+        gx, gw = df(x, w)
+        t = np.tanh(x.astype(np.float64) @ w)
+        close(gw, x.T.astype(np.float64) @ (1 - t * t))
+        close(gx, (1 - t * t) @ w.T.astype(np.float64) + 1.0 / x.size)  # the mean's 1/n at the launch's n
+    assert df.graph_kernel(x, w).cache_info().misses == 1  # one compile for both sizes
+
+
+def test_the_gradient_kernel_is_compiled_once_and_found_on_disk_by_a_new_process(rng, disk_cache):
+    x, w = f32(rng, 4, 8), f32(rng, 8, 4)
+    first = pyasc.grad(pyasc.kernel(tanh_loss, **TINY), argnums=1)
+    g1 = first(x, w)
+    assert first.graph_kernel(x, w).cache_info().misses == 1
+    again = pyasc.grad(pyasc.kernel(tanh_loss, **TINY), argnums=1)  # a new kernel object: a fresh memory cache
+    g2 = again(x, w)
+    info = again.graph_kernel(x, w).cache_info()
+    assert (info.misses, info.disk_hits) == (0, 1)
+    np.testing.assert_array_equal(g1, g2)

@@ -26,6 +26,7 @@ from typing import Sequence
 
 from .. import ops
 from ..ir.graph import Graph, Node, Value
+from ..ir.uses import ancestors
 
 RECOMPUTE_CHEAP = "recompute_cheap"
 INPUTS_AND_OUTPUTS = "inputs_and_outputs"
@@ -63,7 +64,7 @@ def plan_residuals(joint: Graph, primal_outputs: Sequence[Value], cotangent_inpu
     if policy not in POLICIES:
         raise ValueError(f"unknown residual policy {policy!r}; known: {', '.join(POLICIES)}")
     tangent = _descendants(joint, set(cotangent_inputs))
-    needed = _ancestors([g for g in grads if g is not None])
+    needed = ancestors(g.node for g in grads if g is not None)
     plan = ResidualPlan([n for n in joint.nodes if n in tangent and n in needed])
     output_index = {}
     for i, v in enumerate(primal_outputs):
@@ -107,16 +108,4 @@ def _descendants(graph: Graph, seeds: set[Node]) -> set[Node]:
     for n in graph.nodes:
         if n not in out and any(v.node in out for v in n.inputs):
             out.add(n)
-    return out
-
-
-def _ancestors(values: Sequence[Value]) -> set[Node]:
-    out: set[Node] = set()
-    stack = [v.node for v in values]
-    while stack:
-        n = stack.pop()
-        if n in out:
-            continue
-        out.add(n)
-        stack.extend(v.node for v in n.inputs)
     return out

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from ..ir.graph import Graph, Node, Value
+from ..ir.uses import ancestors
 from .residuals import ResidualPlan
 
 
@@ -87,12 +88,5 @@ def backward_graph(joint: Graph, plan: ResidualPlan, cotangent_inputs: Sequence[
 
 
 def _ancestors_in_order(graph: Graph, values: Sequence[Value]) -> list[Node]:
-    seen: set[Node] = set()
-    stack = [v.node for v in values]
-    while stack:
-        n = stack.pop()
-        if n in seen:
-            continue
-        seen.add(n)
-        stack.extend(v.node for v in n.inputs)
+    seen = ancestors(v.node for v in values)
     return [n for n in graph.nodes if n in seen]

@@ -131,21 +131,19 @@ def _matmul(c: VjpContext) -> list[Any]:
     gshape = tuple(b.shape(g))
     batch = gshape[:len(gshape) - (len(sa) >= 2) - (len(sw) >= 2)]
     g2 = b.op("reshape", g, shape=batch + (a2s[-2], w2s[-1])) if len(sa) == 1 or len(sw) == 1 else g
-    da = dw = None
-    if c.wants[0]:
-        d = b.op("matmul", g2, w2, transpose_b=True)        # (..., M, K)
-        d = sum_to(b, d, a2s)
-        if len(sa) == 1:
-            d = b.op("reshape", d, shape=sa)
-        elif ta:
-            d = _swap_last(b, d)
-        da = fit(b, d, a)
-    if c.wants[1]:
-        d = b.op("matmul", a2, g2, transpose_a=True)        # (..., K, N)
-        d = sum_to(b, d, w2s)
-        if len(sw) == 1:
-            d = b.op("reshape", d, shape=sw)
-        elif tw:
-            d = _swap_last(b, d)
-        dw = fit(b, d, w)
+    da = _operand(b, b.op("matmul", g2, w2, transpose_b=True), a2s, a, ta) if c.wants[0] else None  # (.., M, K)
+    dw = _operand(b, b.op("matmul", a2, g2, transpose_a=True), w2s, w, tw) if c.wants[1] else None  # (.., K, N)
     return [da, dw]
+
+
+def _operand(b: Any, d: Any, seen: tuple, operand: Any, transposed: bool) -> Any:
+    """A product's cotangent with respect to an operand as the product saw it (shape `seen`), put back into
+    the operand's own layout: summed over broadcast batch dims, a 1-D operand's added dim removed, a
+    transpose flag undone."""
+    shape = tuple(b.shape(operand))
+    d = sum_to(b, d, seen)
+    if len(shape) == 1:
+        d = b.op("reshape", d, shape=shape)
+    elif transposed:
+        d = _swap_last(b, d)
+    return fit(b, d, operand)

@@ -25,15 +25,13 @@ from __future__ import annotations
 import collections
 import functools
 import threading
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
 from .. import autodiff, pytree
-from ..errors import CompileError
 from ..pytree import TUPLE, TreeDef
-from .errors import ArgumentError, debug_enabled
-from .graph_kernel import GraphKernel
+from .graph_kernel import GraphKernel, user_errors
 from .kernel import Kernel, kernel as make_kernel
 from .specialize import ConstKey, TensorKey, is_tensor_value
 from .tracing import Trace, Tracer, describe_param
@@ -61,19 +59,7 @@ def _normalize_argnums(argnums: Any) -> tuple[tuple[int, ...], bool]:
     raise TypeError(f"argnums must be an int or a non-empty tuple of ints, got {argnums!r}")
 
 
-def _user_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """A user mistake (CompileError, bad arguments) is raised without the compiler's frames."""
-    @functools.wraps(fn)
-    def wrapped(*args: Any, **kwargs: Any) -> Any:
-        __tracebackhide__ = True  # noqa: F841
-        try:
-            return fn(*args, **kwargs)
-        except (CompileError, ArgumentError, autodiff.GradError) as e:
-            if debug_enabled():
-                raise
-            raise e.with_traceback(None) from None
-
-    return wrapped
+_user_errors = user_errors(autodiff.GradError)
 
 
 def _wrt(trace: Trace, positions: Sequence[int], what: str) -> list[int]:

@@ -10,11 +10,11 @@ Results come back as a tuple of numpy arrays, one per graph output.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import os
 import threading
-import warnings
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -27,11 +27,32 @@ from .artifact import CompiledKernel
 from .diskcache import DiskCache
 from .errors import ArgumentError, ArgumentTypeError, ArgumentValueError, debug_enabled
 from .guardset import GuardSet
-from .kernel import CacheInfo, DumpWarning
+from .kernel import CacheInfo, dump_stages
 from .keys import full_key, graph_components
 from .options import KernelOptions
 from .profile import Profile
 from .specialize import BoundCall, Param, TensorKey, describe_key, to_array
+
+
+def user_errors(*extra: type) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Decorator: a user mistake (CompileError, a bad argument, or one of `extra`) is raised without the
+    compiler's frames (PYASC_DEBUG=1 keeps them), as `pyasc.kernel` calls do."""
+    caught = (CompileError, ArgumentError, *extra)
+
+    def deco(fn: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(fn)
+        def wrapped(*args: Any, **kwargs: Any) -> Any:
+            __tracebackhide__ = True  # noqa: F841
+            try:
+                return fn(*args, **kwargs)
+            except caught as e:
+                if debug_enabled():
+                    raise
+                raise e.with_traceback(None) from None
+
+        return wrapped
+
+    return deco
 
 
 class GraphKernel:
@@ -69,25 +90,15 @@ class GraphKernel:
         return self._digest
 
     # ---- public API ----------------------------------------------------------------------
+    @user_errors()
     def __call__(self, *arrays: Any) -> tuple[np.ndarray, ...]:
         """Run on the graph's inputs (numpy arrays or array-likes); returns one array per output."""
-        __tracebackhide__ = True  # noqa: F841
-        try:
-            return self.compile().launch(self._arrays(arrays))
-        except (CompileError, ArgumentError) as e:
-            if debug_enabled():
-                raise
-            raise e.with_traceback(None) from None
+        return self.compile().launch(self._arrays(arrays))
 
+    @user_errors()
     def profile(self, *arrays: Any) -> tuple[tuple[np.ndarray, ...], Profile]:
         """Run on the emulator and return (outputs, profile), as `Kernel.profile` does."""
-        __tracebackhide__ = True  # noqa: F841
-        try:
-            return self.compile().profile_launch(self._arrays(arrays))
-        except (CompileError, ArgumentError) as e:
-            if debug_enabled():
-                raise
-            raise e.with_traceback(None) from None
+        return self.compile().profile_launch(self._arrays(arrays))
 
     def compile(self) -> CompiledKernel:
         """The compiled artifact (memory, then the disk cache, then a compile)."""
@@ -163,13 +174,4 @@ class GraphKernel:
         return compiled
 
     def _dump(self, compiled: CompiledKernel) -> None:
-        dump_dir = os.environ.get("PYASC_DUMP_DIR")
-        if not dump_dir:
-            return
-        from .dump import write_dump  # only with PYASC_DUMP_DIR set
-
-        try:
-            write_dump(dump_dir, compiled)
-        except OSError as e:
-            warnings.warn(f"PYASC_DUMP_DIR={dump_dir!r} cannot be written ({e}); {self.__name__} ran, but its "
-                          "stages were not dumped", DumpWarning, stacklevel=4)
+        dump_stages(compiled, self.__name__)

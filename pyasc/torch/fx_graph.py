@@ -17,7 +17,7 @@ from __future__ import annotations
 import linecache
 import operator
 import re
-from typing import Any, Callable, Sequence
+from typing import Any, Callable
 
 import numpy as np
 import torch
@@ -325,7 +325,9 @@ def node_support(node: torch.fx.Node, table: dict[Any, Entry]) -> str | None:
         scratch.lower(node)
     except Unsupported as e:
         return str(e) if str(e).startswith("result ") else f"arguments the table cannot express ({e})"
-    except (KeyError, TypeError, IndexError, ValueError, CompileError) as e:
+    except CompileError as e:  # pyasc's inference rejects it (the report gives the model's line itself)
+        return f"arguments the table cannot express ({e.reason})"
+    except (KeyError, TypeError, IndexError, ValueError) as e:
         return f"arguments the table cannot express ({e})"
     return None
 

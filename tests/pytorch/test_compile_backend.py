@@ -2,7 +2,6 @@
 transformer block, graph breaks (reported once), profiles. Training is in test_compile_training.py."""
 from __future__ import annotations
 
-import re
 import warnings
 
 import pytest
@@ -136,6 +135,16 @@ def test_mlp_matches_eager_and_runs_as_one_fused_kernel():
     ops = [n.op for n in graphs[0].subgraphs[0].graph.nodes]
     assert ops.count("matmul") == 2 and "relu" in ops  # the FX graph, built through the op registry
     assert "torch.ops.aten.relu" in graphs[0].subgraphs[0].source  # the FX code: the dump's source stage
+    relu = next(n for n in graphs[0].subgraphs[0].graph.nodes if n.op == "relu")
+    assert relu.loc.filename == __file__ and "F.relu(self.fc1(x))" in relu.loc.source_line()  # the model's line
+
+
+def test_the_fx_frontend_writes_nothing_to_disk(tmp_path, monkeypatch):
+    monkeypatch.setenv("PYASC_CACHE_DIR", str(tmp_path / "cache"))  # PYASC_CACHE=0 in the suite: no disk cache
+    model, x = MLP(), torch.randn(4, 32)
+    got, want, graphs = run(model, x)
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+    assert not (tmp_path / "cache").exists()
 
 
 def test_transformer_block_matches_eager_and_the_profile_shows_its_kernels():
