@@ -89,6 +89,9 @@ def test_value_and_grad_and_the_single_argnum_result(rng):
     assert isinstance(g, np.ndarray) and g.shape == (8, 4)
     close(g, numeric_grad(mlp_loss, args, 1))
     close(pyasc.grad(k, argnums=-1)(*args), numeric_grad(mlp_loss, args, 3))
+    g1, g1_again = pyasc.grad(k, argnums=(1, 1))(*args)  # an argument named twice gets its gradient twice
+    np.testing.assert_array_equal(g1, g1_again)
+    close(g1, numeric_grad(mlp_loss, args, 1))
 
 
 def loss_with_aux(x, w):

@@ -50,7 +50,8 @@ def backward(graph: Graph, outputs: Sequence[Value], cotangents: Sequence[Value 
         if ct is not None and is_differentiable(out) and sweep.depends(out.node):
             sweep.give(out, ct)
     sweep.run(list(graph.nodes))
-    return [sweep.total(v) for v in wrt]
+    totals = {v: sweep.total(v) for v in dict.fromkeys(wrt)}  # a value listed twice gets its cotangent twice
+    return [totals[v] for v in wrt]
 
 
 class _Sweep:

@@ -30,7 +30,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from .. import autodiff, pytree
-from ..pytree import TUPLE, TreeDef
+from ..pytree import LEAF, TUPLE, TreeDef
 from .graph_kernel import GraphKernel, user_errors
 from .kernel import Kernel, kernel as make_kernel
 from .specialize import ConstKey, TensorKey, is_tensor_value
@@ -80,7 +80,7 @@ def _wrt(trace: Trace, positions: Sequence[int], what: str) -> list[int]:
             if dtype not in _FLOATS:
                 raise TypeError(f"{what}: argnums {pos}: {describe_param(trace, pos)} holds a {dtype} tensor; only "
                                 f"float tensors ({', '.join(_FLOATS)}) have gradients")
-        wrt.extend(groups[pos])
+        wrt.extend(i for i in groups[pos] if i not in wrt)  # argnums=(0, 0): one gradient, given twice
     return wrt
 
 
@@ -134,11 +134,11 @@ class Grad:
     def _aux_outputs(self, trace: Trace) -> int:
         tree = trace.out_tree
         if not self.has_aux:
-            if tree.kind != "leaf":
+            if tree.kind != LEAF:
                 raise TypeError(f"{self.what}: {trace.graph.name} returns {tree.num_leaves} values; the gradient "
                                 "needs a function returning one scalar (pass has_aux=True to return (value, aux))")
             return 0
-        if tree.kind != TUPLE or len(tree.children) != 2 or tree.children[0].kind != "leaf":
+        if tree.kind != TUPLE or len(tree.children) != 2 or tree.children[0].kind != LEAF:
             raise TypeError(f"{self.what}(has_aux=True): {trace.graph.name} must return a pair (scalar, aux)")
         return tree.children[1].num_leaves
 

@@ -14,12 +14,12 @@ shapes) and the FX frontend inlines its graph like the forward's. Integer parame
 """
 from __future__ import annotations
 
+import threading
 from typing import Any, Sequence
 
 import torch
 
 from .. import autodiff
-from ..frontend import build_graph
 from ..ir.graph import Graph
 from ..runtime.graph_kernel import GraphKernel
 from ..runtime.tracing import Tracer
@@ -49,6 +49,8 @@ class DerivedBackward:
         self.tensor_params = [p for p in forward.params if p.is_tensor]
         self.schema = schema_text(self.params, len(self.tensor_params))
         self.tracer = Tracer(forward.kernel)
+        self._graphs: dict[tuple, Graph] = {}  # argument types -> the backward graph (for inlining)
+        self._lock = threading.Lock()
         self.definition = torch.library.custom_op(self.qualname, self._impl, mutates_args=(), schema=self.schema)
         self.definition.register_fake(self._fake)
         ns, name = self.qualname.split("::")
@@ -100,13 +102,18 @@ class DerivedBackward:
         return tensors[0] if len(tensors) == 1 else tuple(tensors)
 
     def inline_graph(self, args: Sequence[Any]) -> Graph:
-        """The backward op's graph for these arguments (fake tensors or values), for the FX frontend."""
+        """The backward op's graph for these arguments (fake tensors or values), for the FX frontend (kept
+        per argument types, like the forward's)."""
         params, _, _ = self._split(args)
-        key, specs = self.forward._specs(params, {})
-        fe = build_graph(self.forward.kernel.py_func, specs, unroll_budget=self.forward.kernel.options.unroll_budget)
-        if fe.hidden:
-            raise ValueError(f"{self.forward.qualname} reads captured arrays, which an inlined graph cannot take")
-        return backward_graph(fe.graph, len(fe.graph.inputs), self.qualname.replace("::", "_"))
+        key, _ = self.forward._specs(params, {})
+        with self._lock:
+            graph = self._graphs.get(key)
+        if graph is None:
+            forward = self.forward.frontend_graph(params)
+            graph = backward_graph(forward, len(forward.inputs), self.qualname.replace("::", "_"))
+            with self._lock:
+                self._graphs[key] = graph
+        return graph
 
 
 def backward_graph(forward: Graph, n_user: int, name: str) -> Graph:

@@ -57,6 +57,7 @@ class PyascOp:
         self.has_backward = has_backward
         self.backward_op: Any = None  # the derived backward's op (backward.py), when pyasc derives it
         self._types: dict[tuple, list[TensorType]] = {}
+        self._graphs: dict[tuple, Any] = {}  # argument types -> the frontend graph (for inlining)
         self._lock = threading.Lock()
         ns, name = qualname.split("::")
         self.op = getattr(getattr(torch.ops, ns), name).default
@@ -107,13 +108,20 @@ class PyascOp:
     # ---- the implementations torch calls ----------------------------------------------
     def frontend_graph(self, args: Sequence[Any]) -> Any:
         """The kernel's frontend graph for these arguments (tensors, fake tensors or values), for inlining
-        into an FX graph; ValueError when it reads captured arrays (lifted inputs the FX graph lacks)."""
+        into an FX graph (kept per argument types; callers copy it, never edit it); ValueError when it reads
+        captured arrays (lifted inputs the FX graph lacks)."""
         key, specs = self._specs(args, {})
-        fe = build_graph(self.kernel.py_func, specs, unroll_budget=self.kernel.options.unroll_budget)
-        if fe.hidden:
-            raise ValueError(f"{self.qualname} reads captured arrays ({len(fe.hidden)}), which an inlined graph "
-                             "cannot take")
-        return fe.graph
+        with self._lock:
+            graph = self._graphs.get(key)
+        if graph is None:
+            fe = build_graph(self.kernel.py_func, specs, unroll_budget=self.kernel.options.unroll_budget)
+            if fe.hidden:
+                raise ValueError(f"{self.qualname} reads captured arrays ({len(fe.hidden)}), which an inlined "
+                                 "graph cannot take")
+            graph = fe.graph
+            with self._lock:
+                self._graphs[key] = graph
+        return graph
 
     def inline_graph(self, args: Sequence[Any]) -> Any:
         return self.frontend_graph(args)
