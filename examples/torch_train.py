@@ -47,7 +47,7 @@ def batch(step: int, size: int, tokens: int, d_in: int) -> tuple[torch.Tensor, t
 
 
 def run(small: bool = False) -> None:
-    d_in, d, heads, tokens, size, steps = (8, 16, 2, 8, 2, 3) if small else (16, 64, 4, 32, 8, 20)
+    d_in, d, heads, tokens, size, steps = (4, 8, 2, 4, 2, 3) if small else (16, 64, 4, 32, 8, 20)
     chip = "tiny" if small else "910b"
     model = TinyTransformer(d_in, d, heads)
     eager = copy.deepcopy(model)
