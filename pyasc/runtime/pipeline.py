@@ -78,7 +78,7 @@ class BackEnd:
     def fields(self, frontend_s: float = 0.0) -> dict[str, Any]:
         r = self.result
         timings = {"frontend": frontend_s, **self.timings}
-        timings["total"] = sum(v for k, v in timings.items() if k != "total")
+        timings["total"] = sum(v for k, v in timings.items() if "." not in k)  # codegen.<stage>: within codegen
         return dict(graph=r.graph, stages=self.stages, dots=self.dots, plans=list(r.kernels),
                     memory_plan=r.memory_plan, fusion_decisions=list(r.fusion_decisions),
                     pass_log=r.pass_report(times=False), stage_ops=self.stage_ops, pass_times=dict(r.pass_times),
@@ -129,7 +129,9 @@ def compile_graph(graph: Any, name: str, options: KernelOptions, *, source: str)
             host = build_host(device, name)
         stages.update(device_stages(device, host))
     t5 = time.perf_counter()
-    timings = {"print": t2 - t1, "optimize": t3 - t2, **({"codegen": t4 - t3, "host": t5 - t4} if emulator else {})}
+    timings = {"print": t2 - t1, "optimize": t3 - t2,
+               **({"codegen": t4 - t3, **{f"codegen.{k}": v for k, v in device.stage_times.items()},
+                   "host": t5 - t4} if emulator else {})}
     return BackEnd(graph, stages, dots, stage_ops, result, device, host, nodes_in, timings)
 
 
