@@ -193,12 +193,13 @@ Entry = Callable[[Lowering], Any]
 class FxGraphBuilder:
     """Builds the pyasc graph of one FX GraphModule (see the module docstring)."""
 
-    def __init__(self, gm: torch.fx.GraphModule, name: str, table: dict[Any, Entry]):
+    def __init__(self, gm: torch.fx.GraphModule | None, name: str, table: dict[Any, Entry]):
+        """`gm` None: a builder for lowering single nodes (node_support), with no module to walk."""
         self.gm = gm
         self.table = table
         self.graph = Graph(name)
         self.env: dict[torch.fx.Node, Any] = {}
-        self.linears: dict[torch.fx.Node, BatchedLinear] = batched_linears(gm)
+        self.linears: dict[torch.fx.Node, BatchedLinear] = batched_linears(gm) if gm is not None else {}
         self.folded = {b.matmul for b in self.linears.values()}
         self.flats = {b.flat for b in self.linears.values() if all(u in self.folded for u in b.flat.users)}
 
@@ -314,7 +315,7 @@ def node_support(node: torch.fx.Node, table: dict[Any, Entry]) -> str | None:
             return f"a tensor on {t.device}"
     if not tensors:
         return "no tensor results"
-    scratch = FxGraphBuilder(_EmptyModule(), "support", table)
+    scratch = FxGraphBuilder(None, "support", table)
     for a in node.all_input_nodes:
         const = constant_value(a)
         if const is not None:
@@ -330,13 +331,6 @@ def node_support(node: torch.fx.Node, table: dict[Any, Entry]) -> str | None:
     except (KeyError, TypeError, IndexError, ValueError) as e:
         return f"arguments the table cannot express ({e})"
     return None
-
-
-class _EmptyModule:
-    """A stand-in GraphModule with no nodes (for lowering one node alone)."""
-
-    class graph:  # noqa: N801 - mimics GraphModule.graph
-        nodes: list = []
 
 
 def op_name(node: torch.fx.Node) -> str:
