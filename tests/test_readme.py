@@ -9,7 +9,7 @@ import pytest
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 SECTIONS = ("Writing a kernel", "Seeing what the compiler did", "The compile cache", "Using kernels from PyTorch",
-            "The emulated chip")
+            "The emulated chip", "Gradients")
 
 
 def snippets() -> dict[str, str]:

@@ -145,6 +145,10 @@ class Kernel:
     def __repr__(self) -> str:
         return f"<pyasc.kernel {self.__qualname__} ({self.options.describe()})>"
 
+    def specialize(self, args: tuple, kwargs: dict) -> BoundCall:
+        """Bind and convert one call's arguments: its key and tensor arrays (ArgumentError when it cannot)."""
+        return self._specialize(args, kwargs)
+
     def _specialize(self, args: tuple, kwargs: dict) -> BoundCall:
         values = self._binder.bind(args, kwargs)
         return specialize(self.__name__, self._binder.params, values, self.options.dynamic)
@@ -223,16 +227,22 @@ class Kernel:
         return compiled
 
     def _dump(self, compiled: CompiledKernel) -> None:
-        dump_dir = os.environ.get("PYASC_DUMP_DIR")
-        if not dump_dir:
-            return
-        from .dump import write_dump  # only with PYASC_DUMP_DIR set
+        dump_stages(compiled, self.__qualname__)
 
-        try:
-            write_dump(dump_dir, compiled)  # also on hits: re-creates a folder the user deleted
-        except OSError as e:
-            warnings.warn(f"PYASC_DUMP_DIR={dump_dir!r} cannot be written ({e}); {self.__qualname__} ran, but "
-                          "its stages were not dumped", DumpWarning, stacklevel=4)
+
+def dump_stages(compiled: CompiledKernel, label: str) -> None:
+    """PYASC_DUMP_DIR set: write the artifact's stages there (also on hits: re-creates a folder the user
+    deleted); a folder that cannot be written is a DumpWarning, never a failed call."""
+    dump_dir = os.environ.get("PYASC_DUMP_DIR")
+    if not dump_dir:
+        return
+    from .dump import write_dump  # only with PYASC_DUMP_DIR set
+
+    try:
+        write_dump(dump_dir, compiled)
+    except OSError as e:
+        warnings.warn(f"PYASC_DUMP_DIR={dump_dir!r} cannot be written ({e}); {label} ran, but its stages were not "
+                      "dumped", DumpWarning, stacklevel=5)
 
 
 def _kernel_callable(fn: Any) -> Any:

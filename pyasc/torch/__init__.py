@@ -11,11 +11,11 @@ except ImportError as e:  # pragma: no cover - exercised only without torch
     raise ImportError("pyasc.torch needs PyTorch: pip install 'pyasc[torch]' (or pip install torch)") from e
 
 from .convert import SUPPORTED_TORCH_DTYPES, from_numpy, to_numpy  # noqa: E402
-from .custom_op import PyascOp, custom_op  # noqa: E402
+from .custom_op import DERIVED, PyascOp, custom_op  # noqa: E402
 
-__all__ = ["custom_op", "PyascOp", "to_numpy", "from_numpy", "SUPPORTED_TORCH_DTYPES"]
+__all__ = ["custom_op", "PyascOp", "DERIVED", "to_numpy", "from_numpy", "SUPPORTED_TORCH_DTYPES"]
 
-from .backend import PyascGraphBreak, last_graphs, profile, pyasc_backend, register as _register  # noqa: E402
+from .backend import PyascGraphBreak, ProfileRecord, last_graphs, profile, pyasc_backend, register as _register  # noqa: E402,E501
 
 _register()
-__all__ += ["pyasc_backend", "PyascGraphBreak", "profile", "last_graphs"]
+__all__ += ["pyasc_backend", "PyascGraphBreak", "ProfileRecord", "profile", "last_graphs"]
