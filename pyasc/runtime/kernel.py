@@ -21,7 +21,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..errors import CompileError
-from . import keys, persist
+from . import cachestats, keys, persist
 from .artifact import CompiledKernel
 from .profile import Profile
 from .diskcache import DiskCache
@@ -69,6 +69,7 @@ class Kernel:
         self._disk_hits = 0
         self._misses = 0
         self._bound: dict[int, Kernel] = {}  # id(instance) -> this method kernel bound to it (__get__)
+        self._stats_root: Any = None  # the disk cache of the last lookup: where `pyasc cache stats` counts hits
 
     def __get__(self, obj: Any, objtype: Any = None) -> Any:
         """`@pyasc.kernel` on a method: `obj.method` is a kernel of the bound method (as a function's
@@ -180,6 +181,7 @@ class Kernel:
             return None  # a value the kernel read at compile time has changed: never run a stale graph
         with self._lock:
             self._hits += 1
+            cachestats.count(self._stats_root, self.__qualname__, "hits")
         if "PYASC_DUMP_DIR" in os.environ:
             self._dump(compiled)
         return compiled, hidden
@@ -196,6 +198,7 @@ class Kernel:
         params = self._binder.params
         comps = keys.components(self.py_func, params, call.key, self.options, store.root if store else None)
         digest = comps.digest()
+        self._stats_root = store.root if store is not None else None
 
         def load() -> CompiledKernel | None:
             if store is None or always:
@@ -204,6 +207,8 @@ class Kernel:
             if found is not None:
                 with self._lock:
                     self._disk_hits += 1
+                cachestats.count(store.root, self.__qualname__, "disk_hits")
+                cachestats.flush(store.root)
             return found
 
         compiled = load()
@@ -220,6 +225,8 @@ class Kernel:
                 self._misses += 1
             if store is not None:
                 persist.save(store, compiled, digest)
+                cachestats.count(store.root, self.__qualname__, "misses")
+                cachestats.flush(store.root)
         return compiled
 
     def _dump(self, compiled: CompiledKernel) -> None:

@@ -1,0 +1,132 @@
+"""Where parallel work runs: a local process pool, or a Ray cluster (`pyasc tune`, `pyasc cache warm`).
+
+Both take a module-level function and a list of jobs (picklable), run
+`fn(job)` for each, call `on_done(index, result)` as results arrive (for a
+progress bar) and return the results in job order. `fn` reports its own
+failures in its result: an exception that escapes it is a bug and is raised
+here.
+
+- `ProcessExecutor(workers)`: `concurrent.futures` with the "spawn" start
+  method (a fresh interpreter per worker, the same on every OS).
+- `RayExecutor(address)`: tasks on a Ray cluster (the optional extra
+  `pip install -e '.[ray]'`). `address` is a running cluster's address
+  ("auto" for the one `ray start` runs on this machine, "ray://host:port"
+  through Ray Client), or "local" to start a private instance for this run
+  (stopped after it). A Ray already initialised in this process is used as
+  it is. Each task asks for one CPU, so Ray runs as many at once as the
+  cluster has CPUs.
+"""
+from __future__ import annotations
+
+import concurrent.futures
+import multiprocessing
+import os
+from typing import Any, Callable, Protocol, Sequence
+
+OnDone = Callable[[int, Any], None]
+
+#: the environment variables a worker must see as this process does (a Ray worker does not inherit them)
+FORWARDED_ENV_PREFIX = "PYASC_"
+
+
+class Executor(Protocol):
+    workers: int
+
+    def describe(self) -> str: ...
+
+    def map(self, fn: Callable[[Any], Any], jobs: Sequence[Any], on_done: OnDone | None = None) -> list[Any]: ...
+
+
+def forwarded_env() -> dict[str, str]:
+    """This process's PYASC_* settings (cache folder, chip, sanitizer ...), to apply in a worker."""
+    return {k: v for k, v in os.environ.items() if k.startswith(FORWARDED_ENV_PREFIX)}
+
+
+def apply_env(env: dict[str, str]) -> None:
+    """In a worker: take the submitting process's PYASC_* settings (and drop ones it did not have)."""
+    for k in [k for k in os.environ if k.startswith(FORWARDED_ENV_PREFIX) and k not in env]:
+        del os.environ[k]
+    os.environ.update(env)
+
+
+class ProcessExecutor:
+    def __init__(self, workers: int | None = None):
+        if workers is not None and (not isinstance(workers, int) or isinstance(workers, bool) or workers < 1):
+            raise ValueError(f"workers must be a positive int or None (the CPU count), got {workers!r}")
+        self.workers = workers or os.cpu_count() or 1
+
+    def describe(self) -> str:
+        return f"{self.workers} local process(es)"
+
+    def map(self, fn: Callable[[Any], Any], jobs: Sequence[Any], on_done: OnDone | None = None) -> list[Any]:
+        results: list[Any] = [None] * len(jobs)
+        if not jobs:
+            return results
+        context = multiprocessing.get_context("spawn")
+        with concurrent.futures.ProcessPoolExecutor(min(self.workers, len(jobs)), mp_context=context) as pool:
+            futures = {pool.submit(fn, job): i for i, job in enumerate(jobs)}
+            for future in concurrent.futures.as_completed(futures):
+                i = futures[future]
+                results[i] = future.result()
+                if on_done is not None:
+                    on_done(i, results[i])
+        return results
+
+
+class RayExecutor:
+    def __init__(self, address: str | None = None, workers: int | None = None):
+        try:
+            import ray  # the optional extra: only when a Ray executor is asked for
+        except ImportError:
+            raise ImportError("the Ray executor needs Ray: pip install -e '.[ray]' in the pyasc checkout "
+                              "(or pip install ray)") from None
+        self._ray = ray
+        self._started = False
+        if not ray.is_initialized():
+            if address in (None, "local"):
+                ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False)
+            else:
+                ray.init(address=address, log_to_driver=False)
+            self._started = True
+        self.workers = int(ray.cluster_resources().get("CPU", 1))
+        self.address = address or "local"
+
+    def describe(self) -> str:
+        return f"a Ray cluster ({self.address}) with {self.workers} CPU(s)"
+
+    def map(self, fn: Callable[[Any], Any], jobs: Sequence[Any], on_done: OnDone | None = None) -> list[Any]:
+        ray = self._ray
+        results: list[Any] = [None] * len(jobs)
+        remote = ray.remote(num_cpus=1, max_retries=0)(fn)
+        pending = {remote.remote(job): i for i, job in enumerate(jobs)}
+        while pending:
+            done, _ = ray.wait(list(pending), num_returns=1)
+            for ref in done:
+                i = pending.pop(ref)
+                results[i] = ray.get(ref)
+                if on_done is not None:
+                    on_done(i, results[i])
+        return results
+
+    def close(self) -> None:
+        """Stop the Ray instance this executor started (one it found running is left alone)."""
+        if self._started:
+            self._ray.shutdown()
+            self._started = False
+
+
+def make_executor(executor: str = "process", workers: int | None = None, address: str | None = None) -> Any:
+    """"process" (default) or "ray"; `address` is only for Ray (and implies it)."""
+    if address is not None and executor == "process":
+        executor = "ray"
+    if executor == "process":
+        return ProcessExecutor(workers)
+    if executor == "ray":
+        return RayExecutor(address, workers)
+    raise ValueError(f"executor must be 'process' or 'ray', got {executor!r}")
+
+
+def close(executor: Any) -> None:
+    closer = getattr(executor, "close", None)
+    if closer is not None:
+        closer()
