@@ -199,12 +199,18 @@ def verify_command(fix: bool) -> None:
         raise click.ClickException(f"{len(bad)} bad entries; `pyasc cache verify --fix` removes them")
 
 
+def executor_options(f: Any) -> Any:
+    """`--jobs N` (local worker processes) and `--ray ADDRESS` (a Ray cluster instead): where parallel work runs."""
+    f = click.option("--ray", "ray_address", default=None, metavar="ADDRESS",
+                     help="run on a Ray cluster instead: its address, `auto` for the one `ray start` runs here, "
+                          "or `local` to start one for this run (needs the extra: pip install -e '.[ray]')")(f)
+    return click.option("--jobs", "-j", type=click.IntRange(1), default=None,
+                        help="local worker processes (default: the CPU count)")(f)
+
+
 @cache.command("warm")
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("--jobs", "-j", type=click.IntRange(1), default=None, help="processes (default: the CPU count)")
-@click.option("--ray", "ray_address", default=None, metavar="ADDRESS",
-              help="compile on a Ray cluster instead: its address, `auto` for the one `ray start` runs here, or "
-                   "`local` to start one for this run")
+@executor_options
 def warm_command(file: Path, jobs: int | None, ray_address: str | None) -> None:
     """Compile every kernel FILE.py lists in PYASC_WARM for its example signatures, in parallel.
 

@@ -30,7 +30,7 @@ from .lowering import no_lowering
 from .schedule import TileSchedule
 from .sync import SyncPlan
 from .templates import column, datamove, matmul, multipass, transpose2d, update, vector, vector_kernel
-from .tiling import NoLegalTiling, TilingChoice, TilingReport, choose, scoring_dims
+from .tiling import NoLegalTiling, TilingChoice, TilingDecision, TilingReport, choose, scoring_dims
 
 
 @dataclass(frozen=True)
@@ -38,6 +38,10 @@ class CodegenOptions:
     buffer_num: int = 2          # a cap: 1 forces serial tiles
     cores: int | None = None     # cap on cores used
     sync: str = "flags"          # "flags" or "barrier" (debug)
+    decisions: tuple[TilingDecision, ...] = ()   # tilings chosen by autotuning, per device kernel label
+
+    def decision(self, label: str) -> TilingDecision | None:
+        return next((d for d in self.decisions if d.label == label), None)
 
 
 @dataclass
@@ -248,7 +252,7 @@ class _Generator:
         scoring, nominal = scoring_dims(sorted({s for d in ck.domain.shape for s in _syms(d)} | _input_syms(kg)))
         try:
             chosen = choose(cands, lambda t: column.schedule(ck, t, self.chip), self.chip, scoring,
-                            self.options.sync, nominal)
+                            self.options.sync, nominal, self.options.decision(label))
         except NoLegalTiling as e:
             raise _unsupported(kg, label, str(e)) from None
         return self._finish(label, "column", chosen, kg, plan, None)
@@ -270,7 +274,7 @@ class _Generator:
         cands = matmul.tilings(mk, self.chip, self.options.buffer_num, cores, scoring)
         try:
             chosen = choose(cands, lambda t: matmul.schedule(mk, t, self.chip), self.chip, scoring,
-                            self.options.sync, nominal)
+                            self.options.sync, nominal, self.options.decision(label))
         except NoLegalTiling as e:
             raise no_lowering(plan.anchor, label, plan.anchor_node.loc, str(e)) from None
         out.append(self._finish(label, "matmul", chosen, None, plan, [r.result], inputs=r.operands))
@@ -284,7 +288,7 @@ class _Generator:
         cands = transpose2d.tilings(tk, self.chip, self.options.buffer_num, self.options.cores or self.chip.aiv_cores)
         try:
             chosen = choose(cands, lambda t: transpose2d.schedule(tk, t, self.chip), self.chip, scoring,
-                            self.options.sync, nominal)
+                            self.options.sync, nominal, self.options.decision(tk.name))
         except NoLegalTiling as e:
             raise no_lowering(plan.anchor, tk.name, plan.anchor_node.loc, str(e)) from None
         return self._finish(tk.name, "transpose", chosen, None, plan, [pre.dst], inputs=[pre.src])
@@ -318,7 +322,8 @@ class _Generator:
             raise _unsupported(kg, label, "no tile of this data move fits the chip's UB")
         dims_, nominal = scoring_dims(move.symbols)
         try:
-            chosen = choose(move.candidates, move.build, self.chip, dims_, self.options.sync, nominal)
+            chosen = choose(move.candidates, move.build, self.chip, dims_, self.options.sync, nominal,
+                            self.options.decision(label))
         except NoLegalTiling as e:
             raise _unsupported(kg, label, str(e)) from None
         return self._finish(label, move.template, chosen, kg, plan, None)
@@ -331,7 +336,8 @@ class _Generator:
             raise _unsupported(kg, label, str(e)) from None
         cands = update.tilings(uk, self.chip, self.options.buffer_num, self.options.cores or self.chip.aiv_cores)
         try:
-            chosen = choose(cands, lambda t: update.schedule(uk, t, self.chip), self.chip, {}, self.options.sync)
+            chosen = choose(cands, lambda t: update.schedule(uk, t, self.chip), self.chip, {}, self.options.sync,
+                            decision=self.options.decision(label))
         except NoLegalTiling as e:
             raise _unsupported(kg, label, str(e)) from None
         return self._finish(label, "update", chosen, kg, plan, None)
@@ -371,7 +377,7 @@ class _Generator:
         scoring, nominal = scoring_dims(sorted(syms))
         try:
             chosen = choose(candidates, lambda t: _SCHEDULES[t.mode](analyses[t.mode], t, self.chip), self.chip,
-                            scoring, self.options.sync, nominal)
+                            scoring, self.options.sync, nominal, self.options.decision(label))
         except NoLegalTiling as e:
             raise _unsupported(kg, label, str(e)) from None
         return self._finish(label, "vector", chosen, kg, plan, outputs)

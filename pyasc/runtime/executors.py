@@ -1,10 +1,11 @@
 """Where parallel work runs: a local process pool, or a Ray cluster (`pyasc tune`, `pyasc cache warm`).
 
 Both take a module-level function and a list of jobs (picklable), run
-`fn(job)` for each, call `on_done(index, result)` as results arrive (for a
-progress bar) and return the results in job order. `fn` reports its own
-failures in its result: an exception that escapes it is a bug and is raised
-here.
+`fn(job)` — or `fn(job, shared)` when `shared` is given: data every job
+reads, sent once per worker process (Ray: put in the object store once) —
+for each, call `on_done(index, result)` as results arrive (for a progress
+bar) and return the results in job order. `fn` reports its own failures in
+its result: an exception that escapes it is a bug and is raised here.
 
 - `ProcessExecutor(workers)`: `concurrent.futures` with the "spawn" start
   method (a fresh interpreter per worker, the same on every OS).
@@ -19,6 +20,7 @@ here.
 from __future__ import annotations
 
 import concurrent.futures
+import logging
 import multiprocessing
 import os
 from typing import Any, Callable, Protocol, Sequence
@@ -34,7 +36,8 @@ class Executor(Protocol):
 
     def describe(self) -> str: ...
 
-    def map(self, fn: Callable[[Any], Any], jobs: Sequence[Any], on_done: OnDone | None = None) -> list[Any]: ...
+    def map(self, fn: Callable[..., Any], jobs: Sequence[Any], on_done: OnDone | None = None,
+            shared: Any = None) -> list[Any]: ...
 
 
 def forwarded_env() -> dict[str, str]:
@@ -58,19 +61,33 @@ class ProcessExecutor:
     def describe(self) -> str:
         return f"{self.workers} local process(es)"
 
-    def map(self, fn: Callable[[Any], Any], jobs: Sequence[Any], on_done: OnDone | None = None) -> list[Any]:
+    def map(self, fn: Callable[..., Any], jobs: Sequence[Any], on_done: OnDone | None = None,
+            shared: Any = None) -> list[Any]:
         results: list[Any] = [None] * len(jobs)
         if not jobs:
             return results
         context = multiprocessing.get_context("spawn")
-        with concurrent.futures.ProcessPoolExecutor(min(self.workers, len(jobs)), mp_context=context) as pool:
-            futures = {pool.submit(fn, job): i for i, job in enumerate(jobs)}
+        with concurrent.futures.ProcessPoolExecutor(min(self.workers, len(jobs)), mp_context=context,
+                                                    initializer=_keep_shared, initargs=(shared,)) as pool:
+            futures = {pool.submit(_call, fn, job, shared is not None): i for i, job in enumerate(jobs)}
             for future in concurrent.futures.as_completed(futures):
                 i = futures[future]
                 results[i] = future.result()
                 if on_done is not None:
                     on_done(i, results[i])
         return results
+
+
+_SHARED: Any = None  # in a pool worker: the `shared` data of the map it serves
+
+
+def _keep_shared(shared: Any) -> None:
+    global _SHARED
+    _SHARED = shared
+
+
+def _call(fn: Callable[..., Any], job: Any, with_shared: bool) -> Any:
+    return fn(job, _SHARED) if with_shared else fn(job)
 
 
 class RayExecutor:
@@ -83,10 +100,11 @@ class RayExecutor:
         self._ray = ray
         self._started = False
         if not ray.is_initialized():
+            quiet = {"log_to_driver": False, "logging_level": logging.WARNING}
             if address in (None, "local"):
-                ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False)
+                ray.init(num_cpus=workers, include_dashboard=False, **quiet)
             else:
-                ray.init(address=address, log_to_driver=False)
+                ray.init(address=address, **quiet)
             self._started = True
         self.workers = int(ray.cluster_resources().get("CPU", 1))
         self.address = address or "local"
@@ -94,11 +112,13 @@ class RayExecutor:
     def describe(self) -> str:
         return f"a Ray cluster ({self.address}) with {self.workers} CPU(s)"
 
-    def map(self, fn: Callable[[Any], Any], jobs: Sequence[Any], on_done: OnDone | None = None) -> list[Any]:
+    def map(self, fn: Callable[..., Any], jobs: Sequence[Any], on_done: OnDone | None = None,
+            shared: Any = None) -> list[Any]:
         ray = self._ray
         results: list[Any] = [None] * len(jobs)
         remote = ray.remote(num_cpus=1, max_retries=0)(fn)
-        pending = {remote.remote(job): i for i, job in enumerate(jobs)}
+        extra = () if shared is None else (ray.put(shared),)  # a top-level reference: Ray resolves it
+        pending = {remote.remote(job, *extra): i for i, job in enumerate(jobs)}
         while pending:
             done, _ = ray.wait(list(pending), num_returns=1)
             for ref in done:

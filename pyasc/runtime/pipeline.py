@@ -33,7 +33,9 @@ def guards_digest(guards: GuardSet) -> str:
 
 
 def compile_call(fn: Any, name: str, params: Sequence[Param], options: KernelOptions, call: BoundCall,
-                 components: KeyComponents, components_digest: str) -> CompiledKernel:
+                 components: KeyComponents, components_digest: str, decisions: Sequence[Any] = ()) -> CompiledKernel:
+    """Compile one call; `decisions` (codegen.tiling.TilingDecision) override the cost model's tiling choice
+    for the device kernels they name (autotuning winners; `components` must record them)."""
     from ..frontend import ArgSpec, build_graph  # the frontend is loaded on the first compile, never on a hit
 
     taken = {p.name for p in params}  # leaf names (and their symbolic dims) must not collide with a parameter's
@@ -77,7 +79,7 @@ def compile_call(fn: Any, name: str, params: Sequence[Param], options: KernelOpt
     if emulator:
         with _stage(name, "code generation"):
             device = generate(result.graph, result.kernels, result.memory_plan, options.chip_config,
-                              CodegenOptions(options.buffer_num, options.cores, options.sync), name)
+                              CodegenOptions(options.buffer_num, options.cores, options.sync, tuple(decisions)), name)
         t4 = time.perf_counter()
         with _stage(name, "host code generation"):
             host = build_host(device, name)
