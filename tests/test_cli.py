@@ -111,7 +111,7 @@ def test_every_command_has_help():
                 yield from walk(command, prefix + [name])
 
     paths = list(walk(cli.cli, []))
-    assert {"demo", "ops", "chips", "compile", "diff", "cache"} <= {p[0] for p in paths}
+    assert {"demo", "ops", "chips", "compile", "diff", "cache", "tune"} <= {p[0] for p in paths}
     assert {p[1] for p in paths if len(p) == 2} == {"list", "show", "explain", "clear", "prune", "verify", "warm",
                                                      "stats", "dir"}
     for path in paths:
@@ -343,7 +343,7 @@ def test_cache_explain_of_a_kernel_without_entries_says_so(kernels, disk_cache):
 
 def test_compile_explain_and_tune_take_arguments_alike(kernels, disk_cache):
     """`--arg` per parameter, and --chip/--opt-level, on every command that compiles a FILE.py::func."""
-    for command in (["compile"], ["cache", "explain"]):
+    for command in (["compile"], ["cache", "explain"], ["tune"]):
         status, out = invoke(*command, "--help")
         assert "--arg ARGSPEC" in out and "--chip PRESET" in out and "--opt-level" in out, command
     status, out = invoke("cache", "explain", f"{kernels}::softmax", "f32[8,16]")

@@ -126,6 +126,11 @@ def test_pyasc_tune_prints_predicted_vs_simulated_and_stores_the_winner(kernels,
     doc = json.loads(result.stdout)
     assert [c["rank"] for c in doc["candidates"]] == [0, 1] and doc["executor"] == "1 local process(es)"
     assert {"predicted_cycles", "simulated_cycles", "error", "winner"} <= set(doc["candidates"][0])
+    # `cache clear` keeps the winners (they cost emulator time), `--tuning` deletes them too
+    CliRunner().invoke(cli.cli, ["cache", "clear"], catch_exceptions=False)
+    assert Path(doc["stored"]).exists()
+    result = CliRunner().invoke(cli.cli, ["cache", "clear", "--tuning"], catch_exceptions=False)
+    assert "removed 1 tuning records" in result.stdout and not Path(doc["stored"]).exists()
 
 
 def test_tune_with_the_disk_cache_off_lasts_for_the_process_and_writes_nothing(kernels, tmp_path, monkeypatch):
@@ -231,3 +236,17 @@ def test_a_corrupt_tuning_record_is_ignored_with_a_warning(kernels, disk_cache):
     with pytest.warns(CacheWarning, match="ignoring the tuning record"):
         art = sm.compile(x)
     assert art.kernels[0].tiling.source == "cost model"
+
+
+def test_tune_at_a_scripts_top_level_needs_no_main_guard(tmp_path):
+    """"spawn" workers re-import the main script (running its top-level code, and with it `tune`, again);
+    the workers run pyasc's own jobs only, so the script is kept from them."""
+    script = tmp_path / "script.py"
+    script.write_text(f"import sys\nsys.path.insert(0, {str(REPO)!r})\n" + KERNELS +
+                      "import numpy as np\nprint('top-level code runs')\n"
+                      "r = mm.tune(np.ones((64, 64), np.float16), np.ones((64, 64), np.float16), top_k=2, workers=2,"
+                      " verbose=False)\nprint('tuned', len(r.candidates))\n")
+    env = {**os.environ, "PYASC_CACHE": "0"}
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["top-level code runs", "tuned 2"]

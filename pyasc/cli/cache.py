@@ -169,10 +169,16 @@ def explain_command(target: str, args: tuple[str, ...], chip: str | None, opt_le
 
 
 @cache.command("clear")
-def clear_command() -> None:
-    """Delete every entry."""
+@click.option("--tuning", is_flag=True, help="also delete the autotuning winners (`pyasc tune`)")
+def clear_command(tuning: bool) -> None:
+    """Delete every entry, the lock files no process holds and generated files (statistics and autotuning
+    winners are kept unless --tuning)."""
+    from ..runtime import tunestore  # the runtime loads when a command runs, not for --help
+
     store = store_or_fail()
     click.echo(f"removed {store.clear()} entries from {store.root}")
+    if tuning:
+        click.echo(f"removed {tunestore.remove_all(store.root)} tuning records")
 
 
 @cache.command("prune")

@@ -160,7 +160,8 @@ class CompiledKernel:
             raise ArgumentValueError(f"{self.name}: kernel.profile() needs the emulator backend; this kernel was "
                                      f"compiled with backend={self.options.backend!r} (the option, or PYASC_BACKEND)")
         chip = self.options.chip_config
-        prof = Profile(chip.clock_hz, chip.gm_bytes_per_second, l2_peak_bytes_per_s=chip.l2_bytes_per_cycle * chip.clock_hz)
+        prof = Profile(chip.clock_hz, chip.gm_bytes_per_second,
+                       l2_peak_bytes_per_s=chip.l2_bytes_per_cycle * chip.clock_hz)
         outputs = self._execute(arrays, prof)
         return self._pack(outputs), prof
 

@@ -8,7 +8,11 @@ bar) and return the results in job order. `fn` reports its own failures in
 its result: an exception that escapes it is a bug and is raised here.
 
 - `ProcessExecutor(workers)`: `concurrent.futures` with the "spawn" start
-  method (a fresh interpreter per worker, the same on every OS).
+  method (a fresh interpreter per worker, the same on every OS). The jobs'
+  functions are pyasc's own, so a worker never needs the caller's script:
+  the main module is kept from being re-imported in the workers (which
+  "spawn" would otherwise do), and `kernel.tune(...)` at a script's top
+  level needs no `if __name__ == "__main__":` guard.
 - `RayExecutor(address)`: tasks on a Ray cluster (the optional extra
   `pip install -e '.[ray]'`). `address` is a running cluster's address
   ("auto" for the one `ray start` runs on this machine, "ray://host:port"
@@ -20,10 +24,12 @@ its result: an exception that escapes it is a bug and is raised here.
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import logging
 import multiprocessing
 import os
-from typing import Any, Callable, Protocol, Sequence
+import sys
+from typing import Any, Callable, Iterator, Protocol, Sequence
 
 OnDone = Callable[[int, Any], None]
 
@@ -67,8 +73,9 @@ class ProcessExecutor:
         if not jobs:
             return results
         context = multiprocessing.get_context("spawn")
-        with concurrent.futures.ProcessPoolExecutor(min(self.workers, len(jobs)), mp_context=context,
-                                                    initializer=_keep_shared, initargs=(shared,)) as pool:
+        with _main_module_hidden(), \
+                concurrent.futures.ProcessPoolExecutor(min(self.workers, len(jobs)), mp_context=context,
+                                                       initializer=_keep_shared, initargs=(shared,)) as pool:
             futures = {pool.submit(_call, fn, job, shared is not None): i for i, job in enumerate(jobs)}
             for future in concurrent.futures.as_completed(futures):
                 i = futures[future]
@@ -76,6 +83,25 @@ class ProcessExecutor:
                 if on_done is not None:
                     on_done(i, results[i])
         return results
+
+
+@contextlib.contextmanager
+def _main_module_hidden() -> Iterator[None]:
+    """While workers start: "spawn" re-imports the parent's main module (by its `__spec__` or `__file__`) in
+    each worker, running a script's top-level code again; the workers run pyasc's functions only, so it is
+    hidden from them."""
+    main = sys.modules.get("__main__")
+    saved = {name: main.__dict__[name] for name in ("__spec__", "__file__")
+             if main is not None and name in main.__dict__}
+    if main is not None:
+        main.__dict__["__spec__"] = None
+        main.__dict__.pop("__file__", None)
+    try:
+        yield
+    finally:
+        if main is not None:
+            main.__dict__.pop("__file__", None)
+            main.__dict__.update(saved)
 
 
 _SHARED: Any = None  # in a pool worker: the `shared` data of the map it serves

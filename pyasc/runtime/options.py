@@ -151,7 +151,7 @@ def make_options(**given: Any) -> KernelOptions:
     budget = _check_int("unroll_budget", given.get("unroll_budget", DEFAULT_UNROLL_BUDGET), "a positive int",
                         lambda v: v > 0)
     backend = given.get("backend")
-    if backend is None:  # PYASC_BACKEND=reference: every kernel on the numpy interpreter (like TRITON_INTERPRET)
+    if "backend" not in given:  # PYASC_BACKEND=reference: every kernel on the numpy interpreter (TRITON_INTERPRET)
         env_backend = os.environ.get("PYASC_BACKEND", "").strip()
         if env_backend and env_backend not in BACKENDS:
             raise ValueError(f"environment variable PYASC_BACKEND={env_backend!r} is not valid; it must be "

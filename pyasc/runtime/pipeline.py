@@ -79,7 +79,8 @@ def compile_call(fn: Any, name: str, params: Sequence[Param], options: KernelOpt
     if emulator:
         with _stage(name, "code generation"):
             device = generate(result.graph, result.kernels, result.memory_plan, options.chip_config,
-                              CodegenOptions(options.buffer_num, options.cores, options.sync, tuple(decisions)), name)
+                              CodegenOptions(options.buffer_num, options.cores, options.sync, tuple(decisions)),
+                              name)
         t4 = time.perf_counter()
         with _stage(name, "host code generation"):
             host = build_host(device, name)
