@@ -28,6 +28,16 @@ import pyasc
 
 
 @pyasc.kernel(chip="tiny")
+def pair(x, a, b):
+    return pyasc.softmax(x, axis=-1), a @ b
+
+
+@pyasc.kernel(chip="tiny", dynamic=True)
+def dyn(x):
+    return pyasc.softmax(x, axis=-1)
+
+
+@pyasc.kernel(chip="tiny")
 def mm(a, b):
     return a @ b
 
@@ -143,6 +153,30 @@ def test_tune_with_the_disk_cache_off_lasts_for_the_process_and_writes_nothing(k
     assert result.stored is None and "last for this process only" in result.table()
     assert sm.compile(x).kernels[0].tiling.source == "tuned"
     assert not root.exists()
+
+
+def test_winners_of_two_kernels_are_run_together_once_more(kernels, monkeypatch):
+    monkeypatch.setenv("PYASC_CACHE", "0")
+    pair = load(kernels, "pair")
+    x, a, b = cli.targets.parse_args(["f32[100,64]", "f16[64,64]", "f16[64,64]"])
+    result = pair.tune(x, a, b, top_k=3, workers=2, verbose=False)
+    winners = {c.label: c.rank for c in result.candidates if c.winner}
+    assert winners == {"pair_k0": 1, "pair_k1": 2}                    # each kernel's own winner
+    assert result.jobs == 1 + 2 + 2 + 1                               # baseline, runners-up, the combination
+    out, prof = pair.profile(x, a, b)
+    assert prof.cycles == result.tuned_cycles < result.baseline_cycles
+    assert [k.tiling.source for k in pair.compile(x, a, b).kernels] == ["tuned", "tuned"]
+    for got, want in zip(out, pair.py_func(x, a, b)):
+        assert_close(got, want)
+
+
+def test_a_call_with_nothing_to_choose_says_so(kernels, monkeypatch):
+    monkeypatch.setenv("PYASC_CACHE", "0")
+    dyn = load(kernels, "dyn")   # under dynamic=True this softmax has one legal tiling on "tiny"
+    x, = cli.targets.parse_args(["f32[100,64]"])
+    result = dyn.tune(x, workers=1, verbose=False)
+    assert result.candidates == [] and result.decisions == () and result.stored is None
+    assert "nothing to tune: every device kernel of this call has one legal tiling" in result.table()
 
 
 def test_tune_refuses_what_it_cannot_do(kernels, monkeypatch):

@@ -196,7 +196,7 @@ def tune(target: TuneTarget, top_k: int = 8, executor: str = "process", workers:
             _measure(c, results[c.job], base_run.outputs)
         decisions = _winners(candidates)
         changed = [c for c in candidates if c.winner and c.rank > 0]
-        notes = []
+        notes = [] if candidates else ["nothing to tune: every device kernel of this call has one legal tiling"]
         if len(changed) >= 2:  # the winners together were never run: run the combination once
             tuned = target.compile(decisions)
             combined = pool.map(run_job, [make_job(0, tuned, compiler)], shared=arrays)[0]
@@ -210,7 +210,7 @@ def tune(target: TuneTarget, top_k: int = 8, executor: str = "process", workers:
         assert tuned_cycles is not None
     finally:
         executors.close(pool)
-    stored = _store(target, baseline, decisions, candidates, notes)
+    stored = _store(target, baseline, decisions, candidates, notes) if candidates else None
     target.remember(decisions)
     result = TuneResult(target.name, baseline.signature, target.options.chip_name, candidates, decisions,
                         base_run.cycles, tuned_cycles, where, total, time.perf_counter() - t0, stored, notes)
