@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from ..target import Chip
 from ..errors import CompileError
 from ..ge.capacity import CapacityVerdict, FusionCandidate, default_capacity
 from ..ge.plan import KernelKind
@@ -34,7 +35,7 @@ def _loads_per_tile(vk: Any) -> int:
     return len(vk.per_tile) + len(vk.resident)
 
 
-def codegen_capacity(chip: Any, buffer_num: int = 2) -> Callable[[FusionCandidate], CapacityVerdict]:
+def codegen_capacity(chip: Chip, buffer_num: int = 2) -> Callable[[FusionCandidate], CapacityVerdict]:
     fallback = default_capacity(chip)
 
     def capacity(c: FusionCandidate) -> CapacityVerdict:

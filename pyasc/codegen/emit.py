@@ -15,14 +15,12 @@
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Sequence
-
-from simulator import Program, isa
-from simulator.isa import Mem, Reg
 
 from .. import symbolic as sy
 from ..symbolic import Expr, IntLike
+from ..target import Chip, Mem, Program, Reg, itemsize, repeats
 from .launch import base_field
 from .schedule import BLOCKS, CORE, GmRef, Let, Loop, Ref, Stmt, TileOp, TileSchedule, When
 from .sync import SyncOp, SyncPlan
@@ -36,7 +34,7 @@ def _align(n: int, a: int) -> int:
     return -(-n // a) * a
 
 
-def layout_buffers(schedule: TileSchedule, chip: Any) -> dict[str, int]:
+def layout_buffers(schedule: TileSchedule, chip: Chip) -> dict[str, int]:
     """Base byte address of every buffer, packed per space in declaration order; raises CapacityError."""
     used: dict[str, int] = {}
     bases: dict[str, int] = {}
@@ -55,18 +53,13 @@ def layout_buffers(schedule: TileSchedule, chip: Any) -> dict[str, int]:
     return bases
 
 
-def space_usage(schedule: TileSchedule, chip: Any) -> dict[str, int]:
+def space_usage(schedule: TileSchedule, chip: Chip) -> dict[str, int]:
     """Bytes of each space the schedule's buffers occupy (after alignment)."""
     bases = layout_buffers(schedule, chip)
     out: dict[str, int] = {}
     for b in schedule.buffers:
         out[b.space] = max(out.get(b.space, 0), bases[b.name] + b.nbytes)
     return out
-
-
-# vector instructions: how to split them at the repeat limit
-_ELEMENTWISE = {"vbinary", "vscalar", "vunary", "vcompare", "vselect", "vcast", "vdup", "vcopy"}
-_ROWWISE = {"vreduce", "vbroadcast"}
 
 
 @dataclass
@@ -76,7 +69,7 @@ class _Scope:
 
 
 class Emitter:
-    def __init__(self, schedule: TileSchedule, plan: SyncPlan, chip: Any):
+    def __init__(self, schedule: TileSchedule, plan: SyncPlan, chip: Chip):
         self.s = schedule
         self.plan = plan
         self.chip = chip
@@ -258,25 +251,24 @@ class Emitter:
             self.p.wait_flag(op.src, op.dst, self.value(op.event))
 
     def op(self, t: TileOp) -> None:
-        t = TileOp(t.pipe, t.instr, self.fold_args(t.args), t.reads, t.writes, t.note)
-        if t.instr in _ELEMENTWISE:
+        t = replace(t, args=self.fold_args(t.args))
+        shape = t.spec.shape  # vector work over more than the repeat limit is split by its shape
+        if shape == "elementwise":
             self._split_elementwise(t)
-        elif t.instr in _ROWWISE:
+        elif shape == "rows":
             self._split_rows(t)
-        elif t.instr == "vtranspose":
+        elif shape == "transpose":
             self._split_transpose(t)
         else:
             self._call(t.instr, t.args)
 
     def _call(self, instr: str, args: dict[str, Any]) -> None:
-        method: Callable[..., Any] = getattr(self.p, instr)
-        method(**{k: self.operand(v) for k, v in args.items()})
+        self.p.instr(instr, **{k: self.operand(v) for k, v in args.items()})
 
     # ---- the repeat limit -------------------------------------------------------------------
     def _max_elems(self, t: TileOp) -> int:
-        sizes = [isa.itemsize(t.args[k]) for k in ("dtype", "src_dtype", "dst_dtype") if k in t.args]
-        if t.instr in ("vcompare",):
-            sizes.append(1)
+        """Elements one instruction may cover: the repeat limit over its widest operand."""
+        sizes = _operand_sizes(t).values()
         return self.chip.max_repeats * self.chip.vector_repeat_bytes // max(sizes)
 
     def _split_elementwise(self, t: TileOp) -> None:
@@ -302,20 +294,18 @@ class Emitter:
 
     def _bound(self, t: TileOp) -> int:
         """An upper bound of a symbolic element count: what the destination slot can hold."""
-        dst = t.args["dst"]
-        b = self.buffers[dst.buffer]
-        dtype = t.args.get("dst_dtype") or ("bool" if t.instr == "vcompare" else t.args["dtype"])
-        return b.slot_bytes // isa.itemsize(dtype)
+        b = self.buffers[t.args["dst"].buffer]
+        return b.slot_bytes // _operand_sizes(t)["dst"]
 
     def _split_rows(self, t: TileOp) -> None:
         a = t.args
         cols, rows = a["cols"], a["rows"]
-        size = isa.itemsize(a["dtype"])
-        stride_key = "src_row_stride" if t.instr == "vreduce" else "dst_row_stride"
+        size = itemsize(a["dtype"])
+        stride_key = f"{_rows_operand(t)}_row_stride"
         if not isinstance(cols, int):
             self._split_rows_at_launch(t, size, a.get(stride_key) if a.get(stride_key) is not None else cols)
             return
-        per_row = isa.repeats(cols * size, self.chip.vector_repeat_bytes)
+        per_row = repeats(cols * size, self.chip.vector_repeat_bytes)
         rows_per = self._rows_per_instruction(per_row, size)
         if not isinstance(rows, int) or rows <= rows_per:
             if isinstance(rows, int) or rows_per >= self._row_bound(t):
@@ -338,7 +328,7 @@ class Emitter:
         """A transpose over more than the repeat limit (the hardware pads both dims to whole blocks) in chunks
         of source rows: chunk k writes destination columns [r0, r0 + n), so r0 stays on a UB block."""
         a = t.args
-        size = isa.itemsize(a["dtype"])
+        size = itemsize(a["dtype"])
         blk = self.chip.transpose_block
         rows, cols = a["rows"], a["cols"]
         pad_cols = sy.align_up(cols, blk)
@@ -391,25 +381,21 @@ class Emitter:
 
     def _row_bound(self, t: TileOp) -> int:
         b = self.buffers[t.args["dst"].buffer]
-        size = isa.itemsize(t.args["dtype"])
-        if t.instr == "vreduce":
+        size = itemsize(t.args["dtype"])
+        if _rows_operand(t) != "dst":  # the destination holds one value per row
             return b.slot_bytes // size
         stride = t.args.get("dst_row_stride") or t.args["cols"]
         return b.slot_bytes // (size * stride) if isinstance(stride, int) else b.slot_bytes
 
 
 def _operand_sizes(t: TileOp) -> dict[str, int]:
-    """Element size in bytes of each on-chip operand of an elementwise op (for splitting offsets)."""
-    a = t.args
-    if t.instr == "vcast":
-        return {"dst": isa.itemsize(a["dst_dtype"]), "src": isa.itemsize(a["src_dtype"])}
-    size = isa.itemsize(a["dtype"])
-    out = {k: size for k, v in a.items() if isinstance(v, Ref)}
-    if t.instr == "vcompare":
-        out["dst"] = 1
-    if t.instr == "vselect":
-        out["mask"] = 1
-    return out
+    """Element size in bytes of each on-chip operand of a vector op (its spec's element type)."""
+    return {m.name: itemsize(t.args.get(m.elem, m.elem)) for m in t.spec.mems if isinstance(t.args.get(m.name), Ref)}
+
+
+def _rows_operand(t: TileOp) -> str:
+    """Of a rows x cols instruction, the operand laid out as rows (the other holds a value per row)."""
+    return next(m.name for m in t.spec.mems if m.rows)
 
 
 def _shift(args: dict[str, Any], sizes: dict[str, int], start: IntLike, count: IntLike) -> dict[str, Any]:
@@ -421,15 +407,15 @@ def _shift(args: dict[str, Any], sizes: dict[str, int], start: IntLike, count: I
 
 
 def _shift_rows(t: TileOp, r0: IntLike, rows: IntLike, stride: IntLike, size: int) -> dict[str, Any]:
+    """The operands of rows r0 .. r0 + rows of a rows x cols instruction."""
     a = dict(t.args)
     a["rows"] = rows
-    if t.instr == "vreduce":
-        a["src"] = a["src"].at(sy.mul(sy.mul(r0, stride), size))
-        a["dst"] = a["dst"].at(sy.mul(r0, size))
-    else:
-        a["dst"] = a["dst"].at(sy.mul(sy.mul(r0, stride), size))
-        if a["axis"] == 1:
-            a["src"] = a["src"].at(sy.mul(r0, size))
+    strided = _rows_operand(t)
+    for m in t.spec.mems:
+        if m.name == strided:
+            a[m.name] = a[m.name].at(sy.mul(sy.mul(r0, stride), size))
+        elif a.get("axis", 1) == 1:  # one value per row (a broadcast along axis 0 reads per-column values)
+            a[m.name] = a[m.name].at(sy.mul(r0, size))
     return a
 
 
@@ -455,6 +441,6 @@ def _exprs(stmts: Sequence[Stmt], addr: Callable[[Ref | GmRef], IntLike]) -> lis
     return [e for e in out if isinstance(e, Expr)]
 
 
-def emit(schedule: TileSchedule, plan: SyncPlan, chip: Any) -> Program:
+def emit(schedule: TileSchedule, plan: SyncPlan, chip: Chip) -> Program:
     """The simulator program of a schedule (raises CapacityError when its buffers do not fit)."""
     return Emitter(schedule, plan, chip).run()

@@ -13,9 +13,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from simulator import Program
-
 from .. import symbolic as sy
+from ..target import Chip, Program
 from ..errors import CompileError
 from ..ge.plan import KernelKind, KernelPlan
 from ..ir import Graph, Node, Value, interpret
@@ -93,7 +92,7 @@ class DeviceModule:
 
 
 class _Generator:
-    def __init__(self, graph: Graph, plans: Sequence[Any], memory_plan: Any, chip: Any, options: CodegenOptions,
+    def __init__(self, graph: Graph, plans: Sequence[Any], memory_plan: Any, chip: Chip, options: CodegenOptions,
                  name: str):
         self.graph = graph
         self.plans = list(plans)
@@ -424,7 +423,7 @@ def _unsupported(kg: KernelGraph, label: str, why: str) -> CompileError:
     return no_lowering(op, label, node.loc if node is not None else None, why)
 
 
-def generate(graph: Graph, plans: Sequence[Any], memory_plan: Any, chip: Any, options: CodegenOptions,
+def generate(graph: Graph, plans: Sequence[Any], memory_plan: Any, chip: Chip, options: CodegenOptions,
              name: str) -> DeviceModule:
     """Tile programs and the launch plan for an optimised graph (see the module docstring)."""
     return _Generator(graph, plans, memory_plan, chip, options, name).run()

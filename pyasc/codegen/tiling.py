@@ -23,6 +23,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
+from ..target import Chip
 from .. import symbolic as sy
 from .cost import Estimate, estimate
 from .emit import CapacityError, layout_buffers
@@ -170,7 +171,7 @@ def scoring_dims(symbols: Iterable[str], given: Mapping[str, int] | None = None)
     return out, any(s not in given for s in symbols)
 
 
-def choose(params: Sequence[Any], build: Callable[[Any], TileSchedule], chip: Any, dims: Mapping[str, int],
+def choose(params: Sequence[Any], build: Callable[[Any], TileSchedule], chip: Chip, dims: Mapping[str, int],
            sync_mode: str = "flags", nominal: bool = False, decision: TilingDecision | None = None) -> TilingChoice:
     """Build, check and score every candidate; raises NoLegalTiling when none is legal.
 

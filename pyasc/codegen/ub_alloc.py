@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from simulator import isa
+from ..target import itemsize
 
 from .vector_ops import Space, VBuf, VOp
 
@@ -61,7 +61,7 @@ def assign(ops: Sequence[VOp], loaded: Sequence[VBuf], resident: Sequence[VBuf],
 
     def new(kind: str, v: VBuf, rotating: bool) -> PhysBuf:
         # named by role ("ld": MTE2 fills it, "st": MTE3 drains it), never like the GM parameters in0/out0
-        p = PhysBuf(f"{_PREFIX.get(kind, kind)}{len(bufs)}", kind, v.space, isa.itemsize(v.dtype), rotating)
+        p = PhysBuf(f"{_PREFIX.get(kind, kind)}{len(bufs)}", kind, v.space, itemsize(v.dtype), rotating)
         bufs.append(p)
         return p
 
@@ -78,7 +78,7 @@ def assign(ops: Sequence[VOp], loaded: Sequence[VBuf], resident: Sequence[VBuf],
         if dst.id in of:
             continue
         want_rot = dst.id in out_ids
-        size = isa.itemsize(dst.dtype)
+        size = itemsize(dst.dtype)
         chosen = None
         if op.kind not in _NOT_IN_PLACE:
             for s in op.reads:

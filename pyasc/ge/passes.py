@@ -29,6 +29,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Sequence
 
+from ..target import Chip
 from ..ir import Graph
 from .capacity import CapacityFn
 from .instruments import PassError, PassFailure, PassInstrument, StageHook, TimingInstrument, VerifyInstrument
@@ -56,7 +57,7 @@ class PassContext:
     opt_level: int = 3
     disabled_passes: frozenset[str] = frozenset()
     required_passes: frozenset[str] = frozenset()
-    chip: Any = None               # a simulator ChipConfig (None: the default preset); hardware numbers come from it
+    chip: Chip | None = None               # a simulator ChipConfig (None: the default preset); hardware numbers come from it
     knobs: dict[str, Any] = field(default_factory=dict)
     state: OptimizerState = field(default_factory=OptimizerState)  # what passes hand to later passes
     on_stage: Callable[[str, Any], None] | None = None      # called after each pass that changed the unit

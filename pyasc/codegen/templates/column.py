@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from simulator import isa
+from ...target import Chip, itemsize
 
 from ... import symbolic as sy
 from ...ir import Value
@@ -25,7 +25,7 @@ from ...symbolic import IntLike
 from .. import tileops as T
 from ..domain import Domain, InputLayout, UnsupportedDomain, column_domain, dims, input_layout
 from ..kernel_graph import KernelGraph
-from ..schedule import BLOCKS, CORE, Buffer, GmParam, GmRef, Let, Loop, Ref, Stmt, TileOp, TileSchedule, When
+from ..schedule import BLOCKS, CORE, Buffer, GmParam, GmRef, Let, Loop, Ref, Stmt, TileSchedule, When
 from ..ub_alloc import Assignment, assign
 from ..vector_ops import Geometry, InputUse, Space, VOp, build_vector_plan, is_input_view
 from .multipass import _COMBINE, _identity
@@ -102,7 +102,7 @@ def analyze(name: str, kg: KernelGraph, shape: Any, reduced: tuple[int, ...]) ->
     loaded = [u.buf for u in plan.inputs if layouts[u.buf.id].cls != "scalar"]
     # the accumulator lives across the row loop (initialised before it): its own buffer, never a reloaded one
     alloc = assign(ops + after, loaded, resident + [red.dst], [out_buf], loops=[(0, len(ops))])
-    sizes = [isa.itemsize(b.dtype) for b in plan.buffers] or [4]
+    sizes = [itemsize(b.dtype) for b in plan.buffers] or [4]
     return ColumnKernel(name, kg, domain, ops, red, after, list(plan.inputs), layouts, alloc, out_buf, min(sizes))
 
 
@@ -111,7 +111,7 @@ def _align(vk: ColumnKernel, n: int) -> int:
     return -(-n // a) * a
 
 
-def _buffers(vk: ColumnKernel, t: ColumnTiling, chip: Any) -> list[Buffer]:
+def _buffers(vk: ColumnKernel, t: ColumnTiling, chip: Chip) -> list[Buffer]:
     twp = _align(vk, t.width)
     out = []
     for p in vk.alloc.buffers:
@@ -121,16 +121,16 @@ def _buffers(vk: ColumnKernel, t: ColumnTiling, chip: Any) -> list[Buffer]:
                           -(-n * p.itemsize // 32) * 32, slots, p.kind))
     for use in vk.inputs:
         if vk.layouts[use.buf.id].cls == "rowvec":
-            size = isa.itemsize(use.buf.dtype)
+            size = itemsize(use.buf.dtype)
             out.append(Buffer(f"rv{use.buf.id}", "UB", use.buf.dtype, -(-twp * size // 32) * 32, t.buffer_num,
                               "rowvec staging"))
     if t.split > 1:
-        size = isa.itemsize(vk.reduce.dtype)
+        size = itemsize(vk.reduce.dtype)
         out.append(Buffer("gather", "UB", vk.reduce.dtype, -(-t.split * twp * size // 32) * 32, 1, "partials"))
     return out
 
 
-def schedule(vk: ColumnKernel, t: ColumnTiling, chip: Any) -> TileSchedule:
+def schedule(vk: ColumnKernel, t: ColumnTiling, chip: Chip) -> TileSchedule:
     d = vk.domain
     twp = _align(vk, t.width)
     fields: dict[str, IntLike] = {"R": d.R, "C": d.C, "tr": t.rows, "tw": t.width, "twp": twp,
@@ -154,7 +154,7 @@ def schedule(vk: ColumnKernel, t: ColumnTiling, chip: Any) -> TileSchedule:
     if t.split > 1:
         blocks: IntLike = sy.mul(tasks, t.split)
         params.append(GmParam(SCRATCH, vk.reduce.dtype, "scratch"))
-        scratch[SCRATCH] = sy.mul(tasks, t.split * twp * isa.itemsize(vk.reduce.dtype))
+        scratch[SCRATCH] = sy.mul(tasks, t.split * twp * itemsize(vk.reduce.dtype))
         body = b.split_body()
     else:
         blocks = sy.ceildiv(tasks, sy.max_(1, sy.ceildiv(tasks, cores)))
@@ -190,7 +190,7 @@ class _Body:
                 off = sy.add(off, sy.mul(F(f"o{j}"), F(f"s{use.buf.id}_{j}")))
         rs = lay.r_stride if lay.r_stride in (0, 1) else F(f"s{use.buf.id}_r")
         off = sy.add(off, sy.mul(row, rs), col)
-        return GmRef(in_param(use.index), sy.mul(off, isa.itemsize(use.buf.dtype)))
+        return GmRef(in_param(use.index), sy.mul(off, itemsize(use.buf.dtype)))
 
     def rows_loop(self, var: str, lo: IntLike, hi: IntLike) -> list[Stmt]:
         """Accumulate row blocks [lo, hi) of the current task into the accumulator."""
@@ -199,7 +199,7 @@ class _Body:
         acc = self.ref(red.dst)
         src = red.srcs[0]
         dt = red.dtype
-        size = isa.itemsize(dt)
+        size = itemsize(dt)
         slot = sy.mod(F(var), t.buffer_num) if t.buffer_num > 1 else 0
         body: list[Stmt] = [Let(f"{var}_r0", sy.mul(F(var), F("tr"))),
                             Let(f"{var}_rows", sy.min_(F("tr"), sy.add(F("R"), sy.mul(-1, F(f"{var}_r0")))))]
@@ -243,7 +243,7 @@ class _Body:
             out.append(T.vscalar("div", self.ref(op.dst), self.ref(op.srcs[0]), F("R"), F("twp"), op.dtype,
                                  note="mean: divide by the reduced count"))
         v = vk.kg.outputs[0]
-        size = isa.itemsize(v.type.dtype)
+        size = itemsize(v.type.dtype)
         o_off: IntLike = 0
         for j in range(len(vk.domain.outer)):
             o_off = sy.add(sy.mul(o_off, F(f"O{j}")), F(f"o{j}"))
@@ -287,7 +287,7 @@ class _Body:
         vk, g = self.vk, self.t.split
         red = vk.reduce
         dt = red.dtype
-        size = isa.itemsize(dt)
+        size = itemsize(dt)
         per = sy.ceildiv(F("NRB"), g)
         part = sy.mod(F(CORE), g)
         lo = sy.mul(F("part_i"), per)
@@ -298,7 +298,7 @@ class _Body:
         twp_bytes = sy.mul(F("twp"), size)
         body.append(T.store(GmRef(SCRATCH, sy.mul(F(CORE), twp_bytes)), self.ref(red.dst), dt, F("twp"),
                             note="this core's partial"))
-        body.append(TileOp("S", "sync_all", {}, note="all partials are in GM"))
+        body.append(T.sync_all("all partials are in GM"))
         gather = Ref("gather")
         fold: list[Stmt] = [T.load(gather, GmRef(SCRATCH, sy.mul(sy.mul(F("task"), g), twp_bytes)), dt,
                                    sy.mul(g, F("twp")), note="the task's partials")]
@@ -312,7 +312,7 @@ class _Body:
         return body
 
 
-def tilings(vk: ColumnKernel, chip: Any, buffer_num: int, cores: int) -> list[ColumnTiling]:
+def tilings(vk: ColumnKernel, chip: Chip, buffer_num: int, cores: int) -> list[ColumnTiling]:
     cores = max(1, min(cores, chip.aiv_cores))
     d = vk.domain
     C = d.C if isinstance(d.C, int) else 4096
@@ -350,10 +350,10 @@ def tilings(vk: ColumnKernel, chip: Any, buffer_num: int, cores: int) -> list[Co
     return out
 
 
-def ub_bytes(vk: ColumnKernel, t: ColumnTiling, chip: Any) -> int:
+def ub_bytes(vk: ColumnKernel, t: ColumnTiling, chip: Chip) -> int:
     return sum(b.nbytes for b in _buffers(vk, t, chip))
 
 
-def _fits(vk: ColumnKernel, t: ColumnTiling, chip: Any, cap: int) -> bool:
+def _fits(vk: ColumnKernel, t: ColumnTiling, chip: Chip, cap: int) -> bool:
     bufs = _buffers(vk, t, chip)
     return all(x.slot_bytes <= cap for x in bufs) and sum(x.nbytes for x in bufs) <= chip.ub_bytes

@@ -39,6 +39,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from ...target import Chip
 from ... import symbolic as sy
 from ...ir import Node
 from ...symbolic import IntLike
@@ -81,7 +82,7 @@ def handles(kg: KernelGraph) -> bool:
             and nodes[0].inputs[0].node.op == "Data" and len(kg.graph.outputs) == 1)
 
 
-def prepare(label: str, kg: KernelGraph, chip: Any, buffer_num: int, cores: int) -> MovePlan:
+def prepare(label: str, kg: KernelGraph, chip: Chip, buffer_num: int, cores: int) -> MovePlan:
     """Analyse the kernel and list its tiling candidates (raises UnsupportedMove)."""
     if kg.nodes[0].op == "transdata":
         cv = formats.analyze(label, kg, chip)
@@ -126,7 +127,7 @@ class _Tile:
     slot: IntLike
 
 
-def schedule(mk: MoveKernel, t: MoveTiling, chip: Any) -> TileSchedule:
+def schedule(mk: MoveKernel, t: MoveTiling, chip: Chip) -> TileSchedule:
     a = mk.access
     fs = FieldSet()
     shape = [fs(f"D{k}", d) for k, d in enumerate(a.shape)]

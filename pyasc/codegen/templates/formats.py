@@ -20,8 +20,9 @@ needed in those formats); the error says so.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Callable
 
+from ...target import Chip
 from ... import symbolic as sy
 from ...symbolic import IntLike
 from .. import tileops as T
@@ -74,7 +75,7 @@ class Conversion:
         return -(-self.rows // self.fractal_rows) * self.fractal_rows
 
 
-def analyze(name: str, kg: KernelGraph, chip: Any) -> Conversion:
+def analyze(name: str, kg: KernelGraph, chip: Chip) -> Conversion:
     node = kg.nodes[0]
     src = node.inputs[0].type
     s_fmt, d_fmt = node.attrs.get("src_format", "ND"), node.attrs.get("dst_format", "ND")
@@ -109,14 +110,14 @@ def buffers(cv: Conversion, t: MoveTiling) -> list[Buffer]:
             Buffer("hwc", "UB", cv.dtype, t.rows * c0 * size, bn, "pixels x c0")]
 
 
-def fits(cv: Conversion, t: MoveTiling, chip: Any) -> bool:
+def fits(cv: Conversion, t: MoveTiling, chip: Chip) -> bool:
     if sum(b.nbytes for b in buffers(cv, t)) > chip.ub_bytes or t.rows > chip.max_nburst:
         return False
     rep = chip.vector_repeat_bytes
     return cv.nz or -(-t.rows * cv.c0 * cv.itemsize // rep) <= chip.max_repeats
 
 
-def tilings(cv: Conversion, chip: Any, buffer_num: int, cores: int) -> list[MoveTiling]:
+def tilings(cv: Conversion, chip: Chip, buffer_num: int, cores: int) -> list[MoveTiling]:
     cores = max(1, min(cores, chip.aiv_cores))
     total = max(1, cv.padded_rows)
     quantum = cv.fractal_rows
@@ -137,7 +138,7 @@ def tilings(cv: Conversion, chip: Any, buffer_num: int, cores: int) -> list[Move
     return sorted(out, key=lambda t: (-t.buffer_num, -t.rows))
 
 
-def schedule(cv: Conversion, t: MoveTiling, chip: Any) -> TileSchedule:
+def schedule(cv: Conversion, t: MoveTiling, chip: Chip) -> TileSchedule:
     fs = FieldSet()
     n_rows = -(-(cv.padded_rows if not cv.to_nd else cv.rows) // t.rows)
     total = cv.batch * cv.blocks_of_cols * n_rows

@@ -36,10 +36,9 @@ Operands the cube cannot take as they are:
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any, Sequence
+from typing import Sequence
 
-from simulator import isa
-
+from ...target import Chip, accumulator_dtype, itemsize
 from ... import symbolic as sy
 from ...symbolic import IntLike
 from .. import tileops as T
@@ -52,7 +51,10 @@ F = sy.sym
 
 #: what FixPipe converts an accumulator to on the way out
 FIXPIPE_CASTS = {"float32": ("float32", "float16"), "int32": ("int32", "float32", "float16")}
+#: the operand dtypes this template multiplies
 CUBE_DTYPES = ("float16", "float32", "int8")
+
+
 @dataclass(frozen=True)
 class BatchDim:
     """One (collapsed) output batch dim and each operand's element stride along it (0: broadcast)."""
@@ -79,19 +81,19 @@ class CubeMatmul:
     relu: bool = False
     fractal_row_bytes: int = 0  # the chip's (ChipConfig.fractal_row_bytes); set by `for_chip`
 
-    def for_chip(self, chip: Any) -> "CubeMatmul":
+    def for_chip(self, chip: Chip) -> "CubeMatmul":
         return replace(self, fractal_row_bytes=chip.fractal_row_bytes)
 
     @property
     def acc_dtype(self) -> str:
-        return isa.CUBE_DTYPES[self.dtype]
+        return accumulator_dtype(self.dtype)
 
     @property
     def c0(self) -> int:
         """Columns of one fractal row (16 for fp16, 8 for fp32, 32 for int8 on this chip class)."""
         if not self.fractal_row_bytes:
             raise AssertionError("CubeMatmul.for_chip(chip) was not applied")
-        return self.fractal_row_bytes // isa.itemsize(self.dtype)
+        return self.fractal_row_bytes // itemsize(self.dtype)
 
     @property
     def k_quantum(self) -> int:
@@ -118,7 +120,7 @@ def _ceil(x: int, a: int) -> int:
 # ---- the schedule -------------------------------------------------------------------------------------
 
 
-def schedule(mk: CubeMatmul, t: MatmulTiling, chip: Any) -> TileSchedule:
+def schedule(mk: CubeMatmul, t: MatmulTiling, chip: Chip) -> TileSchedule:
     fields: dict[str, IntLike] = {"M": mk.M, "N": mk.N, "K": mk.K, "tm": t.tm, "tn": t.tn, "tk": t.tk}
     for j, d in enumerate(mk.batch):
         fields[f"O{j}"] = d.size
@@ -156,13 +158,12 @@ def schedule(mk: CubeMatmul, t: MatmulTiling, chip: Any) -> TileSchedule:
              Let("abase", a_batch), Let("bbase", b_batch)]
     m0, mm, n0, nn = F("m0"), F("mm"), F("n0"), F("nn")
 
-    osize = isa.itemsize(mk.out_dtype)
+    osize = itemsize(mk.out_dtype)
     acc_slot = sy.mod(F("i"), t.l0c_slots) if t.l0c_slots > 1 else 0
     block: list[Stmt] = list(lets)
     bias_ref = None
     if mk.bias:
-        block.append(T.load(Ref("l1bias"), GmRef(in_param(2), sy.mul(n0, 4)), "float32", nn, space="L1",
-                            note="bias chunk"))
+        block.append(T.load(Ref("l1bias"), GmRef(in_param(2), sy.mul(n0, 4)), "float32", nn, note="bias chunk"))
         block.append(T.load_bias(Ref("bt"), Ref("l1bias"), nn, note="bias -> bias table"))
         bias_ref = Ref("bt")
     block.append(_k_loop(mk, t, mm, nn, m0, n0, acc_slot, bias_ref))
@@ -190,7 +191,7 @@ def buffers(mk: CubeMatmul, t: MatmulTiling) -> list[Buffer]:
 def _k_loop(mk: CubeMatmul, t: MatmulTiling, mm: IntLike, nn: IntLike, m0: IntLike, n0: IntLike,
             acc_slot: IntLike, bias_ref: Ref | None) -> Loop:
     """The K walk of one output block: L1 chunks (loop kk), each cut into `steps` L0 steps (loop ks)."""
-    size = isa.itemsize(mk.dtype)
+    size = itemsize(mk.dtype)
     K, tk = F("K"), F("tk")
     slot1 = sy.mod(F("kk"), t.buffers) if t.buffers > 1 else 0
     l1a, l1b = Ref("l1a", slot1), Ref("l1b", slot1)
@@ -231,7 +232,7 @@ def _k_loop(mk: CubeMatmul, t: MatmulTiling, mm: IntLike, nn: IntLike, m0: IntLi
 def _step_l0(mk: CubeMatmul, t: MatmulTiling, slot: IntLike, l1a: Ref, l1b: Ref, ko: IntLike, kc: IntLike,
              kl: IntLike, mm: IntLike, nn: IntLike) -> list[Stmt]:
     """L1 -> L0A / L0B of the L0 step at depth `ko` (kc deep) of the chunk (kl deep) in l1a / l1b."""
-    size = isa.itemsize(mk.dtype)
+    size = itemsize(mk.dtype)
     out: list[Stmt] = []
     frac = 16 * mk.fractal_row_bytes
     rows16 = sy.ceildiv(kc, 16)
@@ -261,7 +262,7 @@ def _step_l0(mk: CubeMatmul, t: MatmulTiling, slot: IntLike, l1a: Ref, l1b: Ref,
 def _chunk(param: str, dst: Ref, dtype: str, base: IntLike, row0: IntLike, col0: IntLike, rows: IntLike,
            cols: IntLike, stride: IntLike, note: str) -> TileOp:
     """rows x cols elements at (row0, col0) of a row-major matrix (rows `stride` apart) -> L1 in NZ."""
-    off = sy.mul(sy.add(base, sy.mul(row0, stride), col0), isa.itemsize(dtype))
+    off = sy.mul(sy.add(base, sy.mul(row0, stride), col0), itemsize(dtype))
     return T.copy_nd2nz(dst, GmRef(param, off), dtype, rows, cols, src_row_stride=stride, note=note)
 
 
@@ -325,7 +326,7 @@ def _load_b_l0(mk: CubeMatmul, b_dst: Ref, b_src: Ref, kc: IntLike, nn: IntLike)
             load_b = T.load_l0(b_dst, b_src, "float16", nn, kc, transpose=True, note="B^T -> L0B")
         else:
             # the same bytes as a float16 matrix: its transpose is the wider type's L0B image
-            halves = sy.floordiv(sy.align_up(kc, mk.c0) * isa.itemsize(mk.dtype), 2)
+            halves = sy.floordiv(sy.align_up(kc, mk.c0) * itemsize(mk.dtype), 2)
             load_b = T.load_l0(b_dst, b_src, "float16", nn, halves, transpose=True,
                                note=f"B^T -> L0B ({mk.dtype} as 16-bit pairs)")
     elif mk.dtype == "float32":

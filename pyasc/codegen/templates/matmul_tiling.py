@@ -22,7 +22,7 @@ from functools import lru_cache
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from simulator import isa
+from ...target import Chip, itemsize
 
 from ... import symbolic as sy
 
@@ -76,7 +76,7 @@ def b_mode(mk: Any, t: MatmulTiling) -> str:
 
 
 def l1_a_bytes(mk: Any, t: MatmulTiling) -> int:
-    size, k = isa.itemsize(mk.dtype), t.kl1
+    size, k = itemsize(mk.dtype), t.kl1
     if mk.transpose_a:  # the NZ image of the stored (k x tm) chunk
         return _ceil(k, 16) * _ceil(t.tm, mk.c0) * size
     return _ceil(t.tm, 16) * _ceil(k, mk.c0) * size
@@ -85,11 +85,11 @@ def l1_a_bytes(mk: Any, t: MatmulTiling) -> int:
 def l1_b_piece_bytes(mk: Any, t: MatmulTiling) -> int:
     """One L0 step of B stored K x N as its own NZ image (tk rows; columns padded to c0 by copy_nd2nz and
     to the 16 of an L0B fractal)."""
-    return _ceil(t.tk, mk.k_quantum) * _ceil(t.tn, mk.k_quantum) * isa.itemsize(mk.dtype)
+    return _ceil(t.tk, mk.k_quantum) * _ceil(t.tn, mk.k_quantum) * itemsize(mk.dtype)
 
 
 def l1_b_bytes(mk: Any, t: MatmulTiling) -> int:
-    size, k = isa.itemsize(mk.dtype), t.kl1
+    size, k = itemsize(mk.dtype), t.kl1
     if mk.transpose_b:  # the NZ image of the stored (tn x k) chunk
         return _ceil(t.tn, 16) * _ceil(k, mk.c0) * size
     if b_mode(mk, t) == "pieces":
@@ -98,11 +98,11 @@ def l1_b_bytes(mk: Any, t: MatmulTiling) -> int:
 
 
 def l0a_bytes(mk: Any, t: MatmulTiling) -> int:
-    return _ceil(t.tm, 16) * _ceil(t.tk, mk.c0) * isa.itemsize(mk.dtype)
+    return _ceil(t.tm, 16) * _ceil(t.tk, mk.c0) * itemsize(mk.dtype)
 
 
 def l0b_bytes(mk: Any, t: MatmulTiling) -> int:
-    return _ceil(t.tk, mk.k_quantum) * _ceil(t.tn, 16) * isa.itemsize(mk.dtype)
+    return _ceil(t.tk, mk.k_quantum) * _ceil(t.tn, 16) * itemsize(mk.dtype)
 
 
 def footprint(mk: Any, t: MatmulTiling) -> list[tuple[str, str, str, int, int, str]]:
@@ -120,7 +120,7 @@ def footprint(mk: Any, t: MatmulTiling) -> list[tuple[str, str, str, int, int, s
     return out
 
 
-def fits(mk: Any, t: MatmulTiling, chip: Any) -> bool:
+def fits(mk: Any, t: MatmulTiling, chip: Chip) -> bool:
     used: dict[str, int] = {}
     for _, space, _, nbytes, slots, _ in footprint(mk, t):
         used[space] = used.get(space, 0) + _ceil(nbytes * slots, chip.space_align(space))
@@ -130,7 +130,7 @@ def fits(mk: Any, t: MatmulTiling, chip: Any) -> bool:
 # ---- candidates ---------------------------------------------------------------------------------------
 
 
-def tilings(mk: Any, chip: Any, buffer_num: int, cores: int, dims: Mapping[str, int]) -> list[MatmulTiling]:
+def tilings(mk: Any, chip: Chip, buffer_num: int, cores: int, dims: Mapping[str, int]) -> list[MatmulTiling]:
     """Base sizes worth scoring: for every (tm, tn) up to the padded output, the largest tk that fits (and
     half of it), each with L1 chunks of one L0 step, of the most steps that fit and of half that, single and
     double buffered
@@ -144,7 +144,7 @@ def tilings(mk: Any, chip: Any, buffer_num: int, cores: int, dims: Mapping[str, 
     return out or _candidates(mk, chip, buffer_num, cores, _base_sizes(M, 0), _base_sizes(N, 0), k_cap)
 
 
-def _candidates(mk: Any, chip: Any, buffer_num: int, cores: int, ms: list[int], ns: list[int],
+def _candidates(mk: Any, chip: Chip, buffer_num: int, cores: int, ms: list[int], ns: list[int],
                 k_cap: int) -> list[MatmulTiling]:
     q = mk.k_quantum
     out: list[MatmulTiling] = []
@@ -164,7 +164,7 @@ def _candidates(mk: Any, chip: Any, buffer_num: int, cores: int, ms: list[int], 
     return out
 
 
-def _steps(mk: Any, t: MatmulTiling, k_cap: int, chip: Any) -> list[int]:
+def _steps(mk: Any, t: MatmulTiling, k_cap: int, chip: Chip) -> list[int]:
     """L1 chunk depths (in L0 steps) that fit and do not exceed K: the choices and the deepest one."""
     most = 1
     while most * 2 * t.tk <= _ceil(k_cap, t.tk) and fits(mk, _with_steps(t, most * 2), chip):
@@ -185,7 +185,7 @@ def _base_sizes(extent: int, cores: int) -> list[int]:
     return sorted(set(out + [min(padded, BASE_SIZES[-1])]))
 
 
-def _largest_tk(mk: Any, tm: int, tn: int, bn: int, l0c: int, cores: int, cap: int, chip: Any) -> int:
+def _largest_tk(mk: Any, tm: int, tn: int, bn: int, l0c: int, cores: int, cap: int, chip: Chip) -> int:
     q = mk.k_quantum
     best = 0
     tk = q
@@ -200,14 +200,14 @@ def _largest_tk(mk: Any, tm: int, tn: int, bn: int, l0c: int, cores: int, cap: i
 # ---- L2 reuse -----------------------------------------------------------------------------------------
 
 
-def l2_miss(mk: Any, t: MatmulTiling, fields: Mapping[str, int], blocks: int, chip: Any) -> float:
+def l2_miss(mk: Any, t: MatmulTiling, fields: Mapping[str, int], blocks: int, chip: Chip) -> float:
     """The fraction of the kernel's reads of A and B that come from HBM (`hbm_reads` over all reads)."""
     K, total = fields["K"], fields["T"]
-    reads = total * K * (t.tm + t.tn) * isa.itemsize(mk.dtype)
+    reads = total * K * (t.tm + t.tn) * itemsize(mk.dtype)
     return min(1.0, hbm_reads(mk, t, fields, blocks, chip) / reads) if reads > 0 else 1.0
 
 
-def hbm_reads(mk: Any, t: MatmulTiling, fields: Mapping[str, int], blocks: int, chip: Any) -> float:
+def hbm_reads(mk: Any, t: MatmulTiling, fields: Mapping[str, int], blocks: int, chip: Chip) -> float:
     """Bytes of A and B the kernel reads from HBM; every other read of them hits in the L2.
 
     The cores walk their runs of output blocks in step (block s of every core at about the same time).
@@ -217,8 +217,8 @@ def hbm_reads(mk: Any, t: MatmulTiling, fields: Mapping[str, int], blocks: int, 
     the cache. The walk is exact up to the interleaving of chunks inside a step."""
     a_batched = any(d.a_stride != 0 for d in mk.batch)
     b_batched = any(d.b_stride != 0 for d in mk.batch)
-    return _walk(fields["M"], fields["N"], fields["K"], fields["T"], t.tm, t.tn, blocks, isa.itemsize(mk.dtype),
-                 isa.itemsize(mk.out_dtype), a_batched, b_batched, chip.l2_bytes)
+    return _walk(fields["M"], fields["N"], fields["K"], fields["T"], t.tm, t.tn, blocks, itemsize(mk.dtype),
+                 itemsize(mk.out_dtype), a_batched, b_batched, chip.l2_bytes)
 
 
 @lru_cache(maxsize=256)

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Callable
 
+from ...target import Chip
 from ... import symbolic as sy
 from ...symbolic import IntLike
 from ..kernel_graph import KernelGraph
@@ -76,7 +77,7 @@ class MoveTiling:
         return f"{self.rows} x {self.cols} tiles, buffer_num={self.buffer_num}, cores<={self.cores}"
 
 
-def analyze(name: str, kg: KernelGraph, chip: Any) -> MoveKernel:
+def analyze(name: str, kg: KernelGraph, chip: Chip) -> MoveKernel:
     """The move a single-op data-movement kernel makes (raises UnsupportedMove)."""
     node = kg.nodes[0]
     src = node.inputs[0].type
@@ -169,7 +170,7 @@ def buffers(mk: MoveKernel, t: MoveTiling) -> list[Buffer]:
     return out
 
 
-def fits(mk: MoveKernel, t: MoveTiling, chip: Any) -> bool:
+def fits(mk: MoveKernel, t: MoveTiling, chip: Chip) -> bool:
     """UB capacity and the per-instruction limits (bursts per DMA, repeats of the unsplit vector ops)."""
     if sum(b.nbytes for b in buffers(mk, t)) > chip.ub_bytes:
         return False
@@ -190,7 +191,7 @@ def fits(mk: MoveKernel, t: MoveTiling, chip: Any) -> bool:
 # ---- candidates ------------------------------------------------------------------------------
 
 
-def tilings(mk: MoveKernel, chip: Any, buffer_num: int, cores: int, hint: Callable[[IntLike], int]) -> list[MoveTiling]:
+def tilings(mk: MoveKernel, chip: Chip, buffer_num: int, cores: int, hint: Callable[[IntLike], int]) -> list[MoveTiling]:
     """Tile shapes worth scoring: whole rows (or the widest chunk) with the most rows that fit, and row
     counts that balance the tiles over the cores; transposes and reversed rows also try narrower tiles.
     `hint` gives a symbolic extent a nominal size (the tiling fields still use the real one)."""

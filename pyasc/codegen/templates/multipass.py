@@ -25,12 +25,12 @@ from typing import Any
 
 import numpy as np
 
-from simulator import isa
+from ...target import Chip, DTYPES, itemsize
 
 from ... import symbolic as sy
 from ...symbolic import IntLike
 from .. import tileops as T
-from ..schedule import BLOCKS, CORE, Buffer, GmParam, GmRef, Let, Loop, Ref, Stmt, TileOp, TileSchedule, When
+from ..schedule import BLOCKS, CORE, Buffer, GmParam, GmRef, Let, Loop, Ref, Stmt, TileSchedule, When
 from ..tiling import largest_fitting
 from ..ub_alloc import assign
 from ..vector_ops import Geometry, Space, VBuf, VOp
@@ -120,12 +120,12 @@ def _identity(fn: str, dtype: str) -> Any:
         return float("-inf") if fn == "max" else float("inf")
     if dtype == "bool":
         return 0 if fn == "max" else 1
-    info = np.iinfo(isa.DTYPES[dtype])
+    info = np.iinfo(DTYPES[dtype])
     return int(info.min) if fn == "max" else int(info.max)
 
 
 class _Builder:
-    def __init__(self, vk: VectorKernel, tiling: VectorTiling, chip: Any, split: bool):
+    def __init__(self, vk: VectorKernel, tiling: VectorTiling, chip: Chip, split: bool):
         self.vk, self.tiling, self.chip, self.split = vk, tiling, chip, split
         self.pp = plan_passes(vk)
         ops, loops = self.pp.linear()
@@ -169,7 +169,7 @@ def _with_alloc(vk: VectorKernel, alloc: Any) -> VectorKernel:
     return replace(vk, alloc=alloc)
 
 
-def schedule(vk: VectorKernel, tiling: VectorTiling, chip: Any) -> TileSchedule:
+def schedule(vk: VectorKernel, tiling: VectorTiling, chip: Chip) -> TileSchedule:
     rows_total = sy.mul(vk.domain.outer_count, vk.domain.R)
     split = rows_total == 1
     b = _Builder(vk, tiling, chip, split)
@@ -259,7 +259,7 @@ def _full_stores(place: Placement, b: _Builder) -> list[Stmt]:
         if space != Space.FULL:
             continue
         v = b.vk.kg.graph.outputs[i]
-        size = isa.itemsize(v.type.dtype)
+        size = itemsize(v.type.dtype)
         off = sy.add(sy.mul(F("row"), F("C")), place.c0)
         out.append(T.store(GmRef(out_param(i), sy.mul(off, size)), place.ref(buf), v.type.dtype, place.geom.cols,
                            note=f"out{i}"))
@@ -272,7 +272,7 @@ def _row_stores(place: Placement, b: _Builder) -> list[Stmt]:
         if space == Space.FULL:
             continue
         v = b.vk.kg.graph.outputs[i]
-        size = isa.itemsize(v.type.dtype)
+        size = itemsize(v.type.dtype)
         out.append(T.store(GmRef(out_param(i), sy.mul(F("row"), size)), place.ref(buf, tile_slot=False),
                            v.type.dtype, 1, note=f"out{i} (per row)"))
     return out
@@ -345,22 +345,22 @@ def _split_body(b: _Builder) -> list[Stmt]:
 def _exchange(place: Placement, b: _Builder, op: VOp, k: int) -> list[Stmt]:
     """Every core's partial to GM, all cores meet, each folds all partials (the same on every core)."""
     acc = place.ref(op.dst, tile_slot=False)
-    size = isa.itemsize(op.dtype)
+    size = itemsize(op.dtype)
     base = k * b.chip.aiv_cores * size
     return [
         T.store(GmRef(SCRATCH, sy.add(base, sy.mul(F(CORE), size))), acc, op.dtype, 1,
                 note=f"{op.note}: this core's partial"),
-        TileOp("S", "sync_all", {}, note="all cores' partials are in GM"),
+        T.sync_all("all cores' partials are in GM"),
         T.load(Ref("gather"), GmRef(SCRATCH, base), op.dtype, F(BLOCKS), note=f"{op.note}: every core's partial"),
         T.vreduce(op.fn, acc, Ref("gather"), 1, F(BLOCKS), op.dtype, note=f"{op.note}: fold the cores"),
     ]
 
 
-def ub_bytes(vk: VectorKernel, tiling: VectorTiling, chip: Any) -> int:
+def ub_bytes(vk: VectorKernel, tiling: VectorTiling, chip: Chip) -> int:
     return sum(b.nbytes for b in _Builder(vk, tiling, chip, False).buffers())
 
 
-def tilings(vk: VectorKernel, chip: Any, buffer_num: int, cores: int) -> list[VectorTiling]:
+def tilings(vk: VectorKernel, chip: Chip, buffer_num: int, cores: int) -> list[VectorTiling]:
     cores = max(1, min(cores, chip.aiv_cores))
     out: list[VectorTiling] = []
     cap = chip.max_repeats * chip.vector_repeat_bytes

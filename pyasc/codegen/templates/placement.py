@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Callable, Sequence
 
-from simulator import isa
+from ...target import itemsize
 
 from ... import symbolic as sy
 from ...symbolic import IntLike
@@ -50,7 +50,7 @@ class Placement:
                 if lay.o_strides[j] != 0:
                     off = sy.add(off, sy.mul(idx, F(stride_field(use.buf.id, str(j)))))
             off = sy.add(off, sy.mul(row, self._r_stride(use)), col)
-        return GmRef(in_param(use.index), sy.mul(off, isa.itemsize(use.buf.dtype)))
+        return GmRef(in_param(use.index), sy.mul(off, itemsize(use.buf.dtype)))
 
     # -- before the loop: resident inputs and pad initialisation -----------------------------
     def prologue(self) -> list[Stmt]:
@@ -139,7 +139,7 @@ class Placement:
             v = self.vk.kg.graph.outputs[i]
             dt = v.type.dtype
             src = self.ref(buf)
-            size = isa.itemsize(dt)
+            size = itemsize(dt)
             o_off: IntLike = 0
             if space == Space.ROW:
                 # per-row outputs are laid out over the rows of the domain: outer-major, then R

@@ -9,9 +9,8 @@ tr elements. Tiles are numbered batch-major, split over the cores in contiguous 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
-from simulator import isa
+from ...target import Chip, itemsize
 
 from ... import symbolic as sy
 from ...symbolic import IntLike
@@ -43,16 +42,16 @@ class TransposeTiling:
 
 
 def _row(n: int, dtype: str) -> int:
-    per = 32 // isa.itemsize(dtype)
+    per = 32 // itemsize(dtype)
     return -(-n // per) * per
 
 
 def tile_bytes(tk: Transpose2D, t: TransposeTiling) -> tuple[int, int]:
-    size = isa.itemsize(tk.dtype)
+    size = itemsize(tk.dtype)
     return t.tr * _row(t.tc, tk.dtype) * size, t.tc * _row(t.tr, tk.dtype) * size
 
 
-def tilings(tk: Transpose2D, chip: Any, buffer_num: int, cores: int) -> list[TransposeTiling]:
+def tilings(tk: Transpose2D, chip: Chip, buffer_num: int, cores: int) -> list[TransposeTiling]:
     out = []
     limit = chip.max_repeats * chip.vector_repeat_bytes   # one vtranspose per tile
     cores = max(1, min(cores, chip.aiv_cores))
@@ -66,7 +65,7 @@ def tilings(tk: Transpose2D, chip: Any, buffer_num: int, cores: int) -> list[Tra
     return out
 
 
-def schedule(tk: Transpose2D, t: TransposeTiling, chip: Any) -> TileSchedule:
+def schedule(tk: Transpose2D, t: TransposeTiling, chip: Chip) -> TileSchedule:
     fields: dict[str, IntLike] = {"R": tk.R, "C": tk.C, "tr": t.tr, "tc": t.tc}
     nrb, ncb = sy.ceildiv(F("R"), t.tr), sy.ceildiv(F("C"), t.tc)
     total = sy.mul(tk.batch, sy.ceildiv(tk.R, t.tr), sy.ceildiv(tk.C, t.tc))
@@ -82,7 +81,7 @@ def schedule(tk: Transpose2D, t: TransposeTiling, chip: Any) -> TileSchedule:
         Let("r0", sy.mul(F("rb"), t.tr)), Let("rr", sy.min_(t.tr, sy.add(R, sy.mul(-1, F("r0"))))),
         Let("c0", sy.mul(F("cb"), t.tc)), Let("cc", sy.min_(t.tc, sy.add(C, sy.mul(-1, F("c0"))))),
     ]
-    size = isa.itemsize(tk.dtype)
+    size = itemsize(tk.dtype)
     slot = sy.mod(F("i"), t.buffer_num) if t.buffer_num > 1 else 0
     src_row, dst_row = _row(t.tc, tk.dtype), _row(t.tr, tk.dtype)
     base = sy.mul(F("bi"), R, C)

@@ -18,9 +18,8 @@ the tile loop.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
-from simulator import isa
+from ...target import Chip, itemsize
 
 from ... import symbolic as sy
 from ...symbolic import IntLike
@@ -41,7 +40,7 @@ class _Ctx:
     params: list[GmParam] = field(default_factory=list)
 
 
-def schedule(vk: VectorKernel, tiling: VectorTiling, chip: Any) -> TileSchedule:
+def schedule(vk: VectorKernel, tiling: VectorTiling, chip: Chip) -> TileSchedule:
     d = vk.domain
     ctx = _Ctx(vk, tiling)
     fields = ctx.fields
@@ -115,7 +114,7 @@ def schedule(vk: VectorKernel, tiling: VectorTiling, chip: Any) -> TileSchedule:
 # ---- candidates ---------------------------------------------------------------------------------------
 
 
-def tilings(vk: VectorKernel, chip: Any, buffer_num: int, cores: int) -> list[VectorTiling]:
+def tilings(vk: VectorKernel, chip: Chip, buffer_num: int, cores: int) -> list[VectorTiling]:
     """Tile sizes worth scoring: the largest that fits UB, and sizes that balance the tiles over the cores."""
     cores = max(1, min(cores, chip.aiv_cores))
     out: list[VectorTiling] = []
@@ -157,18 +156,18 @@ def tilings(vk: VectorKernel, chip: Any, buffer_num: int, cores: int) -> list[Ve
     return out
 
 
-def _fits(vk: VectorKernel, tiling: VectorTiling, chip: Any, slot_cap: int) -> bool:
+def _fits(vk: VectorKernel, tiling: VectorTiling, chip: Chip, slot_cap: int) -> bool:
     if tiling.mode == "rows" and vk.reduces and not _rows_split_aligned(vk, tiling, chip):
         return False
     bufs = buffers_for(vk, tiling, chip)
     return all(b.slot_bytes <= slot_cap for b in bufs) and sum(b.nbytes for b in bufs) <= chip.ub_bytes
 
 
-def _rows_split_aligned(vk: VectorKernel, tiling: VectorTiling, chip: Any) -> bool:
+def _rows_split_aligned(vk: VectorKernel, tiling: VectorTiling, chip: Chip) -> bool:
     """A reduction over rows too long for 255 repeats in blocks of rows must still split on whole UB blocks
     of its per-row results: either one instruction covers every row of a tile, or a block of rows fits."""
     cp = padded_row(vk)
-    worst = max(isa.itemsize(b.dtype) for b in vk.plan.buffers)
+    worst = max(itemsize(b.dtype) for b in vk.plan.buffers)
     per_row = -(-cp * worst // chip.vector_repeat_bytes)
     if per_row == 0:
         return True  # empty rows: nothing to reduce per instruction

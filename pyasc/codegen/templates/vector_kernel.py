@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from simulator import isa
+from ...target import Chip, itemsize
 
 from ... import ops, symbolic as sy
 from ...ir import Value
@@ -149,7 +149,7 @@ def analyze(name: str, kg: KernelGraph, reduce_rows: Sequence[Any] | None, k: in
             body.append(op)
     out_bufs = [b for _, b in plan.outputs]
     alloc = assign(body, [u.buf for u in per_tile], [u.buf for u in resident], out_bufs, prologue)
-    sizes = [isa.itemsize(b.dtype) for b in plan.buffers] or [4]
+    sizes = [itemsize(b.dtype) for b in plan.buffers] or [4]
     return VectorKernel(name, kg, domain, plan, layouts, resident, per_tile, prologue, body, alloc, out_spaces,
                         min(sizes), reduces, mode)
 
@@ -195,7 +195,7 @@ def padded_row(vk: VectorKernel) -> IntLike:
     return sy.align_up(vk.domain.C, row_align(vk))
 
 
-def ub_bytes(vk: VectorKernel, tiling: VectorTiling, chip: Any) -> int:
+def ub_bytes(vk: VectorKernel, tiling: VectorTiling, chip: Chip) -> int:
     """UB the kernel's buffers take with this tiling (static shapes; symbolic rows count as their bound)."""
     return sum(b.nbytes for b in buffers_for(vk, tiling, chip))
 
@@ -214,7 +214,7 @@ def _full_elems(vk: VectorKernel, tiling: VectorTiling) -> int:
     return tiling.rows * cp
 
 
-def buffers_for(vk: VectorKernel, tiling: VectorTiling, chip: Any) -> list[Buffer]:
+def buffers_for(vk: VectorKernel, tiling: VectorTiling, chip: Chip) -> list[Buffer]:
     full = _full_elems(vk, tiling)
     row = tiling.rows
     out = []
@@ -225,7 +225,7 @@ def buffers_for(vk: VectorKernel, tiling: VectorTiling, chip: Any) -> list[Buffe
     for use in vk.resident + vk.per_tile:
         lay = vk.layouts[use.buf.id]
         if lay.cls == "rowvec" and tiling.mode == "rows":
-            size = isa.itemsize(use.buf.dtype)
+            size = itemsize(use.buf.dtype)
             c = vk.domain.C if isinstance(vk.domain.C, int) else full
             slots = 1 if use in vk.resident else tiling.buffer_num
             out.append(Buffer(f"rv{use.buf.id}", "UB", use.buf.dtype, _slot_bytes(Space.FULL, size, c, 1), slots,
