@@ -273,7 +273,7 @@ def test_a_corrupt_tuning_record_is_ignored_with_a_warning(kernels, disk_cache):
 
 
 def test_tune_at_a_scripts_top_level_needs_no_main_guard(tmp_path):
-    """"spawn" workers re-import the main script (running its top-level code, and with it `tune`, again);
+    """A "spawn" worker re-imports the main script (running its top-level code, and with it `tune`, again);
     the workers run pyasc's own jobs only, so the script is kept from them."""
     script = tmp_path / "script.py"
     script.write_text(f"import sys\nsys.path.insert(0, {str(REPO)!r})\n" + KERNELS +

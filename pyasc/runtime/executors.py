@@ -162,7 +162,7 @@ class RayExecutor:
 
 
 def make_executor(executor: str = "process", workers: int | None = None, address: str | None = None) -> Any:
-    """"process" (default) or "ray"; `address` is only for Ray (and implies it)."""
+    """The executor named ("process", the default, or "ray"); an `address` is Ray's and implies it."""
     if address is not None and executor == "process":
         executor = "ray"
     if executor == "process":

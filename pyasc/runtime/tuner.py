@@ -94,6 +94,8 @@ class TuneResult:
     seconds: float
     stored: str | None = None    # the tuning record's path (None: the disk cache is off)
     notes: list[str] = field(default_factory=list)
+    compile_seconds: float = 0.0     # wall time compiling the candidates here (serial)
+    emulator_seconds: float = 0.0    # wall time the workers spent emulating, summed over the runs
 
     @property
     def speedup(self) -> float:
@@ -111,7 +113,7 @@ class TuneResult:
         right = {1, 3, 4, 5}
         lines = ["  ".join(v.rjust(w) if i in right else v.ljust(w) for i, (v, w) in enumerate(zip(r, widths)))
                  .rstrip() for r in rows]
-        lines.append(f"(cycles per launch of that kernel; rank 0 is the cost model's choice; error = predicted vs "
+        lines.append("(cycles per launch of that kernel; rank 0 is the cost model's choice; error = predicted vs "
                      "simulated)")
         lines.append(f"{self.kernel}({self.signature}) on {self.chip}: {self.baseline_cycles:,} cycles with the "
                      f"cost model's choices, {self.tuned_cycles:,} tuned ({self.speedup:.3f}x); {self.jobs} runs on "
@@ -129,7 +131,8 @@ class TuneResult:
                 "candidates": [c.to_json() for c in self.candidates],
                 "decisions": [d.to_json() for d in self.decisions], "baseline_cycles": self.baseline_cycles,
                 "tuned_cycles": self.tuned_cycles, "speedup": self.speedup, "executor": self.executor,
-                "jobs": self.jobs, "seconds": self.seconds, "stored": self.stored, "notes": self.notes}
+                "jobs": self.jobs, "seconds": self.seconds, "compile_seconds": self.compile_seconds,
+                "emulator_seconds": self.emulator_seconds, "stored": self.stored, "notes": self.notes}
 
 
 @dataclass
@@ -164,6 +167,7 @@ def tune(target: TuneTarget, top_k: int = 8, executor: str = "process", workers:
         baseline = target.compile(())
         arrays = list(target.call.arrays) + target.hidden(baseline)
         candidates, jobs = _candidates(target, baseline, top_k, compiler)
+        compile_seconds = time.perf_counter() - t0
         where = pool.describe()
         total = len(jobs)
         if verbose:
@@ -204,6 +208,7 @@ def tune(target: TuneTarget, top_k: int = 8, executor: str = "process", workers:
                 raise RuntimeError(f"{target.name}: the tuned tilings together failed on the emulator: "
                                    f"{combined.error}")
             tuned_cycles = combined.cycles
+            results[len(jobs)] = combined
             total += 1
         else:
             tuned_cycles = changed[0].call_cycles if changed else base_run.cycles
@@ -213,7 +218,8 @@ def tune(target: TuneTarget, top_k: int = 8, executor: str = "process", workers:
     stored = _store(target, baseline, decisions, candidates, notes) if candidates else None
     target.remember(decisions)
     result = TuneResult(target.name, baseline.signature, target.options.chip_name, candidates, decisions,
-                        base_run.cycles, tuned_cycles, where, total, time.perf_counter() - t0, stored, notes)
+                        base_run.cycles, tuned_cycles, where, total, time.perf_counter() - t0, stored, notes,
+                        compile_seconds, sum(r.seconds for r in results.values()))
     if verbose:
         print(result.table(), file=sys.stderr, flush=True)
     return result
