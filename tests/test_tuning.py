@@ -170,6 +170,22 @@ def test_winners_of_two_kernels_are_run_together_once_more(kernels, monkeypatch)
         assert_close(got, want)
 
 
+def test_a_runner_up_code_generation_refuses_is_not_measured_and_the_next_one_is(kernels, monkeypatch):
+    """Runners-up are scored before their flags are planned: one whose flags do not fit is not legal (measuring
+    it would measure the cost model's choice again, which code generation falls back to)."""
+    monkeypatch.setenv("PYASC_CACHE", "0")
+    sm = load(kernels, "sm")
+    x, = cli.targets.parse_args(["f32[16,1000]"])
+    result = sm.tune(x, top_k=4, workers=2, verbose=False)
+    refused = [c for c in result.candidates if c.status.startswith("not legal")]
+    measured = [c for c in result.candidates if c.status == "ok"]
+    assert refused and all("flags do not fit" in c.status and c.simulated is None and c.job == -1 for c in refused)
+    assert len(measured) == 4 and result.jobs == 4 and max(c.rank for c in measured) > 3
+    assert "not legal" in result.table() and "next candidate down the list was measured instead" in result.table()
+    # every measured candidate ran its own tiling: their call cycles are not all the cost model's
+    assert len({c.call_cycles for c in measured}) == len(measured)
+
+
 def test_a_call_with_nothing_to_choose_says_so(kernels, monkeypatch):
     monkeypatch.setenv("PYASC_CACHE", "0")
     dyn = load(kernels, "dyn")   # under dynamic=True this softmax has one legal tiling on "tiny"

@@ -12,7 +12,9 @@ its result: an exception that escapes it is a bug and is raised here.
   functions are pyasc's own, so a worker never needs the caller's script:
   the main module is kept from being re-imported in the workers (which
   "spawn" would otherwise do), and `kernel.tune(...)` at a script's top
-  level needs no `if __name__ == "__main__":` guard.
+  level needs no `if __name__ == "__main__":` guard. Each worker's BLAS
+  gets an equal share of the CPUs (as loky does; the cube's emulation
+  multiplies with numpy), so the workers do not oversubscribe the machine.
 - `RayExecutor(address)`: tasks on a Ray cluster (the optional extra
   `pip install -e '.[ray]'`). `address` is a running cluster's address
   ("auto" for the one `ray start` runs on this machine, "ray://host:port"
@@ -73,9 +75,10 @@ class ProcessExecutor:
         if not jobs:
             return results
         context = multiprocessing.get_context("spawn")
-        with _main_module_hidden(), \
-                concurrent.futures.ProcessPoolExecutor(min(self.workers, len(jobs)), mp_context=context,
-                                                       initializer=_keep_shared, initargs=(shared,)) as pool:
+        workers = min(self.workers, len(jobs))
+        with _main_module_hidden(), _thread_share(workers), \
+                concurrent.futures.ProcessPoolExecutor(workers, mp_context=context, initializer=_keep_shared,
+                                                       initargs=(shared,)) as pool:
             futures = {pool.submit(_call, fn, job, shared is not None): i for i, job in enumerate(jobs)}
             for future in concurrent.futures.as_completed(futures):
                 i = futures[future]
@@ -83,6 +86,23 @@ class ProcessExecutor:
                 if on_done is not None:
                     on_done(i, results[i])
         return results
+
+
+#: the thread-count settings of the BLAS and OpenMP libraries numpy may use, read when a worker starts
+THREAD_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+@contextlib.contextmanager
+def _thread_share(workers: int) -> Iterator[None]:
+    """While workers start: each gets cpu_count // workers BLAS threads (unless the user set a count)."""
+    share = str(max(1, (os.cpu_count() or 1) // workers))
+    added = [name for name in THREAD_ENV if name not in os.environ]
+    os.environ.update({name: share for name in added})
+    try:
+        yield
+    finally:
+        for name in added:
+            os.environ.pop(name, None)
 
 
 @contextlib.contextmanager

@@ -197,10 +197,14 @@ def tune(target: TuneTarget, top_k: int = 8, executor: str = "process", workers:
         if base_run.error:
             raise RuntimeError(f"{target.name}: the cost model's own tiling failed on the emulator: {base_run.error}")
         for c in candidates:
-            _measure(c, results[c.job], base_run.outputs)
+            if c.job >= 0:
+                _measure(c, results[c.job], base_run.outputs)
         decisions = _winners(candidates)
         changed = [c for c in candidates if c.winner and c.rank > 0]
         notes = [] if candidates else ["nothing to tune: every device kernel of this call has one legal tiling"]
+        if any(c.status.startswith("not legal") for c in candidates):
+            notes.append("not legal: scored by the cost model, but code generation refuses it (e.g. its flags do "
+                         "not fit the chip's event ids); the next candidate down the list was measured instead")
         if len(changed) >= 2:  # the winners together were never run: run the combination once
             tuned = target.compile(decisions)
             combined = pool.map(run_job, [make_job(0, tuned, compiler)], shared=arrays)[0]
@@ -225,9 +229,17 @@ def tune(target: TuneTarget, top_k: int = 8, executor: str = "process", workers:
     return result
 
 
+#: how far down the cost model's list to look for top_k legal candidates (in multiples of top_k)
+SEARCH_DEPTH = 3
+
+
 def _candidates(target: TuneTarget, baseline: CompiledKernel, top_k: int,
                 compiler: str) -> tuple[list[CandidateResult], list[TuneJob]]:
-    """Every device kernel's top_k candidates, and the jobs that measure them (job 0: the baseline)."""
+    """Every device kernel's top_k legal candidates, and the jobs that measure them (job 0: the baseline).
+
+    A runner-up is scored before its flags are planned, so code generation may still refuse it (its flags
+    do not fit the chip's event ids): such a one is listed as not legal, measures nothing, and the next one
+    down the list is tried."""
     jobs = [make_job(0, baseline, compiler)]
     out: list[CandidateResult] = []
     for dk in baseline.kernels:
@@ -235,17 +247,25 @@ def _candidates(target: TuneTarget, baseline: CompiledKernel, top_k: int,
         options = [(report.params, report.score)] + [(o.params, o.score) for o in report.others]
         if len(options) < 2 or any(c.label == dk.name for c in out):
             continue  # nothing to choose, or the same kernel launched again (a branch, a loop body)
-        for rank, (params, score) in enumerate(options[:top_k]):
+        measured = 0
+        for rank, (params, score) in enumerate(options[:SEARCH_DEPTH * top_k]):
+            if measured == top_k:
+                break
             decision = TilingDecision.of(dk.name, params)
             what = params.describe() if hasattr(params, "describe") else str(params)
             cand = CandidateResult(dk.name, dk.template, rank, what, decision, float(score.cycles))
+            out.append(cand)
             if rank == 0:
                 cand.job = 0
             else:
                 compiled = target.compile((decision,))
+                mine = next(k for k in compiled.kernels if k.name == dk.name)
+                if mine.tiling.source != "tuned":
+                    cand.status = f"not legal: {mine.tiling.note}"
+                    continue
                 cand.job = len(jobs)
                 jobs.append(make_job(cand.job, compiled, compiler))
-            out.append(cand)
+            measured += 1
     return out, jobs
 
 
