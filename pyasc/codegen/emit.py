@@ -15,13 +15,15 @@
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from typing import Any, Callable, Sequence
+from contextlib import contextmanager
+from dataclasses import replace
+from typing import Any, Callable, Iterator, Sequence
 
 from .. import symbolic as sy
 from ..symbolic import Expr, IntLike
 from ..target import Chip, Mem, Program, Reg, itemsize, repeats
 from .launch import base_field
+from .scalar_exprs import scalar_table
 from .schedule import BLOCKS, CORE, GmRef, Let, Loop, Ref, Stmt, TileOp, TileSchedule, When
 from .sync import SyncOp, SyncPlan
 
@@ -62,12 +64,6 @@ def space_usage(schedule: TileSchedule, chip: Chip) -> dict[str, int]:
     return out
 
 
-@dataclass
-class _Scope:
-    regs: dict[Expr, Reg]
-    defined: set[str]
-
-
 class Emitter:
     def __init__(self, schedule: TileSchedule, plan: SyncPlan, chip: Chip):
         self.s = schedule
@@ -77,7 +73,10 @@ class Emitter:
         self.buffers = {b.name: b for b in schedule.buffers}
         self.p = Program(schedule.name, schedule.core_type, [g.name for g in schedule.params],
                          list(schedule.fields))
-        self.scopes: list[_Scope] = []
+        # integer expressions become scalar instructions, each computed once per scope (symbolic.Renderer);
+        # `defined`: the symbols each open scope binds (what hoisting may compute before a loop)
+        self.render = sy.Renderer(scalar_table(self.p), const=lambda n: n, symbol=self._unbound)
+        self.defined: list[set[str]] = []
         # a field whose value is known when compiling (static shapes) is folded into the program
         self.static = {f: v for f, v in schedule.fields.items() if isinstance(v, int)}
         self._folded: dict[Expr, IntLike] = {}
@@ -110,48 +109,28 @@ class Emitter:
         e = self.fold(e)
         if isinstance(e, int):
             return e
-        for sc in reversed(self.scopes):
-            r = sc.regs.get(e)
-            if r is not None:
-                return r
-        r = self._compute(e)
-        self.scopes[-1].regs[e] = r
-        return r
+        return self.render(e)
 
-    def _compute(self, e: Expr) -> Reg:
-        p = self.p
-        op, args = e.op, e.args
-        if op == "sym":
-            raise KeyError(f"schedule {self.s.name!r} uses symbol {e} outside the scope that defines it")
-        if op == "add":
-            # positive terms first, then subtract the negative ones (no multiply by -1)
-            terms = sorted(args, key=lambda t: sy._split_coeff(t)[0] < 0)
-            acc: int | Reg | None = None
-            for t in terms:
-                c, rest = sy._split_coeff(t)
-                if c < 0 and acc is not None:
-                    acc = p.sub(acc, self.value(sy.mul(-c, rest)))
-                    continue
-                v = self.value(t)
-                acc = v if acc is None else p.add(acc, v)
-            return acc if isinstance(acc, Reg) else p.mov(acc)
-        if op in ("mul", "min", "max"):
-            fn = {"mul": "mul", "min": "min", "max": "max"}[op]
-            acc = self.value(args[0])
-            for t in args[1:]:
-                acc = p.alu(fn, acc, self.value(t))
-            return acc if isinstance(acc, Reg) else p.mov(acc)
-        if op == "select":
-            c, a, b = (self.value(x) for x in args)
-            return p.add(b, p.mul(c, p.sub(a, b)))
-        fn = {"floordiv": "div", "ceildiv": "cdiv", "mod": "mod", "lt": "lt", "le": "le", "eq": "eq",
-              "ne": "ne"}[op]
-        return p.alu(fn, self.value(args[0]), self.value(args[1]))
+    def _unbound(self, name: str) -> Reg:
+        raise KeyError(f"schedule {self.s.name!r} uses symbol {name} outside the scope that defines it")
+
+    @contextmanager
+    def scope(self, var: str | None = None, reg: Reg | None = None) -> Iterator[None]:
+        """A block's scope (binding `var` to `reg`, a loop variable): what it computes is not reused after it."""
+        self.render.push()
+        self.defined.append({var} if var else set())
+        if var is not None:
+            self.render.bind(sy.sym(var), reg)
+        try:
+            yield
+        finally:
+            self.render.pop()
+            self.defined.pop()
 
     def _hoist(self, stmts: Sequence[Stmt]) -> None:
         """Compute now every loop-invariant sub-expression the statements use (up to the first Let, whose
         name later expressions may use)."""
-        defined = set().union(*(sc.defined for sc in self.scopes))
+        defined = set().union(*self.defined)
         for e in _exprs(stmts, self._addr):
             self._hoist_expr(e, defined)
 
@@ -188,14 +167,12 @@ class Emitter:
     def run(self) -> Program:
         p = self.p
         bases = [base_field(g.name) for g in self.s.params]
-        top = _Scope({}, {CORE, BLOCKS, *self.s.fields, *bases})
-        self.scopes.append(top)
-        top.regs[sy.sym(CORE)] = p.core_idx()
-        top.regs[sy.sym(BLOCKS)] = p.core_num()
+        self.defined.append({CORE, BLOCKS, *self.s.fields, *bases})
+        self.render.bind(sy.sym(CORE), p.core_idx())
+        self.render.bind(sy.sym(BLOCKS), p.core_num())
         for f in [*self.s.fields, *bases]:
-            top.regs[sy.sym(f)] = p.tiling(f)
+            self.render.bind(sy.sym(f), p.tiling(f))
         self.block(self.s.body)
-        self.scopes.pop()
         p.validate()
         return p
 
@@ -210,10 +187,8 @@ class Emitter:
             elif isinstance(s, When):
                 self._hoist(s.body)
                 cond = self.value(s.cond)
-                with self.p.if_(cond):
-                    self.scopes.append(_Scope({}, set()))
+                with self.p.if_(cond), self.scope():
                     self.block(s.body)
-                    self.scopes.pop()
             else:
                 self.op(s)
             for op in self.plan.after.get(id(s), ()):
@@ -222,26 +197,21 @@ class Emitter:
     def let(self, s: Let) -> None:
         v = self.value(s.value)
         reg = v if isinstance(v, Reg) else self.p.mov(v)
-        top = self.scopes[-1]
-        top.regs[sy.sym(s.var)] = reg
-        top.defined.add(s.var)
+        self.render.bind(sy.sym(s.var), reg)
+        self.defined[-1].add(s.var)
 
     def loop(self, lp: Loop) -> None:
         self._hoist([lp])
         start, stop, step = (self.value(x) for x in (lp.start, lp.stop, lp.step))
-        with self.p.loop(start, stop, step) as var:
-            self.scopes.append(_Scope({sy.sym(lp.var): var}, {lp.var}))
+        with self.p.loop(start, stop, step) as var, self.scope(lp.var, var):
             self._hoist(lp.body)
             self.block(lp.body)
-            self.scopes.pop()
 
     def sync(self, op: SyncOp) -> None:
         if op.when is not None:
             cond = op.when
-            with self.p.if_(self.value(cond)):
-                self.scopes.append(_Scope({}, set()))
+            with self.p.if_(self.value(cond)), self.scope():
                 self.sync(SyncOp(op.kind, op.src, op.dst, op.event))
-                self.scopes.pop()
             return
         if op.kind == "barrier":
             self.p.pipe_barrier("ALL")
@@ -286,11 +256,9 @@ class Emitter:
         chunks = sy.ceildiv(count, limit)
         var = f"_split{id(t)}"
         j = sy.sym(var)
-        with self.p.loop(self.value(chunks)) as reg:
-            self.scopes.append(_Scope({j: reg}, {var}))
+        with self.p.loop(self.value(chunks)) as reg, self.scope(var, reg):
             start = sy.mul(j, limit)
             self._call(t.instr, _shift(t.args, sizes, start, sy.min_(limit, sy.add(count, sy.mul(-1, start)))))
-            self.scopes.pop()
 
     def _bound(self, t: TileOp) -> int:
         """An upper bound of a symbolic element count: what the destination slot can hold."""
@@ -318,11 +286,9 @@ class Emitter:
             return
         var = f"_rows{id(t)}"
         j = sy.sym(var)
-        with self.p.loop(self.value(sy.ceildiv(rows, rows_per))) as reg:
-            self.scopes.append(_Scope({j: reg}, {var}))
+        with self.p.loop(self.value(sy.ceildiv(rows, rows_per))) as reg, self.scope(var, reg):
             r0 = sy.mul(j, rows_per)
             self._call(t.instr, _shift_rows(t, r0, sy.min_(rows_per, sy.add(rows, sy.mul(-1, r0))), stride, size))
-            self.scopes.pop()
 
     def _split_transpose(self, t: TileOp) -> None:
         """A transpose over more than the repeat limit (the hardware pads both dims to whole blocks) in chunks
@@ -345,8 +311,7 @@ class Emitter:
         dst_stride = a.get("dst_row_stride") if a.get("dst_row_stride") is not None else rows
         var = f"_tr{id(t)}"
         j = sy.sym(var)
-        with self.p.loop(self.value(sy.ceildiv(rows, rows_per))) as reg:
-            self.scopes.append(_Scope({j: reg}, {var}))
+        with self.p.loop(self.value(sy.ceildiv(rows, rows_per))) as reg, self.scope(var, reg):
             r0 = sy.mul(j, rows_per)
             chunk = dict(a)
             chunk["rows"] = sy.min_(rows_per, sy.add(rows, sy.mul(-1, r0)))
@@ -354,7 +319,6 @@ class Emitter:
             chunk["dst"] = a["dst"].at(sy.mul(r0, size))
             chunk["src_row_stride"], chunk["dst_row_stride"] = src_stride, dst_stride
             self._call(t.instr, chunk)
-            self.scopes.pop()
 
     def _rows_per_instruction(self, per_row: int, size: int) -> int:
         """Rows one instruction may cover: within the repeat limit and, when split, a whole number of UB
@@ -372,12 +336,10 @@ class Emitter:
         rows_per = sy.max_(block, sy.mul(sy.floordiv(sy.floordiv(self.chip.max_repeats, per_row), block), block))
         var = f"_rows{id(t)}"
         j = sy.sym(var)
-        with self.p.loop(self.value(sy.ceildiv(a["rows"], rows_per))) as reg:
-            self.scopes.append(_Scope({j: reg}, {var}))
+        with self.p.loop(self.value(sy.ceildiv(a["rows"], rows_per))) as reg, self.scope(var, reg):
             r0 = sy.mul(j, rows_per)
             self._call(t.instr, _shift_rows(t, r0, sy.min_(rows_per, sy.add(a["rows"], sy.mul(-1, r0))), stride,
                                             size))
-            self.scopes.pop()
 
     def _row_bound(self, t: TileOp) -> int:
         b = self.buffers[t.args["dst"].buffer]

@@ -19,12 +19,12 @@ from typing import Sequence
 
 from ..target import itemsize
 
-from .vector_ops import Space, VBuf, VOp
+from .vector_ops import Space, VBuf, VKind, VOp
 
 _PREFIX = {"in": "ld", "out": "st"}
 
 #: ops whose destination must not overlap their source on this chip (broadcasts, reductions, resizing casts)
-_NOT_IN_PLACE = {"expand", "reduce"}
+_NOT_IN_PLACE = {VKind.EXPAND, VKind.REDUCE}
 
 
 @dataclass
@@ -116,7 +116,7 @@ def _last_uses(ops: Sequence[VOp], outputs: set[int], loops: Sequence[tuple[int,
     last: dict[int, int] = {}
     for i, op in enumerate(ops):
         for lo, hi in loops:
-            if lo <= i < hi and op.kind == "reduce":
+            if lo <= i < hi and op.kind is VKind.REDUCE:
                 last[op.dst.id] = max(last.get(op.dst.id, -1), hi - 1)
         for s in op.reads:
             end = i

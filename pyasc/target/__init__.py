@@ -14,6 +14,6 @@ from __future__ import annotations
 
 from .chip import DEFAULT_CHIP, Chip, ChipError, DmaPath, get_chip, preset_names  # noqa: F401
 from .instructions import (  # noqa: F401
-    CUBE_DTYPES, DATA_PATHS, DTYPES, SPECS, InstrSpec, Mem, MemOperand, Program, Reg, VectorPass, data_path, itemsize,
-    accumulator_dtype, repeats, spec, vector_passes,
+    CORE_PIPES, CUBE_DTYPES, DATA_PATHS, DTYPES, SPECS, InstrSpec, Mem, MemOperand, Program, Reg, VectorPass,
+    accumulator_dtype, data_path, itemsize, repeats, spec, vector_passes,
 )

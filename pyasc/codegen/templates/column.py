@@ -24,10 +24,11 @@ from ...ir import Value
 from ...symbolic import IntLike
 from .. import tileops as T
 from ..domain import Domain, InputLayout, UnsupportedDomain, column_domain, dims, input_layout
-from ..kernel_graph import KernelGraph
+from ..kernel_graph import KernelGraph, kernel_symbols
 from ..schedule import BLOCKS, CORE, Buffer, GmParam, GmRef, Let, Loop, Ref, Stmt, TileSchedule, When
+from ..template import Job, Template, Tiling, align_up, buffer_nums, free_symbols, ub_slot
 from ..ub_alloc import Assignment, assign
-from ..vector_ops import Geometry, InputUse, Space, VOp, build_vector_plan, is_input_view
+from ..vector_ops import build_vector_plan, Geometry, InputUse, is_input_view, Space, VKind, VOp
 from .multipass import _COMBINE, _identity
 from .placement import decompose, translate_vop
 from .vector_kernel import in_param, out_param
@@ -52,7 +53,7 @@ class ColumnKernel:
 
 
 @dataclass(frozen=True)
-class ColumnTiling:
+class ColumnTiling(Tiling):
     rows: int          # tr: rows per tile (a power of two)
     width: int         # tw: columns per task
     split: int         # g: cores per task (1: cores take whole tasks)
@@ -83,13 +84,13 @@ def analyze(name: str, kg: KernelGraph, shape: Any, reduced: tuple[int, ...]) ->
         return Space.ROW if v.node.op in ("sum", "max", "min", "mean") else Space.FULL
 
     plan = build_vector_plan(kg, kg.nodes, space_of, name)
-    reds = [op for op in plan.ops if op.kind == "reduce"]
+    reds = [op for op in plan.ops if op.kind is VKind.REDUCE]
     if len(reds) != 1 or len(plan.outputs) != 1:
         raise UnsupportedDomain("a column-reduction kernel holds one reduction and one output")
     red = reds[0]
     at = plan.ops.index(red)
     ops, after = plan.ops[:at + 1], plan.ops[at + 1:]
-    if any(op.kind != "finalize_mean" for op in after):
+    if any(op.kind is not VKind.FINALIZE_MEAN for op in after):
         raise UnsupportedDomain("a column reduction takes no epilogue")
     layouts = {}
     for use in plan.inputs:
@@ -106,33 +107,32 @@ def analyze(name: str, kg: KernelGraph, shape: Any, reduced: tuple[int, ...]) ->
     return ColumnKernel(name, kg, domain, ops, red, after, list(plan.inputs), layouts, alloc, out_buf, min(sizes))
 
 
-def _align(vk: ColumnKernel, n: int) -> int:
-    a = 32 // vk.min_itemsize
-    return -(-n // a) * a
+def _align(vk: ColumnKernel, n: int, chip: Chip) -> int:
+    """`n` columns rounded up to whole UB blocks of the narrowest dtype (every row starts on a block)."""
+    return align_up(n, chip.ub_align // vk.min_itemsize)
 
 
 def _buffers(vk: ColumnKernel, t: ColumnTiling, chip: Chip) -> list[Buffer]:
-    twp = _align(vk, t.width)
+    twp = _align(vk, t.width, chip)
     out = []
     for p in vk.alloc.buffers:
         n = {Space.FULL: t.rows * twp, Space.ROW: max(t.rows, twp), Space.SCALAR: 1}[p.space]
-        slots = t.buffer_num if p.rotating else 1
         out.append(Buffer(p.name, "UB", {1: "uint8", 2: "float16", 4: "float32"}[p.itemsize],
-                          -(-n * p.itemsize // 32) * 32, slots, p.kind))
+                          ub_slot(n * p.itemsize, chip), t.slots(p.rotating), p.kind))
     for use in vk.inputs:
         if vk.layouts[use.buf.id].cls == "rowvec":
             size = itemsize(use.buf.dtype)
-            out.append(Buffer(f"rv{use.buf.id}", "UB", use.buf.dtype, -(-twp * size // 32) * 32, t.buffer_num,
+            out.append(Buffer(f"rv{use.buf.id}", "UB", use.buf.dtype, ub_slot(twp * size, chip), t.slots(),
                               "rowvec staging"))
     if t.split > 1:
         size = itemsize(vk.reduce.dtype)
-        out.append(Buffer("gather", "UB", vk.reduce.dtype, -(-t.split * twp * size // 32) * 32, 1, "partials"))
+        out.append(Buffer("gather", "UB", vk.reduce.dtype, ub_slot(t.split * twp * size, chip), 1, "partials"))
     return out
 
 
 def schedule(vk: ColumnKernel, t: ColumnTiling, chip: Chip) -> TileSchedule:
     d = vk.domain
-    twp = _align(vk, t.width)
+    twp = _align(vk, t.width, chip)
     fields: dict[str, IntLike] = {"R": d.R, "C": d.C, "tr": t.rows, "tw": t.width, "twp": twp,
                                   "NRB": sy.ceildiv(d.R, t.rows), "NI": sy.ceildiv(d.C, t.width)}
     for j, o in enumerate(d.outer):
@@ -200,7 +200,7 @@ class _Body:
         src = red.srcs[0]
         dt = red.dtype
         size = itemsize(dt)
-        slot = sy.mod(F(var), t.buffer_num) if t.buffer_num > 1 else 0
+        slot = t.slot(var)
         body: list[Stmt] = [Let(f"{var}_r0", sy.mul(F(var), F("tr"))),
                             Let(f"{var}_rows", sy.min_(F("tr"), sy.add(F("R"), sy.mul(-1, F(f"{var}_r0")))))]
         r0, rows = F(f"{var}_r0"), F(f"{var}_rows")
@@ -263,7 +263,7 @@ class _Body:
         for use in self.vk.inputs:
             p = self.vk.alloc.of[use.buf.id]
             if p.space == Space.FULL and self.vk.layouts[use.buf.id].cls in ("full", "rowvec"):
-                for slot in range(self.t.buffer_num if p.rotating else 1):
+                for slot in range(self.t.slots(p.rotating)):
                     out.append(T.vdup(Ref(p.name, slot), 0, sy.mul(F("tr"), F("twp")), use.buf.dtype,
                                       note="zero the row padding"))
         return out
@@ -320,8 +320,8 @@ def tilings(vk: ColumnKernel, chip: Chip, buffer_num: int, cores: int) -> list[C
     outer = d.outer_count if isinstance(d.outer_count, int) else 1
     cap = chip.max_repeats * chip.vector_repeat_bytes
     out = []
-    quantum = max(1, 512 // vk.min_itemsize)
-    for bn in sorted({1, buffer_num}):
+    quantum = max(1, chip.gm_peak_align // vk.min_itemsize)  # task widths start on the GM peak boundary
+    for bn in buffer_nums(buffer_num):
         widths = {min(C, w) for w in (C, 128, 256, 512, 1024, 2048) if w <= max(C, 1)} | {C}
         for w in sorted(widths):
             w = w if w >= C or w < quantum else w // quantum * quantum
@@ -357,3 +357,15 @@ def ub_bytes(vk: ColumnKernel, t: ColumnTiling, chip: Chip) -> int:
 def _fits(vk: ColumnKernel, t: ColumnTiling, chip: Chip, cap: int) -> bool:
     bufs = _buffers(vk, t, chip)
     return all(x.slot_bytes <= cap for x in bufs) and sum(x.nbytes for x in bufs) <= chip.ub_bytes
+
+
+def _analyze(job: Job, chip: Chip) -> list[ColumnKernel]:
+    """`job.options`: "rows", the reduction's input shape; "reduced", the axes it reduces."""
+    return [analyze(job.label, job.subject, job.options["rows"], tuple(job.options["reduced"]))]
+
+
+def _symbols(vk: ColumnKernel) -> set[str]:
+    return free_symbols(list(vk.domain.shape)) | kernel_symbols(vk.kg)
+
+
+TEMPLATE = Template("column", "aiv", ColumnTiling, _analyze, tilings, schedule, _symbols, need=ub_bytes)

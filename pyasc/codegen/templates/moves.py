@@ -23,6 +23,7 @@ from ..kernel_graph import KernelGraph
 from ..schedule import Buffer
 from .access import StridedAccess, access_of, collapse
 from .tiles import UnsupportedMove
+from ..template import Tiling, buffer_nums
 from ..tiling import largest_fitting
 
 
@@ -67,7 +68,7 @@ class MoveKernel:
 
 
 @dataclass(frozen=True)
-class MoveTiling:
+class MoveTiling(Tiling):
     rows: int              # tile extent along the row dim
     cols: int              # tile extent along the column dim
     buffer_num: int
@@ -141,12 +142,12 @@ def resident(mk: MoveKernel, t: MoveTiling) -> bool:
 
 
 def buffers(mk: MoveKernel, t: MoveTiling) -> list[Buffer]:
-    size, bn, blk = mk.itemsize, t.buffer_num, mk.block
+    size, bn, blk = mk.itemsize, t.slots(), mk.block
     wp = align(t.cols, mk.per_block) * size          # bytes of one tile row in UB
     tile = t.rows * wp
     dt = mk.dtype
     if mk.kind in ("bcast_rows", "bcast_cols"):
-        slots = 1 if resident(mk, t) else bn
+        slots = t.slots(not resident(mk, t))
         if mk.kind == "bcast_rows":
             src = [Buffer("row", "UB", dt, wp, slots, "the row")]
         else:
@@ -202,7 +203,7 @@ def tilings(mk: MoveKernel, chip: Chip, buffer_num: int, cores: int, hint: Calla
     for d in mk.outer:
         outer *= max(1, hint(mk.extent(d)))
     out: set[MoveTiling] = set()
-    for bn in sorted({1, buffer_num}):
+    for bn in buffer_nums(buffer_num):
         widest = largest_fitting(lambda w: fits(mk, MoveTiling(1, w, bn, cores), chip), cols_total)
         if widest < 1:
             continue

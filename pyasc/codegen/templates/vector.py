@@ -19,13 +19,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ...target import Chip, itemsize
-
 from ... import symbolic as sy
 from ...symbolic import IntLike
+from ...target import Chip, itemsize
+from ..domain import UnsupportedDomain
+from ..kernel_graph import kernel_symbols
 from ..schedule import BLOCKS, CORE, GmParam, Let, Loop, Stmt, TileSchedule
+from ..template import Job, Template, Unsupported, buffer_nums, free_symbols
 from ..tiling import largest_fitting
 from ..vector_ops import Geometry
+from . import multipass, vector_kernel
 from .placement import Placement, decompose
 from .vector_kernel import VectorKernel, VectorTiling, buffers_for, in_param, out_param, padded_row, stride_fields
 
@@ -120,7 +123,7 @@ def tilings(vk: VectorKernel, chip: Chip, buffer_num: int, cores: int) -> list[V
     out: list[VectorTiling] = []
     d = vk.domain
     slot_cap = chip.max_repeats * chip.vector_repeat_bytes
-    for bn in sorted({1, buffer_num}):
+    for bn in buffer_nums(buffer_num):
         if vk.mode == "rows":
             cp = padded_row(vk)
             if not isinstance(cp, int):
@@ -138,7 +141,7 @@ def tilings(vk: VectorKernel, chip: Chip, buffer_num: int, cores: int) -> list[V
                     sizes.add(max(1, min(biggest, -(-rows_total // per_outer))))
             out += [VectorTiling("rows", tr, 0, bn, cores) for tr in sorted(sizes, reverse=True)]
         else:
-            quantum = max(1, 512 // vk.min_itemsize)
+            quantum = max(1, chip.gm_peak_align // vk.min_itemsize)  # chunks start on the GM peak boundary
             total = d.C if isinstance(d.C, int) else None
             limit = total if total else slot_cap
             biggest = largest_fitting(lambda w: _fits(vk, VectorTiling("chunks", 1, w, bn, cores), chip, slot_cap), limit)
@@ -173,3 +176,52 @@ def _rows_split_aligned(vk: VectorKernel, tiling: VectorTiling, chip: Chip) -> b
         return True  # empty rows: nothing to reduce per instruction
     fit = chip.max_repeats // per_row
     return tiling.rows <= fit or fit >= chip.ub_align // vk.min_itemsize
+
+
+# ---- the template -------------------------------------------------------------------------------------
+
+
+def _analyze(job: Job, chip: Chip) -> list[VectorKernel]:
+    """One analysis per mode that can lower the kernel: rows and chunks for a pointwise kernel, rows and
+    multi-pass for a row reduction (`job.options["rows"]`: its input shape, "k": the axes it reduces)."""
+    rows = job.options.get("rows")
+    modes = ("rows", "multipass") if rows is not None else ("rows", "chunks")
+    out, errors = [], []
+    for mode in modes:
+        try:
+            out.append(vector_kernel.analyze(job.label, job.subject, rows, job.options.get("k", 0), mode,
+                                             chip.ub_align))
+        except UnsupportedDomain as e:
+            errors.append(str(e))
+    if not out:
+        raise Unsupported("; ".join(errors))
+    return out
+
+
+def _tilings(vk: VectorKernel, chip: Chip, buffer_num: int, cores: int) -> list[VectorTiling]:
+    return (multipass.tilings if vk.mode == "multipass" else tilings)(vk, chip, buffer_num, cores)
+
+
+def _schedule(vk: VectorKernel, t: VectorTiling, chip: Chip) -> TileSchedule:
+    return (multipass.schedule if t.mode == "multipass" else schedule)(vk, t, chip)
+
+
+def _need(vk: VectorKernel, t: VectorTiling, chip: Chip) -> int:
+    return (multipass.ub_bytes if vk.mode == "multipass" else vector_kernel.ub_bytes)(vk, t, chip)
+
+
+def _admits(vk: VectorKernel, chip: Chip) -> str:
+    """Each input load of a tile is waited for by its own MTE2->V flag: more inputs than event ids never tile."""
+    loads = len(vk.per_tile) + len(vk.resident)
+    if loads > chip.event_ids:
+        return (f"its {loads} input loads per tile need more than the chip's {chip.event_ids} event ids for "
+                f"MTE2->V flags")
+    return ""
+
+
+def _symbols(vk: VectorKernel) -> set[str]:
+    return free_symbols(list(vk.domain.shape)) | kernel_symbols(vk.kg)
+
+
+TEMPLATE = Template("vector", "aiv", VectorTiling, _analyze, _tilings, _schedule, _symbols, need=_need,
+                    admits=_admits)
