@@ -241,35 +241,34 @@ def test_a_decision_is_plain_data_read_back_strictly():
             TilingDecision.from_json(bad)
 
 
-def test_choose_takes_the_decided_candidate_when_it_is_legal_else_says_why_not():
-    from simulator import chips
-
-    from pyasc.codegen.kernel_graph import build_kernel_graph
-    from pyasc.codegen.templates import vector, vector_kernel
+def test_code_generation_follows_a_stored_decision_when_it_is_legal_else_says_why_not(disk_cache):
+    """The hook end to end: a tuning record's decision reaches `tiling.pick` through the codegen options."""
     from pyasc.codegen.templates.vector_kernel import VectorTiling
 
-    chip = chips.get("tiny")
-    plan = pyasc.kernel(_exp_plus_one, chip="tiny").compile(np.ones((64, 300), np.float32)).plans[0]
-    kg = build_kernel_graph("f_k0", plan.nodes, plan.inputs, plan.outputs)
-    vk = vector_kernel.analyze("f_k0", kg, None, 0, "chunks")
-    cands = vector.tilings(vk, chip, 2, chip.aiv_cores)
-    assert len(cands) >= 3
+    k = pyasc.kernel(_exp_plus_one, chip="tiny")
+    x = np.random.default_rng(0).random((64, 300)).astype(np.float32)
+    plain = k.compile(x).kernels[0].tiling
+    assert plain.source == "cost model" and len(plain.others) >= 2
+    label = k.compile(x).kernels[0].name
+    key = tunestore.tuning_key(k.key_components(x))
 
-    def build(t):
-        return vector.schedule(vk, t, chip)
+    def compiled_with(*decisions):
+        tunestore.save(disk_cache, tunestore.TuningRecord(key, "f", "", "tiny", decisions))
+        k.cache_clear()
+        return k.compile(x).kernels[0].tiling
 
-    plain = choose(cands, build, chip, {})
-    assert plain.source == "cost model" and plain.note == ""
-    pick = plain.others[-1].params                                      # the cost model's last choice
-    tuned = choose(cands, build, chip, {}, decision=TilingDecision.of("f_k0", pick))
-    assert tuned.source == "tuned" and tuned.params == pick and tuned.chosen.sync is not None
-    assert [c.params for c in tuned.others][0] == plain.params          # the runners-up keep the cost order
-    assert tuned.report().text().startswith("chosen (tuned on the emulator): ")
-    stale = TilingDecision.of("f_k0", VectorTiling("chunks", 1, 10**6, 2, 4))   # not among the candidates
-    fallback = choose(cands, build, chip, {}, decision=stale)
-    assert fallback.source == "cost model" and fallback.params == plain.params
-    assert "the tuned tiling VectorTiling(mode='chunks', rows=1, width=1000000" in fallback.report().text()
-    assert "is not a candidate here; the cost model chose" in fallback.report().text()
+    last = plain.others[-1].params                                        # the cost model's last choice
+    tuned = compiled_with(TilingDecision.of(label, last))
+    assert tuned.source == "tuned" and tuned.params == last and tuned.note == ""
+    assert plain.params in [o.params for o in tuned.others]               # the runners-up keep the cost order
+    assert tuned.text().startswith("chosen (tuned on the emulator): ")
+    assert_close(k(x), k.py_func(x))
+    stale = compiled_with(TilingDecision.of(label, VectorTiling("chunks", 1, 10**6, 2, 4)))   # not a candidate
+    assert stale.source == "cost model" and stale.params == plain.params
+    assert "the tuned tiling VectorTiling(mode='chunks', rows=1, width=1000000" in stale.text()
+    assert "is not a candidate here; the cost model chose" in stale.text()
+    other = compiled_with(TilingDecision.of(label + "_other", last))       # another kernel's decision
+    assert other.source == "cost model" and other.params == plain.params and other.note == ""
 
 
 def test_a_corrupt_tuning_record_is_ignored_with_a_warning(kernels, disk_cache):
