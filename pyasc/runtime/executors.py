@@ -61,10 +61,15 @@ def apply_env(env: dict[str, str]) -> None:
 
 
 class ProcessExecutor:
+    """A pool of worker processes, started at the first `map` and kept (with that map's `shared` data) until
+    `close()`: a second map over the same data reuses the warm workers."""
+
     def __init__(self, workers: int | None = None):
         if workers is not None and (not isinstance(workers, int) or isinstance(workers, bool) or workers < 1):
             raise ValueError(f"workers must be a positive int or None (the CPU count), got {workers!r}")
         self.workers = workers or os.cpu_count() or 1
+        self._pool: concurrent.futures.ProcessPoolExecutor | None = None
+        self._shared: Any = None
 
     def describe(self) -> str:
         return f"{self.workers} local process(es)"
@@ -74,18 +79,27 @@ class ProcessExecutor:
         results: list[Any] = [None] * len(jobs)
         if not jobs:
             return results
-        context = multiprocessing.get_context("spawn")
-        workers = min(self.workers, len(jobs))
-        with _main_module_hidden(), _thread_share(workers), \
-                concurrent.futures.ProcessPoolExecutor(workers, mp_context=context, initializer=_keep_shared,
-                                                       initargs=(shared,)) as pool:
-            futures = {pool.submit(_call, fn, job, shared is not None): i for i, job in enumerate(jobs)}
-            for future in concurrent.futures.as_completed(futures):
-                i = futures[future]
-                results[i] = future.result()
-                if on_done is not None:
-                    on_done(i, results[i])
+        if self._pool is not None and shared is not self._shared:
+            self.close()  # the workers hold other shared data
+        with _main_module_hidden(), _thread_share(self.workers):  # workers start (on demand) while submitting
+            if self._pool is None:
+                self._pool = concurrent.futures.ProcessPoolExecutor(
+                    self.workers, mp_context=multiprocessing.get_context("spawn"), initializer=_keep_shared,
+                    initargs=(shared,))
+                self._shared = shared
+            futures = {self._pool.submit(_call, fn, job, shared is not None): i for i, job in enumerate(jobs)}
+        for future in concurrent.futures.as_completed(futures):
+            i = futures[future]
+            results[i] = future.result()
+            if on_done is not None:
+                on_done(i, results[i])
         return results
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown()
+            self._pool = None
+            self._shared = None
 
 
 #: the thread-count settings of the BLAS and OpenMP libraries numpy may use, read when a worker starts
