@@ -38,7 +38,7 @@ def tune_command(target: str, args: tuple[str, ...], chip: str | None, opt_level
             bar = click.progressbar(length=total, label=f"tuning {kernel.__name__}: {total} emulator runs",
                                     file=sys.stderr)
             bar.__enter__()
-        bar.update(1)
+        bar.update(max(0, done - bar.pos))  # runs finished (a run can measure several kernels' candidates)
 
     try:
         result = kernel.tune(*call_args, top_k=top_k, executor="ray" if ray_address else "process", workers=jobs,

@@ -1,10 +1,12 @@
 """Where parallel work runs: a local process pool, or a Ray cluster (`pyasc tune`, `pyasc cache warm`).
 
-Both take a module-level function and a list of jobs (picklable), run
-`fn(job)` — or `fn(job, shared)` when `shared` is given: data every job
-reads, sent once per worker process (Ray: put in the object store once) —
-for each, call `on_done(index, result)` as results arrive (for a progress
-bar) and return the results in job order. `fn` reports its own failures in
+Both take a module-level function and jobs (picklable), run `fn(job)` — or
+`fn(job, shared)` when `shared` is given: data every job reads, sent once
+per worker process (Ray: put in the object store once) — for each, call
+`on_done(index, result)` as results arrive (for a progress bar) and return
+the results in job order. The jobs may be a generator: each is submitted as
+soon as it is made, so making the next one (the tuner compiles it) overlaps
+with the workers running the ones before. `fn` reports its own failures in
 its result: an exception that escapes it is a bug and is raised here.
 
 - `ProcessExecutor(workers)`: `concurrent.futures` with the "spawn" start
@@ -12,9 +14,11 @@ its result: an exception that escapes it is a bug and is raised here.
   functions are pyasc's own, so a worker never needs the caller's script:
   the main module is kept from being re-imported in the workers (which
   "spawn" would otherwise do), and `kernel.tune(...)` at a script's top
-  level needs no `if __name__ == "__main__":` guard. Each worker's BLAS
-  gets an equal share of the CPUs (as loky does; the cube's emulation
-  multiplies with numpy), so the workers do not oversubscribe the machine.
+  level needs no `if __name__ == "__main__":` guard. The parallelism is
+  the workers': each runs its BLAS (the cube's emulation multiplies small
+  blocks with numpy) on one thread, unless the caller set a thread count;
+  BLAS threads spinning on a busy machine made a 1024^3 matmul's emulation
+  up to 10x slower.
 - `RayExecutor(address)`: tasks on a Ray cluster (the optional extra
   `pip install -e '.[ray]'`). `address` is a running cluster's address
   ("auto" for the one `ray start` runs on this machine, "ray://host:port"
@@ -31,7 +35,7 @@ import logging
 import multiprocessing
 import os
 import sys
-from typing import Any, Callable, Iterator, Protocol, Sequence
+from typing import Any, Callable, Iterable, Iterator, Protocol
 
 OnDone = Callable[[int, Any], None]
 
@@ -44,7 +48,7 @@ class Executor(Protocol):
 
     def describe(self) -> str: ...
 
-    def map(self, fn: Callable[..., Any], jobs: Sequence[Any], on_done: OnDone | None = None,
+    def map(self, fn: Callable[..., Any], jobs: Iterable[Any], on_done: OnDone | None = None,
             shared: Any = None) -> list[Any]: ...
 
 
@@ -74,26 +78,36 @@ class ProcessExecutor:
     def describe(self) -> str:
         return f"{self.workers} local process(es)"
 
-    def map(self, fn: Callable[..., Any], jobs: Sequence[Any], on_done: OnDone | None = None,
+    def map(self, fn: Callable[..., Any], jobs: Iterable[Any], on_done: OnDone | None = None,
             shared: Any = None) -> list[Any]:
-        results: list[Any] = [None] * len(jobs)
-        if not jobs:
-            return results
         if self._pool is not None and shared is not self._shared:
             self.close()  # the workers hold other shared data
-        with _main_module_hidden(), _thread_share(self.workers):  # workers start (on demand) while submitting
-            if self._pool is None:
-                self._pool = concurrent.futures.ProcessPoolExecutor(
-                    self.workers, mp_context=multiprocessing.get_context("spawn"), initializer=_keep_shared,
-                    initargs=(shared,))
-                self._shared = shared
-            futures = {self._pool.submit(_call, fn, job, shared is not None): i for i, job in enumerate(jobs)}
-        for future in concurrent.futures.as_completed(futures):
-            i = futures[future]
-            results[i] = future.result()
-            if on_done is not None:
-                on_done(i, results[i])
-        return results
+        results: dict[int, Any] = {}
+        pending: dict[concurrent.futures.Future, int] = {}
+        for i, job in enumerate(jobs):  # a generator makes the next job while the workers run the last ones
+            with _main_module_hidden(), _one_blas_thread():  # workers start (on demand) while submitting
+                if self._pool is None:
+                    self._pool = concurrent.futures.ProcessPoolExecutor(
+                        self.workers, mp_context=multiprocessing.get_context("spawn"), initializer=_keep_shared,
+                        initargs=(shared,))
+                    self._shared = shared
+                pending[self._pool.submit(_call, fn, job, shared is not None)] = i
+            self._collect(pending, results, on_done, block=False)
+        self._collect(pending, results, on_done, block=True)
+        return [results[i] for i in range(len(results))]
+
+    @staticmethod
+    def _collect(pending: dict, results: dict[int, Any], on_done: OnDone | None, block: bool) -> None:
+        while pending:
+            done, _ = concurrent.futures.wait(pending, timeout=None if block else 0,
+                                              return_when=concurrent.futures.FIRST_COMPLETED)
+            if not done:
+                return
+            for future in done:
+                i = pending.pop(future)
+                results[i] = future.result()
+                if on_done is not None:
+                    on_done(i, results[i])
 
     def close(self) -> None:
         if self._pool is not None:
@@ -107,11 +121,10 @@ THREAD_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
 
 @contextlib.contextmanager
-def _thread_share(workers: int) -> Iterator[None]:
-    """While workers start: each gets cpu_count // workers BLAS threads (unless the user set a count)."""
-    share = str(max(1, (os.cpu_count() or 1) // workers))
+def _one_blas_thread() -> Iterator[None]:
+    """While workers start: one BLAS thread each (unless the caller set a count)."""
     added = [name for name in THREAD_ENV if name not in os.environ]
-    os.environ.update({name: share for name in added})
+    os.environ.update({name: "1" for name in added})
     try:
         yield
     finally:
@@ -172,21 +185,30 @@ class RayExecutor:
     def describe(self) -> str:
         return f"a Ray cluster ({self.address}) with {self.workers} CPU(s)"
 
-    def map(self, fn: Callable[..., Any], jobs: Sequence[Any], on_done: OnDone | None = None,
+    def map(self, fn: Callable[..., Any], jobs: Iterable[Any], on_done: OnDone | None = None,
             shared: Any = None) -> list[Any]:
         ray = self._ray
-        results: list[Any] = [None] * len(jobs)
+        results: dict[int, Any] = {}
         remote = ray.remote(num_cpus=1, max_retries=0)(fn)
         extra = () if shared is None else (ray.put(shared),)  # a top-level reference: Ray resolves it
-        pending = {remote.remote(job, *extra): i for i, job in enumerate(jobs)}
-        while pending:
-            done, _ = ray.wait(list(pending), num_returns=1)
-            for ref in done:
-                i = pending.pop(ref)
-                results[i] = ray.get(ref)
-                if on_done is not None:
-                    on_done(i, results[i])
-        return results
+        pending: dict[Any, int] = {}
+
+        def collect(block: bool) -> None:
+            while pending:
+                done, _ = ray.wait(list(pending), num_returns=1, timeout=None if block else 0)
+                if not done:
+                    return
+                for ref in done:
+                    i = pending.pop(ref)
+                    results[i] = ray.get(ref)
+                    if on_done is not None:
+                        on_done(i, results[i])
+
+        for i, job in enumerate(jobs):  # submitted as made: the cluster runs while the next one is made
+            pending[remote.remote(job, *extra)] = i
+            collect(block=False)
+        collect(block=True)
+        return [results[i] for i in range(len(results))]
 
     def close(self) -> None:
         """Stop the Ray instance this executor started (one it found running is left alone)."""

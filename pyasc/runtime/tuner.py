@@ -35,7 +35,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
@@ -164,35 +164,40 @@ def tune(target: TuneTarget, top_k: int = 8, executor: str = "process", workers:
     pool = executors.make_executor(executor, workers, address)  # a bad executor fails before any compile
     try:
         compiler = keys.compiler_digest(None)
+        t1 = time.perf_counter()
         baseline = target.compile(())
         arrays = list(target.call.arrays) + target.hidden(baseline)
-        candidates, jobs = _candidates(target, baseline, top_k, compiler)
-        compile_seconds = time.perf_counter() - t0
+        compile_seconds = [time.perf_counter() - t1]
+        candidates: list[CandidateResult] = []
+        jobs = _jobs(target, baseline, top_k, compiler, candidates, compile_seconds)
         where = pool.describe()
-        total = len(jobs)
+        total = _planned_runs(baseline, top_k)
         if verbose:
-            print(f"tune {target.name}({baseline.signature}): {len(candidates)} candidates of "
-                  f"{len({c.label for c in candidates})} kernel(s), {total} emulator runs on {where}",
-                  file=sys.stderr, flush=True)
-        done = [0]
-        by_job: dict[int, list[CandidateResult]] = {}
-        for c in candidates:
-            by_job.setdefault(c.job, []).append(c)
+            print(f"tune {target.name}({baseline.signature}): up to {top_k} candidates of each device kernel, "
+                  f"about {total} emulator runs on {where}", file=sys.stderr, flush=True)
         results: dict[int, JobResult] = {}
+        reported: set[int] = set()
+
+        def report(c: CandidateResult) -> None:
+            reported.add(id(c))
+            if verbose:
+                print(f"  [{len(results)}/{total}] {c.label} {c.tiling}: predicted {c.predicted:,.0f}, "
+                      + (f"simulated {c.simulated:,.0f} cycles" if c.simulated is not None else c.status),
+                      file=sys.stderr, flush=True)
+            if progress is not None:
+                progress(c, len(results), total)
 
         def on_done(i: int, result: JobResult) -> None:
-            done[0] += 1
             results[i] = result
-            for c in by_job.get(i, []):
+            for c in [c for c in candidates if c.job == i]:
                 _measure(c, result, None)
-                if verbose:
-                    print(f"  [{done[0]}/{total}] {c.label} {c.tiling}: predicted {c.predicted:,.0f}, "
-                          + (f"simulated {c.simulated:,.0f} cycles" if c.simulated is not None else c.status),
-                          file=sys.stderr, flush=True)
-                if progress is not None:
-                    progress(c, done[0], total)
+                report(c)
 
         pool.map(run_job, jobs, on_done, shared=arrays)
+        for c in candidates:  # the cost model's choice of a kernel listed after its run (job 0) finished
+            if c.job >= 0 and id(c) not in reported:
+                _measure(c, results[c.job], None)
+                report(c)
         base_run = results[0]
         if base_run.error:
             raise RuntimeError(f"{target.name}: the cost model's own tiling failed on the emulator: {base_run.error}")
@@ -212,8 +217,7 @@ def tune(target: TuneTarget, top_k: int = 8, executor: str = "process", workers:
                 raise RuntimeError(f"{target.name}: the tuned tilings together failed on the emulator: "
                                    f"{combined.error}")
             tuned_cycles = combined.cycles
-            results[len(jobs)] = combined
-            total += 1
+            results[len(results)] = combined
         else:
             tuned_cycles = changed[0].call_cycles if changed else base_run.cycles
         assert tuned_cycles is not None
@@ -222,8 +226,8 @@ def tune(target: TuneTarget, top_k: int = 8, executor: str = "process", workers:
     stored = _store(target, baseline, decisions, candidates, notes) if candidates else None
     target.remember(decisions)
     result = TuneResult(target.name, baseline.signature, target.options.chip_name, candidates, decisions,
-                        base_run.cycles, tuned_cycles, where, total, time.perf_counter() - t0, stored, notes,
-                        compile_seconds, sum(r.seconds for r in results.values()))
+                        base_run.cycles, tuned_cycles, where, len(results), time.perf_counter() - t0, stored, notes,
+                        compile_seconds[0], sum(r.seconds for r in results.values()))
     if verbose:
         print(result.table(), file=sys.stderr, flush=True)
     return result
@@ -233,20 +237,34 @@ def tune(target: TuneTarget, top_k: int = 8, executor: str = "process", workers:
 SEARCH_DEPTH = 3
 
 
-def _candidates(target: TuneTarget, baseline: CompiledKernel, top_k: int,
-                compiler: str) -> tuple[list[CandidateResult], list[TuneJob]]:
-    """Every device kernel's top_k legal candidates, and the jobs that measure them (job 0: the baseline).
+def _options(baseline: CompiledKernel) -> Iterator[tuple[Any, list[tuple[Any, Any]]]]:
+    """(device kernel, its candidates (tiling record, score), the cost model's choice first) for every kernel
+    with a choice to make, once each (a kernel launched again, in a branch or a loop body, is the same)."""
+    seen: set[str] = set()
+    for dk in baseline.kernels:
+        report = dk.tiling
+        options = [(report.params, report.score)] + [(o.params, o.score) for o in report.others]
+        if len(options) >= 2 and dk.name not in seen:
+            seen.add(dk.name)
+            yield dk, options
+
+
+def _planned_runs(baseline: CompiledKernel, top_k: int) -> int:
+    """The emulator runs a tuning makes at most: the baseline and every kernel's runners-up."""
+    return 1 + sum(min(top_k, len(options)) - 1 for _, options in _options(baseline))
+
+
+def _jobs(target: TuneTarget, baseline: CompiledKernel, top_k: int, compiler: str,
+          out: list[CandidateResult], compile_seconds: list[float]) -> Iterator[TuneJob]:
+    """The jobs that measure every device kernel's top_k legal candidates (job 0: the baseline), made one by one
+    (each runner-up is compiled here while the workers run the jobs before it); `out` receives the candidates.
 
     A runner-up is scored before its flags are planned, so code generation may still refuse it (its flags
     do not fit the chip's event ids): such a one is listed as not legal, measures nothing, and the next one
     down the list is tried."""
-    jobs = [make_job(0, baseline, compiler)]
-    out: list[CandidateResult] = []
-    for dk in baseline.kernels:
-        report = dk.tiling
-        options = [(report.params, report.score)] + [(o.params, o.score) for o in report.others]
-        if len(options) < 2 or any(c.label == dk.name for c in out):
-            continue  # nothing to choose, or the same kernel launched again (a branch, a loop body)
+    count = 1
+    yield make_job(0, baseline, compiler)
+    for dk, options in _options(baseline):
         measured = 0
         for rank, (params, score) in enumerate(options[:SEARCH_DEPTH * top_k]):
             if measured == top_k:
@@ -255,18 +273,21 @@ def _candidates(target: TuneTarget, baseline: CompiledKernel, top_k: int,
             what = params.describe() if hasattr(params, "describe") else str(params)
             cand = CandidateResult(dk.name, dk.template, rank, what, decision, float(score.cycles))
             out.append(cand)
+            measured += 1
             if rank == 0:
                 cand.job = 0
-            else:
-                compiled = target.compile((decision,))
-                mine = next(k for k in compiled.kernels if k.name == dk.name)
-                if mine.tiling.source != "tuned":
-                    cand.status = f"not legal: {mine.tiling.note}"
-                    continue
-                cand.job = len(jobs)
-                jobs.append(make_job(cand.job, compiled, compiler))
-            measured += 1
-    return out, jobs
+                continue
+            t0 = time.perf_counter()
+            compiled = target.compile((decision,))
+            compile_seconds[0] += time.perf_counter() - t0
+            mine = next(k for k in compiled.kernels if k.name == dk.name)
+            if mine.tiling.source != "tuned":
+                cand.status = f"not legal: {mine.tiling.note}"
+                measured -= 1
+                continue
+            cand.job = count
+            count += 1
+            yield make_job(cand.job, compiled, compiler)
 
 
 def _measure(c: CandidateResult, result: JobResult, reference: list[np.ndarray] | None) -> None:
