@@ -99,7 +99,8 @@ class Sync(Pass):
 
     def run(self, st: JobState, ctx: PassContext) -> bool:
         try:
-            st.choice = pick(st.ranked, st.rejected, st.chip, st.dims, st.options.sync, st.nominal)
+            st.choice = pick(st.ranked, st.rejected, st.chip, st.dims, st.options.sync, st.nominal,
+                             st.options.decision(st.job.label))
         except NoLegalTiling as e:
             raise st.fail(str(e)) from None
         assert st.choice.chosen.sync is not None

@@ -67,6 +67,11 @@ class KeyComponents:
     options: tuple           # (name, value) per option, the chip by name
     chip: tuple              # every field of the chip config, (name, value)
     env: tuple               # (name, value) for each of CODEGEN_ENV
+    tuning: tuple = ()       # the autotuned tiling decisions code generation follows (tunestore.py), as JSON
+
+    def with_tuning(self, decisions: Sequence[Any]) -> "KeyComponents":
+        """These components for a compile that follows these tiling decisions (TilingDecision records)."""
+        return dataclasses.replace(self, tuning=tuple(json.dumps(d.to_json(), sort_keys=True) for d in decisions))
 
     def to_json(self) -> dict[str, Any]:
         return {f.name: _plain(getattr(self, f.name)) for f in dataclasses.fields(self)}

@@ -1,4 +1,4 @@
-"""PyTorch integration (the `pyasc[torch]` extra): kernels as torch custom operators, and a
+"""PyTorch integration (the `torch` extra of the checkout): kernels as torch custom operators, and a
 `torch.compile` backend that sends captured FX graphs through pyasc's optimiser, codegen and emulator.
 
 Core pyasc never imports torch; this package does, when it is imported (`import pyasc.torch`).
@@ -8,7 +8,8 @@ from __future__ import annotations
 try:
     import torch as _torch  # noqa: F401 - fail here, with a message, when the extra is not installed
 except ImportError as e:  # pragma: no cover - exercised only without torch
-    raise ImportError("pyasc.torch needs PyTorch: pip install 'pyasc[torch]' (or pip install torch)") from e
+    raise ImportError("pyasc.torch needs PyTorch: pip install -e '.[torch]' in the pyasc checkout "
+                      "(or pip install torch)") from e
 
 from .convert import SUPPORTED_TORCH_DTYPES, from_numpy, to_numpy  # noqa: E402
 from .custom_op import DERIVED, PyascOp, custom_op  # noqa: E402
