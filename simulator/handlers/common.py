@@ -253,6 +253,18 @@ def gm_aligned(g: Group, addr: Any, nrows: int, stride_b: int, peak: int) -> boo
 # --------------------------------------------------------------------------- views
 
 
+def gm_view_spec(g: Group, off: Any, nrows: int, stride_b: int, width_b: int) -> Optional[tuple]:
+    """(shape, offset, strides) of `gm_view` for the group, to make the view later from whatever bytes the buffer
+    has then; None when per-core offsets are not affine."""
+    m = g.m
+    if off.__class__ is int:
+        return (m, nrows, width_b), off, (0, stride_b, 1)
+    d = int(off[1] - off[0])
+    if m == 2 or (np.diff(off) == d).all():
+        return (m, nrows, width_b), int(off[0]), (d, stride_b, 1)
+    return None
+
+
 def gm_view(g: Group, data: np.ndarray, off: Any, nrows: int, stride_b: int, width_b: int) -> Optional[np.ndarray]:
     """(cores, nrows, width_b) byte view of GM for the group, or None when per-core offsets are not affine."""
     m = g.m

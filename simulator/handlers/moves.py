@@ -1,7 +1,7 @@
 """Handlers of the data moves between GM and a core: copies and ND -> NZ."""
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Optional
 
 import numpy as np
 
@@ -9,8 +9,8 @@ from .. import isa, layouts, vector_math
 from ..lockstep import Group, ProgramInfo
 from ..isa import DTYPES
 from .common import (
-    get_value, get_uniform, get_optional, ceil_to, PipeSetup, flat, gm_view, chip_view, core_views, gm_read, disjoint,
-    U8,
+    get_value, get_uniform, get_optional, ceil_to, PipeSetup, flat, gm_view, gm_view_spec, chip_view, core_views,
+    gm_read, disjoint, U8,
 )
 
 
@@ -101,6 +101,36 @@ def _c_copy(rt: ProgramInfo, idx: int, ins: isa.Copy) -> Callable:
         for j in range(g.m):
             gv, cv = core_views(g, j, buf.data, off, arr, a, nb, gs, cs, blb, width)
             move(gv, cv, blb, pbl)
+
+    def bind(g: Group, vals: tuple) -> Optional[Callable[[], None]]:
+        """The action as a step of a replay (replay.py): the on-chip view made once, the GM view per run."""
+        off, a, nb, blb, gs, cs, pbl = vals
+        width = pbl if load else blb
+        spec = gm_view_spec(g, off, nb, gs, blb)
+        cv = chip_view(g, g.mem[space], a, nb, cs, width)
+        if g.san is not None or kind is not None or spec is None or cv is None:
+            return None
+        if not (load or g.m == 1 or disjoint(off, (nb - 1) * gs + blb)):
+            return None
+        shape, goff, strides = spec
+        args, new = g.args, np.ndarray
+        if not load:
+            def store_step() -> None:
+                new(shape, U8, args[arg].data, goff, strides)[...] = cv
+            return store_step
+        if pbl == blb:
+            def load_step() -> None:
+                cv[...] = new(shape, U8, args[arg].data, goff, strides)
+            return load_step
+        head, tail = cv[:, :, :blb], cv[:, :, blb:]
+        fill = np.frombuffer(pad_unit * ((pbl - blb) // size), U8)
+
+        def padded_load_step() -> None:
+            head[...] = new(shape, U8, args[arg].data, goff, strides)
+            tail[...] = fill
+        return padded_load_step
+
+    exe.bind = bind  # type: ignore[attr-defined]
     return h
 
 

@@ -1,6 +1,7 @@
 """Handlers of the vector unit."""
 from __future__ import annotations
 
+from functools import partial
 from typing import Any, Callable, Optional
 
 import numpy as np
@@ -112,6 +113,20 @@ def _elementwise(rt: ProgramInfo, idx: int, ins: isa.Instr, dst_dtype: str, ub_s
         for i, s, dt in in_ub:
             args[i] = region(g, ub, ops[i], n * s, dt)
         store(g, ub, d, compute(out, *args), out)
+
+    def bind(g: Group, vals: tuple) -> Optional[Callable[[], None]]:
+        """The action as a step of a replay (replay.py): its UB operands are views made once."""
+        if write is not None or g.san is not None or g.sel.__class__ is not slice:
+            return None
+        d, n, ops = vals
+        ub = g.mem["UB"]
+        out = out_view(g, ub, d, n * dsize, ddt)
+        args = list(ops)
+        for i, s, dt in in_ub:
+            args[i] = region(g, ub, ops[i], n * s, dt)
+        return partial(compute, out, *args)
+
+    exe.bind = bind  # type: ignore[attr-defined]
     return h
 
 
