@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Callable, Optional
 
+import numpy as np
+
 from .memory import coalesce, store_ranges
 
 
@@ -51,8 +53,9 @@ class Replay:
     def run(self, args: dict[str, Any]) -> None:
         """Replay with `args` (buffers at the recorded addresses and sizes, maybe new objects)."""
         self.ctx.args.update(args)  # the dict every recorded group and bound step reads its buffers from
-        for step in self.steps:
-            step()
+        with np.errstate(all="ignore"):  # as every vector instruction does (IEEE results, no warnings)
+            for step in self.steps:
+                step()
         self.ctx.gm_writes.clear()  # actions run as recorded note their stores: `writes` has them all
         marked = self._marked
         for p, ranges in self.writes:

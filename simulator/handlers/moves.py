@@ -10,7 +10,7 @@ from ..lockstep import Group, ProgramInfo
 from ..isa import DTYPES
 from .common import (
     get_value, get_uniform, get_optional, ceil_to, PipeSetup, flat, gm_view, gm_view_spec, chip_view, core_views,
-    gm_read, disjoint, U8,
+    gm_read, disjoint, index_map, strided_source, U8,
 )
 
 
@@ -163,4 +163,26 @@ def _c_copy_nd2nz(rt: ProgramInfo, idx: int, ins: isa.CopyNd2Nz) -> Callable:
         x = gm_read(g, buf, off, rows, rs * size, cols * size).view(dt)
         nz = layouts.nd_to_nz(x, r0, c0)
         arr[g.sel, a:a + ext] = nz.reshape(g.m, -1).view(U8)
+
+    def bind(g: Group, vals: tuple) -> Optional[Callable[[], None]]:
+        off, a, rows, cols, rs, ext = vals
+        spec = gm_view_spec(g, off, rows, rs * size, cols * size)
+        if g.san is not None or g.sel.__class__ is not slice or spec is None:
+            return None
+        dst = g.mem["L1"][g.sel, a:a + ext].view(dt)
+        if ext != rows * cols * size:  # zero padding to whole fractals: as recorded
+            return None
+        # L1 in the order of the GM rows' elements (the inverse of the NZ layout): one strided copy
+        nz_order = strided_source(dst, np.argsort(index_map(
+            lambda x: layouts.nd_to_nz(x.reshape(1, rows, cols), r0, c0), rows * cols)))
+        if nz_order is None:
+            return None
+        shape, goff, strides = spec
+        args, new, rows_shape = g.args, np.ndarray, nz_order.shape
+
+        def step() -> None:
+            np.copyto(nz_order, new(shape, U8, args[arg].data, goff, strides).view(dt).reshape(rows_shape))
+        return step
+
+    exe.bind = bind  # type: ignore[attr-defined]
     return h
