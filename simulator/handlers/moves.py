@@ -5,7 +5,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from .. import isa, layouts, vector_math
+from .. import forward, isa, layouts, vector_math
 from ..lockstep import Group, ProgramInfo
 from ..isa import DTYPES
 from .common import (
@@ -114,13 +114,19 @@ def _c_copy(rt: ProgramInfo, idx: int, ins: isa.Copy) -> Callable:
             return None
         shape, goff, strides = spec
         args, new = g.args, np.ndarray
+        cores = tuple(g.cores.tolist())
+        rows = tuple((a + r * cs, width) for r in range(nb))  # the UB bytes it moves, row by row
         if not load:
             def store_step() -> None:
                 new(shape, U8, args[arg].data, goff, strides)[...] = cv
+            store_step.info = (forward.UbStore(cores, arg, spec, rows[0]) if nb == 1 and space == "UB" else  # type: ignore[attr-defined]
+                               forward.UbTouch(cores, reads=rows, gm_writes=((arg, spec),)) if space == "UB" else None)
             return store_step
         if pbl == blb:
             def load_step() -> None:
                 cv[...] = new(shape, U8, args[arg].data, goff, strides)
+            load_step.info = (forward.UbLoad(cores, arg, spec, rows[0]) if nb == 1 and space == "UB" else  # type: ignore[attr-defined]
+                              forward.UbTouch(cores, writes=rows, gm_reads=(arg,)) if space == "UB" else None)
             return load_step
         head, tail = cv[:, :, :blb], cv[:, :, blb:]
         fill = np.frombuffer(pad_unit * ((pbl - blb) // size), U8)
@@ -128,6 +134,8 @@ def _c_copy(rt: ProgramInfo, idx: int, ins: isa.Copy) -> Callable:
         def padded_load_step() -> None:
             head[...] = new(shape, U8, args[arg].data, goff, strides)
             tail[...] = fill
+        padded_load_step.info = (forward.UbTouch(cores, writes=rows, gm_reads=(arg,))  # type: ignore[attr-defined]
+                                 if space == "UB" else None)
         return padded_load_step
 
     exe.bind = bind  # type: ignore[attr-defined]

@@ -6,7 +6,7 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
-from .. import isa, vector_math
+from .. import forward, isa, vector_math
 from ..lockstep import Group, ProgramInfo
 from ..isa import DTYPES
 from .common import (
@@ -89,6 +89,7 @@ def _elementwise(rt: ProgramInfo, idx: int, ins: isa.Instr, dst_dtype: str, ub_s
     in_ub = tuple((i, DTYPES[name].itemsize, DTYPES[name]) for i, (x, name) in enumerate(ub_srcs + mixed)
                   if isinstance(x, isa.Mem))
     wsize = max([dsize] + [DTYPES[name].itemsize for _, name in ub_srcs + mixed])
+    in_ub_size = {i: s for i, s, _ in in_ub}
 
     # plain loops, not comprehensions: this is the lockstep executor's per-instruction path
     def h(g: Group) -> None:
@@ -125,16 +126,28 @@ def _elementwise(rt: ProgramInfo, idx: int, ins: isa.Instr, dst_dtype: str, ub_s
         if g.san is not None or g.sel.__class__ is not slice:
             return None
         d, n, ops = vals
+        cores = tuple(g.cores.tolist())
+        reads = tuple((ops[i], n * s) for i, s, _ in in_ub)
         if write is not None:
-            return bind_write(g, d, n, ops) if bind_write is not None else None
+            step = bind_write(g, d, n, ops) if bind_write is not None else None
+            if step is not None:
+                step.info = forward.UbTouch(cores, reads, ((d, n * dsize),))
+            return step
         ub = g.mem["UB"]
         out = out_view(g, ub, d, n * dsize, ddt)
         args = list(ops)
         for i, s, dt in in_ub:
             args[i] = region(g, ub, ops[i], n * s, dt)
         if ufunc is not None:
-            return partial(ufunc, *args, out=out, casting="unsafe")
-        return partial(compute, out, *args)
+            step = partial(ufunc, *args, out=out, casting="unsafe")
+            types = {i: dt for i, _, dt in in_ub}
+            operands = tuple(((ops[i], n * in_ub_size[i]), types[i]) if i in types else ("scalar", x)
+                             for i, x in enumerate(ops))
+            step.info = forward.UbUfunc(cores, ufunc, operands, ((d, n * dsize), ddt))
+            return step
+        step = partial(compute, out, *args)
+        step.info = forward.UbTouch(cores, reads, ((d, n * dsize),))
+        return step
 
     exe.bind = bind  # type: ignore[attr-defined]
     return h
@@ -350,7 +363,12 @@ def _c_vreduce(rt: ProgramInfo, idx: int, ins: isa.VReduce) -> Callable:
         ub = g.mem["UB"]
         x = chip_view(g, ub, s, rows, rs * size, cols * size).view(dt)
         out = out_view(g, ub, d, rows * size, dt)
-        return lambda: np.copyto(out, vector_math.reduce(fn, x, dtype))
+
+        def step() -> None:
+            np.copyto(out, vector_math.reduce(fn, x, dtype))
+        step.info = forward.UbTouch(tuple(g.cores.tolist()), tuple((s + r * rs * size, cols * size)  # type: ignore[attr-defined]
+                                                                   for r in range(rows)), ((d, rows * size),))
+        return step
 
     exe.bind = bind  # type: ignore[attr-defined]
     return h
@@ -385,7 +403,10 @@ def _c_vbroadcast(rt: ProgramInfo, idx: int, ins: isa.VBroadcast) -> Callable:
         ub = g.mem["UB"]
         src = region(g, ub, s, src_n, dt)
         full = np.broadcast_to(src[:, :, None] if axis == 1 else src[:, None, :], (g.m, rows, cols))
-        return partial(np.copyto, chip_view(g, ub, d, rows, rs * size, cols * size).view(dt), full)
+        step = partial(np.copyto, chip_view(g, ub, d, rows, rs * size, cols * size).view(dt), full)
+        step.info = forward.UbTouch(tuple(g.cores.tolist()), ((s, src_n),),  # type: ignore[attr-defined]
+                                    tuple((d + r * rs * size, cols * size) for r in range(rows)))
+        return step
 
     exe.bind = bind  # type: ignore[attr-defined]
     return h

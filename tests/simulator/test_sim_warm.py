@@ -198,3 +198,41 @@ def test_a_prepared_launch_binds_again_after_buffers_change(rng):
     assert np.array_equal(dev.read("z", "float32", (1000,)), x + x)
     with pytest.raises(LaunchError, match="lacks argument"):
         dev.prepare(prog, 3, {"x": "x"}, t)
+
+
+def _ub(dev: Device) -> np.ndarray:
+    return dev._onchip["aiv"].array("UB").copy()  # what the cores' UB holds after the launch
+
+
+@pytest.mark.parametrize("n, block_dim, buffers, bind", [
+    (30000 + 17, 3, 2, ["x", "y", "z"]),   # many tiles, a tail, a split lockstep group
+    (12288, 4, 1, ["x", "y", "z"]),         # single-buffered, whole tiles
+    (9000, 3, 2, ["x", "y", "x"]),          # in place: the result goes to an input (never forwarded)
+    (9000, 2, 2, ["x", "x", "z"]),          # one buffer read as both operands
+])
+def test_forwarded_replays_leave_gm_and_ub_as_the_full_model_does(n, block_dim, buffers, bind, rng):
+    """Forwarding (loads and stores folded into the vector step) changes no byte of GM or of UB: replays on new
+    data against a device that runs the full model."""
+    prog = vector_add.build(buffer_num=buffers)
+    t = vector_add.tiling(n, TINY, block_dim, buffer_num=buffers)
+    warm = Device(TINY)
+    for name in ("x", "y", "z"):
+        warm.alloc(name, n * 4)
+    first = True
+    for _ in range(3):
+        x, y = rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32)
+        fresh = Device(TINY)
+        for dev in (warm, fresh):
+            for name, arr in (("x", x), ("y", y), ("z", np.zeros(n, np.float32))):
+                if name in dev.gm:
+                    dev.write(name, arr)
+                else:
+                    dev.upload(name, arr)
+            dev.launch(prog, block_dim, bind, t, timing=dev is fresh or first)
+        first = False
+        for name in ("x", "y", "z"):
+            assert np.array_equal(warm.read(name, "float32"), fresh.read(name, "float32"))
+        assert np.array_equal(_ub(warm), _ub(fresh))
+    (rep,) = warm._replays._entries.values()
+    if bind == ["x", "y", "z"]:  # tiles before the last ones: one step instead of load, load, add, store
+        assert len(rep.steps) <= len(rep.actions) - 3 * (len(rep.actions) // 4 - buffers * block_dim)
