@@ -25,9 +25,9 @@ import numpy as np
 from simulator import Device
 
 from .. import symbolic as sy
-from ..codegen.generate import DeviceModule
-from ..codegen.host import CondSite, HostProgram, LaunchSite
-from ..codegen.launch import WORKSPACE
+from ..codegen.device import DeviceModule
+from ..codegen.host import CondKind, CondSite, HostProgram, LaunchSite
+from ..codegen.launch import WORKSPACE, SourceKind
 from ..ir import Graph, Sym
 from .profile import LaunchProfile, Profile
 
@@ -99,9 +99,10 @@ class EmulatorRunner:
             ws, outs = self.host.sizes(env)
             fresh = {loc.buffer for loc in self.module.launch.outputs if loc is not None}
             results, handed = [], set()
-            for (kind, what), dims, dtype in zip(self.module.launch.output_sources, self.module.output_shapes,
-                                                 self.module.output_dtypes):
-                if kind != "buffer":
+            for src, dims, dtype in zip(self.module.launch.output_sources, self.module.output_shapes,
+                                        self.module.output_dtypes):
+                kind, what = src.kind, src.value
+                if kind is not SourceKind.BUFFER:
                     results.append((kind, what, None, None, 0, False))
                     continue
                 # a view of bytes given new this call, once per buffer (a second result from it is a copy)
@@ -148,9 +149,9 @@ class EmulatorRunner:
                 dev.detach(name)
         out = []
         for kind, what, dtype, dims, offset, view in shape.results:
-            if kind == "input":
+            if kind is SourceKind.INPUT:
                 out.append(np.array(arrays[what], copy=True))
-            elif kind == "const":
+            elif kind is SourceKind.CONST:
                 out.append(np.array(what, copy=True))
             else:
                 out.append(dev.read(what, dtype, dims, offset=offset, copy=not view))
@@ -182,9 +183,9 @@ class EmulatorRunner:
             prof.per_launch.append(LaunchProfile(site.kernel, k.name, blocks, res, site.loops))
 
     def read_cond(self, site: CondSite, offset: int) -> Any:
-        if site.kind == "tick":  # a runtime loop starts an iteration: nothing to read
+        if site.kind is CondKind.TICK:  # a runtime loop starts an iteration: nothing to read
             if self._prof is not None:
                 self._prof.count_iteration(site.loop)
             return 0
         value = self.device.read(site.buffer, site.dtype, (1,), offset=offset)[0]
-        return int(value) if site.kind == "int" else bool(value)  # a trip count, or an If/while condition
+        return int(value) if site.kind is CondKind.INT else bool(value)  # a trip count, or an If/while condition
