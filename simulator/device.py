@@ -1,6 +1,7 @@
 """The emulated NPU: GM plus cores; host I/O and kernel launches."""
 from __future__ import annotations
 
+import contextlib
 from contextlib import contextmanager
 import json
 import math
@@ -9,7 +10,7 @@ from typing import Any, Iterator, Optional, Union
 
 import numpy as np
 
-from . import bfloat16, chips, isa, launcher, result, sanitizer
+from . import bfloat16, blas, chips, isa, launcher, result, sanitizer
 from .chips import ChipConfig
 from .decode import decode
 from .errors import LaunchError, MemoryRuleError
@@ -228,7 +229,8 @@ class Device:
         if replayable:
             rep = self._replays.get(pl.replay_key)
             if rep is not None:
-                rep.run(bound)
+                with blas.single_threaded() if pl.cube else contextlib.nullcontext():
+                    rep.run(bound)
                 if not timing:
                     return None
                 if not self.in_call:  # an empty L2 at the start: the very same schedule
@@ -244,7 +246,9 @@ class Device:
         ctx.xflags = CrossFlags(layout, self.chip.cross_flag_limit)
         if replayable:
             ctx.record = []
-        res, groups = launcher.run(self.chip, parts, ctx, self.l2, block_dim, kernel.name, lockstep, schedule_seed)
+        with blas.single_threaded() if pl.cube else contextlib.nullcontext():
+            res, groups = launcher.run(self.chip, parts, ctx, self.l2, block_dim, kernel.name, lockstep,
+                                       schedule_seed)
         if replayable:
             ctx.record, actions = None, ctx.record
             self._replays.put(pl.replay_key, Replay(actions, groups, ctx, res.copy()))
@@ -365,6 +369,7 @@ class PreparedLaunch:
         self.parts, self.layout, self.bound, self.tiles = parts, layout, bound, tiles
         decs = tuple(p.dec for p in parts)
         self.replayable = not any(d.data_dependent for d in decs)
+        self.cube = any(d.core_type == "aic" for d in decs)  # tile products: BLAS on one thread (blas.py)
         self.replay_key = ReplayCache.key(decs, block_dim, tiles, bound)
         self._stamp = self._now()
 

@@ -242,8 +242,10 @@ def _c_mmad(rt: ProgramInfo, idx: int, ins: isa.Mmad) -> Callable:
                 ) -> np.ndarray:
         """A @ B (+ bias) in the accumulator's type, for (cores, M, K) and (cores, K, N) operands (or views of
         them in any shape, with `shapes` the real ones)."""
-        A = vector_math.widen(A, ins.dtype).astype(work, copy=False)
-        B = vector_math.widen(B, ins.dtype).astype(work, copy=False)
+        # C order: a widened view of a fractal layout keeps its strides, and matmul of strided stacks does not
+        # reach BLAS (an order of magnitude slower)
+        A = vector_math.widen(A, ins.dtype).astype(work, order="C", copy=False)
+        B = vector_math.widen(B, ins.dtype).astype(work, order="C", copy=False)
         if shapes is not None:
             A, B = A.reshape(shapes[0]), B.reshape(shapes[1])
         C = np.matmul(A, B)
