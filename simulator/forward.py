@@ -31,23 +31,23 @@ Range = tuple[int, int]  # (UB byte address, bytes)
 
 
 @dataclass(frozen=True)
-class UbLoad:
-    """GM -> UB, one row per core: `spec` = (shape, offset, strides) of the GM bytes (see gm_view_spec)."""
+class UbMove:
+    """GM -> UB (`load`) or UB -> GM, one row per core: `spec` = (shape, offset, strides) of the GM bytes
+    (see gm_view_spec), `ub` the UB bytes."""
 
     cores: tuple[int, ...]
     arg: str
     spec: tuple
     ub: Range
+    load: bool
 
 
-@dataclass(frozen=True)
-class UbStore:
-    """UB -> GM, one row per core."""
+def _is_load(info: Any) -> bool:
+    return isinstance(info, UbMove) and info.load
 
-    cores: tuple[int, ...]
-    arg: str
-    spec: tuple
-    ub: Range
+
+def _is_store(info: Any) -> bool:
+    return isinstance(info, UbMove) and not info.load
 
 
 @dataclass(frozen=True)
@@ -71,7 +71,7 @@ class UbTouch:
     gm_writes: tuple[tuple[str, tuple], ...] = ()
 
 
-Info = Union[UbLoad, UbStore, UbUfunc, UbTouch]
+Info = Union[UbMove, UbUfunc, UbTouch]
 
 
 def forward(steps: list[Callable[[], None]], ub: np.ndarray, args: dict[str, Any],
@@ -94,10 +94,10 @@ def forward(steps: list[Callable[[], None]], ub: np.ndarray, args: dict[str, Any
     flow = _Flow(ub.shape[1], infos, [list(ks) for ks in classes])
 
     drop: set[int] = set()
-    from_gm: dict[tuple[int, int], UbLoad] = {}   # (ufunc step, operand) -> the load it reads through
-    to_gm: dict[int, UbStore] = {}                 # ufunc step -> the store it writes through
+    from_gm: dict[tuple[int, int], UbMove] = {}   # (ufunc step, operand) -> the load it reads through
+    to_gm: dict[int, UbMove] = {}                 # ufunc step -> the store it writes through
     for j, info in enumerate(infos):
-        if not isinstance(info, UbLoad) or not flow.dead(j) or same[info.arg] & stored_args:
+        if not _is_load(info) or not flow.dead(j) or same[info.arg] & stored_args:
             continue
         uses = flow.readers[j]
         if uses and all(isinstance(infos[k], UbUfunc) and infos[k].cores == info.cores
@@ -110,7 +110,7 @@ def forward(steps: list[Callable[[], None]], ub: np.ndarray, args: dict[str, Any
         if not isinstance(info, UbUfunc) or not flow.dead(i):
             continue
         uses = flow.readers[i]
-        if len(uses) != 1 or not isinstance(infos[uses[0]], UbStore):
+        if len(uses) != 1 or not _is_store(infos[uses[0]]):
             continue
         t = infos[uses[0]]
         if t.ub != info.out[0] or t.cores != info.cores or same[t.arg] & loaded or not _alone(t, stored, same):
@@ -176,7 +176,7 @@ def _pieces(seg: np.ndarray) -> list[tuple[int, int]]:
 
 
 def _ub_reads(info: Info) -> list[Range]:
-    if isinstance(info, UbStore):
+    if _is_store(info):
         return [info.ub]
     if isinstance(info, UbUfunc):
         return [op[0] for op in info.operands if op[0] != "scalar"]
@@ -186,7 +186,7 @@ def _ub_reads(info: Info) -> list[Range]:
 
 
 def _ub_writes(info: Info) -> list[Range]:
-    if isinstance(info, UbLoad):
+    if _is_load(info):
         return [info.ub]
     if isinstance(info, UbUfunc):
         return [info.out[0]]
@@ -196,11 +196,11 @@ def _ub_writes(info: Info) -> list[Range]:
 
 
 def _gm_reads(info: Info) -> tuple[str, ...]:
-    return (info.arg,) if isinstance(info, UbLoad) else info.gm_reads if isinstance(info, UbTouch) else ()
+    return (info.arg,) if _is_load(info) else info.gm_reads if isinstance(info, UbTouch) else ()
 
 
 def _gm_writes(info: Info) -> tuple[tuple[str, tuple], ...]:
-    if isinstance(info, UbStore):
+    if _is_store(info):
         return ((info.arg, info.spec),)
     return info.gm_writes if isinstance(info, UbTouch) else ()
 
@@ -237,7 +237,7 @@ def _spans(spec: tuple) -> list[Range]:
     return [(off + c * dc + r * dr, width) for c in range(cores) for r in range(rows)]
 
 
-def _alone(t: UbStore, stored: list[tuple[str, tuple]], same: dict[str, set[str]]) -> bool:
+def _alone(t: UbMove, stored: list[tuple[str, tuple]], same: dict[str, set[str]]) -> bool:
     """No byte of the store is written by any other store of the launch, nor by another core of it."""
     mine = _spans(t.spec)
     for a, n in mine:
@@ -262,7 +262,7 @@ def _typed(spec: tuple, dtype: np.dtype) -> tuple:
     return (cores, width // dtype.itemsize), off, (dc, dtype.itemsize)
 
 
-def _fused(info: UbUfunc, loads: list[Optional[UbLoad]], store: Optional[UbStore], ub: np.ndarray,
+def _fused(info: UbUfunc, loads: list[Optional[UbMove]], store: Optional[UbMove], ub: np.ndarray,
            args: dict[str, Any]) -> Callable[[], None]:
     """The ufunc step reading forwarded operands from GM and writing a forwarded result to GM."""
     sel = slice(info.cores[0], info.cores[-1] + 1, info.cores[1] - info.cores[0]) if len(info.cores) > 1 else \

@@ -119,13 +119,13 @@ def _c_copy(rt: ProgramInfo, idx: int, ins: isa.Copy) -> Callable:
         if not load:
             def store_step() -> None:
                 new(shape, U8, args[arg].data, goff, strides)[...] = cv
-            store_step.info = (forward.UbStore(cores, arg, spec, rows[0]) if nb == 1 and space == "UB" else  # type: ignore[attr-defined]
+            store_step.info = (forward.UbMove(cores, arg, spec, rows[0], False) if nb == 1 and space == "UB" else  # type: ignore[attr-defined]
                                forward.UbTouch(cores, reads=rows, gm_writes=((arg, spec),)) if space == "UB" else None)
             return store_step
         if pbl == blb:
             def load_step() -> None:
                 cv[...] = new(shape, U8, args[arg].data, goff, strides)
-            load_step.info = (forward.UbLoad(cores, arg, spec, rows[0]) if nb == 1 and space == "UB" else  # type: ignore[attr-defined]
+            load_step.info = (forward.UbMove(cores, arg, spec, rows[0], True) if nb == 1 and space == "UB" else  # type: ignore[attr-defined]
                               forward.UbTouch(cores, writes=rows, gm_reads=(arg,)) if space == "UB" else None)
             return load_step
         head, tail = cv[:, :, :blb], cv[:, :, blb:]
