@@ -134,16 +134,17 @@ class EmulatorRunner:
                 dev.attach(loc.buffer, np.zeros(max(n, 1), np.uint8), written=False)
         self._buffer(WORKSPACE, shape.workspace)
         self._prof = prof
+        dev.begin_call()  # the call's launches share the L2 (an intermediate may still be there)
         try:
-            with dev.call():  # the call's launches share the L2 (an intermediate may still be there)
-                if shape.launches is not None:
-                    for site, blocks, fields in shape.launches:
-                        self.launch(site, blocks, fields)
-                elif self._straight:
-                    shape.launches = self._recorded_run(env)
-                else:
-                    self.host.run(env, self.launch, self.read_cond)
+            if shape.launches is not None:
+                for site, blocks, fields in shape.launches:
+                    self.launch(site, blocks, fields)
+            elif self._straight:
+                shape.launches = self._recorded_run(env)
+            else:
+                self.host.run(env, self.launch, self.read_cond)
         finally:
+            dev.end_call()
             self._prof = None
             for name in attached:  # the caller's arrays are not kept alive by the device
                 dev.detach(name)
