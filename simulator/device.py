@@ -24,7 +24,6 @@ from .program import Program
 from .replay import Replay, ReplayCache
 
 BufferRef = Union[str, GmBuffer]
-_ZERO_BYTE = np.zeros(1, dtype=np.uint8)
 
 
 class Device:
@@ -114,8 +113,8 @@ class Device:
                 f"host write of {data.size} bytes at offset {offset} does not fit GM buffer {buf.name!r} "
                 f"({buf.nbytes} bytes)", space="GM", start=offset, end=offset + data.size,
                 rule="GM accesses stay inside their buffer")
-        if not buf.data.flags.writeable:  # attached to a read-only array (or detached): its own bytes again
-            buf.data = np.array(buf.data, dtype=np.uint8)
+        if not buf.data.flags.writeable:  # attached to a read-only array: the buffer gets its own bytes again
+            buf.data = buf.data.copy()
         buf.data[offset:offset + data.size] = data
         if offset == 0 and data.size == buf.nbytes:
             buf.mark_all_written()
@@ -153,10 +152,9 @@ class Device:
         return buf
 
     def detach(self, ref: BufferRef) -> GmBuffer:
-        """Undo `attach`: the buffer reads as zeros again, never written (read-only zeros that take no memory:
-        a later `write` gives it bytes of its own)."""
+        """Undo `attach`: the buffer gets its own zeroed bytes again, never written."""
         buf = self._buf(ref)
-        buf.data = np.broadcast_to(_ZERO_BYTE, (buf.nbytes,))
+        buf.data = np.zeros(buf.nbytes, dtype=np.uint8)  # calloc: pages are only touched when written
         buf.mark_unwritten()
         if self.in_call:
             self.l2.invalidate(buf, 0, buf.nbytes)

@@ -67,6 +67,7 @@ class EmulatorRunner:
             stored |= {site.args[p] for p in self.device.stored_params(module.kernels[site.kernel].program)}
         self._stored = frozenset(stored)
         self._sizes: dict[str, int] = {}
+        self._sized: tuple | None = None  # the dims the buffers were last sized for
         self._shapes: dict[tuple, CallShape] = {}
         self._prepared: dict[tuple, Any] = {}  # (launch site, blocks, tiling) -> the device's prepared launch
         # without Ifs and Loops the host code makes the same launches for the same dims: record them once
@@ -119,20 +120,24 @@ class EmulatorRunner:
         key = tuple(env.values())
         shape = self._shape(env, key)
         dev, stored = self.device, self._stored
+        if key != self._sized:  # the buffers' sizes are those of the last call's dims otherwise
+            for loc, arr in zip(plan.inputs, arrays):
+                self._buffer(loc.buffer, arr.nbytes)
+            for loc, n in zip(plan.outputs, shape.outputs):
+                if loc is not None:
+                    self._buffer(loc.buffer, n)
+            self._buffer(WORKSPACE, shape.workspace)
+            self._sized = key
         attached = []
         for loc, arr in zip(plan.inputs, arrays):
-            self._buffer(loc.buffer, arr.nbytes)
             if arr.nbytes and arr.flags.c_contiguous and loc.buffer not in stored:
-                dev.attach(loc.buffer, arr)  # read in place: no copy
-                attached.append(loc.buffer)
+                attached.append(dev.attach(loc.buffer, arr))  # read in place: no copy
             else:
                 dev.write(loc.buffer, np.ascontiguousarray(arr))
         for loc, n in zip(plan.outputs, shape.outputs):
             if loc is not None:
-                self._buffer(loc.buffer, n)
                 # fresh bytes: the results of the last call (views of the old ones) stay as they are
                 dev.attach(loc.buffer, np.zeros(max(n, 1), np.uint8), written=False)
-        self._buffer(WORKSPACE, shape.workspace)
         self._prof = prof
         dev.begin_call()  # the call's launches share the L2 (an intermediate may still be there)
         try:
@@ -146,8 +151,8 @@ class EmulatorRunner:
         finally:
             dev.end_call()
             self._prof = None
-            for name in attached:  # the caller's arrays are not kept alive by the device
-                dev.detach(name)
+            for buf in attached:  # the caller's arrays are not kept alive by the device
+                dev.detach(buf)
         out = []
         for kind, what, dtype, dims, offset, view in shape.results:
             if kind is SourceKind.INPUT:

@@ -158,6 +158,8 @@ def test_an_attached_array_is_the_buffer_itself_and_results_can_be_views(rng):
     assert np.array_equal(z, x + y) and np.array_equal(dev.read("z", "float32"), x + y)
     dev.detach("x")
     assert not np.shares_memory(dev.buffer("x").data, x) and not dev.buffer("x").data.any()
+    dev.launch(prog, 3, ["x", "y", "z"], t, timing=False)  # a detached buffer is an ordinary one again
+    assert np.array_equal(dev.read("z", "float32"), y)
     with pytest.raises(MemoryRuleError, match="needs a C-contiguous array of exactly that many bytes, got 400"):
         dev.attach("y", y[:100])
     with pytest.raises(MemoryRuleError, match="not contiguous"):
