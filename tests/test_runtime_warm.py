@@ -13,20 +13,13 @@ import pytest
 
 import pyasc
 from pyasc.examples import BY_NAME, EXAMPLES
+from pyasc.examples import tensor_if as branchy  # an If on a tensor condition
 from pyasc.testing import assert_close
 
 
 def block(x, g, b, w1, w2):
     h = pyasc.layer_norm(x, g, b)
     return pyasc.softmax(h @ w1) @ w2
-
-
-def branchy(x, t):
-    if pyasc.sum(x) > t:
-        y = x * 2.0
-    else:
-        y = -x
-    return y + 1.0
 
 
 def looped(x, n):
