@@ -20,7 +20,7 @@ or the `Rejection` of the first rule that refuses it:
   after a reduction without keepdims stay in the reduced shape
   ("dropped_axes": numpy would broadcast a dropped axis against the wrong
   dimension) and every other op follows the rows ("not_row_shaped");
-- size guards: at most `max_ops` ops ("max_ops") and at most `max_users`
+- size guards: at most `max_ops` ops ("max_ops"; no cap by default) and at most `max_users`
   readers of one value inside the kernel ("max_users").
 Whether the kernel would close a cycle between kernels is the partition's
 question (partition.py), whether it fits the chip the capacity function's.
@@ -42,13 +42,13 @@ _ALONE = (Category.INJECTIVE, Category.OPAQUE)
 
 @dataclass(frozen=True)
 class Limits:
-    max_ops: int
+    max_ops: int | None   # None: no cap (the capacity function decides)
     max_users: int
 
 
 def classify(facts: GraphFacts, order: list[Node], limits: Limits) -> KernelStructure | Rejection:
     """The structure of a candidate kernel (`order`: its nodes in topological order), or why it may not be one."""
-    if len(order) > limits.max_ops:
+    if limits.max_ops is not None and len(order) > limits.max_ops:
         return Rejection("max_ops", f"the kernel would have {len(order)} ops, more than fusion_max_ops={limits.max_ops}")
     if len(order) == 1 and facts.pattern[order[0]] in _ALONE:
         node = order[0]
