@@ -171,3 +171,29 @@ def test_hits_share_the_l2_and_misses_share_hbm_fairly():
     half = Transfer(_G(2), 2, 3, 1000, 150.0, 0.5)
     fair_rates([half], 100.0, 400.0)
     assert half.rate == pytest.approx(100.0)  # 2 cores x 100 B/cycle, half from HBM = its 100
+
+
+def _store_loop(chip, ntiles, rewrite):
+    """Every core stores an 8 KiB UB tile `ntiles` times: into one slot of its own (a workspace tile it
+    rewrites) or into `ntiles` distinct places."""
+    cores = chip.aiv_cores
+    dev = Device(chip)
+    dev.alloc("z", cores * (1 if rewrite else ntiles) * 8192)
+    p = Program("stores", "aiv", params=["z"])
+    core = p.core_idx()
+    with p.loop(ntiles) as i:
+        slot = core if rewrite else p.add(p.mul(core, ntiles), i)
+        p.copy(p.gm("z", p.mul(slot, 8192)), UB(0), "float32", burst=2048)
+        p.set_flag("MTE3", "V", 0)
+        p.wait_flag("MTE3", "V", 0)
+    return dev.launch(p, cores, ["z"])
+
+
+def test_rewriting_a_resident_dirty_tile_costs_l2_bandwidth_not_hbm():
+    """A store into a line the L2 holds dirty pays no second write-back: a workspace tile a kernel rewrites
+    many times while it stays in L2 is bound by the L2's bandwidth, distinct stores by HBM's."""
+    chip = chips.get("910b")
+    rewrite, stream = _store_loop(chip, 32, True), _store_loop(chip, 32, False)
+    assert rewrite.gm_write_bytes == stream.gm_write_bytes
+    assert stream.kernel_cycles >= stream.gm_write_bytes / chip.gm_bytes_per_cycle
+    assert rewrite.kernel_cycles < 0.7 * stream.kernel_cycles
