@@ -328,15 +328,16 @@ def _bound_to_a_value(fn: Any) -> bool:
     return owner is not None and not isinstance(owner, types.ModuleType)
 
 
-def check_for(value: Any, *, lifted: bool = False) -> Check:
-    """The check for a value read at compile time (`lifted`: a large array is a hidden input).
+def check_for(value: Any, *, lifted: bool = False, always_lift: bool = False) -> Check:
+    """The check for a value read at compile time (`lifted`: a large array is a hidden input; `always_lift`:
+    an array of any size is, e.g. one the kernel writes in place).
 
     Raises Unguardable for a value whose changes cannot be seen.
     """
     if isinstance(value, _SCALARS) or isinstance(value, (np.generic, np.dtype)):
         return _value_check(value)
     if isinstance(value, np.ndarray):
-        return _array_check(value, lifted and value.nbytes >= LIFT_MIN_BYTES)
+        return _array_check(value, always_lift or (lifted and value.nbytes >= LIFT_MIN_BYTES))
     if isinstance(value, (tuple, list)):
         return _sequence_check(value)
     if isinstance(value, dict):

@@ -10,14 +10,14 @@ reading it later is the error, not the `if` itself.
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from .. import dtypes
 from ..ir.graph import Graph, Value
-from . import aliasing
+from . import aliasing, effects
 from .context import GraphContext
 from .protocol import KernelBuilder
 from .scope import Undefined
@@ -36,6 +36,7 @@ class Branch:
     returned: bool
     value: Any  # the returned value, or the expression's value for a ternary
     return_node: ast.AST | None
+    slots: dict = field(default_factory=dict)  # what the branch changed outside the kernel (effects.py)
 
 
 def names_read(nodes: Sequence[ast.AST]) -> set[str]:
@@ -67,7 +68,7 @@ def _build_branch(b: KernelBuilder, label: str, operands: list[Value], before: d
     with b.branch(ctx, before):
         value = run()
         return Branch(label, ctx, b.scope.snapshot(), b.returned, b.return_value if b.returned else value,
-                      b.return_node)
+                      b.return_node, effects.snapshot(b))
 
 
 def _same(a: Any, c: Any) -> bool:
@@ -166,8 +167,23 @@ def _flatten(v: Any) -> tuple[bool, list[Any]]:
     return False, [v]
 
 
+def _slot_pairs(b: KernelBuilder, then: Branch, other: Branch, before: dict, at: ast.AST
+                ) -> tuple[list[Any], list[tuple[Value, Value, tuple | None]]]:
+    """The slots (arrays and objects outside the kernel) the branches change differently, and their If outputs."""
+    keys, pairs = [], []
+    for key, tv, ev in effects.changed(b, then.slots, other.slots, before, at):
+        keys.append(key)
+        pairs.append(_pair_to_values(b, effects.describe_slot(key, [n.name or "" for n in b.state.graph.inputs]),
+                                     tv, ev, then, other, at))
+    return keys, pairs
+
+
 def _make_if(b: KernelBuilder, cond: Value, operands: list[Value], then: Branch, other: Branch,
-             pairs: list[tuple[Value, Value, tuple | None]], at: ast.AST, name: str) -> list[Value]:
+             pairs: list[tuple[Value, Value, tuple | None]], at: ast.AST, name: str,
+             slots: tuple[list[Any], list] = ([], [])) -> list[Value]:
+    """The If node; the outputs for `slots` (keys, pairs) go after `pairs`' and set those slots."""
+    keys, slot_pairs = slots
+    pairs = list(pairs) + list(slot_pairs)
     then.ctx.graph.set_outputs([p[0] for p in pairs])
     other.ctx.graph.set_outputs([p[1] for p in pairs])
     then.ctx.complete_inputs()
@@ -177,6 +193,9 @@ def _make_if(b: KernelBuilder, cond: Value, operands: list[Value], then: Branch,
     for out, (_, _, weak) in zip(outs, pairs):
         if weak is not None:
             mark_weak(b, out, weak)
+    if keys:
+        effects.set_slots(b, dict(zip(keys, outs[len(outs) - len(keys):])))
+        outs = outs[:len(outs) - len(keys)]
     return outs
 
 
@@ -193,6 +212,7 @@ def tensor_if_statement(b: KernelBuilder, stmt: ast.If, cond: Value) -> None:
     check_condition(b, cond, stmt.test, "an `if`")
     live = b.live_after()
     before = b.scope.snapshot()
+    before_slots = effects.snapshot(b)
     operands: list[Value] = []
     then, other, name = _build_both(b, operands, before, lambda: b.exec_block(stmt.body),
                               lambda: b.exec_block(stmt.orelse))
@@ -228,7 +248,8 @@ def tensor_if_statement(b: KernelBuilder, stmt: ast.If, cond: Value) -> None:
                             stmt.test)
             for i, (tv, ev) in enumerate(zip(t_items, e_items))
         ]
-        outs = _make_if(b, cond, operands, then, other, pairs, stmt.test, name)
+        outs = _make_if(b, cond, operands, then, other, pairs, stmt.test, name,
+                        _slot_pairs(b, then, other, before_slots, stmt.test))
         b.returned, b.return_node = True, stmt
         b.return_value = tuple(outs) if tuple_t else outs[0]
         return
@@ -264,13 +285,14 @@ def tensor_if_statement(b: KernelBuilder, stmt: ast.If, cond: Value) -> None:
                 first[(id(tv), id(ev))] = n
             merged.append((n, _pair_to_values(b, f"variable `{n}`", tv, ev, then, other, stmt.test)))
             originals.append((tv, ev))
-    if not merged:
+    slots = _slot_pairs(b, then, other, before_slots, stmt.test)
+    if not merged and not slots[0]:
         return  # neither branch computes anything used later
     for bt, be in aliasing.bases_to_merge(b, originals):  # (the base of a view used later, passed out too)
         merged.append(("", _pair_to_values(b, "the array a view used after the `if` belongs to", bt, be, then,
                                             other, stmt.test)))
         originals.append((bt, be))
-    outs = _make_if(b, cond, operands, then, other, [pair for _, pair in merged], stmt.test, name)
+    outs = _make_if(b, cond, operands, then, other, [pair for _, pair in merged], stmt.test, name, slots)
     for (n, _), v in zip(merged, outs):
         if n:
             b.bind_name(n, v)
@@ -297,6 +319,7 @@ def _with_rest(b: KernelBuilder, stmt: ast.If, operands: list[Value], before: di
 def tensor_ternary(b: KernelBuilder, node: ast.IfExp, cond: Value) -> Any:
     check_condition(b, cond, node.test, "a conditional expression")
     before = b.scope.snapshot()
+    before_slots = effects.snapshot(b)
     operands: list[Value] = []
     then, other, name = _build_both(b, operands, before, lambda: b.eval(node.body), lambda: b.eval(node.orelse))
     tuple_t, t_items = _flatten(then.value)
@@ -305,7 +328,7 @@ def tensor_ternary(b: KernelBuilder, node: ast.IfExp, cond: Value) -> Any:
         raise b.error("the two sides of a conditional expression on a tensor give different numbers of values",
                       node)
     pairs = [_pair_to_values(b, "the value", tv, ev, then, other, node) for tv, ev in zip(t_items, e_items)]
-    outs = _make_if(b, cond, operands, then, other, pairs, node, name)
+    outs = _make_if(b, cond, operands, then, other, pairs, node, name, _slot_pairs(b, then, other, before_slots, node))
     aliasing.merge_branches(b, [("", tv, ev, out) for tv, ev, out in zip(t_items, e_items, outs)], node)
     return tuple(outs) if tuple_t else outs[0]
 

@@ -24,8 +24,8 @@ from ..markers import constexpr
 from ..ops.dimvalue import op_launch_checks
 from ..ir.graph import Value
 from ..tensor_type import Sym
-from . import aliasing, bitops, branches, calls, checks, comptime, dimpred, guards, indexing, loops, objects, pytree, \
-    writes
+from . import aliasing, bitops, branches, calls, checks, comptime, dimpred, effects, guards, indexing, loops, objects, \
+    pytree, writes
 from .context import BuildState, GraphContext
 from .scope import CLOSURE, GLOBAL, Scope, UnassignedFreeVariable, Undefined
 from .source import ParsedFunction
@@ -213,6 +213,7 @@ class FunctionBuilder:
         """
         saved_ctx, saved_return = self.ctx, (self.returned, self.return_value, self.return_node)
         saved_floor, saved_pending = self._floor, self._pending
+        saved_slots = effects.snapshot(self)  # what the kernel changed outside itself, before the branch
         self.ctx = ctx
         self.returned, self.return_value, self.return_node = False, None, None
         self._floor, self._pending = (len(self._frames), len(self._loops)), []
@@ -224,6 +225,7 @@ class FunctionBuilder:
             self.returned, self.return_value, self.return_node = saved_return
             self._floor, self._pending = saved_floor, saved_pending
             self.scope.restore(scope)
+            effects.restore(self, saved_slots)
 
     def rest_tails(self) -> list[Any] | None:
         """What runs after the statement being run, up to the end of the function (or of the If branch being
@@ -469,6 +471,8 @@ class FunctionBuilder:
             self._unpack(target, value)
         elif isinstance(target, ast.Subscript):
             writes.assign_subscript(self, target, value)
+        elif isinstance(target, ast.Attribute):
+            writes.assign_attribute(self, target, value)
         else:
             self._check_target(target)
 
@@ -570,15 +574,11 @@ class FunctionBuilder:
         if is_tensor(base):
             return self._tensor_attribute(base, node.attr, node)
         attr = objects.mangle(self, node.attr)  # `self.__w` in a class body is `self._Class__w`
-        getter = objects.property_getter(self, base, attr)
-        if getter is not None:  # a property: its getter inlined, like a method call
-            return calls.inline(self, getter, [base], {}, node, self.text(node))
-        try:
-            value = getattr(base, attr)
-        except AttributeError:
-            owner = f"module {base.__name__}" if inspect.ismodule(base) else describe(base)
-            raise self.error(f"{owner} has no attribute `{node.attr}`", node) from None
-        return guards.read_step(self, base, guards.Attr(attr), value, node)
+        if effects.lookup(self, base, guards.Attr(attr)) is effects.MISSING:
+            getter = objects.property_getter(self, base, attr)
+            if getter is not None:  # a property: its getter inlined, like a method call
+                return calls.inline(self, getter, [base], {}, node, self.text(node))
+        return objects.read_attribute(self, base, attr, node)
 
     def _tensor_attribute(self, x: Value, attr: str, node: ast.Attribute) -> Any:
         t = x.type
@@ -729,8 +729,7 @@ class FunctionBuilder:
                 return calls.op_call(self, None, "take", [base, index], {"axis": 0}, node, self.text(node))
             raise self.error(f"indexing {describe(base)} with a tensor is not supported in `{self.text(node)}`",
                              node)
-        value = fold(self, operator.getitem, (base, index), node)
-        return guards.read_step(self, base, guards.Item(index), value, node)
+        return objects.read_item(self, base, index, node)
 
     def _item(self, x: Value, index: Any, at: ast.AST) -> Value:
         """`x[index]` read: a view of x, or a numpy scalar when every axis takes an int (no `...`)."""

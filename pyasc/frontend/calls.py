@@ -28,7 +28,7 @@ from .. import dtypes, ops
 from ..errors import CompileError, Note
 from .. import markers, tensor_type
 from ..tensor_type import Sym
-from . import aliasing, bitops, checks, comptime, dtype_rules, guards, loops, objects, pytree, source
+from . import aliasing, bitops, checks, comptime, dtype_rules, effects, guards, loops, objects, pytree, source
 from .protocol import KernelBuilder
 from .scope import Scope, assigned_names
 from .tensors import as_operand, strong_dtypes
@@ -177,7 +177,9 @@ def call_value(b: KernelBuilder, callee: Any, args: list[Any], kwargs: dict[str,
         guards.derive(b.state, callee, "__func__", callee.__func__)
         return inline(b, callee.__func__, [callee.__self__, *args], kwargs, at, name)
     if pytree.is_record_class(callee):
-        return pytree.construct(b, callee, args, kwargs, at, name)
+        obj = pytree.construct(b, callee, args, kwargs, at, name)
+        effects.note_made(b, obj)  # the kernel's own object: setting its attributes changes nothing outside
+        return obj
     bound = objects.kernel_call_of(callee)
     if bound is not None:  # `obj(x)` whose class's __call__ is a kernel method: that kernel, bound to obj
         guards.derive(b.state, callee, "__call__", bound)

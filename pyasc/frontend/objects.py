@@ -16,12 +16,14 @@ from __future__ import annotations
 
 import ast
 import inspect
+import operator
 import types
 from typing import Any
 
 from ..guards import TRUSTED_MODULES
-from . import guards
+from . import effects, guards
 from .protocol import KernelBuilder
+from .tensors import fold
 from .values import describe
 
 #: dict methods that read without changing the dict
@@ -47,7 +49,8 @@ def dict_method(b: KernelBuilder, callee: Any, args: list, kwargs: dict, at: ast
         return tuple(d)
 
     def read(k: Any) -> Any:
-        return guards.read_step(b, d, guards.Item(k), d[k], at)
+        stored = effects.lookup(b, d, guards.Item(k))
+        return stored if stored is not effects.MISSING else guards.read_step(b, d, guards.Item(k), d[k], at)
 
     if method == "get":
         key = args[0]
@@ -63,6 +66,29 @@ def dict_method(b: KernelBuilder, callee: Any, args: list, kwargs: dict, at: ast
     if method == "items":
         return tuple((k, read(k)) for k in d)
     return {k: read(k) for k in d}  # copy
+
+
+def read_attribute(b: KernelBuilder, base: Any, attr: str, at: ast.AST) -> Any:
+    """`base.attr` of a compile-time object: what the kernel stored there, else the attribute, guarded on its
+    access path (a property is the caller's business: its getter is inlined, see `property_getter`)."""
+    stored = effects.lookup(b, base, guards.Attr(attr))
+    if stored is not effects.MISSING:
+        return stored
+    try:
+        value = getattr(base, attr)
+    except AttributeError:
+        owner = f"module {base.__name__}" if inspect.ismodule(base) else describe(base)
+        raise b.error(f"{owner} has no attribute `{attr}`", at) from None
+    return guards.read_step(b, base, guards.Attr(attr), value, at)
+
+
+def read_item(b: KernelBuilder, base: Any, index: Any, at: ast.AST) -> Any:
+    """`base[index]` of a compile-time container: what the kernel stored there, else the item, guarded."""
+    stored = effects.lookup(b, base, guards.Item(index))
+    if stored is not effects.MISSING:
+        return stored
+    value = fold(b, operator.getitem, (base, index), at)
+    return guards.read_step(b, base, guards.Item(index), value, at)
 
 
 def root_of(fn: Any) -> Any:

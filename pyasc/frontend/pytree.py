@@ -73,6 +73,12 @@ def bind_tree(b: KernelBuilder, graph: Graph, arg: TreeArg, at: ast.AST) -> Any:
     return pytree.unflatten(arg.tree, leaves)
 
 
+def leaf_labels(param: str, arg: TreeArg) -> list[str]:
+    """How the user spells each tensor leaf of a pytree parameter (`params['w']`), in leaf order."""
+    return [pytree.path_text_for(param, arg.tree, path)
+            for path, leaf in zip(arg.tree.paths(), arg.leaves) if isinstance(leaf, TensorType)]
+
+
 def dict_display(b: KernelBuilder, node: ast.Dict) -> dict:
     """`{"a": x, **other}`: keys are compile-time values; values may be tensors."""
     out: dict = {}

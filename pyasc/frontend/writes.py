@@ -20,7 +20,7 @@ import numpy as np
 
 from .. import dtypes
 from ..ir.graph import Value
-from . import aliasing, calls, comptime, indexing
+from . import aliasing, calls, comptime, effects, guards, indexing, objects
 from .tensors import BINARY_OPS, fold
 from .values import contains_tensor, describe, is_const_array, is_number, is_tensor
 
@@ -37,6 +37,9 @@ def aug_assign(b: Any, s: ast.AugAssign) -> None:
     target = s.target
     if isinstance(target, ast.Subscript):
         assign_subscript(b, target, b.eval(s.value), s)
+        return
+    if isinstance(target, ast.Attribute):
+        assign_attribute(b, target, b.eval(s.value), s)
         return
     if not isinstance(target, ast.Name):
         b._check_target(target)
@@ -88,6 +91,7 @@ def _external(b: Any, arr: np.ndarray) -> bool:
 
 def _array_in_place(b: Any, s: ast.AugAssign, name: str, arr: np.ndarray, rhs: Any) -> None:
     if _external(b, arr):
+        guards.relift(b, arr)  # a captured array: compiled again with it a hidden input, written after the call
         raise b.error(
             f"`{b.text(s)}` would change in place the compile-time array `{name}`, which the kernel read "
             f"from outside it (a global, closure or attribute); a kernel cannot change it: write "
@@ -137,6 +141,7 @@ def _replace_array(b: Any, arr: np.ndarray, new: Value, at: ast.AST) -> None:
 def _tensor_of_array(b: Any, arr: np.ndarray, at: ast.AST) -> Value:
     """A compile-time array about to be written with a tensor becomes a constant tensor (for every name)."""
     if _external(b, arr):
+        guards.relift(b, arr)  # a captured array: compiled again with it a hidden input, written after the call
         raise b.error(f"`{b.text(at)}` would change in place a compile-time array the kernel read from outside "
                       "it (a global, closure or attribute); a kernel cannot change it: copy it first "
                       "(`w = W.copy()`)", at)
@@ -168,13 +173,12 @@ def assign_subscript(b: Any, target: ast.Subscript, value: Any, aug: ast.AugAssi
                 fold(b, update, (container, index, value), at)
             return
         container = _tensor_of_array(b, container, at)
-    if isinstance(container, list) and aug is None:
-        comptime.check_list_mutation(b, container, what, target)
-        fold(b, operator.setitem, (container, index, value), at)
-        return
     if not is_tensor(container):
-        raise b.error(f"assigning to an item of {describe(container)} is not supported in a kernel in {what}; "
-                      "build a new value instead", target)
+        if contains_tensor(index):
+            raise b.error(f"{what} indexes {describe(container)} with a tensor; a container's keys are compile-time "
+                          "values", target.slice)
+        _store(b, container, guards.Item(index), value, aug, target, at, what)
+        return
     if aliasing.is_scalar(b, container):
         raise b.error(f"{what} assigns into `{b.text(target.value)}`, a numpy scalar ({container.type}); numpy "
                       "raises \"TypeError: 'numpy scalar' object does not support item assignment\" here", at)
@@ -188,6 +192,52 @@ def assign_subscript(b: Any, target: ast.Subscript, value: Any, aug: ast.AugAssi
     else:
         new = coerce(b, value, region.type.shape, region.type.dtype, at, target)
     aliasing.write(b, region, new, at, what)
+
+
+def assign_attribute(b: Any, target: ast.Attribute, value: Any, aug: ast.AugAssign | None = None) -> None:
+    """`obj.attr = value` (aug None) or `obj.attr op= value`."""
+    at: ast.AST = aug if aug is not None else target
+    obj = b.eval(target.value)
+    if is_tensor(obj):
+        raise b.error(f"`{b.text(at)}` sets the attribute `{target.attr}` of a tensor, which a kernel does not do; "
+                      "make a new tensor instead (e.g. `x = x.reshape(...)`)", target)
+    _store(b, obj, guards.Attr(objects.mangle(b, target.attr)), value, aug, target, at, f"`{b.text(at)}`")
+
+
+def _store(b: Any, obj: Any, step: Any, value: Any, aug: ast.AugAssign | None, target: ast.AST, at: ast.AST,
+           what: str) -> None:
+    """`obj.attr` / `obj[key]` (`step`) set to `value`, or updated by `aug`, as Python and numpy do it: an
+    augmented assignment on an array item updates that array in place (every holder sees it); anything else
+    puts the new value there (set on the real object after the call when it is outside the kernel)."""
+    if aug is not None:
+        if isinstance(step, guards.Attr):
+            current = objects.read_attribute(b, obj, step.name, target)
+        else:
+            current = objects.read_item(b, obj, step.key, target)
+        if is_tensor(current) and current not in b.state.weak and not aliasing.is_scalar(b, current):
+            result = b.binary(aug.op, current, value, at, (target, aug.value))
+            result = in_place_result(b, at, b.text(target), current.type.shape, current.type.dtype, result)
+            aliasing.write(b, current, result, at, what)  # the array itself changes: `obj` keeps holding it
+            return
+        if is_const_array(current):
+            if _external(b, current):
+                guards.relift(b, current)  # a captured array: compiled again with it a hidden input
+            if not contains_tensor(value):
+                fold(b, _IN_PLACE[type(aug.op)], (current, value), at)  # numpy's own in-place on the kernel's array
+                return
+        value = b.binary(aug.op, current, value, at, (target, aug.value))
+    if effects.store(b, obj, step, value, at, what):
+        return
+    if effects.set_made(b, obj, step, value, at, what):
+        return
+    if isinstance(obj, (list, dict)):  # a container the kernel built: Python's own, changed now
+        comptime.check_list_mutation(b, obj, what, target)
+        key = step.key if isinstance(step, guards.Item) else step.name
+        fold(b, operator.setitem, (obj, key, value), at)
+        return
+    kind = "the attribute" if isinstance(step, guards.Attr) else "an item"
+    raise b.error(f"{what} sets {kind} of {describe(obj)}, which the kernel did not build and cannot reach from "
+                  "outside (an argument, `self`, a global): build a new value instead", at)
 
 
 def _mask_write(b: Any, target: ast.Subscript, x: Value, mask: Value, value: Any, aug: ast.AugAssign | None,
@@ -271,4 +321,4 @@ def _dims(shape: tuple) -> str:
     return "(" + ", ".join(str(d) for d in shape) + ("," if len(shape) == 1 else "") + ")"
 
 
-__all__ = ["assign_subscript", "aug_assign", "coerce", "in_place_result"]
+__all__ = ["assign_attribute", "assign_subscript", "aug_assign", "coerce", "in_place_result"]

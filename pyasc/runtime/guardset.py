@@ -168,7 +168,7 @@ def _revive(doc: dict, fn: Any) -> "GuardSet | str":
         except PATH_ERRORS as e:
             return f"{path_text(path)} is gone ({type(e).__name__}: {e})"
         try:
-            check = check_for(value, lifted=fingerprint[0] == "array_meta")
+            check = check_for(value, lifted=fingerprint[0] == "array_meta", always_lift=fingerprint[0] == "array_meta")
         except Unguardable as e:
             return f"{path_text(path)} is now {e}"
         if _canonical(check.fingerprint) != _canonical(fingerprint):

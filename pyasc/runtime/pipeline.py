@@ -19,7 +19,8 @@ from .errors import InternalCompilerError, debug_enabled
 from .guardset import GuardSet, from_frontend
 from .keys import KeyComponents, full_key
 from .options import KernelOptions
-from .specialize import UNKEYED_DEFAULT, BoundCall, Param, TensorKey, describe_key, is_tensor_value, tensor_type
+from .specialize import UNKEYED_DEFAULT, BoundCall, Param, TensorKey, describe_key, is_tensor_value, same_inputs, \
+    tensor_type
 from .treeargs import TreeKey, leaf_name
 
 
@@ -41,7 +42,7 @@ def compile_call(fn: Any, name: str, params: Sequence[Param], options: KernelOpt
              if k != UNKEYED_DEFAULT]
     t0 = time.perf_counter()
     with _stage(name, "the frontend"):
-        fe = build_graph(fn, specs, unroll_budget=options.unroll_budget)
+        fe = build_graph(fn, specs, unroll_budget=options.unroll_budget, same_inputs=same_inputs(params, call.key))
     t1 = time.perf_counter()
     graph = fe.graph
     with _stage(name, "the frontend's graph (verifier, printer)"):
@@ -89,7 +90,7 @@ def compile_call(fn: Any, name: str, params: Sequence[Param], options: KernelOpt
         params=tuple(params), graph=result.graph, stages=stages, dots=dots, plans=list(result.kernels),
         memory_plan=result.memory_plan, fusion_decisions=list(result.fusion_decisions),
         pass_log=result.pass_report(times=False), returns_tuple=fe.returns_tuple, guards=guards, py_func=fn,
-        out_tree=fe.out_tree,
+        out_tree=fe.out_tree, effects=fe.effects,
         full_key=key, components=components, stage_ops=stage_ops, pass_times=dict(result.pass_times),
         timings={"frontend": t1 - t0, "print": t2 - t1, "optimize": t3 - t2,
                  **({"codegen": t4 - t3, "host": t5 - t4} if emulator else {}), "total": t5 - t0},

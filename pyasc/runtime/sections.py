@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from .. import ir
+from ..effects import Effects
 from ..pytree import TreeDef
 from ..codegen.host import HostProgram
 from . import records
@@ -132,6 +133,11 @@ register_section(json_section(
                               "nodes_in": int(doc["nodes_in"]), "nodes_out": int(doc["nodes_out"]),
                               "timings": {k: float(v) for k, v in doc["timings"].items()},
                               "pass_times": {k: float(v) for k, v in doc["pass_times"].items()}}))
+
+
+# what a call changes outside the kernel (writes to the caller's arrays, stores on its objects): absent if nothing
+register_section(json_section("effects.json", write=lambda ck: ck.effects.to_json() if ck.effects is not None else None,
+                              read=lambda doc, fields: {"effects": Effects.from_json(doc)}))
 
 
 # ---- code generation: the device kernels and launch plan, the host module and its object code ----------

@@ -125,11 +125,16 @@ class PyascOp:
                 raise ValueError(f"{self.qualname}: argument {p.name!r} is on device {str(v.device)!r}; pyasc "
                                  "runs kernels on its emulator from host memory, so pass CPU tensors (.cpu())")
             values.append(to_numpy(v))
+        written = self.kernel.written_parameters(*values)  # in place, through the tensors' memory, as numpy does
+        undeclared = [p.name for p in self.params if p.name in written and not p.mutated]
+        if undeclared:
+            raise TypeError(f"{self.qualname}: the kernel writes argument {undeclared[0]!r} in place; declare it in "
+                            "mutates_args= so torch knows the op changes it")
         result = self.kernel(*values)
         outs = list(result) if isinstance(result, tuple) else [result]
-        mutated = [(p, v) for p, v in zip(self.params, args) if p.mutated]
-        if mutated:
-            if len(outs) != len(mutated):
+        mutated = [(p, v) for p, v in zip(self.params, args) if p.mutated and p.name not in written]
+        if any(p.mutated for p in self.params):
+            if mutated and len(outs) != len(mutated):
                 raise TypeError(f"{self.qualname}: the kernel returned {len(outs)} tensor(s) for "
                                 f"{len(mutated)} mutated argument(s) {', '.join(p.name for p, _ in mutated)}")
             for (p, target), out in zip(mutated, outs):
@@ -144,8 +149,10 @@ def custom_op(qualname: str, kernel: Any, *, mutates_args: Sequence[str] = (), b
     """Register `kernel` (a `pyasc.kernel`, or a plain function compiled with default options) as the
     torch operator `qualname` ("namespace::name"); returns a callable for `torch.ops.<ns>.<name>`.
 
-    `mutates_args`: tensor parameters the op writes; the kernel then returns their new values, one per
-    name, which are copied into them, and the op returns nothing. `backward`/`setup_context`: as in
+    `mutates_args`: tensor parameters the op writes; the kernel writes them in place (`x += 1`, `x[0] = v`,
+    which reach the tensor's memory as numpy's writes reach an array), or returns their new values, one per
+    name not written in place, which are copied into them; the op returns nothing. A kernel that writes a
+    parameter not named here is an error at the call. `backward`/`setup_context`: as in
     `torch.library.register_autograd`; without them an input that requires grad is an error.
     `results`: how many tensors the kernel returns, when its `return` statements do not say.
     """
