@@ -522,12 +522,17 @@ class FunctionBuilder:
 
     def iterate(self, v: Any, at: ast.AST) -> list[Any]:
         """The items of a compile-time iterable (a loop is unrolled over them)."""
-        if is_tensor(v):
-            raise self.error(
-                f"iterating over the tensor `{self.text(at)}` ({v.type}) is not supported; loop over a "
-                "compile-time range and index it, e.g. `for i in range(x.shape[0]): ... x[i] ...`",
-                at,
-            )
+        if is_tensor(v):  # numpy iterates over the first axis: its rows, views of the tensor
+            n = v.type.shape[0] if v.type.ndim else None
+            if v.type.ndim == 0:
+                raise self.error(f"iteration over a 0-d tensor `{self.text(at)}` ({v.type}): numpy raises "
+                                 "TypeError: iteration over a 0-d array", at)
+            if not isinstance(n, int):
+                raise self.error(
+                    f"iterating over the tensor `{self.text(at)}` ({v.type}) needs its first axis's size at compile "
+                    "time (it is unrolled), and it is only known at launch; loop with "
+                    "`for i in range(x.shape[0])` instead", at)
+            return [self._item(v, i, at) for i in range(n)]
         if isinstance(v, Sym):
             raise self.error(f"cannot iterate over the symbolic dim {v}", at)
         try:

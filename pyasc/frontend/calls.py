@@ -412,13 +412,9 @@ def _scalar_conversion(kind):
 
 def _iterating(fn):
     def handler(b, args, kwargs, at, name):
-        for a in args:
-            if is_tensor(a):
-                raise b.error(
-                    f"{name}() would iterate over a tensor ({a.type}); index it instead, "
-                    "e.g. `for i in range(x.shape[0]): ... x[i] ...`",
-                    at,
-                )
+        # a tensor is its rows (numpy iterates over the first axis), a sequence read from outside the kernel its
+        # items read through their access paths (so `for layer in self.layers` keeps each layer's path)
+        args = [b.iterate(a, at) if is_tensor(a) or isinstance(a, (list, tuple)) else a for a in args]
         return compile_time_call_allowing_tensors(b, fn, args, kwargs, at, name)
 
     return handler

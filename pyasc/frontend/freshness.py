@@ -19,6 +19,7 @@ import importlib.machinery
 import linecache
 import operator
 import os
+import re
 import types
 from typing import Any, Callable
 
@@ -83,10 +84,19 @@ def _normalised(code: types.CodeType) -> tuple:
         elif isinstance(ins.argval, types.CodeType):
             arg = _normalised(ins.argval)
         else:
-            arg = repr(ins.argval)
+            arg = _const(ins.argval)
         body.append((op, arg))
-    consts = tuple(_normalised(c) if isinstance(c, types.CodeType) else repr(c) for c in code.co_consts)
+    consts = tuple(_normalised(c) if isinstance(c, types.CodeType) else _const(c) for c in code.co_consts)
     return (tuple(body), consts, code.co_varnames, code.co_freevars, code.co_argcount, code.co_kwonlyargcount)
+
+
+_INDENT = re.compile(r"\n[ \t]*")
+
+
+def _const(c: Any) -> str:
+    """A constant as text; a multi-line string without the indentation of its continuation lines, which the
+    dedented source of a method (a docstring inside a class) loses."""
+    return repr(_INDENT.sub("\n", c)) if isinstance(c, str) else repr(c)
 
 
 def _import_transform(fn: types.FunctionType, filename: str) -> Callable[[ast.Module], None] | None:

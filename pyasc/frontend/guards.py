@@ -80,6 +80,8 @@ def read_step(b: KernelBuilder, base: Any, step: Attr | Item, value: Any, at: An
     """`base.attr` or `base[key]` evaluated at compile time; tracked when `base` was reached by a path."""
     base_path = path_of(b.state, base)
     if base_path is None or trusted_module(base):
+        if isinstance(value, np.ndarray) and base_path is None:
+            b.state.unpathed[id(value)] = value  # an array of an object reached without a path: never written
         return value
     if isinstance(step, Item):
         try:

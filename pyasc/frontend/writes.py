@@ -86,7 +86,7 @@ def _external(b: Any, arr: np.ndarray) -> bool:
     for obj, _ in b.state.paths.values():
         if isinstance(obj, np.ndarray) and np.shares_memory(obj, arr):
             return True
-    return False
+    return any(np.shares_memory(obj, arr) for obj in b.state.unpathed.values())
 
 
 def _array_in_place(b: Any, s: ast.AugAssign, name: str, arr: np.ndarray, rhs: Any) -> None:
