@@ -65,8 +65,9 @@ class Target:
 
 Step = Union[Attr, Item]
 
-#: leaf kinds of a stored value: a graph output (SCALAR: one numpy holds as a numpy scalar), an input, a constant
-OUT, SCALAR, INPUT, CONST = "out", "scalar", "input", "const"
+#: leaf kinds of a stored value: a graph output (SCALAR: one numpy holds as a numpy scalar), an input, a constant;
+#: a printed compile-time value is its TEXT
+OUT, SCALAR, INPUT, CONST, TEXT = "out", "scalar", "input", "const", "text"
 
 
 @dataclass(frozen=True)
@@ -88,6 +89,16 @@ class Store:
 
 
 @dataclass(frozen=True)
+class Print:
+    """`print(...)` in the kernel, done after the launch: each item a graph output (OUT, SCALAR) or the text of
+    a compile-time value (TEXT)."""
+
+    items: tuple
+    sep: str = " "
+    end: str = "\n"
+
+
+@dataclass(frozen=True)
 class Effects:
     """Everything one compiled specialisation changes outside itself; `results` graph outputs are the
     kernel's result, the ones after them carry written arrays and stored values."""
@@ -97,10 +108,11 @@ class Effects:
     stores: tuple[Store, ...] = ()
     result_inputs: tuple[tuple[int, int], ...] = ()
     input_labels: tuple[str, ...] = field(default=(), compare=False)  # how the user spells each written input
+    prints: tuple[Print, ...] = ()
 
     @property
     def empty(self) -> bool:
-        return not (self.writes or self.stores or self.result_inputs)
+        return not (self.writes or self.stores or self.result_inputs or self.prints)
 
     def describe(self) -> list[str]:
         lines = [f"writes {self.label(w.input)} (output {w.output})" for w in self.writes]
@@ -116,7 +128,8 @@ class Effects:
                 "stores": [[s.target.to_json(), step_to_json(s.step), s.tree.to_json(),
                             [_leaf_json(leaf) for leaf in s.leaves]] for s in self.stores],
                 "result_inputs": [list(p) for p in self.result_inputs],
-                "input_labels": list(self.input_labels)}
+                "input_labels": list(self.input_labels),
+                "prints": [[[list(i) for i in p.items], p.sep, p.end] for p in self.prints]}
 
     @staticmethod
     def from_json(doc: dict) -> "Effects":
@@ -127,9 +140,11 @@ class Effects:
                 raise ValueError(f"a store step must be an attribute or an item, got {step!r}")
             stores.append(Store(Target.from_json(target), parsed, TreeDef.from_json(tree),
                                 tuple(_leaf_from(leaf) for leaf in leaves)))
+        prints = tuple(Print(tuple((str(k), int(v) if k != TEXT else str(v)) for k, v in items), str(sep), str(end))
+                       for items, sep, end in doc.get("prints", ()))
         return Effects(int(doc["results"]), tuple(WriteBack(int(i), int(o)) for i, o in doc["writes"]),
                        tuple(stores), tuple((int(k), int(i)) for k, i in doc["result_inputs"]),
-                       tuple(str(s) for s in doc.get("input_labels", ())))
+                       tuple(str(s) for s in doc.get("input_labels", ())), prints)
 
 
 def _key_json(k: Any) -> Any:

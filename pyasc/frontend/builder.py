@@ -577,7 +577,7 @@ class FunctionBuilder:
     def _e_Attribute(self, node: ast.Attribute) -> Any:
         base = self.eval(node.value)
         if is_tensor(base):
-            return self._tensor_attribute(base, node.attr, node)
+            return self.tensor_attribute(base, node.attr, node)
         attr = objects.mangle(self, node.attr)  # `self.__w` in a class body is `self._Class__w`
         if effects.lookup(self, base, guards.Attr(attr)) is effects.MISSING:
             getter = objects.property_getter(self, base, attr)
@@ -585,7 +585,7 @@ class FunctionBuilder:
                 return calls.inline(self, getter, [base], {}, node, self.text(node))
         return objects.read_attribute(self, base, attr, node)
 
-    def _tensor_attribute(self, x: Value, attr: str, node: ast.Attribute) -> Any:
+    def tensor_attribute(self, x: Value, attr: str, node: ast.AST) -> Any:
         t = x.type
         if attr == "shape":
             return tuple(t.shape)

@@ -17,8 +17,10 @@ What a call may name (anything else is a CompileError naming the callee):
 from __future__ import annotations
 
 import ast
+import functools
 import inspect
 import math
+import sys
 import types
 from typing import Any, Callable, Sequence
 
@@ -28,7 +30,8 @@ from .. import dtypes, ops
 from ..errors import CompileError, Note
 from .. import markers, tensor_type
 from ..tensor_type import Sym
-from . import aliasing, bitops, checks, comptime, dtype_rules, effects, guards, loops, objects, pytree, source
+from . import aliasing, bitops, checks, comptime, dtype_rules, effects, guards, loops, npfuncs, npkwargs, objects, \
+    pybuiltins, pytree, source
 from .protocol import KernelBuilder
 from .scope import Scope, assigned_names
 from .tensors import as_operand, strong_dtypes
@@ -126,6 +129,11 @@ def call_value(b: KernelBuilder, callee: Any, args: list[Any], kwargs: dict[str,
     twin = numpy_twin_of(callee, at.func if isinstance(at, ast.Call) else None)
     if twin is not None:
         return op_call(b, twin[1], twin[0], args, kwargs, at, name, numpy_fn=callee)
+    special = npfuncs.handler_for(callee)
+    if special is not None:
+        out = special(b, callee, args, kwargs, at, name, op_call)
+        if out is not npfuncs.NUMPY:
+            return out
     if is_dtype_like(callee) and callee not in (int, float, bool):
         return dtype_call(b, callee, args, kwargs, at, name)
     if _numpy_compile_time(callee):
@@ -134,12 +142,6 @@ def call_value(b: KernelBuilder, callee: Any, args: list[Any], kwargs: dict[str,
         return comptime.numpy_call(b, callee, args, kwargs, at, name)
     if comptime.is_math_function(callee):
         return comptime.math_call(b, callee, args, kwargs, at, name)
-    if callee is print:
-        raise b.error(
-            "print() is not supported in a kernel: the body runs once, at compile time; "
-            "return the value instead",
-            at,
-        )
     handler = BUILTINS.get(callee) if _hashable(callee) else None
     if handler is not None:
         return handler(b, args, kwargs, at, name)
@@ -214,12 +216,22 @@ def numpy_twin_of(callee: Any, func: ast.AST | None) -> tuple[str, Any] | None:
     if isinstance(fname, str):
         candidates.append(fname)
     for cand in candidates:
-        if getattr(np, cand, None) is callee:
-            twin = ops.numpy_twin(cand)
-            if twin is not None:
-                numpy_function = getattr(ops, "numpy_function", None)
-                return twin, numpy_function(cand) if numpy_function is not None else None
+        for prefix, module in _twin_modules():
+            if getattr(module, cand, None) is callee:
+                twin = ops.numpy_twin(prefix + cand)
+                if twin is not None:
+                    return twin, ops.numpy_function(prefix + cand)
     return None
+
+
+def _twin_modules() -> list[tuple[str, Any]]:
+    """(registry name prefix, module) where a numpy-ecosystem function is looked up: numpy itself, np.linalg,
+    and scipy.special when the user's code imported it."""
+    out: list[tuple[str, Any]] = [("", np), ("linalg.", np.linalg)]
+    special = sys.modules.get("scipy.special")
+    if special is not None:
+        out.append(("scipy.special.", special))
+    return out
 
 
 def _numpy_compile_time(callee: Any) -> bool:
@@ -249,10 +261,25 @@ def _scalar_result(v: Any) -> Any:
 
 def op_call(b: KernelBuilder, fn: Any, op_name: str, args: Sequence[Any], kwargs: dict[str, Any],
             at: ast.AST, display: str, numpy_fn: Any = None) -> Any:
-    """A call of an op's public function (or its numpy twin): bind, fold or emit."""
+    """A call of an op's public function (or its numpy twin): bind, fold or emit; numpy's `out=`, `dtype=`
+    and `initial=` keywords around it (npkwargs.py)."""
     if not ops.exists(op_name):
         raise b.error(f"{display} maps to the op {op_name!r}, which is not registered", at)
     args, kwargs = dtype_rules.python_dtypes(list(args), dict(kwargs))  # astype(int) is int32 (dtype_rules.py)
+    args, kwargs, extras = npkwargs.take(b, fn, op_name, list(args), kwargs, at, display)
+    if numpy_fn is not None and ops.get(op_name).tensor_params and not contains_tensor(args) \
+            and not contains_tensor(list(kwargs.values())) and extras.out is None \
+            and any(isinstance(a, (tuple, list)) for a in args):
+        try:  # no operand at all is a tensor or an array (`np.sum((1, 2, 3))`): numpy answers now
+            return _scalar_result(numpy_fn(*args, **kwargs))
+        except Exception as e:
+            raise b.error(f"{display}(): {type(e).__name__}: {e}", at) from None
+    result = _op_call(b, fn, op_name, args, kwargs, at, display, numpy_fn)
+    return npkwargs.finish(b, extras, result, op_name, at, display, op_call)
+
+
+def _op_call(b: KernelBuilder, fn: Any, op_name: str, args: list[Any], kwargs: dict[str, Any],
+             at: ast.AST, display: str, numpy_fn: Any) -> Any:
     try:
         op_name, tensors, attrs = bind_op(fn, op_name, list(args), dict(kwargs))
     except TypeError as e:
@@ -319,6 +346,19 @@ def tensor_method(b: KernelBuilder, m: TensorMethod, args: list[Any], kwargs: di
             args = [tuple(args[0])]
         else:
             args = [tuple(args)]
+    elif name == "astype":
+        kwargs = dict(kwargs)
+        copy = kwargs.pop("copy", True)
+        for layout in ("order", "casting", "subok"):
+            kwargs.pop(layout, None)
+        args, kwargs = dtype_rules.python_dtypes(list(args), kwargs)
+        target = args[0] if args else kwargs.get("dtype")
+        try:
+            same = target is not None and canonical_dtype(target) == x.type.dtype
+        except (dtypes.DTypeError, TypeError):
+            same = False
+        if copy is False and same:
+            return x  # numpy returns the very array when no copy is needed
     elif name == "transpose":
         if kwargs:
             raise b.error(f".transpose() takes axes only, got keyword {', '.join(kwargs)}", at)
@@ -504,6 +544,8 @@ BUILTINS: dict[Any, Callable[..., Any]] = {
     round: _compile_time_only(round),
     sum: _sum,
     math.prod: _compile_time_only(math.prod),
+    **pybuiltins.HANDLERS,
+    getattr: functools.partial(pybuiltins.getattr_, inline=lambda *a: inline(*a)),
 }
 
 

@@ -26,7 +26,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .. import dtypes, pytree
-from ..effects import ARG, CONST, INPUT, OUT, PATH, SCALAR, Effects, Store, Target, WriteBack
+from ..effects import ARG, CONST, INPUT, OUT, PATH, SCALAR, TEXT, Effects, Print, Store, Target, WriteBack
 from ..guards import Attr, Item
 from ..ir.graph import Value
 from .protocol import KernelBuilder
@@ -62,6 +62,7 @@ class EffectTable:
     order: list[StoreKey] = field(default_factory=list)        # stores, first store first
     containers: dict[int, tuple[Any, Target]] = field(default_factory=dict)  # the kernel's pytree containers
     made: dict[int, Any] = field(default_factory=dict)         # objects the kernel built (their attributes are its)
+    prints: list[tuple[list, str, str]] = field(default_factory=list)  # print(...) calls: values, sep, end
 
 
 def table(b: KernelBuilder) -> EffectTable:
@@ -239,6 +240,28 @@ def set_made(b: KernelBuilder, obj: Any, step: Attr | Item, value: Any, at: ast.
     return True
 
 
+def add_print(b: KernelBuilder, values: list, sep: str, end: str, at: ast.AST, what: str) -> None:
+    """`print(*values)`: done after the launch, with the values as they are here."""
+    if b.ctx.parent is not None:
+        raise b.error(f"{what} inside an `if` on a tensor or a runtime loop is not supported: which prints run is "
+                      "only known at launch; print after the `if` (or the loop)", at)
+    for v in values:
+        if not is_tensor(v) and _has_tensor(v):
+            raise b.error(f"{what} prints {describe(v)}, a container holding tensors; print the tensors one by one",
+                          at)
+    table(b).prints.append((list(values), sep, end))
+
+
+def _has_tensor(v: Any) -> bool:
+    if is_tensor(v):
+        return True
+    if isinstance(v, (list, tuple)):
+        return any(_has_tensor(x) for x in v)
+    if isinstance(v, dict):
+        return any(_has_tensor(x) for x in v.values())
+    return False
+
+
 # ---- branches and loops ------------------------------------------------------------------------------
 
 
@@ -325,5 +348,14 @@ def finish(b: KernelBuilder, results: list[Value], labels: list[str], at: ast.AS
             else:
                 specs.append((CONST, leaf.item() if isinstance(leaf, np.generic) else leaf))
         stores.append(Store(key.target, key.step, tree, tuple(specs)))
-    effects = Effects(len(results), tuple(writes), tuple(stores), result_inputs, tuple(labels))
+    prints = []
+    for values, sep, end in t.prints:
+        items = []
+        for v in values:
+            if is_tensor(v):
+                items.append((SCALAR if is_scalar(v) else OUT, out_index(v)))
+            else:
+                items.append((TEXT, str(v)))
+        prints.append(Print(tuple(items), sep, end))
+    effects = Effects(len(results), tuple(writes), tuple(stores), result_inputs, tuple(labels), tuple(prints))
     return outputs, (None if effects.empty else effects)

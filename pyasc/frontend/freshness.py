@@ -28,7 +28,7 @@ _FUTURE_FLAGS = functools.reduce(operator.or_, (getattr(__future__, n).compiler_
                                                 for n in __future__.all_feature_names), 0)
 
 
-def matches_running_code(fn: types.FunctionType, tree: ast.FunctionDef, filename: str) -> bool:
+def matches_running_code(fn: types.FunctionType, tree: ast.stmt, filename: str) -> bool:
     """Whether the function's source compiles to the code Python is running (so the file was not edited
     since import). Compiled as it was defined: inside its class (name mangling) and inside a function
     that binds its free variables (closure loads)."""

@@ -17,7 +17,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ..effects import ARG, INPUT, OUT, SCALAR, Effects, Store
+from ..effects import ARG, INPUT, OUT, SCALAR, TEXT, Effects, Store
 from ..guards import PATH_ERRORS, Attr, resolve
 from ..pytree import unflatten
 from .errors import ArgumentValueError
@@ -68,6 +68,9 @@ def apply(name: str, effects: Effects, outputs: list[np.ndarray], objects: Seque
             results[k] = obj
     for s in effects.stores:
         _store(name, s, outputs, caller_object, fn, arguments)
+    for p in effects.prints:
+        print(*(text if kind == TEXT else outputs[text][()] if kind == SCALAR else outputs[text]
+                for kind, text in p.items), sep=p.sep, end=p.end)
     return results
 
 
