@@ -167,23 +167,42 @@ def _flatten(v: Any) -> tuple[bool, list[Any]]:
     return False, [v]
 
 
-def _slot_pairs(b: KernelBuilder, then: Branch, other: Branch, before: dict, at: ast.AST
-                ) -> tuple[list[Any], list[tuple[Value, Value, tuple | None]]]:
-    """The slots (arrays and objects outside the kernel) the branches change differently, and their If outputs."""
-    keys, pairs = [], []
+@dataclass
+class SlotOutputs:
+    """What the If passes out for the slots (arrays and objects outside the kernel, effects.py) the branches
+    change: a slot holding in both branches what another output holds (the array a merged variable names)
+    reuses that output, so they stay one array after the `if`; the others get outputs of their own."""
+
+    keys: list = field(default_factory=list)      # slots with outputs of their own, in order
+    pairs: list = field(default_factory=list)     # their (then, else, weak) values
+    reuse: dict = field(default_factory=dict)     # slot -> index of the output it shares
+
+
+def _slot_pairs(b: KernelBuilder, then: Branch, other: Branch, before: dict, at: ast.AST,
+                existing: Sequence[tuple[Any, Any]] = ()) -> SlotOutputs:
+    """The slots the branches change differently; `existing`: the (then, else) values of the If's other outputs."""
+    out = SlotOutputs()
+    index = {(tv, ev): i for i, (tv, ev) in enumerate(existing) if is_tensor(tv) and is_tensor(ev)}
+    inputs = [n.name or "" for n in b.state.graph.inputs]
     for key, tv, ev in effects.changed(b, then.slots, other.slots, before, at):
-        keys.append(key)
-        pairs.append(_pair_to_values(b, effects.describe_slot(key, [n.name or "" for n in b.state.graph.inputs]),
-                                     tv, ev, then, other, at))
-    return keys, pairs
+        if is_tensor(tv) and is_tensor(ev) and (tv, ev) in index:
+            out.reuse[key] = index[(tv, ev)]
+            continue
+        if is_tensor(tv) and is_tensor(ev):
+            index[(tv, ev)] = len(existing) + len(out.keys)
+        out.keys.append(key)
+        out.pairs.append(_pair_to_values(b, effects.describe_slot(key, inputs), tv, ev, then, other, at))
+    return out
 
 
 def _make_if(b: KernelBuilder, cond: Value, operands: list[Value], then: Branch, other: Branch,
              pairs: list[tuple[Value, Value, tuple | None]], at: ast.AST, name: str,
-             slots: tuple[list[Any], list] = ([], [])) -> list[Value]:
-    """The If node; the outputs for `slots` (keys, pairs) go after `pairs`' and set those slots."""
-    keys, slot_pairs = slots
-    pairs = list(pairs) + list(slot_pairs)
+             slots: SlotOutputs | None = None) -> list[Value]:
+    """The If node; the outputs for `slots` go after `pairs`' and set those slots."""
+    slots = slots or SlotOutputs()
+    keys = slots.keys
+    n_own = len(pairs)
+    pairs = list(pairs) + list(slots.pairs)
     then.ctx.graph.set_outputs([p[0] for p in pairs])
     other.ctx.graph.set_outputs([p[1] for p in pairs])
     then.ctx.complete_inputs()
@@ -193,9 +212,10 @@ def _make_if(b: KernelBuilder, cond: Value, operands: list[Value], then: Branch,
     for out, (_, _, weak) in zip(outs, pairs):
         if weak is not None:
             mark_weak(b, out, weak)
+    effects.set_slots(b, {key: outs[i] for key, i in slots.reuse.items()})
     if keys:
-        effects.set_slots(b, dict(zip(keys, outs[len(outs) - len(keys):])))
-        outs = outs[:len(outs) - len(keys)]
+        effects.set_slots(b, dict(zip(keys, outs[n_own:])))
+        outs = outs[:n_own]
     return outs
 
 
@@ -249,7 +269,7 @@ def tensor_if_statement(b: KernelBuilder, stmt: ast.If, cond: Value) -> None:
             for i, (tv, ev) in enumerate(zip(t_items, e_items))
         ]
         outs = _make_if(b, cond, operands, then, other, pairs, stmt.test, name,
-                        _slot_pairs(b, then, other, before_slots, stmt.test))
+                        _slot_pairs(b, then, other, before_slots, stmt.test, list(zip(t_items, e_items))))
         b.returned, b.return_node = True, stmt
         b.return_value = tuple(outs) if tuple_t else outs[0]
         return
@@ -285,13 +305,13 @@ def tensor_if_statement(b: KernelBuilder, stmt: ast.If, cond: Value) -> None:
                 first[(id(tv), id(ev))] = n
             merged.append((n, _pair_to_values(b, f"variable `{n}`", tv, ev, then, other, stmt.test)))
             originals.append((tv, ev))
-    slots = _slot_pairs(b, then, other, before_slots, stmt.test)
-    if not merged and not slots[0]:
+    if not merged and not effects.changed_any(b, then.slots, other.slots, before_slots):
         return  # neither branch computes anything used later
     for bt, be in aliasing.bases_to_merge(b, originals):  # (the base of a view used later, passed out too)
         merged.append(("", _pair_to_values(b, "the array a view used after the `if` belongs to", bt, be, then,
                                             other, stmt.test)))
         originals.append((bt, be))
+    slots = _slot_pairs(b, then, other, before_slots, stmt.test, originals)
     outs = _make_if(b, cond, operands, then, other, [pair for _, pair in merged], stmt.test, name, slots)
     for (n, _), v in zip(merged, outs):
         if n:
@@ -328,7 +348,8 @@ def tensor_ternary(b: KernelBuilder, node: ast.IfExp, cond: Value) -> Any:
         raise b.error("the two sides of a conditional expression on a tensor give different numbers of values",
                       node)
     pairs = [_pair_to_values(b, "the value", tv, ev, then, other, node) for tv, ev in zip(t_items, e_items)]
-    outs = _make_if(b, cond, operands, then, other, pairs, node, name, _slot_pairs(b, then, other, before_slots, node))
+    outs = _make_if(b, cond, operands, then, other, pairs, node, name,
+                    _slot_pairs(b, then, other, before_slots, node, list(zip(t_items, e_items))))
     aliasing.merge_branches(b, [("", tv, ev, out) for tv, ev, out in zip(t_items, e_items, outs)], node)
     return tuple(outs) if tuple_t else outs[0]
 

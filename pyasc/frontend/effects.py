@@ -294,6 +294,16 @@ def changed(b: KernelBuilder, then: dict, other: dict, before: dict, at: ast.AST
     return out
 
 
+def changed_any(b: KernelBuilder, then: dict, other: dict, before: dict) -> bool:
+    """Whether the branches of an `if` changed any slot (without setting anything)."""
+    t = table(b)
+    for key in {*then, *other}:
+        base = before.get(key, t.initial.get(key, MISSING))
+        if then.get(key, base) is not base or other.get(key, base) is not base:
+            return True
+    return False
+
+
 def describe_slot(key: Any, inputs: list[str]) -> str:
     if isinstance(key, CellKey):
         name = inputs[key.index] if key.index < len(inputs) else f"input {key.index}"
