@@ -109,10 +109,12 @@ class Effects:
     result_inputs: tuple[tuple[int, int], ...] = ()
     input_labels: tuple[str, ...] = field(default=(), compare=False)  # how the user spells each written input
     prints: tuple[Print, ...] = ()
+    checks: tuple[tuple[str, str, str], ...] = ()  # per status bit: (numpy's exception, message, where)
+    status: int = -1  # the graph output holding the status word (-1: no checks)
 
     @property
     def empty(self) -> bool:
-        return not (self.writes or self.stores or self.result_inputs or self.prints)
+        return not (self.writes or self.stores or self.result_inputs or self.prints or self.status >= 0)
 
     def describe(self) -> list[str]:
         lines = [f"writes {self.label(w.input)} (output {w.output})" for w in self.writes]
@@ -129,7 +131,8 @@ class Effects:
                             [_leaf_json(leaf) for leaf in s.leaves]] for s in self.stores],
                 "result_inputs": [list(p) for p in self.result_inputs],
                 "input_labels": list(self.input_labels),
-                "prints": [[[list(i) for i in p.items], p.sep, p.end] for p in self.prints]}
+                "prints": [[[list(i) for i in p.items], p.sep, p.end] for p in self.prints],
+                "checks": [list(c) for c in self.checks], "status": self.status}
 
     @staticmethod
     def from_json(doc: dict) -> "Effects":
@@ -144,7 +147,8 @@ class Effects:
                        for items, sep, end in doc.get("prints", ()))
         return Effects(int(doc["results"]), tuple(WriteBack(int(i), int(o)) for i, o in doc["writes"]),
                        tuple(stores), tuple((int(k), int(i)) for k, i in doc["result_inputs"]),
-                       tuple(str(s) for s in doc.get("input_labels", ())), prints)
+                       tuple(str(s) for s in doc.get("input_labels", ())), prints,
+                       tuple((str(e), str(m), str(w)) for e, m, w in doc.get("checks", ())), int(doc.get("status", -1)))
 
 
 def _key_json(k: Any) -> Any:

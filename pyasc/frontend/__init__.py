@@ -61,11 +61,12 @@ class FrontendResult:
 
 
 def build_graph(fn: Any, specs: Sequence[ArgSpec], *, unroll_budget: int = 4096,
-                same_inputs: Sequence[tuple[int, int]] = ()) -> FrontendResult:
+                same_inputs: Sequence[tuple[int, int]] = (), checks: bool = True) -> FrontendResult:
     """Compile `fn` (a function, or a kernel object with `py_func`) for the given argument specs.
 
     `same_inputs`: (i, j) pairs of tensor inputs (in input order) where input i is the very array of input
-    j < i (`k(a, a)`): the kernel sees one array under both names, as numpy does.
+    j < i (`k(a, a)`): the kernel sees one array under both names, as numpy does. `checks`: record numpy's
+    errors on data in a status word the runtime reads after the launch (frontend/checks.py).
 
     Raises CompileError for anything in the kernel pyasc cannot compile (at the
     user's file/line/column), TypeError for specs that do not fit the function.
@@ -78,20 +79,22 @@ def build_graph(fn: Any, specs: Sequence[ArgSpec], *, unroll_budget: int = 4096,
     force: frozenset = frozenset()
     while True:  # again when the kernel writes a captured array it folded: with that array lifted
         try:
-            return _build(fn, parsed, specs, unroll_budget, same_inputs, force)
+            return _build(fn, parsed, specs, unroll_budget, same_inputs, force, checks)
         except guards.Relift as r:
             force = force | {r.path}
 
 
 def _build(fn: Any, parsed: Any, specs: Sequence[ArgSpec], unroll_budget: int, same_inputs: Sequence[tuple[int, int]],
-           force: frozenset) -> FrontendResult:
+           force: frozenset, checks: bool) -> FrontendResult:
     graph = Graph(parsed.fn.__name__)
-    state = BuildState(unroll_budget, graph, force_lift=force)
+    state = BuildState(unroll_budget, graph, force_lift=force, checks_enabled=checks)
     state.root = objects.root_of(fn)
     guards.begin(state, parsed.fn)
     scope = Scope(parsed.fn, assigned_names(parsed.tree))
     builder = FunctionBuilder(state, parsed, scope, GraphContext(graph))
     labels = _bind_parameters(builder, graph, specs, dict(same_inputs))
+    if checks:
+        effects.start_status(builder, parsed.tree)
     state.inlining.append(parsed.fn.__code__)
     _guarded(state, builder.run_body)
     results, out_tree = _guarded(state, lambda: _kernel_outputs(builder, graph))

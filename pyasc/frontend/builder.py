@@ -24,8 +24,8 @@ from ..markers import constexpr
 from ..ops.dimvalue import op_launch_checks
 from ..ir.graph import Value
 from ..tensor_type import Sym
-from . import aliasing, bitops, branches, calls, checks, comptime, dimpred, effects, guards, indexing, loops, objects, \
-    pytree, writes
+from . import aliasing, bitops, branches, calls, checks, comptime, dimpred, effects, guards, indexing, loops, masked, \
+    objects, pytree, writes
 from .context import BuildState, GraphContext
 from .scope import CLOSURE, GLOBAL, Scope, UnassignedFreeVariable, Undefined
 from .source import ParsedFunction
@@ -39,6 +39,7 @@ from .tensors import (
     tensor_binary,
 )
 from .values import (
+    Masked,
     TensorMethod,
     contains_tensor,
     is_const_array,
@@ -576,6 +577,12 @@ class FunctionBuilder:
 
     def _e_Attribute(self, node: ast.Attribute) -> Any:
         base = self.eval(node.value)
+        if isinstance(base, Masked):
+            if node.attr in calls.TENSOR_METHODS:
+                return TensorMethod(base, node.attr)
+            if node.attr == "T":
+                return base
+            raise masked.unsupported(self, base, node, f"`.{node.attr}`")
         if is_tensor(base):
             return self.tensor_attribute(base, node.attr, node)
         attr = objects.mangle(self, node.attr)  # `self.__w` in a class body is `self._Class__w`
@@ -611,6 +618,8 @@ class FunctionBuilder:
     def binary(self, op: ast.operator, left: Any, right: Any, at: ast.AST,
                operands: tuple[ast.AST, ast.AST]) -> Any:
         name, spelling, fn = BINARY_OPS[type(op)]
+        if isinstance(left, Masked) or isinstance(right, Masked):  # a boolean-mask selection stays one
+            return masked.elementwise(self, [left, right], at, lambda d: self.binary(op, d[0], d[1], at, operands))
         if is_tensor(left) or is_tensor(right):
             if spelling in ("<<", ">>"):
                 return bitops.shift(self, left, right, at, operands, spelling == "<<")
@@ -632,6 +641,11 @@ class FunctionBuilder:
 
     def _e_UnaryOp(self, node: ast.UnaryOp) -> Any:
         v = self.eval(node.operand)
+        if isinstance(v, Masked) and not isinstance(node.op, ast.Not):
+            return masked.elementwise(self, [v], node, lambda d: self._unary(node, d[0]))
+        return self._unary(node, v)
+
+    def _unary(self, node: ast.UnaryOp, v: Any) -> Any:
         if isinstance(node.op, ast.Not):
             if is_tensor(v):
                 raise self.error(
@@ -680,6 +694,11 @@ class FunctionBuilder:
             right = self.eval(comp)
             if type(op) in COMPARE_OPS:
                 name, spelling, fn = COMPARE_OPS[type(op)]
+                if isinstance(left, Masked) or isinstance(right, Masked):
+                    if len(node.ops) > 1:
+                        raise self.error(f"a chained comparison on tensors is ambiguous in `{self.text(node)}`", node)
+                    return masked.elementwise(self, [left, right], node,
+                                              lambda d: tensor_binary(self, name, d[0], d[1], node, (left_at, comp)))
                 if is_tensor(left) or is_tensor(right):
                     if len(node.ops) > 1:
                         raise self.error(
@@ -730,17 +749,21 @@ class FunctionBuilder:
         if is_tensor(base):
             return self._item(base, index, node)
         if contains_tensor(index):
-            if is_const_array(base) and is_tensor(index):  # `TABLE[ids]` on a compile-time array: a gather
-                return calls.op_call(self, None, "take", [base, index], {"axis": 0}, node, self.text(node))
+            if is_const_array(base):  # `TABLE[ids]`, `np.arange(n)[mask]` on a compile-time array: as a constant
+                try:
+                    table = self.const(base, dtypes.narrow(base.dtype), node)
+                except dtypes.DTypeError as e:
+                    raise self.error(f"{e} (indexed by a tensor in `{self.text(node)}`)", node) from None
+                return self._item(table, index, node)
             raise self.error(f"indexing {describe(base)} with a tensor is not supported in `{self.text(node)}`",
                              node)
         return objects.read_item(self, base, index, node)
 
-    def _item(self, x: Value, index: Any, at: ast.AST) -> Value:
+    def _item(self, x: Value, index: Any, at: ast.AST) -> Any:
         """`x[index]` read: a view of x, or a numpy scalar when every axis takes an int (no `...`)."""
         out = indexing.subscript(self, x, index, at)
         items = index if isinstance(index, tuple) else (index,)
-        if out is not x and out.type.ndim == 0 and not any(i is Ellipsis for i in items):
+        if is_tensor(out) and out is not x and out.type.ndim == 0 and not any(i is Ellipsis for i in items):
             aliasing.mark_scalar(self, out)
         return out
 

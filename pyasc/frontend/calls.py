@@ -30,8 +30,8 @@ from .. import dtypes, ops
 from ..errors import CompileError, Note
 from .. import markers, tensor_type
 from ..tensor_type import Sym
-from . import aliasing, bitops, checks, comptime, dtype_rules, effects, guards, loops, npfuncs, npkwargs, objects, \
-    pybuiltins, pytree, source
+from . import aliasing, bitops, checks, comptime, dtype_rules, effects, guards, loops, masked, npfuncs, npkwargs, \
+    objects, pybuiltins, pytree, source
 from .protocol import KernelBuilder
 from .scope import Scope, assigned_names
 from .tensors import as_operand, strong_dtypes
@@ -63,6 +63,8 @@ TENSOR_METHODS = {
     # numpy methods that are registry ops with the tensor as their first operand
     "var": "var", "std": "std", "clip": "clip", "copy": "copy", "swapaxes": "swapaxes", "repeat": "repeat",
     "dot": "dot", "argmax": "argmax", "argmin": "argmin", "take": "take", "cumsum": "cumsum",
+    "prod": "prod", "cumprod": "cumprod", "argsort": "argsort", "round": "round", "trace": "trace",
+    "any": "any", "all": "all",
 }
 
 #: numpy functions evaluated at compile time (on compile-time arguments only)
@@ -274,8 +276,29 @@ def op_call(b: KernelBuilder, fn: Any, op_name: str, args: Sequence[Any], kwargs
             return _scalar_result(numpy_fn(*args, **kwargs))
         except Exception as e:
             raise b.error(f"{display}(): {type(e).__name__}: {e}", at) from None
-    result = _op_call(b, fn, op_name, args, kwargs, at, display, numpy_fn)
+    if masked.any_masked(args):
+        result = _masked_call(b, fn, op_name, args, kwargs, at, display)
+    else:
+        result = _op_call(b, fn, op_name, args, kwargs, at, display, numpy_fn)
     return npkwargs.finish(b, extras, result, op_name, at, display, op_call)
+
+
+def _masked_call(b: KernelBuilder, fn: Any, op_name: str, args: list[Any], kwargs: dict[str, Any], at: ast.AST,
+                 display: str) -> Any:
+    """An op on a boolean-mask selection (masked.py): elementwise ops keep it a selection, a whole reduction
+    reduces the selected elements; anything else needs its data-dependent length."""
+    first = next(a for a in args if isinstance(a, masked.Masked))
+    op = ops.get(op_name)
+    if masked.is_elementwise(op_name):
+        return masked.elementwise(b, list(args), at, lambda data: _op_call(b, fn, op_name, data, kwargs, at, display,
+                                                                           None))
+    if op.is_reduction and len(args) == 1:
+        try:
+            _, _, attrs = bind_op(fn, op_name, [first.data], dict(kwargs))
+        except TypeError as e:
+            raise b.error(f"{display}(): {e}", at) from None
+        return masked.reduce(b, op_name, first, attrs, at, op_call)
+    raise masked.unsupported(b, first, at, f"{display}()")
 
 
 def _op_call(b: KernelBuilder, fn: Any, op_name: str, args: list[Any], kwargs: dict[str, Any],
@@ -323,6 +346,8 @@ def _op_call(b: KernelBuilder, fn: Any, op_name: str, args: list[Any], kwargs: d
             inputs.append(as_operand(b, t, [], op_name, at, label))
         else:
             inputs.append(as_operand(b, t, partners, op_name, at, label, bool(strong)))
+    if op_name == "take" and len(inputs) == 2 and inputs[1].node.op != "Const":
+        checks.take_in_range(b, inputs[0], inputs[1], attrs.get("axis"), at)  # numpy's IndexError, at run time
     outs = b.emit(op_name, inputs, attrs, at)
     return outs[0] if len(outs) == 1 and not op.returns_sequence else tuple(outs)
 
@@ -330,6 +355,10 @@ def _op_call(b: KernelBuilder, fn: Any, op_name: str, args: list[Any], kwargs: d
 def tensor_method(b: KernelBuilder, m: TensorMethod, args: list[Any], kwargs: dict[str, Any],
                   at: ast.AST) -> Any:
     x, name = m.tensor, m.name
+    if isinstance(x, masked.Masked):  # `x[mask].sum()`: the op on the selection (masked.py)
+        if name not in ("sum", "max", "min", "mean", "astype", "prod", "any", "all", "clip", "copy"):
+            raise masked.unsupported(b, x, at, f"`.{name}()`")
+        return op_call(b, None, TENSOR_METHODS[name], [x, *args], kwargs, at, f".{name}")
     op_name = TENSOR_METHODS[name]
     display = f".{name}"
     if name in ("flatten", "ravel"):
@@ -395,6 +424,8 @@ def _no_tensors(b: KernelBuilder, args: Sequence[Any], at: ast.AST, name: str, h
 
 
 def _len(b, args, kwargs, at, name):
+    if len(args) == 1 and isinstance(args[0], masked.Masked):
+        raise masked.unsupported(b, args[0], at, "len()")
     if len(args) == 1 and not kwargs and is_tensor(args[0]):
         x = args[0]
         if x.type.ndim == 0:

@@ -55,6 +55,17 @@ class StoreKey:
         return f"{where}.{self.step.name}" if isinstance(self.step, Attr) else f"{where}[{self.step.key!r}]"
 
 
+@dataclass(frozen=True)
+class StatusKey:
+    """The status word: one bit per data check that failed (checks.py)."""
+
+    def text(self) -> str:
+        return "the status word of the kernel's checks"
+
+
+STATUS = StatusKey()
+
+
 @dataclass
 class EffectTable:
     slots: dict[Any, Any] = field(default_factory=dict)       # CellKey | StoreKey -> the current value
@@ -63,6 +74,7 @@ class EffectTable:
     containers: dict[int, tuple[Any, Target]] = field(default_factory=dict)  # the kernel's pytree containers
     made: dict[int, Any] = field(default_factory=dict)         # objects the kernel built (their attributes are its)
     prints: list[tuple[list, str, str]] = field(default_factory=list)  # print(...) calls: values, sep, end
+    checks: list[tuple[str, str, str]] = field(default_factory=list)  # (exception, message, where) per status bit
 
 
 def table(b: KernelBuilder) -> EffectTable:
@@ -161,7 +173,7 @@ def rebind(b: KernelBuilder, rebound: Any) -> None:
         if new is not value:
             t.slots[key] = new
     for key, data in t.initial.items():
-        if key not in t.slots:
+        if key not in t.slots and isinstance(key, CellKey):
             new = rebound(data)
             if new is not data:
                 t.slots[key] = new
@@ -238,6 +250,26 @@ def set_made(b: KernelBuilder, obj: Any, step: Attr | Item, value: Any, at: ast.
                       "branches are built from the same objects; assign a variable instead", at)
     _set_now(b, obj, step, value, at, what)
     return True
+
+
+def start_status(b: KernelBuilder, at: ast.AST) -> None:
+    """The status word starts at 0 (in the kernel's own graph, so every branch and loop body can read it)."""
+    table(b).initial[STATUS] = b.const(0, "int32", at)
+
+
+def add_check(b: KernelBuilder, ok_all: Value, exception: str, message: str, loc: Any, text: str, at: ast.AST) -> None:
+    """status |= (1 - ok_all) << k for a new check k (ok_all: a 0-d int32, 1 when the data is fine)."""
+    t = table(b)
+    if STATUS not in t.initial:
+        return  # checks are off
+    k = len(t.checks)
+    if k >= 31:
+        k = 30  # (more checks share the last bit, with the last one's message: numpy's error is still raised)
+    else:
+        t.checks.append((exception, message, f"{loc}: in `{text}`"))
+    failed = b.emit("sub", [b.const(1, "int32", at), ok_all], {}, at)[0]
+    flag = b.emit("mul", [failed, b.const(1 << k, "int32", at)], {}, at)[0] if k else failed
+    t.slots[STATUS] = b.emit("bitwise_or", [current(t, STATUS), flag], {}, at)[0]
 
 
 def add_print(b: KernelBuilder, values: list, sep: str, end: str, at: ast.AST, what: str) -> None:
@@ -338,7 +370,7 @@ def finish(b: KernelBuilder, results: list[Value], labels: list[str], at: ast.AS
 
     holds: dict[Value, int] = {}  # the value each outside array holds at the end -> its input index
     writes = []
-    for key in sorted(t.initial, key=lambda k: k.index):
+    for key in sorted((k for k in t.initial if isinstance(k, CellKey)), key=lambda k: k.index):
         now = current(t, key)
         holds.setdefault(now, key.index)
         if now != t.initial[key]:
@@ -367,5 +399,9 @@ def finish(b: KernelBuilder, results: list[Value], labels: list[str], at: ast.AS
             else:
                 items.append((TEXT, str(v)))
         prints.append(Print(tuple(items), sep, end))
-    effects = Effects(len(results), tuple(writes), tuple(stores), result_inputs, tuple(labels), tuple(prints))
+    status = -1
+    if STATUS in t.initial and current(t, STATUS) is not t.initial[STATUS]:
+        status = out_index(current(t, STATUS))
+    effects = Effects(len(results), tuple(writes), tuple(stores), result_inputs, tuple(labels), tuple(prints),
+                      tuple(t.checks) if status >= 0 else (), status)
     return outputs, (None if effects.empty else effects)

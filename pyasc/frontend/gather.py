@@ -14,9 +14,10 @@ from typing import Any
 import numpy as np
 
 from ..ir.graph import Value
-from . import calls
+from .. import dtypes
+from . import checks
 from .protocol import KernelBuilder
-from .values import is_tensor
+from .values import Masked, is_tensor
 
 
 def _index_array(item: Any) -> bool:
@@ -65,6 +66,22 @@ def fancy(b: KernelBuilder, x: Value, index: Any, at: ast.AST) -> Value | None:
     if any(not (isinstance(s, slice) and s == slice(None)) for s in others):
         return None
     ids = items[arrays[0]]
+    if isinstance(ids, Masked):
+        return None  # indices selected by a mask: only a write takes them (fancy.py)
+    axis = arrays[0]
+    n = x.type.shape[axis] if axis < x.type.ndim else None
     if not is_tensor(ids):
         ids = np.asarray(ids)
-    return calls.op_call(b, None, "take", [x, ids], {"axis": arrays[0]}, at, b.text(at))
+        if isinstance(n, int) and ids.size and not ((-n <= ids) & (ids < n)).all():
+            bad = int(ids[(ids < -n) | (ids >= n)].reshape(-1)[0])
+            raise b.error(f"index {bad} is out of bounds for axis {axis} with size {n} in `{b.text(at)}` (numpy "
+                          "raises IndexError)", at)
+    elif isinstance(n, int):
+        i32 = ids if ids.type.dtype == "int32" else b.emit("cast", [ids], {"dtype": "int32"}, at)[0]
+        ok = b.emit("bitwise_and", [b.emit("ge", [i32, b.const(-n, "int32", at)], {}, at)[0],
+                                    b.emit("lt", [i32, b.const(n, "int32", at)], {}, at)[0]], {}, at)[0]
+        checks.index_in_range(b, ok, at, f"an index into axis {axis} of size {n}")
+    if not is_tensor(ids):
+        ids = b.const(ids, dtypes.narrow(ids.dtype), at)
+    return b.emit("take", [x, ids], {"axis": axis}, at)[0]
+

@@ -17,7 +17,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .. import dtypes, ops
-from . import aliasing, storing
+from . import aliasing, fancy, indexing, storing
 from .protocol import KernelBuilder
 from .values import canonical_dtype, contains_tensor, describe, is_const_array, is_tensor
 
@@ -170,7 +170,32 @@ HANDLERS: dict[str, Callable[..., Any]] = {
 }
 
 
+def add_at(b: KernelBuilder, fn: Any, args: list, kwargs: dict, at: ast.AST, name: str,
+           op_call: Callable[..., Any]) -> Any:
+    """np.add.at(a, indices, b): unbuffered, so repeated indices accumulate (fancy.py's "add" scatter)."""
+    if kwargs or len(args) not in (2, 3):
+        raise b.error(f"{name}() takes (a, indices, b)", at)
+    a, indices = args[0], args[1]
+    value = args[2] if len(args) == 3 else 1
+    if not contains_tensor([a, indices, value]):
+        return NUMPY
+    if is_const_array(a):
+        a = storing.tensor_of_array(b, a, at)
+    if not is_tensor(a):
+        raise b.error(f"{name}(): the first argument must be an array, got {describe(a)}", at)
+    index = indices if isinstance(indices, tuple) else (indices,)
+    if not fancy.is_advanced(index):
+        region = indexing.basic(b, a, index, at)  # slices and ints: an ordinary buffered += on a view
+        new = op_call(b, None, "add", [region, value], {}, at, name)
+        aliasing.write(b, region, storing.coerce(b, new, region.type.shape, region.type.dtype, at, at), at, name)
+        return None
+    fancy.write(b, a, index, value, at, indexing.basic, storing.coerce, None, mode="add")
+    return None
+
+
 def handler_for(callee: Any) -> Callable[..., Any] | None:
+    if getattr(callee, "__self__", None) is np.add and getattr(callee, "__name__", "") == "at":
+        return add_at
     for name, handler in HANDLERS.items():
         if getattr(np, name, None) is callee:
             return handler

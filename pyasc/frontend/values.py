@@ -25,6 +25,23 @@ class TensorMethod:
     name: str
 
 
+@dataclass(frozen=True, eq=False)
+class Masked:
+    """`x[mask]` with a tensor mask: the elements of `data` where `mask` (a bool tensor of data's leading
+    shape) is true, in order. Their number depends on the data, so it is no tensor: it may feed elementwise
+    ops (staying masked), a reduction or a write with the same mask (masked.py), and nothing else."""
+
+    data: Value
+    mask: Value
+    text: str  # how the kernel spelled it, for messages
+
+
+#: the message for a masked selection used where its data-dependent length would matter
+MASKED_USE = ("has a length that depends on the data (a boolean mask selects it); pyasc supports it where it "
+              "feeds a reduction (`x[m].sum()`, `np.mean(x[m])`) or a write with the same mask (`y[m] = x[m] * 2`), "
+              "elementwise ops in between")
+
+
 def is_tensor(v: Any) -> bool:
     return isinstance(v, Value)
 
@@ -88,6 +105,8 @@ def describe(v: Any) -> str:
         return f"a tensor {v.type}"
     if isinstance(v, TensorMethod):
         return f"the tensor method .{v.name}"
+    if isinstance(v, Masked):
+        return f"`{v.text}`, which {MASKED_USE}"
     if isinstance(v, bool):
         return f"the bool {v}"
     if isinstance(v, (int, float)):

@@ -20,10 +20,10 @@ import numpy as np
 
 from .. import dtypes
 from ..ir.graph import Value
-from . import aliasing, comptime, effects, guards, indexing, objects, storing
+from . import aliasing, comptime, effects, fancy, gather, guards, indexing, masked, objects, storing
 from .storing import coerce
 from .tensors import BINARY_OPS, fold
-from .values import contains_tensor, describe, is_const_array, is_number, is_tensor
+from .values import Masked, contains_tensor, describe, is_const_array, is_number, is_tensor
 
 #: in-place Python operators for compile-time numpy arrays
 _IN_PLACE = {
@@ -130,7 +130,16 @@ def assign_subscript(b: Any, target: ast.Subscript, value: Any, aug: ast.AugAssi
     if is_tensor(index) and dtypes.is_bool(index.type.dtype):
         _mask_write(b, target, container, index, value, aug, at, what)
         return
-    region = indexing.subscript(b, container, index, target)
+    index = gather.as_basic(b, container, index, at)
+    if fancy.is_advanced(index):  # integer arrays: a scatter (x[i] += v is numpy's buffered x[i] = x[i] + v)
+        combine = None
+        if aug is not None:
+            def combine(current: Value) -> Value:
+                result = b.binary(aug.op, current, value, at, (target, aug.value))
+                return in_place_result(b, at, b.text(target), current.type.shape, current.type.dtype, result)
+        fancy.write(b, container, index, value, at, indexing.basic, coerce, combine)
+        return
+    region = indexing.basic(b, container, index, target)
     if aug is not None:
         result = b.binary(aug.op, region, value, at, (target, aug.value))
         new = in_place_result(b, at, b.text(target), region.type.shape, region.type.dtype, result)
@@ -187,10 +196,19 @@ def _store(b: Any, obj: Any, step: Any, value: Any, aug: ast.AugAssign | None, t
 
 def _mask_write(b: Any, target: ast.Subscript, x: Value, mask: Value, value: Any, aug: ast.AugAssign | None,
                 at: ast.AST, what: str) -> None:
-    """`x[mask] = v` with a scalar v: `where(mask, v, x)` (numpy assigns v to every selected element)."""
+    """`x[mask] = v` with one value v, or a selection by the same mask (`z[m] = np.exp(-x[m])`):
+    `where(mask, v, x)` (numpy assigns v to every selected element). A mask of x's leading axes selects
+    whole rows."""
+    sel = masked.select(b, x, mask, target)
+    if isinstance(value, Masked) or (aug is None and not isinstance(value, Masked)):
+        if isinstance(value, Masked):
+            if aug is not None:
+                value = masked.elementwise(b, [sel, value], at,
+                                           lambda d: b.binary(aug.op, d[0], d[1], at, (target, aug.value)))
+            aliasing.write(b, x, masked.write(b, x, sel, value, at, coerce), at, what)
+            return
     if tuple(mask.type.shape) != tuple(x.type.shape):
-        raise b.error(f"{what}: the boolean mask is {mask.type} but the array is {x.type}; pyasc supports a "
-                      "mask of the array's whole shape (it becomes pyasc.where(mask, v, x))", target.slice)
+        mask = masked.full_mask(b, sel, at)
     single = is_number(value) or (is_tensor(value) and value.type.numel == 1) or \
         (is_const_array(value) and value.size == 1)
     if not single:

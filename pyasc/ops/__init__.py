@@ -73,5 +73,5 @@ from .registry import (  # noqa: F401
 )
 from . import elementwise, reduce, shape, matmul, creation, composite, dimvalue, loop, update  # noqa: F401,E402  (registers ops)
 from . import elementary, statistics, like, joining, arrange, dot, search, scan, constructors  # noqa: F401,E402  (numpy functions as composites)
-from . import npmath, special, accumulate, linalg, einsum, sorting  # noqa: F401,E402  (issue 22: more numpy, scipy.special)
+from . import npmath, special, accumulate, linalg, einsum, sorting, scatter  # noqa: F401,E402  (more numpy, scipy.special)
 from .shape import IndexPlan, normalize_index  # noqa: F401,E402

@@ -1,9 +1,12 @@
-"""Products and weighted means: cumprod, prod, average, as composites of elementwise ops and slices.
+"""Products, truth reductions and weighted means: cumprod, prod, any, all, count_nonzero, average, as
+composites of elementwise ops, slices and the max/min/sum reductions.
 
 cumprod(a, axis=None, dtype=None): Hillis-Steele, ceil(log2 n) steps of y *= y shifted by 1, 2, 4, ...
   (shifted in with ones): about 3n elements of work per row per step, any axis length.
 prod(a, axis=None, keepdims=False, dtype=None): the reduced axes moved last and flattened, then halved
   ceil(log2 n) times (an odd length padded with a one): y = y[..., :h] * y[..., h:].
+any / all (a, axis=None, keepdims=False) -> bool: max / min of (a != 0); count_nonzero (a, axis=None,
+  keepdims=False) -> int32 (numpy: int64): sum of (a != 0).
 average(a, axis=None, weights=None, keepdims=False): mean without weights; with weights (a's shape, or 1-D
   along `axis`) sum(a * w) / sum(w), in numpy's result dtype (integers: float32, numpy: float64).
 Dtypes are numpy's narrowed: integer and bool products are int32 (numpy: int64), floats keep theirs
@@ -114,6 +117,30 @@ def _static_axes(name: str, a: TensorType, axis: Any) -> tuple[int, ...]:
     return axes
 
 
+def _truth(b: Builder, a: Any) -> Any:
+    return a if b.dtype(a) == "bool" else b.op("ne", a, b.const(0, b.dtype(a)))
+
+
+def _any(b: Builder, a: Any, *, axis: Any = None, keepdims: bool = False) -> list[Any]:
+    return [b.op("max", _truth(b, a), axis=axis_arg(axis), keepdims=keepdims)]
+
+
+def _all(b: Builder, a: Any, *, axis: Any = None, keepdims: bool = False) -> list[Any]:
+    return [b.op("min", _truth(b, a), axis=axis_arg(axis), keepdims=keepdims)]
+
+
+def _count_nonzero(b: Builder, a: Any, *, axis: Any = None, keepdims: bool = False) -> list[Any]:
+    return [b.op("sum", b.cast(_truth(b, a), "int32"), axis=axis_arg(axis), keepdims=keepdims)]
+
+
+def _check_truth(name: str):
+    def check(ts: Sequence[TensorType], attrs: Mapping[str, Any]) -> None:
+        (a,) = ts
+        attr_bool(attrs, "keepdims", False, name)
+        normalize_axis(axis_arg(attrs.get("axis")), a.ndim)
+    return check
+
+
 def _check_cumprod(ts: Sequence[TensorType], attrs: Mapping[str, Any]) -> None:
     (a,) = ts
     if attrs.get("dtype") is not None:
@@ -165,6 +192,21 @@ def average(a, axis=None, weights=None, keepdims=False):  # noqa: ANN001, ANN201
     return np.average(a, axis=axis_arg(axis), weights=weights, keepdims=keepdims)
 
 
+def any(a, axis=None, keepdims=False):  # noqa: A001, ANN001, ANN201 - numpy's name
+    """Whether any element over `axis` is true (nonzero)."""
+    return np.any(a, axis=axis_arg(axis), keepdims=keepdims)
+
+
+def all(a, axis=None, keepdims=False):  # noqa: A001, ANN001, ANN201
+    """Whether every element over `axis` is true (nonzero)."""
+    return np.all(a, axis=axis_arg(axis), keepdims=keepdims)
+
+
+def count_nonzero(a, axis=None, keepdims=False):  # noqa: ANN001, ANN201
+    """How many elements over `axis` are nonzero."""
+    return np.count_nonzero(a, axis=axis_arg(axis), keepdims=keepdims)
+
+
 def _eager_average(a: Any, *rest: Any, axis: Any = None, keepdims: bool = False, has_weights: bool = False) -> Any:
     return np.average(a, axis=axis_arg(axis), weights=rest[0] if has_weights and rest else None, keepdims=keepdims)
 
@@ -177,3 +219,7 @@ numpy_composite("prod", _prod, prod, lambda a, **k: np.prod(a, **{**k, "axis": a
 numpy_composite("average", _average, average, _eager_average, category=Category.REDUCE,
                 tensor_params=("a", "weights"), optional=("weights",), numpy_names=("average",),
                 check=_check_average, reduce_axes=reduce_axes)
+for _name, _body, _api in (("any", _any, any), ("all", _all, all), ("count_nonzero", _count_nonzero, count_nonzero)):
+    numpy_composite(_name, _body, _api, lambda a, _f=_api, **k: _f(a, **k), category=Category.REDUCE,
+                    tensor_params=("a",), numpy_names=(_name,), check=_check_truth(_name), expensive=False,
+                    reduce_axes=reduce_axes)

@@ -1,13 +1,15 @@
 """scipy.special functions numpy code uses, as composites: xlogy xlog1py logit (x...), logsumexp (a, axis,
 keepdims), softmax / log_softmax over any axes (scipy's: axis=None is the whole array), and expit / erf as
-sugar over the registry's sigmoid and erf. Their eager functions are scipy's own when scipy is installed
+the registry's sigmoid and erf in scipy's dtypes. Their eager functions are scipy's own when scipy is installed
 (numpy code calling them has it), else the same formula in numpy.
 
 - xlogy(x, y) = x * log(y), 0 where x == 0 (unless y is NaN); xlog1py(x, y) = x * log1p(y) likewise;
 - logit(p) = log(p / (1 - p));
 - logsumexp(a) = m + log(sum(exp(a - m))), m the max (where m is infinite, m itself, as scipy gives);
 - softmax(x, axis) = exp(x - logsumexp(x, axis, keepdims=True)); log_softmax likewise without the exp.
-Float16 inputs compute in float32; integer inputs give float32 (scipy: float64).
+Dtypes are scipy's narrowed: its ufuncs (xlogy, xlog1py, logit, expit, erf) give float32 for float32 and
+float64 (pyasc: float32) for anything else; logsumexp and softmax keep a float dtype (float16 computed in
+float32) and give float32 for integers (softmax: numpy's float-math dtype, int8 -> float16).
 """
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ from .common import FLOATS, attr_bool, normalize_axis
 from .elementary import _log1p_of
 from .numpy_composite import numpy_composite
 from .reduce import axis_arg, reduce_axes
-from .registry import Category, get, register_sugar
+from .registry import Category
 
 #: the name scipy.special functions are registered under (frontend: `scipy.special.<name>` means this op)
 PREFIX = "scipy.special."
@@ -38,9 +40,27 @@ def _scipy(name: str) -> Callable[..., Any] | None:
 
 
 def _float(b: Builder, *xs: Any) -> tuple[str, list[Any]]:
-    out = b.float_dtype(b.result_type(*(b.dtype(x) for x in xs)))
-    comp = "float32" if out == "float16" else out
-    return out, [b.cast(x, comp) for x in xs]
+    """scipy's ufunc rule: float32 in, float32 out; anything else is computed in float64 (pyasc: float32)."""
+    return "float32", [b.cast(x, "float32") for x in xs]
+
+
+def _float_keep(b: Builder, x: Any) -> tuple[str, list[Any]]:
+    """logsumexp and softmax: a float keeps its dtype (float16 computed in float32); integers give float32."""
+    dt = b.dtype(x)
+    if dt in FLOATS:
+        return dt, [b.cast(x, "float32")]
+    out = b.float_dtype(dt)
+    return out, [b.cast(x, "float32")]
+
+
+def _expit(b: Builder, x: Any) -> list[Any]:
+    out, (p,) = _float(b, x)
+    return [b.cast(b.op("sigmoid", p), out)]
+
+
+def _erf(b: Builder, x: Any) -> list[Any]:
+    out, (p,) = _float(b, x)
+    return [b.cast(b.op("erf", p), out)]
 
 
 def _xlogy(b: Builder, x: Any, y: Any) -> list[Any]:
@@ -77,17 +97,19 @@ def _lse(b: Builder, x: Any, axis: Any, keepdims: bool) -> Any:
 
 
 def _logsumexp(b: Builder, a: Any, *, axis: Any = None, keepdims: bool = False) -> list[Any]:
-    out, (x,) = _float(b, a)
+    out, (x,) = _float_keep(b, a)
+    if b.dtype(a) not in FLOATS:
+        out = "float32"  # scipy's logsumexp of integers is float64
     return [b.cast(_lse(b, x, axis_arg(axis), keepdims), out)]
 
 
 def _softmax(b: Builder, x: Any, *, axis: Any = None) -> list[Any]:
-    out, (p,) = _float(b, x)
+    out, (p,) = _float_keep(b, x)
     return [b.cast(b.op("exp", b.op("sub", p, _lse(b, p, axis_arg(axis), True))), out)]
 
 
 def _log_softmax(b: Builder, x: Any, *, axis: Any = None) -> list[Any]:
-    out, (p,) = _float(b, x)
+    out, (p,) = _float_keep(b, x)
     return [b.cast(b.op("sub", p, _lse(b, p, axis_arg(axis), True)), out)]
 
 
@@ -186,16 +208,21 @@ numpy_composite("special_log_softmax", _log_softmax, special_log_softmax, _eager
 
 
 def expit(x):  # noqa: ANN001, ANN201
-    """scipy.special.expit: 1 / (1 + exp(-x)), the registry's sigmoid."""
+    """scipy.special.expit: 1 / (1 + exp(-x))."""
     fn = _scipy("expit")
-    return fn(x) if fn is not None else 1 / (1 + np.exp(-np.asarray(x)))
+    if fn is not None:
+        return fn(x)
+    x = np.asarray(x)
+    return 1 / (1 + np.exp(-x.astype(np.float32 if x.dtype == np.float32 else np.float64)))
 
 
-def erf(x):  # noqa: ANN001, ANN201
-    """scipy.special.erf, the registry's erf."""
+def special_erf(x):  # noqa: ANN001, ANN201
+    """scipy.special.erf: the error function (in scipy's dtypes; pyasc.erf keeps a float16 float16)."""
     fn = _scipy("erf")
-    return fn(x) if fn is not None else get("erf").eager(x)
+    if fn is not None:
+        return fn(x)
+    return np.vectorize(math.erf, otypes=[np.float64])(np.asarray(x, np.float64))
 
 
-register_sugar("expit", "sigmoid", expit, get("sigmoid").bind, numpy_names=(PREFIX + "expit",))
-register_sugar("special_erf", "erf", erf, get("erf").bind, numpy_names=(PREFIX + "erf",))
+numpy_composite("expit", _expit, expit, _eager(expit), numpy_names=(PREFIX + "expit",))
+numpy_composite("special_erf", _erf, special_erf, _eager(special_erf), numpy_names=(PREFIX + "erf",))

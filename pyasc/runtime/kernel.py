@@ -286,7 +286,9 @@ def kernel(fn: Callable[..., Any] | None = None, /, **options: Any) -> Any:
     default $PYASC_SANITIZE), backend ("emulator", the default, or "reference": the
     numpy interpreter of the optimised graph, for debugging), sync ("flags" or
     "barrier": a pipe barrier after every tile op, for bisecting sync bugs),
-    unroll_budget (positive int, default 4096). A bad option raises TypeError/ValueError right here.
+    unroll_budget (positive int, default 4096), checks (bool, default True: where numpy raises on data, e.g.
+    an index out of range, the kernel records it and the call raises numpy's error after the launch; False
+    builds no checks). A bad option raises TypeError/ValueError right here.
     The environment defaults are read when the decorator runs; PYASC_DUMP_DIR,
     PYASC_ALWAYS_COMPILE and PYASC_DEBUG are read at each call.
     """

@@ -42,7 +42,8 @@ def compile_call(fn: Any, name: str, params: Sequence[Param], options: KernelOpt
              if k != UNKEYED_DEFAULT]
     t0 = time.perf_counter()
     with _stage(name, "the frontend"):
-        fe = build_graph(fn, specs, unroll_budget=options.unroll_budget, same_inputs=same_inputs(params, call.key))
+        fe = build_graph(fn, specs, unroll_budget=options.unroll_budget, same_inputs=same_inputs(params, call.key),
+                         checks=options.checks)
     t1 = time.perf_counter()
     graph = fe.graph
     with _stage(name, "the frontend's graph (verifier, printer)"):

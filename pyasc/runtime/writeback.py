@@ -53,6 +53,9 @@ def apply(name: str, effects: Effects, outputs: list[np.ndarray], objects: Seque
     """Apply the effects after a launch; returns the kernel's results (the first `effects.results` outputs,
     a result that is an argument replaced by the caller's array)."""
 
+    if effects.status >= 0:
+        raise_failed_check(effects, outputs[effects.status])
+
     def caller_object(index: int) -> Any:
         if index < len(objects):
             return objects[index]
@@ -72,6 +75,21 @@ def apply(name: str, effects: Effects, outputs: list[np.ndarray], objects: Seque
         print(*(text if kind == TEXT else outputs[text][()] if kind == SCALAR else outputs[text]
                 for kind, text in p.items), sep=p.sep, end=p.end)
     return results
+
+
+#: the exceptions a data check may raise (numpy's), by name
+_EXCEPTIONS = {"IndexError": IndexError, "ValueError": ValueError, "ZeroDivisionError": ZeroDivisionError}
+
+
+def raise_failed_check(effects: Effects, status: np.ndarray) -> None:
+    """Raise numpy's error for the first check whose bit the kernel set (the writes it made are not applied)."""
+    word = int(np.asarray(status).reshape(()))
+    if not word:
+        return
+    k = (word & -word).bit_length() - 1
+    k = min(k, len(effects.checks) - 1)
+    exception, message, where = effects.checks[k]
+    raise _EXCEPTIONS.get(exception, ValueError)(f"{where}: {message}")
 
 
 def _copy_into(name: str, label: str, target: Any, value: np.ndarray) -> None:
