@@ -58,6 +58,13 @@ class FrontendResult:
     firstlineno: int  # file line where the function's source (its first decorator, if any) starts
     out_tree: TreeDef = LEAF_DEF  # the result's structure: the first graph outputs are its leaves, in leaf order
     effects: Effects | None = None  # what the kernel changes outside itself (pyasc.effects); None: nothing
+    out_consts: tuple = ()  # (leaf index, value) of the result's None and string leaves (no graph output)
+
+    @property
+    def results(self) -> list[Value]:
+        """The graph outputs that are the kernel's result (the ones after them carry its effects)."""
+        n = self.effects.results if self.effects is not None else len(self.graph.outputs)
+        return list(self.graph.outputs[:n])
 
 
 def build_graph(fn: Any, specs: Sequence[ArgSpec], *, unroll_budget: int = 4096,
@@ -93,11 +100,9 @@ def _build(fn: Any, parsed: Any, specs: Sequence[ArgSpec], unroll_budget: int, s
     scope = Scope(parsed.fn, assigned_names(parsed.tree))
     builder = FunctionBuilder(state, parsed, scope, GraphContext(graph))
     labels = _bind_parameters(builder, graph, specs, dict(same_inputs))
-    if checks:
-        effects.start_status(builder, parsed.tree)
     state.inlining.append(parsed.fn.__code__)
     _guarded(state, builder.run_body)
-    results, out_tree = _guarded(state, lambda: _kernel_outputs(builder, graph))
+    results, out_tree, out_consts = _guarded(state, lambda: _kernel_outputs(builder, graph))
     labels += [guards.hidden_label(path) for path in state.hidden]
     at = builder.return_node or parsed.tree
     outputs, written = _guarded(state, lambda: effects.finish(builder, results, labels, at,
@@ -109,6 +114,7 @@ def _build(fn: Any, parsed: Any, specs: Sequence[ArgSpec], unroll_budget: int, s
         source=_source_text(parsed),
         returns_tuple=returns_tuple,
         out_tree=out_tree,
+        out_consts=out_consts,
         captured=state.captured,
         helpers=state.helpers,
         guards=tuple(state.guards.values()),
@@ -213,12 +219,9 @@ def _same_array(graph: Graph, data: Value, same: dict[int, int]) -> Value:
     return graph.inputs[first].out() if first is not None else data
 
 
-def _kernel_outputs(b: FunctionBuilder, graph: Graph) -> tuple[list[Value], TreeDef]:
+def _kernel_outputs(b: FunctionBuilder, graph: Graph) -> tuple[list[Value], TreeDef, tuple]:
     name = b.parsed.fn.__qualname__
-    if not b.returned or b.return_value is None:
-        raise b.error(
-            f"kernel `{name}` returns nothing; a kernel must return a tensor or a tuple of tensors",
-            b.return_node or b.parsed.tree,
-        )
+    if not b.returned or b.return_value is None:  # numpy code that only writes (`layer.forward(x)`): None
+        return [], LEAF_DEF, ((0, None),)
     at = b.return_node.value if isinstance(b.return_node, ast.Return) and b.return_node.value else b.return_node
     return pytree.kernel_outputs(b, b.return_value, at, name)

@@ -12,7 +12,6 @@ source is never inlined.
 from __future__ import annotations
 
 import ast
-import difflib
 import inspect
 import types
 from dataclasses import dataclass
@@ -22,7 +21,7 @@ import numpy as np
 
 from .. import ops
 from ..errors import CompileError
-from . import aliasing
+from . import aliasing, near
 from .values import contains_tensor, is_tensor
 
 
@@ -127,23 +126,18 @@ def is_numpy_function(fn: Any) -> bool:
         not isinstance(getattr(fn, "__self__", None), np.ndarray)
 
 
-def near_names(name: str) -> list[str]:
-    """pyasc-compiled numpy names and pyasc functions spelled close to `name` (its last dotted part)."""
-    last = name.rsplit(".", 1)[-1]
-    pool = sorted(set(ops.numpy_names()) | set(ops.public_functions()))
-    return difflib.get_close_matches(last, pool, n=5, cutoff=0.6)
-
-
 def numpy_call(b: Any, fn: Any, args: list[Any], kwargs: dict[str, Any], at: ast.AST, name: str) -> Any:
     """A numpy function that is not a pyasc op: at compile time on compile-time values, else an error."""
     if contains_tensor(args) or contains_tensor(list(kwargs.values())):
-        near = near_names(name)
         module = getattr(fn, "__module__", "") or ""
-        if module.startswith("numpy.linalg"):  # the linear algebra pyasc has first, then names spelled alike
-            family = [n for n in ("matmul", "dot", "transpose", "outer") if ops.numpy_twin(n)]
-            near = family + [n for n in near if n not in family]
-        hint = ", ".join(f"np.{n}" if ops.numpy_twin(n) else f"pyasc.{n}" for n in near) if near else \
-            "nothing by that name (pyasc.ops.numpy_names() lists the numpy functions a kernel compiles)"
+        qualified = getattr(fn, "__name__", name)
+        if module.startswith("numpy.linalg"):
+            qualified = "linalg." + qualified
+        elif module.startswith("scipy.special") or (isinstance(fn, np.ufunc) and "scipy" in name):
+            qualified = "scipy.special." + qualified
+        found = near.near_names(qualified)
+        hint = ", ".join(near.spell(n) for n in found) if found else \
+            "nothing close (pyasc.ops.numpy_names() lists the numpy functions a kernel compiles)"
         raise b.error(f"`{name}` has no pyasc lowering; supported near it: {hint}", at)
     module = getattr(fn, "__module__", "") or ""
     if module.startswith("numpy.random"):

@@ -252,16 +252,11 @@ def set_made(b: KernelBuilder, obj: Any, step: Attr | Item, value: Any, at: ast.
     return True
 
 
-def start_status(b: KernelBuilder, at: ast.AST) -> None:
-    """The status word starts at 0 (in the kernel's own graph, so every branch and loop body can read it)."""
-    table(b).initial[STATUS] = b.const(0, "int32", at)
-
-
 def add_check(b: KernelBuilder, ok_all: Value, exception: str, message: str, loc: Any, text: str, at: ast.AST) -> None:
     """status |= (1 - ok_all) << k for a new check k (ok_all: a 0-d int32, 1 when the data is fine)."""
     t = table(b)
-    if STATUS not in t.initial:
-        return  # checks are off
+    if STATUS not in t.initial:  # the status word starts at 0, in the kernel's own graph (every branch reads it)
+        t.initial[STATUS] = b.state.graph.const(0, "int32", loc)
     k = len(t.checks)
     if k >= 31:
         k = 30  # (more checks share the last bit, with the last one's message: numpy's error is still raised)

@@ -25,15 +25,18 @@ class TensorMethod:
     name: str
 
 
-@dataclass(frozen=True, eq=False)
 class Masked:
     """`x[mask]` with a tensor mask: the elements of `data` where `mask` (a bool tensor of data's leading
     shape) is true, in order. Their number depends on the data, so it is no tensor: it may feed elementwise
-    ops (staying masked), a reduction or a write with the same mask (masked.py), and nothing else."""
+    ops (staying masked), a reduction or a write with the same mask (masked.py), and nothing else.
+    (A plain class, not a dataclass: pytrees flatten dataclasses, and a selection is no container.)"""
 
-    data: Value
-    mask: Value
-    text: str  # how the kernel spelled it, for messages
+    __slots__ = ("data", "mask", "text")
+
+    def __init__(self, data: Value, mask: Value, text: str):
+        self.data = data
+        self.mask = mask
+        self.text = text  # how the kernel spelled it, for messages
 
 
 #: the message for a masked selection used where its data-dependent length would matter

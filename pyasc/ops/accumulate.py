@@ -15,6 +15,7 @@ float results agree to rounding. Reduced axes need static sizes.
 """
 from __future__ import annotations
 
+import builtins  # the module defines numpy's any/all: the builtins by their full names
 import math
 from typing import Any, Mapping, Sequence
 
@@ -111,7 +112,7 @@ def _average(b: Builder, a: Any, weights: Any = None, *, axis: Any = None, keepd
 
 def _static_axes(name: str, a: TensorType, axis: Any) -> tuple[int, ...]:
     axes = normalize_axis(axis_arg(axis), a.ndim)
-    if any(isinstance(a.shape[i], Sym) for i in axes):
+    if builtins.any(isinstance(a.shape[i], Sym) for i in axes):
         raise InferError(f"{name}: the reduced axes of shape {fmt_shape(a.shape)} have sizes only known at launch; "
                          f"{name} needs static sizes")
     return axes
@@ -149,7 +150,7 @@ def _check_cumprod(ts: Sequence[TensorType], attrs: Mapping[str, Any]) -> None:
     if axis is not None and not isinstance(axis, (int, np.integer)):
         raise InferError(f"axis must be None or an int, got {axis!r}")
     if axis is None:
-        if any(isinstance(d, Sym) for d in a.shape):
+        if builtins.any(isinstance(d, Sym) for d in a.shape):
             raise InferError(f"cumprod of the flattened shape {fmt_shape(a.shape)} needs static sizes")
         return
     _static_axes("cumprod", a, axis)

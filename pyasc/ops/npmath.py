@@ -235,7 +235,8 @@ for _name, _body, _api, _np, _names in (
     ("rint", _rint, rint, np.rint, ("rint",)),
     ("trunc", _trunc, trunc, np.trunc, ("trunc", "fix")),
 ):
-    numpy_composite(_name, _body, _api, _np, numpy_names=_names)
+    numpy_composite(_name, _body, _api, _np, numpy_names=_names,
+                    expensive=_name in ("log10", "rint"))  # the tests, logic and trunc are a few cheap ops
 
 for _name, _body, _api, _np in (
     ("logical_and", _logical("bitwise_and"), logical_and, np.logical_and),
@@ -245,9 +246,9 @@ for _name, _body, _api, _np in (
     ("fmin", _fminmax("minimum"), fmin, np.fmin),
 ):
     numpy_composite(_name, _body, _api, _np, category=Category.BROADCAST, tensor_params=("x1", "x2"),
-                    numpy_names=(_name,))
+                    numpy_names=(_name,), expensive=False)
 
 numpy_composite("round", _round, round, _round_eager, tensor_params=("a",), numpy_names=("round", "around"),
-                check=_check_round)
+                check=_check_round, expensive=False)
 numpy_composite("nan_to_num", _nan_to_num, nan_to_num, _nan_to_num_eager, numpy_names=("nan_to_num",),
                 expensive=False)

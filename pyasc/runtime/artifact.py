@@ -104,6 +104,7 @@ class CompiledKernel:
     host: HostProgram | None = None
     out_tree: TreeDef | None = None  # the result's structure (None: a tensor, or a tuple if returns_tuple)
     effects: Effects | None = None   # what a call changes outside the kernel (pyasc.effects); None: nothing
+    out_consts: tuple = ()           # (leaf index, value): the result's None and string leaves
     _shapes_ok: set = field(default_factory=set, repr=False)
     _runner: EmulatorRunner | None = field(default=None, repr=False)
 
@@ -194,6 +195,11 @@ class CompiledKernel:
                                arguments or no_arguments)
 
     def _pack(self, outputs: list[np.ndarray]) -> Any:
+        if self.out_consts:  # None and string leaves sit between the outputs
+            consts = dict(self.out_consts)
+            it = iter(outputs)
+            n = self.out_tree.num_leaves if self.out_tree is not None else len(outputs) + len(consts)
+            outputs = [consts[i] if i in consts else next(it) for i in range(n)]
         if self.out_tree is not None and self.out_tree != LEAF_DEF:
             return unflatten(self.out_tree, outputs)
         return tuple(outputs) if self.returns_tuple else outputs[0]

@@ -91,7 +91,7 @@ def compile_call(fn: Any, name: str, params: Sequence[Param], options: KernelOpt
         params=tuple(params), graph=result.graph, stages=stages, dots=dots, plans=list(result.kernels),
         memory_plan=result.memory_plan, fusion_decisions=list(result.fusion_decisions),
         pass_log=result.pass_report(times=False), returns_tuple=fe.returns_tuple, guards=guards, py_func=fn,
-        out_tree=fe.out_tree, effects=fe.effects,
+        out_tree=fe.out_tree, effects=fe.effects, out_consts=fe.out_consts,
         full_key=key, components=components, stage_ops=stage_ops, pass_times=dict(result.pass_times),
         timings={"frontend": t1 - t0, "print": t2 - t1, "optimize": t3 - t2,
                  **({"codegen": t4 - t3, "host": t5 - t4} if emulator else {}), "total": t5 - t0},

@@ -127,9 +127,12 @@ register_section(json_section(
     "call.json",
     write=lambda ck: {"signature": ck.signature, "returns_tuple": ck.returns_tuple, "nodes_in": ck.nodes_in,
                       "nodes_out": ck.nodes_out, "timings": ck.timings, "pass_times": ck.pass_times,
-                      "out_tree": ck.out_tree.to_json() if ck.out_tree is not None else None},
+                      "out_tree": ck.out_tree.to_json() if ck.out_tree is not None else None,
+                      "out_consts": [[i, v] for i, v in ck.out_consts]},
     read=lambda doc, fields: {"signature": str(doc["signature"]), "returns_tuple": bool(doc["returns_tuple"]),
                               "out_tree": TreeDef.from_json(doc["out_tree"]) if doc.get("out_tree") else None,
+                              "out_consts": tuple((int(i), v if v is None else str(v))
+                                                  for i, v in doc.get("out_consts", ())),
                               "nodes_in": int(doc["nodes_in"]), "nodes_out": int(doc["nodes_out"]),
                               "timings": {k: float(v) for k, v in doc["timings"].items()},
                               "pass_times": {k: float(v) for k, v in doc["pass_times"].items()}}))

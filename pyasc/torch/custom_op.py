@@ -90,7 +90,7 @@ class PyascOp:
             hit = self._types.get(key)
         if hit is None:
             fe = build_graph(self.kernel.py_func, specs, unroll_budget=self.kernel.options.unroll_budget)
-            hit = [v.type for v in fe.graph.outputs]
+            hit = [v.type for v in fe.results]  # (the outputs after them carry writes and checks)
             with self._lock:
                 self._types[key] = hit
         return hit

@@ -192,7 +192,7 @@ def result_casts(gm: torch.fx.GraphModule, fn: Any) -> dict[int, str]:
             val = node.meta["val"]
             specs.append(ArgSpec(f"a{len(specs)}", TensorType(tuple(int(d) for d in val.shape),
                                                                 pyasc_dtype(val.dtype))))
-    got = [v.type for v in build_graph(fn, specs).graph.outputs]
+    got = [v.type for v in build_graph(fn, specs).results]
     out = next(n for n in gm.graph.nodes if n.op == "output").args[0]
     want = [o.meta["val"] for o in (out if isinstance(out, (tuple, list)) else [out])]
     casts = {}
