@@ -18,6 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
+import numpy as np
+
 from simulator import Program, isa
 from simulator.isa import Mem, Reg
 
@@ -189,6 +191,8 @@ class Emitter:
             return self.p.gm(v.param, self.value(self._addr(v)))
         if isinstance(v, Expr):
             return self.value(v)
+        if isinstance(v, (bool, np.bool_)):
+            return int(v)  # a bool constant (`mask[0] = False`): the byte the instruction writes
         return v
 
     # ---- statements ------------------------------------------------------------------------

@@ -445,13 +445,10 @@ class FunctionBuilder:
         raise self.error(f"{cls.__name__}: {message}" if message else cls.__name__, s)
 
     def _s_FunctionDef(self, s: ast.FunctionDef) -> None:
-        raise self.error(
-            f"nested function definitions are not supported in a kernel; define `{s.name}` at module level "
-            "(calls to it are inlined)",
-            header(s),
-        )
+        self.bind_name(s.name, comptime.make_def(self, s))  # inlined where it is called (comptime.py)
 
-    _s_AsyncFunctionDef = _s_FunctionDef
+    def _s_AsyncFunctionDef(self, s: ast.AsyncFunctionDef) -> None:
+        raise self.error(f"a nested `async def` (`{s.name}`) is not supported in a kernel", header(s))
 
     # ---- assignment -------------------------------------------------------------------
     def bind_name(self, name: str, value: Any) -> None:

@@ -125,6 +125,8 @@ def call_value(b: KernelBuilder, callee: Any, args: list[Any], kwargs: dict[str,
         return tensor_method(b, callee, args, kwargs, at)
     if isinstance(callee, comptime.KernelLambda):
         return comptime.call_lambda(b, callee, args, kwargs, at)
+    if isinstance(callee, comptime.KernelDef):
+        return comptime.call_def(b, callee, args, kwargs, at)
     op_name = getattr(callee, "__pyasc_op__", None)
     if isinstance(op_name, str):
         return op_call(b, callee, op_name, args, kwargs, at, name)
@@ -143,6 +145,12 @@ def call_value(b: KernelBuilder, callee: Any, args: list[Any], kwargs: dict[str,
     if comptime.is_numpy_function(callee):  # never inlined from numpy's own source
         return comptime.numpy_call(b, callee, args, kwargs, at, name)
     if comptime.is_math_function(callee):
+        twin = ops.numpy_twin(callee.__name__)
+        if twin is not None and not kwargs and args and all(
+                not is_tensor(a) or a.type.numel == 1 for a in args) and contains_tensor(args):
+            # `math.sqrt(total)` of a one-element tensor: numpy code gets a number there; a 0-d tensor here
+            return op_call(b, None, twin, [a if not is_tensor(a) or a.type.ndim == 0 else
+                                           b.emit("reshape", [a], {"shape": ()}, at)[0] for a in args], {}, at, name)
         return comptime.math_call(b, callee, args, kwargs, at, name)
     handler = BUILTINS.get(callee) if _hashable(callee) else None
     if handler is not None:
@@ -469,6 +477,17 @@ def _abs(b, args, kwargs, at, name):
 
 def _scalar_conversion(kind):
     def handler(b, args, kwargs, at, name):
+        if len(args) == 1 and not kwargs and is_tensor(args[0]) and args[0].type.numel == 1:
+            # `int(x == y)`, `float(loss)` of a one-element tensor: the number it holds, a 0-d tensor of the kind's
+            # dtype (numpy code gets a Python number; pyasc keeps it on the chip)
+            x = args[0] if args[0].type.ndim == 0 else b.emit("reshape", [args[0]], {"shape": ()}, at)[0]
+            dtype = {int: "int32", float: "float32", bool: "bool"}[kind]
+            if kind is bool:
+                out = b.emit("ne", [x, b.const(0, x.type.dtype, at)], {}, at)[0] if x.type.dtype != "bool" else x
+            else:
+                out = b.emit("cast", [x], {"dtype": dtype}, at)[0]
+            aliasing.mark_scalar(b, out)
+            return out
         if contains_tensor(list(args)):
             raise b.error(
                 f"{name}() of a tensor would need its value at compile time; "
@@ -573,6 +592,12 @@ BUILTINS: dict[Any, Callable[..., Any]] = {
     filter: _filter,
     sorted: _iterating(lambda *a, **k: sorted(*a, **k)),
     round: _compile_time_only(round),
+    str: _compile_time_only(str),
+    repr: _compile_time_only(repr),
+    set: _compile_time_only(set),
+    frozenset: _compile_time_only(frozenset),
+    divmod: _compile_time_only(divmod),
+    callable: _compile_time_only(callable),
     sum: _sum,
     math.prod: _compile_time_only(math.prod),
     **pybuiltins.HANDLERS,

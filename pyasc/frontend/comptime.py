@@ -12,6 +12,7 @@ source is never inlined.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import inspect
 import types
 from dataclasses import dataclass
@@ -22,6 +23,7 @@ import numpy as np
 from .. import ops
 from ..errors import CompileError
 from . import aliasing, near
+from .scope import Scope, assigned_names
 from .values import contains_tensor, is_tensor
 
 
@@ -38,8 +40,70 @@ class KernelLambda:
         return call_lambda(self.builder, self, list(args), kwargs, self.node)
 
 
-def make_lambda(b: Any, node: ast.Lambda) -> KernelLambda:
-    a = node.args
+@dataclass(eq=False)
+class KernelDef:
+    """A `def` written inside a kernel: its AST, the builder whose scope it closes over, its signature.
+    Calling it inlines its body, reading the enclosing function's variables as they are at the call (as a
+    Python closure reads its cells)."""
+
+    node: ast.FunctionDef
+    builder: Any
+    signature: inspect.Signature
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        # called by Python itself (a `sorted` key, `map`) while the kernel is compiled
+        return call_def(self.builder, self, list(args), kwargs, self.node)
+
+
+class NestedScope(Scope):
+    """The scope of a nested def: its own locals, then the enclosing function's (live) scope."""
+
+    def __init__(self, enclosing: Scope, local_names: set[str]):
+        self.fn = enclosing.fn
+        self.local_names = set(local_names)
+        self.locals: dict[str, Any] = {}
+        self._versions: dict[str, int] = {}
+        self.closure, self.empty_cells, self.globals = enclosing.closure, enclosing.empty_cells, enclosing.globals
+        self.enclosing = enclosing
+
+    def lookup(self, name: str) -> tuple[str, Any]:
+        if name in self.local_names:
+            return super().lookup(name)
+        return self.enclosing.lookup(name)
+
+
+def make_def(b: Any, node: ast.FunctionDef) -> KernelDef:
+    if node.decorator_list:
+        raise b.error(f"a decorated nested function (`{node.name}`) is not supported in a kernel; define it without "
+                      "decorators, or at module level", node.decorator_list[0])
+    return KernelDef(node, b, _signature(b, node.args))
+
+
+def call_def(caller: Any, kd: KernelDef, args: list[Any], kwargs: dict[str, Any], at: ast.AST) -> Any:
+    """Inline the nested function's body with its parameters bound, in a scope that reads the enclosing one."""
+    try:
+        bound = kd.signature.bind(*args, **kwargs)
+    except TypeError as e:
+        raise caller.error(f"{kd.node.name}(): {e}", at) from None
+    bound.apply_defaults()
+    if kd.node in caller.state.lambdas_running:
+        raise caller.error(f"recursive call to the nested function `{kd.node.name}`: it is inlined at compile time, "
+                           "so it cannot call itself", at)
+    parsed = dataclasses.replace(kd.builder.parsed, tree=kd.node)
+    scope = NestedScope(kd.builder.scope, assigned_names(kd.node))
+    for name, value in bound.arguments.items():
+        scope.bind(name, value)
+    helper = caller.inline_builder(parsed, scope)
+    caller.state.lambdas_running.append(kd.node)
+    try:
+        helper.run_body()
+    finally:
+        caller.state.lambdas_running.pop()
+    return helper.return_value
+
+
+def _signature(b: Any, a: ast.arguments) -> inspect.Signature:
+    """A signature from an AST's arguments, the defaults evaluated now (where the def or lambda is)."""
     params: list[inspect.Parameter] = []
     positional = [*a.posonlyargs, *a.args]
     defaults = [b.eval(d) for d in a.defaults]
@@ -55,7 +119,11 @@ def make_lambda(b: Any, node: ast.Lambda) -> KernelLambda:
         params.append(inspect.Parameter(arg.arg, inspect.Parameter.KEYWORD_ONLY, default=default))
     if a.kwarg:
         params.append(inspect.Parameter(a.kwarg.arg, inspect.Parameter.VAR_KEYWORD))
-    return KernelLambda(node, b, inspect.Signature(params))
+    return inspect.Signature(params)
+
+
+def make_lambda(b: Any, node: ast.Lambda) -> KernelLambda:
+    return KernelLambda(node, b, _signature(b, node.args))
 
 
 def call_lambda(caller: Any, lam: KernelLambda, args: list[Any], kwargs: dict[str, Any], at: ast.AST) -> Any:

@@ -35,6 +35,8 @@ INDEX = "int32"
 
 
 def _is_int_array(item: Any) -> bool:
+    if isinstance(item, range):
+        return len(item) > 0
     if isinstance(item, Masked):
         return dtypes.is_int(item.data.type.dtype)
     if is_tensor(item):
@@ -69,6 +71,8 @@ def plan(b: KernelBuilder, x: Value, index: Any, at: ast.AST) -> Plan:
     items = list(index) if isinstance(index, tuple) else [index]
     expanded: list[Any] = []
     for item in items:
+        if isinstance(item, range):  # numpy takes a range as the array of its values
+            item = np.arange(item.start, item.stop, item.step)
         if _is_const_bool(item):  # a compile-time mask: the positions it selects, known now
             expanded.extend(np.nonzero(np.asarray(item)))
         else:

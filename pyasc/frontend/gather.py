@@ -30,9 +30,19 @@ def _index_array(item: Any) -> bool:
     return isinstance(item, np.ndarray) and item.dtype.kind in "iu" and item.ndim >= 1
 
 
+def _ranges_as_arrays(index: Any) -> Any:
+    """numpy takes a range in an index as the array of its values (`x[range(n), y]`)."""
+    if isinstance(index, range):
+        return np.arange(index.start, index.stop, index.step)
+    if isinstance(index, tuple) and any(isinstance(i, range) for i in index):
+        return tuple(np.arange(i.start, i.stop, i.step) if isinstance(i, range) else i for i in index)
+    return index
+
+
 def as_basic(b: KernelBuilder, x: Value, index: Any, at: ast.AST) -> Any:
     """`index` with a compile-time index array that is an arithmetic progression (`wpe[[0, 1, 2]]`,
     `x[:, np.arange(4)]`) replaced by the slice it equals: a strided view, no gather. Other indices as given."""
+    index = _ranges_as_arrays(index)
     items = index if isinstance(index, tuple) else (index,)
     arrays = [i for i, item in enumerate(items) if _index_array(item) and not is_tensor(item)]
     if len(arrays) != 1 or any(not (isinstance(s, slice) and s == slice(None))

@@ -132,6 +132,25 @@ def _attribute(attr: str) -> Callable[..., Any]:
     return handler
 
 
+def atleast_(n: int) -> Callable[..., Any]:
+    def handler(b: KernelBuilder, fn: Any, args: list, kwargs: dict, at: ast.AST, name: str,
+                op_call: Callable[..., Any]) -> Any:
+        if kwargs or not contains_tensor(args):
+            return NUMPY
+        outs = []
+        for a in args:
+            if not is_tensor(a):
+                a = b.const(np.asarray(a), dtypes.narrow(np.asarray(a).dtype), at)
+            shape = tuple(a.type.shape)
+            if len(shape) < n:  # numpy's placement: (1,), (1, N), (1, N, 1) / (M, N, 1)
+                new = {0: (1,) * n, 1: ((1,) + shape + (1,))[:n] if n == 3 else (1,) + shape,
+                       2: shape + (1,)}[len(shape)] if n > 1 else (1,)
+                a = b.emit("reshape", [a], {"shape": new}, at)[0]
+            outs.append(a)
+        return outs[0] if len(outs) == 1 else tuple(outs)
+    return handler
+
+
 def copyto_(b: KernelBuilder, fn: Any, args: list, kwargs: dict, at: ast.AST, name: str,
             op_call: Callable[..., Any]) -> Any:
     kwargs = dict(kwargs)
@@ -167,6 +186,9 @@ HANDLERS: dict[str, Callable[..., Any]] = {
     "ndim": _attribute("ndim"),
     "size": _attribute("size"),
     "copyto": copyto_,
+    "atleast_1d": atleast_(1),
+    "atleast_2d": atleast_(2),
+    "atleast_3d": atleast_(3),
 }
 
 

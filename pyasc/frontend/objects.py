@@ -21,7 +21,7 @@ import types
 from typing import Any
 
 from ..guards import TRUSTED_MODULES
-from . import effects, guards
+from . import comptime, effects, guards
 from .protocol import KernelBuilder
 from .tensors import fold
 from .values import describe
@@ -37,6 +37,8 @@ def is_dict_method(callee: Any) -> bool:
 def dict_method(b: KernelBuilder, callee: Any, args: list, kwargs: dict, at: ast.AST, name: str) -> Any:
     d: dict = callee.__self__
     method = callee.__name__
+    if method in DICT_WRITERS:
+        return _dict_write(b, d, method, args, kwargs, at, name)
     if method not in DICT_READERS:
         raise b.error(f"{name}() would change a dict in place, which a kernel does not support; build a new "
                       "dict instead, e.g. `{**d, key: value}`", at)
@@ -66,6 +68,43 @@ def dict_method(b: KernelBuilder, callee: Any, args: list, kwargs: dict, at: ast
     if method == "items":
         return tuple((k, read(k)) for k in d)
     return {k: read(k) for k in d}  # copy
+
+
+#: dict methods that set items, as `d[k] = v` does (a pytree argument's dict or a captured one: set after the call)
+DICT_WRITERS = ("setdefault", "update")
+
+
+def _set_item(b: KernelBuilder, d: dict, key: Any, value: Any, at: ast.AST, what: str) -> None:
+    if effects.store(b, d, guards.Item(key), value, at, what):
+        return
+    comptime.check_list_mutation(b, d, what, at)  # a dict the kernel built: Python's own, changed now
+    d[key] = value
+
+
+def _dict_write(b: KernelBuilder, d: dict, method: str, args: list, kwargs: dict, at: ast.AST, name: str) -> Any:
+    what = f"{name}()"
+    if method == "setdefault":
+        if kwargs or not 1 <= len(args) <= 2:
+            raise b.error(f"{name}() takes a key and an optional default", at)
+        key, default = args[0], (args[1] if len(args) == 2 else None)
+        stored = effects.lookup(b, d, guards.Item(key))
+        if stored is not effects.MISSING:
+            return stored
+        try:
+            present = key in d
+        except TypeError:
+            raise b.error(f"{name}(): the key is unhashable ({describe(key)})", at) from None
+        if present:
+            return read_item(b, d, key, at)
+        _set_item(b, d, key, default, at, what)
+        return default
+    if len(args) > 1:
+        raise b.error(f"{name}() takes at most one positional argument", at)
+    items = dict(args[0]) if args else {}
+    items.update(kwargs)
+    for key, value in items.items():
+        _set_item(b, d, key, value, at, what)
+    return None
 
 
 def read_attribute(b: KernelBuilder, base: Any, attr: str, at: ast.AST) -> Any:

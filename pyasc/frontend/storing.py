@@ -95,6 +95,8 @@ def coerce(b: Any, value: Any, shape: Any, dtype: str, at: ast.AST, target: ast.
     elif is_tensor(value):
         # a copy: the stored value must be a new array, not another name for `value` (or a view of it)
         v = b.emit("cast", [value], {"dtype": value.type.dtype}, at)[0]
+    elif isinstance(value, (list, tuple)) and value and any(is_tensor(x) for x in value):
+        v = _stacked(b, value, dtype, at)  # numpy makes an array of the sequence first
     else:
         raise b.error(f"cannot assign {describe(value)} into a tensor in `{b.text(at)}`", at)
     if v.type.dtype != dtype:
@@ -120,6 +122,28 @@ def coerce(b: Any, value: Any, shape: Any, dtype: str, at: ast.AST, target: ast.
                           f"`{b.text(at)}` (numpy raises ValueError here)", at)
         v = b.emit("broadcast_to", [v], {"shape": shape}, at)[0]
     return v
+
+
+def _stacked(b: Any, items: Any, dtype: str, at: ast.AST) -> Value:
+    """A list/tuple of tensors (and numbers) as one array of `dtype`, items along a new first axis."""
+    parts = []
+    for x in items:
+        if isinstance(x, (list, tuple)):
+            x = _stacked(b, x, dtype, at)
+        elif not is_tensor(x):
+            if not (is_number(x) or is_const_array(x)):
+                raise b.error(f"cannot store {describe(x)} into a tensor in `{b.text(at)}`", at)
+            x = b.const(np.asarray(x), dtype, at)
+        if x.type.dtype != dtype:
+            x = b.emit("cast", [x], {"dtype": dtype}, at)[0]
+        parts.append(b.emit("expand_dims", [x], {"axis": 0}, at)[0])
+    shapes = {tuple(p.type.shape) for p in parts}
+    if len(shapes) != 1:
+        raise b.error(f"`{b.text(at)}` stores a sequence of arrays of different shapes {sorted(map(str, shapes))} "
+                      "(numpy raises ValueError: inhomogeneous shape)", at)
+    if len(parts) == 1:
+        return parts[0]
+    return b.emit("concat", parts, {"axis": 0, "kind": "concatenate"}, at)[0]
 
 
 def _dims(shape: tuple) -> str:
