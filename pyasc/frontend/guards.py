@@ -194,6 +194,18 @@ def relift(b: KernelBuilder, arr: np.ndarray) -> None:
             raise Relift(path)
 
 
+def relift_stored(b: KernelBuilder, obj: Any, step: Any) -> None:
+    """`obj.attr = v` of an attribute the kernel read as a folded array (`self.cache = self.cache + x`): build
+    again with it lifted, so the next call reads its new contents instead of compiling again for them."""
+    base = path_of(b.state, obj)
+    if base is None:
+        return
+    path = base + (step,)
+    guard = b.state.guards.get(path)
+    if guard is not None and guard.check.kind == "array" and path not in b.state.force_lift:
+        raise Relift(path)
+
+
 def hidden_label(path: tuple) -> str:
     """How the user spells a lifted array (`self.cache`)."""
     return path_text(path)

@@ -118,7 +118,8 @@ def dict_comprehension(b: Any, node: ast.DictComp) -> dict:
 
 def kernel_outputs(b: KernelBuilder, value: Any, at: ast.AST, name: str) -> tuple[list[Value], TreeDef, tuple]:
     """The graph outputs of a kernel's result, its structure (a single tensor: a leaf) and its constant leaves
-    ((leaf index, value) for None and strings, returned as they are: numpy code returns them too)."""
+    ((leaf index, value) for None, strings and Python numbers, returned as they are: numpy code returns them
+    too; numpy scalars and arrays known at compile time become constant outputs)."""
     try:
         leaves, tree = pytree.flatten(value, is_tensor)
     except pytree.BadKey as e:
@@ -128,8 +129,8 @@ def kernel_outputs(b: KernelBuilder, value: Any, at: ast.AST, name: str) -> tupl
     outputs = []
     consts = []
     for i, (path, v) in enumerate(zip(tree.paths(), leaves)):
-        if v is None or isinstance(v, str):
-            consts.append((i, v))
+        if v is None or isinstance(v, str) or type(v) in (bool, int, float):
+            consts.append((i, v))  # a compile-time Python value: returned as it is, as numpy code returns it
             continue
         what = (f"result {i}" if flat_tuple else f"result {pytree.path_text_for('', tree, path)}"
                 if path else "the result")

@@ -180,6 +180,7 @@ def _store(b: Any, obj: Any, step: Any, value: Any, aug: ast.AugAssign | None, t
                 fold(b, _IN_PLACE[type(aug.op)], (current, value), at)  # numpy's own in-place on the kernel's array
                 return
         value = b.binary(aug.op, current, value, at, (target, aug.value))
+    guards.relift_stored(b, obj, step)  # state the kernel reads and stores: a hidden input, not a constant
     if effects.store(b, obj, step, value, at, what):
         return
     if effects.set_made(b, obj, step, value, at, what):

@@ -131,8 +131,8 @@ register_section(json_section(
                       "out_consts": [[i, v] for i, v in ck.out_consts]},
     read=lambda doc, fields: {"signature": str(doc["signature"]), "returns_tuple": bool(doc["returns_tuple"]),
                               "out_tree": TreeDef.from_json(doc["out_tree"]) if doc.get("out_tree") else None,
-                              "out_consts": tuple((int(i), v if v is None else str(v))
-                                                  for i, v in doc.get("out_consts", ())),
+                              "out_consts": tuple((int(i), v) for i, v in doc.get("out_consts", ())
+                                                  if v is None or type(v) in (str, bool, int, float)),
                               "nodes_in": int(doc["nodes_in"]), "nodes_out": int(doc["nodes_out"]),
                               "timings": {k: float(v) for k, v in doc["timings"].items()},
                               "pass_times": {k: float(v) for k, v in doc["pass_times"].items()}}))
