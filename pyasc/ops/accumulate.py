@@ -112,6 +112,8 @@ def _average(b: Builder, a: Any, weights: Any = None, *, axis: Any = None, keepd
 
 def _static_axes(name: str, a: TensorType, axis: Any) -> tuple[int, ...]:
     axes = normalize_axis(axis_arg(axis), a.ndim)
+    if a.ndim == 0:
+        return ()  # numpy takes axis 0 / -1 of a 0-d array as the one element
     if builtins.any(isinstance(a.shape[i], Sym) for i in axes):
         raise InferError(f"{name}: the reduced axes of shape {fmt_shape(a.shape)} have sizes only known at launch; "
                          f"{name} needs static sizes")

@@ -133,9 +133,8 @@ def _nan_to_num(b: Builder, x: Any, *, copy: bool = True, nan: float = 0.0, posi
     info = np.finfo(dt)
     hi = float(info.max) if posinf is None else float(posinf)
     lo = float(info.min) if neginf is None else float(neginf)
-    inf = b.scalar(math.inf, x)
-    y = b.op("where", b.op("eq", x, inf), b.scalar(hi, x), x)
-    y = b.op("where", b.op("eq", x, b.op("neg", inf)), b.scalar(lo, x), y)
+    y = b.op("where", b.op("eq", x, b.scalar(math.inf, x)), b.scalar(hi, x), x)
+    y = b.op("where", b.op("eq", x, b.scalar(-math.inf, x)), b.scalar(lo, x), y)
     return [b.op("where", b.op("ne", x, x), b.scalar(float(nan), x), y)]
 
 
