@@ -227,7 +227,7 @@ def numpy_twin_of(callee: Any, func: ast.AST | None) -> tuple[str, Any] | None:
         candidates.append(fname)
     for cand in candidates:
         for prefix, module in _twin_modules():
-            if getattr(module, cand, None) is callee:
+            if vars(module).get(cand) is callee:  # (not getattr: numpy's module __getattr__ warns on `np.str`)
                 twin = ops.numpy_twin(prefix + cand)
                 if twin is not None:
                     return twin, ops.numpy_function(prefix + cand)
@@ -324,7 +324,10 @@ def _op_call(b: KernelBuilder, fn: Any, op_name: str, args: list[Any], kwargs: d
             )
     try:
         attrs = {k: normalize_attr(v) for k, v in attrs.items()}
-    except dtypes.DTypeError as e:
+        for key in ("dtype", "out_dtype"):  # "float64" spelled as text: narrowed like any 64-bit dtype
+            if isinstance(attrs.get(key), str):
+                attrs[key] = canonical_dtype(attrs[key])
+    except (dtypes.DTypeError, TypeError) as e:
         raise b.error(f"{display}(): {e}", at) from None
     present = [t for t in tensors if t is not None]
     if present and not any(is_tensor(t) for t in present) and all(

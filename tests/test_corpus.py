@@ -1,0 +1,33 @@
+"""The numpy corpus (tests/corpus): what compiles unchanged must match numpy, results, arguments and objects
+after the call; what does not compile must say so with a located CompileError, never a wrong number or an
+internal error. `benchmarks/corpus_report.py` prints the whole table; the suite runs every third case
+(PYASC_FULL_CORPUS=1: all of them).
+"""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from corpus.harness import all_cases, run_case
+
+#: cases that cannot compile (their length or values are data: np.unique): a located CompileError is right
+REFUSED = {"mlfromscratch.entropy"}
+
+CASES = all_cases()
+STRIDE = 1 if os.environ.get("PYASC_FULL_CORPUS") == "1" else 3
+
+
+def test_the_corpus_is_the_size_the_issue_measures():
+    assert len(CASES) >= 160
+    assert len({c.style for c in CASES}) == 7
+
+
+@pytest.mark.parametrize("case", CASES[::STRIDE], ids=lambda c: f"{c.style}.{c.name}")
+def test_corpus_case(case):
+    outcome = run_case(case, chip="tiny")
+    name = f"{case.style}.{case.name}"
+    if name in REFUSED:
+        assert outcome.status == "compile_error", outcome.detail
+        return
+    assert outcome.status == "ok", f"{outcome.status}: {outcome.detail}"
