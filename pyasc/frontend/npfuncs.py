@@ -151,6 +151,17 @@ def atleast_(n: int) -> Callable[..., Any]:
     return handler
 
 
+def ravel_(b: KernelBuilder, fn: Any, args: list, kwargs: dict, at: ast.AST, name: str,
+           op_call: Callable[..., Any]) -> Any:
+    """np.ravel(a): the method's flat view (`a.ravel()`)."""
+    if not args or not is_tensor(args[0]):
+        return NUMPY
+    if len(args) > 2 or set(kwargs) - {"order"} or (kwargs.get("order", "C") != "C") or \
+            (len(args) == 2 and args[1] != "C"):
+        raise b.error(f"{name}(): only order='C' (a kernel's arrays are row-major)", at)
+    return op_call(b, None, "reshape", [args[0], (-1,)], {}, at, name)
+
+
 def copyto_(b: KernelBuilder, fn: Any, args: list, kwargs: dict, at: ast.AST, name: str,
             op_call: Callable[..., Any]) -> Any:
     kwargs = dict(kwargs)
@@ -186,6 +197,7 @@ HANDLERS: dict[str, Callable[..., Any]] = {
     "ndim": _attribute("ndim"),
     "size": _attribute("size"),
     "copyto": copyto_,
+    "ravel": ravel_,
     "atleast_1d": atleast_(1),
     "atleast_2d": atleast_(2),
     "atleast_3d": atleast_(3),
