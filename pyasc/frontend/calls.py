@@ -324,10 +324,7 @@ def _op_call(b: KernelBuilder, fn: Any, op_name: str, args: list[Any], kwargs: d
             )
     try:
         attrs = {k: normalize_attr(v) for k, v in attrs.items()}
-        for key in ("dtype", "out_dtype"):  # "float64" spelled as text: narrowed like any 64-bit dtype
-            if isinstance(attrs.get(key), str):
-                attrs[key] = canonical_dtype(attrs[key])
-    except (dtypes.DTypeError, TypeError) as e:
+    except dtypes.DTypeError as e:
         raise b.error(f"{display}(): {e}", at) from None
     present = [t for t in tensors if t is not None]
     if present and not any(is_tensor(t) for t in present) and all(

@@ -81,23 +81,13 @@ def is_dtype_like(v: Any) -> bool:
 
 
 def canonical_dtype(v: Any) -> str:
-    """Canonical dtype name; Python's int/float mean numpy's defaults narrowed to 32 bits, and so does an
-    explicit 64-bit request (`x.astype(np.float64)`, `dtype="int64"`): the chip computes in 32 bits, as for
-    every 64-bit result numpy would give (pyasc.dtypes)."""
+    """Canonical dtype name; Python's int/float mean numpy's defaults narrowed to 32 bits (an explicit 64-bit
+    dtype stays an error: README, dtype rules)."""
     if v is int:
         return "int32"
     if v is float:
         return "float32"
-    try:
-        return dtypes.normalize(v)
-    except dtypes.DTypeError:
-        try:
-            dt = np.dtype(v)
-        except TypeError:
-            raise
-        if dt.kind in "iuf" and dt.itemsize == 8:
-            return dtypes.narrow(dt)
-        raise
+    return dtypes.normalize(v)
 
 
 def normalize_attr(v: Any) -> Any:
