@@ -68,8 +68,8 @@ LOOP = ["    {v} = {a}", "    for _ in range(min({a}.shape[0], 4)):", "        {
 #: numpy code of issue 22: the numpy and scipy functions added, advanced indexing (gathers, scatters, add.at,
 #: masks feeding reductions and writes) and writes that reach the caller (arguments compared after the call)
 ISSUE22 = ["np.log10(np.abs({a}) + 1.0)", "np.round({a} * 3.0)", "np.trunc({a} * 2.0)", "np.nan_to_num({a} / {a})",
-           "np.cumprod(np.tanh({a}), axis=-1)", "np.sort({a}, axis=-1)", "np.argsort({a}, axis=0)",
-           "np.take_along_axis({a}, np.argsort({a}, axis=-1), axis=-1)", "np.einsum('...i,...i->...', {a}, {a})",
+           "np.cumprod(np.tanh({a}), axis=-1)", "np.sort({a}, axis=-1)", "np.argsort({a}, axis=0, kind='stable')",
+           "np.take_along_axis({a}, np.argsort({a}, axis=-1, kind='stable'), axis=-1)", "np.einsum('...i,...i->...', {a}, {a})",
            "np.prod(np.tanh({a}), axis=0)", "np.linalg.norm({a}, axis=-1)", "np.average({a}, axis=0)",
            "scipy.special.expit({a})", "scipy.special.logsumexp({a}, axis=-1)", "scipy.special.xlogy({a}, np.abs({a}) + 1.0)",
            "{a}[[0, -1]]", "{a}[{a} > 0.5].sum() + {a}[{a} < 0.0].mean()", "np.append({a}, {a})",

@@ -280,3 +280,31 @@ def one_column_dense(x):
 def test_bool_constant_writes_and_a_one_column_bias(rng):
     check(bool_constant_write, rng.standard_normal(6).astype(np.float32))
     check(one_column_dense, rng.standard_normal((4, 8)).astype(np.float32))
+
+
+# ---- regressions from the differential fuzz (benchmarks/fuzz.py) -----------------------------------------
+
+
+def fuzz_cumprod_of_a_0d(a0):
+    t0 = a0 @ a0.T
+    return np.cumprod(np.tanh(t0), axis=-1)
+
+
+def fuzz_constants_at_opt_level_0(x, i):
+    return np.nan_to_num(x / x), x[i]
+
+
+def fuzz_ravel_and_sorts(a0):
+    return np.diag(np.ravel(a0)), np.argsort(a0.sum(), axis=0), np.argsort(a0 * -1.5, axis=0, kind="stable")
+
+
+def test_fuzz_regressions(rng):
+    check(fuzz_cumprod_of_a_0d, rng.standard_normal(7).astype(np.float16))
+    x = rng.standard_normal((3, 5)).astype(np.float32)
+    x[0, 0] = 0.0
+    with np.errstate(invalid="ignore"):
+        want = fuzz_constants_at_opt_level_0(x, np.array([1, 2], np.int32))
+    got = pyasc.kernel(fuzz_constants_at_opt_level_0, chip="tiny", opt_level=0)(x, np.array([1, 2], np.int32))
+    assert_close(got, want)
+    a = np.round(rng.standard_normal((7, 3)) * 2).astype(np.float32)  # ties: a stable order
+    check(fuzz_ravel_and_sorts, a)

@@ -1,6 +1,7 @@
 """Sorting along an axis and gathering along it: sort, argsort, take_along_axis; and np.append.
 
-sort(a, axis=-1) / argsort(a, axis=-1): by rank. For a row of n values, the rank of element i is the number
+sort(a, axis=-1, kind=None) / argsort(a, axis=-1, kind=None): by rank, always stable (`kind` is accepted
+and changes nothing: equal values keep their order; numpy's default quicksort may order ties otherwise). For a row of n values, the rank of element i is the number
 of elements that sort before it: rank_i = #{j: x_j < x_i} + #{j < i: x_j == x_i}, NaN counted as the largest
 (numpy sorts NaN last) — a stable order, so argsort agrees with numpy's stable sort (its default quicksort
 agrees on rows without ties). The sorted row is the one-hot placement of each value at its rank
@@ -78,14 +79,20 @@ def _order(b: Builder, x: Any) -> Any:
     return b.op("eq", rank, b.array(np.arange(n, dtype=np.int32).reshape(n, 1)))
 
 
-def _sort(b: Builder, a: Any, *, axis: Any = -1) -> list[Any]:
+def _sort(b: Builder, a: Any, *, axis: Any = -1, kind: Any = None, order: Any = None,
+          stable: Any = None) -> list[Any]:
+    if not b.shape(a):
+        axis = None
     x = a if axis is not None else b.op("reshape", a, shape=(-1,))
     ax = -1 if axis is None else normalize_axis(axis, len(b.shape(x)))[0]
     x, undo = _last(b, x, ax % len(b.shape(x)))
     return [_back(b, _place(b, _order(b, x), x), undo)]
 
 
-def _argsort(b: Builder, a: Any, *, axis: Any = -1) -> list[Any]:
+def _argsort(b: Builder, a: Any, *, axis: Any = -1, kind: Any = None, order: Any = None,
+             stable: Any = None) -> list[Any]:
+    if not b.shape(a):
+        axis = None
     x = a if axis is not None else b.op("reshape", a, shape=(-1,))
     ax = -1 if axis is None else normalize_axis(axis, len(b.shape(x)))[0]
     x, undo = _last(b, x, ax % len(b.shape(x)))
@@ -121,13 +128,15 @@ def _check_sorted(name: str):
     def check(ts: Sequence[TensorType], attrs: Mapping[str, Any]) -> None:
         (a,) = ts
         axis = attrs.get("axis", -1)
-        if axis is None:
-            dims = list(a.shape)
+        if attrs.get("order") is not None:
+            raise InferError("order= sorts structured arrays, which a kernel does not have")
+        if axis is None or a.ndim == 0:
+            if a.ndim == 0 and axis is not None and name == "sort":
+                raise InferError(f"axis {axis} is out of bounds for array of dimension 0")
+            dims = list(a.shape)  # (a 0-d tensor sorts as one element, as numpy's argsort does)
         else:
             if not isinstance(axis, (int, np.integer)):
                 raise InferError(f"axis must be None or an int, got {axis!r}")
-            if a.ndim == 0:
-                raise InferError("axis out of bounds for a 0-d tensor")
             dims = [a.shape[normalize_axis(axis, a.ndim)[0]]]
         if any(isinstance(d, Sym) for d in dims):
             raise InferError(f"the sorted axis of shape {fmt_shape(a.shape)} has a size only known at launch; "
@@ -151,13 +160,14 @@ def _check_take_along(ts: Sequence[TensorType], attrs: Mapping[str, Any]) -> Non
         raise InferError(f"axis {ax} of shape {fmt_shape(arr.shape)} has a size only known at launch")
 
 
-def sort(a, axis=-1):  # noqa: ANN001, ANN201 - the public signature
-    """The values of `a` sorted along `axis` (NaN last)."""
+def sort(a, axis=-1, kind=None, order=None, *, stable=None):  # noqa: ANN001, ANN201 - numpy's signature
+    """The values of `a` sorted along `axis` (NaN last). Always a stable sort, whatever `kind` asks."""
     return np.sort(a, axis=axis, kind="stable")
 
 
-def argsort(a, axis=-1):  # noqa: ANN001, ANN201
-    """The indices that sort `a` along `axis` (a stable sort, NaN last)."""
+def argsort(a, axis=-1, kind=None, order=None, *, stable=None):  # noqa: ANN001, ANN201
+    """The indices that sort `a` along `axis`: a stable sort (NaN last), whatever `kind` asks; numpy's default
+    quicksort may order equal values otherwise."""
     return np.argsort(a, axis=axis, kind="stable")
 
 
@@ -171,9 +181,9 @@ def append(arr, values, axis=None):  # noqa: ANN001, ANN201
     return np.append(arr, values, axis=axis)
 
 
-numpy_composite("sort", _sort, sort, lambda a, axis=-1: np.sort(a, axis=axis, kind="stable"),
+numpy_composite("sort", _sort, sort, lambda a, axis=-1, **_: np.sort(a, axis=axis, kind="stable"),
                 category=Category.OPAQUE, tensor_params=("a",), numpy_names=("sort",), check=_check_sorted("sort"))
-numpy_composite("argsort", _argsort, argsort, lambda a, axis=-1: np.argsort(a, axis=axis, kind="stable"),
+numpy_composite("argsort", _argsort, argsort, lambda a, axis=-1, **_: np.argsort(a, axis=axis, kind="stable"),
                 category=Category.OPAQUE, tensor_params=("a",), numpy_names=("argsort",), check=_check_sorted("argsort"))
 numpy_composite("take_along_axis", _take_along, take_along_axis,
                 lambda arr, indices, axis: np.take_along_axis(arr, indices, axis), category=Category.INJECTIVE,
