@@ -29,6 +29,7 @@ from .joining import place, slice_axis
 from .numpy_composite import numpy_composite
 from .reduce import axis_arg, reduce_axes
 from .registry import Category
+from .scan import scan_operand
 
 
 def _product_dtype(b: Builder, x: Any, dtype: Any) -> tuple[str, str]:
@@ -39,12 +40,8 @@ def _product_dtype(b: Builder, x: Any, dtype: Any) -> tuple[str, str]:
 
 
 def _cumprod(b: Builder, a: Any, *, axis: Any = None, dtype: Any = None) -> list[Any]:
-    x = a if axis is not None else b.op("reshape", a, shape=(-1,))
-    if not b.shape(x):
-        x = b.op("reshape", x, shape=(1,))
+    x, ax = scan_operand(b, a, axis)
     shape = b.shape(x)
-    nd = len(shape)
-    ax = 0 if axis is None else normalize_axis(axis, nd)[0]
     out, acc = _product_dtype(b, x, dtype)
     y = b.cast(b.cast(x, b.dtype(x) if dtype is None else dtype), acc)
     n, step, one = shape[ax], 1, b.const(1, acc)

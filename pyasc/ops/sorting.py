@@ -79,23 +79,24 @@ def _order(b: Builder, x: Any) -> Any:
     return b.op("eq", rank, b.array(np.arange(n, dtype=np.int32).reshape(n, 1)))
 
 
-def _sort(b: Builder, a: Any, *, axis: Any = -1, kind: Any = None, order: Any = None,
-          stable: Any = None) -> list[Any]:
+def _operand(b: Builder, a: Any, axis: Any) -> tuple[Any, Any]:
+    """numpy's sort operand (flattened when axis is None or the input is 0-d) moved to the last axis."""
     if not b.shape(a):
         axis = None
     x = a if axis is not None else b.op("reshape", a, shape=(-1,))
     ax = -1 if axis is None else normalize_axis(axis, len(b.shape(x)))[0]
-    x, undo = _last(b, x, ax % len(b.shape(x)))
+    return _last(b, x, ax % len(b.shape(x)))
+
+
+def _sort(b: Builder, a: Any, *, axis: Any = -1, kind: Any = None, order: Any = None,
+          stable: Any = None) -> list[Any]:
+    x, undo = _operand(b, a, axis)
     return [_back(b, _place(b, _order(b, x), x), undo)]
 
 
 def _argsort(b: Builder, a: Any, *, axis: Any = -1, kind: Any = None, order: Any = None,
              stable: Any = None) -> list[Any]:
-    if not b.shape(a):
-        axis = None
-    x = a if axis is not None else b.op("reshape", a, shape=(-1,))
-    ax = -1 if axis is None else normalize_axis(axis, len(b.shape(x)))[0]
-    x, undo = _last(b, x, ax % len(b.shape(x)))
+    x, undo = _operand(b, a, axis)
     n = b.shape(x)[-1]
     iota = b.op("broadcast_to", b.array(np.arange(n, dtype=np.int32)), shape=b.shape(x))
     return [_back(b, _place(b, _order(b, x), iota), undo)]
