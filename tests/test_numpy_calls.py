@@ -330,3 +330,14 @@ def test_unsupported_functions_suggest_by_meaning(fn, near):
         pyasc.kernel(fn, chip="tiny").compile(np.ones(3, np.float32))
     assert "has no pyasc lowering; supported near it: " + near in info.value.reason
     assert "np.mod" not in info.value.reason
+
+
+def test_moving_the_first_axis_of_a_wide_tensor_last():
+    """Fuzz regression (np.argsort(x, axis=0) moves the axis last): the (3, 1024) -> (1024, 3) move's tile
+    passed the repeat limit unpadded, but vtranspose pads both dims to 16-element blocks (256 repeats)."""
+    a = np.random.default_rng(3).standard_normal((3, 64, 16)).astype(np.float32)
+
+    def f(x):
+        return np.transpose(x, (1, 2, 0)) + 1.0
+
+    assert_close(pyasc.kernel(f, chip="910b", opt_level=0)(a), f(a))
