@@ -299,10 +299,10 @@ def shrink(case: Case, klass: str, tmp: Path) -> Case:
     return case
 
 
-def save(case: Case, klass: str, where: Path) -> Path:
+def save(case: Case, klass: str, where: Path, name: str = "") -> Path:
     where.mkdir(parents=True, exist_ok=True)
     digest = hashlib.sha1(case.source.encode()).hexdigest()[:10]
-    path = where / f"case_{digest}.py"
+    path = where / (name or f"case_{digest}.py")
     header = (f'"""Fuzz regression ({klass}).\n\nshapes={case.shapes} dtype={case.dtype} '
               f"opt_level={case.opt_level} buffer_num={case.buffer_num} chip={case.chip}\n" + '"""\n')
     meta = (f"\nSHAPES = {case.shapes!r}\nDTYPE = {case.dtype!r}\nOPTIONS = dict(opt_level={case.opt_level}, "
@@ -319,6 +319,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--dynamic", action="store_true", help="compile with dynamic=True (and run a second shape)")
     ap.add_argument("--cases", type=int, default=0, help="stop after this many cases (0: run for --minutes)")
     ap.add_argument("--no-shrink", action="store_true", help="record failures as generated (faster)")
+    ap.add_argument("--current", default="", help="folder: each case is written to its current_case.py before it runs (a case that hangs "
+                    "or exhausts memory is left behind)")
     args = ap.parse_args(argv)
     os.environ.setdefault("PYASC_CACHE", "0")
     rng = random.Random(args.seed)
@@ -331,6 +333,8 @@ def main(argv: list[str] | None = None) -> int:
         while (cases < args.cases) if args.cases else (time.time() < deadline):
             case = gen_case(rng, args.dynamic)
             cases += 1
+            if args.current:
+                save(case, "running", Path(args.current), "current_case.py")
             try:
                 klass = run_case(case, tmp)
             except Exception:  # noqa: BLE001 - the harness itself failed on this case
