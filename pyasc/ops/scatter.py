@@ -33,8 +33,9 @@ def _scatter(b: Builder, table: Any, ids: Any, values: Any, active: Any, *, mode
     j = b.shape(ids)[0]
     dt = b.dtype(table)
     iota = b.array(np.arange(p, dtype=np.int32).reshape(1, p))
-    hit = b.op("bitwise_and", b.op("eq", b.op("reshape", b.cast(ids, "int32"), shape=(j, 1)), iota),
-               b.op("reshape", active, shape=(j, 1)))                                       # (J, P)
+    # an inactive index becomes P, which names no row (one select on J elements instead of an `and` on J x P)
+    named_row = b.op("where", active, b.cast(ids, "int32"), b.const(p, "int32"))
+    hit = b.op("eq", b.op("reshape", named_row, shape=(j, 1)), iota)                          # (J, P)
     vals = b.cast(values, dt)
     if mode == "add":
         acc = dt if dt in ("float16", "float32") else "int32"
