@@ -79,9 +79,8 @@ class Tracer:
 
         # a trace is differentiated and run as a graph: its device checks stay in the kernel's own launches
         fe = pipeline.trace_call(k.py_func, k.__name__, k._binder.params, replace(k.options, checks=False), call)
-        if len(fe.graph.outputs) != len(fe.results):
-            raise TypeError(f"{k.__name__}: the kernel writes its arguments or objects in place; a traced "
-                            "(differentiated) kernel must return its results instead")
+        if len(fe.graph.outputs) != len(fe.results):  # a trace is the function's results (as jax.grad's):
+            fe.graph.set_outputs(fe.results)          # its writes to arguments are not part of it
         guards = from_frontend(fe.guards, fe.hidden, fe.graph.inputs, len(call.arrays))
         trace = Trace(fe.graph, fe.source, guards, fe.out_tree, fe.returns_tuple, k._binder.params, call.key)
         with self._lock:
