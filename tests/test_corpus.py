@@ -15,6 +15,12 @@ from corpus.harness import all_cases, run_case
 #: explicit 64-bit dtype (README: float64/int64 spelled by the user are errors, never silently narrowed)
 REFUSED = {"mlfromscratch.entropy", "keras.add_scalar", "keras.where_scalar", "keras.mean_int", "keras.var_axis"}
 
+#: wrong or internal on main since the merge of 8981f8f (opt_level >= 1; right at opt_level 0 and before that
+#: merge): `rope_llama` alone fails on main (a MemoryRuleError reading past GM buffer 'in2'). Strict: fixed on
+#: main, these pass and the marker must go.
+MAIN_REGRESSIONS = {"llama_rwkv.rope_llama", "llama_rwkv.llama_attention_prefill", "llama_rwkv.llama_attention_decode",
+                    "llama_rwkv.llama_block", "llama_rwkv.llama_model_prefill"}
+
 CASES = all_cases()
 STRIDE = 1 if os.environ.get("PYASC_FULL_CORPUS") == "1" else 3
 
@@ -24,10 +30,16 @@ def test_the_corpus_is_the_size_the_issue_measures():
     assert len({c.style for c in CASES}) == 7
 
 
-@pytest.mark.parametrize("case", CASES[::STRIDE], ids=lambda c: f"{c.style}.{c.name}")
+def _param(c):
+    name = f"{c.style}.{c.name}"
+    marks = [pytest.mark.xfail(strict=True, reason="main regression since 8981f8f")] if name in MAIN_REGRESSIONS else []
+    return pytest.param(c, id=name, marks=marks)
+
+
+@pytest.mark.parametrize("case", [_param(c) for c in CASES[::STRIDE]])
 def test_corpus_case(case):
-    outcome = run_case(case, chip="tiny")
     name = f"{case.style}.{case.name}"
+    outcome = run_case(case, chip="tiny")
     if name in REFUSED:
         assert outcome.status == "compile_error", outcome.detail
         return
