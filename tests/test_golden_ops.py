@@ -110,6 +110,7 @@ MAKERS: dict[str, list[Maker]] = {
     "full": [lambda rng, d: ([], {"shape": (2, 3), "fill_value": True if d == "bool" else 3, "dtype": d})],
 }
 MAKERS.update(numpy_op_makers.makers(values))  # the numpy ops of issue 11
+MAKERS.update(numpy_op_makers.makers_issue22(values))  # and of issue 22 (on the dtypes DTYPES_ISSUE22 names)
 
 
 def default_maker(op: ops.OpDef) -> Maker:
@@ -157,7 +158,7 @@ def _cases() -> list[Any]:
         if op.api is None:
             continue
         for vi, maker in enumerate(makers_for(op)):
-            for d in dtypes.NAMES:
+            for d in numpy_op_makers.DTYPES_ISSUE22.get(name, dtypes.NAMES):
                 args = full_args(op, maker(np.random.default_rng(0), d))
                 try:
                     ok = accepts(op, args)

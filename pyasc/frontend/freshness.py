@@ -19,6 +19,7 @@ import importlib.machinery
 import linecache
 import operator
 import os
+import re
 import types
 from typing import Any, Callable
 
@@ -27,7 +28,7 @@ _FUTURE_FLAGS = functools.reduce(operator.or_, (getattr(__future__, n).compiler_
                                                 for n in __future__.all_feature_names), 0)
 
 
-def matches_running_code(fn: types.FunctionType, tree: ast.FunctionDef, filename: str) -> bool:
+def matches_running_code(fn: types.FunctionType, tree: ast.stmt, filename: str) -> bool:
     """Whether the function's source compiles to the code Python is running (so the file was not edited
     since import). Compiled as it was defined: inside its class (name mangling) and inside a function
     that binds its free variables (closure loads)."""
@@ -83,10 +84,19 @@ def _normalised(code: types.CodeType) -> tuple:
         elif isinstance(ins.argval, types.CodeType):
             arg = _normalised(ins.argval)
         else:
-            arg = repr(ins.argval)
+            arg = _const(ins.argval)
         body.append((op, arg))
-    consts = tuple(_normalised(c) if isinstance(c, types.CodeType) else repr(c) for c in code.co_consts)
+    consts = tuple(_normalised(c) if isinstance(c, types.CodeType) else _const(c) for c in code.co_consts)
     return (tuple(body), consts, code.co_varnames, code.co_freevars, code.co_argcount, code.co_kwonlyargcount)
+
+
+_INDENT = re.compile(r"\n[ \t]*")
+
+
+def _const(c: Any) -> str:
+    """A constant as text; a multi-line string without the indentation of its continuation lines, which the
+    dedented source of a method (a docstring inside a class) loses."""
+    return repr(_INDENT.sub("\n", c)) if isinstance(c, str) else repr(c)
 
 
 def _import_transform(fn: types.FunctionType, filename: str) -> Callable[[ast.Module], None] | None:

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from .. import ir
+from ..effects import Effects
 from ..pytree import TreeDef
 from ..codegen.host import HostProgram
 from . import records
@@ -126,12 +127,20 @@ register_section(json_section(
     "call.json",
     write=lambda ck: {"signature": ck.signature, "returns_tuple": ck.returns_tuple, "nodes_in": ck.nodes_in,
                       "nodes_out": ck.nodes_out, "timings": ck.timings, "pass_times": ck.pass_times,
-                      "out_tree": ck.out_tree.to_json() if ck.out_tree is not None else None},
+                      "out_tree": ck.out_tree.to_json() if ck.out_tree is not None else None,
+                      "out_consts": [[i, v] for i, v in ck.out_consts]},
     read=lambda doc, fields: {"signature": str(doc["signature"]), "returns_tuple": bool(doc["returns_tuple"]),
                               "out_tree": TreeDef.from_json(doc["out_tree"]) if doc.get("out_tree") else None,
+                              "out_consts": tuple((int(i), v) for i, v in doc.get("out_consts", ())
+                                                  if v is None or type(v) in (str, bool, int, float)),
                               "nodes_in": int(doc["nodes_in"]), "nodes_out": int(doc["nodes_out"]),
                               "timings": {k: float(v) for k, v in doc["timings"].items()},
                               "pass_times": {k: float(v) for k, v in doc["pass_times"].items()}}))
+
+
+# what a call changes outside the kernel (writes to the caller's arrays, stores on its objects): absent if nothing
+register_section(json_section("effects.json", write=lambda ck: ck.effects.to_json() if ck.effects is not None else None,
+                              read=lambda doc, fields: {"effects": Effects.from_json(doc)}))
 
 
 # ---- code generation: the device kernels and launch plan, the host module and its object code ----------

@@ -6,7 +6,8 @@ or the `Rejection` of the first rule that refuses it:
   alone is always a kernel (DATA_MOVEMENT / CONTROL); with others, never
   (rule "data_movement_member": GE buffer fusion fuses elementwise/broadcast
   ops only);
-- `elementwise_rule`: elementwise and broadcast ops, any number (up to the size knob);
+- `elementwise_rule`: elementwise and broadcast ops, any number (up to the size knob), but not a value
+  computed in the kernel and expanded along two different axes ("broadcast_two_ways");
 - `matmul_rule`: one matmul with an elementwise epilogue of its output shape (side inputs of the epilogue
   computed in it too)
   (what FixPipe and the vector unit apply on the way out), never a prologue
@@ -68,7 +69,7 @@ def classify(facts: GraphFacts, order: list[Node], limits: Limits) -> KernelStru
     if mms:
         found = matmul_rule(facts, mms[0], order)
     elif reds:
-        found = reduction_rule(facts, reds, order)
+        found = _broadcast_two_ways(facts, order) or reduction_rule(facts, reds, order)
     else:
         found = elementwise_rule(facts, order)
     if isinstance(found, Rejection):
@@ -82,9 +83,25 @@ def classify(facts: GraphFacts, order: list[Node], limits: Limits) -> KernelStru
     return found
 
 
-def elementwise_rule(facts: GraphFacts, order: list[Node]) -> KernelStructure:
-    """Elementwise and broadcast ops share a kernel freely."""
+def elementwise_rule(facts: GraphFacts, order: list[Node]) -> KernelStructure | Rejection:
+    """Elementwise and broadcast ops share a kernel, except a value computed in the kernel and broadcast along
+    two different axes (`y[:, None] - y[None, :]` of a computed y: the vector template computes it once, in
+    one placement; rule "broadcast_two_ways")."""
+    split = _broadcast_two_ways(facts, order)
+    if split is not None:
+        return split
     return KernelStructure(KernelKind.ELEMENTWISE, order[0])
+
+
+def _broadcast_two_ways(facts: GraphFacts, order: list[Node]) -> Rejection | None:
+    group = set(order)
+    for n in order:
+        placements = {u.outputs[0].shape for u in facts.users(n) if u in group and u.op == "expand_dims"}
+        if len(placements) > 1:
+            return Rejection("broadcast_two_ways", f"{facts.label(n)} is computed in the kernel and expanded to "
+                             f"{' and '.join(map(str, sorted(placements, key=str)))}: one kernel computes it in one "
+                             "placement")
+    return None
 
 
 def matmul_rule(facts: GraphFacts, mm: Node, order: list[Node]) -> KernelStructure | Rejection:
