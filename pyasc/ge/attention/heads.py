@@ -162,9 +162,10 @@ def _sliced(v: Value, axis: int | None) -> HeadView | None:
         if axis is not None and a != axis:
             break
         axis, start, base = a, start + offset, src
-    if base == v or axis is None:
-        return None
-    return HeadView(base, axis, start, int(v.type.shape[axis]))
+    width = v.type.shape[axis] if axis is not None else None
+    if base == v or not isinstance(width, int):
+        return None  # not sliced, or sliced to a width only the launch knows
+    return HeadView(base, axis, start, width)
 
 
 def _cut(v: Value) -> tuple[Value, int, int] | None:
