@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...ir import Node, UseIndex, Value
+from ...ir import Node, TensorType, UseIndex, Value
 from ...ops.common import normalize_axis
 from .match import Miss
 from .spellings import label
@@ -49,6 +49,11 @@ class HeadsFound:
     axis: int                           # the join's axis on the pieces (stack: on the stacked result)
     stacked: bool                       # a stack (new axis) rather than a concatenate
     mask: Value | None
+
+    @property
+    def replaces(self) -> TensorType:
+        """The type of the value the batched attention replaces (the join's)."""
+        return self.join.outputs[0]
 
 
 def match_heads(join: Node, uses: UseIndex, names: dict[Node, str]) -> HeadsFound | Miss | None:

@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ... import dtypes
-from ...ir import Node, UseIndex, Value
+from ...ir import Node, TensorType, UseIndex, Value
 from .constants import constant_scalar
 from .spellings import LAYERS, SOFTMAX, Mask, Refusal, is_float_cast, is_widening_cast, label, untransposed
 
@@ -45,8 +45,13 @@ class Found:
     spellings: list[str] = field(default_factory=list)
 
     @property
+    def replaces(self) -> TensorType:
+        """The type of the value the attention op replaces."""
+        return self.last.outputs[0]
+
+    @property
     def out_dtype(self) -> str:
-        return self.last.outputs[0].dtype
+        return self.replaces.dtype
 
 
 def match_attention(mm: Node, uses: UseIndex, names: dict[Node, str]) -> Found | Miss | None:

@@ -133,28 +133,12 @@ class _Log:
 
 def _single(mm: Node, rw: Rewriter, log: _Log, gate: _Gate) -> Replacement | None:
     found = match_attention(mm, rw.uses, log.names)
-    if found is None:
+    made = _made(RULE_SINGLE, mm, found, _build_single, "the pattern", rw, log, gate)
+    if made is None:
         return None
-    if isinstance(found, Miss):
-        log.miss(RULE_SINGLE, mm, found.reason)
-        return None
-    b = _Builder(found.last.loc)
-    try:
-        att, out, causal, mask_text = _build_single(found, b)
-    except _NotBuilt as e:
-        log.miss(RULE_SINGLE, mm, f"found the pattern, but {e}")
-        return None
-    if not same_type(out.type, found.last.outputs[0]):
-        log.miss(RULE_SINGLE, mm, f"found the pattern, but attention gives {out.type} where it computes "
-                                  f"{found.last.outputs[0]} (a mask broadcasts the scores to more batch dims?)")
-        return None
-    refusal = gate.refusal(rw.graph, att)
-    if refusal:
-        log.miss(RULE_SINGLE, mm, f"found the pattern, but {refusal}; left unfused")
-        return None
-    names = log.names
+    b, att, out, (causal, mask_text) = made
     what = f"scale={found.scale:g}" + (", causal" if causal else "") + (f", mask {mask_text}" if mask_text else "")
-    qkv = ", ".join(f"{r}={label(x, names)}" for r, x in zip("qkv", att.inputs))
+    qkv = ", ".join(f"{r}={label(x, log.names)}" for r, x in zip("qkv", att.inputs))
     log.hit(RULE_SINGLE, mm, f"attention({what})",
             f"softmax(q @ k^T * scale + masks) @ v ({'; '.join(found.spellings)}; {qkv})", found.interior)
     if found.last is mm:
@@ -162,8 +146,35 @@ def _single(mm: Node, rw: Rewriter, log: _Log, gate: _Gate) -> Replacement | Non
     return Replacement([out], b.nodes, at=found.last, removed=[mm, found.last])
 
 
-def _build_single(f: Found, b: _Builder) -> tuple[Node, Value, bool, str]:
-    """(the attention node, the value replacing the pattern's result, causal, how the mask was made)."""
+def _made(rule: str, at: Node, found: Any, build: Any, what: str, rw: Rewriter, log: _Log,
+          gate: _Gate) -> tuple[_Builder, Node, Value, Any] | None:
+    """The steps both rules share: a near miss is logged; a match is built (`build(found, builder)` returns the
+    attention node, the value replacing the match and what else it wants to say), its type checked against what it
+    replaces (`found.replaces`), and the gate asked. None when nothing is to be rewritten."""
+    if found is None:
+        return None
+    if isinstance(found, Miss):
+        log.miss(rule, at, found.reason)
+        return None
+    b = _Builder(at.loc)
+    try:
+        att, out, extra = build(found, b)
+    except _NotBuilt as e:
+        log.miss(rule, at, f"found {what}, but {e}")
+        return None
+    if not same_type(out.type, found.replaces):
+        log.miss(rule, at, f"found {what}, but the attention op gives {out.type} where it computes {found.replaces} "
+                           "(a mask that broadcasts the scores to more batch dims?)")
+        return None
+    refusal = gate.refusal(rw.graph, att)
+    if refusal:
+        log.miss(rule, at, f"found {what}, but {refusal}; left as it is")
+        return None
+    return b, att, out, extra
+
+
+def _build_single(f: Found, b: _Builder) -> tuple[Node, Value, tuple[bool, str]]:
+    """(the attention node, the value replacing the pattern's result, (causal, how the mask was made))."""
     k = _swapped(f.k, b) if f.k_transposed else f.k
     v = _swapped(f.v, b) if f.v_transposed else f.v
     out_dtype = f.out_dtype
@@ -178,7 +189,7 @@ def _build_single(f: Found, b: _Builder) -> tuple[Node, Value, bool, str]:
     att = b.op("attention", [q, k, v] + ([mask] if mask is not None else []), scale=float(f.scale), causal=causal,
                has_mask=mask is not None)
     out = att if att.type.dtype == out_dtype else b.op("cast", [att], dtype=out_dtype)
-    return att.node, out, causal, text
+    return att.node, out, (causal, text)
 
 
 def _swapped(x: Value, b: _Builder) -> Value:
@@ -224,27 +235,13 @@ def _mask_operand(masks: list[Mask], tq: Any, tk: Any, b: _Builder) -> tuple[Val
 # ---- rule "attention_heads" ---------------------------------------------------------------------
 
 
-def _heads(join: Node, rw: Rewriter, log: _Log, gate: _Gate) -> Value | Replacement | None:
+def _heads(join: Node, rw: Rewriter, log: _Log, gate: _Gate) -> Replacement | None:
     found = match_heads(join, rw.uses, log.names)
-    if found is None:
+    what = f"{len(found.heads)} heads" if isinstance(found, HeadsFound) else ""
+    made = _made(RULE_HEADS, join, found, _build_heads, what, rw, log, gate)
+    if made is None:
         return None
-    if isinstance(found, Miss):
-        log.miss(RULE_HEADS, join, found.reason)
-        return None
-    b = _Builder(join.loc)
-    try:
-        att, out = _build_heads(found, b)
-    except _NotBuilt as e:
-        log.miss(RULE_HEADS, join, f"found {len(found.heads)} heads, but {e}")
-        return None
-    if not same_type(out.type, join.outputs[0]):
-        log.miss(RULE_HEADS, join, f"found {len(found.heads)} heads, but the batched attention gives {out.type} "
-                                   f"where the join computes {join.outputs[0]}")
-        return None
-    refusal = gate.refusal(rw.graph, att)
-    if refusal:
-        log.miss(RULE_HEADS, join, f"found {len(found.heads)} heads, but {refusal}; left per head")
-        return None
+    b, att, out, _ = made
     bases = ", ".join(f"{r}: {_view_text(found.views[r][0], log.names)}" for r in "qkv")
     log.hit(RULE_HEADS, join, f"attention{tuple(att.outputs[0].shape)}",
             f"{len(found.heads)} heads of attention joined by {join.attrs.get('kind', 'concatenate')} "
@@ -261,7 +258,7 @@ def _view_text(view: HeadView, names: dict[Node, str]) -> str:
     return f"column slices of {base} from {view.start}, {view.width} wide"
 
 
-def _build_heads(h: HeadsFound, b: _Builder) -> tuple[Node, Value]:
+def _build_heads(h: HeadsFound, b: _Builder) -> tuple[Node, Value, None]:
     n_heads = len(h.heads)
     q, k, v = (_merged(h.views[r], n_heads, b) for r in "qkv")
     first = h.heads[0]
@@ -279,7 +276,7 @@ def _build_heads(h: HeadsFound, b: _Builder) -> tuple[Node, Value]:
     if not h.stacked:
         shape = tuple(out.type.shape)
         out = b.op("reshape", [out], shape=shape[:h.axis] + (shape[h.axis] * shape[h.axis + 1],) + shape[h.axis + 2:])
-    return att.node, out
+    return att.node, out, None
 
 
 def _merged(views: list[HeadView], n_heads: int, b: _Builder) -> Value:
