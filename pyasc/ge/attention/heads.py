@@ -56,8 +56,9 @@ class HeadsFound:
         return self.join.outputs[0]
 
 
-def match_heads(join: Node, uses: UseIndex, names: dict[Node, str]) -> HeadsFound | Miss | None:
-    """None when no piece of the join is an attention result; a Miss naming what differs; else the heads."""
+def match_heads(join: Node, uses: UseIndex, names: dict[Node, str], live: set[Node]) -> HeadsFound | Miss | None:
+    """None when no piece of the join is an attention result; a Miss naming what differs; else the heads.
+    (`live`: the nodes the graph's results need; a dead reader of a head's result does not count.)"""
     if join.op != "concat":
         return None
     pieces = list(join.inputs)
@@ -71,7 +72,7 @@ def match_heads(join: Node, uses: UseIndex, names: dict[Node, str]) -> HeadsFoun
     if len(set(heads)) < len(heads):
         return Miss("one attention result is joined more than once")
     for n in heads:
-        if uses.is_output(n.out()) or len(uses.readers(n.out())) != 1:
+        if uses.is_output(n.out()) or len([r for r in uses.readers(n.out()) if r in live or r is join]) != 1:
             return Miss("a head's result is also used outside the join")
     first = heads[0]
     for n in heads[1:]:

@@ -19,10 +19,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import math
+
 from ... import dtypes
+from ...errors import InferError
 from ...ir import Node, TensorType, UseIndex, Value
+from ...ops.common import broadcast_shapes
 from .constants import constant_scalar
-from .spellings import LAYERS, SOFTMAX, Mask, Refusal, is_float_cast, is_widening_cast, label, untransposed
+from .spellings import (LAYERS, SOFTMAX, Mask, Refusal, is_batch_reshape, is_float_cast, is_widening_cast, label,
+                        untransposed)
 
 
 @dataclass(frozen=True)
@@ -54,13 +59,15 @@ class Found:
         return self.replaces.dtype
 
 
-def match_attention(mm: Node, uses: UseIndex, names: dict[Node, str]) -> Found | Miss | None:
-    """See the module docstring; `mm` is a matmul node."""
+def match_attention(mm: Node, uses: UseIndex, names: dict[Node, str], live: set[Node]) -> Found | Miss | None:
+    """See the module docstring; `mm` is a matmul node, `live` the nodes the graph's results need (a reader
+    outside them does not count)."""
     if mm.op != "matmul" or mm.attrs.get("transpose_a", False):
         return None
     interior: list[Node] = [mm]
     spellings: list[str] = []
-    weights = _through_casts(mm.inputs[0], interior)
+    reshapes: list[Node] = []
+    weights = _through_casts(mm.inputs[0], interior, reshapes)
     soft = None
     for recognise in SOFTMAX:
         soft = recognise(weights.node)
@@ -72,7 +79,7 @@ def match_attention(mm: Node, uses: UseIndex, names: dict[Node, str]) -> Found |
         return Miss(soft.reason)
     interior.extend(soft.nodes)
     spellings.append(soft.spelling)
-    scores = _through_casts(soft.logits, interior)
+    scores = _through_casts(soft.logits, interior, reshapes)
     scale, masks = 1.0, []
     while scores.node.op != "matmul":
         recognise = LAYERS.get(scores.node.op)
@@ -90,46 +97,80 @@ def match_attention(mm: Node, uses: UseIndex, names: dict[Node, str]) -> Found |
                          else Mask(m.value, m.factor * scale))
         scale *= layer.scale
         interior.append(scores.node)
+        if scores.node.op == "reshape":
+            reshapes.append(scores.node)
         spellings.append(layer.spelling)
         scores = layer.spine
     qk = scores.node
     interior.append(qk)
     if qk.attrs.get("transpose_a", False):
         return Miss(f"the scores are q^T @ k ({label(qk.out(), names)} transposes its first operand)")
-    q, q_scale = _through_scalars(qk.inputs[0])
-    kt = qk.inputs[1]
+    q, q_scale = _through_scalars(_through_batch_reshapes(qk.inputs[0], reshapes))
+    kt = _through_batch_reshapes(qk.inputs[1], reshapes)
     if qk.attrs.get("transpose_b", False):
         k, k_transposed = kt, False
     else:
         k_of = untransposed(kt)
         k, k_transposed = (k_of, False) if k_of is not None else (kt, True)
-    k, k_scale = _through_scalars(k)
+    k, k_scale = _through_scalars(_through_batch_reshapes(k, reshapes))
     if k_transposed and (k_scale != 1.0):
         return Miss("k^T is scaled after the transpose and given transposed")
     scale *= q_scale * k_scale
     k = widened_from(k)
-    v = widened_from(mm.inputs[1])
+    v = widened_from(_through_batch_reshapes(mm.inputs[1], reshapes))
     for role, x in (("q", q), ("k", k), ("v", v)):
         if x.type.ndim < 2:
             return Miss(f"{role} is {x.type.ndim}-D; attention needs (..., T, D)")
         if not dtypes.is_float(x.type.dtype):
             return Miss(f"{role} is {x.type.dtype}; attention takes float16 or float32")
+    flattened = _inconsistent_batch_reshape(reshapes, (q, k, v), names)
+    if flattened:
+        return Miss(flattened)
     last = _trailing_cast(mm, uses)
     if last is not mm:
         interior.append(last)
-    leak = _leak(interior, last, uses, names)
+    leak = _leak(interior, last, uses, names, live)
     if leak:
         return Miss(leak)
     return Found(mm, last, q, k, v, k_transposed, bool(mm.attrs.get("transpose_b", False)), scale, masks, interior,
                  spellings)
 
 
-def _through_casts(v: Value, interior: list[Node]) -> Value:
-    """`v` before the float casts that produce it (they join the interior)."""
-    while is_float_cast(v.node):
+def _through_casts(v: Value, interior: list[Node], reshapes: list[Node]) -> Value:
+    """`v` before the float casts and batch reshapes that produce it (they join the interior)."""
+    while is_float_cast(v.node) or is_batch_reshape(v.node):
         interior.append(v.node)
+        if v.node.op == "reshape":
+            reshapes.append(v.node)
         v = v.node.inputs[0]
     return v
+
+
+def _through_batch_reshapes(v: Value, reshapes: list[Node]) -> Value:
+    """`v` before the batch reshapes that produce it (torch's bmm: (B, H, T, D) viewed as (B*H, T, D))."""
+    while is_batch_reshape(v.node):
+        reshapes.append(v.node)
+        v = v.node.inputs[0]
+    return v
+
+
+def _inconsistent_batch_reshape(reshapes: list[Node], operands: tuple[Value, ...], names: dict[Node, str]) -> str:
+    """Why the batch reshapes the pattern went through do not all view one batch (B, H, ...) as (B*H,): each
+    must go between the batch of q, k, v (broadcast) and its flattening, else the heads would be paired wrongly."""
+    if not reshapes:
+        return ""
+    try:
+        batch = tuple(broadcast_shapes(*(tuple(x.type.shape[:-2]) for x in operands)))
+    except InferError:
+        return "q, k and v have batch dims that do not broadcast"
+    flat = (math.prod(batch),) if all(isinstance(d, int) for d in batch) else None
+    allowed = {batch, flat}
+    for r in reshapes:
+        ends = {tuple(r.inputs[0].type.shape[:-2]), tuple(r.outputs[0].shape[:-2])}
+        if not ends <= allowed:
+            return f"{label(r.out(), names)} reshapes the batch dims {' to '.join(map(str, ends))}, not between " \
+                   f"the batch {batch} of q, k, v and its flattening"
+    return ""
 
 
 def _through_scalars(v: Value) -> tuple[Value, float]:
@@ -163,8 +204,9 @@ def _trailing_cast(mm: Node, uses: UseIndex) -> Node:
     return reader if reader is not None and is_float_cast(reader) else mm
 
 
-def _leak(interior: list[Node], last: Node, uses: UseIndex, names: dict[Node, str]) -> str:
-    """Why the pattern cannot be replaced whole: a value inside it read outside it, or returned; else ""."""
+def _leak(interior: list[Node], last: Node, uses: UseIndex, names: dict[Node, str], live: set[Node]) -> str:
+    """Why the pattern cannot be replaced whole: a value inside it read outside it (by a node the results need),
+    or returned; else ""."""
     inside = set(interior)
     for n in interior:
         if n is last:
@@ -173,7 +215,7 @@ def _leak(interior: list[Node], last: Node, uses: UseIndex, names: dict[Node, st
             if uses.is_output(v):
                 return f"{label(v, names)} inside the pattern is a result of the kernel (the weights or scores " \
                        "are returned)"
-            outside = [r for r in uses.readers(v) if r not in inside]
+            outside = [r for r in uses.readers(v) if r not in inside and r in live]
             if outside:
                 return f"{label(v, names)} inside the pattern is also read by {label(outside[0].out(), names)}"
     return ""

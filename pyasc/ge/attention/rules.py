@@ -128,11 +128,19 @@ class _Log:
         return self.found + [d for n, d in self.misses.items() if n in present]
 
 
+def _live(rw: Rewriter) -> set[Node]:
+    """The nodes the graph's results need (what DCE keeps), once per sweep: a dead reader is no reader."""
+    if "live" not in rw.memo:
+        graph = rw.graph
+        rw.memo["live"] = ancestors([v.node for v in graph.outputs] + [n for n in graph.nodes if not removable(n)])
+    return rw.memo["live"]
+
+
 # ---- rule "attention" ---------------------------------------------------------------------------
 
 
 def _single(mm: Node, rw: Rewriter, log: _Log, gate: _Gate) -> Replacement | None:
-    found = match_attention(mm, rw.uses, log.names)
+    found = match_attention(mm, rw.uses, log.names, _live(rw))
     made = _made(RULE_SINGLE, mm, found, _build_single, "the pattern", rw, log, gate)
     if made is None:
         return None
@@ -189,6 +197,8 @@ def _build_single(f: Found, b: _Builder) -> tuple[Node, Value, tuple[bool, str]]
     att = b.op("attention", [q, k, v] + ([mask] if mask is not None else []), scale=float(f.scale), causal=causal,
                has_mask=mask is not None)
     out = att if att.type.dtype == out_dtype else b.op("cast", [att], dtype=out_dtype)
+    if tuple(out.type.shape) != tuple(f.replaces.shape):  # the product had its batch dims flattened (bmm)
+        out = b.op("reshape", [out], shape=tuple(f.replaces.shape))
     return att.node, out, (causal, text)
 
 
@@ -236,7 +246,7 @@ def _mask_operand(masks: list[Mask], tq: Any, tk: Any, b: _Builder) -> tuple[Val
 
 
 def _heads(join: Node, rw: Rewriter, log: _Log, gate: _Gate) -> Replacement | None:
-    found = match_heads(join, rw.uses, log.names)
+    found = match_heads(join, rw.uses, log.names, _live(rw))
     what = f"{len(found.heads)} heads" if isinstance(found, HeadsFound) else ""
     made = _made(RULE_HEADS, join, found, _build_heads, what, rw, log, gate)
     if made is None:

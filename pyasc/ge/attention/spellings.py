@@ -7,7 +7,8 @@ spelling). The pattern (match.py) tries the tables in order.
 - SOFTMAX: `pyasc.softmax` / `np`-style softmax ops over the last axis (the registry's softmax, scipy's when
   registered); `e / e.sum(-1, keepdims=True)` and `e * reciprocal(sum)` with `e = exp(x - x.max(-1,
   keepdims=True))` or `e = exp(x)` (a reduction without keepdims put back by expand_dims / reshape counts);
-- LAYERS between the softmax and q @ k^T, outermost first: float casts, a scalar scale (`* c`, `c *`, `/ c`,
+- LAYERS between the softmax and q @ k^T, outermost first: float casts, batch reshapes (torch's bmm views the
+  batch (B, H) as B*H and back; match.py checks they all agree), a scalar scale (`* c`, `c *`, `/ c`,
   `-`), an additive mask (`+ m`, `m +`, `- m`), a where-mask (`where(keep, s, -inf)`, `where(drop, -inf, s)`
   with -inf or a number <= -1e9);
 - KEY_TRANSPOSES: how k^T is written: `k.T` (2-D), `k.swapaxes(-1, -2)`, `np.transpose(k, (0, 1, 3, 2))`,
@@ -77,6 +78,15 @@ def label(v: Value, names: dict[Node, str]) -> str:
 
 def is_float_cast(n: Node) -> bool:
     return n.op == "cast" and dtypes.is_float(n.inputs[0].type.dtype) and dtypes.is_float(n.outputs[0].dtype)
+
+
+def is_batch_reshape(n: Node) -> bool:
+    """A reshape that only regroups the leading (batch) dims, the last two kept: torch's bmm views (B, H, T, D)
+    as (B*H, T, D) and the result back."""
+    if n.op != "reshape":
+        return False
+    src, dst = tuple(n.inputs[0].type.shape), tuple(n.outputs[0].shape)
+    return len(src) >= 2 and len(dst) >= 2 and src[-2:] == dst[-2:]
 
 
 def is_widening_cast(n: Node) -> bool:
@@ -188,6 +198,13 @@ def _cast_layer(n: Node) -> Layer | Refusal:
     return Layer(n.inputs[0], spelling="cast")
 
 
+def _reshape_layer(n: Node) -> Layer | Refusal:
+    if not is_batch_reshape(n):
+        return Refusal(f"the scores are reshaped from {tuple(n.inputs[0].type.shape)} to {tuple(n.outputs[0].shape)}, "
+                       "not only in their batch dims")
+    return Layer(n.inputs[0], spelling="batch reshape")
+
+
 def _neg_layer(n: Node) -> Layer:
     return Layer(n.inputs[0], scale=-1.0, spelling="-")
 
@@ -248,6 +265,7 @@ def _what(v: Value) -> str:
 #: layer ops between the softmax and q @ k^T: op name -> recogniser (None from one: not a layer of the pattern)
 LAYERS: dict[str, Callable[[Node], Layer | Refusal | None]] = {
     "cast": _cast_layer,
+    "reshape": _reshape_layer,
     "neg": _neg_layer,
     "mul": _scale_layer,
     "div": _scale_layer,
