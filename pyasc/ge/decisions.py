@@ -25,6 +25,7 @@ class DecisionKind(enum.Enum):
     BOUNDARY = "boundary"              # a producer that writes its output to GM for several kernels
     OWN_KERNEL = "own kernel"          # an op that never shares a kernel (data movement, control flow)
     NOTE = "note"                      # how fusion ran (opt_level 0, no chip, fusion disabled)
+    MIXED = "mixed"                    # a cube kernel and the vector work on its result in one launch
     PATTERN = "pattern"                # a graph pattern found and replaced by one op (rule: the pattern's name)
     NEAR_MISS = "near miss"            # a pattern almost found (rule: its name; detail: the piece that stopped it)
     DECOMPOSED = "decomposed"          # an op codegen cannot lower whole, lowered through its decomposition
@@ -56,6 +57,8 @@ class FusionDecision:
         via = f" via {', '.join(self.via)}" if self.via else ""
         if k is DecisionKind.NOTE:
             return self.detail
+        if k is DecisionKind.MIXED:
+            return f"mixed: {self.producer} and its epilogue {self.consumer} in one cube+vector launch ({self.detail})"
         if k is DecisionKind.PATTERN:
             return f"{self.rule}: found {self.detail} at {self.producer} -> {self.consumer}"
         if k is DecisionKind.NEAR_MISS:
