@@ -136,3 +136,22 @@ def test_a_kernel_calling_attention_matches_py_func(rng):
     assert got.dtype == np.float16
     assert_close(got, attend.py_func(q, k, v, m))
     np.testing.assert_allclose(got.astype(np.float64), reference(q, k, v, m, causal=True), rtol=1e-2, atol=1e-2)
+
+
+def attention_loss(q, k, v):
+    return pyasc.sum(pyasc.attention(q, k, v, causal=True) ** 2)
+
+
+def test_grad_goes_through_the_decomposition(rng):
+    # attention has no VJP rule of its own: autodiff differentiates its decomposition (matmul, softmax, matmul)
+    q, k, v = (rng.standard_normal((2, 5, 4)).astype(np.float32) for _ in range(3))
+    grads = pyasc.grad(pyasc.kernel(attention_loss, backend="reference"), argnums=(0, 1, 2))(q, k, v)
+    args = [a.astype(np.float64) for a in (q, k, v)]
+    for i, g in enumerate(grads):
+        want = np.zeros(args[i].shape)
+        for idx in np.ndindex(args[i].shape):
+            plus, minus = [a.copy() for a in args], [a.copy() for a in args]
+            plus[i][idx] += 1e-6
+            minus[i][idx] -= 1e-6
+            want[idx] = (np.sum(reference(*plus, causal=True) ** 2) - np.sum(reference(*minus, causal=True) ** 2)) / 2e-6
+        np.testing.assert_allclose(g, want, rtol=1e-3, atol=1e-4)
