@@ -4,32 +4,23 @@ from __future__ import annotations
 
 import copy
 import math
-import warnings
 
 import pytest
 
 torch = pytest.importorskip("torch")
 
-import pyasc.torch as pt  # noqa: E402
 from pyasc import ge  # noqa: E402
 from pyasc.ge.decisions import DecisionKind  # noqa: E402
+from test_compile_backend import run  # noqa: E402  (compile, no graph break allowed, against eager)
 
 F = torch.nn.functional
-OPTIONS = {"chip": "tiny"}
 G = torch.Generator().manual_seed(0)
 
 
 def lowered(fn, *args):
     """(compiled result, eager result, the one pyasc graph the FX frontend built) with no graph break."""
-    torch._dynamo.reset()
-    compiled = torch.compile(fn, backend="pyasc", options=OPTIONS)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", pt.PyascGraphBreak)
-        with torch.no_grad():
-            got = compiled(*args)
-    with torch.no_grad():
-        want = fn(*args)
-    (graph,) = pt.last_graphs()
+    got, want, graphs = run(fn, *args)
+    (graph,) = graphs
     (sub,) = graph.subgraphs
     return got, want, sub.graph
 
