@@ -120,6 +120,28 @@ def test_batched_spellings_with_a_causal_triangle(fn, shape, spelling):
     assert len(lines) == 1 and spelling in lines[0] and lines[0].endswith("-> attention(scale=0.25, causal)")
 
 
+def max_by_index(q, k, v):
+    """The reductions without keepdims, put back with [:, None]."""
+    s = q @ k.T * 0.25
+    e = np.exp(s - s.max(axis=-1)[:, None])
+    return (e / e.sum(-1)[:, None]) @ v
+
+
+def times_reciprocal(q, k, v):
+    """e * (1 / sum) instead of e / sum."""
+    s = q @ k.T * 0.25
+    e = np.exp(s - np.max(s, axis=1, keepdims=True))
+    return (e * (1.0 / e.sum(axis=1, keepdims=True))) @ v
+
+
+@pytest.mark.parametrize("fn", [max_by_index, times_reciprocal])
+def test_more_numpy_softmax_spellings(fn):
+    before, after, lines = compiled(fn, f32(T, D), f32(T, D), f32(T, D))
+    assert before["exp"] == 1 and before["max"] == 1 and before["sum"] == 1
+    assert "  %0 = attention(%q, %k, %v) {causal=False, has_mask=False, scale=0.25} : f32[8,16]\n" in after
+    assert len(lines) == 1 and "exp(x - max) / sum; * 0.25" in lines[0]
+
+
 def f16_casts(q, k, v):
     """float16 in and out; the scores cast to float32 for the softmax, the weights back to float16."""
     s = (q @ k.swapaxes(-1, -2)).astype(np.float32) / np.sqrt(q.shape[-1])

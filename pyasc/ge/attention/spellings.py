@@ -6,7 +6,8 @@ spelling). The pattern (match.py) tries the tables in order.
 
 - SOFTMAX: `pyasc.softmax` / `np`-style softmax ops over the last axis (the registry's softmax, scipy's when
   registered); `e / e.sum(-1, keepdims=True)` and `e * reciprocal(sum)` with `e = exp(x - x.max(-1,
-  keepdims=True))` or `e = exp(x)` (a reduction without keepdims put back by expand_dims / reshape counts);
+  keepdims=True))` or `e = exp(x)` (a reduction without keepdims put back by expand_dims / reshape counts;
+  `e * (1 / sum)` too);
 - LAYERS between the softmax and q @ k^T, outermost first: float casts, batch reshapes (torch's bmm views the
   batch (B, H) as B*H and back; match.py checks they all agree), a scalar scale (`* c`, `c *`, `/ c`,
   `-`), an additive mask (`+ m`, `m +`, `- m`), a where-mask (`where(keep, s, -inf)`, `where(drop, -inf, s)`
@@ -134,11 +135,11 @@ def _exp_over_sum(n: Node) -> Softmax | Refusal | None:
     if n.op == "div":
         e, s, extra = n.inputs[0], n.inputs[1], ()
     elif n.op == "mul":
-        recips = [(a, b) for a, b in (tuple(n.inputs), tuple(reversed(n.inputs))) if b.node.op == "reciprocal"]
+        recips = [(a, b) for a, b in (tuple(n.inputs), tuple(reversed(n.inputs))) if _reciprocal_of(b) is not None]
         if not recips:
             return None
         e, r = recips[0]
-        s, extra = r.node.inputs[0], (r.node,)
+        s, extra = _reciprocal_of(r), (r.node,)
     else:
         return None
     if e.node.op != "exp":
@@ -161,6 +162,16 @@ def _exp_over_sum(n: Node) -> Softmax | Refusal | None:
                                f"not over the keys (the last axis, {ndim - 1})")
             return Softmax(x, nodes + (inner.node, peak[0]) + peak[1], "exp(x - max) / sum")
     return Softmax(inner, nodes, "exp(x) / sum")
+
+
+def _reciprocal_of(v: Value) -> Value | None:
+    """x when `v` is 1 / x (`reciprocal(x)` or `1.0 / x`), else None."""
+    n = v.node
+    if n.op == "reciprocal":
+        return n.inputs[0]
+    if n.op == "div" and constant_scalar(n.inputs[0]) == 1.0:
+        return n.inputs[1]
+    return None
 
 
 #: softmax spellings, tried in order on the node that produces the attention weights
