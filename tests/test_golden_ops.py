@@ -108,6 +108,10 @@ MAKERS: dict[str, list[Maker]] = {
     "expand_dims": [unary(axis=0), unary(axis=-1)],
     "squeeze": [unary(shape=(3, 1, 4), axis=1), unary(shape=(1, 3, 1), axis=None)],
     "full": [lambda rng, d: ([], {"shape": (2, 3), "fill_value": True if d == "bool" else 3, "dtype": d})],
+    "attention": [lambda rng, d: ([values(rng, d, (2, 5, 8), "small") for _ in range(3)] + [None], {"causal": True}),
+                  lambda rng, d: ([values(rng, d, (7, 16), "small"), values(rng, d, (9, 16), "small"),
+                                   values(rng, d, (9, 4), "small"), values(rng, d, (7, 9), "small")],
+                                  {"scale": 0.5})],
 }
 MAKERS.update(numpy_op_makers.makers(values))  # the numpy ops of issue 11
 MAKERS.update(numpy_op_makers.makers_issue22(values))  # and of issue 22 (on the dtypes DTYPES_ISSUE22 names)

@@ -33,6 +33,7 @@ NUMPY_PUBLIC = {*NUMPY_UNARY, "logaddexp", "square", "clip", "copy", "var", "std
                 *NUMPY_GATHER, *NUMPY_CREATION, "tril", "triu", "outer"}
 NUMPY_INTERNAL = {"concat", "split"}  # variadic: concatenate/stack/hstack/vstack and split/array_split are sugar
 NUMPY_OPS = NUMPY_PUBLIC | NUMPY_INTERNAL
+ATTENTION = {"attention"}  # issue 19: scaled dot-product attention, its own kernel or its decomposition
 NUMPY_OP_TWINS = {**{n: n for n in NUMPY_PUBLIC - NUMPY_CREATION}, "zeros_like": "full_like", "ones_like": "full_like",
                   "empty_like": "full_like", "concatenate": "concat", "concat": "concat", "stack": "concat",
                   "hstack": "concat", "vstack": "concat", "split": "split", "array_split": "split"}
@@ -77,7 +78,7 @@ EXPECTED_CATEGORY = {
     **{n: Category.BROADCAST for n in ["logaddexp", "clip"]},
     **{n: Category.REDUCE for n in ["var", "std"]},
     **{n: Category.INJECTIVE for n in [*NUMPY_LAYOUT, *NUMPY_INTERNAL]},
-    "dot": Category.MATMUL,
+    "dot": Category.MATMUL, "attention": Category.OPAQUE,
     "argmax": Category.REDUCE, "argmin": Category.REDUCE, "take": Category.INJECTIVE, "cumsum": Category.INJECTIVE,
     **{n: Category.ELEMWISE for n in NUMPY_CREATION}, **{n: Category.BROADCAST for n in ("tril", "triu", "outer")},
     **NUMPY22_CATEGORY,
@@ -86,7 +87,8 @@ EXPENSIVE = set("exp log tanh sqrt rsqrt div sigmoid gelu erf sin cos pow".split
     "matmul", "fused_matmul", "floordiv", "mod", "reciprocal"}  # the last three: division-based, like XLA's
 EXPENSIVE |= set(NUMPY_UNARY) | {"logaddexp", "var", "std", "dot"} | NUMPY_GATHER
 EXPENSIVE |= set(NUMPY22_CATEGORY) - NUMPY22_CHEAP
-COMPOSITES |= NUMPY_OPS
+COMPOSITES |= NUMPY_OPS | ATTENTION
+EXPENSIVE |= ATTENTION
 COMMUTATIVE = {"add", "mul", "maximum", "minimum", "eq", "ne", "bitwise_and", "bitwise_or", "bitwise_xor"}
 
 NUMPY_TWINS = {
@@ -110,7 +112,7 @@ NUMPY_TWINS = {
 def test_every_op_name_of_the_brief_is_registered_and_nothing_else():
     for name in OP_NAMES:
         assert ops.exists(name), name
-    assert set(ops.names()) == set(OP_NAMES) | NUMPY_OPS
+    assert set(ops.names()) == set(OP_NAMES) | NUMPY_OPS | ATTENTION
 
 
 def test_public_signatures_exactly_for_non_internal_ops():

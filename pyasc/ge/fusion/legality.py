@@ -2,8 +2,10 @@
 
 `classify(facts, order, limits)` returns the candidate's `KernelStructure`,
 or the `Rejection` of the first rule that refuses it:
-- one data-movement op (transpose, reshape, slice, transdata, ...) or one If
-  alone is always a kernel (DATA_MOVEMENT / CONTROL); with others, never
+- one data-movement op (transpose, reshape, slice, transdata, ...), one If or
+  one opaque op (attention) alone is always a kernel (DATA_MOVEMENT / CONTROL /
+  OPAQUE; whether codegen takes the opaque op whole was asked before fusion,
+  see ge/pattern.py); with others, never
   (rule "data_movement_member": GE buffer fusion fuses elementwise/broadcast
   ops only);
 - `elementwise_rule`: elementwise and broadcast ops, any number (up to the size knob), but not a value
@@ -52,8 +54,7 @@ def classify(facts: GraphFacts, order: list[Node], limits: Limits) -> KernelStru
     if limits.max_ops is not None and len(order) > limits.max_ops:
         return Rejection("max_ops", f"the kernel would have {len(order)} ops, more than fusion_max_ops={limits.max_ops}")
     if len(order) == 1 and facts.pattern[order[0]] in _ALONE:
-        node = order[0]
-        return KernelStructure(KernelKind.CONTROL if ops.get(node.op).is_control else KernelKind.DATA_MOVEMENT, node)
+        return lone_structure(order[0])
     for n in order:
         p = facts.pattern[n]
         if p in _ALONE:
@@ -81,6 +82,16 @@ def classify(facts: GraphFacts, order: list[Node], limits: Limits) -> KernelStru
             return Rejection("max_users", f"{facts.label(n)} would feed {inside} ops inside one kernel, more than "
                              f"fusion_max_users={limits.max_users}")
     return found
+
+
+def lone_structure(node: Node) -> KernelStructure:
+    """The structure of a kernel of one op that never shares one: an If, an opaque op (attention), a data move."""
+    op = ops.get(node.op)
+    if op.is_control:
+        return KernelStructure(KernelKind.CONTROL, node)
+    if op.category == Category.OPAQUE:
+        return KernelStructure(KernelKind.OPAQUE, node)
+    return KernelStructure(KernelKind.DATA_MOVEMENT, node)
 
 
 def elementwise_rule(facts: GraphFacts, order: list[Node]) -> KernelStructure | Rejection:
