@@ -22,7 +22,7 @@ from ..ir import Graph, Value, interpret
 from .domain import dims
 from .kernel_graph import KernelGraph, build_kernel_graph
 from .lowering import no_lowering
-from . import matmul_plan
+from . import blocked, conv_plan, matmul_plan
 from .template import Job, Unsupported
 from .templates import TEMPLATES, template_of_op
 
@@ -57,8 +57,12 @@ def route(label: str, plan: KernelPlan) -> list[Job]:
     whole = template_of_op(plan.anchor)
     if whole is TEMPLATES["matmul"]:
         return matmul_jobs(label, plan)
+    if whole is TEMPLATES["conv"]:
+        return conv_jobs(label, plan)
     if whole is not None and whole.handles is not None and whole.handles(kg):
         return [kernel_job(whole.name, label, kg, plan)]
+    if plan.kind is KernelKind.ELEMENTWISE and blocked.is_blocked(kg):
+        kg = blocked.storage_view(kg)
     by_kind = BY_KIND.get(plan.kind)
     if by_kind is None:
         raise unsupported(kg, label, f"a {plan.kind.value} kernel has no template yet")
@@ -88,6 +92,19 @@ def matmul_jobs(label: str, plan: KernelPlan) -> list[Job]:
     if r.epilogue is not None:
         e = r.epilogue
         jobs.append(Job("vector", e.graph.name, e, list(e.inputs), list(e.outputs), plan, {}, **where))
+    return jobs
+
+
+def conv_jobs(label: str, plan: KernelPlan) -> list[Job]:
+    """Casts to float32 (if any), the weights in the cube's layout, the cube kernel."""
+    try:
+        r = conv_plan.route(label, plan)
+    except Unsupported as e:
+        raise no_lowering(plan.anchor, label, plan.anchor_node.loc, str(e)) from None
+    where = {"op": plan.anchor, "loc": plan.anchor_node.loc}
+    jobs = [Job("vector", kg.graph.name, kg, list(kg.inputs), list(kg.outputs), plan, {}, **where) for kg in r.casts]
+    jobs.append(Job("conv_weights", r.weights.name, r.weights, r.weight_inputs, [r.prepared], plan, {}, **where))
+    jobs.append(Job("conv", label, r.cube, r.operands, [r.result], plan, {"scratch": list(r.scratch)}, **where))
     return jobs
 
 

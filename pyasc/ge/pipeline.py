@@ -2,7 +2,9 @@
 
 Order (GE's, as in reference/graph-optimizer-references.md §3):
 
+    conv_batchnorm_fold                           opt 2  (ge.conv) batch_norm(conv) -> conv, rescaled weights
     decompose_composites                          opt 0  composites without a dedicated lowering
+    conv_group_split                              opt 0  (ge.conv) a grouped conv -> one conv per group
     vector_integer_matmul                         opt 0  (ge.integer_matmul) integer products the cube cannot take
     split_reductions                              opt 0  a reduction over separated axes -> one per block
     simplify (fixpoint group)                            fold -> algebra -> CSE -> DCE
@@ -11,7 +13,10 @@ Order (GE's, as in reference/graph-optimizer-references.md §3):
     pattern_fusion (group)
         matmul_transpose_fold                     opt 2  a.T @ b -> transpose flags
         matmul_epilogue_fusion                    opt 2  matmul + bias + relu + cast -> fused_matmul
+        conv_epilogue_fusion                      opt 2  (ge.conv) conv + relu + cast -> fused_conv2d
     layout (group)
+        blocked_layout                            opt 0  (ge.conv) convs, pools and their elementwise
+                                                         neighbours in NC1HWC0
         layout_assign                             opt 0  transdata where formats disagree
         transdata_elimination                     opt 1  inverse pairs, siblings, transposes
         transpose_sinking                         opt 3
@@ -36,6 +41,7 @@ from .capacity import DEFAULT_CHIP, CapacityFn, resolve_chip  # noqa: F401  (res
 from .decisions import CubeOperandRoute, FusionDecision
 from .fusion import FusionPass, schedule_for
 from .integer_matmul import VectorIntegerMatmul
+from .conv import BlockedLayout, ConvBatchNormFold, ConvEpilogueFusion, ConvGroupSplit
 from .layout import layout_passes
 from .memory import MemoryPlanningPass
 from .instruments import PassVerificationError, StageCapture
@@ -108,12 +114,14 @@ def _backend_passes() -> list[Pass]:
 def build_pipeline() -> list[Pass]:
     """A fresh pass list (passes hold no state between compiles, but fresh objects cost nothing)."""
     return [
+        ConvBatchNormFold(),
         DecomposeComposites(),
+        ConvGroupSplit(),
         VectorIntegerMatmul(),
         SplitReductions(),
         simplify_group(),
-        PassGroup("pattern_fusion", pattern_passes()),
-        PassGroup("layout", layout_passes()),
+        PassGroup("pattern_fusion", [*pattern_passes(), ConvEpilogueFusion()]),
+        PassGroup("layout", [BlockedLayout(), *layout_passes()]),
         simplify_group(),
         *_backend_passes(),
     ]

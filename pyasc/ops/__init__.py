@@ -54,6 +54,7 @@ and If: any format; everything else ND), expensive (not cheap to recompute).
 """
 from .registry import (  # noqa: F401
     ANY_FORMAT,
+    ELEMENTWISE_FORMATS,
     ND_ONLY,
     Category,
     CubeOperand,
@@ -73,4 +74,5 @@ from .registry import (  # noqa: F401
 )
 from . import elementwise, reduce, shape, matmul, creation, composite, dimvalue, loop, update  # noqa: F401,E402  (registers ops)
 from . import elementary, statistics, like, joining, arrange, dot, search, scan, constructors  # noqa: F401,E402  (numpy functions as composites)
+from . import conv  # noqa: F401,E402  (conv2d, pooling, batch_norm)
 from .shape import IndexPlan, normalize_index  # noqa: F401,E402

@@ -1,0 +1,91 @@
+"""How a conv kernel plan runs: the weights put in the cube's layout, then one cube kernel.
+
+A plan is one conv2d / fused_conv2d node (GE's `blocked_layout` gives it an NC1HWC0 feature map and an
+NC1HWC0 result). What runs, as plain data (`ConvRoute`):
+- the weights (OIHW, any float dtype) become the (O, K) matrix the cube reads, in the cube's dtype and,
+  for a folded batch norm, scaled (`conv_weights`, a vector pre-launch into workspace scratch);
+- a bias of another dtype than float32 is cast to float32 for the bias table (a vector pre-launch);
+- the cube kernel (`conv`): Load3D img2col, mmad, FixPipe with ReLU and the cast, straight into the
+  result's NC1HWC0 buffer.
+The cube multiplies in numpy's promotion of x and w; a feature map of another dtype than that is not
+lowered (the error says so).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .. import dtypes
+from ..ge.plan import KernelPlan
+from ..ir import Graph, Node, TensorType, Value, is_annotation
+from ..ops.conv import BLOCKED, conv_geometry
+from .domain import UnsupportedDomain
+from .kernel_graph import KernelGraph
+from .matmul_plan import cast_graph
+from .templates.conv import CONV_DTYPES, CONV_OUT_DTYPES, CubeConv
+from .templates.conv_weights import ConvWeights, padded_channels
+
+CONV_OPS = ("conv2d", "fused_conv2d")
+
+
+@dataclass
+class ConvRoute:
+    weights: ConvWeights
+    weight_inputs: list[Value]        # w (and the scale)
+    prepared: Value                   # the (O, K) weight matrix (workspace scratch)
+    casts: list[KernelGraph]          # vector pre-launches (a bias to float32)
+    operands: list[Value]             # what the cube reads: x, the prepared weights[, the float32 bias]
+    cube: CubeConv
+    result: Value
+    scratch: list[Value] = field(default_factory=list)
+
+
+def _attrs(node: Node) -> dict:
+    return {k: v for k, v in node.attrs.items() if not is_annotation(k)}
+
+
+def route(label: str, plan: KernelPlan) -> ConvRoute:
+    node = plan.anchor_node
+    if node.op not in CONV_OPS or len(plan.nodes) != 1:
+        raise UnsupportedDomain(f"a conv kernel is one conv node, got {', '.join(n.op for n in plan.nodes)}")
+    attrs = _attrs(node)
+    x, w = node.inputs[0], node.inputs[1]
+    if x.type.format != BLOCKED:
+        raise UnsupportedDomain(f"the cube reads the feature map in {BLOCKED}, but x is {x.type.format} (GE's "
+                                f"blocked_layout pass converts it; was it disabled?)")
+    g = conv_geometry(x.type, w.type, attrs, node.op)
+    if g.groups != 1:
+        raise UnsupportedDomain(f"a conv with groups={g.groups} is split per group by GE's conv_group_split "
+                                f"pass; was it disabled?")
+    cube_dtype = dtypes.promote(x.type.dtype, w.type.dtype)
+    if cube_dtype not in CONV_DTYPES:
+        raise UnsupportedDomain(f"the cube convolves {', '.join(CONV_DTYPES)}, not {cube_dtype}")
+    if x.type.dtype != cube_dtype:
+        raise UnsupportedDomain(f"x is {x.type.dtype} but the product computes in {cube_dtype} (w is "
+                                f"{w.type.dtype}): cast x or w so that both have one dtype")
+    out = node.out()
+    if out.type.dtype not in CONV_OUT_DTYPES:
+        raise UnsupportedDomain(f"FixPipe writes a conv result as {', '.join(CONV_OUT_DTYPES)}, not "
+                                f"{out.type.dtype}")
+    has_bias, has_scale = bool(attrs.get("has_bias")), bool(attrs.get("has_scale"))
+    rest = list(node.inputs[2:])
+    bias = rest.pop(0) if has_bias else None
+    scale = rest.pop(0) if has_scale else None
+    casts: list[KernelGraph] = []
+    scratch: list[Value] = []
+
+    def f32(v: Value, what: str) -> Value:
+        if v.type.dtype == "float32":
+            return v
+        kg = cast_graph(f"{label}_cast_{what}", v, "float32")
+        casts.append(kg)
+        scratch.append(kg.outputs[0])
+        return kg.outputs[0]
+
+    weight_inputs = [w] + ([f32(scale, "scale")] if scale is not None else [])
+    cw = ConvWeights(f"{label}_weights", g.o, g.c, g.kh, g.kw, w.type.dtype, cube_dtype, scale is not None)
+    prepared = Graph(f"{label}_weights").add_input(TensorType((g.o, cw.k), cube_dtype), name="weights")
+    scratch.append(prepared)
+    operands = [x, prepared] + ([f32(bias, "bias")] if bias is not None else [])
+    cube = CubeConv(label, g.n, g.c, g.h, g.w, g.o, g.kh, g.kw, g.stride, g.dilation, g.pad, g.ho, g.wo,
+                    cube_dtype, out.type.dtype, bias is not None, attrs.get("activation") == "relu")
+    return ConvRoute(cw, weight_inputs, prepared, casts, operands, cube, out, scratch)

@@ -1,0 +1,354 @@
+"""The conv template: conv2d on the cube cores (AIC), img2col by Load3D from an NC1HWC0 feature map in L1.
+
+What one kernel computes (`CubeConv`, from `conv_plan`): y = act(conv(x, w) + bias) for an NC1HWC0 feature
+map x (N, C1, H, W, C0) and the weights prepared as an (O, K) matrix (`conv_weights`: row o holds
+w[o, c, i, j] at column ((c1 * kh + i) * kw + j) * c0 + c % c0, c1 = c // c0, zeros for padding channels,
+c0 the cube's fractal width: 16 for float16, 8 for float32), bias float32 through the bias table, ReLU and
+the cast on FixPipe, which writes y in NC1HWC0 (N, O1, Ho, Wo, 16) directly: L0C's 16-column panels are
+exactly its channel blocks (`nz` with rows Ho * Wo apart).
+
+As a matrix product, out[m, o] = sum_k A[m, k] * B[k, o] with m = oh * Wo + ow and k = (c1, i, j, c0):
+A is the img2col matrix Load3D cuts out of the map in L1 (MTE1, into L0A, a window of m rows and k
+columns per instruction), B the weight matrix (copied into L1 in NZ as stored, N x K, and loaded
+transposed into L0B).
+
+The output is cut into blocks of tm positions of one image x tn channels, numbered image, channel block,
+position block (positions fastest); each core takes a contiguous run. A block of positions needs a band
+of input rows: Load3D's padding is fixed per instruction, so every band is addressed in the same padded
+view: a band starts `skip` output rows before the block (so the view's virtual top padding is never read
+for the block's own rows, and the band starts on a stride boundary), its height is what the block's
+windows read, clipped to the map (the view's virtual bottom padding then is the real one); m_start picks
+the block's rows out of the view. The band is walked in chunks of channel blocks (one L1 chunk: the band
+of `c1_chunk` blocks, and in "streamed" mode the weights of those channels), each cut into L0 steps of tk
+columns:
+
+  MTE2  GM -> L1: the band chunk (float32: two copies per block, its 16 channels as two 8-wide blocks);
+        the weights (NZ), per chunk or, "resident", once per channel block of the output
+  MTE1  L1 -> L0A: Load3D; L1 -> L0B: the weights' step, transposed
+  M     mmad into L0C (the first step from the bias table)
+  FIX   L0C -> GM in NC1HWC0
+
+L1 chunks rotate over `buffer_num` slots with a counter running across blocks (the next block's band
+loads while this one computes), L0A / L0B steps likewise, L0C over `l0c_slots` with the block. Flags come
+from the sync analysis.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from ...target import Chip, accumulator_dtype, itemsize
+from ... import symbolic as sy
+from ...symbolic import IntLike
+from .. import tileops as T
+from ..schedule import Buffer, GmParam, GmRef, Let, Loop, Ref, Stmt, TileSchedule, When
+from ..template import Template, Tiling, buffer_nums
+from .tiles import FieldSet, decompose, split_over_cores
+
+F = sy.sym
+
+#: FixPipe's conversions of a float32 accumulator the conv writes (NC1HWC0 with 16-channel blocks)
+CONV_OUT_DTYPES = ("float32", "float16")
+#: the operand dtypes the conv multiplies on the cube
+CONV_DTYPES = ("float16", "float32")
+#: position-block sizes the tiler tries (multiples of the 16-row fractal)
+POSITION_BLOCKS = (16, 32, 64, 128, 256, 512)
+CHANNEL_BLOCKS = (16, 32, 64, 128, 256)
+
+
+def in_param(i: int) -> str:
+    return f"in{i}"
+
+
+def out_param(j: int) -> str:
+    return f"out{j}"
+
+
+def _ceil(x: int, a: int) -> int:
+    return -(-x // a) * a
+
+
+@dataclass(frozen=True)
+class CubeConv:
+    """One cube conv kernel's computation (see the module docstring); static sizes only."""
+
+    name: str
+    n: int
+    c: int
+    h: int
+    w: int
+    o: int
+    kh: int
+    kw: int
+    stride: tuple[int, int]
+    dilation: tuple[int, int]
+    pad: tuple[int, int, int, int]   # top, bottom, left, right
+    ho: int
+    wo: int
+    dtype: str                       # what the cube multiplies (x and the prepared weights)
+    out_dtype: str                   # what FixPipe writes
+    bias: bool = False               # a float32 bias of O values through the bias table
+    relu: bool = False
+    # the chip's fractal and alignments; set by `for_chip`
+    r0: int = 0
+    c0: int = 0                      # the cube's fractal width for dtype (Load3D's c0)
+    l1_align: int = 0
+    bias_align: int = 0
+
+    def for_chip(self, chip: Chip) -> "CubeConv":
+        return replace(self, r0=chip.cube_block, c0=chip.fractal_c0(itemsize(self.dtype)), l1_align=chip.l1_align,
+                       bias_align=chip.bias_table_align)
+
+    # the storage: NC1HWC0 blocks of `block` channels (16 for 2- and 4-byte types)
+    @property
+    def block(self) -> int:
+        return 16
+
+    @property
+    def split(self) -> int:
+        """Cube channel blocks per stored channel block (2 for float32: 16 stored channels, 8 per fractal)."""
+        return self.block // self.c0
+
+    @property
+    def c1s(self) -> int:
+        """Stored channel blocks of x."""
+        return -(-self.c // self.block)
+
+    @property
+    def taps(self) -> int:
+        return self.kh * self.kw
+
+    @property
+    def k(self) -> int:
+        """Columns of the img2col matrix (and of the prepared weights): every channel block x tap x c0."""
+        return self.c1s * self.split * self.taps * self.c0
+
+    @property
+    def m(self) -> int:
+        return self.ho * self.wo
+
+    @property
+    def o1(self) -> int:
+        return -(-self.o // self.block)
+
+    @property
+    def acc_dtype(self) -> str:
+        return accumulator_dtype(self.dtype)
+
+    @property
+    def skip_rows(self) -> int:
+        """Output rows a band starts before its block so the view's top padding is not read: ceil(pt / sh)."""
+        return -(-self.pad[0] // self.stride[0])
+
+    def band(self, m0: IntLike, mm: IntLike) -> tuple[IntLike, IntLike, IntLike]:
+        """(first input row, rows, m_start in the band's view) of the block of mm positions from m0."""
+        sh, pt, dh = self.stride[0], self.pad[0], self.dilation[0]
+        oh0 = sy.floordiv(m0, self.wo)
+        last = sy.floordiv(sy.add(m0, mm, -1), self.wo)
+        skip = sy.max_(sy.min_(self.skip_rows, oh0), sy.add(oh0, -((self.h - 1) // sh)))
+        top = sy.add(oh0, sy.mul(-1, skip))
+        first = sy.mul(top, sh)
+        reach = sy.add(sy.mul(sy.add(last, sy.mul(-1, oh0), skip), sh), -pt + (self.kh - 1) * dh + 1)
+        rows = sy.max_(1, sy.min_(sy.add(self.h, sy.mul(-1, first)), reach))
+        return first, rows, sy.add(m0, sy.mul(-1, sy.mul(top, self.wo)))
+
+    def band_rows(self, tm: int) -> int:
+        """The most input rows a block of tm positions reads."""
+        most = 1
+        for m0 in range(0, self.m, tm):
+            _, rows, _ = self.band(m0, min(tm, self.m - m0))
+            most = max(most, int(rows))
+        return most
+
+
+@dataclass(frozen=True)
+class ConvTiling(Tiling):
+    tm: int             # output positions per block
+    tn: int             # output channels per block
+    tk: int             # img2col columns per L0 step
+    chunk: int          # stored channel blocks per L1 chunk
+    buffer_num: int     # slots of the L1 chunks and the L0A / L0B steps
+    l0c_slots: int
+    cores: int
+    resident: bool      # the weights of a channel block stay in L1 across the blocks of positions
+
+    def describe(self) -> str:
+        w = "weights resident" if self.resident else "weights streamed"
+        return (f"blocks {self.tm} positions x {self.tn} channels, L0 step {self.tk}, L1 chunk {self.chunk} channel "
+                f"blocks, {w}, L1/L0 slots={self.buffer_num}, L0C slots={self.l0c_slots}, cores<={self.cores}")
+
+
+# ---- footprint -------------------------------------------------------------------------------------
+
+
+def chunk_columns(cv: CubeConv, chunk: int) -> int:
+    return chunk * cv.split * cv.taps * cv.c0
+
+
+def footprint(cv: CubeConv, t: ConvTiling) -> list[tuple[str, str, str, int, int, str]]:
+    """(name, space, dtype, bytes per slot, slots, role) of every on-chip buffer."""
+    size = itemsize(cv.dtype)
+    band = t.chunk * cv.block * cv.band_rows(t.tm) * cv.w * size
+    cols = cv.k if t.resident else chunk_columns(cv, t.chunk)
+    out = [
+        ("fm", "L1", cv.dtype, _ceil(band, cv.l1_align), t.buffer_num, "feature-map band chunk"),
+        ("wb", "L1", cv.dtype, _ceil(_ceil(t.tn, cv.r0) * cols * size, cv.l1_align),
+         1 if t.resident else t.buffer_num, "weights (NZ)"),
+        ("l0a", "L0A", cv.dtype, _ceil(t.tm, cv.r0) * t.tk * size, t.buffer_num, "img2col step (ZZ)"),
+        ("l0b", "L0B", cv.dtype, t.tk * _ceil(t.tn, cv.r0) * size, t.buffer_num, "weight step (ZN)"),
+        ("l0c", "L0C", cv.acc_dtype, t.tm * t.tn * 4, t.l0c_slots, "accumulator"),
+    ]
+    if cv.bias:
+        out += [("l1bias", "L1", "float32", _ceil(t.tn * 4, cv.l1_align), 1, "bias chunk"),
+                ("bt", "BT", "float32", _ceil(t.tn * 4, cv.bias_align), 1, "bias table")]
+    return out
+
+
+def fits(cv: CubeConv, t: ConvTiling, chip: Chip) -> bool:
+    used: dict[str, int] = {}
+    for _, space, _, nbytes, slots, _ in footprint(cv, t):
+        used[space] = used.get(space, 0) + _ceil(nbytes * slots, chip.space_align(space))
+    return all(n <= chip.space_bytes(space) for space, n in used.items())
+
+
+# ---- candidates ------------------------------------------------------------------------------------
+
+
+def tilings(cv: CubeConv, chip: Chip, buffer_num: int, cores: int) -> list[ConvTiling]:
+    """For every block shape worth scoring: the deepest L1 chunk and L0 step that fit, weights resident or
+    streamed, double-buffered where the cap allows (and single-buffered)."""
+    cores = max(1, min(cores, chip.aic_cores))
+    mp, op = _ceil(cv.m, 16), _ceil(cv.o, 16)
+    tms = sorted({s for s in POSITION_BLOCKS if s < mp} | {min(mp, POSITION_BLOCKS[-1])})
+    tns = sorted({s for s in CHANNEL_BLOCKS if s < op} | {min(op, CHANNEL_BLOCKS[-1])})
+    out: list[ConvTiling] = []
+    for bn in buffer_nums(buffer_num, most=2):
+        for tm in tms:
+            for tn in tns:
+                for resident in (True, False):
+                    t = _deepest(cv, chip, tm, tn, bn, cores, resident)
+                    if t is not None:
+                        out.append(t)
+    return out
+
+
+def _deepest(cv: CubeConv, chip: Chip, tm: int, tn: int, bn: int, cores: int, resident: bool) -> ConvTiling | None:
+    """The tiling of this block shape with the most channel blocks per L1 chunk and the deepest L0 step."""
+    for chunk in range(cv.c1s, 0, -1):
+        cols = chunk_columns(cv, chunk)
+        tk = _ceil(min(cols, 512), 16)
+        while tk >= 16:
+            t = ConvTiling(tm, tn, tk, chunk, bn, bn, cores, resident)
+            if fits(cv, t, chip):
+                return t
+            tk -= 16
+    return None
+
+
+# ---- the schedule ----------------------------------------------------------------------------------
+
+
+def schedule(cv: CubeConv, t: ConvTiling, chip: Chip) -> TileSchedule:
+    size, osize = itemsize(cv.dtype), itemsize(cv.out_dtype)
+    fs = FieldSet()
+    nmb, nnb = -(-cv.m // t.tm), -(-cv.o // t.tn)
+    n_chunks = -(-cv.c1s // t.chunk)
+    steps_per_chunk = -(-chunk_columns(cv, t.chunk) // t.tk)
+    blocks, begin, count = split_over_cores(fs, cv.n * nnb * nmb, min(t.cores, chip.aic_cores))
+    i = F("i")
+    lets: list[Stmt] = [Let("t", sy.add(begin, i))]
+    lets += decompose(F("t"), [("img", cv.n), ("nb", nnb), ("mb", nmb)])
+    lets += [Let("m0", sy.mul(F("mb"), t.tm)), Let("mm", sy.min_(t.tm, sy.add(cv.m, sy.mul(-1, F("m0"))))),
+             Let("n0", sy.mul(F("nb"), t.tn)), Let("nn", sy.min_(t.tn, sy.add(cv.o, sy.mul(-1, F("n0")))))]
+    first, rows, m_start = cv.band(F("m0"), F("mm"))
+    lets += [Let("hs", first), Let("hb", rows), Let("ms", m_start)]
+    block: list[Stmt] = list(lets)
+    bias_ref = None
+    if cv.bias:
+        block.append(T.load(Ref("l1bias"), GmRef(in_param(2), sy.mul(F("n0"), 4)), "float32", F("nn"),
+                            note="bias chunk"))
+        block.append(T.load_bias(Ref("bt"), Ref("l1bias"), F("nn"), note="bias -> bias table"))
+        bias_ref = Ref("bt")
+    panel = sy.mul(sy.align_up(F("nn"), cv.r0), size)       # bytes of one weight column in L1 (NZ)
+    if t.resident:
+        # a new channel block starts at this core's first block or where the position blocks wrap around
+        new = sy.add(sy.lt(i, 1), sy.lt(F("mb"), 1))
+        block.append(When(new, [T.copy_nd2nz(Ref("wb"), GmRef(in_param(1), sy.mul(F("n0"), cv.k, size)), cv.dtype,
+                                             F("nn"), cv.k, src_row_stride=cv.k, note="weights of the channel block")]))
+    acc = sy.mod(i, t.l0c_slots) if t.l0c_slots > 1 else 0
+    chunk_no = sy.add(sy.mul(i, n_chunks), F("kk"))
+    slot1 = t.slot(chunk_no)
+    fm = Ref("fm", slot1)
+    body: list[Stmt] = [Let("cs", sy.mul(F("kk"), t.chunk)),
+                        Let("cc", sy.min_(t.chunk, sy.add(cv.c1s, sy.mul(-1, F("cs"))))),
+                        Let("kl", sy.mul(F("cc"), cv.split * cv.taps * cv.c0))]
+    body += _load_band(cv, fm, size)
+    if t.resident:
+        wsrc = Ref("wb").at(sy.mul(F("cs"), cv.split * cv.taps * cv.c0, panel))
+    else:
+        wsrc = Ref("wb", slot1)
+        body.append(T.copy_nd2nz(wsrc, GmRef(in_param(1), sy.mul(sy.add(sy.mul(F("n0"), cv.k),
+                                                                          sy.mul(F("cs"), cv.split * cv.taps * cv.c0)),
+                                                                  size)),
+                                 cv.dtype, F("nn"), F("kl"), src_row_stride=cv.k, note="weights of the chunk"))
+    slot0 = t.slot(sy.add(sy.mul(chunk_no, steps_per_chunk), F("ks")))
+    step: list[Stmt] = [Let("ko", sy.mul(F("ks"), t.tk)), Let("kc", sy.min_(t.tk, sy.add(F("kl"), sy.mul(-1, F("ko")))))]
+    step.append(T.load3d(Ref("l0a", slot0), fm, cv.dtype, sy.mul(F("cc"), cv.split), F("hb"), cv.w, cv.kh, cv.kw,
+                         cv.stride, cv.pad, cv.dilation, m_start=F("ms"), m_len=F("mm"), k_start=F("ko"),
+                         k_len=F("kc"), note="img2col step -> L0A"))
+    step.append(_load_weights_l0(cv, Ref("l0b", slot0), wsrc.at(sy.mul(F("ko"), sy.align_up(F("nn"), cv.r0), size))))
+    step.append(T.mmad(Ref("l0c", acc), Ref("l0a", slot0), Ref("l0b", slot0), F("mm"), F("kc"), F("nn"), cv.dtype,
+                       accumulate=sy.lt(0, sy.add(F("kk"), F("ks"))), bias=bias_ref, note="accumulate in L0C"))
+    body.append(Loop("ks", 0, sy.ceildiv(F("kl"), t.tk), 1, step, note="L0 steps of the chunk"))
+    block.append(Loop("kk", 0, n_chunks, 1, body, note="channel chunks (L1)"))
+    out_off = sy.mul(sy.add(sy.mul(sy.add(sy.mul(F("img"), cv.o1), sy.mul(F("nb"), t.tn // cv.block)), cv.m),
+                            F("m0")), cv.block * osize)
+    block.append(T.fixpipe(GmRef(out_param(0), out_off), Ref("l0c", acc), F("mm"), F("nn"), cv.out_dtype,
+                           cv.acc_dtype, relu=cv.relu, dst_row_stride=cv.m, nz=True, note="L0C -> GM (NC1HWC0)"))
+    params = [GmParam(in_param(0), cv.dtype, "in"), GmParam(in_param(1), cv.dtype, "in")]
+    if cv.bias:
+        params.append(GmParam(in_param(2), "float32", "in"))
+    params.append(GmParam(out_param(0), cv.out_dtype, "out"))
+    notes = [f"conv {cv.n}x{cv.c}x{cv.h}x{cv.w} * {cv.o}x{cv.c}x{cv.kh}x{cv.kw} stride {cv.stride} pad {cv.pad} "
+             f"dilation {cv.dilation} -> {cv.n}x{cv.o}x{cv.ho}x{cv.wo}: img2col {cv.m} x {cv.k} @ {cv.k} x {cv.o} "
+             f"{cv.dtype} -> {cv.acc_dtype} -> {cv.out_dtype}" + (" + bias" if cv.bias else "")
+             + (" relu" if cv.relu else ""), f"tiling: {t.describe()}"]
+    buffers = [Buffer(*b) for b in footprint(cv, t)]
+    loop = Loop("i", 0, count, 1, block, note="output blocks of this core")
+    return TileSchedule(cv.name, "aic", params, fs.fields, blocks, buffers, [loop], notes)
+
+
+def _load_band(cv: CubeConv, fm: Ref, size: int) -> list[Stmt]:
+    """GM -> L1: rows hs.. hs+hb of the chunk's channel blocks, as cube blocks of c0 channels."""
+    plane = cv.h * cv.w * cv.block                        # elements of one stored channel block of one image
+    start = sy.add(sy.mul(sy.add(sy.mul(F("img"), cv.c1s), F("cs")), plane), sy.mul(F("hs"), cv.w * cv.block))
+    band = sy.mul(F("hb"), cv.w * cv.block)               # elements of one block's band
+    if cv.split == 1:
+        return [T.load(fm, GmRef(in_param(0), sy.mul(start, size)), cv.dtype, band, F("cc"), src_stride=plane,
+                       dst_stride=band, pad=False, note="feature-map band")]
+    # float32: each stored block of 16 channels becomes `split` cube blocks of c0 channels (c0 of every pixel)
+    pixels = sy.mul(F("hb"), cv.w)
+    copies: list[Stmt] = []
+    for half in range(cv.split):
+        src = GmRef(in_param(0), sy.mul(sy.add(start, sy.mul(F("cb"), plane), half * cv.c0), size))
+        dst = fm.at(sy.mul(sy.add(sy.mul(F("cb"), cv.split), half), pixels, cv.c0, size))
+        copies.append(T.load(dst, src, cv.dtype, cv.c0, pixels, src_stride=cv.block, dst_stride=cv.c0, pad=False,
+                             note=f"feature-map band, channels {half * cv.c0}.. of each block"))
+    return [Loop("cb", 0, F("cc"), 1, copies, note="stored channel blocks of the chunk")]
+
+
+def _load_weights_l0(cv: CubeConv, dst: Ref, src: Ref) -> Stmt:
+    """The step's kc columns of the stored (nn x K) weights, transposed into L0B as B (kc x nn)."""
+    if cv.dtype == "float16":
+        return T.load_l0(dst, src, "float16", F("nn"), F("kc"), transpose=True, note="weights^T -> L0B")
+    # the same bytes as a float16 matrix: its transpose is the wider type's L0B image
+    halves = sy.floordiv(sy.mul(sy.align_up(F("kc"), cv.c0), itemsize(cv.dtype)), 2)
+    return T.load_l0(dst, src, "float16", F("nn"), halves, transpose=True,
+                     note=f"weights^T -> L0B ({cv.dtype} as 16-bit pairs)")
+
+
+def _analyze(job, chip: Chip) -> list[CubeConv]:  # noqa: ANN001 - a Job
+    return [job.subject.for_chip(chip)]
+
+
+TEMPLATE = Template("conv", "aic", ConvTiling, _analyze, tilings, schedule, lambda cv: set(),
+                    ops=frozenset({"conv2d", "fused_conv2d"}))

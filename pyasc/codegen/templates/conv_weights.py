@@ -1,0 +1,164 @@
+"""The conv weights in the cube's layout: OIHW -> the (O, K) matrix the conv template reads (AIV cores).
+
+Row o of the result holds w[o, c, i, j] at column ((b * kh + i) * kw + j) * c0 + c % c0 for channel block
+b = c // c0 (c0: the cube's fractal width, 16 for float16, 8 for float32; `blocks` of them, the last
+padded with zero channels), the column order of the img2col matrix Load3D cuts out of an NC1HWC0 map.
+It is NC1HWC0 of w read as an (O, C, kh, kw) image with c0-wide blocks. On the way the values are cast to
+the cube's dtype and, for a folded batch norm, multiplied by a per-output-channel scale in float32 and
+rounded to w's dtype first (exactly what `fused_conv2d`'s eager function does).
+
+A tile is `rows` output channels: their channel rows (one per input channel, the taps padded to whole
+blocks) are loaded into UB, the padding channels zeroed, cast and scaled, each c0 x taps block transposed
+to taps x c0, and the rows stored back to back (one contiguous run of the result).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from ...target import Chip, itemsize
+from ... import symbolic as sy
+from ...symbolic import IntLike
+from .. import tileops as T
+from ..schedule import Buffer, GmParam, GmRef, Let, Loop, Ref, Stmt, TileSchedule
+from ..template import Template, buffer_nums, ub_slot
+from .moves import MoveTiling
+from .tiles import FieldSet, clamp_extent, split_over_cores
+
+F = sy.sym
+
+
+def padded_channels(c: int) -> int:
+    """Channels of an NC1HWC0 map of c channels (whole 16-channel blocks): what the weight rows cover."""
+    return -(-c // 16) * 16
+
+
+@dataclass(frozen=True)
+class ConvWeights:
+    name: str
+    o: int
+    c: int                 # input channels of one output channel (C / groups)
+    kh: int
+    kw: int
+    src_dtype: str         # w's dtype
+    dtype: str             # the cube's dtype (the result's)
+    scale: bool = False    # a float32 scale per output channel (a folded batch norm)
+    c0: int = 0            # the cube's fractal width for dtype (set by `for_chip`)
+
+    def for_chip(self, chip: Chip) -> "ConvWeights":
+        return replace(self, c0=chip.fractal_c0(itemsize(self.dtype)))
+
+    @property
+    def blocks(self) -> int:
+        """Channel blocks of c0 in the result: the channels padded to NC1HWC0's 16-channel blocks."""
+        return padded_channels(self.c) // self.c0
+
+    @property
+    def taps(self) -> int:
+        return self.kh * self.kw
+
+    @property
+    def tp(self) -> int:
+        """UB row of one channel's taps: whole 32-byte blocks for 2- and 4-byte types."""
+        return -(-self.taps // 16) * 16
+
+    @property
+    def k(self) -> int:
+        return padded_channels(self.c) * self.taps
+
+    @property
+    def padded(self) -> bool:
+        return self.c < self.blocks * self.c0
+
+    @property
+    def stages(self) -> list[str]:
+        """The dtypes a tile's channel rows pass through: w's, float32 to scale, back to w's, the cube's."""
+        out = [self.src_dtype]
+        if self.scale:
+            out += ["float32", self.src_dtype]
+        out.append(self.dtype)
+        return [d for i, d in enumerate(out) if i == 0 or d != out[i - 1]]
+
+
+def buffers(cw: ConvWeights, t: MoveTiling, chip: Chip) -> list[Buffer]:
+    rows = t.rows * cw.blocks * cw.c0 * cw.tp
+    bn = t.slots()
+    out = [Buffer(f"s{i}", "UB", d, ub_slot(rows * itemsize(d), chip), bn, "channel rows")
+           for i, d in enumerate(cw.stages)]
+    if cw.scale:
+        out += [Buffer("sc", "UB", "float32", ub_slot(t.rows * 4, chip), bn, "scales"),
+                Buffer("scb", "UB", "float32", ub_slot(rows * 4, chip), bn, "scales per element")]
+    out.append(Buffer("res", "UB", cw.dtype, ub_slot(t.rows * cw.k * itemsize(cw.dtype), chip), bn, "result rows"))
+    return out
+
+
+def fits(cw: ConvWeights, t: MoveTiling, chip: Chip) -> bool:
+    return sum(b.nbytes for b in buffers(cw, t, chip)) <= chip.ub_bytes and t.rows * cw.c <= chip.max_nburst
+
+
+def tilings(cw: ConvWeights, chip: Chip, buffer_num: int, cores: int) -> list[MoveTiling]:
+    cores = max(1, min(cores, chip.aiv_cores))
+    out: set[MoveTiling] = set()
+    for bn in buffer_nums(buffer_num):
+        most = 0
+        while most < cw.o and fits(cw, MoveTiling(most + 1, cw.k, bn, cores), chip):
+            most += 1
+        if most == 0:
+            continue
+        sizes = {most, max(1, min(most, -(-cw.o // cores)))}
+        out.update(MoveTiling(r, cw.k, bn, cores) for r in sizes)
+    return sorted(out, key=lambda t: (-t.buffer_num, -t.rows))
+
+
+def schedule(cw: ConvWeights, t: MoveTiling, chip: Chip) -> TileSchedule:
+    fs = FieldSet()
+    tiles = -(-cw.o // t.rows)
+    blocks, begin, count = split_over_cores(fs, tiles, min(t.cores, chip.aiv_cores))
+    slot = t.slot("i")
+    stages = cw.stages
+    bufs = [Ref(f"s{i}", slot) for i in range(len(stages))]
+    ssize = itemsize(cw.src_dtype)
+    row = cw.blocks * cw.c0 * cw.tp                      # UB elements of one output channel's rows
+    body: list[Stmt] = [Let("o0", sy.mul(sy.add(begin, F("i")), t.rows)),
+                        Let("ro", clamp_extent(t.rows, cw.o, F("o0")))]
+    if cw.padded:
+        body.append(T.vdup(bufs[0], 0, sy.mul(F("ro"), row), cw.src_dtype, note="zero the padding channels"))
+    src = GmRef("in0", sy.mul(F("o0"), cw.c * cw.taps * ssize))
+    if cw.padded:
+        body.append(Loop("r", 0, F("ro"), 1, [T.load(
+            bufs[0].at(sy.mul(F("r"), row * ssize)), src.at(sy.mul(F("r"), cw.c * cw.taps * ssize)), cw.src_dtype,
+            cw.taps, cw.c, src_stride=cw.taps, dst_stride=cw.tp, note="channel rows of one output channel")],
+            note="output channels of the tile"))
+    else:
+        body.append(T.load(bufs[0], src, cw.src_dtype, cw.taps, sy.mul(F("ro"), cw.c), src_stride=cw.taps,
+                           dst_stride=cw.tp, note="channel rows"))
+    count_all = sy.mul(F("ro"), row)
+    for cur in range(len(stages)):
+        if cur:
+            body.append(T.vcast(bufs[cur], bufs[cur - 1], count_all, stages[cur - 1], stages[cur], round="rint",
+                                note=f"{stages[cur - 1]} -> {stages[cur]}"))
+        if cw.scale and stages[cur] == "float32" and "float32" not in stages[:cur]:
+            body.append(T.load(Ref("sc", slot), GmRef("in1", sy.mul(F("o0"), 4)), "float32", F("ro"), note="scales"))
+            body.append(T.vbroadcast(Ref("scb", slot), Ref("sc", slot), F("ro"), row, "float32", axis=1,
+                                     note="one scale per output channel"))
+            body.append(T.vbinary("mul", bufs[cur], bufs[cur], Ref("scb", slot), count_all, "float32",
+                                  note="w * scale"))
+    cur = len(stages) - 1
+    last, dsize = bufs[cur], itemsize(cw.dtype)
+    res = Ref("res", slot)
+    body.append(Loop("r", 0, F("ro"), 1, [Loop("b", 0, cw.blocks, 1, [T.vtranspose(
+        res.at(sy.mul(sy.add(sy.mul(F("r"), cw.k), sy.mul(F("b"), cw.taps * cw.c0)), dsize)),
+        last.at(sy.mul(sy.add(sy.mul(F("r"), row), sy.mul(F("b"), cw.c0 * cw.tp)), dsize)),
+        cw.c0, cw.taps, cw.dtype, src_row_stride=cw.tp, dst_row_stride=cw.c0, note="c0 x taps -> taps x c0")],
+        note="channel blocks")], note="output channels of the tile"))
+    body.append(T.store(GmRef("out0", sy.mul(F("o0"), cw.k * dsize)), res, cw.dtype, sy.mul(F("ro"), cw.k),
+                        note="rows of the weight matrix"))
+    params = [GmParam("in0", cw.src_dtype, "in")] + ([GmParam("in1", "float32", "in")] if cw.scale else [])
+    params.append(GmParam("out0", cw.dtype, "out"))
+    notes = [f"conv weights {cw.o}x{cw.c}x{cw.kh}x{cw.kw} {cw.src_dtype} -> ({cw.o}, {cw.k}) {cw.dtype} in "
+             f"{cw.blocks} blocks of {cw.c0} channels" + (" x scale" if cw.scale else ""), f"tiling: {t.describe()}"]
+    loop = Loop("i", 0, count, 1, body, note="tiles of output channels")
+    return TileSchedule(cw.name, "aiv", params, fs.fields, blocks, buffers(cw, t, chip), [loop], notes)
+
+
+TEMPLATE = Template("conv_weights", "aiv", MoveTiling, lambda job, chip: [job.subject.for_chip(chip)], tilings, schedule,
+                    lambda cw: set())
