@@ -93,10 +93,11 @@ class CubeConv:
     c0: int = 0                      # the cube's fractal width for dtype (Load3D's c0)
     l1_align: int = 0
     bias_align: int = 0
+    l2_bytes: int = 0
 
     def for_chip(self, chip: Chip) -> "CubeConv":
         return replace(self, r0=chip.cube_block, c0=chip.fractal_c0(itemsize(self.dtype)), l1_align=chip.l1_align,
-                       bias_align=chip.bias_table_align)
+                       bias_align=chip.bias_table_align, l2_bytes=chip.l2_bytes)
 
     # the storage: NC1HWC0 blocks of `block` channels (16 for 2- and 4-byte types)
     @property
@@ -218,17 +219,30 @@ def tilings(cv: CubeConv, chip: Chip, buffer_num: int, cores: int) -> list[ConvT
     streamed, double-buffered where the cap allows (and single-buffered)."""
     cores = max(1, min(cores, chip.aic_cores))
     mp, op = _ceil(cv.m, 16), _ceil(cv.o, 16)
-    tms = sorted({s for s in POSITION_BLOCKS if s < mp} | {min(mp, POSITION_BLOCKS[-1])})
     tns = sorted({s for s in CHANNEL_BLOCKS if s < op} | {min(op, CHANNEL_BLOCKS[-1])})
     out: list[ConvTiling] = []
     for bn in buffer_nums(buffer_num, most=2):
-        for tm in tms:
-            for tn in tns:
+        for tn in tns:
+            for tm in _position_blocks(cv, tn, cores):
                 for resident in (True, False):
                     t = _deepest(cv, chip, tm, tn, bn, cores, resident)
                     if t is not None:
                         out.append(t)
     return out
+
+
+def _position_blocks(cv: CubeConv, tn: int, cores: int) -> list[int]:
+    """Block sizes along the positions: the base sizes below the padded extent, the one covering it, and the
+    sizes that give every core one to four blocks (block counts that do not divide evenly leave cores idle)."""
+    mp = _ceil(cv.m, 16)
+    out = {s for s in POSITION_BLOCKS if s < mp} | {min(mp, POSITION_BLOCKS[-1])}
+    others = cv.n * -(-cv.o // tn)        # blocks per position block: images x channel blocks
+    for per_core in (1, 2, 3, 4):
+        along = -(-cores * per_core // others)
+        size = _ceil(-(-cv.m // max(1, along)), 16)
+        if 16 <= size <= POSITION_BLOCKS[-1]:
+            out.add(size)
+    return sorted(out)
 
 
 def _deepest(cv: CubeConv, chip: Chip, tm: int, tn: int, bn: int, cores: int, resident: bool) -> ConvTiling | None:
@@ -314,7 +328,33 @@ def schedule(cv: CubeConv, t: ConvTiling, chip: Chip) -> TileSchedule:
              + (" relu" if cv.relu else ""), f"tiling: {t.describe()}"]
     buffers = [Buffer(*b) for b in footprint(cv, t)]
     loop = Loop("i", 0, count, 1, block, note="output blocks of this core")
-    return TileSchedule(cv.name, "aic", params, fs.fields, blocks, buffers, [loop], notes)
+    sched = TileSchedule(cv.name, "aic", params, fs.fields, blocks, buffers, [loop], notes)
+    sched.l2_miss = lambda fields, cores: l2_miss(cv, t, cores)
+    return sched
+
+
+def l2_miss(cv: CubeConv, t: ConvTiling, cores: int) -> float:
+    """The fraction of the kernel's reads that come from HBM: each byte of x and of the weights once (the
+    bands' overlapping rows and the weights every core reads again hit in L2, which holds them all when they
+    fit), everything when they do not."""
+    size = itemsize(cv.dtype)
+    x_bytes = cv.n * cv.c1s * cv.block * cv.h * cv.w * size
+    w_bytes = cv.o * cv.k * size
+    if x_bytes + w_bytes > cv.l2_bytes // 2:
+        return 1.0
+    nmb, nnb = -(-cv.m // t.tm), -(-cv.o // t.tn)
+    total = cv.n * nnb * nmb
+    per = -(-total // max(1, cores))
+    reads = 0
+    for b in range(total):
+        mb, nb = b % nmb, (b // nmb) % nnb
+        m0 = mb * t.tm
+        _, rows, _ = cv.band(m0, min(t.tm, cv.m - m0))
+        reads += cv.c1s * cv.block * int(rows) * cv.w * size
+        nn = min(t.tn, cv.o - nb * t.tn)
+        if not t.resident or b % per == 0 or mb == 0:
+            reads += nn * cv.k * size
+    return min(1.0, (x_bytes + w_bytes) / reads) if reads else 1.0
 
 
 def _load_band(cv: CubeConv, fm: Ref, size: int) -> list[Stmt]:
