@@ -3,8 +3,8 @@
 Order (GE's, as in reference/graph-optimizer-references.md §3):
 
     conv_batchnorm_fold                           opt 2  (ge.conv) batch_norm(conv) -> conv, rescaled weights
-    decompose_composites                          opt 0  composites without a dedicated lowering
     conv_group_split                              opt 0  (ge.conv) a grouped conv -> one conv per group
+    decompose_composites                          opt 0  composites without a dedicated lowering
     vector_integer_matmul                         opt 0  (ge.integer_matmul) integer products the cube cannot take
     split_reductions                              opt 0  a reduction over separated axes -> one per block
     simplify (fixpoint group)                            fold -> algebra -> CSE -> DCE
@@ -115,8 +115,8 @@ def build_pipeline() -> list[Pass]:
     """A fresh pass list (passes hold no state between compiles, but fresh objects cost nothing)."""
     return [
         ConvBatchNormFold(),
-        DecomposeComposites(),
         ConvGroupSplit(),
+        DecomposeComposites(),
         VectorIntegerMatmul(),
         SplitReductions(),
         simplify_group(),
