@@ -12,6 +12,8 @@ from typing import Any, Callable
 
 import torch
 
+from .aten_conv import TABLE as CONV_TABLE, Unsupported as ConvUnsupported
+
 aten = torch.ops.aten
 
 Emit = Callable[[Callable[[Any], str], torch.fx.Node], Any]
@@ -259,8 +261,7 @@ def _scalar_tensor(e, n):
     return f"pyasc.full((), {e(n.args[0])}, pyasc.{_PYASC_DTYPE[n.meta['val'].dtype]})"
 
 
-class Unsupported(Exception):
-    """A supported op with arguments the table cannot express (the node runs in eager PyTorch)."""
+Unsupported = ConvUnsupported  # a supported op with arguments the table cannot express (runs in eager PyTorch)
 
 
 _PYASC_DTYPE = {torch.float16: "float16", torch.float32: "float32", torch.int8: "int8", torch.int16: "int16",
@@ -320,4 +321,5 @@ TABLE: dict[Any, Emit] = {
     aten.native_layer_norm.default: _layer_norm,
     aten.split.Tensor: _split, aten.split_with_sizes.default: _split,
     aten.slice.Tensor: _slice, aten.select.int: _select,
+    **CONV_TABLE,
 }
