@@ -10,7 +10,8 @@
   slice of x and of w, joined along the channels (correct, one launch chain per group).
 - `conv_epilogue_fusion` (opt 2): conv -> relu -> float cast become one `fused_conv2d` (activation,
   out_dtype): what FixPipe applies on the way out of L0C. ReLU commutes with a float cast, so a ReLU after
-  the cast fuses too.
+  the cast fuses too; a cast fuses only where the conv's result is float32 (FixPipe rounds the float32
+  accumulator once, a float16 conv would have rounded it to float16 before the cast).
 - `blocked_layout` (opt 0, before layout_assign): the cube reads feature maps and writes results in
   NC1HWC0. A conv or pool reading an ND map is rewritten to read its NC1HWC0 conversion and give an NC1HWC0
   result, converted back to ND for its readers; an elementwise op reading such a conversion computes in
@@ -185,7 +186,9 @@ def fuse_conv_epilogue(conv: Node, rw: Rewriter) -> Replacement | None:
             break
         if user.op == "relu" and attrs["activation"] is None:
             attrs["activation"] = "relu"
-        elif user.op == "cast" and attrs["out_dtype"] is None and _float_cast(user):
+        elif user.op == "cast" and attrs["out_dtype"] is None and _float_cast(user) and cur.type.dtype == "float32":
+            # FixPipe casts the float32 accumulator: the same one rounding only when the conv's result is
+            # float32 (a float16 conv rounds to float16 first)
             attrs["out_dtype"] = dtypes.normalize(user.attrs["dtype"])
         else:
             break

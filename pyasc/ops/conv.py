@@ -266,7 +266,9 @@ def _conv_eager(x: Any, w: Any, *more: Any, stride: Any = 1, padding: Any = 0, d
     if has_scale:  # the weights the cube multiplies: w * scale per output channel, in w's dtype
         w = (w.astype(np.float32) * rest[-1].astype(np.float32)[:, None, None, None]).astype(w.dtype)
     g = conv_geometry(ts[0], ts[1], attrs)
-    work = np.float64 if out_t.dtype == "float64" else np.float32
+    # numpy's dtype (float64 inputs, as `pyasc.testing.check` gives, stay float64); the graph narrows it
+    result = np.dtype(out_dtype) if out_dtype is not None else np.result_type(x, w, *rest[:1 if has_bias else 0])
+    work = np.float64 if result == np.float64 else np.float32
     cols = im2col(x.astype(work), g)                       # (N, C, Ho, Wo, kh, kw)
     cg, og = g.c // g.groups, g.o // g.groups
     outs = []
@@ -280,7 +282,7 @@ def _conv_eager(x: Any, w: Any, *more: Any, stride: Any = 1, padding: Any = 0, d
         y = y + bias.astype(work)[None, :, None, None]
     if activation == "relu":
         y = np.maximum(y, 0)
-    return y.astype(dtypes.to_numpy(out_t.dtype))
+    return y.astype(result)
 
 
 def conv2d(x, w, bias=None, stride=1, padding=0, dilation=1, groups=1):  # noqa: ANN001, ANN201 - public signature
@@ -436,8 +438,13 @@ def _bn_eps(attrs: Mapping[str, Any]) -> float:
 
 
 def _bn_eager(*arrays: Any, **attrs: Any) -> Any:
+    values = [np.asarray(a) for a in arrays]
+    try:
+        named("batch_norm", _infer_bn)([TensorType(v.shape, dtypes.narrow(v.dtype)) for v in values], attrs)
+    except InferError as e:
+        raise ValueError(str(e)) from None
     with np.errstate(over="ignore", under="ignore"):
-        return _batch_norm(EagerBuilder(), *_bn_args([np.asarray(a) for a in arrays], attrs), eps=_bn_eps(attrs))[0]
+        return _batch_norm(EagerBuilder(), *_bn_args(values, attrs), eps=_bn_eps(attrs))[0]
 
 
 def _bn_decompose(graph: Any, inputs: Sequence[Any], attrs: dict[str, Any], loc: Any = None) -> list[Any]:

@@ -341,7 +341,7 @@ def numpy_names() -> list[str]:
 def infer(name: str, in_types: Sequence[TensorType], attrs: Mapping[str, Any]) -> list[TensorType]:
     op = get(name)
     out = list(op.infer(in_types, attrs))
-    if op.category in _ELEMENTWISE and any(t.format != "ND" for t in in_types):
+    if op.category in _ELEMENTWISE and any(t.format in ELEMENTWISE_FORMATS for t in in_types):
         return elementwise_format(name, in_types, out)
     return out
 
