@@ -292,12 +292,17 @@ def conv2d(x, w, bias=None, stride=1, padding=0, dilation=1, groups=1):  # noqa:
                        groups=groups, has_bias=bias is not None)
 
 
+def _conv_macs(ts: Sequence[TensorType], attrs: Mapping[str, Any]) -> int:
+    return conv_geometry(ts[0], ts[1], attrs).macs
+
+
 register(OpDef("conv2d", Category.OPAQUE, named("conv2d", lambda ts, a: _infer_conv(ts, a, "conv2d")), _conv_eager,
                api=conv2d, tensor_params=("x", "w", "bias"), optional_tensors=("bias",), expensive=True,
-               doc=conv2d.__doc__ or "", operand_formats=(frozenset({"ND", BLOCKED}), frozenset({"ND"}))))
+               doc=conv2d.__doc__ or "", operand_formats=(frozenset({"ND", BLOCKED}), frozenset({"ND"})),
+               cube_macs=_conv_macs))
 register(OpDef("fused_conv2d", Category.OPAQUE,
                named("fused_conv2d", lambda ts, a: _infer_conv(ts, a, "fused_conv2d")), _conv_eager,
-               expensive=True, operand_formats=(frozenset({"ND", BLOCKED}), frozenset({"ND"})),
+               expensive=True, operand_formats=(frozenset({"ND", BLOCKED}), frozenset({"ND"})), cube_macs=_conv_macs,
                doc="activation(conv2d(x, w * scale[o][, bias])) -> out_dtype; inputs x, w[, bias][, scale]; attrs: "
                    "conv2d's, has_bias, has_scale, activation (None|'relu'), out_dtype. Internal: made by GE."))
 

@@ -149,6 +149,9 @@ class OpDef:
     other_formats: frozenset[str] = ND_ONLY
     #: its public functions return a sequence of tensors (split): a call gives a tuple, even of one piece
     returns_sequence: bool = False
+    #: multiply-adds the cube does for it given its input types and attributes (a roofline's compute bound);
+    #: None: the matmul rule (output elements x the contraction) for MATMUL ops, no cube work for the rest
+    cube_macs: Callable[[Sequence[TensorType], Mapping[str, Any]], int] | None = None
 
     @property
     def public_name(self) -> str:
