@@ -2,9 +2,9 @@
 
 A plan is one conv2d / fused_conv2d node (GE's `blocked_layout` gives it an NC1HWC0 feature map and an
 NC1HWC0 result). What runs, as plain data (`ConvRoute`):
-- the weights (OIHW, any float dtype) become the (O, K) matrix the cube reads, in the cube's dtype and,
-  for a folded batch norm, scaled (`conv_weights`, a vector pre-launch into workspace scratch);
-- a bias of another dtype than float32 is cast to float32 for the bias table (a vector pre-launch);
+- the weights (OIHW, any float dtype) become the (O, K) matrix the cube reads, in the cube's dtype
+  (`conv_weights`, a vector pre-launch into workspace scratch); the same launch folds a batch norm into
+  them and writes the conv's float32 bias (a folded norm's, or the bias cast to float32) to scratch;
 - the cube kernel (`conv`): Load3D img2col, mmad, FixPipe with ReLU and the cast, straight into the
   result's NC1HWC0 buffer.
 The cube multiplies in numpy's promotion of x and w; a feature map of another dtype than that is not
@@ -19,10 +19,8 @@ from ..ge.plan import KernelPlan
 from ..ir import Graph, Node, TensorType, Value, is_annotation
 from ..ops.conv import BLOCKED, conv_geometry
 from .domain import UnsupportedDomain
-from .kernel_graph import KernelGraph
-from .matmul_plan import cast_graph
 from .templates.conv import CONV_DTYPES, CONV_OUT_DTYPES, CubeConv
-from .templates.conv_weights import ConvWeights, padded_channels
+from .templates.conv_weights import ConvWeights
 
 CONV_OPS = ("conv2d", "fused_conv2d")
 
@@ -30,9 +28,8 @@ CONV_OPS = ("conv2d", "fused_conv2d")
 @dataclass
 class ConvRoute:
     weights: ConvWeights
-    weight_inputs: list[Value]        # w (and the scale)
-    prepared: Value                   # the (O, K) weight matrix (workspace scratch)
-    casts: list[KernelGraph]          # vector pre-launches (a bias to float32)
+    weight_inputs: list[Value]        # w, then the batch norm's parameters and the bias it reads
+    weight_outputs: list[Value]       # the (O, K) weight matrix[, the float32 bias] (workspace scratch)
     operands: list[Value]             # what the cube reads: x, the prepared weights[, the float32 bias]
     cube: CubeConv
     result: Value
@@ -66,26 +63,22 @@ def route(label: str, plan: KernelPlan) -> ConvRoute:
     if out.type.dtype not in CONV_OUT_DTYPES:
         raise UnsupportedDomain(f"FixPipe writes a conv result as {', '.join(CONV_OUT_DTYPES)}, not "
                                 f"{out.type.dtype}")
-    has_bias, has_scale = bool(attrs.get("has_bias")), bool(attrs.get("has_scale"))
     rest = list(node.inputs[2:])
-    bias = rest.pop(0) if has_bias else None
-    scale = rest.pop(0) if has_scale else None
-    casts: list[KernelGraph] = []
-    scratch: list[Value] = []
-
-    def f32(v: Value, what: str) -> Value:
-        if v.type.dtype == "float32":
-            return v
-        kg = cast_graph(f"{label}_cast_{what}", v, "float32")
-        casts.append(kg)
-        scratch.append(kg.outputs[0])
-        return kg.outputs[0]
-
-    weight_inputs = [w] + ([f32(scale, "scale")] if scale is not None else [])
-    cw = ConvWeights(f"{label}_weights", g.o, g.c, g.kh, g.kw, w.type.dtype, cube_dtype, scale is not None)
-    prepared = Graph(f"{label}_weights").add_input(TensorType((g.o, cw.k), cube_dtype), name="weights")
-    scratch.append(prepared)
-    operands = [x, prepared] + ([f32(bias, "bias")] if bias is not None else [])
+    bias = rest.pop(0) if attrs.get("has_bias") else None
+    norm = rest if attrs.get("has_bn") else []
+    cw = ConvWeights(f"{label}_weights", g.o, g.c, g.kh, g.kw, w.type.dtype, cube_dtype,
+                     bias.type.dtype if bias is not None else None, tuple(v.type.dtype for v in norm),
+                     float(attrs.get("bn_eps", 1e-5)))
+    side = Graph(f"{label}_weights")
+    prepared = side.add_input(TensorType((g.o, cw.k), cube_dtype), name="weights")
+    outputs = [prepared]
+    inputs = [w]
+    bias32 = bias
+    if cw.emits_bias:
+        inputs += norm + ([bias] if bias is not None else [])
+        bias32 = side.add_input(TensorType((g.o,), "float32"), name="bias")
+        outputs.append(bias32)
+    operands = [x, prepared] + ([bias32] if bias32 is not None else [])
     cube = CubeConv(label, g.n, g.c, g.h, g.w, g.o, g.kh, g.kw, g.stride, g.dilation, g.pad, g.ho, g.wo,
-                    cube_dtype, out.type.dtype, bias is not None, attrs.get("activation") == "relu")
-    return ConvRoute(cw, weight_inputs, prepared, casts, operands, cube, out, scratch)
+                    cube_dtype, out.type.dtype, bias32 is not None, attrs.get("activation") == "relu")
+    return ConvRoute(cw, inputs, outputs, operands, cube, out, list(outputs))

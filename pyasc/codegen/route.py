@@ -96,14 +96,13 @@ def matmul_jobs(label: str, plan: KernelPlan) -> list[Job]:
 
 
 def conv_jobs(label: str, plan: KernelPlan) -> list[Job]:
-    """Casts to float32 (if any), the weights in the cube's layout, the cube kernel."""
+    """The weights in the cube's layout (and the conv's float32 bias), then the cube kernel."""
     try:
         r = conv_plan.route(label, plan)
     except Unsupported as e:
         raise no_lowering(plan.anchor, label, plan.anchor_node.loc, str(e)) from None
     where = {"op": plan.anchor, "loc": plan.anchor_node.loc}
-    jobs = [Job("vector", kg.graph.name, kg, list(kg.inputs), list(kg.outputs), plan, {}, **where) for kg in r.casts]
-    jobs.append(Job("conv_weights", r.weights.name, r.weights, r.weight_inputs, [r.prepared], plan, {}, **where))
+    jobs = [Job("conv_weights", r.weights.name, r.weights, r.weight_inputs, r.weight_outputs, plan, {}, **where)]
     jobs.append(Job("conv", label, r.cube, r.operands, [r.result], plan, {"scratch": list(r.scratch)}, **where))
     return jobs
 

@@ -1,11 +1,11 @@
 """Convolution passes: batch-norm folding, grouped convs, the conv epilogue, and the NC1HWC0 conv region.
 
 - `conv_batchnorm_fold` (opt 2, before composites are decomposed): batch_norm(conv(x, w, b), mean, var,
-  gamma, beta) whose conv has no other reader becomes one conv with the weights and the bias rescaled:
-  s = gamma / sqrt(var + eps) and b' = (b - mean) * s + beta (float32 graph ops on the per-channel
-  vectors; b' goes through the cube's bias table), the weights w * s per output channel (fused_conv2d's
-  `scale` operand: the conversion of w into the cube's layout rescales it on the way, no pass over w of its
-  own); the result is cast to the batch norm's dtype on the way out (`out_dtype`).
+  gamma, beta) whose conv has no other reader becomes one fused_conv2d carrying the norm (`has_bn`): the
+  conversion of w into the cube's layout rescales it, s = gamma / sqrt(var + eps), and computes the bias
+  (b - mean) * s + beta for the bias table (float32), in the same launch; no op over w or the parameters
+  of its own. A norm without gamma / beta gets constant ones / zeros. The result is cast to the batch norm's
+  dtype on the way out (`out_dtype`).
 - `conv_group_split` (opt 0, a legalisation): a conv with groups > 1 becomes one conv per group on a channel
   slice of x and of w, joined along the channels (correct, one launch chain per group).
 - `conv_epilogue_fusion` (opt 2): conv -> relu -> float cast become one `fused_conv2d` (activation,
@@ -46,8 +46,10 @@ def _conv_attrs(node: Node, **changes: Any) -> dict[str, Any]:
     """fused_conv2d's attributes for `node` (conv2d or fused_conv2d) with `changes` applied."""
     a = op_attrs(node)
     out = {k: a[k] for k in GEOMETRY_ATTRS if k in a}
-    out.update(has_bias=bool(a.get("has_bias", False)), has_scale=bool(a.get("has_scale", False)),
+    out.update(has_bias=bool(a.get("has_bias", False)), has_bn=bool(a.get("has_bn", False)),
                activation=a.get("activation"), out_dtype=a.get("out_dtype"))
+    if out["has_bn"]:
+        out["bn_eps"] = a.get("bn_eps", 1e-5)
     out.update(changes)
     return out
 
@@ -91,33 +93,23 @@ class ConvBatchNormFold(RulePass):
 
 
 def fold_batchnorm(bn: Node, rw: Rewriter) -> Replacement | None:
-    """batch_norm(conv(...)) as one conv with rescaled weights and bias (see the module docstring)."""
+    """batch_norm(conv(...)) as one conv carrying the norm (see the module docstring)."""
     src = bn.inputs[0]
     conv = src.node
     if conv.op not in CONV_OPS or rw.uses.sole_reader(src) is not bn:
         return None
-    if conv.attrs.get("activation") is not None or conv.attrs.get("has_scale"):
+    if conv.attrs.get("activation") is not None or conv.attrs.get("has_bn"):
         return None  # batch norm after a ReLU does not fold (nor a second one: the first is folded already)
     a = op_attrs(bn)
     params = iter(bn.inputs[3:])
-    gamma = next(params) if a.get("has_weight") else None
-    beta = next(params) if a.get("has_bias") else None
     mean, var = bn.inputs[1], bn.inputs[2]
-    x, w = conv.inputs[0], conv.inputs[1]
-    bias = conv.inputs[2] if conv.attrs.get("has_bias") else None
     b = _Nodes(bn.loc)
-    f32 = "float32"
     try:
-        eps = b.const(a.get("eps", 1e-5), f32)
-        scale = b.op("rsqrt", b.op("add", b.cast(var, f32), eps))
-        if gamma is not None:
-            scale = b.op("mul", scale, b.cast(gamma, f32))
-        shift = b.op("neg", b.cast(mean, f32)) if bias is None else b.op("sub", b.cast(bias, f32), b.cast(mean, f32))
-        new_b = b.op("mul", shift, scale)
-        if beta is not None:
-            new_b = b.op("add", new_b, b.cast(beta, f32))
-        fused = b.op("fused_conv2d", x, w, new_b, scale,
-                     **_conv_attrs(conv, has_bias=True, has_scale=True, out_dtype=bn.outputs[0].dtype))
+        gamma = next(params) if a.get("has_weight") else b.const(np.ones(mean.type.shape), mean.type.dtype)
+        beta = next(params) if a.get("has_bias") else b.const(np.zeros(mean.type.shape), mean.type.dtype)
+        fused = b.op("fused_conv2d", *conv.inputs, mean, var, gamma, beta,
+                     **_conv_attrs(conv, has_bn=True, bn_eps=float(a.get("eps", 1e-5)),
+                                   out_dtype=bn.outputs[0].dtype))
     except _NoMatch:
         return None
     if not same_type(fused.type, bn.outputs[0]):
@@ -148,7 +140,7 @@ def split_groups(conv: Node, rw: Rewriter) -> Replacement | None:
     if groups == 1:
         return None
     x, w = conv.inputs[0], conv.inputs[1]
-    per_channel = conv.inputs[2:]  # bias and scale: one value per output channel
+    per_channel = conv.inputs[2:]  # the bias and the batch norm's parameters: one value per output channel
     g = conv_geometry(x.type, w.type, op_attrs(conv), conv.op)
     cg, og = g.c // groups, g.o // groups
     b = _Nodes(conv.loc)

@@ -14,9 +14,11 @@
       inference batch norm over axis 1 (running statistics): (x - mean) / sqrt(var + eps) * weight + bias.
       A composite; GE folds it into a preceding conv (ge/conv.py).
   fused_conv2d (internal, made by GE): conv2d + ReLU + cast, what FixPipe applies on the way out of L0C, and
-      an optional per-output-channel weight scale (a folded batch norm: the weights are w * scale[o], rounded
-      to w's dtype, as the weight conversion before the cube computes them). Inputs x, w[, bias][, scale];
-      attributes: conv2d's, has_bias, has_scale, activation (None | "relu"), out_dtype (None | dtype).
+      an optional folded inference batch norm (`has_bn`, `bn_eps`; inputs mean, var, gamma, beta): with
+      s = gamma / sqrt(var + eps) (float32) the weights are w * s[o] rounded to w's dtype and the bias
+      (bias - mean) * s + beta (float32), exactly what the weight conversion before the cube computes.
+      Inputs x, w[, bias][, mean, var, gamma, beta]; attributes: conv2d's, has_bias, has_bn, bn_eps,
+      activation (None | "relu"), out_dtype (None | dtype).
 
 `ConvGeometry` / `PoolGeometry` are the one place the output size, the four paddings and the windows are
 computed from the attributes; inference, the eager functions, GE and codegen all read them.
@@ -39,6 +41,8 @@ from .registry import Category, OpDef, register
 CONV_ACTIVATIONS = (None, "relu")
 #: the storage format the cube reads and writes feature maps in
 BLOCKED = "NC1HWC0"
+#: fused_conv2d's folded batch norm: its per-channel inputs, after x, w and the bias
+BN_PARAMS = ("mean", "var", "gamma", "beta")
 
 
 # ---- attribute normalisation ------------------------------------------------------------------
@@ -213,8 +217,8 @@ def _conv_dtype(ts: Sequence[TensorType], op: str) -> str:
 
 def _infer_conv(ts: Sequence[TensorType], attrs: Mapping[str, Any], op: str) -> tuple[TensorType, ...]:
     has_bias = attr_bool(attrs, "has_bias", False, op)
-    has_scale = attr_bool(attrs, "has_scale", False, op)
-    names = ["x", "w"] + (["bias"] if has_bias else []) + (["scale"] if has_scale else [])
+    has_bn = attr_bool(attrs, "has_bn", False, op)
+    names = ["x", "w"] + (["bias"] if has_bias else []) + (list(BN_PARAMS) if has_bn else [])
     if len(ts) != len(names):
         raise InferError(f"{op}: takes {', '.join(names)}, got {len(ts)} tensors")
     x, w = ts[0], ts[1]
@@ -223,9 +227,11 @@ def _infer_conv(ts: Sequence[TensorType], attrs: Mapping[str, Any], op: str) -> 
         if tuple(t.shape) != (g.o,):
             raise InferError(f"{op}: {name} must be 1-D with {g.o} elements (one per output channel of weight "
                              f"{fmt_shape(w.shape)}), got shape {fmt_shape(t.shape)}")
-    dtype = _conv_dtype(ts, op)
-    if has_scale:
-        dtype = _conv_dtype(ts[:-1], op)  # the scale rescales w in w's dtype: no part in the promotion
+    # the batch norm's parameters rescale w and the bias in float32: no part in the promotion
+    dtype = _conv_dtype(ts[:len(ts) - (len(BN_PARAMS) if has_bn else 0)], op)
+    for name, t in zip(names[-len(BN_PARAMS):] if has_bn else (), ts[-len(BN_PARAMS):] if has_bn else ()):
+        if t.dtype not in FLOATS:
+            raise InferError(f"{op}: {name} has dtype {t.dtype}; batch norm parameters are floats")
     out = attrs.get("out_dtype")
     if out is not None:
         dtype = attr_dtype(out, op, "out_dtype")
@@ -250,24 +256,37 @@ def im2col(x: np.ndarray, g: ConvGeometry, fill: float = 0.0) -> np.ndarray:
     return np.stack([np.stack(r, axis=-1) for r in rows], axis=-2)
 
 
+def fold_batch_norm(w: np.ndarray, bias: np.ndarray | None, mean: Any, var: Any, gamma: Any, beta: Any,
+                    eps: float) -> tuple[np.ndarray, np.ndarray]:
+    """(w * s[o] in w's dtype, (bias - mean) * s + beta) with s = gamma / sqrt(var + eps), all float32 (wider
+    inputs: their own precision)."""
+    work = np.result_type(np.float32, *(np.asarray(p).dtype for p in (mean, var, gamma, beta)))
+    mean, var, gamma, beta = (np.asarray(p).astype(work) for p in (mean, var, gamma, beta))
+    s = (work.type(1) / np.sqrt(var + work.type(eps))) * gamma
+    shift = (bias.astype(work) - mean) if bias is not None else -mean
+    wide = np.result_type(work, w.dtype)
+    return (w.astype(wide) * s.astype(wide)[:, None, None, None]).astype(w.dtype), shift * s + beta
+
+
 def _conv_eager(x: Any, w: Any, *more: Any, stride: Any = 1, padding: Any = 0, dilation: Any = 1,
-                groups: int = 1, has_bias: bool = False, has_scale: bool = False, activation: str | None = None,
-                out_dtype: str | None = None) -> np.ndarray:
+                groups: int = 1, has_bias: bool = False, has_bn: bool = False, bn_eps: float = 1e-5,
+                activation: str | None = None, out_dtype: str | None = None) -> np.ndarray:
     x, w = np.asarray(x), np.asarray(w)
     rest = [np.asarray(v) for v in more]
     ts = [TensorType(v.shape, dtypes.narrow(v.dtype)) for v in (x, w, *rest)]
     attrs = {"stride": stride, "padding": padding, "dilation": dilation, "groups": groups, "has_bias": has_bias,
-             "has_scale": has_scale, "activation": activation, "out_dtype": out_dtype}
+             "has_bn": has_bn, "activation": activation, "out_dtype": out_dtype}
     try:
-        (out_t,) = _infer_conv(ts, attrs, "conv2d")
+        _infer_conv(ts, attrs, "conv2d")
     except InferError as e:
         raise ValueError(str(e)) from None
-    bias = rest[0] if has_bias else None
-    if has_scale:  # the weights the cube multiplies: w * scale per output channel, in w's dtype
-        w = (w.astype(np.float32) * rest[-1].astype(np.float32)[:, None, None, None]).astype(w.dtype)
     g = conv_geometry(ts[0], ts[1], attrs)
+    bias = rest[0] if has_bias else None
     # numpy's dtype (float64 inputs, as `pyasc.testing.check` gives, stay float64); the graph narrows it
     result = np.dtype(out_dtype) if out_dtype is not None else np.result_type(x, w, *rest[:1 if has_bias else 0])
+    if has_bn:  # the weights and the bias the cube uses
+        w, bias = fold_batch_norm(w, bias, *rest[-len(BN_PARAMS):], bn_eps)
+        has_bias = True
     work = np.float64 if result == np.float64 else np.float32
     cols = im2col(x.astype(work), g)                       # (N, C, Ho, Wo, kh, kw)
     cg, og = g.c // g.groups, g.o // g.groups
@@ -303,8 +322,9 @@ register(OpDef("conv2d", Category.OPAQUE, named("conv2d", lambda ts, a: _infer_c
 register(OpDef("fused_conv2d", Category.OPAQUE,
                named("fused_conv2d", lambda ts, a: _infer_conv(ts, a, "fused_conv2d")), _conv_eager,
                expensive=True, operand_formats=(frozenset({"ND", BLOCKED}), frozenset({"ND"})), cube_macs=_conv_macs,
-               doc="activation(conv2d(x, w * scale[o][, bias])) -> out_dtype; inputs x, w[, bias][, scale]; attrs: "
-                   "conv2d's, has_bias, has_scale, activation (None|'relu'), out_dtype. Internal: made by GE."))
+               doc="activation(conv2d(x, w[, bias]) [batch norm folded]) -> out_dtype; inputs x, w[, bias][, mean, "
+                   "var, gamma, beta]; attrs: conv2d's, has_bias, has_bn, bn_eps, activation (None|'relu'), "
+                   "out_dtype. Internal: made by GE."))
 
 
 # ---- pooling ----------------------------------------------------------------------------------

@@ -58,21 +58,26 @@ def test_batch_norm_folds_into_the_conv_before_it():
     g, changed = check_equivalent(conv_bn, [ConvBatchNormFold(), DCE()])
     assert changed
     after = body(g)
-    # the scale and the shift are float32 ops on the per-channel vectors; w itself is scaled on its way into
-    # the cube's layout (fused_conv2d's scale operand), so no op runs over the weights here
+    # one conv carrying the norm: the conversion of w into the cube's layout scales it and computes the bias
+    # (ops.conv.fold_batch_norm), in its own launch; no op over w or the parameters is left in the graph
     assert after == [
-        "%0 = Const {value=f32[] 1e-05} : f32[]",
-        "%1 = add(%bnv, %0) : f32[5]",
-        "%2 = rsqrt(%1) : f32[5]",
-        "%3 = mul(%2, %bng) : f32[5]",
-        "%4 = sub(%bias, %bnm) : f32[5]",
-        "%5 = mul(%4, %3) : f32[5]",
-        "%6 = add(%5, %bnb) : f32[5]",
-        "%7 = fused_conv2d(%x, %w, %6, %3) {activation=None, has_bias=True, has_scale=True, out_dtype='float32', "
-        "padding=1} : f32[1,5,6,6]",
-        "%8 = relu(%7) : f32[1,5,6,6]",
-        "return (%8)",
+        "%0 = fused_conv2d(%x, %w, %bias, %bnm, %bnv, %bng, %bnb) {activation=None, bn_eps=1e-05, has_bias=True, "
+        "has_bn=True, out_dtype='float32', padding=1} : f32[1,5,6,6]",
+        "%1 = relu(%0) : f32[1,5,6,6]",
+        "return (%1)",
     ]
+
+
+def test_a_batch_norm_without_affine_parameters_folds_with_constant_ones_and_zeros():
+    def build() -> Graph:
+        g = Graph("main")
+        x, w = g.add_input(T(1, 4, 6, 6), "x"), g.add_input(T(4, 4, 1, 1), "w")
+        m, v = g.add_input(T(4), "m"), g.add_input(T(4), "v")
+        g.set_outputs([op(g, "batch_norm", conv(g, x, w), m, v, eps=1e-3, has_weight=False, has_bias=False)])
+        return g
+
+    g, changed = check_equivalent(build, [ConvBatchNormFold(), DCE()])
+    assert changed and ops_of(g) == ["Const", "Const", "fused_conv2d"]
 
 
 def test_batch_norm_stays_when_the_conv_result_has_another_reader():
@@ -108,7 +113,7 @@ def test_folding_keeps_float16_results_float16():
 
     g, _ = check_equivalent(build, [ConvBatchNormFold(), DCE()])
     (fused,) = [n for n in g.nodes if n.op == "fused_conv2d"]
-    assert fused.attrs["out_dtype"] == "float16" and fused.inputs[2].type.dtype == "float32"
+    assert fused.attrs["out_dtype"] == "float16" and fused.attrs["has_bn"] and fused.attrs["bn_eps"] == 1e-3
 
 
 # ---- grouped convs and the epilogue --------------------------------------------------------------

@@ -4,8 +4,13 @@ Row o of the result holds w[o, c, i, j] at column ((b * kh + i) * kw + j) * c0 +
 b = c // c0 (c0: the cube's fractal width, 16 for float16, 8 for float32; `blocks` of them, the last
 padded with zero channels), the column order of the img2col matrix Load3D cuts out of an NC1HWC0 map.
 It is NC1HWC0 of w read as an (O, C, kh, kw) image with c0-wide blocks. On the way the values are cast to
-the cube's dtype and, for a folded batch norm, multiplied by a per-output-channel scale in float32 and
-rounded to w's dtype first (exactly what `fused_conv2d`'s eager function does).
+the cube's dtype.
+
+With a folded batch norm (`bn`) the same launch computes, per output channel and in float32,
+s = gamma / sqrt(var + eps) and the bias (bias - mean) * s + beta (out1, what the bias table gets), and
+multiplies the weights by s before rounding them to w's dtype (exactly `ops.conv.fold_batch_norm`). A bias
+of another dtype than float32 is cast to float32 here too (out1), so the conv needs no launch of its own
+for it.
 
 A tile is `rows` output channels: their channel rows (one per input channel, the taps padded to whole
 blocks) are loaded into UB, the padding channels zeroed, cast and scaled, each c0 x taps block transposed
@@ -17,7 +22,6 @@ from dataclasses import dataclass, replace
 
 from ...target import Chip, itemsize
 from ... import symbolic as sy
-from ...symbolic import IntLike
 from .. import tileops as T
 from ..schedule import Buffer, GmParam, GmRef, Let, Loop, Ref, Stmt, TileSchedule
 from ..template import Template, buffer_nums, ub_slot
@@ -41,7 +45,9 @@ class ConvWeights:
     kw: int
     src_dtype: str         # w's dtype
     dtype: str             # the cube's dtype (the result's)
-    scale: bool = False    # a float32 scale per output channel (a folded batch norm)
+    bias_dtype: str | None = None     # the conv's bias (None: no bias)
+    bn: tuple[str, ...] = ()          # a folded batch norm: the dtypes of mean, var, gamma, beta
+    bn_eps: float = 1e-5
     c0: int = 0            # the cube's fractal width for dtype (set by `for_chip`)
 
     def for_chip(self, chip: Chip) -> "ConvWeights":
@@ -70,6 +76,21 @@ class ConvWeights:
         return self.c < self.blocks * self.c0
 
     @property
+    def scale(self) -> bool:
+        return bool(self.bn)
+
+    @property
+    def params(self) -> list[tuple[str, str]]:
+        """(name, dtype) of the per-channel inputs this launch reads, in1.. in order."""
+        out = list(zip(("mean", "var", "gamma", "beta"), self.bn))
+        return out + ([("bias", self.bias_dtype)] if self.bias_dtype is not None else [])
+
+    @property
+    def emits_bias(self) -> bool:
+        """Whether it writes the conv's float32 bias (out1): a folded norm's, or a bias cast to float32."""
+        return bool(self.bn) or self.bias_dtype not in (None, "float32")
+
+    @property
     def stages(self) -> list[str]:
         """The dtypes a tile's channel rows pass through: w's, float32 to scale, back to w's, the cube's."""
         out = [self.src_dtype]
@@ -84,9 +105,15 @@ def buffers(cw: ConvWeights, t: MoveTiling, chip: Chip) -> list[Buffer]:
     bn = t.slots()
     out = [Buffer(f"s{i}", "UB", d, ub_slot(rows * itemsize(d), chip), bn, "channel rows")
            for i, d in enumerate(cw.stages)]
+    for i, (name, dtype) in enumerate(cw.params if cw.emits_bias else ()):
+        out.append(Buffer(f"p{i}", "UB", dtype, ub_slot(t.rows * itemsize(dtype), chip), bn, name))
+        if dtype != "float32":
+            out.append(Buffer(f"q{i}", "UB", "float32", ub_slot(t.rows * 4, chip), bn, f"{name} (float32)"))
     if cw.scale:
         out += [Buffer("sc", "UB", "float32", ub_slot(t.rows * 4, chip), bn, "scales"),
                 Buffer("scb", "UB", "float32", ub_slot(rows * 4, chip), bn, "scales per element")]
+    if cw.emits_bias:
+        out.append(Buffer("bo", "UB", "float32", ub_slot(t.rows * 4, chip), bn, "bias (float32)"))
     out.append(Buffer("res", "UB", cw.dtype, ub_slot(t.rows * cw.k * itemsize(cw.dtype), chip), bn, "result rows"))
     return out
 
@@ -132,12 +159,13 @@ def schedule(cw: ConvWeights, t: MoveTiling, chip: Chip) -> TileSchedule:
         body.append(T.load(bufs[0], src, cw.src_dtype, cw.taps, sy.mul(F("ro"), cw.c), src_stride=cw.taps,
                            dst_stride=cw.tp, note="channel rows"))
     count_all = sy.mul(F("ro"), row)
+    if cw.emits_bias:
+        body += _channel_params(cw, slot)
     for cur in range(len(stages)):
         if cur:
             body.append(T.vcast(bufs[cur], bufs[cur - 1], count_all, stages[cur - 1], stages[cur], round="rint",
                                 note=f"{stages[cur - 1]} -> {stages[cur]}"))
         if cw.scale and stages[cur] == "float32" and "float32" not in stages[:cur]:
-            body.append(T.load(Ref("sc", slot), GmRef("in1", sy.mul(F("o0"), 4)), "float32", F("ro"), note="scales"))
             body.append(T.vbroadcast(Ref("scb", slot), Ref("sc", slot), F("ro"), row, "float32", axis=1,
                                      note="one scale per output channel"))
             body.append(T.vbinary("mul", bufs[cur], bufs[cur], Ref("scb", slot), count_all, "float32",
@@ -152,12 +180,45 @@ def schedule(cw: ConvWeights, t: MoveTiling, chip: Chip) -> TileSchedule:
         note="channel blocks")], note="output channels of the tile"))
     body.append(T.store(GmRef("out0", sy.mul(F("o0"), cw.k * dsize)), res, cw.dtype, sy.mul(F("ro"), cw.k),
                         note="rows of the weight matrix"))
-    params = [GmParam("in0", cw.src_dtype, "in")] + ([GmParam("in1", "float32", "in")] if cw.scale else [])
+    params = [GmParam("in0", cw.src_dtype, "in")]
+    params += [GmParam(f"in{i + 1}", d, "in") for i, (_, d) in enumerate(cw.params if cw.emits_bias else ())]
     params.append(GmParam("out0", cw.dtype, "out"))
+    if cw.emits_bias:
+        params.append(GmParam("out1", "float32", "out"))
     notes = [f"conv weights {cw.o}x{cw.c}x{cw.kh}x{cw.kw} {cw.src_dtype} -> ({cw.o}, {cw.k}) {cw.dtype} in "
-             f"{cw.blocks} blocks of {cw.c0} channels" + (" x scale" if cw.scale else ""), f"tiling: {t.describe()}"]
+             f"{cw.blocks} blocks of {cw.c0} channels" + (" x a folded batch norm's scale" if cw.scale else "")
+             + (", the bias in float32" if cw.emits_bias else ""), f"tiling: {t.describe()}"]
     loop = Loop("i", 0, count, 1, body, note="tiles of output channels")
     return TileSchedule(cw.name, "aiv", params, fs.fields, blocks, buffers(cw, t, chip), [loop], notes)
+
+
+def _channel_params(cw: ConvWeights, slot: object) -> list[Stmt]:
+    """The tile's per-channel values in float32: the batch norm's scale (sc) and the conv's bias (bo, out1)."""
+    out: list[Stmt] = []
+    vals: dict[str, Ref] = {}
+    ro = F("ro")
+    for i, (name, dtype) in enumerate(cw.params):
+        raw = Ref(f"p{i}", slot)
+        out.append(T.load(raw, GmRef(f"in{i + 1}", sy.mul(F("o0"), itemsize(dtype))), dtype, ro, note=name))
+        if dtype != "float32":
+            out.append(T.vcast(Ref(f"q{i}", slot), raw, ro, dtype, "float32", note=f"{name} to float32"))
+            raw = Ref(f"q{i}", slot)
+        vals[name] = raw
+    sc, bo = Ref("sc", slot), Ref("bo", slot)
+    if cw.scale:  # s = gamma / sqrt(var + eps); bias = (bias - mean) * s + beta
+        out += [T.vscalar("add", sc, vals["var"], cw.bn_eps, ro, "float32", note="var + eps"),
+                T.vunary("rsqrt", sc, sc, ro, "float32", note="1 / sqrt(var + eps)"),
+                T.vbinary("mul", sc, sc, vals["gamma"], ro, "float32", note="s = gamma / sqrt(var + eps)")]
+        if "bias" in vals:
+            out.append(T.vbinary("sub", bo, vals["bias"], vals["mean"], ro, "float32", note="bias - mean"))
+        else:
+            out.append(T.vscalar("mul", bo, vals["mean"], -1.0, ro, "float32", note="-mean"))
+        out += [T.vbinary("mul", bo, bo, sc, ro, "float32", note="(bias - mean) * s"),
+                T.vbinary("add", bo, bo, vals["beta"], ro, "float32", note="+ beta")]
+    else:
+        out.append(T.vcopy(bo, vals["bias"], ro, "float32", note="the bias in float32"))
+    out.append(T.store(GmRef("out1", sy.mul(F("o0"), 4)), bo, "float32", ro, note="the conv's bias"))
+    return out
 
 
 TEMPLATE = Template("conv_weights", "aiv", MoveTiling, lambda job, chip: [job.subject.for_chip(chip)], tilings, schedule,
