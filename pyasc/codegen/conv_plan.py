@@ -5,8 +5,8 @@ NC1HWC0 result). What runs, as plain data (`ConvRoute`):
 - the weights (OIHW, any float dtype) become the (O, K) matrix the cube reads, in the cube's dtype
   (`conv_weights`, a vector pre-launch into workspace scratch); the same launch folds a batch norm into
   them and writes the conv's float32 bias (a folded norm's, or the bias cast to float32) to scratch;
-- the cube kernel (`conv`): Load3D img2col, mmad, FixPipe with ReLU and the cast, straight into the
-  result's NC1HWC0 buffer.
+- the cube kernel (`conv`): Load3D img2col, mmad, a residual added into L0C (an identity product),
+  FixPipe with ReLU and the cast, straight into the result's NC1HWC0 buffer.
 The cube multiplies in numpy's promotion of x and w; a feature map of another dtype than that is not
 lowered (the error says so).
 """
@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from .. import dtypes
 from ..ge.plan import KernelPlan
 from ..ir import Graph, Node, TensorType, Value, is_annotation
-from ..ops.conv import BLOCKED, conv_geometry
+from ..ops.conv import BLOCKED, BN_PARAMS, conv_geometry, conv_operands
 from .domain import UnsupportedDomain
 from .templates.conv import CONV_DTYPES, CONV_OUT_DTYPES, CubeConv
 from .templates.conv_weights import ConvWeights
@@ -63,9 +63,12 @@ def route(label: str, plan: KernelPlan) -> ConvRoute:
     if out.type.dtype not in CONV_OUT_DTYPES:
         raise UnsupportedDomain(f"FixPipe writes a conv result as {', '.join(CONV_OUT_DTYPES)}, not "
                                 f"{out.type.dtype}")
-    rest = list(node.inputs[2:])
-    bias = rest.pop(0) if attrs.get("has_bias") else None
-    norm = rest if attrs.get("has_bn") else []
+    arg = conv_operands(node.inputs, attrs)
+    bias = arg.get("bias")
+    norm = [arg[p] for p in BN_PARAMS if p in arg]
+    residual = arg.get("residual")
+    if residual is not None and residual.type.format != BLOCKED:
+        raise UnsupportedDomain(f"the cube adds a residual read in {BLOCKED}, but it is {residual.type.format}")
     cw = ConvWeights(f"{label}_weights", g.o, g.c, g.kh, g.kw, w.type.dtype, cube_dtype,
                      bias.type.dtype if bias is not None else None, tuple(v.type.dtype for v in norm),
                      float(attrs.get("bn_eps", 1e-5)))
@@ -79,6 +82,12 @@ def route(label: str, plan: KernelPlan) -> ConvRoute:
         bias32 = side.add_input(TensorType((g.o,), "float32"), name="bias")
         outputs.append(bias32)
     operands = [x, prepared] + ([bias32] if bias32 is not None else [])
+    if residual is not None:
+        if residual.type.dtype != cube_dtype:
+            raise UnsupportedDomain(f"the cube adds a residual of its own dtype ({cube_dtype}), not "
+                                    f"{residual.type.dtype}")
+        operands += [residual, arg["eye"]]
     cube = CubeConv(label, g.n, g.c, g.h, g.w, g.o, g.kh, g.kw, g.stride, g.dilation, g.pad, g.ho, g.wo,
-                    cube_dtype, out.type.dtype, bias32 is not None, attrs.get("activation") == "relu")
+                    cube_dtype, out.type.dtype, bias32 is not None, attrs.get("activation") == "relu",
+                    residual is not None)
     return ConvRoute(cw, inputs, outputs, operands, cube, out, list(outputs))

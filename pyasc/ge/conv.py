@@ -8,10 +8,12 @@
   dtype on the way out (`out_dtype`).
 - `conv_group_split` (opt 0, a legalisation): a conv with groups > 1 becomes one conv per group on a channel
   slice of x and of w, joined along the channels (correct, one launch chain per group).
-- `conv_epilogue_fusion` (opt 2): conv -> relu -> float cast become one `fused_conv2d` (activation,
-  out_dtype): what FixPipe applies on the way out of L0C. ReLU commutes with a float cast, so a ReLU after
-  the cast fuses too; a cast fuses only where the conv's result is float32 (FixPipe rounds the float32
-  accumulator once, a float16 conv would have rounded it to float16 before the cast).
+- `conv_epilogue_fusion` (opt 2): conv -> add of a residual -> relu -> float cast become one `fused_conv2d`
+  (has_residual, activation, out_dtype): the cube adds the residual into L0C (an identity product: the
+  graph gets the 16 x 16 identity as a constant operand), FixPipe applies the ReLU and the cast on the way
+  out. ReLU commutes with a float cast, so a ReLU after the cast fuses too; a cast fuses only where the
+  conv's result is float32 (FixPipe rounds the float32 accumulator once, a float16 conv would have rounded
+  it to float16 before the cast); a residual only of the result's type (the add promotes nothing).
 - `blocked_layout` (opt 0, before layout_assign): the cube reads feature maps and writes results in
   NC1HWC0. A conv or pool reading an ND map is rewritten to read its NC1HWC0 conversion and give an NC1HWC0
   result, converted back to ND for its readers; an elementwise op reading such a conversion computes in
@@ -28,8 +30,8 @@ import numpy as np
 
 from .. import dtypes, ops
 from ..ir import Node, Value
-from ..ops.conv import BLOCKED, conv_geometry
-from .edit import build_node, const_node, same_type
+from ..ops.conv import BLOCKED, conv_geometry, conv_operands, operand_names
+from .edit import build_node, const_node, same_type, would_create_cycle
 from .passes import PassContext
 from .rewrite import Replacement, RewriteRule, Rewriter, RulePass
 from .simplify import op_attrs
@@ -46,10 +48,12 @@ def _conv_attrs(node: Node, **changes: Any) -> dict[str, Any]:
     """fused_conv2d's attributes for `node` (conv2d or fused_conv2d) with `changes` applied."""
     a = op_attrs(node)
     out = {k: a[k] for k in GEOMETRY_ATTRS if k in a}
-    out.update(has_bias=bool(a.get("has_bias", False)), has_bn=bool(a.get("has_bn", False)),
-               activation=a.get("activation"), out_dtype=a.get("out_dtype"))
-    if out["has_bn"]:
-        out["bn_eps"] = a.get("bn_eps", 1e-5)
+    out.update(has_bias=bool(a.get("has_bias", False)), activation=a.get("activation"), out_dtype=a.get("out_dtype"))
+    for flag, extra in (("has_bn", "bn_eps"), ("has_residual", None)):  # present only when set (shorter dumps)
+        if a.get(flag):
+            out[flag] = True
+            if extra is not None:
+                out[extra] = a[extra]
     out.update(changes)
     return out
 
@@ -98,8 +102,8 @@ def fold_batchnorm(bn: Node, rw: Rewriter) -> Replacement | None:
     conv = src.node
     if conv.op not in CONV_OPS or rw.uses.sole_reader(src) is not bn:
         return None
-    if conv.attrs.get("activation") is not None or conv.attrs.get("has_bn"):
-        return None  # batch norm after a ReLU does not fold (nor a second one: the first is folded already)
+    if conv.attrs.get("activation") is not None or conv.attrs.get("has_bn") or conv.attrs.get("has_residual"):
+        return None  # not after a ReLU or a residual add, nor a second one (the first is folded already)
     a = op_attrs(bn)
     params = iter(bn.inputs[3:])
     mean, var = bn.inputs[1], bn.inputs[2]
@@ -139,16 +143,22 @@ def split_groups(conv: Node, rw: Rewriter) -> Replacement | None:
     groups = int(conv.attrs.get("groups", 1))
     if groups == 1:
         return None
-    x, w = conv.inputs[0], conv.inputs[1]
-    per_channel = conv.inputs[2:]  # the bias and the batch norm's parameters: one value per output channel
-    g = conv_geometry(x.type, w.type, op_attrs(conv), conv.op)
+    attrs = op_attrs(conv)
+    arg = conv_operands(conv.inputs, attrs)
+    x, w = arg["x"], arg["w"]
+    g = conv_geometry(x.type, w.type, attrs, conv.op)
     cg, og = g.c // groups, g.o // groups
     b = _Nodes(conv.loc)
     try:
         parts = []
         for gi in range(groups):
-            inputs = [_channel_slice(b, x, gi * cg, (gi + 1) * cg, 1)]
-            inputs += [_channel_slice(b, v, gi * og, (gi + 1) * og, 0) for v in (w, *per_channel)]
+            part = {"x": _channel_slice(b, x, gi * cg, (gi + 1) * cg, 1)}
+            for name, v in arg.items():
+                if name == "residual":   # the group's output channels
+                    part[name] = _channel_slice(b, v, gi * og, (gi + 1) * og, 1)
+                elif name not in ("x", "eye"):   # w, the bias and the norm's parameters: one per output channel
+                    part[name] = _channel_slice(b, v, gi * og, (gi + 1) * og, 0)
+            inputs = [part.get(name, arg.get(name)) for name in operand_names(attrs)]
             parts.append(b.op("fused_conv2d", *inputs, **_conv_attrs(conv, groups=1)))
         joined = b.op("concat", *parts, axis=1)
     except _NoMatch:
@@ -168,15 +178,26 @@ class ConvEpilogueFusion(RulePass):
 
 
 def fuse_conv_epilogue(conv: Node, rw: Rewriter) -> Replacement | None:
-    """The ReLU / float cast chain after `conv` folded into one fused_conv2d (a chain rule)."""
+    """The residual add / ReLU / float cast chain after `conv` folded into one fused_conv2d (a chain rule)."""
     attrs = _conv_attrs(conv)
     chain = [conv]
     cur = conv.out()
+    inputs = list(conv.inputs)
+    added: list[Node] = []
     while True:
         user = rw.uses.sole_reader(cur)
         if user is None:
             break
-        if user.op == "relu" and attrs["activation"] is None:
+        # the residual is added before the ReLU and the cast: after a cast it adds in the accumulator's
+        # precision instead of the result's (one rounding instead of two, as the folded batch norm's cast)
+        residual = _residual_of(user, cur) if not (attrs.get("has_residual") or attrs["activation"]) else None
+        if residual is not None:
+            eye = const_node(np.eye(16), dtypes.promote(conv.inputs[0].type.dtype, conv.inputs[1].type.dtype),
+                             loc=user.loc)
+            added.append(eye)
+            inputs[2:2] = [residual, eye.out()]
+            attrs["has_residual"] = True
+        elif user.op == "relu" and attrs["activation"] is None:
             attrs["activation"] = "relu"
         elif user.op == "cast" and attrs["out_dtype"] is None and _float_cast(user) and cur.type.dtype == "float32":
             # FixPipe casts the float32 accumulator: the same one rounding only when the conv's result is
@@ -189,10 +210,22 @@ def fuse_conv_epilogue(conv: Node, rw: Rewriter) -> Replacement | None:
     if len(chain) == 1:
         return None
     last = chain[-1]
-    fused = build_node("fused_conv2d", list(conv.inputs), attrs, loc=last.loc, name=last.name or conv.name)
+    if attrs.get("has_residual") and would_create_cycle(inputs, chain):
+        return None
+    fused = build_node("fused_conv2d", inputs, attrs, loc=last.loc, name=last.name or conv.name)
     if fused is None or not same_type(fused.outputs[0], last.outputs[0]):
         return None
-    return Replacement([fused.out()], [fused], at=last, removed=chain)
+    return Replacement([fused.out()], [*added, fused], at=last, removed=chain)
+
+
+def _residual_of(add: Node, cur: Value) -> Value | None:
+    """The other operand of `add` when it adds a residual of the conv result's type to it."""
+    if add.op != "add" or len(add.inputs) != 2 or add.inputs[0] == add.inputs[1]:
+        return None
+    other = add.inputs[1] if add.inputs[0] == cur else add.inputs[0]
+    if not same_type(other.type, cur.type) or not same_type(add.outputs[0], cur.type):
+        return None
+    return other
 
 
 def _float_cast(node: Node) -> bool:
@@ -217,13 +250,17 @@ def _to(b: _Nodes, v: Value, fmt: str) -> Value:
 
 
 def blocked_feature_map(node: Node, rw: Rewriter) -> Replacement | None:
-    """A conv / pool reading an ND feature map reads its NC1HWC0 conversion; its result is converted back."""
+    """A conv / pool reading an ND feature map reads its NC1HWC0 conversion (a residual too); its result is
+    converted back."""
     x = node.inputs[0]
     if x.type.format != "ND" or x.type.ndim != 4:
         return None
     b = _Nodes(node.loc)
     try:
-        blocked = b.op(node.op, _to(b, x, BLOCKED), *node.inputs[1:], **op_attrs(node))
+        inputs = [_to(b, x, BLOCKED), *node.inputs[1:]]
+        if node.attrs.get("has_residual"):
+            inputs[2] = _to(b, inputs[2], BLOCKED)
+        blocked = b.op(node.op, *inputs, **op_attrs(node))
         back = _to(b, blocked, "ND")
     except _NoMatch:
         return None

@@ -16,9 +16,11 @@
   fused_conv2d (internal, made by GE): conv2d + ReLU + cast, what FixPipe applies on the way out of L0C, and
       an optional folded inference batch norm (`has_bn`, `bn_eps`; inputs mean, var, gamma, beta): with
       s = gamma / sqrt(var + eps) (float32) the weights are w * s[o] rounded to w's dtype and the bias
-      (bias - mean) * s + beta (float32), exactly what the weight conversion before the cube computes.
-      Inputs x, w[, bias][, mean, var, gamma, beta]; attributes: conv2d's, has_bias, has_bn, bn_eps,
-      activation (None | "relu"), out_dtype (None | dtype).
+      (bias - mean) * s + beta (float32), exactly what the weight conversion before the cube computes;
+      and an optional residual added before the ReLU (`has_residual`: a tensor of the result's shape, and
+      the 16 x 16 identity in the cube's dtype the cube adds it with: L0C += residual @ I).
+      Inputs x, w[, residual, eye][, bias][, mean, var, gamma, beta] (`conv_operands` names them);
+      attributes: conv2d's, has_bias, has_bn, bn_eps, has_residual, activation (None | "relu"), out_dtype.
 
 `ConvGeometry` / `PoolGeometry` are the one place the output size, the four paddings and the windows are
 computed from the attributes; inference, the eager functions, GE and codegen all read them.
@@ -215,23 +217,42 @@ def _conv_dtype(ts: Sequence[TensorType], op: str) -> str:
     return dtypes.promote(*(t.dtype for t in ts))
 
 
+def operand_names(attrs: Mapping[str, Any]) -> list[str]:
+    """The names of a conv's inputs, in order, given its attributes (see the module docstring)."""
+    return (["x", "w"] + (["residual", "eye"] if attrs.get("has_residual") else [])
+            + (["bias"] if attrs.get("has_bias") else []) + (list(BN_PARAMS) if attrs.get("has_bn") else []))
+
+
+def conv_operands(values: Sequence[Any], attrs: Mapping[str, Any]) -> dict[str, Any]:
+    """A conv's inputs (values or types) by name; the names it does not have are absent."""
+    return dict(zip(operand_names(attrs), values))
+
+
 def _infer_conv(ts: Sequence[TensorType], attrs: Mapping[str, Any], op: str) -> tuple[TensorType, ...]:
-    has_bias = attr_bool(attrs, "has_bias", False, op)
-    has_bn = attr_bool(attrs, "has_bn", False, op)
-    names = ["x", "w"] + (["bias"] if has_bias else []) + (list(BN_PARAMS) if has_bn else [])
+    for flag in ("has_bias", "has_bn", "has_residual"):
+        attr_bool(attrs, flag, False, op)
+    names = operand_names(attrs)
     if len(ts) != len(names):
         raise InferError(f"{op}: takes {', '.join(names)}, got {len(ts)} tensors")
-    x, w = ts[0], ts[1]
+    arg = dict(zip(names, ts))
+    x, w = arg["x"], arg["w"]
     g = conv_geometry(x, w, attrs, op)
-    for name, t in zip(names[2:], ts[2:]):
-        if tuple(t.shape) != (g.o,):
+    for name in ("bias", *BN_PARAMS):
+        t = arg.get(name)
+        if t is not None and tuple(t.shape) != (g.o,):
             raise InferError(f"{op}: {name} must be 1-D with {g.o} elements (one per output channel of weight "
                              f"{fmt_shape(w.shape)}), got shape {fmt_shape(t.shape)}")
-    # the batch norm's parameters rescale w and the bias in float32: no part in the promotion
-    dtype = _conv_dtype(ts[:len(ts) - (len(BN_PARAMS) if has_bn else 0)], op)
-    for name, t in zip(names[-len(BN_PARAMS):] if has_bn else (), ts[-len(BN_PARAMS):] if has_bn else ()):
-        if t.dtype not in FLOATS:
+        if t is not None and name in BN_PARAMS and t.dtype not in FLOATS:
             raise InferError(f"{op}: {name} has dtype {t.dtype}; batch norm parameters are floats")
+    # the batch norm's parameters rescale w and the bias in float32: no part in the promotion
+    dtype = _conv_dtype([arg[n] for n in ("x", "w", "bias", "residual") if n in arg], op)
+    if "residual" in arg:
+        r, eye = arg["residual"], arg["eye"]
+        if tuple(r.shape) != g.out_shape or r.format != x.format:
+            raise InferError(f"{op}: the residual {r} does not match the result "
+                             f"{TensorType(g.out_shape, dtype, x.format)}")
+        if tuple(eye.shape) != (16, 16) or eye.dtype != dtypes.promote(x.dtype, w.dtype):
+            raise InferError(f"{op}: eye must be the 16 x 16 identity in the cube's dtype, got {eye}")
     out = attrs.get("out_dtype")
     if out is not None:
         dtype = attr_dtype(out, op, "out_dtype")
@@ -270,22 +291,24 @@ def fold_batch_norm(w: np.ndarray, bias: np.ndarray | None, mean: Any, var: Any,
 
 def _conv_eager(x: Any, w: Any, *more: Any, stride: Any = 1, padding: Any = 0, dilation: Any = 1,
                 groups: int = 1, has_bias: bool = False, has_bn: bool = False, bn_eps: float = 1e-5,
-                activation: str | None = None, out_dtype: str | None = None) -> np.ndarray:
+                has_residual: bool = False, activation: str | None = None, out_dtype: str | None = None) -> np.ndarray:
     x, w = np.asarray(x), np.asarray(w)
     rest = [np.asarray(v) for v in more]
     ts = [TensorType(v.shape, dtypes.narrow(v.dtype)) for v in (x, w, *rest)]
     attrs = {"stride": stride, "padding": padding, "dilation": dilation, "groups": groups, "has_bias": has_bias,
-             "has_bn": has_bn, "activation": activation, "out_dtype": out_dtype}
+             "has_bn": has_bn, "has_residual": has_residual, "activation": activation, "out_dtype": out_dtype}
     try:
         _infer_conv(ts, attrs, "conv2d")
     except InferError as e:
         raise ValueError(str(e)) from None
     g = conv_geometry(ts[0], ts[1], attrs)
-    bias = rest[0] if has_bias else None
+    arg = conv_operands([x, w, *rest], attrs)
+    bias, residual = arg.get("bias"), arg.get("residual")
     # numpy's dtype (float64 inputs, as `pyasc.testing.check` gives, stay float64); the graph narrows it
-    result = np.dtype(out_dtype) if out_dtype is not None else np.result_type(x, w, *rest[:1 if has_bias else 0])
+    result = (np.dtype(out_dtype) if out_dtype is not None
+              else np.result_type(*(a for a in (x, w, bias, residual) if a is not None)))
     if has_bn:  # the weights and the bias the cube uses
-        w, bias = fold_batch_norm(w, bias, *rest[-len(BN_PARAMS):], bn_eps)
+        w, bias = fold_batch_norm(w, bias, *(arg[p] for p in BN_PARAMS), bn_eps)
         has_bias = True
     work = np.float64 if result == np.float64 else np.float32
     cols = im2col(x.astype(work), g)                       # (N, C, Ho, Wo, kh, kw)
@@ -299,6 +322,8 @@ def _conv_eager(x: Any, w: Any, *more: Any, stride: Any = 1, padding: Any = 0, d
     y = np.concatenate(outs, axis=-1).transpose(0, 2, 1).reshape(g.n, g.o, g.ho, g.wo)
     if has_bias:
         y = y + bias.astype(work)[None, :, None, None]
+    if residual is not None:
+        y = y + residual.astype(work)
     if activation == "relu":
         y = np.maximum(y, 0)
     return y.astype(result)
@@ -321,10 +346,12 @@ register(OpDef("conv2d", Category.OPAQUE, named("conv2d", lambda ts, a: _infer_c
                cube_macs=_conv_macs))
 register(OpDef("fused_conv2d", Category.OPAQUE,
                named("fused_conv2d", lambda ts, a: _infer_conv(ts, a, "fused_conv2d")), _conv_eager,
-               expensive=True, operand_formats=(frozenset({"ND", BLOCKED}), frozenset({"ND"})), cube_macs=_conv_macs,
-               doc="activation(conv2d(x, w[, bias]) [batch norm folded]) -> out_dtype; inputs x, w[, bias][, mean, "
-                   "var, gamma, beta]; attrs: conv2d's, has_bias, has_bn, bn_eps, activation (None|'relu'), "
-                   "out_dtype. Internal: made by GE."))
+               expensive=True, cube_macs=_conv_macs,
+               # x, w, and the residual (a 1-D bias in that place is ND anyway)
+               operand_formats=(frozenset({"ND", BLOCKED}), frozenset({"ND"}), frozenset({"ND", BLOCKED})),
+               doc="activation(conv2d(x, w[, bias]) [batch norm folded] [+ residual]) -> out_dtype; inputs x, "
+                   "w[, residual, eye][, bias][, mean, var, gamma, beta]; attrs: conv2d's, has_bias, has_bn, bn_eps, "
+                   "has_residual, activation (None|'relu'), out_dtype. Internal: made by GE."))
 
 
 # ---- pooling ----------------------------------------------------------------------------------

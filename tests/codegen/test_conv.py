@@ -126,6 +126,26 @@ def test_resnet_basic_block(chip, rng):
 
     args = (x, w1, *batch_norm_params(rng, c), w2, *batch_norm_params(rng, c))
     check(block, *args)
-    art = block.compile(*args)
-    convs = [k for k in art.kernels if k.template == "conv"]
-    assert len(convs) == 2 and [k.template for k in art.kernels].count("transdata") == 2
+    # x converted once (both convs read it), each norm folded into its conv's weight conversion, the residual
+    # add and the last ReLU on the second conv's cube
+    assert [k.template for k in block.compile(*args).kernels] == [
+        "transdata", "conv_weights", "conv", "conv_weights", "conv", "transdata"]
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32"])
+@pytest.mark.parametrize("fuse", [True, False])
+def test_a_residual_add_on_the_cube_or_as_an_nc1hwc0_vector_kernel(dtype, fuse, rng):
+    x, w = data(rng, (1, 5, 7, 7), dtype), data(rng, (33, 5, 3, 3), dtype, 0.3)
+    b, r = data(rng, (33,), dtype), data(rng, (1, 33, 7, 7), dtype)
+    options = {} if fuse else {"disable_passes": ["conv_epilogue_fusion"]}
+
+    @pyasc.kernel(chip="tiny", **options)
+    def residual(x, w, b, r):
+        return pyasc.relu(pyasc.conv2d(x, w, b, padding=1) + r)
+
+    assert_close(residual(x, w, b, r), residual.py_func(x, w, b, r))
+    kinds = [k.template for k in residual.compile(x, w, b, r).kernels]
+    # fused, r is read in NC1HWC0 (converted); unfused, converting r would cost what computing the add in
+    # NC1HWC0 saves, so the conv's result is converted back and the add runs on ND values
+    assert kinds == (["transdata", "transdata", "conv_weights", "conv", "transdata"] if fuse else
+                     ["transdata", "conv_weights", "conv", "transdata", "vector"])

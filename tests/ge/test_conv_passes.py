@@ -26,8 +26,8 @@ def conv(g, x, w, *more, **attrs):
     return op(g, "conv2d", x, w, *more, has_bias=bool(more), **attrs)
 
 
-def bn(g, y, c, prefix):
-    m, v, ga, be = (g.add_input(T(c), f"{prefix}{n}") for n in ("m", "v", "g", "b"))
+def bn(g, y, c, prefix, dtype="float32"):
+    m, v, ga, be = (g.add_input(T(c, dtype=dtype), f"{prefix}{n}") for n in ("m", "v", "g", "b"))
     return op(g, "batch_norm", y, m, v, ga, be, eps=1e-5, has_weight=True, has_bias=True)
 
 
@@ -200,21 +200,47 @@ def basic_block() -> Graph:
     g = Graph("main")
     x = g.add_input(T(1, 20, 9, 9, dtype="float16"), "x")
     w1, w2 = g.add_input(T(20, 20, 3, 3, dtype="float16"), "w1"), g.add_input(T(20, 20, 3, 3, dtype="float16"), "w2")
-    y = op(g, "relu", bn(g, conv(g, x, w1, padding=1), 20, "a"))
-    y = bn(g, conv(g, y, w2, padding=1), 20, "b")
+    y = op(g, "relu", bn(g, conv(g, x, w1, padding=1), 20, "a", "float16"))
+    y = bn(g, conv(g, y, w2, padding=1), 20, "b", "float16")
     g.set_outputs([op(g, "relu", op(g, "add", y, x))])
     return g
 
 
-def test_the_residual_add_computes_in_nc1hwc0_on_the_shared_conversion_of_x():
+def test_the_residual_add_and_relu_join_the_second_conv_reading_the_shared_conversion_of_x():
     g = basic_block()
     optimize(g, dots=False)
+    (x_in,) = [n for n in g.nodes if n.op == "transdata" and n.inputs[0].node.op == "Data"]
+    first, second = [n for n in g.nodes if n.op == "fused_conv2d"]
+    assert first.inputs[0] == x_in.out() and second.inputs[2] == x_in.out()   # x once in NC1HWC0, for both
+    assert second.attrs["has_residual"] and second.attrs["activation"] == "relu" and second.attrs["has_bn"]
+    assert [n.op for n in g.nodes if n.op not in ("Data", "Const")] == [
+        "transdata", "fused_conv2d", "fused_conv2d", "transdata"]
+
+
+def test_without_the_epilogue_fusion_the_residual_add_computes_in_nc1hwc0():
+    g = basic_block()
+    optimize(g, dots=False, disabled_passes=["conv_epilogue_fusion"])
     (x_in,) = [n for n in g.nodes if n.op == "transdata" and n.inputs[0].node.op == "Data"]
     (add,) = [n for n in g.nodes if n.op == "add" and n.outputs[0].ndim == 4]
     assert add.outputs[0].format == "NC1HWC0" and x_in.out() in add.inputs
     assert count(g, "transdata") == 2 and count(g, "batch_norm") == 0
     relu = [n for n in g.nodes if n.op == "relu"]
-    assert len(relu) == 1 and relu[0].outputs[0].format == "NC1HWC0"
+    assert [r.outputs[0].format for r in relu] == ["NC1HWC0", "NC1HWC0"]
+
+
+def test_a_residual_add_fuses_into_the_conv_with_the_identity_it_is_added_with():
+    def build() -> Graph:
+        g = Graph("main")
+        x, w, r = g.add_input(T(1, 4, 6, 6), "x"), g.add_input(T(4, 4, 3, 3), "w"), g.add_input(T(1, 4, 6, 6), "r")
+        g.set_outputs([op(g, "relu", op(g, "add", r, conv(g, x, w, padding=1)))])
+        return g
+
+    g, changed = check_equivalent(build, [ConvEpilogueFusion(), DCE()])
+    assert changed and body(g) == [
+        "%0 = Const {value=f32[16,16] [1.0, 0.0, 0.0, ..., 0.0, 0.0, 1.0] #b028c8d7} : f32[16,16]",
+        "%1 = fused_conv2d(%x, %w, %r, %0) {activation='relu', has_bias=False, has_residual=True, out_dtype=None, "
+        "padding=1} : f32[1,4,6,6]",
+        "return (%1)"]
 
 
 def test_an_op_that_does_not_keep_zero_padding_stays_outside_the_region():

@@ -88,6 +88,7 @@ class CubeConv:
     out_dtype: str                   # what FixPipe writes
     bias: bool = False               # a float32 bias of O values through the bias table
     relu: bool = False
+    residual: bool = False           # an NC1HWC0 tensor of the result's shape added into L0C (and the identity)
     # the chip's fractal and alignments; set by `for_chip`
     r0: int = 0
     c0: int = 0                      # the cube's fractal width for dtype (Load3D's c0)
@@ -201,6 +202,12 @@ def footprint(cv: CubeConv, t: ConvTiling) -> list[tuple[str, str, str, int, int
     if cv.bias:
         out += [("l1bias", "L1", "float32", _ceil(t.tn * 4, cv.l1_align), 1, "bias chunk"),
                 ("bt", "BT", "float32", _ceil(t.tn * 4, cv.bias_align), 1, "bias table")]
+    if cv.residual:
+        eye = cv.r0 * cv.block * size
+        out += [("rb", "L1", cv.dtype, _ceil(_ceil(t.tn, cv.block) * t.tm * size, cv.l1_align), 1, "residual block"),
+                ("eyel1", "L1", cv.dtype, _ceil(eye, cv.l1_align), 1, "identity"),
+                ("eye", "L0B", cv.dtype, eye, 1, "identity (ZN)"),
+                ("ra", "L0A", cv.dtype, _ceil(t.tm, cv.r0) * cv.block * size, t.buffer_num, "residual panel (ZZ)")]
     return out
 
 
@@ -314,6 +321,8 @@ def schedule(cv: CubeConv, t: ConvTiling, chip: Chip) -> TileSchedule:
                        accumulate=sy.lt(0, sy.add(F("kk"), F("ks"))), bias=bias_ref, note="accumulate in L0C"))
     body.append(Loop("ks", 0, sy.ceildiv(F("kl"), t.tk), 1, step, note="L0 steps of the chunk"))
     block.append(Loop("kk", 0, n_chunks, 1, body, note="channel chunks (L1)"))
+    if cv.residual:
+        block += _add_residual(cv, t, Ref("l0c", acc), size)
     out_off = sy.mul(sy.add(sy.mul(sy.add(sy.mul(F("img"), cv.o1), sy.mul(F("nb"), t.tn // cv.block)), cv.m),
                             F("m0")), cv.block * osize)
     block.append(T.fixpipe(GmRef(out_param(0), out_off), Ref("l0c", acc), F("mm"), F("nn"), cv.out_dtype,
@@ -321,6 +330,8 @@ def schedule(cv: CubeConv, t: ConvTiling, chip: Chip) -> TileSchedule:
     params = [GmParam(in_param(0), cv.dtype, "in"), GmParam(in_param(1), cv.dtype, "in")]
     if cv.bias:
         params.append(GmParam(in_param(2), "float32", "in"))
+    if cv.residual:
+        params += [GmParam(_residual_param(cv), cv.dtype, "in"), GmParam(_eye_param(cv), cv.dtype, "in")]
     params.append(GmParam(out_param(0), cv.out_dtype, "out"))
     notes = [f"conv {cv.n}x{cv.c}x{cv.h}x{cv.w} * {cv.o}x{cv.c}x{cv.kh}x{cv.kw} stride {cv.stride} pad {cv.pad} "
              f"dilation {cv.dilation} -> {cv.n}x{cv.o}x{cv.ho}x{cv.wo}: img2col {cv.m} x {cv.k} @ {cv.k} x {cv.o} "
@@ -328,7 +339,11 @@ def schedule(cv: CubeConv, t: ConvTiling, chip: Chip) -> TileSchedule:
              + (" relu" if cv.relu else ""), f"tiling: {t.describe()}"]
     buffers = [Buffer(*b) for b in footprint(cv, t)]
     loop = Loop("i", 0, count, 1, block, note="output blocks of this core")
-    sched = TileSchedule(cv.name, "aic", params, fs.fields, blocks, buffers, [loop], notes)
+    setup: list[Stmt] = []
+    if cv.residual:  # the identity the residual is multiplied by, once per core
+        setup = [T.copy_nd2nz(Ref("eyel1"), GmRef(_eye_param(cv)), cv.dtype, cv.r0, cv.block, note="identity"),
+                 T.load_l0(Ref("eye"), Ref("eyel1"), cv.dtype, cv.block, cv.r0, note="identity -> L0B")]
+    sched = TileSchedule(cv.name, "aic", params, fs.fields, blocks, buffers, setup + [loop], notes)
     sched.l2_miss = lambda fields, cores: l2_miss(cv, t, cores)
     return sched
 
@@ -374,6 +389,44 @@ def _load_band(cv: CubeConv, fm: Ref, size: int) -> list[Stmt]:
         copies.append(T.load(dst, src, cv.dtype, cv.c0, pixels, src_stride=cv.block, dst_stride=cv.c0, pad=False,
                              note=f"feature-map band, channels {half * cv.c0}.. of each block"))
     return [Loop("cb", 0, F("cc"), 1, copies, note="stored channel blocks of the chunk")]
+
+
+def _residual_param(cv: CubeConv) -> str:
+    return in_param(3 if cv.bias else 2)
+
+
+def _eye_param(cv: CubeConv) -> str:
+    return in_param(4 if cv.bias else 3)
+
+
+def _add_residual(cv: CubeConv, t: ConvTiling, acc: Ref, size: int) -> list[Stmt]:
+    """L0C += R @ I for the block's residual R (mm positions x nn channels), one 16-channel panel at a time:
+    the panel is Load3D's 1x1 img2col of the residual's rows in L1 (zero rows pad it to whole fractals)."""
+    plane = cv.m * cv.block                      # elements of one channel block of one image of the residual
+    first = sy.add(sy.mul(sy.add(sy.mul(F("img"), cv.o1), sy.mul(F("nb"), t.tn // cv.block)), plane),
+                   sy.mul(F("m0"), cv.block))
+    panels = sy.ceildiv(F("nn"), cv.block)
+    rows = sy.mul(F("mm"), cv.block)
+    rb = Ref("rb")
+    out: list[Stmt] = []
+    if cv.split == 1:
+        out.append(T.load(rb, GmRef(_residual_param(cv), sy.mul(first, size)), cv.dtype, rows, panels,
+                          src_stride=plane, dst_stride=rows, pad=False, note="the block's residual"))
+    else:  # float32: each stored block of 16 channels as `split` cube blocks of c0
+        copies = [T.load(rb.at(sy.mul(sy.add(sy.mul(F("rp"), cv.split), half), F("mm"), cv.c0, size)),
+                         GmRef(_residual_param(cv), sy.mul(sy.add(first, sy.mul(F("rp"), plane), half * cv.c0), size)),
+                         cv.dtype, cv.c0, F("mm"), src_stride=cv.block, dst_stride=cv.c0, pad=False,
+                         note=f"the block's residual, channels {half * cv.c0}.. of each block")
+                  for half in range(cv.split)]
+        out.append(Loop("rp", 0, panels, 1, copies, note="channel blocks of the residual"))
+    slot = t.slot("rj")
+    panel = sy.mul(sy.align_up(F("mm"), cv.r0), cv.r0, 4)   # bytes of one 16-column panel of L0C
+    step = [T.load3d(Ref("ra", slot), rb, cv.dtype, sy.mul(panels, cv.split), 1, F("mm"), 1, 1,
+                     m_len=F("mm"), k_start=sy.mul(F("rj"), cv.block), k_len=cv.block, note="residual panel -> L0A"),
+            T.mmad(acc.at(sy.mul(F("rj"), panel)), Ref("ra", slot), Ref("eye"), F("mm"), cv.block, cv.r0, cv.dtype,
+                   accumulate=1, note="L0C += residual @ I")]
+    out.append(Loop("rj", 0, panels, 1, step, note="16-channel panels of the block"))
+    return out
 
 
 def _load_weights_l0(cv: CubeConv, dst: Ref, src: Ref) -> Stmt:
