@@ -232,10 +232,18 @@ def tilings(cv: CubeConv, chip: Chip, buffer_num: int, cores: int) -> list[ConvT
         for tn in tns:
             for tm in _position_blocks(cv, tn, cores):
                 for resident in (True, False):
-                    t = _deepest(cv, chip, tm, tn, bn, cores, resident)
-                    if t is not None:
-                        out.append(t)
+                    out += _chunkings(cv, chip, tm, tn, bn, cores, resident)
     return out
+
+
+def _chunkings(cv: CubeConv, chip: Chip, tm: int, tn: int, bn: int, cores: int, resident: bool) -> list[ConvTiling]:
+    """The deepest L1 chunk that fits (fewest moves), and one channel block per chunk (the first mmad waits
+    for the least data: the band streams in while the cube works), each with the deepest L0 step."""
+    deepest = _deepest(cv, chip, tm, tn, bn, cores, resident, range(cv.c1s, 0, -1))
+    if deepest is None:
+        return []
+    shallow = _deepest(cv, chip, tm, tn, bn, cores, resident, (1,)) if deepest.chunk > 1 else None
+    return [deepest] + ([shallow] if shallow is not None else [])
 
 
 def _position_blocks(cv: CubeConv, tn: int, cores: int) -> list[int]:
@@ -252,9 +260,11 @@ def _position_blocks(cv: CubeConv, tn: int, cores: int) -> list[int]:
     return sorted(out)
 
 
-def _deepest(cv: CubeConv, chip: Chip, tm: int, tn: int, bn: int, cores: int, resident: bool) -> ConvTiling | None:
-    """The tiling of this block shape with the most channel blocks per L1 chunk and the deepest L0 step."""
-    for chunk in range(cv.c1s, 0, -1):
+def _deepest(cv: CubeConv, chip: Chip, tm: int, tn: int, bn: int, cores: int, resident: bool,
+             chunks: "range | tuple[int, ...]") -> ConvTiling | None:
+    """The tiling of this block shape with the first chunk size of `chunks` that fits, with the deepest L0
+    step."""
+    for chunk in chunks:
         cols = chunk_columns(cv, chunk)
         tk = _ceil(min(cols, 512), 16)
         while tk >= 16:
