@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 README = Path(__file__).resolve().parent.parent / "README.md"
-SECTIONS = ("Writing a kernel", "Seeing what the compiler did", "The compile cache", "Using kernels from PyTorch",
+SECTIONS = ("Writing a kernel", "Convolutions", "Seeing what the compiler did", "The compile cache", "Using kernels from PyTorch",
             "The emulated chip")
 
 
