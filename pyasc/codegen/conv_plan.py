@@ -87,7 +87,6 @@ def route(label: str, plan: KernelPlan) -> ConvRoute:
             raise UnsupportedDomain(f"the cube adds a residual of its own dtype ({cube_dtype}), not "
                                     f"{residual.type.dtype}")
         operands += [residual, arg["eye"]]
-    cube = CubeConv(label, g.n, g.c, g.h, g.w, g.o, g.kh, g.kw, g.stride, g.dilation, g.pad, g.ho, g.wo,
-                    cube_dtype, out.type.dtype, bias32 is not None, attrs.get("activation") == "relu",
+    cube = CubeConv(label, g, cube_dtype, out.type.dtype, bias32 is not None, attrs.get("activation") == "relu",
                     residual is not None)
     return ConvRoute(cw, inputs, outputs, operands, cube, out, list(outputs))

@@ -77,12 +77,17 @@ def kernel_job(template: str, label: str, kg: KernelGraph, plan: KernelPlan | No
                dict(options), op, loc)
 
 
-def matmul_jobs(label: str, plan: KernelPlan) -> list[Job]:
-    """Vector casts of the operands (if any), transposes, the cube kernel, a vector epilogue (if any)."""
+def _planned(planner: Callable[[str, KernelPlan], Any], label: str, plan: KernelPlan) -> Any:
+    """A cube plan's route (`matmul_plan`, `conv_plan`); what it cannot lower is a located error."""
     try:
-        r = matmul_plan.route(label, plan)
+        return planner(label, plan)
     except Unsupported as e:
         raise no_lowering(plan.anchor, label, plan.anchor_node.loc, str(e)) from None
+
+
+def matmul_jobs(label: str, plan: KernelPlan) -> list[Job]:
+    """Vector casts of the operands (if any), transposes, the cube kernel, a vector epilogue (if any)."""
+    r = _planned(matmul_plan.route, label, plan)
     where = {"op": plan.anchor, "loc": plan.anchor_node.loc}
     jobs = [Job("vector", kg.graph.name, kg, list(kg.inputs), list(kg.outputs), plan, {}, **where)
             for kg in r.casts]
@@ -97,10 +102,7 @@ def matmul_jobs(label: str, plan: KernelPlan) -> list[Job]:
 
 def conv_jobs(label: str, plan: KernelPlan) -> list[Job]:
     """The weights in the cube's layout (and the conv's float32 bias), then the cube kernel."""
-    try:
-        r = conv_plan.route(label, plan)
-    except Unsupported as e:
-        raise no_lowering(plan.anchor, label, plan.anchor_node.loc, str(e)) from None
+    r = _planned(conv_plan.route, label, plan)
     where = {"op": plan.anchor, "loc": plan.anchor_node.loc}
     jobs = [Job("conv_weights", r.weights.name, r.weights, r.weight_inputs, r.weight_outputs, plan, {}, **where)]
     jobs.append(Job("conv", label, r.cube, r.operands, [r.result], plan, {"scratch": list(r.scratch)}, **where))

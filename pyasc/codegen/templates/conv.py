@@ -41,8 +41,10 @@ from ... import symbolic as sy
 from ...symbolic import IntLike
 from .. import tileops as T
 from ..schedule import Buffer, GmParam, GmRef, Let, Loop, Ref, Stmt, TileSchedule, When
-from ..template import Template, Tiling, buffer_nums
+from ..template import Template, Tiling, align_up, buffer_nums, fits_memories
 from .tiles import FieldSet, decompose, split_over_cores
+from .vector_kernel import in_param, out_param
+from ...ops.conv import ConvGeometry
 
 F = sy.sym
 
@@ -55,35 +57,12 @@ POSITION_BLOCKS = (16, 32, 64, 128, 256, 512)
 CHANNEL_BLOCKS = (16, 32, 64, 128, 256)
 
 
-def in_param(i: int) -> str:
-    return f"in{i}"
-
-
-def out_param(j: int) -> str:
-    return f"out{j}"
-
-
-def _ceil(x: int, a: int) -> int:
-    return -(-x // a) * a
-
-
 @dataclass(frozen=True)
 class CubeConv:
     """One cube conv kernel's computation (see the module docstring); static sizes only."""
 
     name: str
-    n: int
-    c: int
-    h: int
-    w: int
-    o: int
-    kh: int
-    kw: int
-    stride: tuple[int, int]
-    dilation: tuple[int, int]
-    pad: tuple[int, int, int, int]   # top, bottom, left, right
-    ho: int
-    wo: int
+    g: ConvGeometry                  # the sizes, stride, dilation, padding (ops.conv)
     dtype: str                       # what the cube multiplies (x and the prepared weights)
     out_dtype: str                   # what FixPipe writes
     bias: bool = False               # a float32 bias of O values through the bias table
@@ -113,11 +92,11 @@ class CubeConv:
     @property
     def c1s(self) -> int:
         """Stored channel blocks of x."""
-        return -(-self.c // self.block)
+        return -(-self.g.c // self.block)
 
     @property
     def taps(self) -> int:
-        return self.kh * self.kw
+        return self.g.kh * self.g.kw
 
     @property
     def k(self) -> int:
@@ -126,11 +105,11 @@ class CubeConv:
 
     @property
     def m(self) -> int:
-        return self.ho * self.wo
+        return self.g.ho * self.g.wo
 
     @property
     def o1(self) -> int:
-        return -(-self.o // self.block)
+        return -(-self.g.o // self.block)
 
     @property
     def acc_dtype(self) -> str:
@@ -139,19 +118,19 @@ class CubeConv:
     @property
     def skip_rows(self) -> int:
         """Output rows a band starts before its block so the view's top padding is not read: ceil(pt / sh)."""
-        return -(-self.pad[0] // self.stride[0])
+        return -(-self.g.pad[0] // self.g.stride[0])
 
     def band(self, m0: IntLike, mm: IntLike) -> tuple[IntLike, IntLike, IntLike]:
         """(first input row, rows, m_start in the band's view) of the block of mm positions from m0."""
-        sh, pt, dh = self.stride[0], self.pad[0], self.dilation[0]
-        oh0 = sy.floordiv(m0, self.wo)
-        last = sy.floordiv(sy.add(m0, mm, -1), self.wo)
-        skip = sy.max_(sy.min_(self.skip_rows, oh0), sy.add(oh0, -((self.h - 1) // sh)))
+        sh, pt, dh = self.g.stride[0], self.g.pad[0], self.g.dilation[0]
+        oh0 = sy.floordiv(m0, self.g.wo)
+        last = sy.floordiv(sy.add(m0, mm, -1), self.g.wo)
+        skip = sy.max_(sy.min_(self.skip_rows, oh0), sy.add(oh0, -((self.g.h - 1) // sh)))
         top = sy.add(oh0, sy.mul(-1, skip))
         first = sy.mul(top, sh)
-        reach = sy.add(sy.mul(sy.add(last, sy.mul(-1, oh0), skip), sh), -pt + (self.kh - 1) * dh + 1)
-        rows = sy.max_(1, sy.min_(sy.add(self.h, sy.mul(-1, first)), reach))
-        return first, rows, sy.add(m0, sy.mul(-1, sy.mul(top, self.wo)))
+        reach = sy.add(sy.mul(sy.add(last, sy.mul(-1, oh0), skip), sh), -pt + (self.g.kh - 1) * dh + 1)
+        rows = sy.max_(1, sy.min_(sy.add(self.g.h, sy.mul(-1, first)), reach))
+        return first, rows, sy.add(m0, sy.mul(-1, sy.mul(top, self.g.wo)))
 
     def band_rows(self, tm: int) -> int:
         """The most input rows a block of tm positions reads."""
@@ -189,33 +168,30 @@ def chunk_columns(cv: CubeConv, chunk: int) -> int:
 def footprint(cv: CubeConv, t: ConvTiling) -> list[tuple[str, str, str, int, int, str]]:
     """(name, space, dtype, bytes per slot, slots, role) of every on-chip buffer."""
     size = itemsize(cv.dtype)
-    band = t.chunk * cv.block * cv.band_rows(t.tm) * cv.w * size
+    band = t.chunk * cv.block * cv.band_rows(t.tm) * cv.g.w * size
     cols = cv.k if t.resident else chunk_columns(cv, t.chunk)
     out = [
-        ("fm", "L1", cv.dtype, _ceil(band, cv.l1_align), t.buffer_num, "feature-map band chunk"),
-        ("wb", "L1", cv.dtype, _ceil(_ceil(t.tn, cv.r0) * cols * size, cv.l1_align),
+        ("fm", "L1", cv.dtype, align_up(band, cv.l1_align), t.buffer_num, "feature-map band chunk"),
+        ("wb", "L1", cv.dtype, align_up(align_up(t.tn, cv.r0) * cols * size, cv.l1_align),
          1 if t.resident else t.buffer_num, "weights (NZ)"),
-        ("l0a", "L0A", cv.dtype, _ceil(t.tm, cv.r0) * t.tk * size, t.buffer_num, "img2col step (ZZ)"),
-        ("l0b", "L0B", cv.dtype, t.tk * _ceil(t.tn, cv.r0) * size, t.buffer_num, "weight step (ZN)"),
+        ("l0a", "L0A", cv.dtype, align_up(t.tm, cv.r0) * t.tk * size, t.buffer_num, "img2col step (ZZ)"),
+        ("l0b", "L0B", cv.dtype, t.tk * align_up(t.tn, cv.r0) * size, t.buffer_num, "weight step (ZN)"),
         ("l0c", "L0C", cv.acc_dtype, t.tm * t.tn * 4, t.l0c_slots, "accumulator"),
     ]
     if cv.bias:
-        out += [("l1bias", "L1", "float32", _ceil(t.tn * 4, cv.l1_align), 1, "bias chunk"),
-                ("bt", "BT", "float32", _ceil(t.tn * 4, cv.bias_align), 1, "bias table")]
+        out += [("l1bias", "L1", "float32", align_up(t.tn * 4, cv.l1_align), 1, "bias chunk"),
+                ("bt", "BT", "float32", align_up(t.tn * 4, cv.bias_align), 1, "bias table")]
     if cv.residual:
         eye = cv.r0 * cv.block * size
-        out += [("rb", "L1", cv.dtype, _ceil(_ceil(t.tn, cv.block) * t.tm * size, cv.l1_align), 1, "residual block"),
-                ("eyel1", "L1", cv.dtype, _ceil(eye, cv.l1_align), 1, "identity"),
+        out += [("rb", "L1", cv.dtype, align_up(align_up(t.tn, cv.block) * t.tm * size, cv.l1_align), 1, "residual block"),
+                ("eyel1", "L1", cv.dtype, align_up(eye, cv.l1_align), 1, "identity"),
                 ("eye", "L0B", cv.dtype, eye, 1, "identity (ZN)"),
-                ("ra", "L0A", cv.dtype, _ceil(t.tm, cv.r0) * cv.block * size, t.buffer_num, "residual panel (ZZ)")]
+                ("ra", "L0A", cv.dtype, align_up(t.tm, cv.r0) * cv.block * size, t.buffer_num, "residual panel (ZZ)")]
     return out
 
 
 def fits(cv: CubeConv, t: ConvTiling, chip: Chip) -> bool:
-    used: dict[str, int] = {}
-    for _, space, _, nbytes, slots, _ in footprint(cv, t):
-        used[space] = used.get(space, 0) + _ceil(nbytes * slots, chip.space_align(space))
-    return all(n <= chip.space_bytes(space) for space, n in used.items())
+    return fits_memories(footprint(cv, t), chip)
 
 
 # ---- candidates ------------------------------------------------------------------------------------
@@ -225,7 +201,7 @@ def tilings(cv: CubeConv, chip: Chip, buffer_num: int, cores: int) -> list[ConvT
     """For every block shape worth scoring: the deepest L1 chunk and L0 step that fit, weights resident or
     streamed, double-buffered where the cap allows (and single-buffered)."""
     cores = max(1, min(cores, chip.aic_cores))
-    mp, op = _ceil(cv.m, 16), _ceil(cv.o, 16)
+    mp, op = align_up(cv.m, 16), align_up(cv.g.o, 16)
     tns = sorted({s for s in CHANNEL_BLOCKS if s < op} | {min(op, CHANNEL_BLOCKS[-1])})
     out: list[ConvTiling] = []
     for bn in buffer_nums(buffer_num, most=2):
@@ -249,12 +225,12 @@ def _chunkings(cv: CubeConv, chip: Chip, tm: int, tn: int, bn: int, cores: int, 
 def _position_blocks(cv: CubeConv, tn: int, cores: int) -> list[int]:
     """Block sizes along the positions: the base sizes below the padded extent, the one covering it, and the
     sizes that give every core one to four blocks (block counts that do not divide evenly leave cores idle)."""
-    mp = _ceil(cv.m, 16)
+    mp = align_up(cv.m, 16)
     out = {s for s in POSITION_BLOCKS if s < mp} | {min(mp, POSITION_BLOCKS[-1])}
-    others = cv.n * -(-cv.o // tn)        # blocks per position block: images x channel blocks
+    others = cv.g.n * -(-cv.g.o // tn)        # blocks per position block: images x channel blocks
     for per_core in (1, 2, 3, 4):
         along = -(-cores * per_core // others)
-        size = _ceil(-(-cv.m // max(1, along)), 16)
+        size = align_up(-(-cv.m // max(1, along)), 16)
         if 16 <= size <= POSITION_BLOCKS[-1]:
             out.add(size)
     return sorted(out)
@@ -266,7 +242,7 @@ def _deepest(cv: CubeConv, chip: Chip, tm: int, tn: int, bn: int, cores: int, re
     step."""
     for chunk in chunks:
         cols = chunk_columns(cv, chunk)
-        tk = _ceil(min(cols, 512), 16)
+        tk = align_up(min(cols, 512), 16)
         while tk >= 16:
             t = ConvTiling(tm, tn, tk, chunk, bn, bn, cores, resident)
             if fits(cv, t, chip):
@@ -281,15 +257,15 @@ def _deepest(cv: CubeConv, chip: Chip, tm: int, tn: int, bn: int, cores: int, re
 def schedule(cv: CubeConv, t: ConvTiling, chip: Chip) -> TileSchedule:
     size, osize = itemsize(cv.dtype), itemsize(cv.out_dtype)
     fs = FieldSet()
-    nmb, nnb = -(-cv.m // t.tm), -(-cv.o // t.tn)
+    nmb, nnb = -(-cv.m // t.tm), -(-cv.g.o // t.tn)
     n_chunks = -(-cv.c1s // t.chunk)
     steps_per_chunk = -(-chunk_columns(cv, t.chunk) // t.tk)
-    blocks, begin, count = split_over_cores(fs, cv.n * nnb * nmb, min(t.cores, chip.aic_cores))
+    blocks, begin, count = split_over_cores(fs, cv.g.n * nnb * nmb, min(t.cores, chip.aic_cores))
     i = F("i")
     lets: list[Stmt] = [Let("t", sy.add(begin, i))]
-    lets += decompose(F("t"), [("img", cv.n), ("nb", nnb), ("mb", nmb)])
+    lets += decompose(F("t"), [("img", cv.g.n), ("nb", nnb), ("mb", nmb)])
     lets += [Let("m0", sy.mul(F("mb"), t.tm)), Let("mm", sy.min_(t.tm, sy.add(cv.m, sy.mul(-1, F("m0"))))),
-             Let("n0", sy.mul(F("nb"), t.tn)), Let("nn", sy.min_(t.tn, sy.add(cv.o, sy.mul(-1, F("n0")))))]
+             Let("n0", sy.mul(F("nb"), t.tn)), Let("nn", sy.min_(t.tn, sy.add(cv.g.o, sy.mul(-1, F("n0")))))]
     first, rows, m_start = cv.band(F("m0"), F("mm"))
     lets += [Let("hs", first), Let("hb", rows), Let("ms", m_start)]
     block: list[Stmt] = list(lets)
@@ -323,9 +299,10 @@ def schedule(cv: CubeConv, t: ConvTiling, chip: Chip) -> TileSchedule:
                                  cv.dtype, F("nn"), F("kl"), src_row_stride=cv.k, note="weights of the chunk"))
     slot0 = t.slot(sy.add(sy.mul(chunk_no, steps_per_chunk), F("ks")))
     step: list[Stmt] = [Let("ko", sy.mul(F("ks"), t.tk)), Let("kc", sy.min_(t.tk, sy.add(F("kl"), sy.mul(-1, F("ko")))))]
-    step.append(T.load3d(Ref("l0a", slot0), fm, cv.dtype, sy.mul(F("cc"), cv.split), F("hb"), cv.w, cv.kh, cv.kw,
-                         cv.stride, cv.pad, cv.dilation, m_start=F("ms"), m_len=F("mm"), k_start=F("ko"),
-                         k_len=F("kc"), note="img2col step -> L0A"))
+    g = cv.g
+    step.append(T.load3d(Ref("l0a", slot0), fm, cv.dtype, sy.mul(F("cc"), cv.split), F("hb"), g.w, g.kh, g.kw,
+                         g.stride, g.pad, g.dilation, m_start=F("ms"), m_len=F("mm"), k_start=F("ko"), k_len=F("kc"),
+                         note="img2col step -> L0A"))
     step.append(_load_weights_l0(cv, Ref("l0b", slot0), wsrc.at(sy.mul(F("ko"), sy.align_up(F("nn"), cv.r0), size))))
     step.append(T.mmad(Ref("l0c", acc), Ref("l0a", slot0), Ref("l0b", slot0), F("mm"), F("kc"), F("nn"), cv.dtype,
                        accumulate=sy.lt(0, sy.add(F("kk"), F("ks"))), bias=bias_ref, note="accumulate in L0C"))
@@ -343,8 +320,8 @@ def schedule(cv: CubeConv, t: ConvTiling, chip: Chip) -> TileSchedule:
     if cv.residual:
         params += [GmParam(_residual_param(cv), cv.dtype, "in"), GmParam(_eye_param(cv), cv.dtype, "in")]
     params.append(GmParam(out_param(0), cv.out_dtype, "out"))
-    notes = [f"conv {cv.n}x{cv.c}x{cv.h}x{cv.w} * {cv.o}x{cv.c}x{cv.kh}x{cv.kw} stride {cv.stride} pad {cv.pad} "
-             f"dilation {cv.dilation} -> {cv.n}x{cv.o}x{cv.ho}x{cv.wo}: img2col {cv.m} x {cv.k} @ {cv.k} x {cv.o} "
+    notes = [f"conv {g.n}x{g.c}x{g.h}x{g.w} * {g.o}x{g.c}x{g.kh}x{g.kw} stride {g.stride} pad {g.pad} "
+             f"dilation {g.dilation} -> {g.n}x{g.o}x{g.ho}x{g.wo}: img2col {cv.m} x {cv.k} @ {cv.k} x {g.o} "
              f"{cv.dtype} -> {cv.acc_dtype} -> {cv.out_dtype}" + (" + bias" if cv.bias else "")
              + (" relu" if cv.relu else ""), f"tiling: {t.describe()}"]
     buffers = [Buffer(*b) for b in footprint(cv, t)]
@@ -363,20 +340,20 @@ def l2_miss(cv: CubeConv, t: ConvTiling, cores: int) -> float:
     bands' overlapping rows and the weights every core reads again hit in L2, which holds them all when they
     fit), everything when they do not."""
     size = itemsize(cv.dtype)
-    x_bytes = cv.n * cv.c1s * cv.block * cv.h * cv.w * size
-    w_bytes = cv.o * cv.k * size
+    x_bytes = cv.g.n * cv.c1s * cv.block * cv.g.h * cv.g.w * size
+    w_bytes = cv.g.o * cv.k * size
     if x_bytes + w_bytes > cv.l2_bytes // 2:
         return 1.0
-    nmb, nnb = -(-cv.m // t.tm), -(-cv.o // t.tn)
-    total = cv.n * nnb * nmb
+    nmb, nnb = -(-cv.m // t.tm), -(-cv.g.o // t.tn)
+    total = cv.g.n * nnb * nmb
     per = -(-total // max(1, cores))
     reads = 0
     for b in range(total):
         mb, nb = b % nmb, (b // nmb) % nnb
         m0 = mb * t.tm
         _, rows, _ = cv.band(m0, min(t.tm, cv.m - m0))
-        reads += cv.c1s * cv.block * int(rows) * cv.w * size
-        nn = min(t.tn, cv.o - nb * t.tn)
+        reads += cv.c1s * cv.block * int(rows) * cv.g.w * size
+        nn = min(t.tn, cv.g.o - nb * t.tn)
         if not t.resident or b % per == 0 or mb == 0:
             reads += nn * cv.k * size
     return min(1.0, (x_bytes + w_bytes) / reads) if reads else 1.0
@@ -384,14 +361,14 @@ def l2_miss(cv: CubeConv, t: ConvTiling, cores: int) -> float:
 
 def _load_band(cv: CubeConv, fm: Ref, size: int) -> list[Stmt]:
     """GM -> L1: rows hs.. hs+hb of the chunk's channel blocks, as cube blocks of c0 channels."""
-    plane = cv.h * cv.w * cv.block                        # elements of one stored channel block of one image
-    start = sy.add(sy.mul(sy.add(sy.mul(F("img"), cv.c1s), F("cs")), plane), sy.mul(F("hs"), cv.w * cv.block))
-    band = sy.mul(F("hb"), cv.w * cv.block)               # elements of one block's band
+    plane = cv.g.h * cv.g.w * cv.block                        # elements of one stored channel block of one image
+    start = sy.add(sy.mul(sy.add(sy.mul(F("img"), cv.c1s), F("cs")), plane), sy.mul(F("hs"), cv.g.w * cv.block))
+    band = sy.mul(F("hb"), cv.g.w * cv.block)               # elements of one block's band
     if cv.split == 1:
         return [T.load(fm, GmRef(in_param(0), sy.mul(start, size)), cv.dtype, band, F("cc"), src_stride=plane,
                        dst_stride=band, pad=False, note="feature-map band")]
     # float32: each stored block of 16 channels becomes `split` cube blocks of c0 channels (c0 of every pixel)
-    pixels = sy.mul(F("hb"), cv.w)
+    pixels = sy.mul(F("hb"), cv.g.w)
     copies: list[Stmt] = []
     for half in range(cv.split):
         src = GmRef(in_param(0), sy.mul(sy.add(start, sy.mul(F("cb"), plane), half * cv.c0), size))

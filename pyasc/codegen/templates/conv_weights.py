@@ -27,6 +27,7 @@ from ..schedule import Buffer, GmParam, GmRef, Let, Loop, Ref, Stmt, TileSchedul
 from ..template import Template, buffer_nums, ub_slot
 from .moves import MoveTiling
 from .tiles import FieldSet, clamp_extent, split_over_cores
+from ..tiling import largest_fitting
 
 F = sy.sym
 
@@ -126,9 +127,7 @@ def tilings(cw: ConvWeights, chip: Chip, buffer_num: int, cores: int) -> list[Mo
     cores = max(1, min(cores, chip.aiv_cores))
     out: set[MoveTiling] = set()
     for bn in buffer_nums(buffer_num):
-        most = 0
-        while most < cw.o and fits(cw, MoveTiling(most + 1, cw.k, bn, cores), chip):
-            most += 1
+        most = largest_fitting(lambda r: fits(cw, MoveTiling(r, cw.k, bn, cores), chip), cw.o)
         if most == 0:
             continue
         sizes = {most, max(1, min(most, -(-cw.o // cores)))}

@@ -28,7 +28,8 @@ from ..schedule import Buffer, GmParam, GmRef, Let, Loop, Ref, Stmt, TileSchedul
 from ..template import Template, Unsupported, buffer_nums, ub_slot
 from .moves import MoveTiling
 from .tiles import FieldSet, decompose, split_over_cores
-from ...ops.conv import BLOCKED, pool_divisors, pool_geometry
+from ..tiling import largest_fitting
+from ...ops.conv import BLOCKED, PoolGeometry, pool_divisors, pool_geometry
 
 F = sy.sym
 POOL_DTYPES = ("float16", "float32")
@@ -40,13 +41,7 @@ class Pool:
     kind: str                  # "max" or "avg"
     dtype: str
     planes: int                # N * C1
-    h: int
-    w: int
-    ho: int
-    wo: int
-    kernel: tuple[int, int]
-    stride: tuple[int, int]
-    padding: tuple[int, int]
+    g: PoolGeometry            # the sizes, window, stride, padding (ops.conv)
     row_factors: tuple[float, ...] = ()    # avg: 1 / rows(oh)
     col_factors: tuple[float, ...] = ()    # avg: 1 / cols(ow)
     c0: int = 16
@@ -59,18 +54,18 @@ class Pool:
     @property
     def wfull(self) -> int:
         """Pixels of padded coordinates one output row spans (every sw-th is an output)."""
-        return (self.wo - 1) * self.stride[1] + 1
+        return (self.g.wo - 1) * self.g.stride[1] + 1
 
     @property
     def wp(self) -> int:
         """Pixels of one padded input row in UB: the map, its padding and what the last window overhangs;
         whole output rows of sw pixels so that a strided store can walk several rows at once."""
-        need = max(self.w + 2 * self.padding[1], self.wfull + self.kernel[1] - 1)
-        return max(need, self.wo * self.stride[1])
+        need = max(self.g.w + 2 * self.g.padding[1], self.wfull + self.g.kernel[1] - 1)
+        return max(need, self.g.wo * self.g.stride[1])
 
     def band(self, rows: int) -> int:
         """Input rows the windows of `rows` consecutive output rows read."""
-        return (rows - 1) * self.stride[0] + self.kernel[0]
+        return (rows - 1) * self.g.stride[0] + self.g.kernel[0]
 
     @property
     def fill(self) -> float:
@@ -95,8 +90,7 @@ def analyze(name: str, kg: KernelGraph) -> Pool:
         rows_f = tuple(float(np.float32(1) / np.float32(r)) for r in rows)
         cols_f = tuple(float(np.float32(1) / np.float32(c)) for c in cols)
     c1 = x.storage_shape[1]
-    return Pool(name, kind, x.dtype, g.n * c1, g.h, g.w, g.ho, g.wo, g.kernel, g.stride, g.padding, rows_f, cols_f,
-                x.storage_shape[-1])
+    return Pool(name, kind, x.dtype, g.n * c1, g, rows_f, cols_f, x.storage_shape[-1])
 
 
 def buffers(p: Pool, t: MoveTiling, chip: Chip) -> list[Buffer]:
@@ -115,31 +109,29 @@ def buffers(p: Pool, t: MoveTiling, chip: Chip) -> list[Buffer]:
 
 
 def fits(p: Pool, t: MoveTiling, chip: Chip) -> bool:
-    return sum(b.nbytes for b in buffers(p, t, chip)) <= chip.ub_bytes and t.rows * p.wo <= chip.max_nburst
+    return sum(b.nbytes for b in buffers(p, t, chip)) <= chip.ub_bytes and t.rows * p.g.wo <= chip.max_nburst
 
 
 def tilings(p: Pool, chip: Chip, buffer_num: int, cores: int) -> list[MoveTiling]:
     cores = max(1, min(cores, chip.aiv_cores))
     out: set[MoveTiling] = set()
     for bn in buffer_nums(buffer_num):
-        most = 0
-        while most < p.ho and fits(p, MoveTiling(most + 1, p.c0, bn, cores), chip):
-            most += 1
+        most = largest_fitting(lambda r: fits(p, MoveTiling(r, p.c0, bn, cores), chip), p.g.ho)
         if most == 0:
             continue
         sizes = {most}
         for per_core in (1, 2, 4):
             want = -(-cores * per_core // p.planes)
-            sizes.add(max(1, min(most, -(-p.ho // want))))
+            sizes.add(max(1, min(most, -(-p.g.ho // want))))
         out.update(MoveTiling(r, p.c0, bn, cores) for r in sizes)
     return sorted(out, key=lambda t: (-t.buffer_num, -t.rows))
 
 
 def schedule(p: Pool, t: MoveTiling, chip: Chip) -> TileSchedule:
     fs = FieldSet()
-    (kh, kw), (sh, sw), (ph, pw) = p.kernel, p.stride, p.padding
+    (kh, kw), (sh, sw), (ph, pw) = p.g.kernel, p.g.stride, p.g.padding
     size, c0 = itemsize(p.dtype), p.c0
-    nrb = -(-p.ho // t.rows)
+    nrb = -(-p.g.ho // t.rows)
     blocks, begin, count = split_over_cores(fs, p.planes * nrb, min(t.cores, chip.aiv_cores))
     slot = t.slot("i")
     band, acc = Ref("band", slot), Ref("acc", slot)
@@ -147,16 +139,16 @@ def schedule(p: Pool, t: MoveTiling, chip: Chip) -> TileSchedule:
     row = p.wp * c0                                        # UB elements of one padded input row
     body: list[Stmt] = [Let("t", sy.add(begin, F("i")))]
     body += decompose(F("t"), [("pl", p.planes), ("rb", nrb)])
-    body += [Let("r0", sy.mul(F("rb"), t.rows)), Let("rows", sy.min_(t.rows, sy.add(p.ho, sy.mul(-1, F("r0"))))),
+    body += [Let("r0", sy.mul(F("rb"), t.rows)), Let("rows", sy.min_(t.rows, sy.add(p.g.ho, sy.mul(-1, F("r0"))))),
              Let("lo", sy.add(sy.mul(F("r0"), sh), -ph)),           # the band's first row (may be padding)
              Let("v0", sy.max_(0, F("lo"))),
-             Let("v1", sy.min_(p.h, sy.add(F("lo"), sy.mul(sy.add(F("rows"), -1), sh), kh))),
+             Let("v1", sy.min_(p.g.h, sy.add(F("lo"), sy.mul(sy.add(F("rows"), -1), sh), kh))),
              Let("nb", sy.add(sy.mul(sy.add(F("rows"), -1), sh), kh))]
     body.append(T.vdup(band, p.fill, sy.mul(F("nb"), row), p.dtype, note="padding value"))
-    src = GmRef("in0", sy.mul(sy.add(sy.mul(F("pl"), p.h * p.w), sy.mul(F("v0"), p.w)), c0 * size))
+    src = GmRef("in0", sy.mul(sy.add(sy.mul(F("pl"), p.g.h * p.g.w), sy.mul(F("v0"), p.g.w)), c0 * size))
     dst = band.at(sy.mul(sy.add(sy.mul(sy.add(F("v0"), sy.mul(-1, F("lo"))), p.wp), pw), c0 * size))
     body.append(When(sy.lt(F("v0"), F("v1")), [T.load(
-        dst, src, p.dtype, p.w * c0, sy.add(F("v1"), sy.mul(-1, F("v0"))), src_stride=p.w * c0, dst_stride=row,
+        dst, src, p.dtype, p.g.w * c0, sy.add(F("v1"), sy.mul(-1, F("v0"))), src_stride=p.g.w * c0, dst_stride=row,
         pad=False, note="the map's rows of the band")]))
     if p.work != p.dtype:
         body.append(T.vcast(work, band, sy.mul(F("nb"), row), p.dtype, p.work, note="to float32"))
@@ -183,20 +175,20 @@ def schedule(p: Pool, t: MoveTiling, chip: Chip) -> TileSchedule:
         taps.append(T.vcast(result.at(sy.mul(F("j"), row * size)), out_row, span, p.work, p.dtype, round="rint",
                             note="to the output dtype"))
     body.append(Loop("j", 0, F("rows"), 1, taps, note="output rows of the tile"))
-    out = GmRef("out0", sy.mul(sy.add(sy.mul(F("pl"), p.ho * p.wo), sy.mul(F("r0"), p.wo)), c0 * size))
-    if sw == 1 and p.wp == p.wo:
-        body.append(T.store(out, result, p.dtype, sy.mul(F("rows"), p.wo * c0), note="output rows"))
+    out = GmRef("out0", sy.mul(sy.add(sy.mul(F("pl"), p.g.ho * p.g.wo), sy.mul(F("r0"), p.g.wo)), c0 * size))
+    if sw == 1 and p.wp == p.g.wo:
+        body.append(T.store(out, result, p.dtype, sy.mul(F("rows"), p.g.wo * c0), note="output rows"))
     else:
         # every sw-th pixel of each row (rows wp pixels apart in UB, a multiple of sw)
         body.append(Loop("j", 0, F("rows"), 1, [T.store(
-            out.at(sy.mul(F("j"), p.wo * c0 * size)), result.at(sy.mul(F("j"), row * size)), p.dtype, c0, p.wo,
+            out.at(sy.mul(F("j"), p.g.wo * c0 * size)), result.at(sy.mul(F("j"), row * size)), p.dtype, c0, p.g.wo,
             src_stride=sw * c0, dst_stride=c0, note="every stride-th pixel of the row")], note="output rows"))
     setup: list[Stmt] = []
     if p.kind == "avg":
         setup = _column_factors(p)
     params = [GmParam("in0", p.dtype, "in"), GmParam("out0", p.dtype, "out")]
-    notes = [f"{p.kind}_pool {p.kernel} stride {p.stride} padding {p.padding}: {p.planes} planes of "
-             f"{p.h}x{p.w} -> {p.ho}x{p.wo} ({p.dtype}, NC1HWC0)", f"tiling: {t.describe()}"]
+    notes = [f"{p.kind}_pool {p.g.kernel} stride {p.g.stride} padding {p.g.padding}: {p.planes} planes of "
+             f"{p.g.h}x{p.g.w} -> {p.g.ho}x{p.g.wo} ({p.dtype}, NC1HWC0)", f"tiling: {t.describe()}"]
     loop = Loop("i", 0, count, 1, body, note="tiles of this core")
     return TileSchedule(p.name, "aiv", params, fs.fields, blocks, buffers(p, t, chip), setup + [loop], notes)
 
@@ -215,8 +207,8 @@ def _runs(values: tuple[float, ...]) -> list[tuple[int, int, float]]:
 def _column_factors(p: Pool) -> list[Stmt]:
     """The factor row over Wfull pixels: output ow's factor at pixel ow * sw (the pixels between are not
     stored; they get the next output's factor)."""
-    sw, c0 = p.stride[1], p.c0
-    per_pixel = [p.col_factors[min(x // sw + (x % sw > 0), p.wo - 1)] for x in range(p.wfull)]
+    sw, c0 = p.g.stride[1], p.c0
+    per_pixel = [p.col_factors[min(x // sw + (x % sw > 0), p.g.wo - 1)] for x in range(p.wfull)]
     return [T.vdup(Ref("fac").at(start * c0 * 4), value, n * c0, "float32", note="1 / column extent")
             for start, n, value in _runs(tuple(per_pixel))]
 
