@@ -37,9 +37,10 @@ def example_graph() -> Graph:
 
 def test_pass_names_in_pipeline_order():
     assert pass_names() == [
+        "conv_batchnorm_fold", "conv_group_split",
         "decompose_composites", "vector_integer_matmul", "split_reductions", "simplify", "constant_folding", "algebraic_simplify", "cse", "dce",
-        "pattern_fusion", "matmul_transpose_fold", "matmul_epilogue_fusion",
-        "layout", "layout_assign", "transdata_elimination", "transpose_sinking",
+        "pattern_fusion", "matmul_transpose_fold", "matmul_epilogue_fusion", "conv_epilogue_fusion",
+        "layout", "blocked_layout", "layout_assign", "transdata_elimination", "transpose_sinking",
         "fusion", "memory_planning",
     ]
 
@@ -118,10 +119,12 @@ def test_pass_report_notes_unchanged_and_skipped_passes():
     result = optimize(example_graph(), disabled_passes={"transpose_sinking"})
     lines = result.pass_report().splitlines()
     assert len(lines) == len(result.pass_log)
-    assert "cse: changed -> stage cse  [" in lines[5]
-    assert lines[0].startswith("decompose_composites: unchanged (no stage)")
-    assert lines[1].startswith("vector_integer_matmul: unchanged (no stage)")
-    assert lines[2].startswith("split_reductions: unchanged (no stage)")
+    assert "cse: changed -> stage cse  [" in lines[7]
+    assert lines[0].startswith("conv_batchnorm_fold: unchanged (no stage)")
+    assert lines[1].startswith("conv_group_split: unchanged (no stage)")
+    assert lines[2].startswith("decompose_composites: unchanged (no stage)")
+    assert lines[3].startswith("vector_integer_matmul: unchanged (no stage)")
+    assert lines[4].startswith("split_reductions: unchanged (no stage)")
     assert "transpose_sinking: skipped (disabled)" in lines
     assert lines[-1].startswith("memory_planning: unchanged")
 
@@ -134,7 +137,8 @@ def test_required_pass_runs_at_opt_level_0():
 
 def test_unknown_pass_name_is_rejected_with_the_known_names():
     with pytest.raises(ValueError, match=r"unknown pass name\(s\) in disabled_passes: 'fold'; known passes are "
-                                         r"decompose_composites, vector_integer_matmul, split_reductions, simplify"):
+                                         r"conv_batchnorm_fold, conv_group_split, decompose_composites, "
+                                         r"vector_integer_matmul, split_reductions, simplify"):
         optimize(example_graph(), disabled_passes={"fold"})
 
 
