@@ -185,10 +185,7 @@ def _batched_write(uk: UpdateKernel, t: UpdateTiling, begin: IntLike, count: Int
              Let("r0", r0), Let("k", sy.min_(g_rows, sy.add(n, sy.mul(-1, sy.mul(g, g_rows))))),
              When(sy.max_(sy.add(sy.min_(sy.add(F("r0"), F("k")), sy.add(begin, count)),
                                  sy.mul(-1, sy.max_(F("r0"), begin))), 0),
-                  # (moves guarded directly by a When inside a loop got unbalanced buffer-free flags from the
-                  # sync plan, a DoubleSetError under the sanitizer; as a one-trip loop they get the nested-loop
-                  # protocol, which is right)
-                  [Loop("u", 0, 1, 1, move, note="the group's rows of this core")])]
+                  move)]
     # (one flat loop over (outer index, group): the sync plan then sees one loop around the guarded moves)
     return Loop("q", 0, outer * ngroups, 1, group, note="groups of region rows")
 
