@@ -2,7 +2,7 @@
 
 A plan is one conv2d / fused_conv2d node (GE's `blocked_layout` gives it an NC1HWC0 feature map and an
 NC1HWC0 result). What runs, as plain data (`ConvRoute`):
-- the weights (OIHW, any float dtype) become the (O, K) matrix the cube reads, in the cube's dtype
+- the weights (OIHW, any float dtype) become the weight matrix the cube reads (FRACTAL_Z), in the cube's dtype
   (`conv_weights`, a vector pre-launch into workspace scratch); the same launch folds a batch norm into
   them and writes the conv's float32 bias (a folded norm's, or the bias cast to float32) to scratch;
 - the cube kernel (`conv`): Load3D img2col, mmad, a residual added into L0C (an identity product),
@@ -29,7 +29,7 @@ CONV_OPS = ("conv2d", "fused_conv2d")
 class ConvRoute:
     weights: ConvWeights
     weight_inputs: list[Value]        # w, then the batch norm's parameters and the bias it reads
-    weight_outputs: list[Value]       # the (O, K) weight matrix[, the float32 bias] (workspace scratch)
+    weight_outputs: list[Value]       # the weight matrix[, the float32 bias] (workspace scratch)
     operands: list[Value]             # what the cube reads: x, the prepared weights[, the float32 bias]
     cube: CubeConv
     result: Value
@@ -73,7 +73,7 @@ def route(label: str, plan: KernelPlan) -> ConvRoute:
                      bias.type.dtype if bias is not None else None, tuple(v.type.dtype for v in norm),
                      float(attrs.get("bn_eps", 1e-5)))
     side = Graph(f"{label}_weights")
-    prepared = side.add_input(TensorType((g.o, cw.k), cube_dtype), name="weights")
+    prepared = side.add_input(TensorType((cw.rows, cw.k), cube_dtype), name="weights")  # FRACTAL_Z: K/c0 panels
     outputs = [prepared]
     inputs = [w]
     bias32 = bias

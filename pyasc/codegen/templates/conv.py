@@ -1,15 +1,17 @@
 """The conv template: conv2d on the cube cores (AIC), img2col by Load3D from an NC1HWC0 feature map in L1.
 
-What one kernel computes (`CubeConv`, from `conv_plan`): y = act(conv(x, w) + bias) for an NC1HWC0 feature
-map x (N, C1, H, W, C0) and the weights prepared as an (O, K) matrix (`conv_weights`: row o holds
-w[o, c, i, j] at column ((c1 * kh + i) * kw + j) * c0 + c % c0, c1 = c // c0, zeros for padding channels,
-c0 the cube's fractal width: 16 for float16, 8 for float32), bias float32 through the bias table, ReLU and
-the cast on FixPipe, which writes y in NC1HWC0 (N, O1, Ho, Wo, 16) directly: L0C's 16-column panels are
-exactly its channel blocks (`nz` with rows Ho * Wo apart).
+What one kernel computes (`CubeConv`, from `conv_plan`): y = act(conv(x, w) + bias [+ residual]) for an
+NC1HWC0 feature map x (N, C1, H, W, C0) and the weights prepared as the (O, K) matrix B^T in fractals
+(`conv_weights`: row o holds w[o, c, i, j] at column ((c1 * kh + i) * kw + j) * c0 + c % c0, c1 = c // c0,
+zeros for padding channels, c0 the cube's fractal width: 16 for float16, 8 for float32; stored as K / c0
+panels of c0 columns over the rows padded to 16, the NZ image L1 wants), bias float32 through the bias
+table, a residual added into L0C through an identity product, ReLU and the cast on FixPipe, which writes y
+in NC1HWC0 (N, O1, Ho, Wo, 16) directly: L0C's 16-column panels are exactly its channel blocks (`nz` with
+rows Ho * Wo apart).
 
 As a matrix product, out[m, o] = sum_k A[m, k] * B[k, o] with m = oh * Wo + ow and k = (c1, i, j, c0):
 A is the img2col matrix Load3D cuts out of the map in L1 (MTE1, into L0A, a window of m rows and k
-columns per instruction), B the weight matrix (copied into L1 in NZ as stored, N x K, and loaded
+columns per instruction), B the weight matrix (copied into L1 as the NZ image of B^T, N x K, and loaded
 transposed into L0B).
 
 The output is cut into blocks of tm positions of one image x tn channels, numbered image, channel block,
@@ -23,7 +25,8 @@ of `c1_chunk` blocks, and in "streamed" mode the weights of those channels), eac
 columns:
 
   MTE2  GM -> L1: the band chunk (float32: two copies per block, its 16 channels as two 8-wide blocks);
-        the weights (NZ), per chunk or, "resident", once per channel block of the output
+        the weights (FRACTAL_Z in GM: one strided copy gives the NZ image), per chunk or, "resident", once
+        per channel block of the output
   MTE1  L1 -> L0A: Load3D; L1 -> L0B: the weights' step, transposed
   M     mmad into L0C (the first step from the bias table)
   FIX   L0C -> GM in NC1HWC0
@@ -45,6 +48,7 @@ from ..template import Template, Tiling, align_up, buffer_nums, fits_memories
 from .tiles import FieldSet, decompose, split_over_cores
 from .vector_kernel import in_param, out_param
 from ...ops.conv import ConvGeometry
+from .conv_weights import padded_channels
 
 F = sy.sym
 
@@ -279,8 +283,7 @@ def schedule(cv: CubeConv, t: ConvTiling, chip: Chip) -> TileSchedule:
     if t.resident:
         # a new channel block starts at this core's first block or where the position blocks wrap around
         new = sy.add(sy.lt(i, 1), sy.lt(F("mb"), 1))
-        block.append(When(new, [T.copy_nd2nz(Ref("wb"), GmRef(in_param(1), sy.mul(F("n0"), cv.k, size)), cv.dtype,
-                                             F("nn"), cv.k, src_row_stride=cv.k, note="weights of the channel block")]))
+        block.append(When(new, [_load_weights(cv, Ref("wb"), 0, cv.k, size, "weights of the channel block")]))
     acc = sy.mod(i, t.l0c_slots) if t.l0c_slots > 1 else 0
     chunk_no = sy.add(sy.mul(i, n_chunks), F("kk"))
     slot1 = t.slot(chunk_no)
@@ -293,10 +296,8 @@ def schedule(cv: CubeConv, t: ConvTiling, chip: Chip) -> TileSchedule:
         wsrc = Ref("wb").at(sy.mul(F("cs"), cv.split * cv.taps * cv.c0, panel))
     else:
         wsrc = Ref("wb", slot1)
-        body.append(T.copy_nd2nz(wsrc, GmRef(in_param(1), sy.mul(sy.add(sy.mul(F("n0"), cv.k),
-                                                                          sy.mul(F("cs"), cv.split * cv.taps * cv.c0)),
-                                                                  size)),
-                                 cv.dtype, F("nn"), F("kl"), src_row_stride=cv.k, note="weights of the chunk"))
+        body.append(_load_weights(cv, wsrc, sy.mul(F("cs"), cv.split * cv.taps * cv.c0), F("kl"), size,
+                                  "weights of the chunk"))
     slot0 = t.slot(sy.add(sy.mul(chunk_no, steps_per_chunk), F("ks")))
     step: list[Stmt] = [Let("ko", sy.mul(F("ks"), t.tk)), Let("kc", sy.min_(t.tk, sy.add(F("kl"), sy.mul(-1, F("ko")))))]
     g = cv.g
@@ -357,6 +358,18 @@ def l2_miss(cv: CubeConv, t: ConvTiling, cores: int) -> float:
         if not t.resident or b % per == 0 or mb == 0:
             reads += nn * cv.k * size
     return min(1.0, (x_bytes + w_bytes) / reads) if reads else 1.0
+
+
+def _load_weights(cv: CubeConv, dst: Ref, k0: IntLike, kl: IntLike, size: int, note: str) -> Stmt:
+    """GM -> L1: columns k0.. k0+kl of the channel block's weight rows, as the NZ image load_l0 reads: the
+    prepared weights are FRACTAL_Z (panels of c0 columns over the output channels padded to 16), so it is
+    one strided copy of the block's rows of each panel (rows padded to 16: the next block's rows, or the
+    zero rows after the last channel)."""
+    rows = padded_channels(cv.g.o)
+    nnp = sy.align_up(F("nn"), cv.r0)
+    src = GmRef(in_param(1), sy.mul(sy.add(sy.mul(sy.floordiv(k0, cv.c0), rows), F("n0")), cv.c0, size))
+    return T.load(dst, src, cv.dtype, sy.mul(nnp, cv.c0), sy.floordiv(kl, cv.c0), src_stride=rows * cv.c0,
+                  dst_stride=sy.mul(nnp, cv.c0), pad=False, note=note)
 
 
 def _load_band(cv: CubeConv, fm: Ref, size: int) -> list[Stmt]:
