@@ -36,7 +36,7 @@ from .. import dtypes
 from ..errors import InferError
 from ..tensor_type import TensorType, is_static_dim
 from .builder import Builder, EagerBuilder, GraphBuilder, TypeBuilder
-from .common import FLOATS, NUMERIC, attr_bool, attr_dtype, fmt_shape, named
+from .common import FLOATS, attr_bool, attr_dtype, fmt_shape, named
 from .registry import Category, OpDef, register
 
 #: activations FixPipe applies on the way out of L0C
@@ -362,9 +362,8 @@ def _infer_pool(ts: Sequence[TensorType], attrs: Mapping[str, Any], op: str) -> 
         raise InferError(f"{op}: takes one tensor x, got {len(ts)}")
     x = ts[0]
     g = pool_geometry(x, attrs, op)
-    allowed = FLOATS if op == "avg_pool2d" else NUMERIC
-    if x.dtype not in allowed:
-        raise InferError(f"{op}: x has dtype {x.dtype}; it takes {', '.join(allowed)}")
+    if x.dtype not in FLOATS:
+        raise InferError(f"{op}: x has dtype {x.dtype}; it takes {', '.join(FLOATS)}")
     if op == "avg_pool2d":
         attr_bool(attrs, "count_include_pad", True, op)
     return (TensorType(g.out_shape, x.dtype, x.format if x.format == BLOCKED else "ND"),)
@@ -400,8 +399,7 @@ def _max_pool_eager(x: Any, *, kernel_size: Any, stride: Any = None, padding: An
                     ceil_mode: bool = False) -> np.ndarray:
     x = np.asarray(x)
     g = _checked_pool(x, _pool_attrs(kernel_size, stride, padding, ceil_mode), "max_pool2d")
-    low = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
-    return _pool_windows(x, g, low).max(axis=(-2, -1))
+    return _pool_windows(x, g, -np.inf).max(axis=(-2, -1))
 
 
 def pool_divisors(g: PoolGeometry, count_include_pad: bool) -> tuple[np.ndarray, np.ndarray]:
