@@ -515,8 +515,6 @@ def _infer_bn(ts: Sequence[TensorType], attrs: Mapping[str, Any]) -> tuple[Tenso
                              f"{fmt_shape(t.shape)}")
         if t.dtype not in FLOATS:
             raise InferError(f"{name} has dtype {t.dtype}; batch_norm takes float tensors")
-    if x.dtype not in FLOATS:
-        raise InferError(f"x has dtype {x.dtype}; batch_norm takes float16 or float32")
     eps = attrs.get("eps", 1e-5)
     if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not eps >= 0:
         raise InferError(f"eps must be a non-negative number, got {eps!r}")
