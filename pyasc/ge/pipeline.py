@@ -22,6 +22,7 @@ Order (GE's, as in reference/graph-optimizer-references.md §3):
         transpose_sinking                         opt 3
     simplify (again: clean up after pattern fusion and layout)
     fusion                                        opt 0  (ge.fusion) kernels, one op each at opt 0
+    mixed_kernels                                 opt 2  (ge.mixed) a matmul and its epilogue share a launch
     memory_planning                               opt 0  (ge.memory) GM workspace plan
 
 Opt levels: 0 runs only what codegen needs (legalisations, one kernel per op,
@@ -44,6 +45,7 @@ from .integer_matmul import VectorIntegerMatmul
 from .conv import BlockedLayout, ConvBatchNormFold, ConvEpilogueFusion, ConvGroupSplit
 from .layout import layout_passes
 from .memory import MemoryPlanningPass
+from .mixed import MixedKernelsPass
 from .instruments import PassVerificationError, StageCapture
 from .passes import Pass, PassContext, PassGroup, PassManager, PassRecord, walk_passes
 from .pattern import DEFAULT_DEDICATED_LOWERINGS, DecomposeComposites, SplitReductions, pattern_passes
@@ -107,8 +109,8 @@ class OptimizeResult:
 
 
 def _backend_passes() -> list[Pass]:
-    """Kernel formation and memory planning (ge.fusion, ge.memory), run last, in that order."""
-    return [FusionPass(), MemoryPlanningPass()]
+    """Kernel formation, mixed launches and memory planning (ge.fusion, ge.mixed, ge.memory), run last."""
+    return [FusionPass(), MixedKernelsPass(), MemoryPlanningPass()]
 
 
 def build_pipeline() -> list[Pass]:
