@@ -124,3 +124,16 @@ def test_a_bad_conv_in_a_kernel_is_a_compile_error_at_the_call():
     lines, first = inspect.getsourcelines(bad_groups_kernel)
     assert err.lineno == first + next(i for i, s in enumerate(lines) if "<- error" in s)
     assert err.filename == __file__
+
+
+def conv_loss(x, w):
+    return pyasc.sum(pyasc.conv2d(x, w, padding=1))  # <- error
+
+
+def test_differentiating_a_conv_is_a_located_error_until_it_has_a_backward():
+    grad = pyasc.grad(pyasc.kernel(conv_loss, chip="tiny"))
+    with pytest.raises(CompileError) as info:
+        grad(np.ones((1, 2, 4, 4), np.float32), np.ones((3, 2, 3, 3), np.float32))
+    assert "no VJP rule for op 'conv2d'" in info.value.reason
+    lines, first = inspect.getsourcelines(conv_loss)
+    assert info.value.lineno == first + next(i for i, s in enumerate(lines) if "<- error" in s)
