@@ -20,6 +20,7 @@ from ..ir import Graph, Node, TensorType, Value, is_annotation
 from ..ops.conv import BLOCKED, BN_PARAMS, conv_geometry, conv_operands
 from .domain import UnsupportedDomain
 from .templates.conv import CONV_DTYPES, CONV_OUT_DTYPES, CubeConv
+from .templates.conv_launch import BIAS, WEIGHTS, ConvLaunch
 from .templates.conv_weights import ConvWeights
 
 CONV_OPS = ("conv2d", "fused_conv2d")
@@ -34,6 +35,20 @@ class ConvRoute:
     cube: CubeConv
     result: Value
     scratch: list[Value] = field(default_factory=list)
+
+    @property
+    def launch_inputs(self) -> list[Value]:
+        """The inputs of one launch doing both (`conv_launch`): both jobs' inputs, less the workspace ones."""
+        made = set(self.weight_outputs)
+        return list(dict.fromkeys(v for v in self.weight_inputs + self.operands if v not in made))
+
+
+def launch(label: str, r: ConvRoute) -> ConvLaunch:
+    """The subject of one launch doing the conversion and the conv: which launch input each side reads."""
+    where = {v: i for i, v in enumerate(r.launch_inputs)}
+    named = dict(zip(r.weight_outputs, (WEIGHTS, BIAS)))
+    return ConvLaunch(label, r.weights, r.cube, tuple(where[v] for v in r.weight_inputs),
+                      tuple(named.get(v, where.get(v)) for v in r.operands))
 
 
 def _attrs(node: Node) -> dict:

@@ -62,7 +62,7 @@ def route(label: str, plan: KernelPlan, chip: Chip, buffer_num: int = 2, mixed: 
     if whole is TEMPLATES["matmul"]:
         return matmul_jobs(label, plan, chip, buffer_num, plan.mixed if mixed is None else mixed)
     if whole is TEMPLATES["conv"]:
-        return conv_jobs(label, plan)
+        return conv_jobs(label, plan, chip, buffer_num, plan.mixed if mixed is None else mixed)
     if whole is not None and whole.handles is not None and whole.handles(kg):
         return [kernel_job(whole.name, label, kg, plan)]
     if plan.kind is KernelKind.ELEMENTWISE and blocked.is_blocked(kg):
@@ -124,12 +124,21 @@ def _planned(planner: Callable[..., Any], label: str, plan: KernelPlan, **option
         raise no_lowering(plan.anchor, label, plan.anchor_node.loc, str(e)) from None
 
 
-def conv_jobs(label: str, plan: KernelPlan) -> list[Job]:
-    """The weights in the cube's layout (and the conv's float32 bias), then the cube kernel."""
+def conv_jobs(label: str, plan: KernelPlan, chip: Chip, buffer_num: int, mixed: bool) -> list[Job]:
+    """The weights in the cube's layout (and the conv's float32 bias) and the cube kernel: one mixed launch
+    (`conv_launch`) when the plan is marked for one and it tiles, else two launches (the notes say why)."""
     r = _planned(conv_plan.route, label, plan)
     where = {"op": plan.anchor, "loc": plan.anchor_node.loc}
+    why = ""
+    if mixed:
+        job = Job("conv_launch", label, conv_plan.launch(label, r), r.launch_inputs, [r.result], plan, {}, **where)
+        why = _mixed_refusal(job, chip, buffer_num)
+        if not why:
+            return [job]
     jobs = [Job("conv_weights", r.weights.name, r.weights, r.weight_inputs, r.weight_outputs, plan, {}, **where)]
     jobs.append(Job("conv", label, r.cube, r.operands, [r.result], plan, {"scratch": list(r.scratch)}, **where))
+    if why:
+        jobs[-1].options["notes"] = [f"not one launch with its weight conversion: {why}"]
     return jobs
 
 
@@ -140,8 +149,8 @@ def _pre_jobs(r: matmul_plan.MatmulRoute, plan: KernelPlan, where: dict) -> list
 
 
 def _mixed_refusal(job: Job, chip: Chip, buffer_num: int) -> str:
-    """Why the mixed template cannot take the job (its analysis refuses it, or no tiling fits), or ""."""
-    t = TEMPLATES["mixed"]
+    """Why the job's mixed template cannot take it (its analysis refuses it, or no tiling fits), or ""."""
+    t = TEMPLATES[job.template]
     try:
         analyses = t.analyze(job, chip)
     except Unsupported as e:

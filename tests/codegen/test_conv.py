@@ -50,18 +50,25 @@ def test_conv2d_float32_through_8_channel_fractals(chip, rng):
     assert_close(conv(x, w), conv.py_func(x, w))
 
 
-def test_a_conv_is_a_weight_conversion_and_one_cube_launch(rng):
+@pytest.mark.parametrize("mixed", [True, False])
+def test_a_conv_is_one_launch_with_its_weight_conversion_or_two(mixed, rng):
     x, w = data(rng, (1, 20, 9, 9), np.float16), data(rng, (20, 20, 3, 3), np.float16, 0.2)
+    options = {} if mixed else {"disable_passes": ["mixed_kernels"]}
 
-    @pyasc.kernel(chip="tiny")
+    @pyasc.kernel(chip="tiny", **options)
     def conv(x, w):
         return pyasc.conv2d(x, w, padding=1)
 
+    assert_close(conv(x, w), conv.py_func(x, w))
     art = conv.compile(x, w)
-    assert [(k.template, k.core_type) for k in art.kernels] == [
-        ("transdata", "aiv"), ("conv_weights", "aiv"), ("conv", "aic"), ("transdata", "aiv")]
-    text = art.kernels[2].schedule.text()
+    kinds = [(k.template, k.core_type) for k in art.kernels]
+    if mixed:  # the vector cores convert the weights, the cube cores wait for them at an all-core barrier
+        assert kinds == [("transdata", "aiv"), ("conv_launch", "mix"), ("transdata", "aiv")]
+    else:
+        assert kinds == [("transdata", "aiv"), ("conv_weights", "aiv"), ("conv", "aic"), ("transdata", "aiv")]
+    text = [k for k in art.kernels if "conv" in k.template][-1].schedule.text()
     assert "load3d" in text and "fixpipe" in text and "nz=True" in text
+    assert ("sync_all" in text) == mixed
 
 
 def test_a_grouped_conv_matches_numpy(rng):
@@ -104,7 +111,7 @@ def test_float32_avg_pool_and_conv_pool_conv(rng):
 
     assert_close(net(x, w), net.py_func(x, w))
     kinds = [k.template for k in net.compile(x, w).kernels]
-    assert kinds.count("transdata") == 2 and kinds.count("pool") == 1
+    assert kinds == ["transdata", "conv_launch", "pool", "conv_launch", "transdata"]
 
 
 def batch_norm_params(rng, c):
@@ -126,10 +133,10 @@ def test_resnet_basic_block(chip, rng):
 
     args = (x, w1, *batch_norm_params(rng, c), w2, *batch_norm_params(rng, c))
     check(block, *args)
-    # x converted once (both convs read it), each norm folded into its conv's weight conversion, the residual
-    # add and the last ReLU on the second conv's cube
+    # x converted once (both convs read it), each norm folded into its conv's weight conversion (on the vector
+    # cores of the conv's own launch), the residual add and the last ReLU on the second conv's cube
     assert [k.template for k in block.compile(*args).kernels] == [
-        "transdata", "conv_weights", "conv", "conv_weights", "conv", "transdata"]
+        "transdata", "conv_launch", "conv_launch", "transdata"]
 
 
 @pytest.mark.parametrize("dtype", ["float16", "float32"])
@@ -147,5 +154,5 @@ def test_a_residual_add_on_the_cube_or_as_an_nc1hwc0_vector_kernel(dtype, fuse, 
     kinds = [k.template for k in residual.compile(x, w, b, r).kernels]
     # fused, r is read in NC1HWC0 (converted); unfused, converting r would cost what computing the add in
     # NC1HWC0 saves, so the conv's result is converted back and the add runs on ND values
-    assert kinds == (["transdata", "transdata", "conv_weights", "conv", "transdata"] if fuse else
-                     ["transdata", "conv_weights", "conv", "transdata", "vector"])
+    assert kinds == (["transdata", "transdata", "conv_launch", "transdata"] if fuse else
+                     ["transdata", "conv_launch", "transdata", "vector"])

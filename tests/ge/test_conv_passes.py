@@ -280,3 +280,13 @@ def test_elementwise_ops_compute_in_nc1hwc0_only_with_every_operand_in_it():
         infer("add", [nc, T(1, 20, 4, 4)], {})
     with pytest.raises(InferError, match="different channel blocks"):
         infer("cast", [T(1, 20, 4, 4, dtype="float16", fmt="NC1HWC0")], {"dtype": "int8"})
+
+
+def test_conv_plans_are_marked_for_one_launch_with_their_weight_conversion():
+    g = two_conv_block()
+    result = optimize(g, dots=False)
+    convs = [k for k in result.kernels if "conv2d" in k.anchor]
+    assert len(convs) == 2 and all(k.mixed for k in convs)
+    assert sum("its weight conversion" in line for line in result.fusion_log) == 2
+    off = optimize(two_conv_block(), dots=False, disabled_passes=["mixed_kernels"])
+    assert not any(k.mixed for k in off.kernels)

@@ -47,4 +47,4 @@ def test_a_conv_net_compiles_whole_and_matches_eager():
     ops = [n.op for n in art.graph.nodes]
     assert "batch_norm" not in ops and ops.count("fused_conv2d") + ops.count("conv2d") == 3
     templates = [k.template for k in art.kernels]
-    assert templates.count("conv") == 3 and templates.count("pool") == 2
+    assert templates.count("conv_launch") == 3 and templates.count("pool") == 2
