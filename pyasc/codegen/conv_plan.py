@@ -7,6 +7,8 @@ NC1HWC0 result). What runs, as plain data (`ConvRoute`):
   them and writes the conv's float32 bias (a folded norm's, or the bias cast to float32) to scratch;
 - the cube kernel (`conv`): Load3D img2col, mmad, a residual added into L0C (an identity product),
   FixPipe with ReLU and the cast, straight into the result's NC1HWC0 buffer.
+The router runs both in one mixed launch (`conv_launch`: the vector cores convert, an all-core barrier, the
+cube cores convolve) when GE's `mixed_kernels` marked the plan, else as two launches.
 The cube multiplies in numpy's promotion of x and w; a feature map of another dtype than that is not
 lowered (the error says so).
 """
