@@ -114,12 +114,22 @@ def test_910b(rng, b, t, d, causal):
     assert [k.template for k in kernels] == ["attention"] and prof.launches == 1
 
 
-def test_float32_attention_is_lowered_through_its_decomposition_and_says_why(rng):
-    q, k, v = (x.astype(np.float32) for x in _qkv(rng, 1, 9, 9, 16))
+@pytest.mark.parametrize("b,tq,tk,d,causal", [(2, 37, 37, 32, True), (1, 9, 50, 16, False), (2, 70, 70, 64, True)])
+def test_float32(rng, b, tq, tk, d, causal):
+    args = [x.astype(np.float32) for x in _qkv(rng, b, tq, tk, d)]
+    kern = pyasc.kernel(attend_causal if causal else attend, chip="tiny", sanitize=True)
+    out, prof = kern.profile(*args)
+    assert out.dtype == np.float32 and prof.launches == 1
+    assert [k.template for k in kern.compile(*args).kernels] == ["attention"]
+    assert_close(out, reference(*args, causal=causal), rtol=1e-5, atol=1e-5, check_dtype=False)
+
+
+def test_an_attention_the_template_cannot_take_is_lowered_through_its_decomposition_and_says_why(rng):
+    q, k, v = (x.astype(np.float32) for x in _qkv(rng, 1, 9, 9, 24))     # float32 rows of 24: not whole fractals
     kern = pyasc.kernel(attend, chip="tiny", sanitize=True)
     art = kern.compile(q, k, v)
     assert "attention" not in [dk.template for dk in art.kernels]
-    assert any("decomposed: attention" in line and "float16" in line
+    assert any("decomposed: attention" in line and "multiples of 16" in line
                for line in art.stages["fusion_log"].splitlines())
     assert_close(kern(q, k, v), reference(q, k, v), rtol=1e-4, atol=1e-5, check_dtype=False)
 

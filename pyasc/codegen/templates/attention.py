@@ -7,7 +7,7 @@ the item's last row):
 
 - the AIC computes S_j = Q K_j^T on the cube (Q stays in L1 for the whole item; FixPipe applies the scale on
   the way out) and hands it to its AIVs through the workspace channel `chs`. It runs `lead` blocks ahead: its
-  iteration j makes S_j and then P_{j-lead} V_{j-lead} (P from the AIVs through `chp`, float16) into `cho`,
+  iteration j makes S_j and then P_{j-lead} V_{j-lead} (P from the AIVs through `chp`, in q's dtype) into `cho`,
   so the cube never waits for the round trip through the vector cores;
 - each AIV owns half of the block's query rows and keeps, per row, the running maximum m and sum l of the
   online softmax and the partial output O (float32, in UB). For block j: x = S_j (+ mask; -inf above the
@@ -30,7 +30,7 @@ from ...target import Chip, itemsize
 from .. import tileops as T
 from ..domain import dims, prod
 from ..kernel_graph import KernelGraph
-from ..schedule import CORE, GROUP, SUB, Buffer, Channel, GmParam, GmRef, Let, Loop, MixedSchedule, Ref, Stmt, \
+from ..schedule import CORE, GROUP, SUB, Buffer, Channel, GmParam, GmRef, Let, Loop, MixedSchedule, Ref, Stmt, TileOp, \
     TileSchedule, When
 from ..template import Job, Template, Tiling, Unsupported, align_up, buffer_nums, free_symbols, ub_slot
 
@@ -114,7 +114,6 @@ def aiv_buffers(a: AttentionOp, t: AttentionTiling, chip: Chip) -> list[Buffer]:
     bufs = [
         Buffer("x", "UB", "float32", ub(h * bkp * 4), t.slots(), "S rows, then exp"),
         Buffer("tile", "UB", "float32", ub(h * max(bkp, dvp) * 4), 1, "a per-row value over the row; O out"),
-        Buffer("p16", "UB", a.dtype, ub(h * bkp * itemsize(a.dtype)), t.slots(), "P rows"),
         Buffer("acc", "UB", "float32", ub(h * dvp * 4), 1, "O rows (running)"),
         Buffer("part", "UB", "float32", ub(h * dvp * 4), 1, "P V rows"),
         Buffer("m", "UB", "float32", ub(h * 4), 1, "running max"),
@@ -122,6 +121,8 @@ def aiv_buffers(a: AttentionOp, t: AttentionTiling, chip: Chip) -> list[Buffer]:
         Buffer("mx", "UB", "float32", ub(h * 4), 1, "block max"),
         Buffer("alpha", "UB", "float32", ub(h * 4), t.lead, "rescale of the blocks not folded yet"),
     ]
+    if a.dtype != "float32":
+        bufs.append(Buffer("p16", "UB", a.dtype, ub(h * bkp * itemsize(a.dtype)), t.slots(), "P rows"))
     if a.causal:
         bufs += [Buffer("cramp", "UB", "float32", ub(bkp * 4), 1, "0 .. bk-1"),
                  Buffer("rramp", "UB", "float32", ub(h * 4), 1, "0 .. h-1"),
@@ -160,9 +161,12 @@ def analyze(job: Job, chip: Chip) -> list[AttentionOp]:
                     float(node.attrs.get("scale") or 1.0 / math.sqrt(D)), bool(node.attrs.get("causal", False)),
                     mask.type.dtype if mask is not None else None,
                     tuple(f"in{where[x]}" for x in node.inputs))
-    if a.dtype not in ("float16",) or len({q.type.dtype, k.type.dtype, v.type.dtype}) != 1:
-        raise Unsupported(f"the fused attention multiplies float16 on the cube, not {q.type.dtype}, "
+    if a.dtype not in ("float16", "float32") or len({q.type.dtype, k.type.dtype, v.type.dtype}) != 1:
+        raise Unsupported(f"the fused attention multiplies float16 or float32 on the cube, not {q.type.dtype}, "
                           f"{k.type.dtype}, {v.type.dtype}")
+    if a.dtype == "float32" and (a.D % chip.cube_block or a.Dv % chip.cube_block):
+        raise Unsupported(f"float32 head dims {a.D} / {a.Dv}: the fused attention takes multiples of "
+                          f"{chip.cube_block} (whole L0B fractals)")
     if max(a.D, a.Dv) > 256:
         raise Unsupported(f"head dims {a.D} / {a.Dv} exceed the 256 one L0 step holds")
     return [a]
@@ -250,6 +254,15 @@ def _slot_ref(param: str, who: str, block: IntLike, slots: int, slot_bytes: int,
     return GmRef(param, sy.add(sy.mul(sy.add(sy.mul(F(who), slots), sy.mod(block, slots)), slot_bytes), extra))
 
 
+def _load_kt(a: AttentionOp, dst: Ref, src: Ref, kn: IntLike, chip: Chip) -> TileOp:
+    """K^T into L0B from K's NZ image in L1 with load_l0's transpose, which moves 16-bit elements: float32 keys
+    go as float16 pairs (the halves of a float32 stay adjacent along D, the wider type's L0B layout)."""
+    if a.dtype == "float16":
+        return T.load_l0(dst, src, a.dtype, kn, a.D, transpose=True, note="K^T -> L0B")
+    halves = align_up(a.D, chip.fractal_c0(itemsize(a.dtype))) * itemsize(a.dtype) // 2
+    return T.load_l0(dst, src, "float16", kn, halves, transpose=True, note="K^T -> L0B (float32 as 16-bit pairs)")
+
+
 def _cube_side(a: AttentionOp, t: AttentionTiling, chip: Chip, fields: dict, groups: IntLike, pads: tuple,
                sizes: tuple) -> TileSchedule:
     bkp32, bkp16, dvp32 = pads
@@ -268,7 +281,7 @@ def _cube_side(a: AttentionOp, t: AttentionTiling, chip: Chip, fields: dict, gro
         kn = F("ksn")
         return keys(j, "ks") + [
             T.copy_nd2nz(Ref("k", slot), GmRef(a.params[1], koff), dt, kn, a.D, src_row_stride=a.D, note="K block"),
-            T.load_l0(Ref("kb"), Ref("k", slot), dt, kn, a.D, transpose=True, note="K^T -> L0B"),
+            _load_kt(a, Ref("kb"), Ref("k", slot), kn, chip),
             T.load_l0(Ref("qa"), Ref("q"), dt, F("qm"), a.D, note="Q -> L0A"),
             T.mmad(Ref("s"), Ref("qa"), Ref("kb"), F("qm"), a.D, kn, dt, note="S = Q K^T"),
             T.fixpipe(_slot_ref("chs", CORE, j, t.ring, s_bytes), Ref("s"), F("qm"), kn, "float32",
@@ -283,7 +296,8 @@ def _cube_side(a: AttentionOp, t: AttentionTiling, chip: Chip, fields: dict, gro
                          src_row_stride=bkp16, note="P block"),
             T.copy_nd2nz(Ref("v", slot), GmRef(a.params[2], voff), dt, kn, a.Dv, src_row_stride=a.Dv, note="V block"),
             T.load_l0(Ref("pa"), Ref("p", slot), dt, F("qm"), kn, note="P -> L0A"),
-            T.load_l0(Ref("vb"), Ref("v", slot), dt, kn, a.Dv, note="V -> L0B"),
+            T.load_l0(Ref("vb"), Ref("v", slot), dt, kn, a.Dv if dt == "float16" else align_up(a.Dv, chip.cube_block),
+                      note="V -> L0B"),
             T.mmad(Ref("o"), Ref("pa"), Ref("vb"), F("qm"), kn, a.Dv, dt, note="P V"),
             T.fixpipe(_slot_ref("cho", CORE, j, 2, o_bytes), Ref("o"), F("qm"), a.Dv, "float32",
                       dst_row_stride=dvp32, note="P V -> workspace")]
@@ -369,9 +383,13 @@ def _vector_side(a: AttentionOp, t: AttentionTiling, chip: Chip, fields: dict, g
         T.vreduce("sum", Ref("mx"), x, rows, kn, "float32", src_row_stride=bkp32, note="row sum"),
         T.vbinary("mul", Ref("l"), Ref("l"), alpha, rows, "float32"),
         T.vbinary("add", Ref("l"), Ref("l"), Ref("mx"), rows, "float32", note="l = alpha l + row sum"),
-        T.vcast(p16, x, grid, "float32", a.dtype, round="rint", note="P in float16"),
-        T.store(_slot_ref("chp", GROUP, F("j"), t.ring, p_bytes, sy.mul(F("rs"), bkp16 * itemsize(a.dtype))), p16, a.dtype,
-                kn, rows, src_stride=bkp32, dst_stride=bkp16, note="P rows")]
+    ]
+    if a.dtype != "float32":
+        soft.append(T.vcast(p16, x, grid, "float32", a.dtype, round="rint", note="P in the cube's dtype"))
+    soft.append(T.store(_slot_ref("chp", GROUP, F("j"), t.ring, p_bytes, sy.mul(F("rs"), bkp16 * itemsize(a.dtype))),
+                        p16 if a.dtype != "float32" else x, a.dtype, kn, rows, src_stride=bkp32, dst_stride=bkp16,
+                        note="P rows"))
+
     def fold(j: IntLike, rescale: IntLike) -> list[Stmt]:
         """O += the P V of block j (from the cube), then (when `rescale`) O *= alpha_{j+1}: O follows the running
         max of the blocks softmaxed so far while the cube multiplies the earlier ones by V."""
