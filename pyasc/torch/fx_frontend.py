@@ -8,15 +8,16 @@ dumps (the "source" stage is this generated kernel), disk cache and profile.
 from __future__ import annotations
 
 import hashlib
-import importlib.util
+import linecache
 import operator
-import os
+import types
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from ..runtime.diskcache import default_root
+from ..runtime.privatefiles import make_folders, replace_file
 from .aten_ops import TABLE, Unsupported
 from .convert import pyasc_dtype
 from .custom_op import registered
@@ -158,20 +159,23 @@ def kernel_dir() -> Path:
 
 
 def load_kernel_function(source: str, name: str, helpers: dict[str, Any] | None = None) -> Any:
-    """Write the source to a file named by its content (so the disk cache keys stay stable between
-    processes) and import it, with `helpers` as its globals; pyasc compiles functions from their file."""
+    """Run the source as a module (`helpers` its globals) named by its content, so the disk cache keys stay
+    stable between processes. The file is written (privately) for people to read; Python and pyasc use the
+    source in hand, never what the file holds now (the cache folder may be shared)."""
     digest = hashlib.sha256(source.encode()).hexdigest()[:16]
     folder = kernel_dir()
-    folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{name}_{digest}.py"
-    if not path.exists() or path.read_text() != source:
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(source)
-        os.replace(tmp, path)  # atomic: a concurrent process never imports a half-written file
-    spec = importlib.util.spec_from_file_location(f"pyasc_fx_{name}_{digest}", path)
-    module = importlib.util.module_from_spec(spec)
+    try:
+        make_folders(folder)
+        if not path.is_file() or path.read_text() != source:
+            replace_file(path, source.encode())
+    except OSError:
+        pass  # only the copy for reading is missing
+    module = types.ModuleType(f"pyasc_fx_{name}_{digest}")
+    module.__file__ = str(path)
     module.__dict__.update(helpers or {})
-    spec.loader.exec_module(module)
+    linecache.cache[str(path)] = (len(source), None, source.splitlines(True), str(path))  # never re-read
+    exec(compile(source, str(path), "exec"), module.__dict__)  # noqa: S102 - source generated just above
     return getattr(module, name)
 
 
