@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import CompileError, SourceLoc
-from .freshness import matches_running_code
+from .freshness import source_mismatch
 
 
 @dataclass
@@ -113,7 +113,10 @@ def _source_lines(fn: types.FunctionType) -> tuple[list[str], int]:
     if fn.__name__ == "<lambda>":
         raise _lambda_error(fn)
     try:
-        lines, start = inspect.getsourcelines(fn)
+        # inspect.getsourcelines without its unwrap(): a function made by a decorator with functools.wraps has
+        # the `__wrapped__` of the function it wraps, whose source is not what runs
+        found, index = inspect.findsource(fn)
+        lines, start = inspect.getblock(found[index:]), index + 1
     except (OSError, TypeError) as e:
         code = fn.__code__
         loc = SourceLoc(code.co_filename, code.co_firstlineno, 0)
@@ -189,10 +192,11 @@ def _parse(fn: types.FunctionType, original: list[str], first: int) -> ParsedFun
     tree = defs[0]
     _move_to_file_positions(tree, dedented, first, margin)
     tree.decorator_list = []  # decorators run in Python, not in the kernel
-    if not matches_running_code(fn, tree, filename):
+    stale = source_mismatch(fn, original, first, tree)
+    if stale is not None:
         raise CompileError(
             f"{filename} changed after `{fn.__qualname__}` was imported: the function Python runs no longer "
-            "matches the source in the file, so pyasc will not compile either; re-import the module or restart "
-            "Python", SourceLoc(filename, first, margin), original[0].rstrip("\r\n") if original else None)
+            f"matches the source in the file ({stale}), so pyasc will not compile either; re-import the module "
+            "or restart Python", SourceLoc(filename, first, margin), original[0].rstrip("\r\n") if original else None)
     lines = {first + i: line.rstrip("\r\n") for i, line in enumerate(original)}
     return ParsedFunction(fn, tree, source, filename, first, lines)
