@@ -142,7 +142,7 @@ def test_an_entry_is_a_manifest_with_macs_and_json_sections(disk_cache):
         json.loads(data)  # every section is plain JSON: the only code is the host object, inside host.json
     assert len(manifest["mac"]) == 64
     assert [g[0] for g in manifest["guards"]["guards"]] == [[["global", "pyasc"]], [["global", "SCALE"]],
-                                                           [["global", "WEIGHTS"]]]
+                                                           [["global", "WEIGHTS"]], [["attr", "__code__"]]]
     assert manifest["guards"]["hidden"] == [[[["global", "WEIGHTS"]], "float32"]]
 
 

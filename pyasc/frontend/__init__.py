@@ -80,6 +80,7 @@ def build_graph(fn: Any, specs: Sequence[ArgSpec], *, unroll_budget: int = 4096)
     _guarded(state, builder.run_body)
     outputs, out_tree = _guarded(state, lambda: _kernel_outputs(builder, graph))
     graph.set_outputs(outputs)
+    guards.finish(state, parsed.fn)
     returns_tuple = out_tree.kind == TUPLE and all(c.kind == LEAF for c in out_tree.children)
     return FrontendResult(
         graph=graph,

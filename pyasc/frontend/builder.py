@@ -27,7 +27,7 @@ from ..tensor_type import Sym
 from . import aliasing, bitops, branches, calls, checks, comptime, dimpred, guards, indexing, loops, objects, pytree, \
     writes
 from .context import BuildState, GraphContext
-from .scope import CLOSURE, GLOBAL, Scope, UnassignedFreeVariable, Undefined
+from .scope import BUILTIN, CLOSURE, GLOBAL, Scope, UnassignedFreeVariable, Undefined
 from .source import ParsedFunction
 from .tensors import (
     BINARY_OPS,
@@ -548,6 +548,8 @@ class FunctionBuilder:
             raise self.error(f"`{name}` may be undefined here: {value.why}", at)
         if where in (CLOSURE, GLOBAL):
             return guards.read_name(self, name, where, value, at)
+        if where == BUILTIN:
+            return guards.read_builtin(self, name, value)
         return value
 
     # ---- expressions ------------------------------------------------------------------------
@@ -621,9 +623,16 @@ class FunctionBuilder:
         return fold(self, fn, (left, right), at)
 
     def _e_BinOp(self, node: ast.BinOp) -> Any:
-        left = self.eval(node.left)
-        right = self.eval(node.right)
-        return self.binary(node.op, left, right, node, (node.left, node.right))
+        spine = []  # `a + b + c + ...` nests to the left: walked in a loop, so 1000s of terms need no recursion
+        while isinstance(node, ast.BinOp):
+            spine.append(node)
+            node = node.left
+        value = self.eval(node)
+        for op in reversed(spine):
+            right = self.eval(op.right)
+            self.state.current = (self.parsed, op)
+            value = self.binary(op.op, value, right, op, (op.left, op.right))
+        return value
 
     def _e_UnaryOp(self, node: ast.UnaryOp) -> Any:
         v = self.eval(node.operand)

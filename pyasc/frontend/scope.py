@@ -37,7 +37,9 @@ def assigned_names(fn_tree: ast.FunctionDef) -> set[str]:
     if args.kwarg:
         names.add(args.kwarg.arg)
 
-    def visit(node: ast.AST) -> None:
+    stack: list[ast.AST] = list(fn_tree.body)  # a stack, not recursion: an expression may nest 1000s deep
+    while stack:
+        node = stack.pop()
         for child in ast.iter_child_nodes(node):
             if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 names.add(child.name)
@@ -46,10 +48,7 @@ def assigned_names(fn_tree: ast.FunctionDef) -> set[str]:
                 continue
             if isinstance(child, ast.Name) and isinstance(child.ctx, (ast.Store, ast.Del)):
                 names.add(child.id)
-            visit(child)
-
-    for stmt in fn_tree.body:
-        visit(stmt)
+            stack.append(child)
     return names
 
 

@@ -50,7 +50,10 @@ class ParsedFunction:
         lineno, end = getattr(node, "lineno", None), getattr(node, "end_lineno", None)
         if lineno is not None and lineno == end and lineno in self.lines:
             return self.lines[lineno][node.col_offset:node.end_col_offset]
-        return ast.unparse(node)
+        try:
+            return ast.unparse(node)
+        except RecursionError:  # an expression thousands deep: its first line says which one
+            return (self.lines.get(lineno, "")[getattr(node, "col_offset", 0):] + " ...").strip()
 
     def error(self, reason: str, node: ast.AST | None) -> CompileError:
         if node is None or not hasattr(node, "lineno"):

@@ -61,14 +61,22 @@ def _is_constexpr_annotation(annotation: Any) -> bool:
 class ArgBinder:
     """Binds call arguments to the kernel's parameters with Python's own rules and messages.
 
-    A stub function with the same parameter list is generated once; calling
-    it binds (fast, and a wrong call raises exactly the TypeError Python
-    would raise for the kernel function itself).
+    A stub function with the same parameter list is generated (fast, and a
+    wrong call raises exactly the TypeError Python would raise for the kernel
+    function itself). Defaults are the function's as they are at the call:
+    the stub is made again when its `__code__`, `__defaults__` or
+    `__kwdefaults__` is another object, or a `__kwdefaults__` value is (that
+    dict can change in place).
     """
 
     def __init__(self, fn: Callable[..., Any]):
+        self._fn = fn
+        self._build()
+
+    def _build(self) -> None:
+        fn = self._fn
+        seen = (fn.__code__, fn.__defaults__, fn.__kwdefaults__, tuple((fn.__kwdefaults__ or {}).items()))
         sig = inspect.signature(fn)
-        self.params: tuple[Param, ...] = ()
         parts: list[str] = []
         params: list[Param] = []
         saw_kwonly = False
@@ -85,7 +93,6 @@ class ArgBinder:
             if p.kind == kinds.POSITIONAL_ONLY and _next_is_not_posonly(sig, p):
                 parts.append("/")
             params.append(Param(p.name, _is_constexpr_annotation(p.annotation), p.default))
-        self.params = tuple(params)
         names = [p.name for p in params]
         body = "return (" + "".join(f"{n}, " for n in names) + ")"
         namespace: dict[str, Any] = {"__pyasc_default__": _DEFAULT}
@@ -93,16 +100,31 @@ class ArgBinder:
         stub = namespace["_bind"]
         stub.__name__ = fn.__name__
         stub.__qualname__ = fn.__qualname__
-        self._stub = stub
-        self._defaults = tuple(p.default for p in params)
+        # one tuple, replaced whole: a thread binding meanwhile sees the old state or the new, never a mix
+        self._state = (seen, stub, tuple(params))
+
+    @property
+    def params(self) -> tuple[Param, ...]:
+        self._refresh()
+        return self._state[2]
+
+    def _refresh(self) -> None:
+        fn = self._fn
+        code, defaults, kwdefaults, kw_items = self._state[0]
+        if fn.__code__ is not code or fn.__defaults__ is not defaults or fn.__kwdefaults__ is not kwdefaults or (
+                kwdefaults is not None and (len(kwdefaults) != len(kw_items)
+                                            or any(kwdefaults.get(k, _DEFAULT) is not v for k, v in kw_items))):
+            self._build()
 
     def bind(self, args: Sequence[Any], kwargs: dict[str, Any]) -> tuple[Any, ...]:
+        self._refresh()
+        _, stub, params = self._state
         try:
-            values = self._stub(*args, **kwargs)
+            values = stub(*args, **kwargs)
         except TypeError as e:  # only binding can fail in the stub: Python's own message, as an argument error
             raise ArgumentTypeError(str(e)) from None
         if any(v is _DEFAULT for v in values):  # identity test: `in` would compare arrays elementwise
-            values = tuple(d if v is _DEFAULT else v for v, d in zip(values, self._defaults))
+            values = tuple(p.default if v is _DEFAULT else v for v, p in zip(values, params))
         return values
 
 
