@@ -42,6 +42,8 @@ def codegen_capacity(chip: Any, buffer_num: int = 2) -> Callable[[FusionCandidat
         too_many = ""
         if kind in (KernelKind.CONTROL, KernelKind.DATA_MOVEMENT):
             return CapacityVerdict(True, 0)
+        if all(any(d == 0 for d in v.type.shape) for v in c.outputs):
+            return CapacityVerdict(True, 0)  # every result is empty: nothing is launched (generate.compile_plan)
         if kind == KernelKind.MATMUL:
             return fallback(c)
         try:

@@ -345,6 +345,12 @@ class _Generator:
             g.set_outputs([g.add("full", [], {"shape": tuple(dst.type.shape), "fill_value": value,
                                              "dtype": dst.type.dtype}).out()])
             return self.vector_kernel(label, KernelGraph(g, [], [dst]), None, outputs=[dst])
+        if src.type.numel == 1 and src.type.is_static:
+            # a one-element input is read as a scalar operand, which no kernel stores as it is: copy it through
+            # an op whose result is a tile
+            g = Graph(f"{label}_copy")
+            g.set_outputs([g.add("cast", [g.add_input(src.type, name=src.node.name)], {"dtype": dst.type.dtype}).out()])
+            return self.vector_kernel(label, KernelGraph(g, [src], [dst]), None, outputs=[dst])
         kg = build_kernel_graph(label, [], [src], [src])
         return self.vector_kernel(label, kg, None, outputs=[dst])
 

@@ -27,7 +27,7 @@ from ..tensor_type import Sym
 from . import aliasing, bitops, branches, calls, checks, comptime, dimpred, guards, indexing, loops, objects, pytree, \
     writes
 from .context import BuildState, GraphContext
-from .scope import BUILTIN, CLOSURE, GLOBAL, Scope, UnassignedFreeVariable, Undefined
+from .scope import BUILTIN, CLOSURE, GLOBAL, Scope, UnassignedFreeVariable, Undefined, walrus_targets
 from .source import ParsedFunction
 from .tensors import (
     BINARY_OPS,
@@ -77,6 +77,9 @@ if hasattr(ast, "Match"):
     UNSUPPORTED[ast.Match] = "`match` is not supported in a kernel; use `if`/`elif`"
 
 _TENSOR_ATTRS = "shape, dtype, ndim, size, T"
+
+
+_UNBOUND = object()  # a name a comprehension found unbound
 
 
 @dataclass(frozen=True)
@@ -825,8 +828,14 @@ class FunctionBuilder:
         try:
             loop(0)
         finally:
+            # a walrus in a comprehension binds in the enclosing function (PEP 572): its last value outlives
+            # the comprehension's own names
+            walrus = {name: self.scope.locals[name] for name in walrus_targets(node)
+                      if name in self.scope.locals and self.scope.locals[name] is not saved.get(name, _UNBOUND)}
             self.scope.restore(saved)
             self.scope.local_names = saved_names
+            for name, value in walrus.items():
+                self.bind_name(name, value)
         return results
 
     def _e_ListComp(self, node: ast.ListComp) -> list:

@@ -20,6 +20,7 @@ from ..codegen.generate import DeviceModule
 from ..codegen.host import CondSite, HostProgram, LaunchSite
 from ..codegen.launch import WORKSPACE
 from ..ir import Graph, Sym
+from .limits import MemoryLimit, check_launch
 from .profile import LaunchProfile, Profile
 
 
@@ -40,6 +41,7 @@ class EmulatorRunner:
         self.device = Device(chip)
         self.sanitize = sanitize
         self.bindings = dim_bindings(graph)
+        self.name = graph.name
         for name, arr in module.launch.consts.items():
             self.device.upload(name, arr)
         self._sizes: dict[str, int] = {}
@@ -67,6 +69,7 @@ class EmulatorRunner:
         plan = self.module.launch
         env = self.dims(arrays)
         ws_bytes, out_bytes = self.host.sizes(env)
+        self._check_sizes(arrays, ws_bytes, out_bytes)
         for loc, arr in zip(plan.inputs, arrays):
             self._buffer(loc.buffer, arr.nbytes)
             self.device.write(loc.buffer, np.ascontiguousarray(arr))
@@ -81,6 +84,16 @@ class EmulatorRunner:
         finally:
             self._prof = None
         return self._results(arrays, env)
+
+    def _check_sizes(self, arrays: Sequence[np.ndarray], ws_bytes: int, out_bytes: Sequence[int]) -> None:
+        """The call's GM buffers fit the chip (and this machine), before any is allocated."""
+        parts = [(f"input {i}", int(a.nbytes)) for i, a in enumerate(arrays)]
+        parts += [(f"result {i}", int(n)) for i, (loc, n) in enumerate(zip(self.module.launch.outputs, out_bytes))
+                  if loc is not None]
+        parts.append(("workspace", int(ws_bytes)))
+        outputs = sum(n for what, n in parts if what.startswith("result"))
+        limit = MemoryLimit(self.device.chip.gm_bytes, getattr(self.device.chip, "name", "?"))
+        check_launch(self.name, parts, outputs, limit)
 
     def launch(self, site: LaunchSite, blocks: int, fields: list[int]) -> None:
         k = self.module.kernels[site.kernel]

@@ -14,6 +14,7 @@ from ..errors import CompileError
 from ..guards import NotPersistable
 from ..codegen.capacity import codegen_capacity
 from ..codegen.generate import CodegenOptions, generate
+from . import limits
 from .artifact import CompiledKernel, build_host, count_ops, device_stages, matched_dots, op_histogram
 from .errors import InternalCompilerError, debug_enabled
 from .guardset import GuardSet, from_frontend
@@ -44,6 +45,7 @@ def compile_call(fn: Any, name: str, params: Sequence[Param], options: KernelOpt
         fe = build_graph(fn, specs, unroll_budget=options.unroll_budget)
     t1 = time.perf_counter()
     graph = fe.graph
+    limits.check_graph(graph, limits.MemoryLimit(options.chip_config.gm_bytes, options.chip_name))
     with _stage(name, "the frontend's graph (verifier, printer)"):
         ir.verify(graph)
         stages = {"source": fe.source, "graph": ir.format_graph(graph), "inferred": ir.format_graph(graph, show_loc=True)}

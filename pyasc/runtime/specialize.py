@@ -35,6 +35,7 @@ from .. import arraykinds, dtypes
 from ..ir.types import Sym, TensorType
 from .errors import ArgumentTypeError
 from .interop import from_dlpack, is_foreign
+from .limits import HOST_CHECK_BYTES, MemoryLimit, check_argument
 from .treeargs import TreeKey, is_tree_argument, leaf_labels, leaf_name, tree_key
 
 # numpy dtype -> canonical name (native byte order only); `dtype.name` is a slow Python property
@@ -201,11 +202,13 @@ def _unsupported_object(kernel: str, name: str, value: Any) -> ArgumentTypeError
     )
 
 
-def to_array(kernel: str, name: str, value: Any) -> np.ndarray:
+def to_array(kernel: str, name: str, value: Any, limit: MemoryLimit | None = None) -> np.ndarray:
     """Convert a tensor argument to a read-only, C-contiguous, native-endian numpy array.
 
     The caller's array is never written: a contiguous input is wrapped in a
-    read-only view (no copy), anything else is copied.
+    read-only view (no copy), anything else is copied. With a `limit`, an
+    array larger than the chip's GM, or one to copy larger than this machine's
+    free memory, is an ArgumentValueError raised before anything is copied.
     """
     if type(value) is np.ndarray:
         arr = value
@@ -222,6 +225,9 @@ def to_array(kernel: str, name: str, value: Any) -> np.ndarray:
             raise ArgumentTypeError(f"{kernel}() argument {name!r}: could not convert {type(value).__name__} to a "
                             f"numpy array ({type(e).__name__}: {e})") from e
     dt = arr.dtype
+    copy = dt not in _NAME_OF or not arr.flags.c_contiguous
+    if limit is not None and (arr.nbytes > limit.gm_bytes or (copy and arr.nbytes >= HOST_CHECK_BYTES)):
+        check_argument(kernel, name, arr.shape, dt.name, dt.itemsize, limit, copy)  # (sizes from the shape only)
     if dt not in _NAME_OF:
         if dt.name not in dtypes.NUMPY:
             raise _unsupported_dtype(kernel, name, dt)
@@ -285,8 +291,10 @@ def tensor_dims(shape: tuple[int, ...], dynamic: bool) -> tuple[int | None, ...]
     return tuple(d if d in (0, 1) else None for d in shape)
 
 
-def specialize(kernel: str, params: Sequence[Param], values: Sequence[Any], dynamic: bool) -> BoundCall:
-    """Classify and convert every argument; raise TypeError for ones pyasc cannot take."""
+def specialize(kernel: str, params: Sequence[Param], values: Sequence[Any], dynamic: bool,
+               limit: MemoryLimit | None = None) -> BoundCall:
+    """Classify and convert every argument; raise TypeError for ones pyasc cannot take (and ValueError for a
+    tensor larger than `limit` allows: see `to_array`)."""
     key: list[ArgKey] = []
     arrays: list[np.ndarray] = []
     foreign = None
@@ -295,7 +303,7 @@ def specialize(kernel: str, params: Sequence[Param], values: Sequence[Any], dyna
         nonlocal foreign
         if foreign is None and type(v) is not np.ndarray and is_foreign(v):
             foreign = v
-        arr = to_array(kernel, label, v)
+        arr = to_array(kernel, label, v, limit)
         arrays.append(arr)
         return TensorKey(_NAME_OF[arr.dtype], tensor_dims(arr.shape, dynamic), isinstance(v, np.generic))
 
