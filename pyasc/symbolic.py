@@ -2,9 +2,11 @@
 
 A value is either a Python `int` or an immutable `Expr`; the constructors
 below (and Python's operators on an Expr) simplify as they build, so a
-formula whose inputs are all known folds to an int. The same expression is
-evaluated in Python (`evaluate`) by the compiler and emitted to LLVM IR by
-the host-code generator, so the two can never disagree.
+formula whose inputs are all known folds to an int. One `Renderer` walks an
+expression for every back end: the Python evaluator (`evaluate`, the
+compiler's), the tile programs' scalar instructions and the host's LLVM IR,
+each a table of what every op becomes, so they can never disagree on which
+expressions exist or where a computed value may be reused.
 
 Semantics are Python's on unbounded integers: `//` and `%` floor, `ceildiv`
 rounds up, comparisons give 0 or 1, `select(c, a, b)` is `a if c != 0 else b`.
@@ -19,7 +21,6 @@ This module is a leaf: it imports nothing from pyasc.
 """
 from __future__ import annotations
 
-import math
 from typing import Any, Callable, Iterable, Mapping, Union
 
 #: ops with their arity; "add"/"mul"/"min"/"max" take two or more arguments
@@ -401,42 +402,104 @@ def build(op: str, *args: IntLike) -> IntLike:
 
 # ---- queries -----------------------------------------------------------------------
 
-_EVAL: dict[str, Callable[..., int]] = {
-    "add": lambda *a: sum(a),
-    "mul": lambda *a: math.prod(a),
-    "floordiv": lambda a, b: a // b,
-    "ceildiv": lambda a, b: -(-a // b),
-    "mod": lambda a, b: a % b,
-    "min": lambda *a: min(a),
-    "max": lambda *a: max(a),
-    "lt": lambda a, b: int(a < b),
-    "le": lambda a, b: int(a <= b),
-    "eq": lambda a, b: int(a == b),
-    "ne": lambda a, b: int(a != b),
+class Renderer:
+    """Renders integer expressions in one back end: the walk and the reuse of computed values, written once.
+
+    A back end is a table `op -> fn(render, *args)` (each renders the arguments it needs: a lazy `select`
+    renders one branch), how it renders an int (`const`) and a symbol (`symbol`). The Python evaluator, the
+    tile programs' scalar emitter and the host's LLVM emitter are three such tables.
+
+    With `memo`, a value computed while a scope is open is reused by that scope and the scopes opened inside
+    it, never after it is closed (`push` / `pop`): emitted code reuses a register or an SSA value only where
+    its definition dominates; `bind` gives an expression a value made elsewhere (a loop variable)."""
+
+    def __init__(self, table: Mapping[str, Callable[..., Any]], const: Callable[[int], Any],
+                 symbol: Callable[[str], Any], memo: bool = True):
+        self.table, self.const, self.symbol = table, const, symbol
+        self.scopes: list[dict[Expr, Any]] | None = [{}] if memo else None
+
+    def __call__(self, e: IntLike) -> Any:
+        if isinstance(e, int):
+            return self.const(e)
+        scopes = self.scopes
+        if scopes is None:
+            return self.symbol(e.args[0]) if e.op == "sym" else self.table[e.op](self, *e.args)
+        for sc in reversed(scopes):
+            hit = sc.get(e)
+            if hit is not None:
+                return hit
+        v = self.symbol(e.args[0]) if e.op == "sym" else self.table[e.op](self, *e.args)
+        scopes[-1][e] = v
+        return v
+
+    def lookup(self, e: Expr) -> Any:
+        """The value an open scope holds for `e`, or None."""
+        for sc in reversed(self.scopes or ()):
+            hit = sc.get(e)
+            if hit is not None:
+                return hit
+        return None
+
+    def bind(self, e: Expr, value: Any) -> None:
+        assert self.scopes is not None
+        self.scopes[-1][e] = value
+
+    def push(self) -> None:
+        assert self.scopes is not None
+        self.scopes.append({})
+
+    def pop(self) -> None:
+        assert self.scopes is not None
+        self.scopes.pop()
+
+
+def folded(fn: Callable[[Any, Any], Any]) -> Callable[..., Any]:
+    """A variadic op as a left fold of a binary back-end operation."""
+    def apply(render: Callable[[IntLike], Any], *args: IntLike) -> Any:
+        out = render(args[0])
+        for a in args[1:]:
+            out = fn(out, render(a))
+        return out
+    return apply
+
+
+def _binary(fn: Callable[[int, int], int]) -> Callable[..., int]:
+    return lambda render, a, b: fn(render(a), render(b))
+
+
+#: the Python back end: Python's semantics on unbounded integers
+EVAL_TABLE: dict[str, Callable[..., int]] = {
+    "add": folded(lambda a, b: a + b),
+    "mul": folded(lambda a, b: a * b),
+    "min": folded(min),
+    "max": folded(max),
+    "floordiv": _binary(lambda a, b: a // b),
+    "ceildiv": _binary(lambda a, b: -(-a // b)),
+    "mod": _binary(lambda a, b: a % b),
+    "lt": _binary(lambda a, b: int(a < b)),
+    "le": _binary(lambda a, b: int(a <= b)),
+    "eq": _binary(lambda a, b: int(a == b)),
+    "ne": _binary(lambda a, b: int(a != b)),
+    "select": lambda render, c, a, b: render(a) if render(c) != 0 else render(b),
 }
 
 
 class UnboundSymbolError(KeyError):
     """evaluate() met a symbol with no binding."""
 
-    def __str__(self) -> str:
-        return str(self.args[0])
-
 
 def evaluate(v: IntLike, bindings: Mapping[str, int]) -> int:
     """The int value of `v` with every symbol bound; raises UnboundSymbolError naming a missing one."""
     if isinstance(v, int):
         return v
-    if v.op == "sym":
+
+    def symbol(name: str) -> int:
         try:
-            return int(bindings[v.args[0]])
+            return int(bindings[name])
         except KeyError:
-            raise UnboundSymbolError(f"symbol {v.args[0]!r} of {v} is not bound "
+            raise UnboundSymbolError(f"symbol {name!r} of {v} is not bound "
                                      f"(bound: {', '.join(sorted(bindings)) or 'none'})") from None
-    if v.op == "select":
-        c = evaluate(v.args[0], bindings)
-        return evaluate(v.args[1] if c != 0 else v.args[2], bindings)
-    return _EVAL[v.op](*(evaluate(a, bindings) for a in v.args))
+    return Renderer(EVAL_TABLE, int, symbol, memo=False)(v)
 
 
 def substitute(v: IntLike, mapping: Mapping[str, IntLike]) -> IntLike:

@@ -15,7 +15,8 @@ from __future__ import annotations
 import json
 import math
 from contextlib import contextmanager
-from dataclasses import dataclass, fields
+import inspect
+from dataclasses import MISSING, dataclass, fields
 from typing import Any, Iterator, Optional, Sequence, Union
 
 import numpy as np
@@ -23,9 +24,8 @@ import numpy as np
 from . import isa
 from .errors import ProgramError
 from .isa import (
-    Alu, Copy, CopyNd2Nz, CoreIdx, Cvt, FAlu, Load3D, LoadL0Fractals, ScalarLoad, ScalarStore, VGather, CoreNum, CrossSet, CrossWait, Else, GroupIdx, SubIdx, EndIf, EndLoop, FixPipe, If, Instr, LoadBias, LoadL0,
-    Loop, Mem, Mmad, Mov, Operand, PipeBarrier, Reg, ScalarValue, SetFlag, SyncAll, Tiling, VBinary,
-    VBroadcast, VCast, VCompare, VCopy, VDup, VReduce, VRepeat, VScalar, VSelect, VTranspose, VUnary, WaitFlag,
+    Alu, CoreIdx, CoreNum, CrossSet, CrossWait, Cvt, Else, EndIf, EndLoop, FAlu, GroupIdx, If, Instr, Loop, Mem, Mov,
+    Operand, PipeBarrier, Reg, ScalarLoad, ScalarStore, ScalarValue, SetFlag, SubIdx, SyncAll, Tiling, VRepeat, WaitFlag,
 )
 
 JSON_FORMAT = "simulator-program"
@@ -332,118 +332,16 @@ class Program:
         AIC, an AIC for each of its AIVs."""
         self.emit(CrossWait(isa.cross_mode(mode), _operand(flag, "cross-core flag id")))
 
-    # data moves -----------------------------------------------------------
+    # pipe work: data moves, the cube, the vector unit ------------------------
 
-    def copy(self, dst: Mem, src: Mem, dtype: Any, burst: Any, nburst: Any = 1, src_stride: Any = None,
-             dst_stride: Any = None, pad: bool = False, pad_value: float = 0.0, atomic: Optional[str] = None) -> None:
-        """GM->UB, UB->GM or GM->L1: `nburst` bursts of `burst` elements (strides: elements between starts).
-
-        atomic ("add", "max", "min"; UB->GM only): combine with what GM holds instead of overwriting."""
-        self.emit(Copy(
-            dst, src, isa.normalize_dtype(dtype), _operand(burst, "burst"), _operand(nburst, "nburst"),
-            None if src_stride is None else _operand(src_stride, "src_stride"),
-            None if dst_stride is None else _operand(dst_stride, "dst_stride"),
-            bool(pad), float(pad_value), atomic,
-        ))
-
-    def copy_nd2nz(self, dst: Mem, src: Mem, dtype: Any, rows: Any, cols: Any, src_row_stride: Any = None) -> None:
-        self.emit(CopyNd2Nz(
-            dst, src, isa.normalize_dtype(dtype), _operand(rows, "rows"), _operand(cols, "cols"),
-            None if src_row_stride is None else _operand(src_row_stride, "src_row_stride"),
-        ))
-
-    def load_l0(self, dst: Mem, src: Mem, dtype: Any, rows: Any, cols: Any, transpose: bool = False) -> None:
-        self.emit(LoadL0(dst, src, isa.normalize_dtype(dtype), _operand(rows, "rows"), _operand(cols, "cols"),
-                         bool(transpose)))
-
-    def load_l0_2d(self, dst: Mem, src: Mem, dtype: Any, start: Any, repeat: Any, src_stride: Any = 1,
-                   dst_gap: Any = 0, transpose: bool = False) -> None:
-        """`repeat` fractals from L1 fractal `start` on (`src_stride` apart) into L0A / L0B (LoadData2D)."""
-        self.emit(LoadL0Fractals(dst, src, isa.normalize_dtype(dtype), _operand(start, "start"),
-                                 _operand(repeat, "repeat"), _operand(src_stride, "src_stride"),
-                                 _operand(dst_gap, "dst_gap"), bool(transpose)))
-
-    def load3d(self, dst: Mem, src: Mem, dtype: Any, c1: Any, h: Any, w: Any, kh: int, kw: int,
-               stride: Sequence[int] = (1, 1), pad: Sequence[int] = (0, 0, 0, 0), dilation: Sequence[int] = (1, 1),
-               m_start: Any = 0, m_len: Any = None, k_start: Any = 0, k_len: Any = None) -> None:
-        """img2col of an NC1HWC0 feature map in L1 straight into L0A (as A) or L0B (as A^T) (LoadData3D)."""
-        self.emit(Load3D(dst, src, isa.normalize_dtype(dtype), _operand(c1, "c1"), _operand(h, "h"),
-                         _operand(w, "w"), kh, kw, tuple(stride), tuple(pad), tuple(dilation),
-                         _operand(m_start, "m_start"), None if m_len is None else _operand(m_len, "m_len"),
-                         _operand(k_start, "k_start"), None if k_len is None else _operand(k_len, "k_len")))
-
-    def load_bias(self, dst: Mem, src: Mem, count: Any) -> None:
-        self.emit(LoadBias(dst, src, _operand(count, "count")))
-
-    def mmad(self, dst: Mem, a: Mem, b: Mem, m: Any, k: Any, n: Any, dtype: Any, accumulate: Any = 0,
-             bias: Optional[Mem] = None) -> None:
-        self.emit(Mmad(dst, a, b, _operand(m, "m"), _operand(k, "k"), _operand(n, "n"),
-                       isa.normalize_dtype(dtype), _operand(accumulate, "accumulate"), bias))
-
-    def fixpipe(self, dst: Mem, src: Mem, m: Any, n: Any, dst_dtype: Any, src_dtype: Any = "float32",
-                relu: bool = False, dst_row_stride: Any = None, scale: Any = None, scale_l1: Optional[Mem] = None,
-                nz: bool = False, atomic: Optional[str] = None) -> None:
-        """L0C -> GM with optional quantisation (scale: a number; scale_l1: n per-channel float32 scales in
-        L1), ReLU, cast, NZ output (`nz`) and atomic accumulation (`atomic="add"` / "max" / "min")."""
-        self.emit(FixPipe(dst, src, _operand(m, "m"), _operand(n, "n"), isa.normalize_dtype(dst_dtype),
-                          isa.normalize_dtype(src_dtype), bool(relu),
-                          None if dst_row_stride is None else _operand(dst_row_stride, "dst_row_stride"),
-                          None if scale is None else _scalar(scale, "scale"), scale_l1, bool(nz), atomic))
-
-    # vector unit ------------------------------------------------------------
-
-    def vbinary(self, fn: str, dst: Mem, a: Mem, b: Mem, count: Any, dtype: Any,
-                rep: Optional[VRepeat] = None) -> None:
-        """dst = fn(a, b) over `count` elements, or over the repeats, strides and mask of `rep` (count None)."""
-        self.emit(VBinary(fn, dst, a, b, _count(count), isa.normalize_dtype(dtype), rep))
-
-    def vscalar(self, fn: str, dst: Mem, src: Mem, scalar: Any, count: Any, dtype: Any, reverse: bool = False,
-                rep: Optional[VRepeat] = None) -> None:
-        self.emit(VScalar(fn, dst, src, _scalar(scalar, "scalar"), _count(count), isa.normalize_dtype(dtype),
-                          bool(reverse), rep))
-
-    def vunary(self, fn: str, dst: Mem, src: Mem, count: Any, dtype: Any, rep: Optional[VRepeat] = None) -> None:
-        self.emit(VUnary(fn, dst, src, _count(count), isa.normalize_dtype(dtype), rep))
-
-    def vcompare(self, fn: str, dst: Mem, a: Mem, b: Any, count: Any, dtype: Any) -> None:
-        bb = b if isinstance(b, Mem) else _scalar(b, "compare operand")
-        self.emit(VCompare(fn, dst, a, bb, _operand(count, "count"), isa.normalize_dtype(dtype)))
-
-    def vselect(self, dst: Mem, mask: Mem, a: Any, b: Any, count: Any, dtype: Any) -> None:
-        aa = a if isinstance(a, Mem) else _scalar(a, "select operand a")
-        bb = b if isinstance(b, Mem) else _scalar(b, "select operand b")
-        self.emit(VSelect(dst, mask, aa, bb, _operand(count, "count"), isa.normalize_dtype(dtype)))
-
-    def vcast(self, dst: Mem, src: Mem, count: Any, src_dtype: Any, dst_dtype: Any, round: str = "trunc") -> None:
-        self.emit(VCast(dst, src, _operand(count, "count"), isa.normalize_dtype(src_dtype),
-                        isa.normalize_dtype(dst_dtype), round))
-
-    def vdup(self, dst: Mem, value: Any, count: Any, dtype: Any, rep: Optional[VRepeat] = None) -> None:
-        self.emit(VDup(dst, _scalar(value, "value"), _count(count), isa.normalize_dtype(dtype), rep))
-
-    def vcopy(self, dst: Mem, src: Mem, count: Any, dtype: Any, rep: Optional[VRepeat] = None) -> None:
-        self.emit(VCopy(dst, src, _count(count), isa.normalize_dtype(dtype), rep))
-
-    def vgather(self, dst: Mem, src: Mem, offsets: Mem, count: Any, dtype: Any) -> None:
-        """dst[i] = UB[src + offsets[i]] (offsets: int32 byte offsets in UB) for i < count."""
-        self.emit(VGather(dst, src, offsets, _operand(count, "count"), isa.normalize_dtype(dtype)))
-
-    def vreduce(self, fn: str, dst: Mem, src: Mem, rows: Any, cols: Any, dtype: Any,
-                src_row_stride: Any = None) -> None:
-        self.emit(VReduce(fn, dst, src, _operand(rows, "rows"), _operand(cols, "cols"), isa.normalize_dtype(dtype),
-                          None if src_row_stride is None else _operand(src_row_stride, "src_row_stride")))
-
-    def vbroadcast(self, dst: Mem, src: Mem, rows: Any, cols: Any, dtype: Any, axis: int = 1,
-                   dst_row_stride: Any = None) -> None:
-        self.emit(VBroadcast(dst, src, _operand(rows, "rows"), _operand(cols, "cols"), isa.normalize_dtype(dtype),
-                             axis, None if dst_row_stride is None else _operand(dst_row_stride, "dst_row_stride")))
-
-    def vtranspose(self, dst: Mem, src: Mem, rows: Any, cols: Any, dtype: Any, src_row_stride: Any = None,
-                   dst_row_stride: Any = None) -> None:
-        """dst[c, r] = src[r, c]: a rows x cols block becomes cols x rows (row strides whole 32-byte blocks)."""
-        self.emit(VTranspose(dst, src, _operand(rows, "rows"), _operand(cols, "cols"), isa.normalize_dtype(dtype),
-                             None if src_row_stride is None else _operand(src_row_stride, "src_row_stride"),
-                             None if dst_row_stride is None else _operand(dst_row_stride, "dst_row_stride")))
+    def instr(self, op: str, *args: Any, **kwargs: Any) -> None:
+        """Append instruction `op` (a name in `isa.INSTRUCTIONS`) from its operands, positional in the
+        instruction's field order or by name, each normalised by its field's type (isa.make). Every pipe
+        instruction also has a builder method of its own name (`p.copy(...)`, `p.vadd`...), made from this."""
+        cls = isa.INSTRUCTIONS.get(op)
+        if cls is None:
+            raise ProgramError(f"unknown instruction {op!r}; known: {', '.join(sorted(isa.INSTRUCTIONS))}")
+        self.emit(isa.make(cls, *args, **kwargs))
 
     # ------------------------------------------------------------------ inspection
 
@@ -648,3 +546,23 @@ def _decode_instr(d: Any, k: int) -> Instr:
 
 
 ProgramLike = Union[Program, str, dict]
+
+
+def _builder(cls: type) -> Any:
+    """The builder method of a pipe instruction: its operands are the instruction's fields (isa.make)."""
+    def build(self: Program, *args: Any, **kwargs: Any) -> None:
+        self.emit(isa.make(cls, *args, **kwargs))
+
+    params = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+    params += [inspect.Parameter(f.name, inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                                 default=inspect.Parameter.empty if f.default is MISSING else f.default)
+               for f in fields(cls)]
+    build.__name__ = build.__qualname__ = cls.OP
+    build.__doc__ = cls.__doc__
+    build.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+    return build
+
+
+for _cls in isa.INSTRUCTIONS.values():
+    if _cls.SPEC.is_pipe_work():
+        setattr(Program, _cls.OP, _builder(_cls))

@@ -38,13 +38,33 @@ def imported_packages(package: str) -> set[str]:
     ("simulator", {"pyasc"}),
     ("pyasc.ops", {"pyasc.ir", "pyasc.ge", "pyasc.frontend", "pyasc.runtime"}),
     ("pyasc.ir", {"pyasc.ge", "pyasc.frontend", "pyasc.runtime"}),
-    ("pyasc.frontend", {"pyasc.ge", "pyasc.runtime", "simulator"}),
-    ("pyasc.ge", {"pyasc.frontend", "pyasc.runtime", "pyasc.codegen"}),
+    ("pyasc.frontend", {"pyasc.ge", "pyasc.runtime", "simulator", "pyasc.target"}),
+    ("pyasc.ge", {"pyasc.frontend", "pyasc.runtime", "pyasc.codegen", "simulator"}),
+    ("pyasc.codegen", {"pyasc.frontend", "pyasc.runtime", "simulator"}),
+    ("pyasc.target", {"pyasc.ir", "pyasc.ge", "pyasc.frontend", "pyasc.codegen", "pyasc.runtime", "pyasc.ops"}),
 ])
 def test_layers_import_only_what_they_build_on(package, forbidden):
     imported = imported_packages(package)
     bad = {p for p in imported if p in forbidden or p.split(".")[0] in forbidden}
     assert not bad, f"{package} imports {sorted(bad)}"
+
+
+def test_only_the_target_and_the_runtime_import_the_emulator():
+    """pyasc.target is the compiler's one door to the chip; the runtime launches on the emulator."""
+    importers = sorted(p for p in _pyasc_packages() if "simulator" in imported_packages(p))
+    assert importers == ["pyasc.runtime", "pyasc.target"]
+
+
+def _pyasc_packages() -> list[str]:
+    out = []
+    for path in sorted((ROOT / "pyasc").iterdir()):
+        if path.name.startswith("_") and path.name != "__init__.py":
+            continue
+        if path.is_dir() and (path / "__init__.py").exists():
+            out.append(f"pyasc.{path.name}")
+        elif path.suffix == ".py" and path.name != "__init__.py":
+            out.append(f"pyasc.{path.stem}")
+    return out
 
 
 def test_the_tensor_types_are_a_leaf_both_ir_and_ops_share():

@@ -101,9 +101,9 @@ CHIP_COLUMNS = (
 
 
 def chips_table() -> str:
-    from simulator import chips as presets  # the hardware figures live in the chip config
+    from ..target import get_chip, preset_names  # the hardware figures live in the chip config; loaded when asked
 
-    rows = [[fn(presets.get(name)) for _, fn in CHIP_COLUMNS] for name in presets.names()]
+    rows = [[fn(get_chip(name)) for _, fn in CHIP_COLUMNS] for name in preset_names()]
     header = [title for title, _ in CHIP_COLUMNS]
     widths = [max(len(r[i]) for r in [header] + rows) for i in range(len(header))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in [header] + rows]

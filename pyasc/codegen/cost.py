@@ -31,12 +31,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
-from types import SimpleNamespace
-
-from simulator import isa
-
 from .. import symbolic as sy
-from .schedule import BLOCKS, CORE, GmRef, Let, Loop, Stmt, TileOp, TileSchedule, When
+from ..target import Chip, DmaPath, data_path, itemsize, repeats, vector_passes
+from .schedule import BLOCKS, CORE, GmRef, Let, Loop, Ref, Stmt, TileOp, TileSchedule, When
 
 
 @dataclass
@@ -74,76 +71,75 @@ class Estimate:
         return f"{self.cycles:.0f} cycles on {self.blocks} cores (core 0 busy: {pipes})"
 
 
-def _vector_cycles(op: TileOp, env: Mapping[str, int], chip: Any) -> float:
+def _vector_cycles(op: TileOp, env: Mapping[str, int], chip: Chip) -> float:
     """Start-up plus repeats per pass of what the hardware runs (the simulator's cost table: an instruction
-    the 910B lacks is charged its decomposition)."""
+    the 910B lacks is charged its decomposition), over the units of work the instruction's shape says."""
     a = op.args
     per = {"simple": chip.vector_simple_cycles, "binary": chip.vector_binary_cycles,
            "complex": chip.vector_complex_cycles, "composite": chip.vector_composite_cycles}
     rb = chip.vector_repeat_bytes
-    sizes = [isa.itemsize(a[k]) for k in ("dtype", "src_dtype", "dst_dtype") if k in a]
-    if op.instr in ("vreduce", "vbroadcast"):
-        rows, cols = _ev(a["rows"], env), _ev(a["cols"], env)
-        units = [(rows, cols)]
-    elif op.instr == "vtranspose":
+    # the width is the widest element named by a dtype field (not a mask's or an index list's fixed type)
+    sizes = [itemsize(a[m.elem]) for m in op.spec.mems if m.elem in a]
+    shape = op.spec.shape
+    if shape == "rows":
+        units = [(_ev(a["rows"], env), _ev(a["cols"], env))]
+    elif shape == "transpose":
         units = [(1, _ev(a["rows"], env) * _ev(a["cols"], env))]
     else:
         units = [(1, _ev(a["count"], env))]
     total = 0.0
-    for p in isa.costs.passes(_probe(op)):
+    for p in vector_passes(op.instr, a.get("fn"), a.get("dtype")):
         width = p.width or max(sizes)
         for rows, n in units:
-            reps = rows * isa.repeats(n * width, rb)
+            reps = rows * repeats(n * width, rb)
             instrs = -(-reps // chip.max_repeats)
             total += instrs * chip.vector_startup_cycles + reps * per[p.cls]
     return total
-
-
-def _probe(op: TileOp) -> Any:
-    """What the simulator's cost-class function reads of an instruction (the one place that fact lives)."""
-    return SimpleNamespace(OP=op.instr, fn=op.args.get("fn"), dtype=op.args.get("dtype"))
 
 
 def _ev(v: Any, env: Mapping[str, int]) -> int:
     return sy.evaluate(v, env)
 
 
-def _dma_cycles(op: TileOp, env: Mapping[str, int], chip: Any, blocks: int,
-                spaces: Mapping[str, str], miss: float = 1.0) -> tuple[float, float]:
-    """(cycles, GM bytes) of a data move on its pipe; `miss` is the fraction of GM reads that miss in L2."""
-    a = op.args
-    if op.instr == "copy":
-        size = isa.itemsize(a["dtype"])
-        nbytes = _ev(a["burst"], env) * _ev(a["nburst"], env) * size
-        src, dst = a["src"], a["dst"]
-        if isinstance(src, GmRef):
-            path = chip.gm_to_ub if spaces[dst.buffer] == "UB" else chip.gm_to_l1
-            gm, stride, m = src, a.get("src_stride"), miss
+def _space(v: Any, spaces: Mapping[str, str]) -> str | None:
+    if isinstance(v, GmRef):
+        return "GM"
+    if isinstance(v, Ref):
+        return spaces[v.buffer]
+    return None
+
+
+def _evaluated(op: TileOp, env: Mapping[str, int], spaces: Mapping[str, str]) -> dict[str, Any]:
+    """The operands as a spec's formulas read them: integers evaluated, memory operands as their spaces."""
+    out: dict[str, Any] = {}
+    for k, v in op.args.items():
+        if isinstance(v, (Ref, GmRef)):
+            out[k] = _space(v, spaces)
+        elif isinstance(v, (int, sy.Expr)) and not isinstance(v, bool):
+            out[k] = _ev(v, env)
         else:
-            path, gm, stride, m = chip.ub_to_gm, dst, a.get("dst_stride"), 1.0
-        rows = _ev(a["nburst"], env)
-        row_bytes = _ev(stride if stride is not None else a["burst"], env) * size
-        return _gm_move(path, nbytes, gm, env, chip, blocks, rows, row_bytes, m), nbytes
-    if op.instr == "copy_nd2nz":
-        nbytes = _ev(a["rows"], env) * _ev(a["cols"], env) * isa.itemsize(a["dtype"])
-        return _gm_move(chip.gm_to_l1, nbytes, a["src"], env, chip, blocks, miss=miss), nbytes
-    if op.instr == "fixpipe":
-        nbytes = _ev(a["m"], env) * _ev(a["n"], env) * isa.itemsize(a["dst_dtype"])
-        return _gm_move(chip.l0c_to_gm, nbytes, a["dst"], env, chip, blocks), nbytes
-    if op.instr == "load_l0":
-        nbytes = _ev(a["rows"], env) * _ev(a["cols"], env) * isa.itemsize(a["dtype"])
-        path = chip.l1_to_l0a if spaces[a["dst"].buffer] == "L0A" else chip.l1_to_l0b
-        return path.cycles(nbytes), 0.0
-    if op.instr == "load_l0_2d":
-        nbytes = _ev(a["repeat"], env) * chip.cube_block * chip.fractal_row_bytes
-        path = chip.l1_to_l0a if spaces[a["dst"].buffer] == "L0A" else chip.l1_to_l0b
-        return path.cycles(nbytes), 0.0
-    if op.instr == "load_bias":
-        return chip.l1_to_bt.cycles(_ev(a["count"], env) * 4), 0.0
-    raise AssertionError(f"no cost for {op.instr}")
+            out[k] = v
+    return out
 
 
-def _gm_move(path: Any, nbytes: float, gm: GmRef, env: Mapping[str, int], chip: Any, blocks: int,
+def _move_cycles(op: TileOp, env: Mapping[str, int], chip: Chip, blocks: int,
+                 spaces: Mapping[str, str], miss: float = 1.0) -> tuple[float, float, float]:
+    """(cycles, GM bytes, GM bytes written) of a data move on its pipe: its bytes over the chip's cost of its
+    path; `miss` is the fraction of GM reads that miss in L2."""
+    sp = op.spec
+    a = _evaluated(op, env, spaces)
+    src, dst = (a[n] for n in sp.move)
+    path = getattr(chip, data_path(src, dst).cost)
+    nbytes = sp.nbytes(a, chip)
+    if "GM" not in (src, dst):
+        return path.cycles(nbytes), 0.0, 0.0
+    rows, row_bytes = sp.gm_rows(a) if sp.gm_rows is not None else (1, 0)
+    gm = op.args[sp.move[0] if src == "GM" else sp.move[1]]
+    cycles = _gm_move(path, nbytes, gm, env, chip, blocks, rows, row_bytes, miss if src == "GM" else 1.0)
+    return cycles, nbytes, (nbytes if dst == "GM" else 0.0)
+
+
+def _gm_move(path: DmaPath, nbytes: float, gm: GmRef, env: Mapping[str, int], chip: Chip, blocks: int,
              rows: int = 1, row_bytes: int = 0, miss: float = 1.0) -> float:
     """Cycles of a GM transfer of `rows` rows `row_bytes` apart: full bandwidth only when every row starts
     on the chip's peak-bandwidth boundary (the simulator's rule). Every byte passes the L2, whose bandwidth
@@ -162,19 +158,20 @@ def _gm_move(path: Any, nbytes: float, gm: GmRef, env: Mapping[str, int], chip: 
     return path.startup + nbytes / bw
 
 
-def _mmad_cycles(op: TileOp, env: Mapping[str, int], chip: Any) -> float:
+def _cube_cycles(op: TileOp, env: Mapping[str, int], chip: Chip) -> float:
     a = op.args
     dt = a["dtype"]
-    c0 = chip.fractal_c0(isa.itemsize(dt))
+    c0 = chip.fractal_c0(itemsize(dt))
     m, k, n = (_ev(a[x], env) for x in ("m", "k", "n"))
-    blocks = -(-m // 16) * -(-k // c0) * -(-n // 16)
+    r0 = chip.cube_block
+    blocks = -(-m // r0) * -(-k // c0) * -(-n // r0)
     per = {"float16": chip.cube_fp16_block_cycles, "int8": chip.cube_int8_block_cycles,
            "float32": chip.cube_fp32_block_cycles}[dt]
     return chip.cube_startup_cycles + blocks * per
 
 
 class _Walker:
-    def __init__(self, schedule: TileSchedule, chip: Any, blocks: int, miss: float = 1.0):
+    def __init__(self, schedule: TileSchedule, chip: Chip, blocks: int, miss: float = 1.0):
         self.chip = chip
         self.blocks = blocks
         self.miss = miss
@@ -201,17 +198,16 @@ class _Walker:
     def stmt(self, s: Stmt, env: dict[str, int]) -> Cost:
         if isinstance(s, TileOp):
             c = Cost()
-            if s.instr == "sync_all":
-                cyc = self.chip.sync_all_cycles
-            elif s.pipe == "V":
+            unit = s.spec.unit
+            if unit == "vector":
                 cyc = _vector_cycles(s, env, self.chip)
-            elif s.pipe == "M":
-                cyc = _mmad_cycles(s, env, self.chip)
-            else:
-                cyc, nbytes = _dma_cycles(s, env, self.chip, self.blocks, self.spaces, self.miss)
-                c.gm_bytes = nbytes if s.instr in ("copy", "copy_nd2nz", "fixpipe") else 0.0
-                if s.instr == "fixpipe" or (s.instr == "copy" and isinstance(s.args["dst"], GmRef)):
-                    c.gm_write_bytes = nbytes
+            elif unit == "cube":
+                cyc = _cube_cycles(s, env, self.chip)
+            elif unit == "move":
+                cyc, c.gm_bytes, c.gm_write_bytes = _move_cycles(s, env, self.chip, self.blocks, self.spaces,
+                                                                 self.miss)
+            else:  # the only other tile op a schedule holds is the all-core barrier (flags come from sync)
+                cyc = self.chip.sync_all_cycles
             c.busy[s.pipe] = cyc
             c.span = cyc
             for name in {r.buffer for r in (*s.reads, *s.writes)} & self.single:
@@ -337,7 +333,7 @@ def _rotates(lp: Loop) -> bool:
     return False
 
 
-def estimate(schedule: TileSchedule, dims: Mapping[str, int], chip: Any) -> Estimate:
+def estimate(schedule: TileSchedule, dims: Mapping[str, int], chip: Chip) -> Estimate:
     """The schedule's simulated time for the given dims (symbol -> int)."""
     fields = {name: sy.evaluate(expr, dims) for name, expr in schedule.fields.items()}
     blocks = sy.evaluate(schedule.blocks, {**dims, **fields})

@@ -21,9 +21,10 @@ from typing import Sequence
 from .. import symbolic as sy
 from ..ir import Sym
 from ..symbolic import IntLike
+from .template import Unsupported
 
 
-class UnsupportedDomain(Exception):
+class UnsupportedDomain(Unsupported):
     """The kernel's shapes do not fit the vector templates (the capacity check says no, with this reason)."""
 
 

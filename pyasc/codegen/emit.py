@@ -15,15 +15,15 @@
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Callable, Sequence
-
-from simulator import Program, isa
-from simulator.isa import Mem, Reg
+from contextlib import contextmanager
+from dataclasses import replace
+from typing import Any, Callable, Iterator, Sequence
 
 from .. import symbolic as sy
 from ..symbolic import Expr, IntLike
+from ..target import Chip, Mem, Program, Reg, itemsize, repeats
 from .launch import base_field
+from .scalar_exprs import scalar_table
 from .schedule import BLOCKS, CORE, GmRef, Let, Loop, Ref, Stmt, TileOp, TileSchedule, When
 from .sync import SyncOp, SyncPlan
 
@@ -36,7 +36,7 @@ def _align(n: int, a: int) -> int:
     return -(-n // a) * a
 
 
-def layout_buffers(schedule: TileSchedule, chip: Any) -> dict[str, int]:
+def layout_buffers(schedule: TileSchedule, chip: Chip) -> dict[str, int]:
     """Base byte address of every buffer, packed per space in declaration order; raises CapacityError."""
     used: dict[str, int] = {}
     bases: dict[str, int] = {}
@@ -55,7 +55,7 @@ def layout_buffers(schedule: TileSchedule, chip: Any) -> dict[str, int]:
     return bases
 
 
-def space_usage(schedule: TileSchedule, chip: Any) -> dict[str, int]:
+def space_usage(schedule: TileSchedule, chip: Chip) -> dict[str, int]:
     """Bytes of each space the schedule's buffers occupy (after alignment)."""
     bases = layout_buffers(schedule, chip)
     out: dict[str, int] = {}
@@ -64,19 +64,8 @@ def space_usage(schedule: TileSchedule, chip: Any) -> dict[str, int]:
     return out
 
 
-# vector instructions: how to split them at the repeat limit
-_ELEMENTWISE = {"vbinary", "vscalar", "vunary", "vcompare", "vselect", "vcast", "vdup", "vcopy"}
-_ROWWISE = {"vreduce", "vbroadcast"}
-
-
-@dataclass
-class _Scope:
-    regs: dict[Expr, Reg]
-    defined: set[str]
-
-
 class Emitter:
-    def __init__(self, schedule: TileSchedule, plan: SyncPlan, chip: Any):
+    def __init__(self, schedule: TileSchedule, plan: SyncPlan, chip: Chip):
         self.s = schedule
         self.plan = plan
         self.chip = chip
@@ -84,7 +73,10 @@ class Emitter:
         self.buffers = {b.name: b for b in schedule.buffers}
         self.p = Program(schedule.name, schedule.core_type, [g.name for g in schedule.params],
                          list(schedule.fields))
-        self.scopes: list[_Scope] = []
+        # integer expressions become scalar instructions, each computed once per scope (symbolic.Renderer);
+        # `defined`: the symbols each open scope binds (what hoisting may compute before a loop)
+        self.render = sy.Renderer(scalar_table(self.p), const=lambda n: n, symbol=self._unbound)
+        self.defined: list[set[str]] = []
         # a field whose value is known when compiling (static shapes) is folded into the program
         self.static = {f: v for f, v in schedule.fields.items() if isinstance(v, int)}
         self._folded: dict[Expr, IntLike] = {}
@@ -117,48 +109,28 @@ class Emitter:
         e = self.fold(e)
         if isinstance(e, int):
             return e
-        for sc in reversed(self.scopes):
-            r = sc.regs.get(e)
-            if r is not None:
-                return r
-        r = self._compute(e)
-        self.scopes[-1].regs[e] = r
-        return r
+        return self.render(e)
 
-    def _compute(self, e: Expr) -> Reg:
-        p = self.p
-        op, args = e.op, e.args
-        if op == "sym":
-            raise KeyError(f"schedule {self.s.name!r} uses symbol {e} outside the scope that defines it")
-        if op == "add":
-            # positive terms first, then subtract the negative ones (no multiply by -1)
-            terms = sorted(args, key=lambda t: sy._split_coeff(t)[0] < 0)
-            acc: int | Reg | None = None
-            for t in terms:
-                c, rest = sy._split_coeff(t)
-                if c < 0 and acc is not None:
-                    acc = p.sub(acc, self.value(sy.mul(-c, rest)))
-                    continue
-                v = self.value(t)
-                acc = v if acc is None else p.add(acc, v)
-            return acc if isinstance(acc, Reg) else p.mov(acc)
-        if op in ("mul", "min", "max"):
-            fn = {"mul": "mul", "min": "min", "max": "max"}[op]
-            acc = self.value(args[0])
-            for t in args[1:]:
-                acc = p.alu(fn, acc, self.value(t))
-            return acc if isinstance(acc, Reg) else p.mov(acc)
-        if op == "select":
-            c, a, b = (self.value(x) for x in args)
-            return p.add(b, p.mul(c, p.sub(a, b)))
-        fn = {"floordiv": "div", "ceildiv": "cdiv", "mod": "mod", "lt": "lt", "le": "le", "eq": "eq",
-              "ne": "ne"}[op]
-        return p.alu(fn, self.value(args[0]), self.value(args[1]))
+    def _unbound(self, name: str) -> Reg:
+        raise KeyError(f"schedule {self.s.name!r} uses symbol {name} outside the scope that defines it")
+
+    @contextmanager
+    def scope(self, var: str | None = None, reg: Reg | None = None) -> Iterator[None]:
+        """A block's scope (binding `var` to `reg`, a loop variable): what it computes is not reused after it."""
+        self.render.push()
+        self.defined.append({var} if var else set())
+        if var is not None:
+            self.render.bind(sy.sym(var), reg)
+        try:
+            yield
+        finally:
+            self.render.pop()
+            self.defined.pop()
 
     def _hoist(self, stmts: Sequence[Stmt]) -> None:
         """Compute now every loop-invariant sub-expression the statements use (up to the first Let, whose
         name later expressions may use)."""
-        defined = set().union(*(sc.defined for sc in self.scopes))
+        defined = set().union(*self.defined)
         for e in _exprs(stmts, self._addr):
             self._hoist_expr(e, defined)
 
@@ -195,14 +167,12 @@ class Emitter:
     def run(self) -> Program:
         p = self.p
         bases = [base_field(g.name) for g in self.s.params]
-        top = _Scope({}, {CORE, BLOCKS, *self.s.fields, *bases})
-        self.scopes.append(top)
-        top.regs[sy.sym(CORE)] = p.core_idx()
-        top.regs[sy.sym(BLOCKS)] = p.core_num()
+        self.defined.append({CORE, BLOCKS, *self.s.fields, *bases})
+        self.render.bind(sy.sym(CORE), p.core_idx())
+        self.render.bind(sy.sym(BLOCKS), p.core_num())
         for f in [*self.s.fields, *bases]:
-            top.regs[sy.sym(f)] = p.tiling(f)
+            self.render.bind(sy.sym(f), p.tiling(f))
         self.block(self.s.body)
-        self.scopes.pop()
         p.validate()
         return p
 
@@ -217,10 +187,8 @@ class Emitter:
             elif isinstance(s, When):
                 self._hoist(s.body)
                 cond = self.value(s.cond)
-                with self.p.if_(cond):
-                    self.scopes.append(_Scope({}, set()))
+                with self.p.if_(cond), self.scope():
                     self.block(s.body)
-                    self.scopes.pop()
             else:
                 self.op(s)
             for op in self.plan.after.get(id(s), ()):
@@ -229,26 +197,21 @@ class Emitter:
     def let(self, s: Let) -> None:
         v = self.value(s.value)
         reg = v if isinstance(v, Reg) else self.p.mov(v)
-        top = self.scopes[-1]
-        top.regs[sy.sym(s.var)] = reg
-        top.defined.add(s.var)
+        self.render.bind(sy.sym(s.var), reg)
+        self.defined[-1].add(s.var)
 
     def loop(self, lp: Loop) -> None:
         self._hoist([lp])
         start, stop, step = (self.value(x) for x in (lp.start, lp.stop, lp.step))
-        with self.p.loop(start, stop, step) as var:
-            self.scopes.append(_Scope({sy.sym(lp.var): var}, {lp.var}))
+        with self.p.loop(start, stop, step) as var, self.scope(lp.var, var):
             self._hoist(lp.body)
             self.block(lp.body)
-            self.scopes.pop()
 
     def sync(self, op: SyncOp) -> None:
         if op.when is not None:
             cond = op.when
-            with self.p.if_(self.value(cond)):
-                self.scopes.append(_Scope({}, set()))
+            with self.p.if_(self.value(cond)), self.scope():
                 self.sync(SyncOp(op.kind, op.src, op.dst, op.event))
-                self.scopes.pop()
             return
         if op.kind == "barrier":
             self.p.pipe_barrier("ALL")
@@ -258,25 +221,24 @@ class Emitter:
             self.p.wait_flag(op.src, op.dst, self.value(op.event))
 
     def op(self, t: TileOp) -> None:
-        t = TileOp(t.pipe, t.instr, self.fold_args(t.args), t.reads, t.writes, t.note)
-        if t.instr in _ELEMENTWISE:
+        t = replace(t, args=self.fold_args(t.args))
+        shape = t.spec.shape  # vector work over more than the repeat limit is split by its shape
+        if shape == "elementwise":
             self._split_elementwise(t)
-        elif t.instr in _ROWWISE:
+        elif shape == "rows":
             self._split_rows(t)
-        elif t.instr == "vtranspose":
+        elif shape == "transpose":
             self._split_transpose(t)
         else:
             self._call(t.instr, t.args)
 
     def _call(self, instr: str, args: dict[str, Any]) -> None:
-        method: Callable[..., Any] = getattr(self.p, instr)
-        method(**{k: self.operand(v) for k, v in args.items()})
+        self.p.instr(instr, **{k: self.operand(v) for k, v in args.items()})
 
     # ---- the repeat limit -------------------------------------------------------------------
     def _max_elems(self, t: TileOp) -> int:
-        sizes = [isa.itemsize(t.args[k]) for k in ("dtype", "src_dtype", "dst_dtype") if k in t.args]
-        if t.instr in ("vcompare",):
-            sizes.append(1)
+        """Elements one instruction may cover: the repeat limit over its widest operand."""
+        sizes = _operand_sizes(t).values()
         return self.chip.max_repeats * self.chip.vector_repeat_bytes // max(sizes)
 
     def _split_elementwise(self, t: TileOp) -> None:
@@ -294,28 +256,24 @@ class Emitter:
         chunks = sy.ceildiv(count, limit)
         var = f"_split{id(t)}"
         j = sy.sym(var)
-        with self.p.loop(self.value(chunks)) as reg:
-            self.scopes.append(_Scope({j: reg}, {var}))
+        with self.p.loop(self.value(chunks)) as reg, self.scope(var, reg):
             start = sy.mul(j, limit)
             self._call(t.instr, _shift(t.args, sizes, start, sy.min_(limit, sy.add(count, sy.mul(-1, start)))))
-            self.scopes.pop()
 
     def _bound(self, t: TileOp) -> int:
         """An upper bound of a symbolic element count: what the destination slot can hold."""
-        dst = t.args["dst"]
-        b = self.buffers[dst.buffer]
-        dtype = t.args.get("dst_dtype") or ("bool" if t.instr == "vcompare" else t.args["dtype"])
-        return b.slot_bytes // isa.itemsize(dtype)
+        b = self.buffers[t.args["dst"].buffer]
+        return b.slot_bytes // _operand_sizes(t)["dst"]
 
     def _split_rows(self, t: TileOp) -> None:
         a = t.args
         cols, rows = a["cols"], a["rows"]
-        size = isa.itemsize(a["dtype"])
-        stride_key = "src_row_stride" if t.instr == "vreduce" else "dst_row_stride"
+        size = itemsize(a["dtype"])
+        stride_key = f"{_rows_operand(t)}_row_stride"
         if not isinstance(cols, int):
             self._split_rows_at_launch(t, size, a.get(stride_key) if a.get(stride_key) is not None else cols)
             return
-        per_row = isa.repeats(cols * size, self.chip.vector_repeat_bytes)
+        per_row = repeats(cols * size, self.chip.vector_repeat_bytes)
         rows_per = self._rows_per_instruction(per_row, size)
         if not isinstance(rows, int) or rows <= rows_per:
             if isinstance(rows, int) or rows_per >= self._row_bound(t):
@@ -328,17 +286,15 @@ class Emitter:
             return
         var = f"_rows{id(t)}"
         j = sy.sym(var)
-        with self.p.loop(self.value(sy.ceildiv(rows, rows_per))) as reg:
-            self.scopes.append(_Scope({j: reg}, {var}))
+        with self.p.loop(self.value(sy.ceildiv(rows, rows_per))) as reg, self.scope(var, reg):
             r0 = sy.mul(j, rows_per)
             self._call(t.instr, _shift_rows(t, r0, sy.min_(rows_per, sy.add(rows, sy.mul(-1, r0))), stride, size))
-            self.scopes.pop()
 
     def _split_transpose(self, t: TileOp) -> None:
         """A transpose over more than the repeat limit (the hardware pads both dims to whole blocks) in chunks
         of source rows: chunk k writes destination columns [r0, r0 + n), so r0 stays on a UB block."""
         a = t.args
-        size = isa.itemsize(a["dtype"])
+        size = itemsize(a["dtype"])
         blk = self.chip.transpose_block
         rows, cols = a["rows"], a["cols"]
         pad_cols = sy.align_up(cols, blk)
@@ -355,8 +311,7 @@ class Emitter:
         dst_stride = a.get("dst_row_stride") if a.get("dst_row_stride") is not None else rows
         var = f"_tr{id(t)}"
         j = sy.sym(var)
-        with self.p.loop(self.value(sy.ceildiv(rows, rows_per))) as reg:
-            self.scopes.append(_Scope({j: reg}, {var}))
+        with self.p.loop(self.value(sy.ceildiv(rows, rows_per))) as reg, self.scope(var, reg):
             r0 = sy.mul(j, rows_per)
             chunk = dict(a)
             chunk["rows"] = sy.min_(rows_per, sy.add(rows, sy.mul(-1, r0)))
@@ -364,7 +319,6 @@ class Emitter:
             chunk["dst"] = a["dst"].at(sy.mul(r0, size))
             chunk["src_row_stride"], chunk["dst_row_stride"] = src_stride, dst_stride
             self._call(t.instr, chunk)
-            self.scopes.pop()
 
     def _rows_per_instruction(self, per_row: int, size: int) -> int:
         """Rows one instruction may cover: within the repeat limit and, when split, a whole number of UB
@@ -382,34 +336,28 @@ class Emitter:
         rows_per = sy.max_(block, sy.mul(sy.floordiv(sy.floordiv(self.chip.max_repeats, per_row), block), block))
         var = f"_rows{id(t)}"
         j = sy.sym(var)
-        with self.p.loop(self.value(sy.ceildiv(a["rows"], rows_per))) as reg:
-            self.scopes.append(_Scope({j: reg}, {var}))
+        with self.p.loop(self.value(sy.ceildiv(a["rows"], rows_per))) as reg, self.scope(var, reg):
             r0 = sy.mul(j, rows_per)
             self._call(t.instr, _shift_rows(t, r0, sy.min_(rows_per, sy.add(a["rows"], sy.mul(-1, r0))), stride,
                                             size))
-            self.scopes.pop()
 
     def _row_bound(self, t: TileOp) -> int:
         b = self.buffers[t.args["dst"].buffer]
-        size = isa.itemsize(t.args["dtype"])
-        if t.instr == "vreduce":
+        size = itemsize(t.args["dtype"])
+        if _rows_operand(t) != "dst":  # the destination holds one value per row
             return b.slot_bytes // size
         stride = t.args.get("dst_row_stride") or t.args["cols"]
         return b.slot_bytes // (size * stride) if isinstance(stride, int) else b.slot_bytes
 
 
 def _operand_sizes(t: TileOp) -> dict[str, int]:
-    """Element size in bytes of each on-chip operand of an elementwise op (for splitting offsets)."""
-    a = t.args
-    if t.instr == "vcast":
-        return {"dst": isa.itemsize(a["dst_dtype"]), "src": isa.itemsize(a["src_dtype"])}
-    size = isa.itemsize(a["dtype"])
-    out = {k: size for k, v in a.items() if isinstance(v, Ref)}
-    if t.instr == "vcompare":
-        out["dst"] = 1
-    if t.instr == "vselect":
-        out["mask"] = 1
-    return out
+    """Element size in bytes of each on-chip operand of a vector op (its spec's element type)."""
+    return {m.name: itemsize(t.args.get(m.elem, m.elem)) for m in t.spec.mems if isinstance(t.args.get(m.name), Ref)}
+
+
+def _rows_operand(t: TileOp) -> str:
+    """Of a rows x cols instruction, the operand laid out as rows (the other holds a value per row)."""
+    return next(m.name for m in t.spec.mems if m.rows)
 
 
 def _shift(args: dict[str, Any], sizes: dict[str, int], start: IntLike, count: IntLike) -> dict[str, Any]:
@@ -421,15 +369,15 @@ def _shift(args: dict[str, Any], sizes: dict[str, int], start: IntLike, count: I
 
 
 def _shift_rows(t: TileOp, r0: IntLike, rows: IntLike, stride: IntLike, size: int) -> dict[str, Any]:
+    """The operands of rows r0 .. r0 + rows of a rows x cols instruction."""
     a = dict(t.args)
     a["rows"] = rows
-    if t.instr == "vreduce":
-        a["src"] = a["src"].at(sy.mul(sy.mul(r0, stride), size))
-        a["dst"] = a["dst"].at(sy.mul(r0, size))
-    else:
-        a["dst"] = a["dst"].at(sy.mul(sy.mul(r0, stride), size))
-        if a["axis"] == 1:
-            a["src"] = a["src"].at(sy.mul(r0, size))
+    strided = _rows_operand(t)
+    for m in t.spec.mems:
+        if m.name == strided:
+            a[m.name] = a[m.name].at(sy.mul(sy.mul(r0, stride), size))
+        elif a.get("axis", 1) == 1:  # one value per row (a broadcast along axis 0 reads per-column values)
+            a[m.name] = a[m.name].at(sy.mul(r0, size))
     return a
 
 
@@ -455,6 +403,6 @@ def _exprs(stmts: Sequence[Stmt], addr: Callable[[Ref | GmRef], IntLike]) -> lis
     return [e for e in out if isinstance(e, Expr)]
 
 
-def emit(schedule: TileSchedule, plan: SyncPlan, chip: Any) -> Program:
+def emit(schedule: TileSchedule, plan: SyncPlan, chip: Chip) -> Program:
     """The simulator program of a schedule (raises CapacityError when its buffers do not fit)."""
     return Emitter(schedule, plan, chip).run()

@@ -20,6 +20,7 @@ re-raised after the run, never thrown through C).
 from __future__ import annotations
 
 import ctypes
+import enum
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
@@ -27,9 +28,8 @@ import llvmlite
 import llvmlite.binding as llvm
 from llvmlite import ir
 
-from .. import symbolic as sy
-from ..symbolic import Expr, IntLike
-from .launch import IfStep, Launch, LaunchPlan, LoopStep, Step, base_field
+from ..symbolic import IntLike, Renderer, folded
+from .launch import IfStep, Launch, LaunchPlan, LoopKind, LoopStep, Step, base_field
 
 I64 = ir.IntType(64)
 I64P = I64.as_pointer()
@@ -54,6 +54,12 @@ class LaunchSite:
     loops: tuple[int, ...] = ()   # the runtime loops around this launch, outermost first (for the profile)
 
 
+class CondKind(enum.Enum):
+    BOOL = "bool"      # the callback answers 0 or 1 (an If or while condition)
+    INT = "int"        # the callback answers the value (a trip count, >= 0)
+    TICK = "tick"      # nothing is read: loop `loop` starts an iteration (for the profile)
+
+
 @dataclass(frozen=True)
 class CondSite:
     """What the condition callback reads for If number `index`: a one-element value in a buffer."""
@@ -61,8 +67,7 @@ class CondSite:
     index: int
     buffer: str
     dtype: str
-    kind: str = "bool"            # "bool": the callback answers 0 or 1; "int": the value (a trip count, >= 0);
-    #                               "tick": nothing is read, loop `loop` starts an iteration (for the profile)
+    kind: CondKind = CondKind.BOOL
     loop: int = -1
 
 
@@ -92,66 +97,38 @@ def _mod(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
     return b.select(adjust, b.add(r, y), r)
 
 
-class ExprEmitter:
-    """Integer expressions as LLVM IR, one value per distinct expression and dominating region."""
+def _llvm_table(b: ir.IRBuilder) -> dict[str, Any]:
+    """The host's back end of `symbolic.Renderer`: each op as i64 LLVM instructions (Python's floor semantics)."""
+    def binary(fn: Any) -> Any:
+        return lambda render, x, y: fn(render(x), render(y))
 
-    def __init__(self, builder: ir.IRBuilder, symbols: dict[str, ir.Value]):
-        self.b = builder
-        self.symbols = symbols
-        self.scopes: list[dict[Expr, ir.Value]] = [{}]
+    def pick(pred: str) -> Any:
+        return lambda x, y: b.select(b.icmp_signed(pred, x, y), x, y)
 
-    def push(self) -> None:
-        self.scopes.append({})
+    def compare(pred: str) -> Any:
+        return binary(lambda x, y: b.zext(b.icmp_signed(pred, x, y), I64))
 
-    def pop(self) -> None:
-        self.scopes.pop()
+    return {
+        "add": folded(b.add), "mul": folded(b.mul), "min": folded(pick("<")), "max": folded(pick(">")),
+        "floordiv": binary(lambda x, y: _floordiv(b, x, y)),
+        "ceildiv": binary(lambda x, y: b.neg(_floordiv(b, b.neg(x), y))),
+        "mod": binary(lambda x, y: _mod(b, x, y)),
+        "lt": compare("<"), "le": compare("<="), "eq": compare("=="), "ne": compare("!="),
+        "select": lambda render, c, x, y: b.select(b.icmp_signed("!=", render(c), ir.Constant(I64, 0)),
+                                                   render(x), render(y)),
+    }
 
-    def __call__(self, e: IntLike) -> ir.Value:
-        if isinstance(e, int):
-            return ir.Constant(I64, e)
-        for sc in reversed(self.scopes):
-            if e in sc:
-                return sc[e]
-        v = self._compute(e)
-        self.scopes[-1][e] = v
-        return v
 
-    def _compute(self, e: Expr) -> ir.Value:
-        b, op, args = self.b, e.op, e.args
-        if op == "sym":
+class ExprEmitter(Renderer):
+    """Integer expressions as LLVM IR, one value per distinct expression and dominating region (push / pop)."""
+
+    def __init__(self, b: ir.IRBuilder, symbols: dict[str, ir.Value]):
+        def symbol(name: str) -> ir.Value:
             try:
-                return self.symbols[e.args[0]]
+                return symbols[name]
             except KeyError:
-                raise KeyError(f"host code: symbol {e.args[0]!r} is not a dim the host receives") from None
-        vals = [self(a) for a in args]
-        if op == "add":
-            out = vals[0]
-            for v in vals[1:]:
-                out = b.add(out, v)
-            return out
-        if op == "mul":
-            out = vals[0]
-            for v in vals[1:]:
-                out = b.mul(out, v)
-            return out
-        if op in ("min", "max"):
-            pred = "<" if op == "min" else ">"
-            out = vals[0]
-            for v in vals[1:]:
-                out = b.select(b.icmp_signed(pred, out, v), out, v)
-            return out
-        if op == "floordiv":
-            return _floordiv(b, *vals)
-        if op == "ceildiv":
-            return b.neg(_floordiv(b, b.neg(vals[0]), vals[1]))
-        if op == "mod":
-            return _mod(b, *vals)
-        if op in ("lt", "le", "eq", "ne"):
-            pred = {"lt": "<", "le": "<=", "eq": "==", "ne": "!="}[op]
-            return b.zext(b.icmp_signed(pred, vals[0], vals[1]), I64)
-        if op == "select":
-            return b.select(b.icmp_signed("!=", vals[0], ir.Constant(I64, 0)), vals[1], vals[2])
-        raise AssertionError(f"no LLVM lowering for symbolic op {op}")
+                raise KeyError(f"host code: symbol {name!r} is not a dim the host receives") from None
+        super().__init__(_llvm_table(b), lambda n: ir.Constant(I64, n), symbol)
 
 
 def build_host_source(plan: LaunchPlan, kernels: Sequence[Any], output_bytes: Sequence[IntLike | None],
@@ -187,7 +164,7 @@ def build_host_source(plan: LaunchPlan, kernels: Sequence[Any], output_bytes: Se
             else:
                 emit_if(s)
 
-    def read_back(loc: Any, dtype: str, kind: str, what: str) -> ir.Value:
+    def read_back(loc: Any, dtype: str, kind: CondKind, what: str) -> ir.Value:
         """A one-element value read through the condition callback; a failed read (negative) stops the run."""
         site = CondSite(len(conds), loc.buffer, dtype, kind)
         conds.append(site)
@@ -203,30 +180,30 @@ def build_host_source(plan: LaunchPlan, kernels: Sequence[Any], output_bytes: Se
         with b.goto_entry_block():  # one slot per loop, however often an enclosing loop runs this one
             go_slot = b.alloca(I64, name="loop_go")
             i_slot = b.alloca(I64, name="loop_i")
-        kind = "int" if s.kind == "for" else "bool"
+        kind = CondKind.INT if s.kind is LoopKind.FOR else CondKind.BOOL
         first = ex(s.first_expr) if s.first_expr is not None else read_back(s.first, s.first_dtype, kind, "first")
         b.store(ir.Constant(I64, 0), i_slot)
-        if s.kind == "while":
+        if s.kind is LoopKind.WHILE:
             b.store(first, go_slot)
         head, body_bb, exit_bb = (fn.append_basic_block(n) for n in ("loop_head", "loop_body", "loop_exit"))
         b.branch(head)
         b.position_at_end(head)
         i = b.load(i_slot)
-        more = b.icmp_signed("<", i, first) if s.kind == "for" else \
+        more = b.icmp_signed("<", i, first) if s.kind is LoopKind.FOR else \
             b.icmp_signed("!=", b.load(go_slot), ir.Constant(I64, 0))
         b.cbranch(more, body_bb, exit_bb)
         b.position_at_end(body_bb)
         ex.push()
         loop_id = loop_count[0]
         loop_count[0] += 1
-        tick = CondSite(len(conds), "", "", "tick", loop_id)  # one callback an iteration: the profile counts them
+        tick = CondSite(len(conds), "", "", CondKind.TICK, loop_id)  # one callback an iteration: the profile counts them
         conds.append(tick)
         b.call(cond_arg, [ir.Constant(I64, tick.index), ir.Constant(I64, 0)])
         loop_stack.append(loop_id)
         emit_steps(s.body_steps)
         loop_stack.pop()
-        if s.kind == "while":
-            b.store(read_back(s.cond, s.cond_dtype, "bool", "cond"), go_slot)
+        if s.kind is LoopKind.WHILE:
+            b.store(read_back(s.cond, s.cond_dtype, CondKind.BOOL, "cond"), go_slot)
         ex.pop()
         b.store(b.add(b.load(i_slot), ir.Constant(I64, 1)), i_slot)
         b.branch(head)
@@ -373,9 +350,9 @@ class HostProgram:
             try:
                 site = self.source.conds[index]
                 value = cond(site, int(offset))
-                if site.kind == "tick":
+                if site.kind is CondKind.TICK:
                     return 0
-                if site.kind == "int":
+                if site.kind is CondKind.INT:
                     return max(int(value), 0)  # a trip count: range() of a negative count is empty
                 return 1 if value else 0
             except BaseException as e:  # kept and re-raised after the run; the host stops on a negative value

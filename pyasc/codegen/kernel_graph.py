@@ -13,6 +13,8 @@ from typing import Mapping
 
 from .. import ops
 from ..ir import Graph, Node, Value, is_annotation
+from .domain import dims
+from .template import free_symbols
 
 
 @dataclass
@@ -94,3 +96,10 @@ def _expand_composites(g: Graph) -> None:
             g.replace_all_uses(comp.out(i), new)
         g.remove([comp])
         g.sort()
+
+
+def kernel_symbols(kg: KernelGraph) -> set[str]:
+    """Symbols of a kernel's input and output dims: an input broadcast into the domain may name its dims by
+    other symbols than the domain's (checked equal at launch), and its strides are fields scoring evaluates."""
+    ins = [d for n in kg.graph.nodes if n.op == "Data" for d in dims(n.outputs[0].shape)]
+    return free_symbols(ins + [d for v in kg.outputs for d in dims(v.type.shape)])

@@ -14,6 +14,7 @@ so the host code evaluates the same formulas the compiler used.
 """
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence, Union
 
@@ -52,6 +53,25 @@ class IfStep:
     predicate: IntLike | None = None  # a host predicate over the dims (a shape test under dynamic=True)
 
 
+class LoopKind(enum.Enum):
+    FOR = "for"        # `first` is the trip count
+    WHILE = "while"    # `first` is the first condition, `cond` each next one
+
+
+class SourceKind(enum.Enum):
+    BUFFER = "buffer"  # a kernel wrote it (`value`: its Loc)
+    INPUT = "input"    # the host returns an input (`value`: its index)
+    CONST = "const"    # a constant (`value`: the array)
+
+
+@dataclass
+class OutputSource:
+    """Where a graph output comes from."""
+
+    kind: SourceKind
+    value: Any
+
+
 @dataclass
 class LoopStep:
     """A runtime loop: the host runs `body_steps` `trip` times (kind "for") or while `cond` holds ("while").
@@ -62,7 +82,7 @@ class LoopStep:
     them, and, for a while loop, `cond` is the condition it computed for the next iteration.
     """
 
-    kind: str
+    kind: LoopKind
     first: Loc | None
     first_dtype: str
     first_expr: IntLike | None
@@ -85,7 +105,7 @@ class LaunchPlan:
     steps: list[Step]
     inputs: list[Loc]                        # per tensor input of the graph (Data index order)
     outputs: list[Loc | None]                # per graph output; None: the host returns an input or constant
-    output_sources: list[tuple[str, Any]]    # per output: ("buffer", Loc) | ("input", i) | ("const", array)
+    output_sources: list[OutputSource]       # per output
     consts: dict[str, np.ndarray]            # constant buffers
     workspace_bytes: IntLike
     dim_symbols: list[str]                   # the dims the plan's expressions use, in host-argument order
@@ -95,9 +115,10 @@ class LaunchPlan:
         lines += [f"input {i}: {loc} ({loc.nbytes} B)" for i, loc in enumerate(self.inputs)]
         lines += [f"const {name}: {arr.dtype}{list(arr.shape)}" for name, arr in self.consts.items()]
         lines += _step_lines(self.steps, kernel_names, "")
-        for j, (kind, what) in enumerate(self.output_sources):
-            desc = str(what) if kind == "buffer" else (
-                f"input {what}" if kind == "input" else f"constant {what.dtype}{list(what.shape)}")
+        for j, src in enumerate(self.output_sources):
+            what = src.value
+            desc = {SourceKind.BUFFER: lambda: str(what), SourceKind.INPUT: lambda: f"input {what}",
+                    SourceKind.CONST: lambda: f"constant {what.dtype}{list(what.shape)}"}[src.kind]()
             lines.append(f"output {j}: {desc}")
         return "\n".join(lines)
 
@@ -111,7 +132,7 @@ def _step_lines(steps: Sequence[Step], names: Sequence[str], indent: str) -> lis
         elif isinstance(s, LoopStep):
             out += _step_lines(s.init_steps, names, indent)
             first = f"host: {s.first_expr}" if s.first_expr is not None else f"{s.first} ({s.first_dtype})"
-            if s.kind == "for":
+            if s.kind is LoopKind.FOR:
                 out.append(f"{indent}repeat {first} times:")
             else:
                 out.append(f"{indent}while {first} != 0, then {s.cond} ({s.cond_dtype}) != 0:")
@@ -236,25 +257,25 @@ class WorkspaceLayout:
 
 
 def root_locations(graph: Graph, memory_plan: Any, layout: WorkspaceLayout, consts: dict[str, np.ndarray],
-                   produced: Sequence[Value]) -> tuple[Locator, list[Loc], list[tuple[str, Any]]]:
+                   produced: Sequence[Value]) -> tuple[Locator, list[Loc], list[OutputSource]]:
     locs: dict[Value, Loc] = {}
     inputs = []
     for n in graph.inputs:
         loc = Loc(f"in{n.attrs['index']}", 0, value_nbytes(n.out()))
         locs[n.out()] = loc
         inputs.append(loc)
-    sources: list[tuple[str, Any]] = []
+    sources: list[OutputSource] = []
     results: list[Value] = []
     for j, v in enumerate(graph.outputs):
         if v.node.op == "Data":
-            sources.append(("input", v.node.attrs["index"]))
+            sources.append(OutputSource(SourceKind.INPUT, v.node.attrs["index"]))
         elif v.node.op == "Const":
-            sources.append(("const", v.node.attrs["value"]))
+            sources.append(OutputSource(SourceKind.CONST, v.node.attrs["value"]))
         elif v in locs:
-            sources.append(("buffer", locs[v]))     # the same value returned twice
+            sources.append(OutputSource(SourceKind.BUFFER, locs[v]))     # the same value returned twice
         else:
             locs[v] = Loc(f"out{j}", 0, value_nbytes(v))
-            sources.append(("buffer", locs[v]))
+            sources.append(OutputSource(SourceKind.BUFFER, locs[v]))
             results.append(v)
     _place_intermediates(graph, memory_plan, locs, layout, consts, produced)
     return Locator(locs, None, memory_plan, graph.outputs, results), inputs, sources
@@ -347,7 +368,7 @@ def reference_launches(plan: LaunchPlan, kernels: Sequence[Any], env: Mapping[st
                     out.append((s.kernel, blocks, evaluate_fields(k.fields, s.args, env)))
             elif isinstance(s, LoopStep):
                 walk(s.init_steps)
-                if s.kind == "for":
+                if s.kind is LoopKind.FOR:
                     trip = sy.evaluate(s.first_expr, env) if s.first_expr is not None else \
                         int(cond(s.first, s.first_dtype))
                     for _ in range(max(trip, 0)):

@@ -18,7 +18,8 @@ from ..ge.plan import KernelKind
 from ..ir import Graph, Node, Value
 from .domain import dim
 from .kernel_graph import KernelGraph, is_scalar_const
-from .launch import Launch, LoopStep, loop_locations
+from .launch import Launch, LoopKind, LoopStep, loop_locations
+from .route import kernel_job
 from .templates import vector_kernel
 
 
@@ -30,7 +31,7 @@ def _copy(gen: Any, src: Value, src_loc: Any, dst: Value, dst_loc: Any, label: s
         x = g.const(src.node.attrs["value"], src.type.dtype) if is_scalar_const(src) else g.add_input(src.type)
         g.set_outputs([g.add("cast", [x], {"dtype": src.type.dtype}).out()])
         kg = KernelGraph(g, [] if is_scalar_const(src) else [src], [dst])
-        dk = gen.vector_kernel(label, kg, None, outputs=[dst])
+        dk = gen.kernel(kernel_job("vector", label, kg, None))
     else:
         dk = gen.copy_kernel(src, dst, label)
     args = {vector_kernel.out_param(0): dst_loc[dst]}
@@ -76,7 +77,7 @@ def _pointwise_in_place(plan: Any, old: Value, out: Value) -> bool:
 def loop_step(gen: Any, plan: Any, loc: Any, memory_plan: Any) -> LoopStep:
     node: Node = plan.nodes[0]
     body: Graph = node.attrs["body"]
-    k, kind = node.attrs["carried"], node.attrs["kind"]
+    k, kind = node.attrs["carried"], LoopKind(node.attrs["kind"])
     sub_plan = memory_plan.branch_plans.get(f"k{plan.group}.body") if memory_plan is not None else None
     direct = _direct_outputs(gen, body, k)
     sub_loc = loop_locations(body, node.inputs, node.values, k, loc, sub_plan, gen.layout, gen.consts,
@@ -99,7 +100,7 @@ def loop_step(gen: Any, plan: Any, loc: Any, memory_plan: Any) -> LoopStep:
     else:
         first_loc = loc[first]
     cond = cond_loc = None
-    if kind == "while":
+    if kind is LoopKind.WHILE:
         cond = body.outputs[-1]
         cond_loc = sub_loc.get(cond)
         if cond_loc is None:

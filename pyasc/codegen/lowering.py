@@ -69,23 +69,6 @@ REDUCE: dict[str, tuple[str, bool]] = {"sum": ("sum", False), "max": ("max", Fal
                                        "mean": ("sum", True)}
 
 
-#: ops a dedicated template lowers whole (not instruction by instruction): op -> template
-TEMPLATE_OPS: dict[str, str] = {
-    "matmul": "matmul", "fused_matmul": "matmul",
-    "transpose": "datamove", "reshape": "datamove", "squeeze": "datamove", "slice": "datamove",
-    "transdata": "datamove", "slice_update": "update",
-}
-
-
-def lowered_by(op: str) -> str | None:
-    """Which part of codegen lowers an op: "vector", "reduce", a template name, or None (no lowering)."""
-    if op in VECTOR:
-        return "vector"
-    if op in REDUCE:
-        return "reduce"
-    return TEMPLATE_OPS.get(op)
-
-
 def vector_lowering(op: str) -> VectorLowering | None:
     return VECTOR.get(op)
 

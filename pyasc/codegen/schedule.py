@@ -5,10 +5,10 @@ A `TileSchedule` is plain data a template builds and later stages read:
   expression over the graph's dims, `pyasc.symbolic`), and the block count;
 - the on-chip buffers: space, dtype, bytes per slot and slots (2 = ping-pong);
 - a body of statements: `Loop`s, `When` (a guarded block) and `TileOp`s. A
-  tile op names one simulator builder method and its operands; on-chip
-  operands are `Ref(buffer, slot, offset)`, GM operands `GmRef(param, offset)`,
-  sizes and offsets are integer expressions over the tiling fields, the core
-  index `core`, the block count `blocks` and the loop variables.
+  tile op is one chip instruction (its `pyasc.target` spec) and its operands;
+  on-chip operands are `Ref(buffer, slot, offset)`, GM operands `GmRef(param,
+  offset)`, sizes and offsets are integer expressions over the tiling fields,
+  the core index `core`, the block count `blocks` and the loop variables.
 
 Synchronisation is not part of a schedule: `sync.plan_sync` derives it from
 the pipes and the buffers each op reads and writes, and `emit` applies it.
@@ -20,6 +20,7 @@ from typing import Any, Callable, Iterator, Mapping, Sequence, Union
 
 from .. import symbolic as sy
 from ..symbolic import IntLike
+from ..target import InstrSpec
 
 #: symbols every kernel may use besides its tiling fields and loop variables
 CORE = "core"          # this core's index, 0 .. blocks-1
@@ -75,14 +76,20 @@ Operand = Union[Ref, GmRef]
 
 @dataclass
 class TileOp:
-    """One simulator instruction: `Program.<instr>(**args)` with operands resolved at emission."""
+    """One chip instruction in a schedule: its spec, its operands, and what derives from them (`tileops.tile`
+    builds it): the pipe it runs on and the on-chip operands it reads and writes, which the sync analysis uses."""
 
-    pipe: str
-    instr: str
+    spec: InstrSpec
     args: dict[str, Any]
+    pipe: str
     reads: tuple[Ref, ...] = ()
     writes: tuple[Ref, ...] = ()
     note: str = ""        # which graph node it comes from, for the listing
+
+    @property
+    def instr(self) -> str:
+        """The instruction's name."""
+        return self.spec.op
 
     def __str__(self) -> str:
         parts = []

@@ -1,31 +1,82 @@
-"""Sync insertion as an analysis: which flags a tile schedule needs, derived from its ops' pipes and buffers.
+"""Sync insertion: the set_flag/wait_flag pairs a tile schedule needs, from its ops' pipes and buffers.
 
-Pipes run in parallel and in order; only flags order them. For every block
-(the kernel body, a loop body, a guarded block) and every on-chip buffer:
+Pipes run in parallel and in order; only flags order them. The analysis
+(`sync_analysis.analyze`) finds the dependencies and the block each one is
+kept in (`Flag` records); `place` then gives each its event ids and puts its
+sync ops before and after statements. The rule:
+
+Blocks. A block is the kernel body, a loop body or the body of a `When` (a
+guarded block: it runs once or not at all each time its enclosing block
+runs). Inside a block a nested loop or `When` is one statement standing for
+every access inside it. Each flag is placed in one block, its set and its
+wait both among that block's statements, and the block is the deepest one
+that holds both accesses the flag orders (their common block): whenever the
+block runs both statements run, once each, whatever the conditions.
 
 - forward flags: an access on pipe Q that conflicts with an earlier access on
-  pipe P != Q in the same block (read after write, write after read or write)
-  needs set_flag(P, Q) right after the earlier statement and wait_flag(P, Q)
-  right before the later one. A statement that is a loop or a guarded block
-  counts as all the accesses inside it: a flag set after a loop fires when
-  the pipe has finished everything the loop queued, and a wait before a loop
-  holds every op of that pipe inside it — so the flag is executed as often
-  as its block, never once per inner iteration;
+  pipe P != Q (read after write, write after read or write) needs
+  set_flag(P, Q) right after the common block's statement holding the earlier
+  one and wait_flag(P, Q) right before the one holding the later. A set after
+  a loop or a `When` fires when the pipe has finished everything it queued
+  before it (run or skipped); a wait before one holds every op of that pipe
+  inside it. So a dependency with one conditional end gets its flag around the
+  whole `When`, set and waited once per run of the block; one with both ends
+  in the same `When` gets it inside;
 - buffer-free flags (the TQue protocol): inside a loop, the first accesses of
-  a buffer in iteration i + d conflict with its last accesses in iteration
-  i, where d is the buffer's slot count when the loop rotates its slots
-  (ping-pong) and 1 otherwise. Such a flag is pre-set once per slot before
-  the loop, waited for before the first access and set after the last one in
-  the body, and drained once per slot after the loop (around the outermost
-  enclosing loop that touches the buffer nowhere else); a loop nested in
-  another whose flags cannot be hoisted instead skips the wait in its first
-  d iterations and the set in its last d, so nothing crosses its ends;
+  a buffer in iteration i + d conflict with its last accesses in iteration i,
+  where d is the buffer's slot count when the loop rotates its slots
+  (ping-pong) and 1 otherwise. The loop body is read with its `When`s opened
+  (a guarded load-then-store has no store-to-load dependency inside one
+  iteration), and each dependency goes in the common block of its two ends:
+  - token (the usual case): pre-set once per slot before the outermost loop
+    around it, waited for before the statement holding the first access and
+    set after the one holding the last (inside the `When` when both are in
+    it), drained once per slot after that outermost loop. Each run of the
+    common block takes its slot's token and gives it back; a skipped run
+    touches neither token nor buffer, so the next run waits for the last one
+    that did. Enclosing loops that touch the buffer nowhere else need no flags
+    of their own for it: the tokens order it across their iterations too;
+  - skip-ends: a loop directly inside a loop that touches the buffer elsewhere
+    (whose own flags order the buffer across its iterations) skips the wait in
+    its first d iterations and the set in its last d, so nothing crosses its
+    ends. That needs every iteration to run both: only when the common block
+    is the loop body (else token);
+  - barrier: both ends in one inner loop (a statement of the common block):
+    the block does not see that loop's own order, and it may run no
+    iteration, so a pipe_barrier(ALL) after it stands for the flag. No
+    template makes one today;
 - only the most recent conflicting access on each other pipe counts (pipes
-  are in order), and a flag is dropped when an earlier wait of the same pipe
-  pair already orders it ("merged where identical");
+  are in order), and a flag is dropped when flags already kept in the same
+  block and the pipes' order imply it ("merged where identical"); a flag
+  inside a nested `When` or loop never counts, as it may not run;
 - event ids: a flag whose buffer rotates uses one id per slot (base + slot),
   otherwise one id; ids are allocated per ordered pipe pair within the chip's
   `event_ids`.
+
+Why it is sound (what the simulator's sanitizer checks):
+- every wait has a matching set on every path: a forward flag and the per-run
+  half of a token flag have both ops in one block, each statement of which
+  runs once per run of the block; a token wait finds the set of the last
+  earlier run that used its slot, or the pre-set; a skip-ends wait in
+  iteration i finds the set of iteration i - d, which ran (both are in the
+  loop body, not under a `When`);
+- nothing is left set at the end: per id, sets and waits pair up on every path
+  as above, and the drains, after the outermost loop, take the pre-sets'
+  tokens back; pre-sets and drains run once (nothing re-arms them);
+- no set of an id that is already set: a set must be ordered after the wait
+  that consumed the id's previous set. In one run of a token (or skip-ends)
+  flag's block, the statement holding the first access comes before the one
+  holding the last (an access on the setting pipe before the first access
+  would have made the dependency a forward one; the same statement is the
+  barrier case), and the block's forward flags order the two; both run
+  whenever the block runs, so the wait precedes the set on every path. A
+  forward flag's previous set is in the block's previous run, and the
+  dependency back from its destination to the next run's source (same buffer)
+  orders that wait first. (Before `When`s were opened, a `When` that loads and
+  then stores a buffer was one statement of the loop body: a store-to-load
+  dependency of its own iteration got a flag around the `When`, nothing
+  ordered its wait before its set when the `When` was skipped, and the
+  sanitizer reported a DoubleSetError.)
 
 `sync="barrier"` (a debug mode for bisecting) ignores all this and puts a
 `pipe_barrier("ALL")` after every tile op.
@@ -38,6 +89,7 @@ from typing import Iterable, Sequence
 from .. import symbolic as sy
 from ..symbolic import IntLike
 from .schedule import Buffer, Loop, Stmt, TileOp, When
+from .sync_analysis import Flag, Protocol, analyze
 
 
 class SyncAllocationError(Exception):
@@ -67,6 +119,7 @@ class SyncPlan:
     after: dict[int, list[SyncOp]] = field(default_factory=dict)
     ids_used: dict[tuple[str, str], int] = field(default_factory=dict)
     flags: int = 0          # distinct flags (one per edge kept, whatever its slot count)
+    barriers: int = 0       # pipe barriers standing for a buffer-free flag (see the module docstring)
     mode: str = "flags"
 
     def add_before(self, stmt: Stmt, op: SyncOp) -> None:
@@ -79,25 +132,8 @@ class SyncPlan:
         if self.mode == "barrier":
             return "sync: barrier mode (pipe_barrier(ALL) after every tile op)"
         pairs = ", ".join(f"{s}->{d}: {n}" for (s, d), n in sorted(self.ids_used.items())) or "none"
-        return f"sync: {self.flags} flags; event ids per pipe pair: {pairs}"
-
-
-@dataclass(frozen=True)
-class _Access:
-    pipe: str
-    buffer: str
-    write: bool
-    slot: IntLike
-
-
-@dataclass(frozen=True)
-class _Edge:
-    src_stmt: int          # index in the block (for loop-carried edges: in the previous iteration)
-    src_pipe: str
-    dst_stmt: int
-    dst_pipe: str
-    rotate: int            # ids the flag needs: the buffer's slots when its slot varies in this block, else 1
-    slot: IntLike          # the slot expression (0 when rotate == 1)
+        extra = f", {self.barriers} pipe barriers" if self.barriers else ""
+        return f"sync: {self.flags} flags{extra}; event ids per pipe pair: {pairs}"
 
 
 class _Ids:
@@ -122,9 +158,9 @@ def plan_sync(body: Sequence[Stmt], buffers: Sequence[Buffer], event_ids: int, m
         return plan
     if mode != "flags":
         raise ValueError(f"sync mode must be 'flags' or 'barrier', got {mode!r}")
-    slots = {b.name: b.slots for b in buffers}
     ids = _Ids(event_ids)
-    _Planner(plan, ids, slots).block(list(body), loops=())
+    for f in analyze(body, buffers):
+        place(plan, ids, f)
     plan.ids_used = dict(ids.next)
     return plan
 
@@ -137,219 +173,39 @@ def _all_ops(body: Sequence[Stmt]) -> Iterable[TileOp]:
             yield from _all_ops(s.body)
 
 
-class _Planner:
-    def __init__(self, plan: SyncPlan, ids: _Ids, slots: dict[str, int]):
-        self.plan = plan
-        self.ids = ids
-        self.slots = slots
-        self._summaries: dict[int, list[_Access]] = {}
-        self.handled: set[tuple[int, str]] = set()   # (loop, buffer) whose buffer-free flags an inner loop owns
-
-    # -- what a statement touches ------------------------------------------------------
-    def accesses(self, s: Stmt) -> list[_Access]:
-        key = id(s)
-        if key not in self._summaries:
-            out: list[_Access] = []
-            if isinstance(s, TileOp):
-                out.extend(_Access(s.pipe, r.buffer, False, r.slot) for r in s.reads)
-                out.extend(_Access(s.pipe, w.buffer, True, w.slot) for w in s.writes)
-            elif isinstance(s, (Loop, When)):
-                for inner in s.body:
-                    out.extend(self.accesses(inner))
-            self._summaries[key] = _dedupe(out)
-        return self._summaries[key]
-
-    # -- one block -------------------------------------------------------------------------
-    def block(self, stmts: list[Stmt], loops: tuple[Loop, ...]) -> list[_Edge]:
-        """Plan the block and everything inside it; returns the block's forward edges."""
-        for s in stmts:
-            if isinstance(s, Loop):
-                inner = self.block(s.body, loops + (s,))
-                self.loop_carried(s, loops + (s,), inner)
-            elif isinstance(s, When):
-                self.block(s.body, loops)
-        in_scope = {lp.var for lp in loops}
-        pipes = [{a.pipe for a in self.accesses(st)} for st in stmts]
-        kept = _select(self.forward_edges(stmts, in_scope), pipes)
-        for e in kept:
-            self.place_forward(stmts, e)
-        return kept
-
-    def forward_edges(self, stmts: list[Stmt], in_scope: set[str]) -> list[_Edge]:
-        hist: dict[str, list[tuple[int, _Access]]] = {}
-        edges: list[_Edge] = []
-        for j, s in enumerate(stmts):
-            mine = self.accesses(s)
-            for a in mine:
-                edges.extend(self._edges_into(j, a, hist.get(a.buffer, ()), in_scope))
-            for a in mine:
-                hist.setdefault(a.buffer, []).append((j, a))
-        return edges
-
-    def _edges_into(self, j: int, a: _Access, history: Iterable[tuple[int, _Access]], in_scope: set[str],
-                    offset: int = 0) -> list[_Edge]:
-        """Edges from the most recent conflicting access on each other pipe to access `a` at statement j."""
-        latest: dict[str, tuple[int, _Access]] = {}
-        for i, b in history:
-            if b.pipe != a.pipe and (a.write or b.write):
-                latest[b.pipe] = (i, b)
-        out = []
-        for pipe, (i, b) in latest.items():
-            rotate, slot = self._rotation(a, b, in_scope)
-            out.append(_Edge(i - offset, pipe, j, a.pipe, rotate, slot))
-        return out
-
-    def _rotation(self, a: _Access, b: _Access, in_scope: set[str]) -> tuple[int, IntLike]:
-        for acc in (a, b):
-            slot = acc.slot
-            if not isinstance(slot, int) and sy.free_symbols(slot) <= in_scope:
-                return self.slots[acc.buffer], slot
-        return 1, 0
-
-    # -- loop-carried (buffer free) -------------------------------------------------------
-    def loop_carried(self, loop: Loop, loops: tuple[Loop, ...], forward: list[_Edge]) -> None:
-        stmts = loop.body
-        in_scope = {lp.var for lp in loops}
-        n = len(stmts)
-        per_buffer: dict[str, list[tuple[int, _Access]]] = {}
-        for j, s in enumerate(stmts):
-            for a in self.accesses(s):
-                per_buffer.setdefault(a.buffer, []).append((j, a))
-        groups: dict[tuple[int, int], tuple[Stmt, list[_Edge]]] = {}
-        for buf, hist in per_buffer.items():
-            if (id(loop), buf) in self.handled:
-                continue
-            edges: list[_Edge] = []
-            # the next use of the same slot: iteration i + d sees the accesses of iteration i first
-            for j, a in hist:
-                prior = [(i - n, b) for i, b in hist] + [(i, b) for i, b in hist if i < j]
-                for e in self._edges_into(j, a, prior, in_scope):
-                    if e.src_stmt < 0:
-                        edges.append(_Edge(e.src_stmt + n, e.src_pipe, e.dst_stmt, e.dst_pipe, e.rotate, e.slot))
-            if edges:
-                around = self._hoist(buf, loops)
-                for e in edges:
-                    groups.setdefault((id(around), e.rotate), (around, []))[1].append(e)
-        if not groups:
-            return
-        pipes = [{a.pipe for a in self.accesses(st)} for st in stmts]
-        # two iterations back to back: the forward flags order both, the buffer-free flags cross between them
-        twice = pipes + pipes
-        given = forward + [_Edge(e.src_stmt + n, e.src_pipe, e.dst_stmt + n, e.dst_pipe, e.rotate, e.slot)
-                           for e in forward]
-        for around, edges in groups.values():
-            shifted = [_Edge(e.src_stmt, e.src_pipe, e.dst_stmt + n, e.dst_pipe, e.rotate, e.slot) for e in edges]
-            for e in _select(shifted, twice, given):
-                self.place_carried(loop, around, _Edge(e.src_stmt, e.src_pipe, e.dst_stmt - n, e.dst_pipe,
-                                                       e.rotate, e.slot), nested=len(loops) > 1)
-
-    def _hoist(self, buffer: str, loops: tuple[Loop, ...]) -> Stmt:
-        """Where the pre-sets and drains of `buffer`'s buffer-free flags in loops[-1] go: around the
-        outermost enclosing loop in which nothing else touches the buffer. Re-arming them in every
-        iteration of an outer loop would set a flag again with no chain back from its last wait."""
-        k = len(loops) - 1
-        while k > 0:
-            parent = loops[k - 1]
-            holder = next(s for s in parent.body if _contains(s, loops[k]))
-            if any(a.buffer == buffer for s in parent.body if s is not holder for a in self.accesses(s)):
-                break
-            self.handled.add((id(parent), buffer))
-            k -= 1
-        return loops[k]
-
-    # -- placement ------------------------------------------------------------------------
-    def place_forward(self, stmts: list[Stmt], e: _Edge) -> None:
-        base = self.ids.take(e.src_pipe, e.dst_pipe, e.rotate)
-        event = sy.add(base, e.slot)
-        self.plan.add_after(stmts[e.src_stmt], SyncOp("set", e.src_pipe, e.dst_pipe, event))
-        self.plan.add_before(stmts[e.dst_stmt], SyncOp("wait", e.src_pipe, e.dst_pipe, event))
-        self.plan.flags += 1
-
-    def place_carried(self, loop: Loop, around: Stmt, e: _Edge, nested: bool) -> None:
-        count = e.rotate
-        base = self.ids.take(e.src_pipe, e.dst_pipe, count)
-        event = sy.add(base, e.slot)
-        if nested and around is loop:
-            # a loop inside another whose flags cannot be hoisted out of it: pre-set and drain would arm the
-            # flag again in the next outer iteration with no chain back from the drain's wait. Instead the
-            # first `count` iterations skip the wait and the last `count` skip the set: balanced inside the
-            # loop, nothing crosses its ends.
-            ahead = sy.mul(count, loop.step)
-            first = sy.ge(sy.sym(loop.var), sy.add(loop.start, ahead))
-            more = sy.lt(sy.add(sy.sym(loop.var), ahead), loop.stop)
-            self.plan.add_before(loop.body[e.dst_stmt], SyncOp("wait", e.src_pipe, e.dst_pipe, event, first))
-            self.plan.add_after(loop.body[e.src_stmt], SyncOp("set", e.src_pipe, e.dst_pipe, event, more))
-            self.plan.flags += 1
-            return
-        for k in range(count):
-            self.plan.add_before(around, SyncOp("set", e.src_pipe, e.dst_pipe, base + k))
-        self.plan.add_before(loop.body[e.dst_stmt], SyncOp("wait", e.src_pipe, e.dst_pipe, event))
-        self.plan.add_after(loop.body[e.src_stmt], SyncOp("set", e.src_pipe, e.dst_pipe, event))
-        for k in range(count):
-            self.plan.add_after(around, SyncOp("wait", e.src_pipe, e.dst_pipe, base + k))
-        self.plan.flags += 1
-
-
-def _dedupe(accesses: list[_Access]) -> list[_Access]:
-    seen: dict[tuple, _Access] = {}
-    for a in accesses:
-        key = (a.pipe, a.buffer, a.write, a.slot)
-        seen.setdefault(key, a)
-    return list(seen.values())
-
-
-def _select(cands: list[_Edge], pipes: list[set[str]], given: Sequence[_Edge] = ()) -> list[_Edge]:
-    """The candidate edges that earlier flags and in-order pipes do not already imply.
-
-    A vector clock per (statement, pipe) says, for each other pipe, the latest statement known to be
-    finished when this pipe starts the statement: it inherits the clock of the pipe's previous
-    statement, and each wait adds what the setting pipe knew plus the set point itself. A candidate
-    is dropped when the clock already covers its source; among candidates into the same point the
-    latest source is tried first, so one flag serves several buffers ("merged where identical").
-    `given` edges (already placed) order but are not returned.
-    """
-    by_dst: dict[tuple[int, str], list[_Edge]] = {}
-    for e in cands:
-        by_dst.setdefault((e.dst_stmt, e.dst_pipe), []).append(e)
-    given_by_dst: dict[tuple[int, str], list[_Edge]] = {}
-    for e in given:
-        given_by_dst.setdefault((e.dst_stmt, e.dst_pipe), []).append(e)
-    clock: dict[tuple[int, str], dict[str, int]] = {}
-    last_on: dict[str, int] = {}
-    kept: list[_Edge] = []
-
-    def after(i: int, pipe: str) -> dict[str, int]:
-        """What is known once `pipe` has finished statement i."""
-        return _join(clock.get((i, pipe), {}), {pipe: i})
-
-    for j, active in enumerate(pipes):
-        for q in sorted(active):
-            c: dict[str, int] = after(last_on[q], q) if q in last_on else {}
-            for e in given_by_dst.get((j, q), ()):
-                c = _join(c, after(e.src_stmt, e.src_pipe))
-            for e in sorted(by_dst.get((j, q), ()), key=lambda e: -e.src_stmt):
-                if c.get(e.src_pipe, -1) >= e.src_stmt:
-                    continue
-                kept.append(e)
-                c = _join(c, after(e.src_stmt, e.src_pipe))
-            clock[(j, q)] = c
-        for q in active:
-            last_on[q] = j
-    return kept
-
-
-def _join(a: dict[str, int], b: dict[str, int]) -> dict[str, int]:
-    out = dict(a)
-    for k, v in b.items():
-        if v > out.get(k, -1):
-            out[k] = v
-    return out
-
-
-def _contains(stmt: Stmt, target: Stmt) -> bool:
-    if stmt is target:
-        return True
-    return isinstance(stmt, (Loop, When)) and any(_contains(s, target) for s in stmt.body)
+def place(plan: SyncPlan, ids: _Ids, f: Flag) -> None:
+    """Put one analysed flag into the plan (its event ids taken from `ids`)."""
+    d, block = f.dep, f.block
+    src, dst = block[d.src.stmt], block[d.dst.stmt]
+    if f.protocol is Protocol.BARRIER:
+        if not any(op.kind == "barrier" for op in plan.after.get(id(src), ())):
+            plan.add_after(src, SyncOp("barrier"))
+            plan.barriers += 1
+        return
+    p, q = d.src.pipe, d.dst.pipe
+    base = ids.take(p, q, d.rotate)
+    event = sy.add(base, d.slot)
+    plan.flags += 1
+    if f.protocol is Protocol.FORWARD:
+        plan.add_after(src, SyncOp("set", p, q, event))
+        plan.add_before(dst, SyncOp("wait", p, q, event))
+        return
+    loop = f.loop
+    assert loop is not None
+    if f.protocol is Protocol.SKIP_ENDS:
+        ahead = sy.mul(d.rotate, loop.step)
+        first = sy.ge(sy.sym(loop.var), sy.add(loop.start, ahead))
+        more = sy.lt(sy.add(sy.sym(loop.var), ahead), loop.stop)
+        plan.add_before(dst, SyncOp("wait", p, q, event, first))
+        plan.add_after(src, SyncOp("set", p, q, event, more))
+        return
+    assert f.around is not None
+    for k in range(d.rotate):
+        plan.add_before(f.around, SyncOp("set", p, q, base + k))
+    plan.add_before(dst, SyncOp("wait", p, q, event))
+    plan.add_after(src, SyncOp("set", p, q, event))
+    for k in range(d.rotate):
+        plan.add_after(f.around, SyncOp("wait", p, q, base + k))
 
 
 def annotated_lines(body: Sequence[Stmt], plan: SyncPlan, indent: str = "") -> list[str]:

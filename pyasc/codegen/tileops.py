@@ -1,111 +1,130 @@
-"""Constructors of schedule tile ops: one per simulator builder method, each knowing its pipe and
-which on-chip operands it reads and writes (the facts the sync analysis needs).
+"""Tile ops: one chip instruction each, built from its spec (`pyasc.target`).
 
-Sizes are elements, offsets bytes, exactly as in the simulator's builder API.
+`tile(op, **operands)` derives everything the later stages need from the instruction's spec: the pipe (a data
+move's from the path between its operands' spaces) and which on-chip operands it reads and writes (the sync
+analysis's facts). The named constructors below are the templates' typed shorthand for it, nothing more.
+
+Sizes are elements, offsets bytes, exactly as in the simulator's instructions.
 """
 from __future__ import annotations
 
 from typing import Any, Optional, Union
 
-from simulator import isa
-
 from ..symbolic import IntLike
+from ..target import DATA_PATHS, InstrSpec, spec
 from .schedule import GmRef, Ref, TileOp
 
 Src = Union[Ref, float, int, IntLike]
 
 
-def _space_pipe(src_space: str, dst_space: str) -> str:
-    return isa.COPY_PATHS[(src_space, dst_space)][0]
+def tile(op: str, note: str = "", **args: Any) -> TileOp:
+    """Instruction `op` with `args` as a tile op: its pipe and its on-chip reads and writes come from the spec."""
+    sp = spec(op)
+    reads: list[Ref] = []
+    writes: list[Ref] = []
+    also_read: list[Ref] = []
+    for m in sp.mems:
+        v = args.get(m.name)
+        if not isinstance(v, Ref):
+            continue
+        if m.access == "r":
+            reads.append(v)
+            continue
+        writes.append(v)
+        # a written operand that is also read (accumulating into the old contents) counts as both
+        if m.read_when and args.get(m.read_when, 0) != 0:
+            also_read.append(v)
+    return TileOp(sp, dict(args), _pipe(sp, args), tuple(reads + also_read), tuple(writes), note)
 
 
-def load(dst: Ref, src: GmRef, dtype: str, burst: IntLike, nburst: IntLike = 1, *, space: str = "UB",
+def _pipe(sp: InstrSpec, args: dict[str, Any]) -> str:
+    """A fixed pipe, or a data move's: the path between the spaces its operands can be in (a GmRef is GM, a
+    Ref one of the operand's on-chip spaces); every path they allow runs on the same pipe."""
+    if not sp.move:
+        return sp.pipe
+    ends = []
+    for name in sp.move:
+        m = sp.mem(name)
+        ends.append(("GM",) if isinstance(args.get(name), GmRef) else tuple(s for s in m.spaces if s != "GM"))
+    pipes = {DATA_PATHS[(a, b)].pipe for a in ends[0] for b in ends[1] if (a, b) in DATA_PATHS}
+    if len(pipes) != 1:
+        raise ValueError(f"{sp.op}: operands {args.get(sp.move[0])} -> {args.get(sp.move[1])} do not name one data "
+                         f"path (pipes {sorted(pipes)})")
+    return pipes.pop()
+
+
+def load(dst: Ref, src: GmRef, dtype: str, burst: IntLike, nburst: IntLike = 1, *,
          src_stride: Optional[IntLike] = None, dst_stride: Optional[IntLike] = None, pad: bool = True,
          pad_value: float = 0.0, note: str = "") -> TileOp:
-    """GM -> `space` (UB or L1): `nburst` bursts of `burst` elements."""
-    return TileOp(_space_pipe("GM", space), "copy",
-                  dict(dst=dst, src=src, dtype=dtype, burst=burst, nburst=nburst, src_stride=src_stride,
-                       dst_stride=dst_stride, pad=pad, pad_value=pad_value),
-                  writes=(dst,), note=note)
+    """GM -> UB or L1: `nburst` bursts of `burst` elements."""
+    return tile("copy", note, dst=dst, src=src, dtype=dtype, burst=burst, nburst=nburst, src_stride=src_stride,
+                dst_stride=dst_stride, pad=pad, pad_value=pad_value)
 
 
 def store(dst: GmRef, src: Ref, dtype: str, burst: IntLike, nburst: IntLike = 1, *,
           src_stride: Optional[IntLike] = None, dst_stride: Optional[IntLike] = None, pad: bool = True,
           note: str = "") -> TileOp:
     """UB -> GM: `nburst` bursts of `burst` elements."""
-    return TileOp(_space_pipe("UB", "GM"), "copy",
-                  dict(dst=dst, src=src, dtype=dtype, burst=burst, nburst=nburst, src_stride=src_stride,
-                       dst_stride=dst_stride, pad=pad),
-                  reads=(src,), note=note)
-
-
-def _refs(*vals: Any) -> tuple[Ref, ...]:
-    return tuple(v for v in vals if isinstance(v, Ref))
+    return tile("copy", note, dst=dst, src=src, dtype=dtype, burst=burst, nburst=nburst, src_stride=src_stride,
+                dst_stride=dst_stride, pad=pad)
 
 
 def vbinary(fn: str, dst: Ref, a: Ref, b: Ref, count: IntLike, dtype: str, note: str = "") -> TileOp:
-    return TileOp("V", "vbinary", dict(fn=fn, dst=dst, a=a, b=b, count=count, dtype=dtype),
-                  reads=_refs(a, b), writes=(dst,), note=note)
+    return tile("vbinary", note, fn=fn, dst=dst, a=a, b=b, count=count, dtype=dtype)
 
 
 def vscalar(fn: str, dst: Ref, src: Ref, scalar: Any, count: IntLike, dtype: str, reverse: bool = False,
             note: str = "") -> TileOp:
-    return TileOp("V", "vscalar", dict(fn=fn, dst=dst, src=src, scalar=scalar, count=count, dtype=dtype,
-                                       reverse=reverse),
-                  reads=(src,), writes=(dst,), note=note)
+    return tile("vscalar", note, fn=fn, dst=dst, src=src, scalar=scalar, count=count, dtype=dtype, reverse=reverse)
 
 
 def vunary(fn: str, dst: Ref, src: Ref, count: IntLike, dtype: str, note: str = "") -> TileOp:
-    return TileOp("V", "vunary", dict(fn=fn, dst=dst, src=src, count=count, dtype=dtype),
-                  reads=(src,), writes=(dst,), note=note)
+    return tile("vunary", note, fn=fn, dst=dst, src=src, count=count, dtype=dtype)
 
 
 def vcompare(fn: str, dst: Ref, a: Ref, b: Src, count: IntLike, dtype: str, note: str = "") -> TileOp:
-    return TileOp("V", "vcompare", dict(fn=fn, dst=dst, a=a, b=b, count=count, dtype=dtype),
-                  reads=_refs(a, b), writes=(dst,), note=note)
+    return tile("vcompare", note, fn=fn, dst=dst, a=a, b=b, count=count, dtype=dtype)
 
 
 def vselect(dst: Ref, mask: Ref, a: Src, b: Src, count: IntLike, dtype: str, note: str = "") -> TileOp:
-    return TileOp("V", "vselect", dict(dst=dst, mask=mask, a=a, b=b, count=count, dtype=dtype),
-                  reads=_refs(mask, a, b), writes=(dst,), note=note)
+    return tile("vselect", note, dst=dst, mask=mask, a=a, b=b, count=count, dtype=dtype)
 
 
 def vcast(dst: Ref, src: Ref, count: IntLike, src_dtype: str, dst_dtype: str, round: str = "trunc",
           note: str = "") -> TileOp:
-    return TileOp("V", "vcast", dict(dst=dst, src=src, count=count, src_dtype=src_dtype, dst_dtype=dst_dtype,
-                                     round=round),
-                  reads=(src,), writes=(dst,), note=note)
+    return tile("vcast", note, dst=dst, src=src, count=count, src_dtype=src_dtype, dst_dtype=dst_dtype, round=round)
 
 
 def vdup(dst: Ref, value: Any, count: IntLike, dtype: str, note: str = "") -> TileOp:
-    return TileOp("V", "vdup", dict(dst=dst, value=value, count=count, dtype=dtype), writes=(dst,), note=note)
+    return tile("vdup", note, dst=dst, value=value, count=count, dtype=dtype)
 
 
 def vcopy(dst: Ref, src: Ref, count: IntLike, dtype: str, note: str = "") -> TileOp:
-    return TileOp("V", "vcopy", dict(dst=dst, src=src, count=count, dtype=dtype), reads=(src,), writes=(dst,),
-                  note=note)
+    return tile("vcopy", note, dst=dst, src=src, count=count, dtype=dtype)
 
 
 def vreduce(fn: str, dst: Ref, src: Ref, rows: IntLike, cols: IntLike, dtype: str,
             src_row_stride: Optional[IntLike] = None, note: str = "") -> TileOp:
-    return TileOp("V", "vreduce", dict(fn=fn, dst=dst, src=src, rows=rows, cols=cols, dtype=dtype,
-                                       src_row_stride=src_row_stride),
-                  reads=(src,), writes=(dst,), note=note)
+    return tile("vreduce", note, fn=fn, dst=dst, src=src, rows=rows, cols=cols, dtype=dtype,
+                src_row_stride=src_row_stride)
 
 
 def vbroadcast(dst: Ref, src: Ref, rows: IntLike, cols: IntLike, dtype: str, axis: int = 1,
                dst_row_stride: Optional[IntLike] = None, note: str = "") -> TileOp:
-    return TileOp("V", "vbroadcast", dict(dst=dst, src=src, rows=rows, cols=cols, dtype=dtype, axis=axis,
-                                          dst_row_stride=dst_row_stride),
-                  reads=(src,), writes=(dst,), note=note)
+    return tile("vbroadcast", note, dst=dst, src=src, rows=rows, cols=cols, dtype=dtype, axis=axis,
+                dst_row_stride=dst_row_stride)
 
 
 def vtranspose(dst: Ref, src: Ref, rows: IntLike, cols: IntLike, dtype: str,
                src_row_stride: Optional[IntLike] = None, dst_row_stride: Optional[IntLike] = None,
                note: str = "") -> TileOp:
-    return TileOp("V", "vtranspose", dict(dst=dst, src=src, rows=rows, cols=cols, dtype=dtype,
-                                          src_row_stride=src_row_stride, dst_row_stride=dst_row_stride),
-                  reads=(src,), writes=(dst,), note=note)
+    return tile("vtranspose", note, dst=dst, src=src, rows=rows, cols=cols, dtype=dtype,
+                src_row_stride=src_row_stride, dst_row_stride=dst_row_stride)
+
+
+def sync_all(note: str = "") -> TileOp:
+    """Every core of the launch waits here for the others (partial results in GM)."""
+    return tile("sync_all", note)
 
 
 # ---- cube core ----------------------------------------------------------------------------
@@ -113,42 +132,32 @@ def vtranspose(dst: Ref, src: Ref, rows: IntLike, cols: IntLike, dtype: str,
 
 def copy_nd2nz(dst: Ref, src: GmRef, dtype: str, rows: IntLike, cols: IntLike,
                src_row_stride: Optional[IntLike] = None, note: str = "") -> TileOp:
-    return TileOp("MTE2", "copy_nd2nz", dict(dst=dst, src=src, dtype=dtype, rows=rows, cols=cols,
-                                             src_row_stride=src_row_stride),
-                  writes=(dst,), note=note)
+    return tile("copy_nd2nz", note, dst=dst, src=src, dtype=dtype, rows=rows, cols=cols,
+                src_row_stride=src_row_stride)
 
 
 def load_l0(dst: Ref, src: Ref, dtype: str, rows: IntLike, cols: IntLike, transpose: bool = False,
             note: str = "") -> TileOp:
-    return TileOp("MTE1", "load_l0", dict(dst=dst, src=src, dtype=dtype, rows=rows, cols=cols, transpose=transpose),
-                  reads=(src,), writes=(dst,), note=note)
+    return tile("load_l0", note, dst=dst, src=src, dtype=dtype, rows=rows, cols=cols, transpose=transpose)
 
 
 def load_l0_2d(dst: Ref, src: Ref, dtype: str, start: IntLike, repeat: IntLike, src_stride: IntLike = 1,
                dst_gap: IntLike = 0, transpose: bool = False, note: str = "") -> TileOp:
     """LoadData2D: `repeat` fractals from L1 fractal `start` of `src` on, `src_stride` apart, into L0."""
-    return TileOp("MTE1", "load_l0_2d", dict(dst=dst, src=src, dtype=dtype, start=start, repeat=repeat,
-                                             src_stride=src_stride, dst_gap=dst_gap, transpose=transpose),
-                  reads=(src,), writes=(dst,), note=note)
+    return tile("load_l0_2d", note, dst=dst, src=src, dtype=dtype, start=start, repeat=repeat,
+                src_stride=src_stride, dst_gap=dst_gap, transpose=transpose)
 
 
 def load_bias(dst: Ref, src: Ref, count: IntLike, note: str = "") -> TileOp:
-    return TileOp("MTE1", "load_bias", dict(dst=dst, src=src, count=count), reads=(src,), writes=(dst,), note=note)
+    return tile("load_bias", note, dst=dst, src=src, count=count)
 
 
 def mmad(dst: Ref, a: Ref, b: Ref, m: IntLike, k: IntLike, n: IntLike, dtype: str, accumulate: IntLike = 0,
          bias: Optional[Ref] = None, note: str = "") -> TileOp:
-    reads = _refs(a, b, bias)
-    # accumulating reads the old L0C contents; a bias or a fresh start does not
-    if accumulate != 0:
-        reads = reads + (dst,)
-    return TileOp("M", "mmad", dict(dst=dst, a=a, b=b, m=m, k=k, n=n, dtype=dtype, accumulate=accumulate,
-                                    bias=bias),
-                  reads=reads, writes=(dst,), note=note)
+    return tile("mmad", note, dst=dst, a=a, b=b, m=m, k=k, n=n, dtype=dtype, accumulate=accumulate, bias=bias)
 
 
 def fixpipe(dst: GmRef, src: Ref, m: IntLike, n: IntLike, dst_dtype: str, src_dtype: str = "float32",
             relu: bool = False, dst_row_stride: Optional[IntLike] = None, note: str = "") -> TileOp:
-    return TileOp("FIX", "fixpipe", dict(dst=dst, src=src, m=m, n=n, dst_dtype=dst_dtype, src_dtype=src_dtype,
-                                         relu=relu, dst_row_stride=dst_row_stride),
-                  reads=(src,), note=note)
+    return tile("fixpipe", note, dst=dst, src=src, m=m, n=n, dst_dtype=dst_dtype, src_dtype=src_dtype, relu=relu,
+                dst_row_stride=dst_row_stride)

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from .. import symbolic as sy
+from ..target import Chip
 from .cost import Estimate, estimate
 from .emit import CapacityError, layout_buffers
 from .schedule import TileSchedule
@@ -116,13 +116,9 @@ def scoring_dims(symbols: Iterable[str], given: Mapping[str, int] | None = None)
     return out, any(s not in given for s in symbols)
 
 
-def choose(params: Sequence[Any], build: Callable[[Any], TileSchedule], chip: Any, dims: Mapping[str, int],
-           sync_mode: str = "flags", nominal: bool = False) -> TilingChoice:
-    """Build, check and score every candidate; raises NoLegalTiling when none is legal.
-
-    Flags are planned for the cheapest candidates first (scoring needs no flags); one whose flags do not fit
-    the chip's event ids is rejected and the next one is tried.
-    """
+def rank(params: Sequence[Any], build: Callable[[Any], TileSchedule], chip: Chip,
+         dims: Mapping[str, int]) -> tuple[list[Candidate], list[Candidate]]:
+    """Build, check and score every candidate: (the legal ones cheapest first, the rejected ones)."""
     scored: list[Candidate] = []
     rejected: list[Candidate] = []
     for p in params:
@@ -137,6 +133,14 @@ def choose(params: Sequence[Any], build: Callable[[Any], TileSchedule], chip: An
             continue
         scored.append(cand)
     scored.sort(key=lambda c: c.score.cycles if c.score else 0.0)
+    return scored, rejected
+
+
+def pick(scored: list[Candidate], rejected: list[Candidate], chip: Chip, dims: Mapping[str, int],
+         sync_mode: str = "flags", nominal: bool = False) -> TilingChoice:
+    """The cheapest ranked candidate whose flags fit the chip's event ids (planned here, cheapest first; one
+    that does not fit is rejected and the next is tried); raises NoLegalTiling when none is left."""
+    scored, rejected = list(scored), list(rejected)
     while scored:
         best = scored[0]
         assert best.schedule is not None
@@ -152,6 +156,13 @@ def choose(params: Sequence[Any], build: Callable[[Any], TileSchedule], chip: An
     return TilingChoice(scored[0], scored[1:], rejected, dict(dims), nominal)
 
 
+def choose(params: Sequence[Any], build: Callable[[Any], TileSchedule], chip: Chip, dims: Mapping[str, int],
+           sync_mode: str = "flags", nominal: bool = False) -> TilingChoice:
+    """`rank` then `pick`: the cheapest legal tiling with its flags; raises NoLegalTiling when none is legal."""
+    scored, rejected = rank(params, build, chip, dims)
+    return pick(scored, rejected, chip, dims, sync_mode, nominal)
+
+
 def largest_fitting(fits: Callable[[int], bool], upper: int) -> int:
     """The largest n in [1, upper] with fits(n) (fits is monotone: a bigger tile never fits better), or 0."""
     if upper < 1 or not fits(1):
@@ -164,10 +175,3 @@ def largest_fitting(fits: Callable[[int], bool], upper: int) -> int:
         else:
             hi = mid - 1
     return lo
-
-
-def free_dim_symbols(exprs: Iterable[Any]) -> set[str]:
-    out: set[str] = set()
-    for e in exprs:
-        out |= sy.free_symbols(e)
-    return out

@@ -17,14 +17,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from simulator import isa
+from ..target import itemsize
 
-from .vector_ops import Space, VBuf, VOp
+from .vector_ops import Space, VBuf, VKind, VOp
 
 _PREFIX = {"in": "ld", "out": "st"}
 
 #: ops whose destination must not overlap their source on this chip (broadcasts, reductions, resizing casts)
-_NOT_IN_PLACE = {"expand", "reduce"}
+_NOT_IN_PLACE = {VKind.EXPAND, VKind.REDUCE}
 
 
 @dataclass
@@ -61,7 +61,7 @@ def assign(ops: Sequence[VOp], loaded: Sequence[VBuf], resident: Sequence[VBuf],
 
     def new(kind: str, v: VBuf, rotating: bool) -> PhysBuf:
         # named by role ("ld": MTE2 fills it, "st": MTE3 drains it), never like the GM parameters in0/out0
-        p = PhysBuf(f"{_PREFIX.get(kind, kind)}{len(bufs)}", kind, v.space, isa.itemsize(v.dtype), rotating)
+        p = PhysBuf(f"{_PREFIX.get(kind, kind)}{len(bufs)}", kind, v.space, itemsize(v.dtype), rotating)
         bufs.append(p)
         return p
 
@@ -78,7 +78,7 @@ def assign(ops: Sequence[VOp], loaded: Sequence[VBuf], resident: Sequence[VBuf],
         if dst.id in of:
             continue
         want_rot = dst.id in out_ids
-        size = isa.itemsize(dst.dtype)
+        size = itemsize(dst.dtype)
         chosen = None
         if op.kind not in _NOT_IN_PLACE:
             for s in op.reads:
@@ -116,7 +116,7 @@ def _last_uses(ops: Sequence[VOp], outputs: set[int], loops: Sequence[tuple[int,
     last: dict[int, int] = {}
     for i, op in enumerate(ops):
         for lo, hi in loops:
-            if lo <= i < hi and op.kind == "reduce":
+            if lo <= i < hi and op.kind is VKind.REDUCE:
                 last[op.dst.id] = max(last.get(op.dst.id, -1), hi - 1)
         for s in op.reads:
             end = i

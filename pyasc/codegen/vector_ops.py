@@ -42,10 +42,25 @@ class VBuf:
         return f"v{self.id}:{self.space.name}:{self.dtype}"
 
 
+class VKind(enum.Enum):
+    """What a vector op does (each becomes one vector instruction per tile, `placement.translate_vop`)."""
+
+    BINARY = "binary"
+    SCALAR = "scalar"
+    UNARY = "unary"
+    COMPARE = "compare"
+    SELECT = "select"
+    CAST = "cast"
+    DUP = "dup"
+    COPY = "copy"
+    REDUCE = "reduce"
+    EXPAND = "expand"                 # ROW -> FULL
+    FINALIZE_MEAN = "finalize_mean"   # a mean's division by the row length
+
+
 @dataclass
 class VOp:
-    kind: str                       # binary | scalar | unary | compare | select | cast | dup | copy | reduce
-                                    # | expand (ROW -> FULL) | finalize_mean
+    kind: VKind
     dst: VBuf
     srcs: tuple[Any, ...]           # VBufs or immediate scalars
     fn: str = ""
@@ -144,10 +159,10 @@ class _Builder:
         cur = src
         # cast in the smaller space (fewer elements), then expand
         if cur.dtype != dtype:
-            cur = self.emit(VOp("cast", self.new(cur.space, dtype, f"{src.what} as {dtype}"), (cur,),
+            cur = self.emit(VOp(VKind.CAST, self.new(cur.space, dtype, f"{src.what} as {dtype}"), (cur,),
                                 dtype=cur.dtype, note=f"cast {cur.dtype}->{dtype}"))
         if cur.space < space:
-            cur = self.emit(VOp("expand", self.new(space, cur.dtype, f"{src.what} expanded"), (cur,),
+            cur = self.emit(VOp(VKind.EXPAND, self.new(space, cur.dtype, f"{src.what} expanded"), (cur,),
                                 dtype=cur.dtype, note=f"broadcast {cur.space.name} -> {space.name}"))
         self.cache[key] = cur
         return cur
@@ -179,12 +194,12 @@ class _Builder:
         label = _label(n)
         dst = self.new(space, dt, label)
         if isinstance(a, VBuf) and isinstance(b, VBuf):
-            return self.emit(VOp("binary", dst, (a, b), fn, dt, note=label))
+            return self.emit(VOp(VKind.BINARY, dst, (a, b), fn, dt, note=label))
         if isinstance(a, VBuf):
-            return self.emit(VOp("scalar", dst, (a, b), fn, dt, note=label))
+            return self.emit(VOp(VKind.SCALAR, dst, (a, b), fn, dt, note=label))
         if isinstance(b, VBuf):
-            return self.emit(VOp("scalar", dst, (b, a), fn, dt, reverse=True, note=label))
-        return self.emit(VOp("dup", dst, (_eval_binary(n, a, b, dt),), dtype=dt, note=label))
+            return self.emit(VOp(VKind.SCALAR, dst, (b, a), fn, dt, reverse=True, note=label))
+        return self.emit(VOp(VKind.DUP, dst, (_eval_binary(n, a, b, dt),), dtype=dt, note=label))
 
     def _compare(self, n: Node, low: VectorLowering, space: Space, out_dtype: str) -> VBuf:
         dt = self._compute_dtype(n, low, out_dtype)
@@ -194,9 +209,9 @@ class _Builder:
         fn = low.fn
         if not isinstance(a, VBuf):
             if not isinstance(b, VBuf):
-                return self.emit(VOp("dup", dst, (_eval_binary(n, a, b, dt),), dtype="bool", note=label))
+                return self.emit(VOp(VKind.DUP, dst, (_eval_binary(n, a, b, dt),), dtype="bool", note=label))
             a, b, fn = b, a, _SWAPPED[fn]
-        return self.emit(VOp("compare", dst, (a, b), fn, dt, note=label))
+        return self.emit(VOp(VKind.COMPARE, dst, (a, b), fn, dt, note=label))
 
     def _unary(self, n: Node, low: VectorLowering, space: Space, out_dtype: str) -> VBuf:
         x = n.inputs[0]
@@ -206,7 +221,7 @@ class _Builder:
         fn = "not" if low.fn == "not" else low.fn
         src = self.operand(x, space, dt)
         label = _label(n)
-        return self.emit(VOp("unary", self.new(space, dt, label), (src,), fn, dt, note=label))
+        return self.emit(VOp(VKind.UNARY, self.new(space, dt, label), (src,), fn, dt, note=label))
 
     def _select(self, n: Node, low: VectorLowering, space: Space, out_dtype: str) -> VBuf:
         cond, x, y = n.inputs
@@ -217,21 +232,21 @@ class _Builder:
         if not isinstance(mask, VBuf):
             pick = a if bool(mask) else b
             if isinstance(pick, VBuf):
-                return self.emit(VOp("copy", dst, (pick,), dtype=out_dtype, note=label))
-            return self.emit(VOp("dup", dst, (pick,), dtype=out_dtype, note=label))
-        return self.emit(VOp("select", dst, (mask, a, b), dtype=out_dtype, note=label))
+                return self.emit(VOp(VKind.COPY, dst, (pick,), dtype=out_dtype, note=label))
+            return self.emit(VOp(VKind.DUP, dst, (pick,), dtype=out_dtype, note=label))
+        return self.emit(VOp(VKind.SELECT, dst, (mask, a, b), dtype=out_dtype, note=label))
 
     def _cast(self, n: Node, low: VectorLowering, space: Space, out_dtype: str) -> Any:
         x = n.inputs[0]
         src = self.operand(x, space, x.type.dtype)
         if not isinstance(src, VBuf):
-            return self.emit(VOp("dup", self.new(space, out_dtype, _label(n)), (_scalar(np.asarray(src), out_dtype),),
+            return self.emit(VOp(VKind.DUP, self.new(space, out_dtype, _label(n)), (_scalar(np.asarray(src), out_dtype),),
                                  dtype=out_dtype, note=_label(n)))
         return self.convert(src, space, out_dtype)
 
     def _full(self, n: Node, low: VectorLowering, space: Space, out_dtype: str) -> VBuf:
         value = _scalar(np.asarray(n.attrs["fill_value"]), out_dtype)
-        return self.emit(VOp("dup", self.new(space, out_dtype, _label(n)), (value,), dtype=out_dtype,
+        return self.emit(VOp(VKind.DUP, self.new(space, out_dtype, _label(n)), (value,), dtype=out_dtype,
                              note=_label(n)))
 
     def _identity(self, n: Node, low: VectorLowering, space: Space, out_dtype: str) -> Any:
@@ -244,11 +259,11 @@ class _Builder:
         label = _label(n)
         if not isinstance(src, VBuf):
             raise no_lowering(n.op, self.kernel, n.loc, "a reduction of a constant reached codegen")
-        op = VOp("reduce", self.new(Space.ROW, out_dtype, label), (src,), fn, out_dtype, note=label)
+        op = VOp(VKind.REDUCE, self.new(Space.ROW, out_dtype, label), (src,), fn, out_dtype, note=label)
         res = self.emit(op)
         self.reductions.append(op)
         if is_mean:
-            res = self.emit(VOp("finalize_mean", self.new(Space.ROW, out_dtype, label + " / n"), (res,),
+            res = self.emit(VOp(VKind.FINALIZE_MEAN, self.new(Space.ROW, out_dtype, label + " / n"), (res,),
                                 "div", out_dtype, note="mean: divide by the row length"))
         self.env[n.out()] = res
 
@@ -295,7 +310,7 @@ def build_vector_plan(kg: KernelGraph, nodes: Sequence[Node], space_of: Callable
     for i, v in enumerate(kg.graph.outputs):
         if v.node.op == "Const":  # a kernel that only writes a constant (an If branch returning one)
             value = _scalar(v.node.attrs["value"], v.type.dtype)
-            out = b.emit(VOp("dup", b.new(space_of(v), v.type.dtype, "constant"), (value,), dtype=v.type.dtype))
+            out = b.emit(VOp(VKind.DUP, b.new(space_of(v), v.type.dtype, "constant"), (value,), dtype=v.type.dtype))
         elif v.node.op == "Data":
             out = b.operand(v, space_of(v), v.type.dtype)
         elif v in b.env or is_input_view(v):
@@ -303,7 +318,7 @@ def build_vector_plan(kg: KernelGraph, nodes: Sequence[Node], space_of: Callable
         else:
             continue
         if not isinstance(out, VBuf):  # an op that reduced to an immediate (broadcast_to of a constant)
-            out = b.emit(VOp("dup", b.new(space_of(v), v.type.dtype, "constant"), (_scalar(out, v.type.dtype),),
+            out = b.emit(VOp(VKind.DUP, b.new(space_of(v), v.type.dtype, "constant"), (_scalar(out, v.type.dtype),),
                              dtype=v.type.dtype))
         outputs.append((i, out))
     return VectorPlan(b.ops, list(b.inputs.values()), outputs, b.bufs, b.reductions)

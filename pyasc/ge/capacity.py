@@ -31,7 +31,7 @@ The default estimate (single-buffered, then doubled): one UB block
 (`chip.ub_align` bytes, the smallest tile of a buffer) per buffer of an
 elementwise, column or data-movement kernel; for a row kernel a full row per
 buffer that spans the reduced axes (one block for per-row values), plus one
-fp32 row of scratch per row composite; for a matmul kernel one 16x16 output
+fp32 row of scratch per row composite; for a matmul kernel one cube_block x cube_block output
 fractal per epilogue buffer (its operands sit in L1/L0A/L0B, the bias in the
 bias table). Scalar constants are immediates, not buffers. An If step needs
 nothing on chip.
@@ -40,16 +40,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Callable, Sequence
 
 from .. import ops
 from ..ir import Graph, Node, Sym, Value
+from ..target import DEFAULT_CHIP, Chip, get_chip  # noqa: F401  (DEFAULT_CHIP: part of this face)
 from .plan import KernelKind, KernelStructure
 
-DEFAULT_CHIP = "910b"
-#: the cube's output fractal (16 x 16 elements), the smallest matmul output tile; the chip config has no field
-#: for it (it is the FRACTAL_NZ layout's fractal, also in TensorType.storage_shape)
-FRACTAL_ELEMS = 16 * 16
 
 
 @dataclass(frozen=True)
@@ -59,7 +56,7 @@ class FusionCandidate:
     structure: KernelStructure
     inputs: Sequence[Value]
     outputs: Sequence[Value]
-    chip: Any
+    chip: Chip
 
 
 @dataclass(frozen=True)
@@ -72,13 +69,9 @@ class CapacityVerdict:
 CapacityFn = Callable[[FusionCandidate], CapacityVerdict]
 
 
-def resolve_chip(chip: Any) -> Any:
-    """None -> the default preset, a preset name -> its config, anything else as given."""
-    if chip is not None and not isinstance(chip, str):
-        return chip
-    from simulator import chips  # loaded on first use, so `import pyasc` does not pay for the emulator
-
-    return chips.get(chip or DEFAULT_CHIP)
+def resolve_chip(chip: "str | Chip | None") -> Chip:
+    """None -> the default preset, a preset name -> its config, a Chip as given (pyasc.target.get_chip)."""
+    return get_chip(chip)
 
 
 def is_scalar_const(v: Value) -> bool:
@@ -86,13 +79,14 @@ def is_scalar_const(v: Value) -> bool:
     return v.node.op == "Const" and v.type.numel == 1
 
 
-def default_capacity(chip: Any) -> CapacityFn:
+def default_capacity(chip: Chip) -> CapacityFn:
     """The built-in UB estimate for `chip` (see the module docstring); ValueError for an unusable chip."""
     ub = _positive_int(chip, "ub_bytes")
     block = _positive_int(chip, "ub_align")
+    fractal = _positive_int(chip, "cube_block") ** 2
 
     def capacity(candidate: FusionCandidate) -> CapacityVerdict:
-        ws = working_set(candidate, block)
+        ws = working_set(candidate, block, fractal)
         if ws is None:
             return CapacityVerdict(True, None)
         if 2 * ws > ub:
@@ -103,7 +97,7 @@ def default_capacity(chip: Any) -> CapacityFn:
     return capacity
 
 
-def _positive_int(chip: Any, field: str) -> int:
+def _positive_int(chip: Chip, field: str) -> int:
     value = getattr(chip, field, None)
     if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
         raise ValueError(f"the default capacity model needs the chip's UB size and alignment: chip.{field} must be "
@@ -111,8 +105,9 @@ def _positive_int(chip: Any, field: str) -> int:
     return value
 
 
-def working_set(candidate: FusionCandidate, block: int) -> int | None:
-    """On-chip bytes of the candidate's minimum tiles, single-buffered (None: a symbolic row length)."""
+def working_set(candidate: FusionCandidate, block: int, fractal: int) -> int | None:
+    """On-chip bytes of the candidate's minimum tiles, single-buffered (None: a symbolic row length); `block` is
+    the UB's smallest tile in bytes, `fractal` the elements of the cube's smallest output tile."""
     st = candidate.structure
     if st.kind is KernelKind.CONTROL:
         return 0
@@ -126,7 +121,7 @@ def working_set(candidate: FusionCandidate, block: int) -> int | None:
     if st.kind is KernelKind.MATMUL:
         for v in st.anchor.inputs:  # operands go to L1/L0A/L0B, the bias to the bias table
             buffers.pop(v, None)
-        return sum(FRACTAL_ELEMS * v.type.itemsize for v in buffers)
+        return sum(fractal * v.type.itemsize for v in buffers)
     if st.kind is not KernelKind.ROW_REDUCE:
         return block * len(buffers)
     total = 0

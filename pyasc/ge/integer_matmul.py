@@ -1,6 +1,6 @@
 """`vector_integer_matmul` (opt_level 0, a legalisation): integer products the cube cannot take run on the vector unit.
 
-The cube multiplies float16, bfloat16, float32 and int8 (the simulator's `isa.CUBE_DTYPES`). An integer
+The cube multiplies float16, bfloat16, float32 and int8 (`pyasc.target.CUBE_DTYPES`). An integer
 product whose operands promote to anything else (int16, uint8, int32, int8 @ uint8 -> int16) has no cube
 route, and casting it to a float type would round once sums pass 2**24. So it is rewritten into the
 exact vector form XLA's dot decomposition uses for types without a dot unit:
@@ -19,20 +19,16 @@ from typing import Sequence
 
 from .. import dtypes
 from ..ir import Node, Value
+from ..target import CUBE_DTYPES
 from ..tensor_type import Sym
 from .edit import build_node
 from .passes import PassContext
 from .rewrite import Replacement, RewriteRule, Rewriter, RulePass
 
 
-def _cube_dtypes() -> frozenset[str]:
-    from simulator import isa  # loaded on first use, so `import pyasc` does not pay for the emulator
-    return frozenset(isa.CUBE_DTYPES)
-
-
 def needs_vector_route(a_dtype: str, b_dtype: str) -> bool:
     promoted = dtypes.promote(a_dtype, b_dtype)
-    return dtypes.is_int(promoted) and promoted not in _cube_dtypes()
+    return dtypes.is_int(promoted) and promoted not in CUBE_DTYPES
 
 
 class _Builder:

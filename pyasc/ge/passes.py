@@ -19,7 +19,8 @@ reference/graph-optimizer-references.md §2):
   `ctx.on_stage(stage_name, root_unit)` hook, and whatever `ctx.instruments` adds;
 - an exception from a pass becomes a `PassFailure` naming the pass and every
   pass that ran before it (chained to the original); a verifier rejection a
-  `PassVerificationError`, likewise;
+  `PassVerificationError`, likewise; a `CompileError` (the user's mistake, located
+  at their line) passes through unchanged;
 - a `PassGroup(fixpoint=True)` repeats its passes until a round changes
   nothing, at most `max_steps` rounds (then it stops and notes it in the log).
 """
@@ -29,6 +30,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Sequence
 
+from ..target import Chip
+from ..errors import CompileError
 from ..ir import Graph
 from .capacity import CapacityFn
 from .instruments import PassError, PassFailure, PassInstrument, StageHook, TimingInstrument, VerifyInstrument
@@ -56,7 +59,7 @@ class PassContext:
     opt_level: int = 3
     disabled_passes: frozenset[str] = frozenset()
     required_passes: frozenset[str] = frozenset()
-    chip: Any = None               # a simulator ChipConfig (None: the default preset); hardware numbers come from it
+    chip: Chip | None = None               # a simulator ChipConfig (None: the default preset); hardware numbers come from it
     knobs: dict[str, Any] = field(default_factory=dict)
     state: OptimizerState = field(default_factory=OptimizerState)  # what passes hand to later passes
     on_stage: Callable[[str, Any], None] | None = None      # called after each pass that changed the unit
@@ -188,8 +191,8 @@ class PassManager:
         try:
             changed = bool(_run_everywhere(p, unit, ctx) if isinstance(unit, Graph) and not p.root_only
                            else p.run(unit, ctx))
-        except PassError:
-            raise  # a pass manager inside the pass already named the pass that failed
+        except (PassError, CompileError):
+            raise  # a pass manager inside named the failing pass; a user's mistake is reported at their line
         except Exception as e:
             record.error = f"{type(e).__name__}: {e}"
             raise PassFailure(p.name, before, e) from e

@@ -29,6 +29,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
+from ..target import Chip
 from ..ir import Graph, format_graph, to_dot
 from ..ir import verify as verify_graph
 from .capacity import DEFAULT_CHIP, CapacityFn, resolve_chip  # noqa: F401  (resolve_chip: part of this face)
@@ -133,7 +134,7 @@ def optimize(
     opt_level: int = 3,
     disabled_passes: Iterable[str] = (),
     required_passes: Iterable[str] = (),
-    chip: Any = None,
+    chip: Chip | None = None,
     knobs: dict[str, Any] | None = None,
     on_stage: Callable[[str, Graph], None] | None = None,
     verify: bool = True,

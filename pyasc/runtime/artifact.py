@@ -10,7 +10,7 @@ import numpy as np
 from simulator import SimulatorError
 
 from .. import ops
-from ..codegen.generate import DeviceKernel, DeviceModule
+from ..codegen.device import DeviceKernel, DeviceModule
 from ..codegen.host import HostProgram, build_host_source
 from ..ge import FusionDecision, KernelPlan, MemoryPlan
 from ..ir import Graph, InterpreterError, format_graph, interpret
@@ -241,8 +241,8 @@ def build_host(device: DeviceModule, name: str) -> HostProgram:
 
 
 def device_stages(device: DeviceModule, host: HostProgram) -> dict[str, str]:
-    """The code-generation stages of an artifact: tiling (with schedules and sync), each tile program,
-    the launch plan and the host LLVM IR."""
+    """The code-generation stages of an artifact: tiling (with schedules, sync and what each kernel's codegen
+    stages did), each tile program, the launch plan and the host LLVM IR."""
     out = {"tiling": device.tiling_text()}
     for k in device.kernels:
         out[f"program.k{k.index}"] = k.program.listing()

@@ -16,9 +16,9 @@ import numpy as np
 from simulator import Device
 
 from .. import symbolic as sy
-from ..codegen.generate import DeviceModule
-from ..codegen.host import CondSite, HostProgram, LaunchSite
-from ..codegen.launch import WORKSPACE
+from ..codegen.device import DeviceModule
+from ..codegen.host import CondKind, CondSite, HostProgram, LaunchSite
+from ..codegen.launch import WORKSPACE, SourceKind
 from ..ir import Graph, Sym
 from .limits import MemoryLimit, check_launch
 from .profile import LaunchProfile, Profile
@@ -102,20 +102,21 @@ class EmulatorRunner:
             self._prof.per_launch.append(LaunchProfile(site.kernel, k.name, blocks, res, site.loops))
 
     def read_cond(self, site: CondSite, offset: int) -> Any:
-        if site.kind == "tick":  # a runtime loop starts an iteration: nothing to read
+        if site.kind is CondKind.TICK:  # a runtime loop starts an iteration: nothing to read
             if self._prof is not None:
                 self._prof.count_iteration(site.loop)
             return 0
         value = self.device.read(site.buffer, site.dtype, (1,), offset=offset)[0]
-        return int(value) if site.kind == "int" else bool(value)  # a trip count, or an If/while condition
+        return int(value) if site.kind is CondKind.INT else bool(value)  # a trip count, or an If/while condition
 
     def _results(self, arrays: Sequence[np.ndarray], env: dict[str, int]) -> list[np.ndarray]:
         out = []
-        for (kind, what), shape, dtype in zip(self.module.launch.output_sources, self.module.output_shapes,
-                                              self.module.output_dtypes):
-            if kind == "input":
+        for src, shape, dtype in zip(self.module.launch.output_sources, self.module.output_shapes,
+                                     self.module.output_dtypes):
+            what = src.value
+            if src.kind is SourceKind.INPUT:
                 out.append(np.array(arrays[what], copy=True))
-            elif kind == "const":
+            elif src.kind is SourceKind.CONST:
                 out.append(np.array(what, copy=True))
             else:
                 real = tuple(sy.evaluate(d, env) for d in shape)

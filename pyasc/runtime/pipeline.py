@@ -94,7 +94,8 @@ def compile_call(fn: Any, name: str, params: Sequence[Param], options: KernelOpt
         out_tree=fe.out_tree,
         full_key=key, components=components, stage_ops=stage_ops, pass_times=dict(result.pass_times),
         timings={"frontend": t1 - t0, "print": t2 - t1, "optimize": t3 - t2,
-                 **({"codegen": t4 - t3, "host": t5 - t4} if emulator else {}), "total": t5 - t0},
+                 **({"codegen": t4 - t3, **{f"codegen.{k}": v for k, v in device.stage_times.items()},
+                     "host": t5 - t4} if emulator else {}), "total": t5 - t0},
         nodes_in=nodes_in, nodes_out=count_ops(result.graph), device=device, host=host,
     )
 

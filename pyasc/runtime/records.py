@@ -36,8 +36,8 @@ import numpy as np
 from simulator import Program
 
 from .. import symbolic
-from ..codegen import cost, generate, host, launch, tiling
-from ..codegen.templates import column, matmul, moves, transpose2d, update, vector_kernel
+from ..codegen import cost, device, host, launch, tiling
+from ..codegen.templates import TEMPLATES
 from ..ge import BufferAssignment, FusionDecision, KernelPlan, KernelStructure, MemoryPlan, Rejection
 from ..ir import Graph, Node, Sym, TensorType, Value
 
@@ -53,11 +53,11 @@ def register_record(cls: type) -> type:
 
 
 for _cls in (KernelPlan, KernelStructure, MemoryPlan, BufferAssignment, FusionDecision, Rejection,
-             # code generation: device kernels, their tiling reports, the launch plan, the host tables
-             generate.DeviceModule, generate.DeviceKernel, tiling.TilingReport, tiling.Option, cost.Estimate,
-             vector_kernel.VectorTiling, column.ColumnTiling, matmul.MatmulTiling, moves.MoveTiling,
-             transpose2d.TransposeTiling, update.UpdateTiling, launch.LaunchPlan, launch.Launch,
-             launch.IfStep, launch.LoopStep, launch.Loc, host.HostSource, host.LaunchSite, host.CondSite):
+             # code generation: device kernels, their tiling reports (each template's tiling record), the launch
+             # plan, the host tables
+             device.DeviceModule, device.DeviceKernel, tiling.TilingReport, tiling.Option, cost.Estimate,
+             *{t.tiling_type for t in TEMPLATES.values()}, launch.LaunchPlan, launch.Launch,
+             launch.IfStep, launch.LoopStep, launch.Loc, launch.OutputSource, host.HostSource, host.LaunchSite, host.CondSite):
     register_record(_cls)
 
 

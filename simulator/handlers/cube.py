@@ -21,7 +21,7 @@ def _c_load_l0(rt: ProgramInfo, idx: int, ins: isa.LoadL0) -> Callable:
     r0, c0 = rt.chip.cube_block, rt.chip.fractal_c0(size)
     to_a = ins.dst.space == "L0A"
     dst_space = ins.dst.space
-    st = PipeSetup(rt, idx, "MTE1", "l1_to_l0a" if to_a else "l1_to_l0b")
+    st = PipeSetup(rt, idx, ins.pipe, ins.path)
     g_src, g_dst, g_rows, g_cols = get_uniform(ins.src.offset), get_uniform(ins.dst.offset), get_uniform(ins.rows), get_uniform(ins.cols)
     chk = st.chk
 
@@ -61,7 +61,7 @@ def _c_load_l0_2d(rt: ProgramInfo, idx: int, ins: isa.LoadL0Fractals) -> Callabl
     r0, c0 = chip.cube_block, chip.fractal_c0(dt.itemsize)
     frac = r0 * chip.fractal_row_bytes
     dst_space = ins.dst.space
-    st = PipeSetup(rt, idx, "MTE1", "l1_to_l0a" if dst_space == "L0A" else "l1_to_l0b")
+    st = PipeSetup(rt, idx, ins.pipe, ins.path)
     g_s, g_d = get_uniform(ins.src.offset), get_uniform(ins.dst.offset)
     g_start, g_rep, g_ss, g_gap = (get_uniform(v) for v in (ins.start, ins.repeat, ins.src_stride, ins.dst_gap))
     chk = st.chk
@@ -96,7 +96,7 @@ def _c_load3d(rt: ProgramInfo, idx: int, ins: isa.Load3D) -> Callable:
     r0, c0 = chip.cube_block, chip.fractal_c0(size)
     to_a = ins.dst.space == "L0A"
     dst_space = ins.dst.space
-    st = PipeSetup(rt, idx, "MTE1", "l1_to_l0a" if to_a else "l1_to_l0b")
+    st = PipeSetup(rt, idx, ins.pipe, ins.path)
     g_s, g_d = get_uniform(ins.src.offset), get_uniform(ins.dst.offset)
     g_c1, g_h, g_w = get_uniform(ins.c1), get_uniform(ins.h), get_uniform(ins.w)
     g_m0, g_ml = get_uniform(ins.m_start), get_optional(ins.m_len)
@@ -145,7 +145,7 @@ def _c_load3d(rt: ProgramInfo, idx: int, ins: isa.Load3D) -> Callable:
 
 
 def _c_load_bias(rt: ProgramInfo, idx: int, ins: isa.LoadBias) -> Callable:
-    st = PipeSetup(rt, idx, "MTE1", "l1_to_bt")
+    st = PipeSetup(rt, idx, ins.pipe, ins.path)
     g_src, g_dst, g_n = get_uniform(ins.src.offset), get_uniform(ins.dst.offset), get_uniform(ins.count)
     chk = st.chk
 
@@ -174,7 +174,7 @@ def _c_mmad(rt: ProgramInfo, idx: int, ins: isa.Mmad) -> Callable:
     block_cycles = {"float16": chip.cube_fp16_block_cycles, "bfloat16": chip.cube_fp16_block_cycles,
                     "int8": chip.cube_int8_block_cycles,
                     "float32": chip.cube_fp32_block_cycles}[ins.dtype]
-    st = PipeSetup(rt, idx, "M")
+    st = PipeSetup(rt, idx, ins.pipe)
     g_a, g_b, g_c = get_uniform(ins.a.offset), get_uniform(ins.b.offset), get_uniform(ins.dst.offset)
     g_bias = get_uniform(ins.bias.offset) if ins.bias is not None else None
     g_m, g_k, g_n, g_acc = get_uniform(ins.m), get_uniform(ins.k), get_uniform(ins.n), get_uniform(ins.accumulate)
@@ -235,7 +235,7 @@ def _c_fixpipe(rt: ProgramInfo, idx: int, ins: isa.FixPipe) -> Callable:
     osize = odt.itemsize
     r0 = chip.cube_block
     arg = ins.dst.arg
-    st = PipeSetup(rt, idx, "FIX", "l0c_to_gm")
+    st = PipeSetup(rt, idx, ins.pipe, ins.path)
     g_src, g_off = get_uniform(ins.src.offset), get_value(ins.dst.offset)
     g_m, g_n, g_rs = get_uniform(ins.m), get_uniform(ins.n), get_optional(ins.dst_row_stride)
     g_scale = get_scalar(ins.scale) if ins.scale is not None else None

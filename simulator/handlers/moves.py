@@ -109,7 +109,7 @@ def _c_copy_nd2nz(rt: ProgramInfo, idx: int, ins: isa.CopyNd2Nz) -> Callable:
     size = dt.itemsize
     r0, c0 = rt.chip.cube_block, rt.chip.fractal_c0(size)
     arg = ins.src.arg
-    st = PipeSetup(rt, idx, "MTE2", "gm_to_l1")
+    st = PipeSetup(rt, idx, ins.pipe, ins.path)
     g_gm, g_a = get_value(ins.src.offset), get_uniform(ins.dst.offset)
     g_rows, g_cols, g_rs = get_uniform(ins.rows), get_uniform(ins.cols), get_optional(ins.src_row_stride)
     chk = st.chk

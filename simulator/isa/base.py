@@ -6,12 +6,16 @@ simulator/README.md.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+import dataclasses
+import typing
+from functools import lru_cache
+from dataclasses import MISSING, dataclass, fields
 from typing import Any, ClassVar, Optional, Union
 
 import numpy as np
 
 from ..errors import ProgramError
+from .spec import DATA_PATHS, DataPath, InstrSpec, path_of
 
 PIPES: tuple[str, ...] = ("S", "V", "M", "MTE1", "MTE2", "MTE3", "FIX")
 PIPE_ID: dict[str, int] = {p: i for i, p in enumerate(PIPES)}
@@ -67,11 +71,9 @@ FLOAT_ONLY = frozenset({
 })
 BITWISE_ONLY = frozenset({"and", "or", "xor", "not"})
 
-# data-move paths: (source space, destination space) -> (pipe, chip config cost field)
-COPY_PATHS: dict[tuple[str, str], tuple[str, str]] = {
-    ("GM", "UB"): ("MTE2", "gm_to_ub"),
-    ("UB", "GM"): ("MTE3", "ub_to_gm"),
-    ("GM", "L1"): ("MTE2", "gm_to_l1"),
+# the paths the `copy` instruction takes (the others belong to the cube's own moves); see spec.DATA_PATHS
+COPY_PATHS: dict[tuple[str, str], DataPath] = {
+    k: DATA_PATHS[k] for k in (("GM", "UB"), ("UB", "GM"), ("GM", "L1"))
 }
 
 CUBE_DTYPES = {"float16": "float32", "bfloat16": "float32", "int8": "int32", "float32": "float32"}  # -> L0C
@@ -185,15 +187,34 @@ def _fmt(v: Any) -> str:
 
 @dataclass(frozen=True)
 class Instr:
-    """Base of every instruction. Subclasses are frozen dataclasses with an `OP` name."""
+    """Base of every instruction. Subclasses are frozen dataclasses with an `OP` name and a `SPEC`
+    (spec.py): the pipe, the memory operands and what charges the instruction are read from it."""
 
     OP: ClassVar[str] = ""
     WRITES: ClassVar[tuple[str, ...]] = ()  # fields naming registers this instruction writes
-    PIPE: ClassVar[str] = "S"  # the pipe it runs on, unless `pipe` depends on the operands
+    SPEC: ClassVar[InstrSpec] = InstrSpec()  # a scalar-unit instruction unless the class says otherwise
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if cls.OP:  # the spec carries the instruction's name, so a spec alone says what it describes
+            cls.SPEC = dataclasses.replace(cls.SPEC, op=cls.OP)
 
     @property
     def pipe(self) -> str:
-        return self.PIPE
+        spec = self.SPEC
+        if spec.move:
+            path = DATA_PATHS.get(self._move_spaces())
+            return path.pipe if path is not None else "MTE2"  # check() reports the missing path
+        return spec.pipe
+
+    @property
+    def path(self) -> str:
+        """A data move's cost field in the chip config (its path's)."""
+        return path_of(*self._move_spaces()).cost
+
+    def _move_spaces(self) -> tuple[str, str]:
+        src, dst = (getattr(self, n) for n in self.SPEC.move)
+        return (getattr(src, "space", "?"), getattr(dst, "space", "?"))
 
     def regs_read(self) -> list[Reg]:
         out = []
@@ -215,6 +236,7 @@ class Instr:
 
     def check(self, core_type: str) -> None:
         """Static rules (operand kinds, spaces, dtypes); raises ProgramError."""
+        self._check_spec_mems()
         for m in self.mems():
             if m.space not in CORE_SPACES[core_type]:
                 raise ProgramError(
@@ -227,12 +249,45 @@ class Instr:
                 f"(pipes: {', '.join(CORE_PIPES[core_type])})"
             )
 
+    def _check_spec_mems(self) -> None:
+        """Each memory operand of the spec is a Mem in one of its spaces (or a scalar / None where the field
+        allows it); a data move's spaces are one of the chip's paths."""
+        for m in self.SPEC.mems:
+            v = getattr(self, m.name)
+            if not isinstance(v, Mem):
+                if v is None and _field_default(self, m.name) is None:
+                    continue
+                if m.name in _scalar_fields(type(self)):
+                    continue
+                _req(self, False, f"{m.name} must be a Mem operand, got {v!r}")
+            _req(self, v.space in m.spaces, f"{m.name} must be in {' or '.join(m.spaces)}, got {v.space}")
+        if self.SPEC.move:
+            key = self._move_spaces()
+            _req(self, key in DATA_PATHS, f"no data path {key[0]}->{key[1]}; paths are "
+                 + ", ".join(f"{a}->{b}" for a, b in DATA_PATHS))
+
     def text(self) -> str:
         parts = [f"{f.name}={_fmt(getattr(self, f.name))}" for f in fields(self)]
         return f"{self.OP} " + " ".join(parts)
 
     def __str__(self) -> str:
         return self.text()
+
+
+def _field_default(instr: Instr, name: str) -> Any:
+    return _defaults(type(instr)).get(name, MISSING)
+
+
+@lru_cache(maxsize=None)
+def _defaults(cls: type) -> dict[str, Any]:
+    return {f.name: f.default for f in fields(cls)}
+
+
+@lru_cache(maxsize=None)
+def _scalar_fields(cls: type) -> frozenset[str]:
+    """Fields that may hold a scalar instead of a Mem (their type admits float)."""
+    hints = typing.get_type_hints(cls)
+    return frozenset(n for n, h in hints.items() if float in typing.get_args(h))
 
 
 def _req(instr: Instr, cond: bool, msg: str) -> None:
@@ -250,18 +305,6 @@ def _check_ops(instr: Instr, *names: str) -> None:
         v = getattr(instr, n)
         if v is not None:
             _check_operand(v, f"{instr.OP}: {n}")
-
-
-def _check_mem(instr: Instr, name: str, *spaces: str) -> None:
-    v = getattr(instr, name)
-    _req(instr, isinstance(v, Mem), f"{name} must be a Mem operand, got {v!r}")
-    _req(instr, v.space in spaces, f"{name} must be in {' or '.join(spaces)}, got {v.space}")
-
-
-def _check_mems(instr: Instr, **spaces: Union[str, tuple[str, ...]]) -> None:
-    """_check_mem for each operand named, in order: field name -> its space (or the spaces it may be in)."""
-    for name, where in spaces.items():
-        _check_mem(instr, name, *((where,) if isinstance(where, str) else where))
 
 
 def _optional(instr: Instr, *names: str) -> str:

@@ -5,8 +5,9 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from ..errors import ProgramError
+from .spec import InstrSpec, R, W
 from .base import (
-    ALU_FNS, CAST_ROUNDING, CORE_PIPES, Instr, Operand, Reg, ScalarValue, _check_dtype, _check_mem, _check_ops,
+    ALU_FNS, CAST_ROUNDING, CORE_PIPES, Instr, Mem, Operand, Reg, ScalarValue, _check_dtype, _check_ops,
     _check_scalar, _fmt, _req,
 )
 
@@ -95,6 +96,7 @@ class Loop(Instr):
     stop: Operand
     step: Operand = 1
     OP: ClassVar[str] = "loop"
+    SPEC: ClassVar[InstrSpec] = InstrSpec(unit="control")
     WRITES: ClassVar[tuple[str, ...]] = ("var",)
 
     def check(self, core_type: str) -> None:
@@ -109,6 +111,7 @@ class Loop(Instr):
 @dataclass(frozen=True)
 class EndLoop(Instr):
     OP: ClassVar[str] = "end_loop"
+    SPEC: ClassVar[InstrSpec] = InstrSpec(unit="control")
 
     def text(self) -> str:
         return "end_loop"
@@ -120,6 +123,7 @@ class If(Instr):
 
     cond: Operand
     OP: ClassVar[str] = "if"
+    SPEC: ClassVar[InstrSpec] = InstrSpec(unit="control")
 
     def check(self, core_type: str) -> None:
         super().check(core_type)
@@ -132,6 +136,7 @@ class If(Instr):
 @dataclass(frozen=True)
 class Else(Instr):
     OP: ClassVar[str] = "else"
+    SPEC: ClassVar[InstrSpec] = InstrSpec(unit="control")
 
     def text(self) -> str:
         return "else"
@@ -140,6 +145,7 @@ class Else(Instr):
 @dataclass(frozen=True)
 class EndIf(Instr):
     OP: ClassVar[str] = "end_if"
+    SPEC: ClassVar[InstrSpec] = InstrSpec(unit="control")
 
     def text(self) -> str:
         return "end_if"
@@ -165,6 +171,7 @@ class SetFlag(Instr):
     dst: str
     event: Operand
     OP: ClassVar[str] = "set_flag"
+    SPEC: ClassVar[InstrSpec] = InstrSpec(unit="sync")
 
     @property
     def pipe(self) -> str:
@@ -185,6 +192,7 @@ class WaitFlag(Instr):
     dst: str
     event: Operand
     OP: ClassVar[str] = "wait_flag"
+    SPEC: ClassVar[InstrSpec] = InstrSpec(unit="sync")
 
     @property
     def pipe(self) -> str:
@@ -203,6 +211,7 @@ class PipeBarrier(Instr):
 
     pipe_name: str
     OP: ClassVar[str] = "pipe_barrier"
+    SPEC: ClassVar[InstrSpec] = InstrSpec(unit="sync")
 
     @property
     def pipe(self) -> str:
@@ -221,6 +230,7 @@ class SyncAll(Instr):
     """All-core barrier: waits until this core's pipes drain and every core of the launch arrives."""
 
     OP: ClassVar[str] = "sync_all"
+    SPEC: ClassVar[InstrSpec] = InstrSpec(unit="sync")
 
     def text(self) -> str:
         return "sync_all"
@@ -271,6 +281,7 @@ class CrossSet(Instr):
     flag: Operand
     pipe_name: str
     OP: ClassVar[str] = "cross_set"
+    SPEC: ClassVar[InstrSpec] = InstrSpec(unit="sync")
 
     @property
     def pipe(self) -> str:
@@ -294,6 +305,7 @@ class CrossWait(Instr):
     mode: str
     flag: Operand
     OP: ClassVar[str] = "cross_wait"
+    SPEC: ClassVar[InstrSpec] = InstrSpec(unit="sync")
 
     def check(self, core_type: str) -> None:
         _req(self, self.mode in CROSS_MODES, f"mode must be one of {', '.join(CROSS_MODES)}, got {self.mode!r}")
@@ -321,10 +333,10 @@ class ScalarLoad(Instr):
     dtype: str
     OP: ClassVar[str] = "ld"
     WRITES: ClassVar[tuple[str, ...]] = ("dst",)
+    SPEC: ClassVar[InstrSpec] = InstrSpec(mems=(R("src", "UB"),))
 
     def check(self, core_type: str) -> None:
         super().check(core_type)
-        _check_mem(self, "src", "UB")
         _check_dtype(self, "dtype")
 
     def text(self) -> str:
@@ -339,10 +351,10 @@ class ScalarStore(Instr):
     src: ScalarValue
     dtype: str
     OP: ClassVar[str] = "st"
+    SPEC: ClassVar[InstrSpec] = InstrSpec(mems=(W("dst", "UB"),))
 
     def check(self, core_type: str) -> None:
         super().check(core_type)
-        _check_mem(self, "dst", "UB")
         _check_dtype(self, "dtype")
         _check_scalar(self.src, f"{self.OP}: src")
 

@@ -2,12 +2,31 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar, Optional
+from typing import Any, ClassVar, Mapping, Optional
 
+from .spec import InstrSpec, R, W, move
 from .base import (
-    COPY_PATHS, CUBE_DTYPES, Instr, Mem, Operand, ScalarValue, _check_dtype, _check_mem, _check_mems, _check_ops,
-    _check_scalar, _fmt, _optional, _req,
+    COPY_PATHS, CUBE_DTYPES, Instr, Mem, Operand, ScalarValue, _check_dtype, _check_ops, _check_scalar, _fmt,
+    _optional, _req, itemsize,
 )
+
+
+def _copy_gm_rows(a: Mapping[str, Any]) -> tuple[int, int]:
+    """A copy's GM side: nburst rows, the GM-side stride apart (default: back to back)."""
+    stride = a["src_stride"] if a["src"] == "GM" else a["dst_stride"]
+    return a["nburst"], (stride if stride is not None else a["burst"]) * itemsize(a["dtype"])
+
+
+def _rows_cols_bytes(a: Mapping[str, Any], chip: Any) -> int:
+    return a["rows"] * a["cols"] * itemsize(a["dtype"])
+
+
+def _load3d_bytes(a: Mapping[str, Any], chip: Any) -> int:
+    """The L0 image written: m_len rows (whole fractals) of k_len columns (defaults: the whole matrix is not
+    known without the feature map's output size, so the cost model charges only explicit lengths)."""
+    c0 = chip.fractal_c0(itemsize(a["dtype"]))
+    rows = -(-(a["m_len"] or chip.cube_block) // chip.cube_block) * chip.cube_block
+    return rows * (a["k_len"] or c0) * itemsize(a["dtype"])
 
 
 def _check_cube_dtype(instr: Instr) -> None:
@@ -54,14 +73,9 @@ class Copy(Instr):
     pad_value: float = 0.0
     atomic: Optional[str] = None
     OP: ClassVar[str] = "copy"
-
-    @property
-    def pipe(self) -> str:
-        return COPY_PATHS.get((self.src.space, self.dst.space), ("MTE2", ""))[0]
-
-    @property
-    def path(self) -> str:
-        return COPY_PATHS[(self.src.space, self.dst.space)][1]
+    SPEC: ClassVar[InstrSpec] = move(
+        "src", "dst", lambda a, chip: a["burst"] * a["nburst"] * itemsize(a["dtype"]),
+        W("dst", "UB", "GM", "L1"), R("src", "GM", "UB"), gm_rows=_copy_gm_rows)
 
     def check(self, core_type: str) -> None:
         _req(self, isinstance(self.src, Mem) and isinstance(self.dst, Mem), "src and dst must be Mem operands")
@@ -105,11 +119,10 @@ class CopyNd2Nz(Instr):
     cols: Operand
     src_row_stride: Optional[Operand] = None
     OP: ClassVar[str] = "copy_nd2nz"
-    PIPE: ClassVar[str] = "MTE2"
+    SPEC: ClassVar[InstrSpec] = move("src", "dst", _rows_cols_bytes, W("dst", "L1"), R("src", "GM"))
 
     def check(self, core_type: str) -> None:
         super().check(core_type)
-        _check_mems(self, dst="L1", src="GM")
         _check_cube_dtype(self)
         _check_ops(self, "rows", "cols", "src_row_stride")
 
@@ -132,11 +145,10 @@ class LoadL0(Instr):
     cols: Operand
     transpose: bool = False
     OP: ClassVar[str] = "load_l0"
-    PIPE: ClassVar[str] = "MTE1"
+    SPEC: ClassVar[InstrSpec] = move("src", "dst", _rows_cols_bytes, W("dst", "L0A", "L0B"), R("src", "L1"))
 
     def check(self, core_type: str) -> None:
         super().check(core_type)
-        _check_mems(self, dst=("L0A", "L0B"), src="L1")
         _check_cube_dtype(self)
         _check_ops(self, "rows", "cols")
         _req(self, isinstance(self.transpose, bool), "transpose must be a bool")
@@ -165,11 +177,12 @@ class LoadL0Fractals(Instr):
     dst_gap: Operand = 0
     transpose: bool = False
     OP: ClassVar[str] = "load_l0_2d"
-    PIPE: ClassVar[str] = "MTE1"
+    SPEC: ClassVar[InstrSpec] = move(
+        "src", "dst", lambda a, chip: a["repeat"] * chip.cube_block * chip.fractal_row_bytes,
+        W("dst", "L0A", "L0B"), R("src", "L1"))
 
     def check(self, core_type: str) -> None:
         super().check(core_type)
-        _check_mems(self, dst=("L0A", "L0B"), src="L1")
         _check_cube_dtype(self)
         _check_ops(self, "start", "repeat", "src_stride", "dst_gap")
         _req(self, isinstance(self.transpose, bool), "transpose must be a bool")
@@ -205,7 +218,7 @@ class Load3D(Instr):
     k_start: Operand = 0
     k_len: Optional[Operand] = None
     OP: ClassVar[str] = "load3d"
-    PIPE: ClassVar[str] = "MTE1"
+    SPEC: ClassVar[InstrSpec] = move("src", "dst", _load3d_bytes, W("dst", "L0A", "L0B"), R("src", "L1"))
 
     def __post_init__(self) -> None:
         for name in ("stride", "pad", "dilation"):  # JSON gives lists
@@ -213,7 +226,6 @@ class Load3D(Instr):
 
     def check(self, core_type: str) -> None:
         super().check(core_type)
-        _check_mems(self, dst=("L0A", "L0B"), src="L1")
         _check_cube_dtype(self)
         _check_ops(self, "c1", "h", "w", "m_start", "m_len", "k_start", "k_len")
         for name, n, low in (("stride", 2, 1), ("pad", 4, 0), ("dilation", 2, 1)):
@@ -241,11 +253,10 @@ class LoadBias(Instr):
     count: Operand
     dtype: str = "float32"
     OP: ClassVar[str] = "load_bias"
-    PIPE: ClassVar[str] = "MTE1"
+    SPEC: ClassVar[InstrSpec] = move("src", "dst", lambda a, chip: a["count"] * 4, W("dst", "BT"), R("src", "L1"))
 
     def check(self, core_type: str) -> None:
         super().check(core_type)
-        _check_mems(self, dst="BT", src="L1")
         _req(self, self.dtype == "float32", f"bias dtype must be float32, got {self.dtype!r}")
         _check_ops(self, "count")
 
@@ -271,13 +282,11 @@ class Mmad(Instr):
     accumulate: Operand = 0
     bias: Optional[Mem] = None
     OP: ClassVar[str] = "mmad"
-    PIPE: ClassVar[str] = "M"
+    SPEC: ClassVar[InstrSpec] = InstrSpec("M", unit="cube", mems=(
+        W("dst", "L0C", read_when="accumulate"), R("a", "L0A"), R("b", "L0B"), R("bias", "BT", elem="float32")))
 
     def check(self, core_type: str) -> None:
         super().check(core_type)
-        _check_mems(self, dst="L0C", a="L0A", b="L0B")
-        if self.bias is not None:
-            _check_mem(self, "bias", "BT")
         _check_cube_dtype(self)
         _check_ops(self, "m", "k", "n", "accumulate")
 
@@ -315,13 +324,12 @@ class FixPipe(Instr):
     nz: bool = False
     atomic: Optional[str] = None
     OP: ClassVar[str] = "fixpipe"
-    PIPE: ClassVar[str] = "FIX"
+    SPEC: ClassVar[InstrSpec] = move(
+        "src", "dst", lambda a, chip: a["m"] * a["n"] * itemsize(a["dst_dtype"]),
+        W("dst", "GM", elem="dst_dtype"), R("src", "L0C", elem="src_dtype"), R("scale_l1", "L1", elem="float32"))
 
     def check(self, core_type: str) -> None:
         super().check(core_type)
-        _check_mems(self, dst="GM", src="L0C")
-        if self.scale_l1 is not None:
-            _check_mem(self, "scale_l1", "L1")
         _check_dtype(self, "dst_dtype")
         _req(self, self.src_dtype in FIXPIPE_CONVERSIONS,
              f"src_dtype must be float32 or int32, got {self.src_dtype!r}")

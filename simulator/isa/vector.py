@@ -4,9 +4,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar, Optional, Union
 
+from .spec import READ, InstrSpec, R, W, vector
 from .base import (
     VBINARY_COST, VCOMPARE_FNS, VREDUCE_FNS, VUNARY_COST, CAST_ROUNDING, FLOAT_DTYPES, INT_DTYPES,
-    FLOAT_ONLY, BITWISE_ONLY, Instr, Mem, Operand, ScalarValue, _check_dtype, _check_mem, _check_operand,
+    FLOAT_ONLY, BITWISE_ONLY, Instr, Mem, Operand, ScalarValue, _check_dtype, _check_operand,
     _check_ops, _check_scalar, _fmt, _optional, _req,
 )
 
@@ -65,15 +66,13 @@ def _count_text(instr: Instr) -> str:
 class VectorInstr(Instr):
     """Vector instructions act on UB only and run on pipe V.
 
-    A subclass declares the kinds of its operands and check() applies their rules, in this
-    order: UB operands (dst, UB_SRCS, EITHER when a Mem) are in UB; DTYPE_FIELDS name dtypes;
-    OPS are integer operands; UB_SRCS are Mem operands; SCALARS (and EITHER when not a Mem) are
-    scalars; `fn` is a key of FNS (a `FN_KIND`) valid for the dtype; then _check_own().
+    A subclass declares its SPEC (memory operands, all in UB; a source whose field type admits a
+    scalar may be one) and the kinds of its other operands, and check() applies their rules, in
+    this order: the spec's memory operands; DTYPE_FIELDS name dtypes; OPS are integer operands;
+    SCALARS (and spec operands given as scalars) are scalars; `fn` is a key of FNS (a `FN_KIND`)
+    valid for the dtype; then _check_own().
     """
 
-    PIPE: ClassVar[str] = "V"
-    UB_SRCS: ClassVar[tuple[str, ...]] = ("src",)
-    EITHER: ClassVar[tuple[str, ...]] = ()  # a UB operand or a scalar
     SCALARS: ClassVar[tuple[str, ...]] = ()
     DTYPE_FIELDS: ClassVar[tuple[str, ...]] = ("dtype",)
     OPS: ClassVar[tuple[str, ...]] = ("count",)
@@ -82,16 +81,10 @@ class VectorInstr(Instr):
 
     def check(self, core_type: str) -> None:
         super().check(core_type)
-        for m in ("dst",) + self.UB_SRCS + self.EITHER:
-            v = getattr(self, m)
-            if isinstance(v, Mem):
-                _req(self, v.space == "UB", f"{m} must be in UB, got {v.space}")
         for d in self.DTYPE_FIELDS:
             _check_dtype(self, d)
         _check_ops(self, *self.OPS)
-        for m in self.UB_SRCS:
-            _check_mem(self, m, "UB")
-        for n in self.SCALARS + self.EITHER:
+        for n in self.SCALARS + tuple(m.name for m in self.SPEC.mems):
             v = getattr(self, n)
             if n in self.SCALARS or not isinstance(v, Mem):
                 _check_scalar(v, f"{self.OP}: {n}")
@@ -101,7 +94,7 @@ class VectorInstr(Instr):
         if rep is not None:
             _req(self, isinstance(rep, VRepeat), f"rep must be a VRepeat, got {rep!r}")
             _req(self, self.count is None, "give count or rep, not both")
-            rep.check(self, len(self.UB_SRCS) + sum(isinstance(getattr(self, n), Mem) for n in self.EITHER))
+            rep.check(self, sum(m.access == READ and isinstance(getattr(self, m.name), Mem) for m in self.SPEC.mems))
         elif "count" in self.OPS:
             _req(self, getattr(self, "count", None) is not None, "count is missing (or give rep=VRepeat(...))")
         self._check_own()
@@ -131,11 +124,11 @@ class VBinary(VectorInstr):
     dst: Mem
     a: Mem
     b: Mem
-    count: Operand
+    count: Optional[Operand]  # None when `rep` gives the repeats
     dtype: str
     rep: Optional[VRepeat] = None
     OP: ClassVar[str] = "vbinary"
-    UB_SRCS: ClassVar[tuple[str, ...]] = ("a", "b")
+    SPEC: ClassVar[InstrSpec] = vector("elementwise", W("dst"), R("a"), R("b"))
     FNS: ClassVar[Any] = VBINARY_COST
 
     def text(self) -> str:
@@ -150,11 +143,12 @@ class VScalar(VectorInstr):
     dst: Mem
     src: Mem
     scalar: ScalarValue
-    count: Operand
+    count: Optional[Operand]  # None when `rep` gives the repeats
     dtype: str
     reverse: bool = False
     rep: Optional[VRepeat] = None
     OP: ClassVar[str] = "vscalar"
+    SPEC: ClassVar[InstrSpec] = vector("elementwise", W("dst"), R("src"))
     SCALARS: ClassVar[tuple[str, ...]] = ("scalar",)
     FNS: ClassVar[Any] = VBINARY_COST
 
@@ -171,10 +165,11 @@ class VUnary(VectorInstr):
     fn: str
     dst: Mem
     src: Mem
-    count: Operand
+    count: Optional[Operand]  # None when `rep` gives the repeats
     dtype: str
     rep: Optional[VRepeat] = None
     OP: ClassVar[str] = "vunary"
+    SPEC: ClassVar[InstrSpec] = vector("elementwise", W("dst"), R("src"))
     FNS: ClassVar[Any] = VUNARY_COST
 
     def text(self) -> str:
@@ -192,8 +187,7 @@ class VCompare(VectorInstr):
     count: Operand
     dtype: str
     OP: ClassVar[str] = "vcompare"
-    UB_SRCS: ClassVar[tuple[str, ...]] = ("a",)
-    EITHER: ClassVar[tuple[str, ...]] = ("b",)
+    SPEC: ClassVar[InstrSpec] = vector("elementwise", W("dst", elem="bool"), R("a"), R("b"))
     FNS: ClassVar[Any] = VCOMPARE_FNS
     FN_KIND: ClassVar[str] = "comparison"
 
@@ -212,8 +206,7 @@ class VSelect(VectorInstr):
     count: Operand
     dtype: str
     OP: ClassVar[str] = "vselect"
-    UB_SRCS: ClassVar[tuple[str, ...]] = ("mask",)
-    EITHER: ClassVar[tuple[str, ...]] = ("a", "b")
+    SPEC: ClassVar[InstrSpec] = vector("elementwise", W("dst"), R("mask", elem="bool"), R("a"), R("b"))
 
     def text(self) -> str:
         return f"vselect {self.dst} <- {self.mask} ? {_fmt(self.a)} : {_fmt(self.b)} {self.dtype} count={self.count}"
@@ -230,6 +223,7 @@ class VCast(VectorInstr):
     dst_dtype: str
     round: str = "trunc"
     OP: ClassVar[str] = "vcast"
+    SPEC: ClassVar[InstrSpec] = vector("elementwise", W("dst", elem="dst_dtype"), R("src", elem="src_dtype"))
     DTYPE_FIELDS: ClassVar[tuple[str, ...]] = ("src_dtype", "dst_dtype")
 
     def _check_own(self) -> None:
@@ -246,11 +240,11 @@ class VDup(VectorInstr):
 
     dst: Mem
     value: ScalarValue
-    count: Operand
+    count: Optional[Operand]  # None when `rep` gives the repeats
     dtype: str
     rep: Optional[VRepeat] = None
     OP: ClassVar[str] = "vdup"
-    UB_SRCS: ClassVar[tuple[str, ...]] = ()
+    SPEC: ClassVar[InstrSpec] = vector("elementwise", W("dst"))
     SCALARS: ClassVar[tuple[str, ...]] = ("value",)
 
     def text(self) -> str:
@@ -261,10 +255,11 @@ class VDup(VectorInstr):
 class VCopy(VectorInstr):
     dst: Mem
     src: Mem
-    count: Operand
+    count: Optional[Operand]  # None when `rep` gives the repeats
     dtype: str
     rep: Optional[VRepeat] = None
     OP: ClassVar[str] = "vcopy"
+    SPEC: ClassVar[InstrSpec] = vector("elementwise", W("dst"), R("src"))
 
     def text(self) -> str:
         return f"vcopy {self.dst} <- {self.src} {self.dtype}" + _count_text(self)
@@ -282,6 +277,7 @@ class VReduce(VectorInstr):
     dtype: str
     src_row_stride: Optional[Operand] = None
     OP: ClassVar[str] = "vreduce"
+    SPEC: ClassVar[InstrSpec] = vector("rows", W("dst"), R("src", rows=True))
     OPS: ClassVar[tuple[str, ...]] = ("rows", "cols", "src_row_stride")
     FNS: ClassVar[Any] = VREDUCE_FNS
     FN_KIND: ClassVar[str] = "reduction"
@@ -303,6 +299,7 @@ class VBroadcast(VectorInstr):
     axis: int = 1
     dst_row_stride: Optional[Operand] = None
     OP: ClassVar[str] = "vbroadcast"
+    SPEC: ClassVar[InstrSpec] = vector("rows", W("dst", rows=True), R("src"))
     OPS: ClassVar[tuple[str, ...]] = ("rows", "cols", "dst_row_stride")
 
     def _check_own(self) -> None:
@@ -326,6 +323,7 @@ class VTranspose(VectorInstr):
     src_row_stride: Optional[Operand] = None
     dst_row_stride: Optional[Operand] = None
     OP: ClassVar[str] = "vtranspose"
+    SPEC: ClassVar[InstrSpec] = vector("transpose", W("dst"), R("src"))
     OPS: ClassVar[tuple[str, ...]] = ("rows", "cols", "src_row_stride", "dst_row_stride")
 
     def text(self) -> str:
@@ -344,7 +342,7 @@ class VGather(VectorInstr):
     count: Operand
     dtype: str
     OP: ClassVar[str] = "vgather"
-    UB_SRCS: ClassVar[tuple[str, ...]] = ("src", "offsets")
+    SPEC: ClassVar[InstrSpec] = vector("gather", W("dst"), R("src"), R("offsets", elem="int32"))
 
     def text(self) -> str:
         return f"vgather {self.dst} <- {self.src}[{self.offsets}] {self.dtype} count={self.count}"

@@ -4,7 +4,8 @@ from __future__ import annotations
 import pytest
 
 from pyasc import ops
-from pyasc.codegen.lowering import BOOL_FN, VECTOR, lowered_by, no_lowering
+from pyasc.codegen.lowering import BOOL_FN, VECTOR, no_lowering
+from pyasc.codegen.templates import lowered_by
 from pyasc.errors import CompileError, SourceLoc
 
 

@@ -163,8 +163,8 @@ def test_tiling_choice_is_recorded_and_buffer_num_caps_it(rng):
     (dk,) = pyasc.kernel(K.mm, chip="tiny").compile(a, b).kernels
     assert dk.tiling.others and "base " in dk.tiling.text()
     (single,) = pyasc.kernel(K.mm, chip="tiny", buffer_num=1).compile(a, b).kernels
-    assert single.tiling.params.buffers == 1 and single.tiling.params.l0c_slots == 1
-    assert all(c.params.buffers == 1 for c in single.tiling.others)
+    assert single.tiling.params.buffer_num == 1 and single.tiling.params.l0c_slots == 1
+    assert all(c.params.buffer_num == 1 for c in single.tiling.others)
     run(K.mm, a, b, buffer_num=1)
 
 

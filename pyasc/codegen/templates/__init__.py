@@ -1,0 +1,35 @@
+"""The templates, registered by name (`codegen/template.py` says what each declares).
+
+`TEMPLATES` is the one registry the driver (`lower.py`), the router (`route.py`) and fusion's capacity
+function (`capacity.py`) read; `TEMPLATE_OPS` says which registry ops a template lowers whole (derived from
+the templates' own `ops`).
+"""
+from __future__ import annotations
+
+from ..lowering import REDUCE, VECTOR
+from ..template import Template
+from . import column, datamove, formats, matmul, transpose2d, update, vector
+
+TEMPLATES: dict[str, Template] = {
+    t.name: t for t in (vector.TEMPLATE, column.TEMPLATE, matmul.TEMPLATE, datamove.TEMPLATE, formats.TEMPLATE,
+                        transpose2d.TEMPLATE, update.TEMPLATE)
+}
+
+#: registry op -> the template that lowers a kernel of that op whole
+TEMPLATE_OPS: dict[str, str] = {op: t.name for t in TEMPLATES.values() for op in t.ops}
+
+
+def template_of_op(op: str) -> Template | None:
+    """The template that lowers a kernel holding just `op` (or anchored on it), if one does."""
+    name = TEMPLATE_OPS.get(op)
+    return TEMPLATES[name] if name is not None else None
+
+
+def lowered_by(op: str) -> str | None:
+    """Which part of codegen lowers an op: "vector" or "reduce" (instruction by instruction, the tables in
+    `lowering`), a template name (lowered whole), or None (no lowering)."""
+    if op in VECTOR:
+        return "vector"
+    if op in REDUCE:
+        return "reduce"
+    return TEMPLATE_OPS.get(op)

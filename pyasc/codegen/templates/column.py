@@ -17,17 +17,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from simulator import isa
+from ...target import Chip, itemsize
 
 from ... import symbolic as sy
 from ...ir import Value
 from ...symbolic import IntLike
 from .. import tileops as T
 from ..domain import Domain, InputLayout, UnsupportedDomain, column_domain, dims, input_layout
-from ..kernel_graph import KernelGraph
-from ..schedule import BLOCKS, CORE, Buffer, GmParam, GmRef, Let, Loop, Ref, Stmt, TileOp, TileSchedule, When
+from ..kernel_graph import KernelGraph, kernel_symbols
+from ..schedule import BLOCKS, CORE, Buffer, GmParam, GmRef, Let, Loop, Ref, Stmt, TileSchedule, When
+from ..template import Job, Template, Tiling, align_up, buffer_nums, free_symbols, ub_slot
 from ..ub_alloc import Assignment, assign
-from ..vector_ops import Geometry, InputUse, Space, VOp, build_vector_plan, is_input_view
+from ..vector_ops import build_vector_plan, Geometry, InputUse, is_input_view, Space, VKind, VOp
 from .multipass import _COMBINE, _identity
 from .placement import decompose, translate_vop
 from .vector_kernel import in_param, out_param
@@ -52,7 +53,7 @@ class ColumnKernel:
 
 
 @dataclass(frozen=True)
-class ColumnTiling:
+class ColumnTiling(Tiling):
     rows: int          # tr: rows per tile (a power of two)
     width: int         # tw: columns per task
     split: int         # g: cores per task (1: cores take whole tasks)
@@ -83,13 +84,13 @@ def analyze(name: str, kg: KernelGraph, shape: Any, reduced: tuple[int, ...]) ->
         return Space.ROW if v.node.op in ("sum", "max", "min", "mean") else Space.FULL
 
     plan = build_vector_plan(kg, kg.nodes, space_of, name)
-    reds = [op for op in plan.ops if op.kind == "reduce"]
+    reds = [op for op in plan.ops if op.kind is VKind.REDUCE]
     if len(reds) != 1 or len(plan.outputs) != 1:
         raise UnsupportedDomain("a column-reduction kernel holds one reduction and one output")
     red = reds[0]
     at = plan.ops.index(red)
     ops, after = plan.ops[:at + 1], plan.ops[at + 1:]
-    if any(op.kind != "finalize_mean" for op in after):
+    if any(op.kind is not VKind.FINALIZE_MEAN for op in after):
         raise UnsupportedDomain("a column reduction takes no epilogue")
     layouts = {}
     for use in plan.inputs:
@@ -102,37 +103,36 @@ def analyze(name: str, kg: KernelGraph, shape: Any, reduced: tuple[int, ...]) ->
     loaded = [u.buf for u in plan.inputs if layouts[u.buf.id].cls != "scalar"]
     # the accumulator lives across the row loop (initialised before it): its own buffer, never a reloaded one
     alloc = assign(ops + after, loaded, resident + [red.dst], [out_buf], loops=[(0, len(ops))])
-    sizes = [isa.itemsize(b.dtype) for b in plan.buffers] or [4]
+    sizes = [itemsize(b.dtype) for b in plan.buffers] or [4]
     return ColumnKernel(name, kg, domain, ops, red, after, list(plan.inputs), layouts, alloc, out_buf, min(sizes))
 
 
-def _align(vk: ColumnKernel, n: int) -> int:
-    a = 32 // vk.min_itemsize
-    return -(-n // a) * a
+def _align(vk: ColumnKernel, n: int, chip: Chip) -> int:
+    """`n` columns rounded up to whole UB blocks of the narrowest dtype (every row starts on a block)."""
+    return align_up(n, chip.ub_align // vk.min_itemsize)
 
 
-def _buffers(vk: ColumnKernel, t: ColumnTiling, chip: Any) -> list[Buffer]:
-    twp = _align(vk, t.width)
+def _buffers(vk: ColumnKernel, t: ColumnTiling, chip: Chip) -> list[Buffer]:
+    twp = _align(vk, t.width, chip)
     out = []
     for p in vk.alloc.buffers:
         n = {Space.FULL: t.rows * twp, Space.ROW: max(t.rows, twp), Space.SCALAR: 1}[p.space]
-        slots = t.buffer_num if p.rotating else 1
         out.append(Buffer(p.name, "UB", {1: "uint8", 2: "float16", 4: "float32"}[p.itemsize],
-                          -(-n * p.itemsize // 32) * 32, slots, p.kind))
+                          ub_slot(n * p.itemsize, chip), t.slots(p.rotating), p.kind))
     for use in vk.inputs:
         if vk.layouts[use.buf.id].cls == "rowvec":
-            size = isa.itemsize(use.buf.dtype)
-            out.append(Buffer(f"rv{use.buf.id}", "UB", use.buf.dtype, -(-twp * size // 32) * 32, t.buffer_num,
+            size = itemsize(use.buf.dtype)
+            out.append(Buffer(f"rv{use.buf.id}", "UB", use.buf.dtype, ub_slot(twp * size, chip), t.slots(),
                               "rowvec staging"))
     if t.split > 1:
-        size = isa.itemsize(vk.reduce.dtype)
-        out.append(Buffer("gather", "UB", vk.reduce.dtype, -(-t.split * twp * size // 32) * 32, 1, "partials"))
+        size = itemsize(vk.reduce.dtype)
+        out.append(Buffer("gather", "UB", vk.reduce.dtype, ub_slot(t.split * twp * size, chip), 1, "partials"))
     return out
 
 
-def schedule(vk: ColumnKernel, t: ColumnTiling, chip: Any) -> TileSchedule:
+def schedule(vk: ColumnKernel, t: ColumnTiling, chip: Chip) -> TileSchedule:
     d = vk.domain
-    twp = _align(vk, t.width)
+    twp = _align(vk, t.width, chip)
     fields: dict[str, IntLike] = {"R": d.R, "C": d.C, "tr": t.rows, "tw": t.width, "twp": twp,
                                   "NRB": sy.ceildiv(d.R, t.rows), "NI": sy.ceildiv(d.C, t.width)}
     for j, o in enumerate(d.outer):
@@ -154,7 +154,7 @@ def schedule(vk: ColumnKernel, t: ColumnTiling, chip: Any) -> TileSchedule:
     if t.split > 1:
         blocks: IntLike = sy.mul(tasks, t.split)
         params.append(GmParam(SCRATCH, vk.reduce.dtype, "scratch"))
-        scratch[SCRATCH] = sy.mul(tasks, t.split * twp * isa.itemsize(vk.reduce.dtype))
+        scratch[SCRATCH] = sy.mul(tasks, t.split * twp * itemsize(vk.reduce.dtype))
         body = b.split_body()
     else:
         blocks = sy.ceildiv(tasks, sy.max_(1, sy.ceildiv(tasks, cores)))
@@ -190,7 +190,7 @@ class _Body:
                 off = sy.add(off, sy.mul(F(f"o{j}"), F(f"s{use.buf.id}_{j}")))
         rs = lay.r_stride if lay.r_stride in (0, 1) else F(f"s{use.buf.id}_r")
         off = sy.add(off, sy.mul(row, rs), col)
-        return GmRef(in_param(use.index), sy.mul(off, isa.itemsize(use.buf.dtype)))
+        return GmRef(in_param(use.index), sy.mul(off, itemsize(use.buf.dtype)))
 
     def rows_loop(self, var: str, lo: IntLike, hi: IntLike) -> list[Stmt]:
         """Accumulate row blocks [lo, hi) of the current task into the accumulator."""
@@ -199,8 +199,8 @@ class _Body:
         acc = self.ref(red.dst)
         src = red.srcs[0]
         dt = red.dtype
-        size = isa.itemsize(dt)
-        slot = sy.mod(F(var), t.buffer_num) if t.buffer_num > 1 else 0
+        size = itemsize(dt)
+        slot = t.slot(var)
         body: list[Stmt] = [Let(f"{var}_r0", sy.mul(F(var), F("tr"))),
                             Let(f"{var}_rows", sy.min_(F("tr"), sy.add(F("R"), sy.mul(-1, F(f"{var}_r0")))))]
         r0, rows = F(f"{var}_r0"), F(f"{var}_rows")
@@ -243,7 +243,7 @@ class _Body:
             out.append(T.vscalar("div", self.ref(op.dst), self.ref(op.srcs[0]), F("R"), F("twp"), op.dtype,
                                  note="mean: divide by the reduced count"))
         v = vk.kg.outputs[0]
-        size = isa.itemsize(v.type.dtype)
+        size = itemsize(v.type.dtype)
         o_off: IntLike = 0
         for j in range(len(vk.domain.outer)):
             o_off = sy.add(sy.mul(o_off, F(f"O{j}")), F(f"o{j}"))
@@ -263,7 +263,7 @@ class _Body:
         for use in self.vk.inputs:
             p = self.vk.alloc.of[use.buf.id]
             if p.space == Space.FULL and self.vk.layouts[use.buf.id].cls in ("full", "rowvec"):
-                for slot in range(self.t.buffer_num if p.rotating else 1):
+                for slot in range(self.t.slots(p.rotating)):
                     out.append(T.vdup(Ref(p.name, slot), 0, sy.mul(F("tr"), F("twp")), use.buf.dtype,
                                       note="zero the row padding"))
         return out
@@ -287,7 +287,7 @@ class _Body:
         vk, g = self.vk, self.t.split
         red = vk.reduce
         dt = red.dtype
-        size = isa.itemsize(dt)
+        size = itemsize(dt)
         per = sy.ceildiv(F("NRB"), g)
         part = sy.mod(F(CORE), g)
         lo = sy.mul(F("part_i"), per)
@@ -298,7 +298,7 @@ class _Body:
         twp_bytes = sy.mul(F("twp"), size)
         body.append(T.store(GmRef(SCRATCH, sy.mul(F(CORE), twp_bytes)), self.ref(red.dst), dt, F("twp"),
                             note="this core's partial"))
-        body.append(TileOp("S", "sync_all", {}, note="all partials are in GM"))
+        body.append(T.sync_all("all partials are in GM"))
         gather = Ref("gather")
         fold: list[Stmt] = [T.load(gather, GmRef(SCRATCH, sy.mul(sy.mul(F("task"), g), twp_bytes)), dt,
                                    sy.mul(g, F("twp")), note="the task's partials")]
@@ -312,7 +312,7 @@ class _Body:
         return body
 
 
-def tilings(vk: ColumnKernel, chip: Any, buffer_num: int, cores: int) -> list[ColumnTiling]:
+def tilings(vk: ColumnKernel, chip: Chip, buffer_num: int, cores: int) -> list[ColumnTiling]:
     cores = max(1, min(cores, chip.aiv_cores))
     d = vk.domain
     C = d.C if isinstance(d.C, int) else 4096
@@ -320,8 +320,8 @@ def tilings(vk: ColumnKernel, chip: Any, buffer_num: int, cores: int) -> list[Co
     outer = d.outer_count if isinstance(d.outer_count, int) else 1
     cap = chip.max_repeats * chip.vector_repeat_bytes
     out = []
-    quantum = max(1, 512 // vk.min_itemsize)
-    for bn in sorted({1, buffer_num}):
+    quantum = max(1, chip.gm_peak_align // vk.min_itemsize)  # task widths start on the GM peak boundary
+    for bn in buffer_nums(buffer_num):
         widths = {min(C, w) for w in (C, 128, 256, 512, 1024, 2048) if w <= max(C, 1)} | {C}
         for w in sorted(widths):
             w = w if w >= C or w < quantum else w // quantum * quantum
@@ -350,10 +350,22 @@ def tilings(vk: ColumnKernel, chip: Any, buffer_num: int, cores: int) -> list[Co
     return out
 
 
-def ub_bytes(vk: ColumnKernel, t: ColumnTiling, chip: Any) -> int:
+def ub_bytes(vk: ColumnKernel, t: ColumnTiling, chip: Chip) -> int:
     return sum(b.nbytes for b in _buffers(vk, t, chip))
 
 
-def _fits(vk: ColumnKernel, t: ColumnTiling, chip: Any, cap: int) -> bool:
+def _fits(vk: ColumnKernel, t: ColumnTiling, chip: Chip, cap: int) -> bool:
     bufs = _buffers(vk, t, chip)
     return all(x.slot_bytes <= cap for x in bufs) and sum(x.nbytes for x in bufs) <= chip.ub_bytes
+
+
+def _analyze(job: Job, chip: Chip) -> list[ColumnKernel]:
+    """`job.options`: "rows", the reduction's input shape; "reduced", the axes it reduces."""
+    return [analyze(job.label, job.subject, job.options["rows"], tuple(job.options["reduced"]))]
+
+
+def _symbols(vk: ColumnKernel) -> set[str]:
+    return free_symbols(list(vk.domain.shape)) | kernel_symbols(vk.kg)
+
+
+TEMPLATE = Template("column", "aiv", ColumnTiling, _analyze, tilings, schedule, _symbols, need=ub_bytes)

@@ -37,8 +37,9 @@ Tile sizes are candidates scored by the cost model (`tiling.choose`).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Callable
 
+from ...target import Chip
 from ... import symbolic as sy
 from ...ir import Node
 from ...symbolic import IntLike
@@ -46,8 +47,8 @@ from .. import tileops as T
 from ..domain import UnsupportedDomain
 from ..kernel_graph import KernelGraph
 from ..schedule import GmParam, GmRef, Let, Loop, Ref, Stmt, TileSchedule
+from ..template import Job, Template, free_symbols
 from ..tiling import scoring_dims
-from . import formats
 from .access import ACCESS, access_of, collapse, contiguous_range
 from .moves import MoveKernel, MoveTiling, align, analyze, buffers, resident, stride_sign, tilings
 from .tiles import FieldSet, UnsupportedMove, clamp_extent, decompose, split_over_cores
@@ -56,22 +57,12 @@ from .vector_kernel import in_param, out_param
 F = sy.sym
 
 #: registry ops this template lowers when a kernel holds only that op (transdata: formats.py)
-OPS = frozenset(ACCESS) | {"transdata"}
+OPS = frozenset(ACCESS)
 
-__all__ = ["OPS", "MovePlan", "UnsupportedMove", "alias_offset", "handles", "prepare", "schedule"]
+__all__ = ["OPS", "TEMPLATE", "UnsupportedMove", "alias_offset", "handles", "schedule"]
 
 
 # ---- entry points --------------------------------------------------------------------------
-
-
-@dataclass
-class MovePlan:
-    """What the generator needs to choose a tiling: the template's name, its candidates, the builder."""
-
-    template: str
-    candidates: list[Any]
-    build: Callable[[Any], TileSchedule]
-    symbols: list[str]          # dims the scores depend on (scored at a nominal size when symbolic)
 
 
 def handles(kg: KernelGraph) -> bool:
@@ -81,21 +72,22 @@ def handles(kg: KernelGraph) -> bool:
             and nodes[0].inputs[0].node.op == "Data" and len(kg.graph.outputs) == 1)
 
 
-def prepare(label: str, kg: KernelGraph, chip: Any, buffer_num: int, cores: int) -> MovePlan:
-    """Analyse the kernel and list its tiling candidates (raises UnsupportedMove)."""
-    if kg.nodes[0].op == "transdata":
-        cv = formats.analyze(label, kg, chip)
-        return MovePlan("transdata", formats.tilings(cv, chip, buffer_num, cores),
-                        lambda t: formats.schedule(cv, t, chip), [])
+def _analyze(job: Job, chip: Chip) -> list[MoveKernel]:
     try:
-        mk = analyze(label, kg, chip)
+        return [analyze(job.label, job.subject, chip)]
     except UnsupportedDomain as e:
         raise UnsupportedMove(str(e)) from None
+
+
+def _symbols(mk: MoveKernel) -> set[str]:
     a = mk.access
-    symbols = sorted(set().union(*(sy.free_symbols(e) for e in (*a.shape, *a.strides, a.offset))))
-    nominal, _ = scoring_dims(symbols)
-    cands = tilings(mk, chip, buffer_num, cores, lambda e: sy.evaluate(e, nominal))
-    return MovePlan("datamove", cands, lambda t: schedule(mk, t, chip), symbols)
+    return free_symbols([*a.shape, *a.strides, a.offset])
+
+
+def _tilings(mk: MoveKernel, chip: Chip, buffer_num: int, cores: int) -> list[MoveTiling]:
+    """The move's candidates, sized for its dims (a symbolic one at the tiler's nominal size)."""
+    nominal, _ = scoring_dims(sorted(_symbols(mk)))
+    return tilings(mk, chip, buffer_num, cores, lambda e: sy.evaluate(e, nominal))
 
 
 def alias_offset(node: Node) -> IntLike | None:
@@ -126,7 +118,7 @@ class _Tile:
     slot: IntLike
 
 
-def schedule(mk: MoveKernel, t: MoveTiling, chip: Any) -> TileSchedule:
+def schedule(mk: MoveKernel, t: MoveTiling, chip: Chip) -> TileSchedule:
     a = mk.access
     fs = FieldSet()
     shape = [fs(f"D{k}", d) for k, d in enumerate(a.shape)]
@@ -152,7 +144,7 @@ def schedule(mk: MoveKernel, t: MoveTiling, chip: Any) -> TileSchedule:
     dst = sy.add(*[sy.mul(F(f"o{d}"), outs[d]) for d in mk.outer], sy.mul(c0, outs[mk.col]),
                  sy.mul(r0, outs[mk.row]) if mk.row is not None else 0)
     lets += [Let("src", src), Let("dst", dst)]
-    slot = sy.mod(F("i"), t.buffer_num) if t.buffer_num > 1 else 0
+    slot = t.slot("i")
     tile = _Tile(F("rows") if mk.row is not None else 1, F("cols"), F("src"), F("dst"), slot)
     body = _Body(mk, t, strides, outs, shape)
     pre, per_tile = _KINDS[mk.kind](body, tile)
@@ -312,3 +304,7 @@ _KINDS: dict[str, Callable[[_Body, _Tile], tuple[list[Stmt], list[Stmt]]]] = {
     "copy": _Body.copy, "bcast_rows": _Body.bcast_rows, "bcast_cols": _Body.bcast_cols,
     "transpose": _Body.transpose, "gather": _Body.gather,
 }
+
+
+TEMPLATE = Template("datamove", "aiv", MoveTiling, _analyze, _tilings, schedule, _symbols,
+                    ops=frozenset(ACCESS), handles=handles)

@@ -20,8 +20,9 @@ needed in those formats); the error says so.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Callable
 
+from ...target import Chip
 from ... import symbolic as sy
 from ...symbolic import IntLike
 from .. import tileops as T
@@ -30,6 +31,7 @@ from ..schedule import Buffer, GmParam, GmRef, Let, Loop, Ref, Stmt, TileSchedul
 from .moves import MoveTiling
 from .tiles import FieldSet, UnsupportedMove, clamp_extent, decompose, split_over_cores
 from ..tiling import largest_fitting
+from ..template import Template, buffer_nums
 from .vector_kernel import in_param, out_param
 
 F = sy.sym
@@ -74,7 +76,7 @@ class Conversion:
         return -(-self.rows // self.fractal_rows) * self.fractal_rows
 
 
-def analyze(name: str, kg: KernelGraph, chip: Any) -> Conversion:
+def analyze(name: str, kg: KernelGraph, chip: Chip) -> Conversion:
     node = kg.nodes[0]
     src = node.inputs[0].type
     s_fmt, d_fmt = node.attrs.get("src_format", "ND"), node.attrs.get("dst_format", "ND")
@@ -102,26 +104,26 @@ def analyze(name: str, kg: KernelGraph, chip: Any) -> Conversion:
 
 
 def buffers(cv: Conversion, t: MoveTiling) -> list[Buffer]:
-    size, bn, c0 = cv.itemsize, t.buffer_num, cv.c0
+    size, bn, c0 = cv.itemsize, t.slots(), cv.c0
     if cv.nz:
         return [Buffer("tile", "UB", cv.dtype, t.rows * c0 * size, bn, "rows of one strip")]
     return [Buffer("chw", "UB", cv.dtype, c0 * cv.padded(t.rows) * size, bn, "channel rows"),
             Buffer("hwc", "UB", cv.dtype, t.rows * c0 * size, bn, "pixels x c0")]
 
 
-def fits(cv: Conversion, t: MoveTiling, chip: Any) -> bool:
+def fits(cv: Conversion, t: MoveTiling, chip: Chip) -> bool:
     if sum(b.nbytes for b in buffers(cv, t)) > chip.ub_bytes or t.rows > chip.max_nburst:
         return False
     rep = chip.vector_repeat_bytes
     return cv.nz or -(-t.rows * cv.c0 * cv.itemsize // rep) <= chip.max_repeats
 
 
-def tilings(cv: Conversion, chip: Any, buffer_num: int, cores: int) -> list[MoveTiling]:
+def tilings(cv: Conversion, chip: Chip, buffer_num: int, cores: int) -> list[MoveTiling]:
     cores = max(1, min(cores, chip.aiv_cores))
     total = max(1, cv.padded_rows)
     quantum = cv.fractal_rows
     out: set[MoveTiling] = set()
-    for bn in sorted({1, buffer_num}):
+    for bn in buffer_nums(buffer_num):
         tall = largest_fitting(lambda r: fits(cv, MoveTiling(r, cv.c0, bn, cores), chip), total)
         if tall < 1:
             continue
@@ -137,7 +139,7 @@ def tilings(cv: Conversion, chip: Any, buffer_num: int, cores: int) -> list[Move
     return sorted(out, key=lambda t: (-t.buffer_num, -t.rows))
 
 
-def schedule(cv: Conversion, t: MoveTiling, chip: Any) -> TileSchedule:
+def schedule(cv: Conversion, t: MoveTiling, chip: Chip) -> TileSchedule:
     fs = FieldSet()
     n_rows = -(-(cv.padded_rows if not cv.to_nd else cv.rows) // t.rows)
     total = cv.batch * cv.blocks_of_cols * n_rows
@@ -148,7 +150,7 @@ def schedule(cv: Conversion, t: MoveTiling, chip: Any) -> TileSchedule:
     extent = cv.rows if cv.to_nd else cv.padded_rows
     lets += [Let("r0", r0), Let("rows", clamp_extent(t.rows, extent, F("r0"))),
              Let("vcols", sy.min_(cv.c0, sy.add(cv.cols, sy.mul(-1, sy.mul(F("s"), cv.c0)))))]
-    slot = sy.mod(F("i"), t.buffer_num) if t.buffer_num > 1 else 0
+    slot = t.slot("i")
     body = _NZ if cv.nz else _NC1HWC0
     per_tile = body[cv.to_nd](cv, t, slot)
     params = [GmParam(in_param(0), cv.dtype, "in"), GmParam(out_param(0), cv.dtype, "out")]
@@ -242,3 +244,14 @@ _NZ: dict[bool, Callable[[Conversion, MoveTiling, IntLike], list[Stmt]]] = {
     False: _nd_to_nz, True: _nz_to_nd}
 _NC1HWC0: dict[bool, Callable[[Conversion, MoveTiling, IntLike], list[Stmt]]] = {
     False: _nd_to_nc1hwc0, True: _nc1hwc0_to_nd}
+
+
+def handles(kg: KernelGraph) -> bool:
+    """One format conversion of one tensor input."""
+    nodes = kg.nodes
+    return (len(nodes) == 1 and nodes[0].op == "transdata" and len(kg.inputs) == 1
+            and nodes[0].inputs[0].node.op == "Data" and len(kg.graph.outputs) == 1)
+
+
+TEMPLATE = Template("transdata", "aiv", MoveTiling, lambda job, chip: [analyze(job.label, job.subject, chip)],
+                    tilings, schedule, lambda cv: set(), ops=frozenset({"transdata"}), handles=handles)

@@ -36,23 +36,25 @@ Operands the cube cannot take as they are:
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any, Sequence
+from typing import Sequence
 
-from simulator import isa
-
+from ...target import Chip, accumulator_dtype, itemsize
 from ... import symbolic as sy
 from ...symbolic import IntLike
 from .. import tileops as T
 from ..schedule import BLOCKS, CORE, Buffer, GmParam, GmRef, Let, Loop, Ref, Stmt, TileOp, TileSchedule, When
-from .matmul_tiling import (  # noqa: F401 - MatmulTiling and tilings are this template's interface
-    MatmulTiling, a_mode, b_mode, footprint, l1_b_piece_bytes, l2_miss, tilings,
-)
+from ..template import Template, free_symbols
+from ..tiling import scoring_dims
+from .matmul_tiling import MatmulTiling, a_mode, b_mode, footprint, l1_b_piece_bytes, l2_miss, tilings
 
 F = sy.sym
 
 #: what FixPipe converts an accumulator to on the way out
 FIXPIPE_CASTS = {"float32": ("float32", "float16"), "int32": ("int32", "float32", "float16")}
+#: the operand dtypes this template multiplies
 CUBE_DTYPES = ("float16", "float32", "int8")
+
+
 @dataclass(frozen=True)
 class BatchDim:
     """One (collapsed) output batch dim and each operand's element stride along it (0: broadcast)."""
@@ -77,26 +79,32 @@ class CubeMatmul:
     transpose_b: bool = False
     bias: bool = False         # a float32 bias of N values through the bias table
     relu: bool = False
-    fractal_row_bytes: int = 0  # the chip's (ChipConfig.fractal_row_bytes); set by `for_chip`
+    # the chip's fractal: r0 rows (cube_block) of fractal_row_bytes; set by `for_chip`, as are the L1 and bias
+    # table alignments of its buffers
+    fractal_row_bytes: int = 0
+    r0: int = 0
+    l1_align: int = 0
+    bias_align: int = 0
 
-    def for_chip(self, chip: Any) -> "CubeMatmul":
-        return replace(self, fractal_row_bytes=chip.fractal_row_bytes)
+    def for_chip(self, chip: Chip) -> "CubeMatmul":
+        return replace(self, fractal_row_bytes=chip.fractal_row_bytes, r0=chip.cube_block, l1_align=chip.l1_align,
+                       bias_align=chip.bias_table_align)
 
     @property
     def acc_dtype(self) -> str:
-        return isa.CUBE_DTYPES[self.dtype]
+        return accumulator_dtype(self.dtype)
 
     @property
     def c0(self) -> int:
         """Columns of one fractal row (16 for fp16, 8 for fp32, 32 for int8 on this chip class)."""
         if not self.fractal_row_bytes:
             raise AssertionError("CubeMatmul.for_chip(chip) was not applied")
-        return self.fractal_row_bytes // isa.itemsize(self.dtype)
+        return self.fractal_row_bytes // itemsize(self.dtype)
 
     @property
     def k_quantum(self) -> int:
-        """tk is a multiple of this: whole fractals on both the A side (c0) and the B side (16 rows)."""
-        return max(16, self.c0)
+        """tk is a multiple of this: whole fractals on both the A side (c0) and the B side (r0 rows)."""
+        return max(self.r0, self.c0)
 
     @property
     def batch_count(self) -> IntLike:
@@ -118,7 +126,7 @@ def _ceil(x: int, a: int) -> int:
 # ---- the schedule -------------------------------------------------------------------------------------
 
 
-def schedule(mk: CubeMatmul, t: MatmulTiling, chip: Any) -> TileSchedule:
+def schedule(mk: CubeMatmul, t: MatmulTiling, chip: Chip) -> TileSchedule:
     fields: dict[str, IntLike] = {"M": mk.M, "N": mk.N, "K": mk.K, "tm": t.tm, "tn": t.tn, "tk": t.tk}
     for j, d in enumerate(mk.batch):
         fields[f"O{j}"] = d.size
@@ -156,13 +164,12 @@ def schedule(mk: CubeMatmul, t: MatmulTiling, chip: Any) -> TileSchedule:
              Let("abase", a_batch), Let("bbase", b_batch)]
     m0, mm, n0, nn = F("m0"), F("mm"), F("n0"), F("nn")
 
-    osize = isa.itemsize(mk.out_dtype)
+    osize = itemsize(mk.out_dtype)
     acc_slot = sy.mod(F("i"), t.l0c_slots) if t.l0c_slots > 1 else 0
     block: list[Stmt] = list(lets)
     bias_ref = None
     if mk.bias:
-        block.append(T.load(Ref("l1bias"), GmRef(in_param(2), sy.mul(n0, 4)), "float32", nn, space="L1",
-                            note="bias chunk"))
+        block.append(T.load(Ref("l1bias"), GmRef(in_param(2), sy.mul(n0, 4)), "float32", nn, note="bias chunk"))
         block.append(T.load_bias(Ref("bt"), Ref("l1bias"), nn, note="bias -> bias table"))
         bias_ref = Ref("bt")
     block.append(_k_loop(mk, t, mm, nn, m0, n0, acc_slot, bias_ref))
@@ -190,9 +197,9 @@ def buffers(mk: CubeMatmul, t: MatmulTiling) -> list[Buffer]:
 def _k_loop(mk: CubeMatmul, t: MatmulTiling, mm: IntLike, nn: IntLike, m0: IntLike, n0: IntLike,
             acc_slot: IntLike, bias_ref: Ref | None) -> Loop:
     """The K walk of one output block: L1 chunks (loop kk), each cut into `steps` L0 steps (loop ks)."""
-    size = isa.itemsize(mk.dtype)
+    size = itemsize(mk.dtype)
     K, tk = F("K"), F("tk")
-    slot1 = sy.mod(F("kk"), t.buffers) if t.buffers > 1 else 0
+    slot1 = t.slot("kk")
     l1a, l1b = Ref("l1a", slot1), Ref("l1b", slot1)
     if t.steps == 1:
         # one L0 step per chunk: the chunk is the step (k0, kc), the L0 slot the L1 slot
@@ -218,7 +225,7 @@ def _k_loop(mk: CubeMatmul, t: MatmulTiling, mm: IntLike, nn: IntLike, m0: IntLi
     else:
         body += _load_b(mk, l1b, F("bbase"), k1, kl, n0, nn, size)
     body += _load_a(mk, l1a, F("abase"), k1, kl, m0, mm)
-    slot0 = sy.mod(sy.add(sy.mul(F("kk"), t.steps), F("ks")), t.buffers) if t.buffers > 1 else 0
+    slot0 = t.slot(sy.add(sy.mul(F("kk"), t.steps), F("ks")))
     step: list[Stmt] = [Let("ko", sy.mul(F("ks"), tk)), Let("kc", sy.min_(tk, sy.add(kl, sy.mul(-1, F("ko")))))]
     ko, kc = F("ko"), F("kc")
     step += _step_l0(mk, t, slot0, l1a, l1b, ko, kc, kl, mm, nn)
@@ -231,24 +238,25 @@ def _k_loop(mk: CubeMatmul, t: MatmulTiling, mm: IntLike, nn: IntLike, m0: IntLi
 def _step_l0(mk: CubeMatmul, t: MatmulTiling, slot: IntLike, l1a: Ref, l1b: Ref, ko: IntLike, kc: IntLike,
              kl: IntLike, mm: IntLike, nn: IntLike) -> list[Stmt]:
     """L1 -> L0A / L0B of the L0 step at depth `ko` (kc deep) of the chunk (kl deep) in l1a / l1b."""
-    size = isa.itemsize(mk.dtype)
+    size = itemsize(mk.dtype)
     out: list[Stmt] = []
-    frac = 16 * mk.fractal_row_bytes
-    rows16 = sy.ceildiv(kc, 16)
+    r0 = mk.r0
+    frac = r0 * mk.fractal_row_bytes
+    rows16 = sy.ceildiv(kc, r0)
     if a_mode(mk, t) == "fractals":
-        # stored K x M: the step is fractal rows ko/16.. of every 16-column panel; ZZ wants them per m block
+        # stored K x M: the step is fractal rows ko/r0.. of every r0-column panel; ZZ wants them per m block
         out.append(Loop("fa", 0, rows16, 1, [T.load_l0_2d(
-            Ref("l0a", slot, sy.mul(F("fa"), frac)), l1a, mk.dtype, sy.add(sy.floordiv(ko, 16), F("fa")),
-            sy.ceildiv(mm, 16), sy.ceildiv(kl, 16), sy.add(rows16, -1), transpose=True,
+            Ref("l0a", slot, sy.mul(F("fa"), frac)), l1a, mk.dtype, sy.add(sy.floordiv(ko, r0), F("fa")),
+            sy.ceildiv(mm, r0), sy.ceildiv(kl, r0), sy.add(rows16, -1), transpose=True,
             note="A^T step -> L0A")], note="fractal rows of the A step"))
     else:
-        out.append(_load_a_l0(mk, Ref("l0a", slot), l1a.at(sy.mul(ko, sy.align_up(mm, 16), size)), kc, mm))
+        out.append(_load_a_l0(mk, Ref("l0a", slot), l1a.at(sy.mul(ko, sy.align_up(mm, r0), size)), kc, mm))
     mode = b_mode(mk, t)
     if mode == "fractals":
         # stored K x N: fractal row r of the step is fractal r of every column panel, in ZN order
         out.append(Loop("fb", 0, rows16, 1, [T.load_l0_2d(
-            Ref("l0b", slot, sy.mul(F("fb"), sy.ceildiv(nn, 16), frac)), l1b, mk.dtype,
-            sy.add(sy.floordiv(ko, 16), F("fb")), sy.ceildiv(nn, 16), sy.ceildiv(kl, 16), transpose=True,
+            Ref("l0b", slot, sy.mul(F("fb"), sy.ceildiv(nn, r0), frac)), l1b, mk.dtype,
+            sy.add(sy.floordiv(ko, r0), F("fb")), sy.ceildiv(nn, r0), sy.ceildiv(kl, r0), transpose=True,
             note="B step -> L0B")], note="fractal rows of the B step"))
     elif mode == "pieces":
         out.append(_load_b_l0(mk, Ref("l0b", slot), l1b.at(sy.mul(sy.floordiv(ko, F("tk")),
@@ -261,7 +269,7 @@ def _step_l0(mk: CubeMatmul, t: MatmulTiling, slot: IntLike, l1a: Ref, l1b: Ref,
 def _chunk(param: str, dst: Ref, dtype: str, base: IntLike, row0: IntLike, col0: IntLike, rows: IntLike,
            cols: IntLike, stride: IntLike, note: str) -> TileOp:
     """rows x cols elements at (row0, col0) of a row-major matrix (rows `stride` apart) -> L1 in NZ."""
-    off = sy.mul(sy.add(base, sy.mul(row0, stride), col0), isa.itemsize(dtype))
+    off = sy.mul(sy.add(base, sy.mul(row0, stride), col0), itemsize(dtype))
     return T.copy_nd2nz(dst, GmRef(param, off), dtype, rows, cols, src_row_stride=stride, note=note)
 
 
@@ -279,31 +287,32 @@ def _load_b(mk: CubeMatmul, dst: Ref, base: IntLike, k0: IntLike, kc: IntLike, n
         return [_chunk(in_param(1), dst, mk.dtype, base, n0, k0, nn, kc, F("K"), "B chunk (stored transposed)")]
     src = GmRef(in_param(1), sy.mul(sy.add(base, sy.mul(k0, N), n0), size))
     if mk.dtype == "int8":
-        return _load_b_int8(dst, src, kc, nn)
+        return _load_b_int8(mk, dst, src, kc, nn)
     out: list[Stmt] = [T.copy_nd2nz(dst, src, mk.dtype, kc, nn, src_row_stride=N, note="B chunk")]
     if mk.dtype == "float32":
-        # L0B needs 16 columns; copy_nd2nz pads to 8: fill the second 8-column panel
+        # L0B needs r0 columns; copy_nd2nz pads to c0: fill the second c0-column panel
         real = sy.align_up(nn, mk.c0)
-        panel = sy.mul(sy.align_up(kc, 16), mk.c0, size)
-        out.append(When(sy.ne(real, sy.align_up(nn, 16)),
+        panel = sy.mul(sy.align_up(kc, mk.r0), mk.c0, size)
+        out.append(When(sy.ne(real, sy.align_up(nn, mk.r0)),
                         [T.copy_nd2nz(dst.at(sy.mul(sy.floordiv(real, mk.c0), panel)), src, mk.dtype, kc, 1,
                                       src_row_stride=N, note="fill the 16-column fractal")]))
     return out
 
 
-def _load_b_int8(dst: Ref, src: GmRef, kc: IntLike, nn: IntLike) -> list[Stmt]:
-    """int8 L0B fractals are 32 rows: a K tail of at most 16 rows is loaded panel by panel (32 x 32 each),
-    the lower 16 rows of each panel filled by a second copy."""
+def _load_b_int8(mk: CubeMatmul, dst: Ref, src: GmRef, kc: IntLike, nn: IntLike) -> list[Stmt]:
+    """int8 L0B fractals are k_quantum (c0 = 32 on this chip class) rows: a K tail of at most r0 rows is loaded
+    panel by panel (k_quantum x c0 each), the lower rows of each panel filled by a second copy."""
     N = F("N")
-    short = sy.ne(sy.align_up(kc, 16), sy.align_up(kc, 32))
+    rows, c0 = mk.k_quantum, mk.c0
+    short = sy.ne(sy.align_up(kc, mk.r0), sy.align_up(kc, rows))
     whole = [T.copy_nd2nz(dst, src, "int8", kc, nn, src_row_stride=N, note="B chunk")]
-    cols = sy.min_(32, sy.add(nn, sy.mul(-32, F("p"))))
-    panel_src = src.at(sy.mul(32, F("p")))
-    panel = dst.at(sy.mul(sy.align_up(kc, 32), 32, F("p")))
-    per_panel = Loop("p", 0, sy.ceildiv(nn, 32), 1, [
+    cols = sy.min_(c0, sy.add(nn, sy.mul(-c0, F("p"))))
+    panel_src = src.at(sy.mul(c0, F("p")))
+    panel = dst.at(sy.mul(sy.align_up(kc, rows), c0, F("p")))
+    per_panel = Loop("p", 0, sy.ceildiv(nn, c0), 1, [
         T.copy_nd2nz(panel, panel_src, "int8", kc, cols, src_row_stride=N, note="B panel"),
-        T.copy_nd2nz(panel.at(sy.mul(sy.align_up(kc, 16), 32)), panel_src, "int8", 1, cols, src_row_stride=N,
-                     note="fill the last 16 rows"),
+        T.copy_nd2nz(panel.at(sy.mul(sy.align_up(kc, mk.r0), c0)), panel_src, "int8", 1, cols, src_row_stride=N,
+                     note="fill the last rows"),
     ], note="B panels of a short K chunk")
     return [When(sy.eq(short, 0), whole), When(short, [per_panel])]
 
@@ -325,13 +334,13 @@ def _load_b_l0(mk: CubeMatmul, b_dst: Ref, b_src: Ref, kc: IntLike, nn: IntLike)
             load_b = T.load_l0(b_dst, b_src, "float16", nn, kc, transpose=True, note="B^T -> L0B")
         else:
             # the same bytes as a float16 matrix: its transpose is the wider type's L0B image
-            halves = sy.floordiv(sy.align_up(kc, mk.c0) * isa.itemsize(mk.dtype), 2)
+            halves = sy.floordiv(sy.align_up(kc, mk.c0) * itemsize(mk.dtype), 2)
             load_b = T.load_l0(b_dst, b_src, "float16", nn, halves, transpose=True,
                                note=f"B^T -> L0B ({mk.dtype} as 16-bit pairs)")
     elif mk.dtype == "float32":
-        load_b = T.load_l0(b_dst, b_src, mk.dtype, kc, sy.align_up(nn, 16), note="B -> L0B")
+        load_b = T.load_l0(b_dst, b_src, mk.dtype, kc, sy.align_up(nn, mk.r0), note="B -> L0B")
     elif mk.dtype == "int8":
-        load_b = T.load_l0(b_dst, b_src, mk.dtype, sy.align_up(kc, 32), nn, note="B -> L0B")
+        load_b = T.load_l0(b_dst, b_src, mk.dtype, sy.align_up(kc, mk.k_quantum), nn, note="B -> L0B")
     else:
         load_b = T.load_l0(b_dst, b_src, mk.dtype, kc, nn, note="B -> L0B")
     return load_b
@@ -370,3 +379,17 @@ def _strides(shape: Sequence[IntLike], inner: IntLike) -> list[IntLike]:
         out.append(acc)
         acc = sy.mul(acc, d)
     return out[::-1]
+
+
+def _symbols(mk: CubeMatmul) -> set[str]:
+    return free_symbols([mk.M, mk.N, mk.K, mk.batch_count])
+
+
+def _tilings(mk: CubeMatmul, chip: Chip, buffer_num: int, cores: int) -> list[MatmulTiling]:
+    """Candidates sized for the product's dims (a symbolic one at the tiler's nominal size)."""
+    dims, _ = scoring_dims(sorted(_symbols(mk)))
+    return tilings(mk, chip, buffer_num, cores, dims)
+
+
+TEMPLATE = Template("matmul", "aic", MatmulTiling, lambda job, chip: [job.subject.for_chip(chip)], _tilings,
+                    schedule, _symbols, ops=frozenset({"matmul", "fused_matmul"}))

@@ -22,9 +22,10 @@ from functools import lru_cache
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from simulator import isa
+from ...target import Chip, itemsize
 
 from ... import symbolic as sy
+from ..template import Tiling, buffer_nums
 
 #: base block sizes the tiler tries (multiples of the 16-row fractal)
 BASE_SIZES = (16, 32, 64, 128, 256)
@@ -33,11 +34,11 @@ WALK_LIMIT = 20000
 
 
 @dataclass(frozen=True)
-class MatmulTiling:
+class MatmulTiling(Tiling):
     tm: int
     tn: int
     tk: int
-    buffers: int        # slots of the L1 and L0A/L0B chunk buffers (1 or 2)
+    buffer_num: int     # slots of the L1 and L0A/L0B chunk buffers (1 or 2)
     l0c_slots: int      # slots of the L0C block buffer (1 or 2)
     cores: int          # cores available (the launch uses min(cores, blocks))
     steps: int = 1      # L0 K steps per L1 chunk
@@ -49,7 +50,7 @@ class MatmulTiling:
 
     def describe(self) -> str:
         chunk = f", L1 chunk {self.kl1} deep ({self.steps} steps)" if self.steps > 1 else ""
-        return (f"base {self.tm}x{self.tn}x{self.tk}{chunk}, L1/L0 slots={self.buffers}, "
+        return (f"base {self.tm}x{self.tn}x{self.tk}{chunk}, L1/L0 slots={self.buffer_num}, "
                 f"L0C slots={self.l0c_slots}, cores<={self.cores}")
 
 
@@ -76,51 +77,51 @@ def b_mode(mk: Any, t: MatmulTiling) -> str:
 
 
 def l1_a_bytes(mk: Any, t: MatmulTiling) -> int:
-    size, k = isa.itemsize(mk.dtype), t.kl1
+    size, k = itemsize(mk.dtype), t.kl1
     if mk.transpose_a:  # the NZ image of the stored (k x tm) chunk
-        return _ceil(k, 16) * _ceil(t.tm, mk.c0) * size
-    return _ceil(t.tm, 16) * _ceil(k, mk.c0) * size
+        return _ceil(k, mk.r0) * _ceil(t.tm, mk.c0) * size
+    return _ceil(t.tm, mk.r0) * _ceil(k, mk.c0) * size
 
 
 def l1_b_piece_bytes(mk: Any, t: MatmulTiling) -> int:
     """One L0 step of B stored K x N as its own NZ image (tk rows; columns padded to c0 by copy_nd2nz and
-    to the 16 of an L0B fractal)."""
-    return _ceil(t.tk, mk.k_quantum) * _ceil(t.tn, mk.k_quantum) * isa.itemsize(mk.dtype)
+    to the r0 of an L0B fractal)."""
+    return _ceil(t.tk, mk.k_quantum) * _ceil(t.tn, mk.k_quantum) * itemsize(mk.dtype)
 
 
 def l1_b_bytes(mk: Any, t: MatmulTiling) -> int:
-    size, k = isa.itemsize(mk.dtype), t.kl1
+    size, k = itemsize(mk.dtype), t.kl1
     if mk.transpose_b:  # the NZ image of the stored (tn x k) chunk
-        return _ceil(t.tn, 16) * _ceil(k, mk.c0) * size
+        return _ceil(t.tn, mk.r0) * _ceil(k, mk.c0) * size
     if b_mode(mk, t) == "pieces":
         return t.steps * l1_b_piece_bytes(mk, t)
     return _ceil(k, mk.k_quantum) * _ceil(t.tn, mk.k_quantum) * size
 
 
 def l0a_bytes(mk: Any, t: MatmulTiling) -> int:
-    return _ceil(t.tm, 16) * _ceil(t.tk, mk.c0) * isa.itemsize(mk.dtype)
+    return _ceil(t.tm, mk.r0) * _ceil(t.tk, mk.c0) * itemsize(mk.dtype)
 
 
 def l0b_bytes(mk: Any, t: MatmulTiling) -> int:
-    return _ceil(t.tk, mk.k_quantum) * _ceil(t.tn, 16) * isa.itemsize(mk.dtype)
+    return _ceil(t.tk, mk.k_quantum) * _ceil(t.tn, mk.r0) * itemsize(mk.dtype)
 
 
 def footprint(mk: Any, t: MatmulTiling) -> list[tuple[str, str, str, int, int, str]]:
     """(name, space, dtype, bytes per slot, slots, role) of every on-chip buffer."""
     out = [
-        ("l1a", "L1", mk.dtype, _ceil(l1_a_bytes(mk, t), 32), t.buffers, "A chunk (NZ)"),
-        ("l1b", "L1", mk.dtype, _ceil(l1_b_bytes(mk, t), 32), t.buffers, "B chunk (NZ)"),
-        ("l0a", "L0A", mk.dtype, l0a_bytes(mk, t), t.buffers, "A step (ZZ)"),
-        ("l0b", "L0B", mk.dtype, l0b_bytes(mk, t), t.buffers, "B step (ZN)"),
+        ("l1a", "L1", mk.dtype, _ceil(l1_a_bytes(mk, t), mk.l1_align), t.buffer_num, "A chunk (NZ)"),
+        ("l1b", "L1", mk.dtype, _ceil(l1_b_bytes(mk, t), mk.l1_align), t.buffer_num, "B chunk (NZ)"),
+        ("l0a", "L0A", mk.dtype, l0a_bytes(mk, t), t.buffer_num, "A step (ZZ)"),
+        ("l0b", "L0B", mk.dtype, l0b_bytes(mk, t), t.buffer_num, "B step (ZN)"),
         ("l0c", "L0C", mk.acc_dtype, t.tm * t.tn * 4, t.l0c_slots, "accumulator"),
     ]
     if mk.bias:
-        out += [("l1bias", "L1", "float32", _ceil(t.tn * 4, 32), 1, "bias chunk"),
-                ("bt", "BT", "float32", _ceil(t.tn * 4, 64), 1, "bias table")]
+        out += [("l1bias", "L1", "float32", _ceil(t.tn * 4, mk.l1_align), 1, "bias chunk"),
+                ("bt", "BT", "float32", _ceil(t.tn * 4, mk.bias_align), 1, "bias table")]
     return out
 
 
-def fits(mk: Any, t: MatmulTiling, chip: Any) -> bool:
+def fits(mk: Any, t: MatmulTiling, chip: Chip) -> bool:
     used: dict[str, int] = {}
     for _, space, _, nbytes, slots, _ in footprint(mk, t):
         used[space] = used.get(space, 0) + _ceil(nbytes * slots, chip.space_align(space))
@@ -130,7 +131,7 @@ def fits(mk: Any, t: MatmulTiling, chip: Any) -> bool:
 # ---- candidates ---------------------------------------------------------------------------------------
 
 
-def tilings(mk: Any, chip: Any, buffer_num: int, cores: int, dims: Mapping[str, int]) -> list[MatmulTiling]:
+def tilings(mk: Any, chip: Chip, buffer_num: int, cores: int, dims: Mapping[str, int]) -> list[MatmulTiling]:
     """Base sizes worth scoring: for every (tm, tn) up to the padded output, the largest tk that fits (and
     half of it), each with L1 chunks of one L0 step, of the most steps that fit and of half that, single and
     double buffered
@@ -144,12 +145,12 @@ def tilings(mk: Any, chip: Any, buffer_num: int, cores: int, dims: Mapping[str, 
     return out or _candidates(mk, chip, buffer_num, cores, _base_sizes(M, 0), _base_sizes(N, 0), k_cap)
 
 
-def _candidates(mk: Any, chip: Any, buffer_num: int, cores: int, ms: list[int], ns: list[int],
+def _candidates(mk: Any, chip: Chip, buffer_num: int, cores: int, ms: list[int], ns: list[int],
                 k_cap: int) -> list[MatmulTiling]:
     q = mk.k_quantum
     out: list[MatmulTiling] = []
-    for bn in sorted({1, min(2, buffer_num)}):
-        for l0c in sorted({1, min(2, buffer_num)}):
+    for bn in buffer_nums(buffer_num, most=2):
+        for l0c in buffer_nums(buffer_num, most=2):
             for tm in ms:
                 for tn in ns:
                     tk = _largest_tk(mk, tm, tn, bn, l0c, cores, k_cap, chip)
@@ -164,7 +165,7 @@ def _candidates(mk: Any, chip: Any, buffer_num: int, cores: int, ms: list[int], 
     return out
 
 
-def _steps(mk: Any, t: MatmulTiling, k_cap: int, chip: Any) -> list[int]:
+def _steps(mk: Any, t: MatmulTiling, k_cap: int, chip: Chip) -> list[int]:
     """L1 chunk depths (in L0 steps) that fit and do not exceed K: the choices and the deepest one."""
     most = 1
     while most * 2 * t.tk <= _ceil(k_cap, t.tk) and fits(mk, _with_steps(t, most * 2), chip):
@@ -173,19 +174,19 @@ def _steps(mk: Any, t: MatmulTiling, k_cap: int, chip: Any) -> list[int]:
 
 
 def _with_steps(t: MatmulTiling, steps: int) -> MatmulTiling:
-    return MatmulTiling(t.tm, t.tn, t.tk, t.buffers, t.l0c_slots, t.cores, steps)
+    return MatmulTiling(t.tm, t.tn, t.tk, t.buffer_num, t.l0c_slots, t.cores, steps)
 
 
 def _base_sizes(extent: int, cores: int) -> list[int]:
     """Block sizes along one output dim: every base size below the padded extent that does not cut it into
     more than 4 blocks per core (smaller ones only add start-up costs; cores=0: no such limit), and the one
     covering it."""
-    padded = _ceil(max(extent, 1), 16)
+    padded = _ceil(max(extent, 1), BASE_SIZES[0])
     out = [s for s in BASE_SIZES if s < padded and (not cores or -(-extent // s) <= 4 * cores)]
     return sorted(set(out + [min(padded, BASE_SIZES[-1])]))
 
 
-def _largest_tk(mk: Any, tm: int, tn: int, bn: int, l0c: int, cores: int, cap: int, chip: Any) -> int:
+def _largest_tk(mk: Any, tm: int, tn: int, bn: int, l0c: int, cores: int, cap: int, chip: Chip) -> int:
     q = mk.k_quantum
     best = 0
     tk = q
@@ -200,14 +201,14 @@ def _largest_tk(mk: Any, tm: int, tn: int, bn: int, l0c: int, cores: int, cap: i
 # ---- L2 reuse -----------------------------------------------------------------------------------------
 
 
-def l2_miss(mk: Any, t: MatmulTiling, fields: Mapping[str, int], blocks: int, chip: Any) -> float:
+def l2_miss(mk: Any, t: MatmulTiling, fields: Mapping[str, int], blocks: int, chip: Chip) -> float:
     """The fraction of the kernel's reads of A and B that come from HBM (`hbm_reads` over all reads)."""
     K, total = fields["K"], fields["T"]
-    reads = total * K * (t.tm + t.tn) * isa.itemsize(mk.dtype)
+    reads = total * K * (t.tm + t.tn) * itemsize(mk.dtype)
     return min(1.0, hbm_reads(mk, t, fields, blocks, chip) / reads) if reads > 0 else 1.0
 
 
-def hbm_reads(mk: Any, t: MatmulTiling, fields: Mapping[str, int], blocks: int, chip: Any) -> float:
+def hbm_reads(mk: Any, t: MatmulTiling, fields: Mapping[str, int], blocks: int, chip: Chip) -> float:
     """Bytes of A and B the kernel reads from HBM; every other read of them hits in the L2.
 
     The cores walk their runs of output blocks in step (block s of every core at about the same time).
@@ -217,8 +218,8 @@ def hbm_reads(mk: Any, t: MatmulTiling, fields: Mapping[str, int], blocks: int, 
     the cache. The walk is exact up to the interleaving of chunks inside a step."""
     a_batched = any(d.a_stride != 0 for d in mk.batch)
     b_batched = any(d.b_stride != 0 for d in mk.batch)
-    return _walk(fields["M"], fields["N"], fields["K"], fields["T"], t.tm, t.tn, blocks, isa.itemsize(mk.dtype),
-                 isa.itemsize(mk.out_dtype), a_batched, b_batched, chip.l2_bytes)
+    return _walk(fields["M"], fields["N"], fields["K"], fields["T"], t.tm, t.tn, blocks, itemsize(mk.dtype),
+                 itemsize(mk.out_dtype), a_batched, b_batched, chip.l2_bytes)
 
 
 @lru_cache(maxsize=256)

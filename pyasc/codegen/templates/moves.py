@@ -14,14 +14,16 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Callable
 
+from ...target import Chip
 from ... import symbolic as sy
 from ...symbolic import IntLike
 from ..kernel_graph import KernelGraph
 from ..schedule import Buffer
 from .access import StridedAccess, access_of, collapse
 from .tiles import UnsupportedMove
+from ..template import Tiling, buffer_nums
 from ..tiling import largest_fitting
 
 
@@ -66,7 +68,7 @@ class MoveKernel:
 
 
 @dataclass(frozen=True)
-class MoveTiling:
+class MoveTiling(Tiling):
     rows: int              # tile extent along the row dim
     cols: int              # tile extent along the column dim
     buffer_num: int
@@ -76,7 +78,7 @@ class MoveTiling:
         return f"{self.rows} x {self.cols} tiles, buffer_num={self.buffer_num}, cores<={self.cores}"
 
 
-def analyze(name: str, kg: KernelGraph, chip: Any) -> MoveKernel:
+def analyze(name: str, kg: KernelGraph, chip: Chip) -> MoveKernel:
     """The move a single-op data-movement kernel makes (raises UnsupportedMove)."""
     node = kg.nodes[0]
     src = node.inputs[0].type
@@ -140,12 +142,12 @@ def resident(mk: MoveKernel, t: MoveTiling) -> bool:
 
 
 def buffers(mk: MoveKernel, t: MoveTiling) -> list[Buffer]:
-    size, bn, blk = mk.itemsize, t.buffer_num, mk.block
+    size, bn, blk = mk.itemsize, t.slots(), mk.block
     wp = align(t.cols, mk.per_block) * size          # bytes of one tile row in UB
     tile = t.rows * wp
     dt = mk.dtype
     if mk.kind in ("bcast_rows", "bcast_cols"):
-        slots = 1 if resident(mk, t) else bn
+        slots = t.slots(not resident(mk, t))
         if mk.kind == "bcast_rows":
             src = [Buffer("row", "UB", dt, wp, slots, "the row")]
         else:
@@ -169,7 +171,7 @@ def buffers(mk: MoveKernel, t: MoveTiling) -> list[Buffer]:
     return out
 
 
-def fits(mk: MoveKernel, t: MoveTiling, chip: Any) -> bool:
+def fits(mk: MoveKernel, t: MoveTiling, chip: Chip) -> bool:
     """UB capacity and the per-instruction limits (bursts per DMA, repeats of the unsplit vector ops)."""
     if sum(b.nbytes for b in buffers(mk, t)) > chip.ub_bytes:
         return False
@@ -190,7 +192,7 @@ def fits(mk: MoveKernel, t: MoveTiling, chip: Any) -> bool:
 # ---- candidates ------------------------------------------------------------------------------
 
 
-def tilings(mk: MoveKernel, chip: Any, buffer_num: int, cores: int, hint: Callable[[IntLike], int]) -> list[MoveTiling]:
+def tilings(mk: MoveKernel, chip: Chip, buffer_num: int, cores: int, hint: Callable[[IntLike], int]) -> list[MoveTiling]:
     """Tile shapes worth scoring: whole rows (or the widest chunk) with the most rows that fit, and row
     counts that balance the tiles over the cores; transposes and reversed rows also try narrower tiles.
     `hint` gives a symbolic extent a nominal size (the tiling fields still use the real one)."""
@@ -201,7 +203,7 @@ def tilings(mk: MoveKernel, chip: Any, buffer_num: int, cores: int, hint: Callab
     for d in mk.outer:
         outer *= max(1, hint(mk.extent(d)))
     out: set[MoveTiling] = set()
-    for bn in sorted({1, buffer_num}):
+    for bn in buffer_nums(buffer_num):
         widest = largest_fitting(lambda w: fits(mk, MoveTiling(1, w, bn, cores), chip), cols_total)
         if widest < 1:
             continue

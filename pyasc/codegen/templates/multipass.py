@@ -25,15 +25,16 @@ from typing import Any
 
 import numpy as np
 
-from simulator import isa
+from ...target import Chip, DTYPES, itemsize
 
 from ... import symbolic as sy
 from ...symbolic import IntLike
 from .. import tileops as T
-from ..schedule import BLOCKS, CORE, Buffer, GmParam, GmRef, Let, Loop, Ref, Stmt, TileOp, TileSchedule, When
+from ..schedule import BLOCKS, CORE, Buffer, GmParam, GmRef, Let, Loop, Ref, Stmt, TileSchedule, When
+from ..template import buffer_nums, ub_slot
 from ..tiling import largest_fitting
 from ..ub_alloc import assign
-from ..vector_ops import Geometry, Space, VBuf, VOp
+from ..vector_ops import Geometry, Space, VKind, VOp
 from .placement import Placement, decompose
 from .vector_kernel import VectorKernel, VectorTiling, in_param, out_param, stride_fields
 
@@ -75,7 +76,7 @@ def _levels(vk: VectorKernel) -> dict[int, int]:
     level: dict[int, int] = {}
     for op in vk.plan.ops:
         dep = max((level.get(s.id, 0) for s in op.reads), default=0)
-        level[op.dst.id] = dep + 1 if op.kind == "reduce" else dep
+        level[op.dst.id] = dep + 1 if op.kind is VKind.REDUCE else dep
     return level
 
 
@@ -83,7 +84,7 @@ def plan_passes(vk: VectorKernel) -> PassPlan:
     ops = [op for op in vk.plan.ops if op not in vk.prologue]
     level = _levels(vk)
     producer = {op.dst.id: op for op in ops}
-    reduces = [op for op in ops if op.kind == "reduce"]
+    reduces = [op for op in ops if op.kind is VKind.REDUCE]
     top = max((level[r.dst.id] for r in reduces), default=0)
 
     def full_ancestors(targets: list[VOp]) -> set[int]:
@@ -104,10 +105,10 @@ def plan_passes(vk: VectorKernel) -> PassPlan:
         mine = [r for r in reduces if level[r.dst.id] == lvl]
         need = full_ancestors(mine)
         loop_ops = [op for op in ops if id(op) in need] + mine
-        after = [op for op in ops if op.kind != "reduce" and op.dst.space != Space.FULL and level[op.dst.id] == lvl]
+        after = [op for op in ops if op.kind is not VKind.REDUCE and op.dst.space != Space.FULL and level[op.dst.id] == lvl]
         passes.append(Pass(lvl, loop_ops, after))
-    before = [op for op in ops if op.kind != "reduce" and op.dst.space != Space.FULL and level[op.dst.id] == 0]
-    full_outputs = [VOp("copy", b, (b,)) for (_, b), sp in zip(vk.plan.outputs, vk.out_spaces) if sp == Space.FULL]
+    before = [op for op in ops if op.kind is not VKind.REDUCE and op.dst.space != Space.FULL and level[op.dst.id] == 0]
+    full_outputs = [VOp(VKind.COPY, b, (b,)) for (_, b), sp in zip(vk.plan.outputs, vk.out_spaces) if sp == Space.FULL]
     need = full_ancestors(full_outputs)
     final = [op for op in ops if id(op) in need]
     return PassPlan(before, passes, final)
@@ -120,12 +121,12 @@ def _identity(fn: str, dtype: str) -> Any:
         return float("-inf") if fn == "max" else float("inf")
     if dtype == "bool":
         return 0 if fn == "max" else 1
-    info = np.iinfo(isa.DTYPES[dtype])
+    info = np.iinfo(DTYPES[dtype])
     return int(info.min) if fn == "max" else int(info.max)
 
 
 class _Builder:
-    def __init__(self, vk: VectorKernel, tiling: VectorTiling, chip: Any, split: bool):
+    def __init__(self, vk: VectorKernel, tiling: VectorTiling, chip: Chip, split: bool):
         self.vk, self.tiling, self.chip, self.split = vk, tiling, chip, split
         self.pp = plan_passes(vk)
         ops, loops = self.pp.linear()
@@ -140,24 +141,21 @@ class _Builder:
         self.per_chunk, self.per_row = per_chunk, per_row
         vk_view = _with_alloc(vk, self.alloc)
         self.vk_alloc = vk_view
-        self.reduces = [op for p in self.pp.passes for op in p.loop_ops if op.kind == "reduce"]
+        self.reduces = [op for p in self.pp.passes for op in p.loop_ops if op.kind is VKind.REDUCE]
 
     def buffers(self) -> list[Buffer]:
         tw = self.tiling.width
         out = []
+        chip = self.chip
         for p in self.alloc.buffers:
             n = tw if p.space == Space.FULL else 1
-            slots = self.tiling.buffer_num if p.rotating else 1
-            out.append(Buffer(p.name, "UB", _dtype_of_size(p.itemsize), _block(n * p.itemsize), slots, p.kind))
-        out.append(Buffer("partial", "UB", "float32", 32, 1, "chunk partial"))
+            out.append(Buffer(p.name, "UB", _dtype_of_size(p.itemsize), ub_slot(n * p.itemsize, chip),
+                              self.tiling.slots(p.rotating), p.kind))
+        out.append(Buffer("partial", "UB", "float32", ub_slot(4, chip), 1, "chunk partial"))
         if self.split:
-            n = max(1, self.chip.aiv_cores)
-            out.append(Buffer("gather", "UB", "float32", _block(n * 4), 1, "partials of all cores"))
+            n = max(1, chip.aiv_cores)
+            out.append(Buffer("gather", "UB", "float32", ub_slot(n * 4, chip), 1, "partials of all cores"))
         return out
-
-
-def _block(n: int) -> int:
-    return -(-max(1, n) // 32) * 32
 
 
 def _dtype_of_size(size: int) -> str:
@@ -169,7 +167,7 @@ def _with_alloc(vk: VectorKernel, alloc: Any) -> VectorKernel:
     return replace(vk, alloc=alloc)
 
 
-def schedule(vk: VectorKernel, tiling: VectorTiling, chip: Any) -> TileSchedule:
+def schedule(vk: VectorKernel, tiling: VectorTiling, chip: Chip) -> TileSchedule:
     rows_total = sy.mul(vk.domain.outer_count, vk.domain.R)
     split = rows_total == 1
     b = _Builder(vk, tiling, chip, split)
@@ -220,14 +218,14 @@ def _row_lets(b: _Builder, row: IntLike) -> list[Stmt]:
 def _chunk_loop(b: _Builder, var: str, ops: list[VOp], start: IntLike, stop: IntLike, final: bool) -> Loop:
     c0 = sy.mul(F(var), F("tw"))
     lets: list[Stmt] = [Let(f"{var}_c0", c0), Let(f"{var}_cols", sy.min_(F("tw"), sy.add(F("C"), sy.mul(-1, F(f"{var}_c0")))))]
-    slot = sy.mod(F(var), b.tiling.buffer_num) if b.tiling.buffer_num > 1 else 0
+    slot = b.tiling.slot(var)
     place = _row_place(b, F("r"), F(f"{var}_c0"), F(f"{var}_cols"), slot)
     needed = {s.id for op in ops for s in op.reads} | {op.dst.id for op in ops}
     body: list[Stmt] = list(lets)
     loads = [st for use, st in zip(b.per_chunk, _loads(place, b.per_chunk)) if use.buf.id in needed]
     body += loads
     for op in ops:
-        if op.kind == "reduce":
+        if op.kind is VKind.REDUCE:
             body += _reduce_chunk(place, op)
         else:
             body += place.vop(op)
@@ -259,7 +257,7 @@ def _full_stores(place: Placement, b: _Builder) -> list[Stmt]:
         if space != Space.FULL:
             continue
         v = b.vk.kg.graph.outputs[i]
-        size = isa.itemsize(v.type.dtype)
+        size = itemsize(v.type.dtype)
         off = sy.add(sy.mul(F("row"), F("C")), place.c0)
         out.append(T.store(GmRef(out_param(i), sy.mul(off, size)), place.ref(buf), v.type.dtype, place.geom.cols,
                            note=f"out{i}"))
@@ -272,7 +270,7 @@ def _row_stores(place: Placement, b: _Builder) -> list[Stmt]:
         if space == Space.FULL:
             continue
         v = b.vk.kg.graph.outputs[i]
-        size = isa.itemsize(v.type.dtype)
+        size = itemsize(v.type.dtype)
         out.append(T.store(GmRef(out_param(i), sy.mul(F("row"), size)), place.ref(buf, tile_slot=False),
                            v.type.dtype, 1, note=f"out{i} (per row)"))
     return out
@@ -280,7 +278,7 @@ def _row_stores(place: Placement, b: _Builder) -> list[Stmt]:
 
 def _init_accs(place: Placement, ops: list[VOp]) -> list[Stmt]:
     return [T.vdup(place.ref(op.dst, tile_slot=False), _identity(op.fn, op.dtype), 1, op.dtype,
-                   note=f"{op.note}: identity") for op in ops if op.kind == "reduce"]
+                   note=f"{op.note}: identity") for op in ops if op.kind is VKind.REDUCE]
 
 
 def _row_ops(place: Placement, ops: list[VOp]) -> list[Stmt]:
@@ -332,7 +330,7 @@ def _split_body(b: _Builder) -> list[Stmt]:
         body += _init_accs(place, p.loop_ops)
         body.append(_chunk_loop(b, f"j{n}", p.loop_ops, lo, hi, False))
         for op in p.loop_ops:
-            if op.kind != "reduce":
+            if op.kind is not VKind.REDUCE:
                 continue
             body += _exchange(place, b, op, k)
             k += 1
@@ -345,27 +343,27 @@ def _split_body(b: _Builder) -> list[Stmt]:
 def _exchange(place: Placement, b: _Builder, op: VOp, k: int) -> list[Stmt]:
     """Every core's partial to GM, all cores meet, each folds all partials (the same on every core)."""
     acc = place.ref(op.dst, tile_slot=False)
-    size = isa.itemsize(op.dtype)
+    size = itemsize(op.dtype)
     base = k * b.chip.aiv_cores * size
     return [
         T.store(GmRef(SCRATCH, sy.add(base, sy.mul(F(CORE), size))), acc, op.dtype, 1,
                 note=f"{op.note}: this core's partial"),
-        TileOp("S", "sync_all", {}, note="all cores' partials are in GM"),
+        T.sync_all("all cores' partials are in GM"),
         T.load(Ref("gather"), GmRef(SCRATCH, base), op.dtype, F(BLOCKS), note=f"{op.note}: every core's partial"),
         T.vreduce(op.fn, acc, Ref("gather"), 1, F(BLOCKS), op.dtype, note=f"{op.note}: fold the cores"),
     ]
 
 
-def ub_bytes(vk: VectorKernel, tiling: VectorTiling, chip: Any) -> int:
+def ub_bytes(vk: VectorKernel, tiling: VectorTiling, chip: Chip) -> int:
     return sum(b.nbytes for b in _Builder(vk, tiling, chip, False).buffers())
 
 
-def tilings(vk: VectorKernel, chip: Any, buffer_num: int, cores: int) -> list[VectorTiling]:
+def tilings(vk: VectorKernel, chip: Chip, buffer_num: int, cores: int) -> list[VectorTiling]:
     cores = max(1, min(cores, chip.aiv_cores))
     out: list[VectorTiling] = []
     cap = chip.max_repeats * chip.vector_repeat_bytes
     c = vk.domain.C if isinstance(vk.domain.C, int) else None
-    for bn in sorted({1, buffer_num}):
+    for bn in buffer_nums(buffer_num):
         def fits(w: int) -> bool:
             b = _Builder(vk, VectorTiling("multipass", 1, w, bn, cores), chip, False)
             bufs = b.buffers()
@@ -373,7 +371,7 @@ def tilings(vk: VectorKernel, chip: Any, buffer_num: int, cores: int) -> list[Ve
         best = largest_fitting(fits, c if c else cap)
         if best < 1:
             continue
-        quantum = max(1, 512 // vk.min_itemsize)
+        quantum = max(1, chip.gm_peak_align // vk.min_itemsize)  # chunks start on the GM peak boundary
         widths = {best if best < quantum else best // quantum * quantum}
         if c:
             for k in (2, 4):

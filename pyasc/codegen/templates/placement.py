@@ -7,13 +7,13 @@ from __future__ import annotations
 
 from typing import Callable, Sequence
 
-from simulator import isa
+from ...target import itemsize
 
 from ... import symbolic as sy
 from ...symbolic import IntLike
 from .. import tileops as T
 from ..schedule import GmRef, Ref, Stmt
-from ..vector_ops import Geometry, InputUse, Space, VBuf, VOp
+from ..vector_ops import Geometry, InputUse, Space, VBuf, VKind, VOp
 from .vector_kernel import VectorKernel, VectorTiling, in_param, out_param, padded_row, stride_field
 
 F = sy.sym
@@ -50,7 +50,7 @@ class Placement:
                 if lay.o_strides[j] != 0:
                     off = sy.add(off, sy.mul(idx, F(stride_field(use.buf.id, str(j)))))
             off = sy.add(off, sy.mul(row, self._r_stride(use)), col)
-        return GmRef(in_param(use.index), sy.mul(off, isa.itemsize(use.buf.dtype)))
+        return GmRef(in_param(use.index), sy.mul(off, itemsize(use.buf.dtype)))
 
     # -- before the loop: resident inputs and pad initialisation -----------------------------
     def prologue(self) -> list[Stmt]:
@@ -139,7 +139,7 @@ class Placement:
             v = self.vk.kg.graph.outputs[i]
             dt = v.type.dtype
             src = self.ref(buf)
-            size = isa.itemsize(dt)
+            size = itemsize(dt)
             o_off: IntLike = 0
             if space == Space.ROW:
                 # per-row outputs are laid out over the rows of the domain: outer-major, then R
@@ -179,29 +179,28 @@ def translate_vop(op: VOp, g: Geometry, ref: Callable[[VBuf], Ref]) -> list[Stmt
     n = g.count(op.dst.space) if op.dst.space != Space.SCALAR else 1
     dst = ref(op.dst)
     s = [ref(x) if isinstance(x, VBuf) else x for x in op.srcs]
-    k = op.kind
-    if k == "binary":
-        return [T.vbinary(op.fn, dst, s[0], s[1], n, op.dtype, note=op.note)]
-    if k == "scalar":
-        return [T.vscalar(op.fn, dst, s[0], s[1], n, op.dtype, reverse=op.reverse, note=op.note)]
-    if k == "unary":
-        return [T.vunary(op.fn, dst, s[0], n, op.dtype, note=op.note)]
-    if k == "compare":
-        return [T.vcompare(op.fn, dst, s[0], s[1], n, op.dtype, note=op.note)]
-    if k == "select":
-        return [T.vselect(dst, s[0], s[1], s[2], n, op.dtype, note=op.note)]
-    if k == "cast":
-        return [T.vcast(dst, s[0], n, op.dtype, op.dst.dtype, note=op.note)]
-    if k == "dup":
-        return [T.vdup(dst, s[0], n, op.dst.dtype, note=op.note)]
-    if k == "copy":
-        return [T.vcopy(dst, s[0], n, op.dtype, note=op.note)]
-    if k == "reduce":
-        return [T.vreduce(op.fn, dst, s[0], g.rows, g.cols, op.dtype, src_row_stride=g.stride, note=op.note)]
-    if k == "finalize_mean":
-        return [T.vscalar("div", dst, s[0], F("C"), n, op.dtype, note=op.note)]
-    if k == "expand":
-        if op.srcs[0].space == Space.SCALAR:
-            return [T.vbroadcast(dst, s[0], 1, n, op.dtype, axis=1, note=op.note)]
-        return [T.vbroadcast(dst, s[0], g.rows, g.stride, op.dtype, axis=1, dst_row_stride=g.stride, note=op.note)]
-    raise AssertionError(f"unknown vector op kind {k!r}")
+    return _TRANSLATE[op.kind](op, dst, s, n, g)
+
+
+def _expand(op: VOp, dst: Ref, s: list, n: IntLike, g: Geometry) -> list[Stmt]:
+    if op.srcs[0].space == Space.SCALAR:
+        return [T.vbroadcast(dst, s[0], 1, n, op.dtype, axis=1, note=op.note)]
+    return [T.vbroadcast(dst, s[0], g.rows, g.stride, op.dtype, axis=1, dst_row_stride=g.stride, note=op.note)]
+
+
+#: vector op kind -> its tile ops (destination, placed sources, element count, tile geometry)
+_TRANSLATE: dict[VKind, Callable[[VOp, Ref, list, IntLike, Geometry], list[Stmt]]] = {
+    VKind.BINARY: lambda op, dst, s, n, g: [T.vbinary(op.fn, dst, s[0], s[1], n, op.dtype, note=op.note)],
+    VKind.SCALAR: lambda op, dst, s, n, g: [T.vscalar(op.fn, dst, s[0], s[1], n, op.dtype, reverse=op.reverse,
+                                                      note=op.note)],
+    VKind.UNARY: lambda op, dst, s, n, g: [T.vunary(op.fn, dst, s[0], n, op.dtype, note=op.note)],
+    VKind.COMPARE: lambda op, dst, s, n, g: [T.vcompare(op.fn, dst, s[0], s[1], n, op.dtype, note=op.note)],
+    VKind.SELECT: lambda op, dst, s, n, g: [T.vselect(dst, s[0], s[1], s[2], n, op.dtype, note=op.note)],
+    VKind.CAST: lambda op, dst, s, n, g: [T.vcast(dst, s[0], n, op.dtype, op.dst.dtype, note=op.note)],
+    VKind.DUP: lambda op, dst, s, n, g: [T.vdup(dst, s[0], n, op.dst.dtype, note=op.note)],
+    VKind.COPY: lambda op, dst, s, n, g: [T.vcopy(dst, s[0], n, op.dtype, note=op.note)],
+    VKind.REDUCE: lambda op, dst, s, n, g: [T.vreduce(op.fn, dst, s[0], g.rows, g.cols, op.dtype,
+                                                      src_row_stride=g.stride, note=op.note)],
+    VKind.FINALIZE_MEAN: lambda op, dst, s, n, g: [T.vscalar("div", dst, s[0], F("C"), n, op.dtype, note=op.note)],
+    VKind.EXPAND: _expand,
+}

@@ -16,9 +16,10 @@ from typing import Sequence
 from ... import symbolic as sy
 from ...symbolic import IntLike
 from ..schedule import BLOCKS, CORE, Let
+from ..template import Unsupported
 
 
-class UnsupportedMove(Exception):
+class UnsupportedMove(Unsupported):
     """A data move the templates cannot lower (the message says why; codegen makes it a CompileError)."""
 
 

@@ -29,6 +29,7 @@ from ...symbolic import IntLike
 from .. import tileops as T
 from ..kernel_graph import KernelGraph
 from ..schedule import Buffer, GmParam, GmRef, Let, Loop, Ref, Stmt, TileSchedule, When
+from ..template import Template, Tiling
 from .access import StridedAccess, collapse, row_major
 from .moves import align
 from .tiles import FieldSet, UnsupportedMove, split_over_cores
@@ -66,7 +67,7 @@ class UpdateKernel:
 
 
 @dataclass(frozen=True)
-class UpdateTiling:
+class UpdateTiling(Tiling):
     chunk: int                    # elements of x copied per move
     tile_rows: int                # rows of a v tile (of the inner region's 2-D block)
     tile_cols: int                # columns of a v tile
@@ -184,10 +185,7 @@ def _batched_write(uk: UpdateKernel, t: UpdateTiling, begin: IntLike, count: Int
              Let("r0", r0), Let("k", sy.min_(g_rows, sy.add(n, sy.mul(-1, sy.mul(g, g_rows))))),
              When(sy.max_(sy.add(sy.min_(sy.add(F("r0"), F("k")), sy.add(begin, count)),
                                  sy.mul(-1, sy.max_(F("r0"), begin))), 0),
-                  # (moves guarded directly by a When inside a loop got unbalanced buffer-free flags from the
-                  # sync plan, a DoubleSetError under the sanitizer; as a one-trip loop they get the nested-loop
-                  # protocol, which is right)
-                  [Loop("u", 0, 1, 1, move, note="the group's rows of this core")])]
+                  move)]
     # (one flat loop over (outer index, group): the sync plan then sees one loop around the guarded moves)
     return Loop("q", 0, outer * ngroups, 1, group, note="groups of region rows")
 
@@ -291,3 +289,7 @@ def schedule(uk: UpdateKernel, t: UpdateTiling, chip: Any) -> TileSchedule:
     notes = [f"rows {uk.rows} x {uk.row_len}, region rows {a}:{a + n * s}:{s} of {uk.dq}, inside a row "
              f"{uk.inner.describe()}", f"tiling: {t.describe()}"]
     return TileSchedule(uk.name, "aiv", params, fs.fields, blocks, bufs, loop_body, notes)
+
+
+TEMPLATE = Template("update", "aiv", UpdateTiling, lambda job, chip: [analyze(job.label, job.subject, chip)],
+                    tilings, schedule, lambda uk: set(), ops=OPS, handles=handles)

@@ -18,15 +18,17 @@ the tile loop.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
-
-from simulator import isa
 
 from ... import symbolic as sy
 from ...symbolic import IntLike
+from ...target import Chip, itemsize
+from ..domain import UnsupportedDomain
+from ..kernel_graph import kernel_symbols
 from ..schedule import BLOCKS, CORE, GmParam, Let, Loop, Stmt, TileSchedule
+from ..template import Job, Template, Unsupported, buffer_nums, free_symbols
 from ..tiling import largest_fitting
 from ..vector_ops import Geometry
+from . import multipass, vector_kernel
 from .placement import Placement, decompose
 from .vector_kernel import VectorKernel, VectorTiling, buffers_for, in_param, out_param, padded_row, stride_fields
 
@@ -41,7 +43,7 @@ class _Ctx:
     params: list[GmParam] = field(default_factory=list)
 
 
-def schedule(vk: VectorKernel, tiling: VectorTiling, chip: Any) -> TileSchedule:
+def schedule(vk: VectorKernel, tiling: VectorTiling, chip: Chip) -> TileSchedule:
     d = vk.domain
     ctx = _Ctx(vk, tiling)
     fields = ctx.fields
@@ -115,13 +117,13 @@ def schedule(vk: VectorKernel, tiling: VectorTiling, chip: Any) -> TileSchedule:
 # ---- candidates ---------------------------------------------------------------------------------------
 
 
-def tilings(vk: VectorKernel, chip: Any, buffer_num: int, cores: int) -> list[VectorTiling]:
+def tilings(vk: VectorKernel, chip: Chip, buffer_num: int, cores: int) -> list[VectorTiling]:
     """Tile sizes worth scoring: the largest that fits UB, and sizes that balance the tiles over the cores."""
     cores = max(1, min(cores, chip.aiv_cores))
     out: list[VectorTiling] = []
     d = vk.domain
     slot_cap = chip.max_repeats * chip.vector_repeat_bytes
-    for bn in sorted({1, buffer_num}):
+    for bn in buffer_nums(buffer_num):
         if vk.mode == "rows":
             cp = padded_row(vk)
             if not isinstance(cp, int):
@@ -139,7 +141,7 @@ def tilings(vk: VectorKernel, chip: Any, buffer_num: int, cores: int) -> list[Ve
                     sizes.add(max(1, min(biggest, -(-rows_total // per_outer))))
             out += [VectorTiling("rows", tr, 0, bn, cores) for tr in sorted(sizes, reverse=True)]
         else:
-            quantum = max(1, 512 // vk.min_itemsize)
+            quantum = max(1, chip.gm_peak_align // vk.min_itemsize)  # chunks start on the GM peak boundary
             total = d.C if isinstance(d.C, int) else None
             limit = total if total else slot_cap
             biggest = largest_fitting(lambda w: _fits(vk, VectorTiling("chunks", 1, w, bn, cores), chip, slot_cap), limit)
@@ -157,20 +159,69 @@ def tilings(vk: VectorKernel, chip: Any, buffer_num: int, cores: int) -> list[Ve
     return out
 
 
-def _fits(vk: VectorKernel, tiling: VectorTiling, chip: Any, slot_cap: int) -> bool:
+def _fits(vk: VectorKernel, tiling: VectorTiling, chip: Chip, slot_cap: int) -> bool:
     if tiling.mode == "rows" and vk.reduces and not _rows_split_aligned(vk, tiling, chip):
         return False
     bufs = buffers_for(vk, tiling, chip)
     return all(b.slot_bytes <= slot_cap for b in bufs) and sum(b.nbytes for b in bufs) <= chip.ub_bytes
 
 
-def _rows_split_aligned(vk: VectorKernel, tiling: VectorTiling, chip: Any) -> bool:
+def _rows_split_aligned(vk: VectorKernel, tiling: VectorTiling, chip: Chip) -> bool:
     """A reduction over rows too long for 255 repeats in blocks of rows must still split on whole UB blocks
     of its per-row results: either one instruction covers every row of a tile, or a block of rows fits."""
     cp = padded_row(vk)
-    worst = max(isa.itemsize(b.dtype) for b in vk.plan.buffers)
+    worst = max(itemsize(b.dtype) for b in vk.plan.buffers)
     per_row = -(-cp * worst // chip.vector_repeat_bytes)
     if per_row == 0:
         return True  # empty rows: nothing to reduce per instruction
     fit = chip.max_repeats // per_row
     return tiling.rows <= fit or fit >= chip.ub_align // vk.min_itemsize
+
+
+# ---- the template -------------------------------------------------------------------------------------
+
+
+def _analyze(job: Job, chip: Chip) -> list[VectorKernel]:
+    """One analysis per mode that can lower the kernel: rows and chunks for a pointwise kernel, rows and
+    multi-pass for a row reduction (`job.options["rows"]`: its input shape, "k": the axes it reduces)."""
+    rows = job.options.get("rows")
+    modes = ("rows", "multipass") if rows is not None else ("rows", "chunks")
+    out, errors = [], []
+    for mode in modes:
+        try:
+            out.append(vector_kernel.analyze(job.label, job.subject, rows, job.options.get("k", 0), mode,
+                                             chip.ub_align))
+        except UnsupportedDomain as e:
+            errors.append(str(e))
+    if not out:
+        raise Unsupported("; ".join(errors))
+    return out
+
+
+def _tilings(vk: VectorKernel, chip: Chip, buffer_num: int, cores: int) -> list[VectorTiling]:
+    return (multipass.tilings if vk.mode == "multipass" else tilings)(vk, chip, buffer_num, cores)
+
+
+def _schedule(vk: VectorKernel, t: VectorTiling, chip: Chip) -> TileSchedule:
+    return (multipass.schedule if t.mode == "multipass" else schedule)(vk, t, chip)
+
+
+def _need(vk: VectorKernel, t: VectorTiling, chip: Chip) -> int:
+    return (multipass.ub_bytes if vk.mode == "multipass" else vector_kernel.ub_bytes)(vk, t, chip)
+
+
+def _admits(vk: VectorKernel, chip: Chip) -> str:
+    """Each input load of a tile is waited for by its own MTE2->V flag: more inputs than event ids never tile."""
+    loads = len(vk.per_tile) + len(vk.resident)
+    if loads > chip.event_ids:
+        return (f"its {loads} input loads per tile need more than the chip's {chip.event_ids} event ids for "
+                f"MTE2->V flags")
+    return ""
+
+
+def _symbols(vk: VectorKernel) -> set[str]:
+    return free_symbols(list(vk.domain.shape)) | kernel_symbols(vk.kg)
+
+
+TEMPLATE = Template("vector", "aiv", VectorTiling, _analyze, _tilings, _schedule, _symbols, need=_need,
+                    admits=_admits)

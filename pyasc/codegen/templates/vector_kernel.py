@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from simulator import isa
+from ...target import Chip, itemsize
 
 from ... import ops, symbolic as sy
 from ...ir import Value
@@ -16,8 +16,9 @@ from ..domain import (Domain, InputLayout, UnsupportedDomain, dims, input_layout
                       same_dim)
 from ..kernel_graph import KernelGraph
 from ..schedule import Buffer
+from ..template import Tiling, ub_slot
 from ..ub_alloc import Assignment, assign
-from ..vector_ops import InputUse, Space, VectorPlan, VOp, build_vector_plan, is_input_view
+from ..vector_ops import build_vector_plan, InputUse, is_input_view, Space, VectorPlan, VKind, VOp
 
 F = sy.sym   # tiling fields and loop variables are symbols of the kernel body
 
@@ -40,6 +41,7 @@ class VectorKernel:
     min_itemsize: int
     reduces: bool
     mode: str
+    block: int                               # bytes of a UB block (the chip's ub_align): rows start on one
 
     @property
     def buffer_counts(self) -> dict[tuple, int]:
@@ -50,7 +52,7 @@ class VectorKernel:
 
 
 @dataclass(frozen=True)
-class VectorTiling:
+class VectorTiling(Tiling):
     mode: str              # "rows" | "chunks"
     rows: int              # rows per tile (rows mode), else 1
     width: int             # elements per chunk (chunks mode), else 0
@@ -75,7 +77,8 @@ def _downstream_of_reductions(kg: KernelGraph) -> set[Value]:
     return out
 
 
-def analyze(name: str, kg: KernelGraph, reduce_rows: Sequence[Any] | None, k: int, mode: str) -> VectorKernel:
+def analyze(name: str, kg: KernelGraph, reduce_rows: Sequence[Any] | None, k: int, mode: str,
+            block: int) -> VectorKernel:
     """`reduce_rows`: the row reduction's input shape (None for a pointwise kernel); k: axes it reduces;
     mode: "rows" or "chunks" (a row broadcast over all rows is resident only in rows mode)."""
     views = [n.out() for n in kg.graph.nodes if is_input_view(n.out())]
@@ -146,16 +149,16 @@ def analyze(name: str, kg: KernelGraph, reduce_rows: Sequence[Any] | None, k: in
     res_ids = {u.buf.id for u in resident}
     prologue, body = [], []
     for op in plan.ops:
-        if op.kind in ("expand", "cast") and all(s.id in res_ids for s in op.reads):
+        if op.kind in (VKind.EXPAND, VKind.CAST) and all(s.id in res_ids for s in op.reads):
             prologue.append(op)
             res_ids.add(op.dst.id)
         else:
             body.append(op)
     out_bufs = [b for _, b in plan.outputs]
     alloc = assign(body, [u.buf for u in per_tile], [u.buf for u in resident], out_bufs, prologue)
-    sizes = [isa.itemsize(b.dtype) for b in plan.buffers] or [4]
+    sizes = [itemsize(b.dtype) for b in plan.buffers] or [4]
     return VectorKernel(name, kg, domain, plan, layouts, resident, per_tile, prologue, body, alloc, out_spaces,
-                        min(sizes), reduces, mode)
+                        min(sizes), reduces, mode, block)
 
 
 def _unit_free(shape: Sequence[Any]) -> tuple[Any, ...]:
@@ -199,22 +202,22 @@ def _is_resident(use: InputUse, lay: InputLayout, mode: str) -> bool:
 
 
 def row_align(vk: VectorKernel) -> int:
-    """Elements per 32-byte block of the narrowest dtype: rows of every buffer start on a block."""
-    return 32 // vk.min_itemsize
+    """Elements per UB block of the narrowest dtype: rows of every buffer start on a block."""
+    return vk.block // vk.min_itemsize
 
 
 def padded_row(vk: VectorKernel) -> IntLike:
     return sy.align_up(vk.domain.C, row_align(vk))
 
 
-def ub_bytes(vk: VectorKernel, tiling: VectorTiling, chip: Any) -> int:
+def ub_bytes(vk: VectorKernel, tiling: VectorTiling, chip: Chip) -> int:
     """UB the kernel's buffers take with this tiling (static shapes; symbolic rows count as their bound)."""
     return sum(b.nbytes for b in buffers_for(vk, tiling, chip))
 
 
-def _slot_bytes(space: Space, itemsize: int, full_elems: int, row_elems: int) -> int:
+def _slot_bytes(space: Space, itemsize: int, full_elems: int, row_elems: int, chip: Chip) -> int:
     n = {Space.FULL: full_elems, Space.ROW: row_elems, Space.SCALAR: 1}[space]
-    return -(-max(1, n) * itemsize // 32) * 32
+    return ub_slot(max(1, n) * itemsize, chip)
 
 
 def _full_elems(vk: VectorKernel, tiling: VectorTiling) -> int:
@@ -226,22 +229,20 @@ def _full_elems(vk: VectorKernel, tiling: VectorTiling) -> int:
     return tiling.rows * cp
 
 
-def buffers_for(vk: VectorKernel, tiling: VectorTiling, chip: Any) -> list[Buffer]:
+def buffers_for(vk: VectorKernel, tiling: VectorTiling, chip: Chip) -> list[Buffer]:
     full = _full_elems(vk, tiling)
     row = tiling.rows
     out = []
     for p in vk.alloc.buffers:
-        slots = tiling.buffer_num if p.rotating else 1
-        out.append(Buffer(p.name, "UB", _dtype_of_size(p.itemsize), _slot_bytes(p.space, p.itemsize, full, row),
-                          slots, p.kind))
+        out.append(Buffer(p.name, "UB", _dtype_of_size(p.itemsize), _slot_bytes(p.space, p.itemsize, full, row, chip),
+                          tiling.slots(p.rotating), p.kind))
     for use in vk.resident + vk.per_tile:
         lay = vk.layouts[use.buf.id]
         if lay.cls == "rowvec" and tiling.mode == "rows":
-            size = isa.itemsize(use.buf.dtype)
+            size = itemsize(use.buf.dtype)
             c = vk.domain.C if isinstance(vk.domain.C, int) else full
-            slots = 1 if use in vk.resident else tiling.buffer_num
-            out.append(Buffer(f"rv{use.buf.id}", "UB", use.buf.dtype, _slot_bytes(Space.FULL, size, c, 1), slots,
-                              "rowvec staging"))
+            out.append(Buffer(f"rv{use.buf.id}", "UB", use.buf.dtype, _slot_bytes(Space.FULL, size, c, 1, chip),
+                              tiling.slots(use not in vk.resident), "rowvec staging"))
     return out
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from ...target import Chip
 from ... import ops
 from ...ir import Graph, Node
 from ...ops import Category
@@ -33,7 +34,7 @@ _ALONE = (Category.INJECTIVE, Category.OPAQUE)
 class GraphFuser:
     """Fusion of one graph (root or branch) into kernels."""
 
-    def __init__(self, graph: Graph, knobs: dict[str, Any], capacity: CapacityFn, chip: Any,
+    def __init__(self, graph: Graph, knobs: dict[str, Any], capacity: CapacityFn, chip: Chip,
                  log: Callable[[FusionDecision], None], prefix: str = ""):
         self.graph = graph
         self.limits = Limits(int(knobs["fusion_max_ops"]), int(knobs["fusion_max_users"]))

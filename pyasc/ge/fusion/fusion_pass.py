@@ -4,6 +4,7 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
+from ...target import Chip
 from ... import ops
 from ...ir import Graph, Node, node_names
 from ..capacity import CapacityFn, default_capacity, resolve_chip
@@ -37,7 +38,7 @@ def _branch_order(n: Node) -> list[str]:
     return [a for a in ops.get(n.op).subgraph_attrs if a in n.subgraphs]
 
 
-def _schedule(graph: Graph, knobs: dict[str, Any], capacity: CapacityFn, chip: Any, fuse: bool,
+def _schedule(graph: Graph, knobs: dict[str, Any], capacity: CapacityFn, chip: Chip, fuse: bool,
               log: list[FusionDecision], annotate: bool) -> list[KernelPlan]:
     """Every graph's kernels, depth first (a branch's right after its If), numbered in schedule order."""
     counter = itertools.count()
@@ -61,7 +62,7 @@ def _schedule(graph: Graph, knobs: dict[str, Any], capacity: CapacityFn, chip: A
     return kernels
 
 
-def singleton_kernels(graph: Graph, capacity: CapacityFn | None = None, chip: Any = None) -> list[KernelPlan]:
+def singleton_kernels(graph: Graph, capacity: CapacityFn | None = None, chip: Chip | None = None) -> list[KernelPlan]:
     """One kernel per compute node (the opt_level 0 schedule) without touching the graph's attrs."""
     chip = resolve_chip(chip)
     return _schedule(graph, DEFAULT_KNOBS, capacity or default_capacity(chip), chip, False, [], annotate=False)

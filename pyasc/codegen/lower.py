@@ -1,0 +1,167 @@
+"""The one driver: a `Job` becomes a device kernel through named stages run by the GE's pass manager.
+
+The stages are passes over a `JobState` (so the pass manager's instruments apply: timing, verification after
+each stage, statistics, stage capture for dumps):
+
+    analyze   the job's template analyses its subject (one analysis per mode it can lower it with)
+    tile      each analysis's tiling records become schedules, scored by the cost model, cheapest first
+    sync      flags for the cheapest candidate whose flags fit the chip's event ids: the tiling choice
+    emit      the simulator program of the chosen schedule and its flags
+
+`verify_state` checks what each stage leaves (every candidate scheduled and scored, every schedule's tile
+ops naming its buffers on pipes its core has, a choice with flags within the event ids, a valid program).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import CompileError
+from ..ge.passes import Pass, PassContext, PassManager
+from ..target import CORE_PIPES, Chip, Program
+from .device import CodegenOptions
+from .emit import emit
+from .lowering import no_lowering
+from .schedule import Ref, TileSchedule
+from .template import Job, Template, Unsupported
+from .templates import TEMPLATES
+from .tiling import Candidate, NoLegalTiling, TilingChoice, pick, rank, scoring_dims
+
+
+@dataclass
+class JobState:
+    """What the stages know about one job so far."""
+
+    job: Job
+    template: Template
+    chip: Chip
+    options: CodegenOptions
+    analyses: list[Any] = field(default_factory=list)
+    owner: dict[Any, Any] = field(default_factory=dict)        # tiling record -> the analysis it tiles
+    ranked: list[Candidate] = field(default_factory=list)       # scored, cheapest first
+    rejected: list[Candidate] = field(default_factory=list)
+    dims: dict[str, int] = field(default_factory=dict)          # the dims the scores are for
+    nominal: bool = False
+    choice: TilingChoice | None = None
+    program: Program | None = None
+
+    def fail(self, why: str) -> CompileError:
+        """The located error for a job no tiling lowers (the op and line the router recorded)."""
+        return no_lowering(self.job.op, self.job.label, self.job.loc, why)
+
+    def text(self) -> str:
+        """The state as a readable stage (what a dump shows after each stage)."""
+        lines = [f"{self.job.label} [{self.template.name}]"]
+        if self.choice is not None:
+            lines += ["  " + x for x in self.choice.text().splitlines()]
+        elif self.ranked:
+            lines += [f"  candidate: {c.line()}" for c in self.ranked[:5]]
+        if self.program is not None:
+            lines.append(f"  program: {len(self.program)} instructions")
+        return "\n".join(lines)
+
+
+class Analyze(Pass):
+    name, opt_level = "analyze", 0
+
+    def run(self, st: JobState, ctx: PassContext) -> bool:
+        try:
+            st.analyses = list(st.template.analyze(st.job, st.chip))
+        except Unsupported as e:
+            raise st.fail(str(e)) from None
+        ctx.stats["analyses"] += len(st.analyses)
+        return True
+
+
+class Tile(Pass):
+    name, opt_level = "tile", 0
+
+    def run(self, st: JobState, ctx: PassContext) -> bool:
+        t, chip = st.template, st.chip
+        cores = st.options.core_cap(chip.cores_of(t.core_type))
+        params = []
+        for a in st.analyses:
+            for tiling in t.tilings(a, chip, st.options.buffer_num, cores):
+                st.owner.setdefault(tiling, a)
+                params.append(tiling)
+        if not params:
+            raise st.fail(f"no tile of this kernel fits the chip's memories ({chip.name})")
+        symbols = set().union(*(t.symbols(a) for a in st.analyses))
+        st.dims, st.nominal = scoring_dims(sorted(symbols))
+        st.ranked, st.rejected = rank(params, lambda p: t.schedule(st.owner[p], p, chip), chip, st.dims)
+        ctx.stats["candidates"] += len(params)
+        ctx.stats["rejected"] += len(st.rejected)
+        return True
+
+
+class Sync(Pass):
+    name, opt_level = "sync", 0
+
+    def run(self, st: JobState, ctx: PassContext) -> bool:
+        try:
+            st.choice = pick(st.ranked, st.rejected, st.chip, st.dims, st.options.sync, st.nominal)
+        except NoLegalTiling as e:
+            raise st.fail(str(e)) from None
+        assert st.choice.chosen.sync is not None
+        ctx.stats["flags"] += st.choice.chosen.sync.flags
+        return True
+
+
+class Emit(Pass):
+    name, opt_level = "emit", 0
+
+    def run(self, st: JobState, ctx: PassContext) -> bool:
+        assert st.choice is not None and st.choice.chosen.schedule is not None and st.choice.chosen.sync is not None
+        st.program = emit(st.choice.chosen.schedule, st.choice.chosen.sync, st.chip)
+        ctx.stats["instructions"] += len(st.program)
+        return True
+
+
+STAGES: tuple[type[Pass], ...] = (Analyze, Tile, Sync, Emit)
+
+
+def stage_names() -> list[str]:
+    return [p.name for p in STAGES]
+
+
+def verify_state(st: JobState) -> str | None:
+    """What the stages must leave behind; a description of the first problem, or None."""
+    for c in st.ranked:
+        if c.schedule is None or c.score is None:
+            return f"candidate {c.line()} has no schedule or score"
+        problem = verify_schedule(c.schedule, st.chip)
+        if problem:
+            return problem
+    if st.choice is not None:
+        sync = st.choice.chosen.sync
+        if sync is None:
+            return "the chosen tiling has no sync plan"
+        over = {pair: n for pair, n in sync.ids_used.items() if n > st.chip.event_ids}
+        if over:
+            return f"flags use more event ids than the chip's {st.chip.event_ids}: {over}"
+    if st.program is not None:
+        st.program.validate()
+    return None
+
+
+def verify_schedule(s: TileSchedule, chip: Chip) -> str | None:
+    """Every tile op names declared buffers and runs on a pipe of the schedule's core type."""
+    names = {b.name for b in s.buffers}
+    pipes = CORE_PIPES[s.core_type]
+    for op in s.ops():
+        if op.pipe not in pipes:
+            return f"schedule {s.name}: {op.instr} runs on pipe {op.pipe}, which an {s.core_type} core lacks"
+        for r in (*op.reads, *op.writes):
+            if isinstance(r, Ref) and r.buffer not in names:
+                return f"schedule {s.name}: {op.instr} uses buffer {r.buffer!r}, which it does not declare"
+    return None
+
+
+def lower(job: Job, chip: Chip, options: CodegenOptions, instruments: list | None = None) -> tuple[JobState,
+                                                                                                   PassContext]:
+    """Run the stages on `job`: its final state (with its tiling choice and program) and the stages' context
+    (their log, times and statistics)."""
+    st = JobState(job, TEMPLATES[job.template], chip, options)
+    ctx = PassContext(opt_level=0, chip=chip, instruments=list(instruments or []))
+    PassManager([p() for p in STAGES], verifier=verify_state).run(st, ctx)
+    return st, ctx

@@ -1,0 +1,124 @@
+"""Routing: which template lowers each kernel plan, as one `Job` per device kernel to launch.
+
+The rules, in order (first match wins):
+1. every output is empty whatever the launch sizes: nothing to launch;
+2. an input is empty and the outputs are static: the results are constants (a reduction over nothing is its
+   identity), computed now and written by vector fill kernels;
+3. a plan anchored on an op some template lowers whole (`templates.TEMPLATE_OPS`): that template, when it
+   takes the kernel (`Template.handles`); a matmul plan is planned by `matmul_plan` into its launches (vector
+   casts and transposes of the operands, the cube kernel, a vector epilogue);
+4. otherwise by the plan's kind (`BY_KIND`): pointwise and row kernels to the vector template, column
+   reductions to the column template.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from ..errors import CompileError
+from ..ge.plan import KernelKind, KernelPlan, KernelStructure
+from ..ir import Graph, Value, interpret
+from .domain import dims
+from .kernel_graph import KernelGraph, build_kernel_graph
+from .lowering import no_lowering
+from . import matmul_plan
+from .template import Job, Unsupported
+from .templates import TEMPLATES, template_of_op
+
+
+def _vector_job(label: str, kg: KernelGraph, st: KernelStructure, plan: KernelPlan | None) -> list[Job]:
+    return [kernel_job("vector", label, kg, plan)]
+
+
+def _row_job(label: str, kg: KernelGraph, st: KernelStructure, plan: KernelPlan | None) -> list[Job]:
+    return [kernel_job("vector", label, kg, plan, rows=dims(st.rows), k=st.k)]
+
+
+def _column_job(label: str, kg: KernelGraph, st: KernelStructure, plan: KernelPlan | None) -> list[Job]:
+    return [kernel_job("column", label, kg, plan, rows=st.rows, reduced=tuple(st.reduced_axes))]
+
+
+#: plan kind -> the jobs of a kernel no template lowers whole (fusion's capacity asks the same, without a plan)
+BY_KIND: dict[KernelKind, Callable[[str, KernelGraph, KernelStructure, KernelPlan | None], list[Job]]] = {
+    KernelKind.ELEMENTWISE: _vector_job,
+    KernelKind.ROW_REDUCE: _row_job,
+    KernelKind.COLUMN_REDUCE: _column_job,
+}
+
+
+def route(label: str, plan: KernelPlan) -> list[Job]:
+    """The device kernels of one kernel plan (see the module docstring)."""
+    kg = build_kernel_graph(label, plan.nodes, plan.inputs, plan.outputs)
+    if all(any(d == 0 for d in v.type.shape) for v in kg.outputs):
+        return []
+    if any(v.type.numel == 0 for v in kg.inputs) and all(v.type.is_static for v in kg.outputs):
+        return fill_jobs(label, kg, plan)
+    whole = template_of_op(plan.anchor)
+    if whole is TEMPLATES["matmul"]:
+        return matmul_jobs(label, plan)
+    if whole is not None and whole.handles is not None and whole.handles(kg):
+        return [kernel_job(whole.name, label, kg, plan)]
+    by_kind = BY_KIND.get(plan.kind)
+    if by_kind is None:
+        raise unsupported(kg, label, f"a {plan.kind.value} kernel has no template yet")
+    return by_kind(label, kg, plan.structure, plan)
+
+
+def kernel_job(template: str, label: str, kg: KernelGraph, plan: KernelPlan | None,
+               outputs: list[Value] | None = None, **options: Any) -> Job:
+    """A job lowering a kernel graph; a failure names its first located node."""
+    op, loc = _first_located(kg)
+    return Job(template, label, kg, list(kg.inputs), list(outputs if outputs is not None else kg.outputs), plan,
+               dict(options), op, loc)
+
+
+def matmul_jobs(label: str, plan: KernelPlan) -> list[Job]:
+    """Vector casts of the operands (if any), transposes, the cube kernel, a vector epilogue (if any)."""
+    try:
+        r = matmul_plan.route(label, plan)
+    except Unsupported as e:
+        raise no_lowering(plan.anchor, label, plan.anchor_node.loc, str(e)) from None
+    where = {"op": plan.anchor, "loc": plan.anchor_node.loc}
+    jobs = [Job("vector", kg.graph.name, kg, list(kg.inputs), list(kg.outputs), plan, {}, **where)
+            for kg in r.casts]
+    jobs += [Job("transpose", t.op.name, t.op, [t.src], [t.dst], plan, {}, **where) for t in r.transposes]
+    jobs.append(Job("matmul", label, r.cube, list(r.operands), [r.result], plan, {"scratch": list(r.scratch)},
+                    **where))
+    if r.epilogue is not None:
+        e = r.epilogue
+        jobs.append(Job("vector", e.graph.name, e, list(e.inputs), list(e.outputs), plan, {}, **where))
+    return jobs
+
+
+def fill_jobs(label: str, kg: KernelGraph, plan: KernelPlan) -> list[Job]:
+    """A kernel reading a zero-size input computes constants: they are computed now and written by fill
+    kernels (an empty output needs no launch at all)."""
+    values = interpret(kg.graph, [np.zeros(tuple(int(d) for d in v.type.shape), v.type.dtype) for v in kg.inputs])
+    out = []
+    for j, (v, arr) in enumerate(zip(kg.outputs, values)):
+        if arr.size == 0:
+            continue
+        flat = np.asarray(arr).reshape(-1)
+        if not (flat == flat[0]).all() and not np.isnan(flat).all():
+            raise unsupported(kg, label, "a kernel of empty inputs with a non-uniform result")
+        out.append(kernel_job("vector", f"{label}_fill{j}", fill_graph(f"{label}_fill{j}", v, flat[0].item()), plan))
+    return out
+
+
+def fill_graph(name: str, dst: Value, value: Any) -> KernelGraph:
+    """A kernel graph writing `value` into every element of `dst` (it reads nothing)."""
+    g = Graph(name)
+    g.set_outputs([g.add("full", [], {"shape": tuple(dst.type.shape), "fill_value": value,
+                                     "dtype": dst.type.dtype}).out()])
+    return KernelGraph(g, [], [dst])
+
+
+def _first_located(kg: KernelGraph) -> tuple[str, Any]:
+    node = next((n for n in kg.nodes if n.loc is not None), kg.nodes[0] if kg.nodes else None)
+    return (node.op, node.loc) if node is not None else ("copy", None)
+
+
+def unsupported(kg: KernelGraph, label: str, why: str) -> CompileError:
+    op, loc = _first_located(kg)
+    return no_lowering(op, label, loc, why)
