@@ -27,6 +27,25 @@ def test_a_column_sum_of_an_empty_row_is_empty(dynamic):
     assert got.shape == (0,) and got.dtype == np.float32
 
 
+def empty_sum_plus(x, y):
+    return x.sum(axis=1) + y
+
+
+def empty_product_plus(x, w, y):
+    return (x @ w) + y
+
+
+@pytest.mark.parametrize("opt_level", [0, 3])
+@pytest.mark.parametrize("dynamic", [False, True])
+@pytest.mark.parametrize("fn, shapes", [(empty_sum_plus, [(2, 0), (2,)]), (empty_product_plus, [(2, 0), (0, 3), (2, 3)])],
+                         ids=["sum", "matmul"])
+def test_a_result_of_nothing_fused_with_another_input_keeps_it(fn, shapes, dynamic, opt_level, rng):
+    """Fused, the empty operand was taken for the kernel's only input: `+ y` was dropped (zeros, silently)."""
+    args = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+    got = pyasc.kernel(fn, chip="tiny", dynamic=dynamic, opt_level=opt_level)(*args)
+    pyasc.testing.assert_close(got, fn(*args))
+
+
 def scaled_and_expanded(x, g):
     g2 = np.expand_dims(g, (0, 2, 3))
     return x * g2, g2

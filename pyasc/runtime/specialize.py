@@ -106,26 +106,42 @@ class ArgBinder:
 
     @property
     def params(self) -> tuple[Param, ...]:
-        self._refresh()
+        """The parameters as of the last `bind` (or construction)."""
         return self._state[2]
 
-    def _refresh(self) -> None:
+    def _stale(self) -> bool:
+        """Whether the function's defaults are not the ones the stub was made with."""
         fn = self._fn
         code, defaults, kwdefaults, kw_items = self._state[0]
-        if fn.__code__ is not code or fn.__defaults__ is not defaults or fn.__kwdefaults__ is not kwdefaults or (
-                kwdefaults is not None and (len(kwdefaults) != len(kw_items)
-                                            or any(kwdefaults.get(k, _DEFAULT) is not v for k, v in kw_items))):
-            self._build()
+        if fn.__code__ is not code or fn.__defaults__ is not defaults or fn.__kwdefaults__ is not kwdefaults:
+            return True
+        if kwdefaults is not None:
+            if len(kwdefaults) != len(kw_items):
+                return True
+            for k, v in kw_items:
+                if kwdefaults.get(k, _DEFAULT) is not v:
+                    return True
+        return False
 
     def bind(self, args: Sequence[Any], kwargs: dict[str, Any]) -> tuple[Any, ...]:
-        self._refresh()
-        _, stub, params = self._state
+        # defaults are looked at only when the call leaves a parameter out (or binding fails): a call passing
+        # every argument pays one identity test
+        state = self._state
+        if self._fn.__code__ is not state[0][0]:
+            self._build()
+            state = self._state
         try:
-            values = stub(*args, **kwargs)
+            values = state[1](*args, **kwargs)
         except TypeError as e:  # only binding can fail in the stub: Python's own message, as an argument error
+            if self._stale():
+                self._build()
+                return self.bind(args, kwargs)
             raise ArgumentTypeError(str(e)) from None
         if any(v is _DEFAULT for v in values):  # identity test: `in` would compare arrays elementwise
-            values = tuple(p.default if v is _DEFAULT else v for v, p in zip(values, params))
+            if self._stale():
+                self._build()
+                return self.bind(args, kwargs)
+            values = tuple(p.default if v is _DEFAULT else v for v, p in zip(values, state[2]))
         return values
 
 
