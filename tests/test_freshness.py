@@ -234,3 +234,45 @@ def test_thousands_of_real_functions_are_never_mistaken_for_edited_ones():
                 assert "changed after" not in e.reason, f"{fn.__module__}.{fn.__qualname__}: {e.reason}"
             checked += 1
     assert checked > 1000
+
+
+# ---- every Python the project supports (>= 3.10), as far as this machine has them ----------------------------
+
+
+def interpreter(version: str) -> str | None:
+    """A `python<version>` that runs, from PATH or a pyenv installation."""
+    import glob
+    import shutil
+    import subprocess
+
+    candidates = [shutil.which(f"python{version}")]
+    candidates += sorted(glob.glob(os.path.expanduser(f"~/.pyenv/versions/{version}.*/bin/python")))
+    for exe in filter(None, candidates):
+        try:
+            out = subprocess.run([exe, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"], capture_output=True,
+                                 text=True, timeout=30)
+        except OSError:
+            continue
+        if out.returncode == 0 and out.stdout.strip() == version:
+            return exe
+    return None
+
+
+@pytest.mark.parametrize("version", ["3.10", "3.11", "3.12", "3.13"])
+def test_no_false_alarm_and_no_missed_edit_on_each_python(version):
+    """freshness.py alone (standard library only) under each interpreter: the standard library's functions are
+    never taken for edited ones, and edits of a constant, a name, an operator and the line numbers are caught."""
+    import json
+    import subprocess
+
+    if version == "%d.%d" % sys.version_info[:2]:
+        pytest.skip("this interpreter: the tests above")
+    exe = interpreter(version)
+    if exe is None:
+        pytest.skip(f"no Python {version} on this machine")
+    script = os.path.join(os.path.dirname(__file__), "freshness_check.py")
+    out = subprocess.run([exe, script, "--quick"], capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout.strip().splitlines()[-1])
+    assert report["python"].startswith(version) and report["functions"] > 500
+    assert report["false_alarms"] == [] and report["missed_edits"] == []

@@ -26,8 +26,10 @@ Text the compiler did not write from the source as is (f-strings, whose
 positions are approximate, `%`-formatting compiled like them, and asserts,
 which pytest rewrites) is skipped.
 
-Without column positions (Python 3.10) only lines and names are compared,
-each name against its whole line.
+Without column positions (Python 3.10) the comparison is by line: a name
+must be on its instruction's line, a number constant must be what one of
+the literal expressions starting on that line evaluates to, and an operator one
+of the operators of the expressions starting there (when that line has any).
 """
 from __future__ import annotations
 
@@ -38,7 +40,7 @@ import os
 import re
 import types
 import unicodedata
-from typing import Any, Iterator
+from typing import Any, Iterator, Sequence
 
 #: opcodes whose argument is a name the source spells at the instruction's position
 _NAME_OPS = frozenset({
@@ -52,6 +54,7 @@ _NAME_OPS = frozenset({
 _IMPLICIT_NAMES = frozenset({"__name__", "__module__", "__qualname__", "__class__", "__classcell__", "__doc__",
                              "__annotations__", "__static_attributes__", "__firstlineno__"})
 _OPERATOR_OPS = frozenset({"BINARY_OP", "COMPARE_OP"})
+_ZERO_ARG_SUPER = re.compile(r"super\(\s*\)")
 _SIMPLE_CONSTANTS = (int, float, complex, str, bytes)  # (bool is an int)
 _MAX_POWER = 256
 
@@ -65,6 +68,7 @@ def source_mismatch(fn: types.FunctionType, lines: list[str], first: int, tree: 
         return None
     text = _Text(lines, first)
     skipped = _rewritten_lines(tree)
+    by_line = _expressions_by_line(tree)
     handler_names = {n.name for n in ast.walk(tree) if isinstance(n, ast.ExceptHandler) and n.name}
     for inner in _code_objects(code):
         for ins, pos in _positioned(inner):
@@ -79,6 +83,8 @@ def source_mismatch(fn: types.FunctionType, lines: list[str], first: int, tree: 
             if ins.argval in handler_names and ins.opname.startswith(("STORE_", "DELETE_")):
                 continue  # `except E as e` ends with `e = None; del e` at the handler's last statement
             why = _disagreement(ins, text, line, end_line, col, end_col)
+            if why is None and col is None:
+                why = _line_disagreement(ins, by_line.get(line, ()))
             if why is not None:
                 return f"line {line}: {why}"
     return None
@@ -156,13 +162,16 @@ def _positioned(code: types.CodeType) -> Iterator[tuple[dis.Instruction, tuple]]
 def _disagreement(ins: dis.Instruction, text: _Text, line: int, end_line: int | None, col: int | None,
                   end_col: int | None) -> str | None:
     if ins.opname in _NAME_OPS:
-        names = ins.argval if isinstance(ins.argval, tuple) else (ins.argval,)
+        # a superinstruction (3.13's LOAD_FAST_LOAD_FAST) sits at its first name: the second is elsewhere
+        names = ins.argval[:1] if isinstance(ins.argval, tuple) else (ins.argval,)
         segment = None
         for name in names:
             if not isinstance(name, str) or name in _IMPLICIT_NAMES or \
                     not all(part.isidentifier() for part in name.split(".")):
                 continue  # a name of the compiler's own (`.0`, pytest's `@py_assert1`, an implicit dunder)
             segment = segment if segment is not None else _normalised(text.segment(line, end_line, col, end_col))
+            if _ZERO_ARG_SUPER.fullmatch(segment.strip()):
+                continue  # 3.12+: `super()` loads the method's first argument at its own position
             if not any(_spells(segment, part) for part in _spellings(name)):
                 return f"the running code uses `{name}` where the file has `{_short(segment)}`"
         return None
@@ -179,6 +188,38 @@ def _disagreement(ins: dis.Instruction, text: _Text, line: int, end_line: int | 
         if re.fullmatch(r"[-+*/%@&|^<>=!]+", symbol) and symbol not in text.segment(line, end_line, col, end_col):
             return f"the running code applies `{symbol}` where the file has " \
                    f"`{_short(text.segment(line, end_line, col, end_col))}`"
+    return None
+
+
+def _expressions_by_line(tree: ast.AST) -> dict[int, list[ast.AST]]:
+    out: dict[int, list[ast.AST]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.expr, ast.AugAssign)):
+            out.setdefault(node.lineno, []).append(node)
+    return out
+
+
+#: Python 3.10's operator opcodes -> the AST operator they compile
+_OPCODE_OPERATORS = {
+    "ADD": ast.Add, "SUBTRACT": ast.Sub, "MULTIPLY": ast.Mult, "TRUE_DIVIDE": ast.Div, "FLOOR_DIVIDE": ast.FloorDiv,
+    "MODULO": ast.Mod, "POWER": ast.Pow, "MATRIX_MULTIPLY": ast.MatMult, "LSHIFT": ast.LShift,
+    "RSHIFT": ast.RShift, "AND": ast.BitAnd, "OR": ast.BitOr, "XOR": ast.BitXor,
+}
+
+
+def _line_disagreement(ins: dis.Instruction, nodes: Sequence[ast.AST]) -> str | None:
+    """The by-line comparison without columns (see the module docstring)."""
+    if ins.opname == "LOAD_CONST" and isinstance(ins.argval, (int, float, complex)) and not isinstance(ins.argval, bool):
+        # (numbers only: a function's qualified name is a string constant the source does not spell)
+        found = [v for v in (_fold(n) for n in nodes) if v is not _UNKNOWN]
+        if found and not any(_same_constant(v, ins.argval) for v in found):
+            return f"the running code has the constant {ins.argval!r}, which no literal on that line is"
+        return None
+    kind = ins.opname.split("_", 1)
+    if kind[0] in ("BINARY", "INPLACE") and kind[1] in _OPCODE_OPERATORS:
+        ops_here = [type(n.op) for n in nodes if isinstance(n, (ast.BinOp, ast.AugAssign))]
+        if ops_here and _OPCODE_OPERATORS[kind[1]] not in ops_here:
+            return f"the running code applies {kind[1].lower()}, which no operator on that line is"
     return None
 
 
@@ -244,7 +285,8 @@ def _fold(node: ast.AST) -> Any:
 
 _ARITHMETIC = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
                ast.Div: lambda a, b: a / b, ast.FloorDiv: lambda a, b: a // b, ast.Mod: lambda a, b: a % b,
-               ast.Pow: lambda a, b: a ** b}
+               ast.Pow: lambda a, b: a ** b, ast.LShift: lambda a, b: a << b, ast.RShift: lambda a, b: a >> b,
+               ast.BitAnd: lambda a, b: a & b, ast.BitOr: lambda a, b: a | b, ast.BitXor: lambda a, b: a ^ b}
 
 
 def _fold_binop(node: ast.BinOp) -> Any:
@@ -254,7 +296,7 @@ def _fold_binop(node: ast.BinOp) -> Any:
         return _UNKNOWN
     numbers = (int, float, complex)
     if isinstance(a, numbers) and isinstance(b, numbers):
-        if isinstance(node.op, ast.Pow) and (abs(b) > _MAX_POWER or abs(a) > 2 ** 64):
+        if isinstance(node.op, (ast.Pow, ast.LShift)) and (abs(b) > _MAX_POWER or abs(a) > 2 ** 64):
             return _UNKNOWN  # a huge power: never evaluated here (Python does not fold it either)
         try:
             return op(a, b)
