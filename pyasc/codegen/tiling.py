@@ -139,8 +139,11 @@ def rank(params: Sequence[Any], build: Callable[[Any], TileSchedule], chip: Chip
 def pick(scored: list[Candidate], rejected: list[Candidate], chip: Chip, dims: Mapping[str, int],
          sync_mode: str = "flags", nominal: bool = False) -> TilingChoice:
     """The cheapest ranked candidate whose flags fit the chip's event ids (planned here, cheapest first; one
-    that does not fit is rejected and the next is tried); raises NoLegalTiling when none is left."""
+    that does not fit is rejected and the next is tried). When no candidate's flags fit, the cheapest runs with
+    a pipe barrier after every tile op (sync mode "barrier": slower, never wrong) rather than refuse a valid
+    kernel; raises NoLegalTiling when no candidate is left at all."""
     scored, rejected = list(scored), list(rejected)
+    out_of_ids: list[Candidate] = []
     while scored:
         best = scored[0]
         assert best.schedule is not None
@@ -149,7 +152,14 @@ def pick(scored: list[Candidate], rejected: list[Candidate], chip: Chip, dims: M
             break
         except SyncAllocationError as e:
             best.rejected = str(e)
-            rejected.append(scored.pop(0))
+            out_of_ids.append(scored.pop(0))
+    if not scored and out_of_ids:
+        fallback = out_of_ids.pop(0)
+        assert fallback.schedule is not None
+        fallback.sync = plan_sync(fallback.schedule.body, fallback.schedule.buffers, chip.event_ids, "barrier")
+        fallback.rejected = ""
+        scored = [fallback]
+    rejected += out_of_ids
     if not scored:
         reasons = "; ".join(c.line() for c in rejected) or "no candidates"
         raise NoLegalTiling(f"no legal tiling: {reasons}")
