@@ -63,6 +63,18 @@ def test_an_expanded_vector_returned_beside_its_broadcast_product(dynamic, rng):
         pyasc.testing.assert_close(a, b)
 
 
+def min_of_reductions(x):
+    return pyasc.minimum(pyasc.min(x, axis=(0, -1)), pyasc.max(x, axis=-1))
+
+
+@pytest.mark.parametrize("chip", ["tiny", "910b"])
+def test_a_per_row_operand_broadcast_over_some_of_the_rows(chip, rng):
+    """min over (0, -1) is one value per x.shape[1] row, broadcast over x.shape[0]: the row kernel of max(-1)
+    collapsed both row dims into one and read it as 12 contiguous values (a wrong result, or past the end)."""
+    x = rng.standard_normal((4, 3, 3)).astype(np.float32)
+    pyasc.testing.assert_close(pyasc.kernel(min_of_reductions, chip=chip)(x), min_of_reductions(x))
+
+
 def pick_by_max(x):
     return x if pyasc.max(x) > 0.5 else x * 2
 
