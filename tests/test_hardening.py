@@ -75,6 +75,22 @@ def test_a_per_row_operand_broadcast_over_some_of_the_rows(chip, rng):
     pyasc.testing.assert_close(pyasc.kernel(min_of_reductions, chip=chip)(x), min_of_reductions(x))
 
 
+def normed_and_summed(x):
+    y = pyasc.layer_norm(x)
+    return pyasc.sum(y), y
+
+
+def test_cross_core_partials_of_mixed_dtypes_have_their_own_scratch(rng):
+    """A one-row kernel split over cores exchanges each reduction's partials through GM: the float16 sum's
+    region was placed by its own item size, on top of the float32 mean's (a race the sanitizer caught)."""
+    x = rng.standard_normal(10000).astype(np.float16)
+    got = pyasc.kernel(normed_and_summed, chip="910b", dynamic=True, sanitize=True)(x)
+    want = normed_and_summed(x)
+    pyasc.testing.assert_close(got[1], want[1])
+    exact = got[1].astype(np.float64).sum()  # a float16 sum that cancels to near 0: bounded by the sum of |y|
+    assert abs(float(got[0]) - exact) <= np.finfo(np.float16).eps * np.abs(got[1].astype(np.float64)).sum()
+
+
 def pick_by_max(x):
     return x if pyasc.max(x) > 0.5 else x * 2
 
