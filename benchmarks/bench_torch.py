@@ -12,10 +12,14 @@
 2. transformer block (LayerNorm, one-head softmax attention, LayerNorm, Linear-GELU-Linear; d=32, batch 2 x 8
    tokens) under torch.compile(backend="pyasc"): device kernel launches, simulated time on the chip, and the
    max abs error against eager PyTorch.
+3. the same block training: one step (loss = mean of squares, backward) under torch.compile(backend="pyasc"),
+   AOTAutograd's forward and backward graphs both compiled by pyasc: launches and simulated time of the
+   backward beside the forward's, and the largest gradient error relative to eager PyTorch's.
 """
 from __future__ import annotations
 
 import argparse
+import copy
 import os
 import statistics
 import sys
@@ -75,12 +79,30 @@ def main() -> int:
         want = model(tokens)
     err = float((got - want).abs().max())
 
+    train_model = Block(32)
+    eager = copy.deepcopy(train_model)
+    train_compiled = torch.compile(train_model, backend="pyasc", options={"chip": a.chip})
+    train_compiled(tokens).square().mean().backward()  # compile forward and backward
+    train_model.zero_grad()
+    with pt.profile() as step:
+        train_compiled(tokens).square().mean().backward()
+    eager(tokens).square().mean().backward()
+    grad_err = max(float((p.grad - q.grad).abs().max() / q.grad.abs().max())
+                   for p, q in zip(train_model.parameters(), eager.parameters()))
+    fwd, bwd = step.phase("forward"), step.phase("backward")
+
     rows = [("direct kernel call, us", f"{direct:.1f}"), ("torch op call, us", f"{via_op:.1f}"),
             ("torch op / direct", f"{via_op / direct:.2f}x"),
             ("dispatch only: direct, us", f"{direct_dispatch:.1f}"), ("dispatch only: torch op, us", f"{op_dispatch:.1f}"),
             ("torch layer's own cost, us", f"{op_dispatch - direct_dispatch:.1f}"),
             ("block: pyasc graphs", str(len(rec.calls))), ("block: device kernel launches", str(rec.launches)),
-            ("block: simulated us", f"{rec.time_s * 1e6:.2f}"), ("block: max abs err vs eager", f"{err:.2e}")]
+            ("block: simulated us", f"{rec.time_s * 1e6:.2f}"), ("block: max abs err vs eager", f"{err:.2e}"),
+            ("training step: forward launches", str(fwd.launches)),
+            ("training step: forward simulated us", f"{fwd.time_s * 1e6:.2f}"),
+            ("training step: backward launches", str(bwd.launches)),
+            ("training step: backward simulated us", f"{bwd.time_s * 1e6:.2f}"),
+            ("training step: backward / forward time", f"{bwd.time_s / fwd.time_s:.2f}x"),
+            ("training step: max grad err (relative)", f"{grad_err:.2e}")]
     w = max(len(r[0]) for r in rows)
     print(f"chip={a.chip}, torch {torch.__version__}")
     for name, val in rows:
@@ -89,7 +111,10 @@ def main() -> int:
         "direct_us": direct, "torch_op_us": via_op, "overhead_ratio": via_op / direct,
         "dispatch_direct_us": direct_dispatch, "dispatch_torch_op_us": op_dispatch,
         "block": {"graphs": len(rec.calls), "launches": rec.launches, "simulated_us": rec.time_s * 1e6,
-                  "max_abs_err": err}})
+                  "max_abs_err": err},
+        "training_step": {"forward_launches": fwd.launches, "forward_simulated_us": fwd.time_s * 1e6,
+                          "backward_launches": bwd.launches, "backward_simulated_us": bwd.time_s * 1e6,
+                          "max_grad_rel_err": grad_err}})
     return 0
 
 

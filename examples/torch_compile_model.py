@@ -1,5 +1,6 @@
 """torch.compile(model, backend="pyasc"): a transformer block captured by dynamo, lowered from aten ops to
-pyasc kernels and run on the emulator; the profile lists the fused kernels. Needs `pip install 'pyasc[torch]'`.
+pyasc kernels and run on the emulator; the profile lists the fused kernels. Needs the torch extra:
+`pip install -e '.[torch]'` in the pyasc checkout.
 
     PYTHONPATH=. python examples/torch_compile_model.py
 """

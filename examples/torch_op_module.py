@@ -1,5 +1,6 @@
 """A pyasc kernel registered as a torch operator (`torch.ops.gallery.bias_gelu`) inside an nn.Module,
-compared with the same module written in eager PyTorch. Needs `pip install 'pyasc[torch]'`.
+compared with the same module written in eager PyTorch. Needs the torch extra: `pip install -e '.[torch]'`
+in the pyasc checkout.
 
     PYTHONPATH=. python examples/torch_op_module.py
 """

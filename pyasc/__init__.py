@@ -10,6 +10,7 @@ from .dtypes import bool_, float16, float32, int8, int16, int32, uint8  # noqa: 
 from .errors import CompileError, InternalCompilerError  # noqa: F401
 from .markers import constexpr, runtime_range, static_range  # noqa: F401
 from .runtime import CompiledKernel, Kernel, kernel  # noqa: F401
+from .runtime.differentiate import grad, value_and_grad, vjp  # noqa: F401
 
 
 def _export_ops() -> list[str]:

@@ -34,6 +34,9 @@ class Decoded:
         # a register loaded from on-chip data makes control flow and addresses depend on the data,
         # so such a program is never replayed (replay.py)
         self.data_dependent = any(isinstance(i, DATA_READS) for i in instrs)
+        # the kernel arguments it may store to (the others it only reads: their buffers may be read-only)
+        self.gm_stores = frozenset(d.arg for d in (getattr(i, "dst", None) for i in instrs)
+                                   if isinstance(d, isa.Mem) and d.space == "GM")
 
 
 def decode(program: Program, chip: ChipConfig) -> Decoded:

@@ -1,14 +1,16 @@
 """The emulated NPU: GM plus cores; host I/O and kernel launches."""
 from __future__ import annotations
 
+import contextlib
 from contextlib import contextmanager
 import json
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any, Iterator, Optional, Union
 
 import numpy as np
 
-from . import bfloat16, chips, isa, launcher, result, sanitizer
+from . import bfloat16, blas, chips, isa, launcher, result, sanitizer
 from .chips import ChipConfig
 from .decode import decode
 from .errors import LaunchError, MemoryRuleError
@@ -44,6 +46,8 @@ class Device:
         self.l2 = L2Cache(self.chip)
         self.in_call = False
         self._replays = ReplayCache()
+        self._l2_stale = False  # an untimed launch of this call skipped the L2 (timing=False)
+        self.generation = 0  # bumped by every alloc and free: a prepared launch binds its buffers again
 
     # ------------------------------------------------------------------ kernel calls and the L2
 
@@ -51,10 +55,12 @@ class Device:
         """Start a kernel call: the L2 is flushed, then keeps its contents across this call's launches."""
         self.l2.flush()
         self.in_call = True
+        self._l2_stale = False
 
     def end_call(self) -> None:
         """End the kernel call; the next launch (or begin_call) starts with an empty L2."""
         self.in_call = False
+        self._l2_stale = False
 
     @contextmanager
     def call(self) -> Iterator["Device"]:
@@ -77,6 +83,7 @@ class Device:
                 raise MemoryRuleError(f"alloc({name!r}): give nbytes, or shape and dtype", space="GM",
                                       rule="buffer size")
             nbytes = int(np.prod(shape, dtype=np.int64)) * np.dtype(isa.DTYPES[isa.normalize_dtype(dtype)]).itemsize
+        self.generation += 1
         return self.gm.alloc(name, nbytes)
 
     def free(self, name: BufferRef) -> None:
@@ -84,6 +91,7 @@ class Device:
         self.l2.forget(buf)
         self._replays.forget(buf)
         self.gm.free(buf.name)
+        self.generation += 1
 
     def buffer(self, name: BufferRef) -> GmBuffer:
         return self._buf(name)
@@ -105,20 +113,57 @@ class Device:
                 f"host write of {data.size} bytes at offset {offset} does not fit GM buffer {buf.name!r} "
                 f"({buf.nbytes} bytes)", space="GM", start=offset, end=offset + data.size,
                 rule="GM accesses stay inside their buffer")
+        if not buf.data.flags.writeable:  # attached to a read-only array: the buffer gets its own bytes again
+            buf.data = buf.data.copy()
         buf.data[offset:offset + data.size] = data
-        buf.mark_written(np.array([offset]), np.array([offset + data.size]))
-        self.l2.invalidate(buf, offset, offset + data.size)
+        if offset == 0 and data.size == buf.nbytes:
+            buf.mark_all_written()
+        else:
+            buf.mark_written(np.array([offset]), np.array([offset + data.size]))
+        if self.in_call:  # outside a call the next launch (or begin_call) flushes the L2 anyway
+            self.l2.invalidate(buf, offset, offset + data.size)
+
+    def attach(self, ref: BufferRef, array: Any, written: bool = True) -> GmBuffer:
+        """Make a GM buffer's bytes `array`'s own memory, with no copy: kernels read it in place and a store
+        lands in `array` (so a read-only array must only be read). `array` must be C-contiguous and exactly
+        the buffer's size. `written=False` treats the bytes as never written (for the sanitizer), e.g. a fresh
+        output whose earlier contents were handed out with `read(..., copy=False)`."""
+        buf = self._buf(ref)
+        arr = np.asarray(array)
+        if not arr.flags.c_contiguous or arr.nbytes != buf.nbytes:
+            raise MemoryRuleError(
+                f"attach to GM buffer {buf.name!r} ({buf.nbytes} bytes) needs a C-contiguous array of exactly that "
+                f"many bytes, got {arr.nbytes} bytes{'' if arr.flags.c_contiguous else ', not contiguous'}",
+                space="GM", rule="attached arrays match their buffer")
+        buf.data = arr.reshape(-1).view(np.uint8)
+        if written:
+            buf.mark_all_written()
+        else:
+            buf.mark_unwritten()
+        if self.in_call:
+            self.l2.invalidate(buf, 0, buf.nbytes)
+        return buf
 
     def upload(self, name: str, array: Any) -> GmBuffer:
         """alloc + write: a new GM buffer holding `array`."""
         arr = np.ascontiguousarray(np.asarray(array))
-        buf = self.gm.alloc(name, max(arr.nbytes, 1))
+        buf = self.alloc(name, max(arr.nbytes, 1))
         self.write(buf, arr)
         return buf
 
-    def read(self, ref: BufferRef, dtype: Any, shape: Any = None, offset: int = 0) -> np.ndarray:
+    def detach(self, ref: BufferRef) -> GmBuffer:
+        """Undo `attach`: the buffer gets its own zeroed bytes again, never written."""
+        buf = self._buf(ref)
+        buf.data = np.zeros(buf.nbytes, dtype=np.uint8)  # calloc: pages are only touched when written
+        buf.mark_unwritten()
+        if self.in_call:
+            self.l2.invalidate(buf, 0, buf.nbytes)
+        return buf
+
+    def read(self, ref: BufferRef, dtype: Any, shape: Any = None, offset: int = 0, copy: bool = True) -> np.ndarray:
         """A copy of GM buffer contents as `dtype` (the whole buffer from `offset`, or `shape`); bfloat16
-        contents come back as their float32 values."""
+        contents come back as their float32 values. `copy=False` returns a view of the buffer's bytes instead
+        (it changes with the buffer: give the buffer new bytes with `attach` before the next launch writes it)."""
         buf = self._buf(ref)
         name = isa.normalize_dtype(dtype)
         dt = np.dtype(np.bool_) if name == "bool" else isa.DTYPES[name]
@@ -126,20 +171,22 @@ class Device:
             count = (buf.nbytes - offset) // dt.itemsize
             shape = (count,)
         shape = tuple(int(s) for s in np.atleast_1d(shape)) if not isinstance(shape, tuple) else shape
-        nbytes = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
+        nbytes = math.prod(shape) * dt.itemsize
         if offset < 0 or offset + nbytes > buf.nbytes:
             raise MemoryRuleError(
                 f"host read of {nbytes} bytes at offset {offset} does not fit GM buffer {buf.name!r} "
                 f"({buf.nbytes} bytes)", space="GM", start=offset, end=offset + nbytes,
                 rule="GM accesses stay inside their buffer")
         data = buf.data[offset:offset + nbytes].view(dt).reshape(shape)
-        return bfloat16.to_float32(data) if name == "bfloat16" else data.copy()
+        if name == "bfloat16":
+            return bfloat16.to_float32(data)
+        return data.copy() if copy else data
 
     # ------------------------------------------------------------------ launch
 
     def launch(self, program: Union[Program, MixedKernel, str, dict], block_dim: int, args: Any = None,
                tiling: Any = None, sanitize: bool = False, lockstep: bool = True,
-               schedule_seed: Optional[int] = None) -> result.LaunchResult:
+               schedule_seed: Optional[int] = None, timing: bool = True) -> Optional[result.LaunchResult]:
         """Run `program` on `block_dim` cores of its type, or a MixedKernel on `block_dim` groups.
 
         args: {param: buffer name or GmBuffer}, or a sequence in `program.params` order.
@@ -148,23 +195,44 @@ class Device:
         lockstep=False runs every core on its own (slow; cross-checks the lockstep executor).
         schedule_seed: run every core on its own with its pipes in a random legal order drawn from this seed
         (fuzz.py): a race-free program gives the same result for every seed.
+        timing=False: only the outputs are wanted; returns None. A repeat of a recorded launch then runs its
+        memory actions and nothing else (its timing, a function of program, cores, tiling and buffers, was
+        computed when it was recorded); inside a kernel call its L2 accesses are skipped too, so a later
+        timed launch of the same call is refused.
         """
+        return self.prepare(program, block_dim, args, tiling)(sanitize, lockstep, schedule_seed, timing)
+
+    def prepare(self, program: Union[Program, MixedKernel, str, dict], block_dim: int, args: Any = None,
+                tiling: Any = None) -> "PreparedLaunch":
+        """A launch with its arguments checked and bound once: call it (with `launch`'s remaining options) to
+        run it as often as wanted. It binds the buffers allocated now; after an alloc or free, or an edit of
+        the program, a call binds again."""
         kernel = _as_kernel(program)
         parts, layout = self._parts(kernel, block_dim)
-        block_dim = int(block_dim)
         bound = self._bind_args(kernel, args)
         tiles = _bind_tiling(kernel, tiling)
+        return PreparedLaunch(self, kernel, int(block_dim), args, tiling, parts, layout, bound, tiles)
+
+    def _run(self, pl: "PreparedLaunch", sanitize: bool, lockstep: bool, schedule_seed: Optional[int],
+             timing: bool) -> Optional[result.LaunchResult]:
+        kernel, parts, layout, block_dim, bound, tiles = pl.kernel, pl.parts, pl.layout, pl.block_dim, pl.bound, pl.tiles
         if not self.in_call:
             self.l2.flush()
-        decs = tuple(p.dec for p in parts)
+        elif timing and self._l2_stale:
+            raise LaunchError(f"launch of {kernel.name!r} asks for timing, but an earlier launch of this kernel "
+                              "call ran with timing=False and skipped the L2: time every launch of a call or none")
+        elif not timing:
+            self._l2_stale = True
         if schedule_seed is not None and sanitize:
             raise LaunchError("a randomly ordered run (schedule_seed) cannot be sanitized; run them separately")
-        replayable = not sanitize and lockstep and schedule_seed is None and not any(d.data_dependent for d in decs)
+        replayable = not sanitize and lockstep and schedule_seed is None and pl.replayable
         if replayable:
-            key = ReplayCache.key(decs, block_dim, tiles, bound)
-            rep = self._replays.get(key)
+            rep = self._replays.get(pl.replay_key)
             if rep is not None:
-                rep.run(bound)
+                with blas.single_threaded() if pl.cube else contextlib.nullcontext():
+                    rep.run(bound)
+                if not timing:
+                    return None
                 if not self.in_call:  # an empty L2 at the start: the very same schedule
                     return rep.result.copy()
                 return launcher.schedule(self.chip, parts, rep.groups, rep.ctx, self.l2, block_dim, kernel.name)
@@ -174,15 +242,22 @@ class Device:
             mems[p.dec.core_type] = {s: mem.array(s) for s in mem.spaces}
             spaces[p.dec.core_type] = (mem.spaces, p.count, p.gbase)
         san = sanitizer.make(self.chip, spaces, bool(sanitize))
-        ctx = Launch(bound, tiles, mems, {p.dec.core_type: p.count for p in parts}, block_dim, san)
+        ctx = Launch(dict(bound), tiles, mems, {p.dec.core_type: p.count for p in parts}, block_dim, san)
         ctx.xflags = CrossFlags(layout, self.chip.cross_flag_limit)
         if replayable:
             ctx.record = []
-        res, groups = launcher.run(self.chip, parts, ctx, self.l2, block_dim, kernel.name, lockstep, schedule_seed)
+        with blas.single_threaded() if pl.cube else contextlib.nullcontext():
+            res, groups = launcher.run(self.chip, parts, ctx, self.l2, block_dim, kernel.name, lockstep,
+                                       schedule_seed)
         if replayable:
             ctx.record, actions = None, ctx.record
-            self._replays.put(key, Replay(actions, groups, ctx, res.copy()))
-        return res
+            self._replays.put(pl.replay_key, Replay(actions, groups, ctx, res.copy()))
+        return res if timing else None
+
+    def stored_params(self, program: Union[Program, MixedKernel]) -> frozenset[str]:
+        """The parameters of `program` it may store to (a buffer bound only to the others is only read)."""
+        progs = (program.aic, program.aiv) if isinstance(program, MixedKernel) else (program,)
+        return frozenset().union(*(decode(p, self.chip).gm_stores for p in progs))
 
     def _parts(self, kernel: Any, block_dim: Any) -> tuple[list[launcher.Part], Layout]:
         """The decoded parts of a launch and where its cores are; checks block_dim."""
@@ -272,7 +347,40 @@ def _bind_tiling(prog: Any, tiling: Any) -> dict[str, int]:
         raise LaunchError(f"tiling must be a mapping or a sequence of integers, got {type(tiling).__name__}")
     out = {}
     for f, v in items:
+        if v.__class__ is int:
+            out[f] = v
+            continue
         if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
             raise LaunchError(f"tiling field {f!r} must be an integer, got {type(v).__name__} {v!r}")
         out[f] = int(v)
     return out
+
+
+class PreparedLaunch:
+    """A launch whose program is decoded and whose arguments and tiling are checked and bound (`Device.prepare`).
+
+    `pl(sanitize=False, lockstep=True, schedule_seed=None, timing=True)` runs it like `Device.launch`.
+    """
+
+    def __init__(self, device: Device, kernel: Any, block_dim: int, args: Any, tiling: Any,
+                 parts: list, layout: Layout, bound: dict[str, GmBuffer], tiles: dict[str, int]):
+        self.device, self.kernel, self.block_dim = device, kernel, block_dim
+        self._given = (args, tiling)
+        self.parts, self.layout, self.bound, self.tiles = parts, layout, bound, tiles
+        decs = tuple(p.dec for p in parts)
+        self.replayable = not any(d.data_dependent for d in decs)
+        self.cube = any(d.core_type == "aic" for d in decs)  # tile products: BLAS on one thread (blas.py)
+        self.replay_key = ReplayCache.key(decs, block_dim, tiles, bound)
+        self._stamp = self._now()
+
+    def _now(self) -> tuple:
+        k = self.kernel
+        revs = (k.aic.revision(), k.aiv.revision()) if isinstance(k, MixedKernel) else k.revision()
+        return self.device.generation, revs
+
+    def __call__(self, sanitize: bool = False, lockstep: bool = True, schedule_seed: Optional[int] = None,
+                 timing: bool = True) -> Optional[result.LaunchResult]:
+        if self._stamp != self._now():  # buffers or the program changed since it was bound: bind again
+            fresh = self.device.prepare(self.kernel, self.block_dim, *self._given)
+            self.__dict__.update(fresh.__dict__)
+        return self.device._run(self, sanitize, lockstep, schedule_seed, timing)

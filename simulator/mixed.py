@@ -43,6 +43,14 @@ class MixedKernel:
     def tiling_fields(self) -> list[str]:
         return self.aic.tiling_fields + [f for f in self.aiv.tiling_fields if f not in self.aic.tiling_fields]
 
+    def __len__(self) -> int:
+        return len(self.aic) + len(self.aiv)
+
+    def validate(self) -> None:
+        """Both programs' block structure (ProgramError otherwise)."""
+        self.aic.validate()
+        self.aiv.validate()
+
     def listing(self) -> str:
         return f"mixed kernel {self.name}\n{self.aic.listing()}\n{self.aiv.listing()}"
 

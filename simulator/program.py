@@ -19,13 +19,12 @@ import inspect
 from dataclasses import MISSING, dataclass, fields
 from typing import Any, Iterator, Optional, Sequence, Union
 
-import numpy as np
-
 from . import isa
 from .errors import ProgramError
+from .isa.build import as_operand, as_scalar
 from .isa import (
     Alu, CoreIdx, CoreNum, CrossSet, CrossWait, Cvt, Else, EndIf, EndLoop, FAlu, GroupIdx, If, Instr, Loop, Mem, Mov,
-    Operand, PipeBarrier, Reg, ScalarLoad, ScalarStore, ScalarValue, SetFlag, SubIdx, SyncAll, Tiling, VRepeat, WaitFlag,
+    PipeBarrier, Reg, ScalarLoad, ScalarStore, SetFlag, SubIdx, SyncAll, Tiling, VRepeat, WaitFlag,
 )
 
 JSON_FORMAT = "simulator-program"
@@ -39,32 +38,6 @@ class Structure:
     match: dict[int, int]        # loop -> end_loop, end_loop -> loop, if -> end_if, else -> end_if
     else_of: dict[int, int]      # if -> else (only when there is an else)
     depth: tuple[int, ...]       # block nesting depth of each instruction (for the listing)
-
-
-def _operand(v: Any, what: str) -> Operand:
-    if isinstance(v, Reg):
-        return v
-    if isinstance(v, (bool, np.bool_)):
-        raise ProgramError(f"{what} must be an int or a Reg, got bool {v!r}")
-    if isinstance(v, (int, np.integer)):
-        return int(v)
-    raise ProgramError(f"{what} must be an int or a Reg, got {type(v).__name__} {v!r}")
-
-
-def _count(v: Any) -> Optional[Operand]:
-    return None if v is None else _operand(v, "count")
-
-
-def _scalar(v: Any, what: str) -> ScalarValue:
-    if isinstance(v, Reg):
-        return v
-    if isinstance(v, (bool, np.bool_)):
-        raise ProgramError(f"{what} must be a number or a Reg, got bool {v!r}")
-    if isinstance(v, (int, np.integer)):
-        return int(v)
-    if isinstance(v, (float, np.floating)):
-        return float(v)
-    raise ProgramError(f"{what} must be a number or a Reg, got {type(v).__name__} {v!r}")
 
 
 class Program:
@@ -124,7 +97,7 @@ class Program:
     def gm(self, arg: str, offset: Any = 0) -> Mem:
         """A GM operand at byte `offset` inside kernel argument `arg` (declared if new)."""
         self.param(arg)
-        return Mem("GM", _operand(offset, "GM offset"), arg)
+        return Mem("GM", as_operand(offset, "GM offset"), arg)
 
     # ------------------------------------------------------------------ emission
 
@@ -189,13 +162,13 @@ class Program:
 
     def mov(self, src: Any, dst: Optional[Reg] = None) -> Reg:
         d = self._dst(dst)
-        self.emit(Mov(d, _operand(src, "mov source")))
+        self.emit(Mov(d, as_operand(src, "mov source")))
         return d
 
     def alu(self, fn: str, a: Any, b: Any, dst: Optional[Reg] = None) -> Reg:
         """dst = fn(a, b); fn in isa.ALU_FNS (add sub mul div mod cdiv min max shl shr and or xor lt le gt ge eq ne)."""
         d = self._dst(dst)
-        self.emit(Alu(fn, d, _operand(a, f"{fn} operand"), _operand(b, f"{fn} operand")))
+        self.emit(Alu(fn, d, as_operand(a, f"{fn} operand"), as_operand(b, f"{fn} operand")))
         return d
 
     def add(self, a: Any, b: Any, dst: Optional[Reg] = None) -> Reg:
@@ -204,7 +177,7 @@ class Program:
     def falu(self, fn: str, a: Any, b: Any, dst: Optional[Reg] = None) -> Reg:
         """dst = fn(a, b) on float registers or immediates (fn in isa.FALU_FNS; div is true division)."""
         d = self._dst(dst)
-        self.emit(FAlu(fn, d, _scalar(a, f"f{fn} operand"), _scalar(b, f"f{fn} operand")))
+        self.emit(FAlu(fn, d, as_scalar(a, f"f{fn} operand"), as_scalar(b, f"f{fn} operand")))
         return d
 
     def cvt(self, src: Reg, to: str, round: str = "trunc", dst: Optional[Reg] = None) -> Reg:
@@ -221,7 +194,7 @@ class Program:
 
     def st(self, dst: Mem, value: Any, dtype: Any) -> None:
         """Write one `dtype` element of UB from a register or an immediate."""
-        self.emit(ScalarStore(dst, _scalar(value, "stored value"), isa.normalize_dtype(dtype)))
+        self.emit(ScalarStore(dst, as_scalar(value, "stored value"), isa.normalize_dtype(dtype)))
 
     def sub(self, a: Any, b: Any, dst: Optional[Reg] = None) -> Reg:
         return self.alu("sub", a, b, dst)
@@ -257,7 +230,7 @@ class Program:
         if stop is None:
             start, stop = 0, start
         v = self._dst(var)
-        self.emit(Loop(v, _operand(start, "loop start"), _operand(stop, "loop stop"), _operand(step, "loop step")))
+        self.emit(Loop(v, as_operand(start, "loop start"), as_operand(stop, "loop stop"), as_operand(step, "loop step")))
         self._open.append(("loop", len(self.instructions) - 1))
         try:
             yield v
@@ -268,7 +241,7 @@ class Program:
     @contextmanager
     def if_(self, cond: Any) -> Iterator[None]:
         """`with p.if_(cond):` runs the block when cond != 0. May be followed by `with p.else_():`."""
-        self.emit(If(_operand(cond, "if condition")))
+        self.emit(If(as_operand(cond, "if condition")))
         self._open.append(("if", len(self.instructions) - 1))
         try:
             yield
@@ -308,10 +281,10 @@ class Program:
     # synchronisation ----------------------------------------------------
 
     def set_flag(self, src: str, dst: str, event: Any) -> None:
-        self.emit(SetFlag(src, dst, _operand(event, "event id")))
+        self.emit(SetFlag(src, dst, as_operand(event, "event id")))
 
     def wait_flag(self, src: str, dst: str, event: Any) -> None:
-        self.emit(WaitFlag(src, dst, _operand(event, "event id")))
+        self.emit(WaitFlag(src, dst, as_operand(event, "event id")))
 
     def pipe_barrier(self, pipe: str = "ALL") -> None:
         self.emit(PipeBarrier(pipe))
@@ -324,13 +297,13 @@ class Program:
 
         mode "all" (0): for every core of this type in the launch; "group_aivs" (1): for the AIVs of
         this core's group; "group" (2): between the AIC and the AIVs of this core's group."""
-        self.emit(CrossSet(isa.cross_mode(mode), _operand(flag, "cross-core flag id"), pipe))
+        self.emit(CrossSet(isa.cross_mode(mode), as_operand(flag, "cross-core flag id"), pipe))
 
     def cross_wait(self, flag: Any, mode: Any = "group") -> None:
         """The scalar unit waits until every core this one listens to in `mode` made its matching cross_set:
         "all": every core of this type; "group_aivs": both AIVs of the group; "group": an AIV waits for its
         AIC, an AIC for each of its AIVs."""
-        self.emit(CrossWait(isa.cross_mode(mode), _operand(flag, "cross-core flag id")))
+        self.emit(CrossWait(isa.cross_mode(mode), as_operand(flag, "cross-core flag id")))
 
     # pipe work: data moves, the cube, the vector unit ------------------------
 

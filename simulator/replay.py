@@ -6,14 +6,30 @@ memory actions and their order, the instruction streams and therefore the
 schedule. The first such launch records its memory actions in the order they
 ran; a repeat replays them (the same numpy operations on the new data) and
 reuses the groups, so only the timing is redone when the L2 may hold data
-from earlier launches of the same kernel call. Sanitized launches never
-replay.
+from earlier launches of the same kernel call, and nothing at all when no
+timing is wanted. Sanitized launches never replay.
+
+Replaying does no decoding and no bookkeeping nobody reads: each recorded
+action is bound once into a step whose on-chip operands are fixed views
+(on-chip memory lives as long as the device) and whose GM operands are
+views made from the buffer's current bytes (a buffer may be given new bytes
+between launches: `Device.attach`); an action whose handler cannot bind it
+runs as recorded. The GM ranges the launch stores are coalesced once, per
+kernel argument, and noted on the buffers only when they changed since. On
+the first replay, vector steps that load, compute and store whole tiles are
+forwarded (forward.py): they read and write GM themselves.
 """
 from __future__ import annotations
 
 from collections import OrderedDict
-from dataclasses import dataclass
-from typing import Any, Optional
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any, Callable, Optional
+
+import numpy as np
+
+from .forward import forward
+from .memory import coalesce, store_ranges
 
 
 @dataclass
@@ -24,15 +40,48 @@ class Replay:
     groups: list
     ctx: Any
     result: Any
+    steps: list[Callable[[], None]] = field(default_factory=list, repr=False)
+    writes: list[tuple[str, list]] = field(default_factory=list, repr=False)  # (param, coalesced ranges)
+    _marked: dict[str, tuple[int, int]] = field(default_factory=dict, repr=False)  # param -> (id(buf), version)
+    _forwarded: bool = field(default=False, repr=False)
+    _addrs: dict[str, tuple[int, int]] = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        self.steps = [bind_action(exe, g, vals) for exe, g, vals in self.actions]
+        by_buf: dict[int, list] = {}
+        for buf, off, nrows, stride, width in self.ctx.gm_writes:
+            by_buf.setdefault(id(buf), []).append((off, nrows, stride, width))
+        self.ctx.gm_writes.clear()
+        params = {id(b): p for p, b in self.ctx.args.items()}
+        self._addrs = {p: (b.addr, b.nbytes) for p, b in self.ctx.args.items()}  # the same for every replay
+        self.writes = [(params[k], coalesce(*store_ranges(stores))) for k, stores in by_buf.items()]
 
     def run(self, args: dict[str, Any]) -> None:
         """Replay with `args` (buffers at the recorded addresses and sizes, maybe new objects)."""
-        self.ctx.args.update(args)  # the dict every recorded group reads its buffers from
-        for exe, g, vals in self.actions:
-            exe(g, vals)
-        for buf, off, nrows, stride, width in self.ctx.gm_writes:
-            buf.note_store(off, nrows, stride, width)
-        self.ctx.gm_writes.clear()
+        if not self._forwarded:  # on the first replay: a launch run once never pays for the analysis
+            self._forwarded = True
+            ub = self.ctx.mems.get("aiv", {}).get("UB")
+            if ub is not None:
+                self.steps = forward(self.steps, ub, self.ctx.args, self._addrs)
+        self.ctx.args.update(args)  # the dict every recorded group and bound step reads its buffers from
+        with np.errstate(all="ignore"):  # as every vector instruction does (IEEE results, no warnings)
+            for step in self.steps:
+                step()
+        self.ctx.gm_writes.clear()  # actions run as recorded note their stores: `writes` has them all
+        marked = self._marked
+        for p, ranges in self.writes:
+            buf = args[p]
+            if marked.get(p) != (id(buf), buf.version):
+                buf.add_written(ranges)
+                marked[p] = (id(buf), buf.version)
+
+
+def bind_action(exe: Callable, g: Any, vals: Any) -> Callable[[], None]:
+    """A step running one recorded action: the handler's bound form when it has one (`exe.bind(g, vals)`
+    returns a step or None), else the action as recorded."""
+    bind = getattr(exe, "bind", None)
+    step: Optional[Callable[[], None]] = bind(g, vals) if bind is not None else None
+    return step if step is not None else partial(exe, g, vals)
 
 
 class ReplayCache:

@@ -58,13 +58,18 @@ class LaunchResult:
         return self.gm_read_bytes + self.gm_write_bytes
 
     @property
+    def hbm_bytes(self) -> int:
+        """GM traffic that reached HBM: the reads L2 did not serve, and every write (written through)."""
+        return self.gm_bytes - self.l2_hit_bytes
+
+    @property
     def gm_bandwidth(self) -> float:
-        """Achieved GM bandwidth in bytes per second."""
-        return self.gm_bytes / self.time_s if self.time_s > 0 else 0.0
+        """Achieved HBM bandwidth in bytes per second (L2 hits are not HBM traffic)."""
+        return self.hbm_bytes / self.time_s if self.time_s > 0 else 0.0
 
     @property
     def gm_bandwidth_fraction(self) -> float:
-        """Achieved GM bandwidth as a fraction of the chip's aggregate limit."""
+        """Achieved HBM bandwidth as a fraction of the chip's aggregate limit (never above 1)."""
         limit = self.gm_bytes_per_cycle * self.clock_hz
         return self.gm_bandwidth / limit if limit else 0.0
 
@@ -114,7 +119,7 @@ class LaunchResult:
         limit = self.gm_bytes_per_cycle * self.clock_hz
         lines.append(
             f"GM: read {self.gm_read_bytes:,} B ({self.l2_hit_bytes:,} B from L2 hits), "
-            f"written {self.gm_write_bytes:,} B; achieved "
+            f"written {self.gm_write_bytes:,} B; HBM {self.hbm_bytes:,} B, achieved "
             f"{self.gm_bandwidth / 1e12:.3f} TB/s = {self.gm_bandwidth_fraction:.1%} of the chip's "
             f"{limit / 1e12:.3f} TB/s"
         )

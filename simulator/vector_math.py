@@ -105,6 +105,20 @@ def _finish(res: np.ndarray, dtype: str, out: Optional[np.ndarray]) -> np.ndarra
     return res.astype(DTYPES[dtype], copy=False)
 
 
+def binary_ufunc(fn: str, dtype: str) -> Optional[np.ufunc]:
+    """The ufunc that is all `binary(fn, ..., dtype, out)` does with an `out` (not half precision, which
+    rounds through float32, nor an integer power), for a caller already ignoring float errors; else None."""
+    if dtype in HALF or (fn == "pow" and dtype != "float32"):
+        return None
+    return BINARY[fn]
+
+
+def unary_ufunc(fn: str, dtype: str) -> Optional[np.ufunc]:
+    """Likewise for `unary`: the ufunc of `fn` when it is one and the dtype is not half precision."""
+    f = UNARY.get(fn)
+    return f if isinstance(f, np.ufunc) and dtype not in HALF else None
+
+
 def binary(fn: str, a, b, dtype: str, out: Optional[np.ndarray]) -> np.ndarray:
     f = BINARY[fn]
     with np.errstate(all="ignore"):

@@ -1,6 +1,7 @@
 """Shared test helpers: pyasc.testing.assert_close, the rng fixture; the disk cache is off unless a test turns it on."""
 from __future__ import annotations
 
+import importlib.util
 import os
 
 import numpy as np
@@ -51,3 +52,22 @@ def disk_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
     monkeypatch.delenv("PYASC_CACHE_KEY", raising=False)
     return root
+
+
+#: optional extras whose tests skip without them, and how to install each (README: "Running the tests")
+OPTIONAL_EXTRAS = {
+    "torch": "pip install torch==2.13.0 (the CPU build, as .ci/run does) or pip install -e '.[torch]'",
+    "ray": "pip install -e '.[ray]'",
+}
+
+
+def missing_extras_lines(find_spec=importlib.util.find_spec) -> list[str]:
+    """One line per optional extra that is not installed: its tests were skipped, and how to get them."""
+    return [f"NOTE: {name} is not installed, so its tests were skipped; to run them: {how}"
+            for name, how in OPTIONAL_EXTRAS.items() if find_spec(name) is None]
+
+
+def pytest_terminal_summary(terminalreporter):
+    """The suite never skips a whole integration silently: say which extras are missing and how to add them."""
+    for line in missing_extras_lines():
+        terminalreporter.write_line(line, yellow=True, bold=True)

@@ -42,6 +42,9 @@ def imported_packages(package: str) -> set[str]:
     ("pyasc.ge", {"pyasc.frontend", "pyasc.runtime", "pyasc.codegen", "simulator"}),
     ("pyasc.codegen", {"pyasc.frontend", "pyasc.runtime", "simulator"}),
     ("pyasc.target", {"pyasc.ir", "pyasc.ge", "pyasc.frontend", "pyasc.codegen", "pyasc.runtime", "pyasc.ops"}),
+    # reverse mode knows graphs and the op registry: no Python syntax, no optimiser, no hardware
+    ("pyasc.autodiff", {"pyasc.ge", "pyasc.frontend", "pyasc.runtime", "pyasc.codegen", "pyasc.target",
+                        "pyasc.torch", "simulator"}),
 ])
 def test_layers_import_only_what_they_build_on(package, forbidden):
     imported = imported_packages(package)

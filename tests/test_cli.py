@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import time
 import sys
 from pathlib import Path
 
@@ -43,8 +44,15 @@ def broken(x):
 
 
 def invoke(*args, **env):
+    """(exit status, what a terminal shows: stdout and stderr)."""
     result = CliRunner().invoke(cli.cli, list(args), env=env or None, catch_exceptions=False)
     return result.exit_code, result.output
+
+
+def invoke_split(*args, **env):
+    """(exit status, stdout, stderr)."""
+    result = CliRunner().invoke(cli.cli, list(args), env=env or None, catch_exceptions=False)
+    return result.exit_code, result.stdout, result.stderr
 
 
 @pytest.fixture
@@ -103,8 +111,9 @@ def test_every_command_has_help():
                 yield from walk(command, prefix + [name])
 
     paths = list(walk(cli.cli, []))
-    assert {"demo", "ops", "chips", "compile", "diff", "cache"} <= {p[0] for p in paths}
-    assert {p[1] for p in paths if len(p) == 2} == {"list", "show", "explain", "clear", "prune", "verify", "warm"}
+    assert {"demo", "ops", "chips", "compile", "diff", "cache", "tune"} <= {p[0] for p in paths}
+    assert {p[1] for p in paths if len(p) == 2} == {"list", "show", "explain", "clear", "prune", "verify", "warm",
+                                                     "stats", "dir"}
     for path in paths:
         status, out = invoke(*path, "--help")
         assert status == 0 and out.startswith(f"Usage: pyasc {' '.join(path)}"), path
@@ -142,8 +151,9 @@ def test_python_dash_m_and_version():
 
 
 def test_compile_prints_the_stage_summary_with_op_histograms(kernels, tmp_path):
-    status, out = invoke("compile", f"{kernels}::mlp", *mlp_args(), "--chip", "tiny", "--dump", str(tmp_path / "d"))
-    assert status == 0, out
+    status, out, err = invoke_split("compile", f"{kernels}::mlp", *mlp_args(), "--chip", "tiny", "--dump",
+                                    str(tmp_path / "d"))
+    assert status == 0, out + err
     assert out.startswith("mlp(x: f32[8,16], w: f32[16,32], b: f32[32])")
     lines = out.splitlines()
     graph = next(ln for ln in lines if ln.strip().startswith("01 graph"))
@@ -199,7 +209,9 @@ def test_cache_list_show_clear(kernels, disk_cache):
     assert row.split()[1] == "softmax" and " x: f32[8,16] " in row and " tiny " in row and row.split()[-1] == "1"
     key = row.split()[0]
     status, out = invoke("cache", "list", "--json")
-    assert json.loads(out.splitlines()[0])["key"].startswith(key)
+    listed = json.loads(out)                      # one JSON document
+    assert status == 0 and len(listed) == 1 and listed[0]["key"].startswith(key)
+    assert listed[0]["kernel"] == "softmax" and listed[0]["signature"] == "x: f32[8,16]" and listed[0]["hits"] == 1
     status, out = invoke("cache", "show", key[:6])
     assert status == 0 and "signature: x: f32[8,16]" in out and "guards (what the kernel read):" in out
     assert "SCALE (value)" in out and "graph.json" in out and "00 source" in out
@@ -212,13 +224,13 @@ def test_cache_list_show_clear(kernels, disk_cache):
 
 def test_cache_explain_hit_and_both_kinds_of_miss(kernels, disk_cache):
     invoke("compile", f"{kernels}::softmax", "--arg", "f32[8,16]")
-    status, out = invoke("cache", "explain", f"{kernels}::softmax", "f32[8,16]")
+    status, out = invoke("cache", "explain", f"{kernels}::softmax", "--arg", "f32[8,16]")
     assert status == 0 and "kernel_code" in out and "HIT: entry" in out
-    status, out = invoke("cache", "explain", f"{kernels}::softmax", "f32[8,17]")
+    status, out = invoke("cache", "explain", f"{kernels}::softmax", "--arg", "f32[8,17]")
     assert "MISS: no entry has these components" in out and "differs in 1:" in out
     assert '  args: [["x", ["tensor", "float32", [8, 16]]]]' in out
     kernels.write_text(KERNELS.replace("SCALE = 2.0", "SCALE = 3.0"))
-    status, out = invoke("cache", "explain", f"{kernels}::softmax", "f32[8,16]")
+    status, out = invoke("cache", "explain", f"{kernels}::softmax", "--arg", "f32[8,16]")
     assert "SCALE differs: the entry saw [\"float\", \"2.0\"], now [\"float\", \"3.0\"]" in out
     assert "MISS: none of the 1 entries with these components" in out
 
@@ -245,10 +257,10 @@ def test_cache_warm_compiles_the_listed_signatures_in_processes(kernels, disk_ca
     lines = [ln for ln in out.splitlines() if ln.startswith(("compiled ", "cached ", "failed "))]
     assert lines[0].startswith("compiled  softmax(f32[8,16])") and lines[1].startswith("compiled  softmax(f16[4,32])")
     assert lines[2].startswith("failed    broken(f32[4])") and "CompileError" in lines[2]
-    assert "compiling 3 signatures in 2 processes" in out  # the progress bar's label
+    assert "compiling 3 signatures on 2 local process(es)" in out  # the progress bar's label
     assert "2 compiled, 0 cached, 1 failed" in out and "1 of 3 signatures failed" in out
     assert len(DiskCache(disk_cache).list()) == 2
-    status, out = invoke("cache", "explain", f"{kernels}::softmax", "f16[4,32]")
+    status, out = invoke("cache", "explain", f"{kernels}::softmax", "--arg", "f16[4,32]")
     assert "HIT: entry" in out  # this process computes the key the workers stored
 
 
@@ -263,3 +275,140 @@ def test_cache_commands_with_the_cache_off(monkeypatch):
     monkeypatch.setenv("PYASC_CACHE", "0")
     status, out = invoke("cache", "list")
     assert status == 1 and "the disk cache is off (PYASC_CACHE=0)" in out
+
+
+def test_cache_stats_counts_hits_disk_hits_and_misses_per_kernel(kernels, disk_cache):
+    status, out = invoke("cache", "stats")
+    assert status == 0 and "counted since never counted" in out
+    invoke("compile", f"{kernels}::softmax", "--arg", "f32[8,16]")   # a miss (compiles and stores)
+    invoke("compile", f"{kernels}::softmax", "--arg", "f32[8,16]")   # a new process would find it: a disk hit
+    invoke("compile", f"{kernels}::mlp", *mlp_args())                 # another kernel: a miss
+    mlp = cli.targets.load_kernel(f"{kernels}::mlp", quiet=True)
+    x, w, b = cli.targets.parse_args(["f32[8,16]", "f32[16,32]", "f32[32]"])
+    mlp(x, w, b)
+    mlp(x, w, b)                                                      # an in-memory hit
+    assert mlp.cache_info()[:3] == (1, 1, 0)
+    status, out, err = invoke_split("cache", "stats", "--json")
+    assert status == 0, err
+    doc = json.loads(out)
+    rows = {k["kernel"]: k for k in doc["kernels"]}
+    assert {k: rows["softmax"][k] for k in ("hits", "disk_hits", "misses", "entries")} == \
+        {"hits": 0, "disk_hits": 1, "misses": 1, "entries": 1}
+    assert {k: rows["mlp"][k] for k in ("hits", "disk_hits", "misses", "entries")} == \
+        {"hits": 1, "disk_hits": 1, "misses": 1, "entries": 1}
+    assert rows["softmax"]["hit_rate"] == 0.5 and rows["mlp"]["hit_rate"] == pytest.approx(2 / 3)
+    total = doc["total"]
+    assert (total["hits"], total["disk_hits"], total["misses"], total["entries"]) == (1, 2, 2, 2)
+    assert total["size"] == sum(e.size for e in DiskCache(disk_cache).list()) > 0
+    assert doc["cache_dir"] == str(disk_cache)
+    status, out = invoke("cache", "stats")
+    lines = out.splitlines()
+    assert lines[0].split() == ["kernel", "hits", "disk", "hits", "misses", "hit", "rate", "entries", "size"]
+    assert lines[1].split()[:6] == ["mlp", "1", "1", "1", "66.7%", "1"]
+    assert lines[2].split()[:6] == ["softmax", "0", "1", "1", "50.0%", "1"]
+    assert lines[4].split()[:6] == ["(total)", "1", "2", "2", "60.0%", "2"]
+    status, out = invoke("cache", "stats", "--zero")
+    assert status == 0 and "statistics zeroed" in out
+    doc = json.loads(invoke_split("cache", "stats", "--json")[1])
+    assert doc["total"]["misses"] == 0 and doc["total"]["entries"] == 2   # counts gone, entries kept
+
+
+def test_cache_stats_add_up_across_processes(kernels, disk_cache):
+    script = f"import sys; sys.path.insert(0, {str(REPO)!r}); from pyasc.cli import targets\n" \
+             f"k = targets.load_kernel({str(kernels) + '::softmax'!r}, quiet=True)\n" \
+             "x, = targets.parse_args(['f32[8,16]'])\nk(x); k(x); k(x)\n"
+    env = {**os.environ, "PYASC_CACHE": "1", "PYASC_CACHE_DIR": str(disk_cache)}
+    for _ in range(2):  # a miss and two memory hits, then a disk hit and two memory hits (written at exit)
+        subprocess.run([sys.executable, "-c", script], check=True, env=env, cwd=REPO)
+    doc = json.loads(invoke_split("cache", "stats", "--json")[1])
+    assert {k: doc["total"][k] for k in ("hits", "disk_hits", "misses")} == {"hits": 4, "disk_hits": 1, "misses": 1}
+
+
+def test_cache_dir_prints_the_folder(disk_cache, monkeypatch):
+    status, out = invoke("cache", "dir")
+    assert status == 0 and out.strip() == str(disk_cache)
+    monkeypatch.setenv("PYASC_CACHE", "0")
+    status, out = invoke("cache", "dir")
+    assert status == 1 and "the disk cache is off (PYASC_CACHE=0)" in out
+
+
+def test_cache_explain_of_a_kernel_without_entries_says_so(kernels, disk_cache):
+    status, out = invoke("cache", "explain", f"{kernels}::softmax", "--arg", "f32[8,16]")
+    assert status == 0 and out.rstrip().endswith("MISS: the cache holds no entries")
+    invoke("compile", f"{kernels}::mlp", *mlp_args())
+    status, out = invoke("cache", "explain", f"{kernels}::softmax", "--arg", "f32[8,16]")
+    assert "MISS: the cache holds no entry of kernel softmax (only 1 of other kernels)" in out
+    assert "nearest" not in out and "mlp" not in out.split("MISS")[1]
+
+
+def test_compile_explain_and_tune_take_arguments_alike(kernels, disk_cache):
+    """`--arg` per parameter, and --chip/--opt-level, on every command that compiles a FILE.py::func."""
+    for command in (["compile"], ["cache", "explain"], ["tune"]):
+        status, out = invoke(*command, "--help")
+        assert "--arg ARGSPEC" in out and "--chip PRESET" in out and "--opt-level" in out, command
+    status, out = invoke("cache", "explain", f"{kernels}::softmax", "f32[8,16]")
+    assert status == 2 and "unexpected extra argument" in out.lower()
+    status, out = invoke("cache", "explain", f"{kernels}::softmax", "--arg", "f32[8,16]", "--chip", "910b")
+    assert status == 0 and '["chip", "910b"]' in out
+
+
+def test_commands_that_import_a_file_say_they_run_its_top_level_code(kernels, disk_cache):
+    notice = "pyasc: importing kernels.py to find its kernels runs its top-level code"
+    for argv in (["compile", f"{kernels}::softmax", "--arg", "f32[8,16]"],
+                 ["cache", "explain", f"{kernels}::softmax", "--arg", "f32[8,16]"]):
+        status, out, err = invoke_split(*argv)
+        assert status == 0 and notice in err and notice not in out, argv
+    kernels.write_text(KERNELS.replace('"broken": [["f32[4]"]]', ""))
+    status, out, err = invoke_split("cache", "warm", str(kernels), "--jobs", "1")
+    assert status == 0 and err.count(notice) == 1, err      # once, by the command; the workers stay quiet
+
+
+def test_clear_and_prune_remove_stale_locks_and_generated_files(kernels, disk_cache):
+    import filelock
+
+    for spec in ("f32[8,16]", "f32[4,16]", "f32[2,16]"):
+        invoke("compile", f"{kernels}::softmax", "--arg", spec)
+    locks = disk_cache / "locks"
+    assert len(list(locks.glob("*.lock"))) == 3
+    generated = disk_cache / "fx_kernels"
+    generated.mkdir()
+    (generated / "fx_graph_0123.py").write_text("x = 1\n")
+    old = time.time() - 7200
+    os.utime(generated / "fx_graph_0123.py", (old, old))
+    store = DiskCache(disk_cache)
+    # prune: entries go, then their locks once they are older than a minute and nobody holds them
+    removed = {p.parent.name for p in store.prune(0)}
+    for lock in locks.glob("*.lock"):
+        os.utime(lock, (old, old))
+    held = filelock.FileLock(str(locks / f"{sorted(removed)[0]}.lock"))
+    with held:
+        store.prune(0)
+        assert [p.name for p in locks.glob("*.lock")] == [f"{sorted(removed)[0]}.lock"]  # a held lock stays
+    assert not (generated / "fx_graph_0123.py").exists()
+    store.prune(0)
+    assert list(locks.glob("*.lock")) == []
+    # clear: every lock nobody holds and every generated file, whatever their age
+    invoke("compile", f"{kernels}::softmax", "--arg", "f32[8,16]")
+    generated.mkdir(exist_ok=True)
+    (generated / "fresh.py").write_text("x = 1\n")
+    assert len(list(locks.glob("*.lock"))) == 1
+    status, out = invoke("cache", "clear")
+    assert status == 0 and out.startswith("removed 1 entries")
+    assert list(locks.glob("*.lock")) == [] and not generated.exists()
+
+
+def test_no_file_is_written_to_the_cache_folder_with_the_cache_off(kernels, tmp_path, monkeypatch):
+    root = tmp_path / "cache-root"
+    monkeypatch.setenv("PYASC_CACHE", "0")
+    monkeypatch.setenv("PYASC_CACHE_DIR", str(root))
+    status, out = invoke("compile", f"{kernels}::softmax", "--arg", "f32[8,16]")
+    assert status == 0, out
+    k = cli.targets.load_kernel(f"{kernels}::softmax", quiet=True)
+    x, = cli.targets.parse_args(["f32[8,16]"])
+    k(x)
+    k(x)
+    k.profile(x)
+    from pyasc.runtime import cachestats
+
+    cachestats.flush()
+    assert not root.exists()

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
-NEEDS_TORCH = {"torch_op_module", "torch_compile_model"}
+NEEDS_TORCH = {"torch_op_module", "torch_compile_model", "torch_train"}
 EXPECTED = {"bias_gelu", "softmax", "layer_norm", "rms_norm", "rotary_embedding", "swiglu", "matmul_bias_relu",
-            "attention", "dynamic_shape", "tensor_if", "torch_op_module", "torch_compile_model"}
+            "attention", "dynamic_shape", "tensor_if", "torch_op_module", "torch_compile_model", "torch_train"}
 
 
 def test_the_gallery_has_every_example():

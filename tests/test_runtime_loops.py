@@ -174,10 +174,10 @@ def test_loop_carried_dtype_change_is_a_located_error():
     ("break", "`break` inside a runtime loop is not supported"),
     ("return x", "`return` inside a runtime loop is not supported"),
 ])
-def test_runtime_loop_body_restrictions(bad, words):
+def test_runtime_loop_body_restrictions(bad, words, tmp_path):
     src = f"def f(x, n):\n    for _ in range(n):\n        x = x + 1.0\n        {bad}\n    return x\n"
     ns: dict = {"pyasc": pyasc}
-    path = "/tmp/pyasc_loop_restriction.py"
+    path = str(tmp_path / "pyasc_loop_restriction.py")  # per test: parallel workers never share the file
     with open(path, "w") as fh:
         fh.write(src)
     exec(compile(src, path, "exec"), ns)

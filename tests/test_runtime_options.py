@@ -32,6 +32,7 @@ def test_kernel_looks_like_the_function():
 def test_defaults(monkeypatch):
     monkeypatch.delenv("PYASC_CHIP", raising=False)
     monkeypatch.delenv("PYASC_SANITIZE", raising=False)
+    monkeypatch.delenv("PYASC_BACKEND", raising=False)
     o = pyasc.kernel(add).options
     assert (o.opt_level, o.chip, o.buffer_num, o.cores, o.dynamic, o.disable_passes, o.sanitize, o.backend,
             o.unroll_budget, o.sync) == (3, "910b", 2, None, False, (), False, "emulator", 4096, "flags")
@@ -49,6 +50,28 @@ def test_environment_defaults(monkeypatch):
 def test_bad_environment_chip_names_the_variable(monkeypatch):
     monkeypatch.setenv("PYASC_CHIP", "nosuchchip")
     with pytest.raises(ValueError, match=r"PYASC_CHIP='nosuchchip'"):
+        pyasc.kernel(add)
+
+
+def test_pyasc_backend_reference_runs_every_kernel_on_the_numpy_interpreter(monkeypatch):
+    import numpy as np
+
+    monkeypatch.setenv("PYASC_BACKEND", "reference")
+    k = pyasc.kernel(chip="tiny")(add)
+    assert k.options.backend == "reference"
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    art = k.compile(x, x)
+    assert art.kernels == [] and art.host_ir == ""            # nothing generated, nothing launched
+    np.testing.assert_array_equal(k(x, x), x + x)
+    with pytest.raises(ValueError, match="needs the emulator backend.*PYASC_BACKEND"):
+        k.profile(x, x)
+    assert pyasc.kernel(backend="emulator")(add).options.backend == "emulator"   # explicit wins
+
+
+def test_bad_environment_backend_names_the_variable(monkeypatch):
+    monkeypatch.setenv("PYASC_BACKEND", "interpreter")
+    with pytest.raises(ValueError, match=r"PYASC_BACKEND='interpreter' is not valid; it must be 'emulator' or "
+                                         r"'reference'"):
         pyasc.kernel(add)
 
 

@@ -114,6 +114,60 @@ def test_the_golden_fixture_records_compares_and_explains(pytester):
     changed.stdout.fnmatch_lines(["*golden value 'out' (test_golden.test_values.npz): 5 of 6 elements differ*"])
 
 
+GOLDEN_TREE_TEST = '''
+import dataclasses
+import numpy as np
+import pyasc
+
+
+@dataclasses.dataclass
+class Stats:
+    mean: np.ndarray
+    var: np.ndarray
+
+
+@pyasc.kernel(chip="tiny")
+def normalise(x):
+    m = x.mean(axis=-1, keepdims=True)
+    return {{"y": (x - m) * {scale}, "stats": Stats(m, ((x - m) ** 2).mean(axis=-1))}}
+
+
+def test_tree(golden):
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    out = normalise(x)
+    golden(out)                                   # a dict holding a dataclass, as the kernel returns it
+    golden(out["stats"], name="stats")            # a dataclass on its own
+    golden([x, {{"k": x[0]}}], name="mixed")
+'''
+
+
+def test_the_golden_fixture_takes_dict_and_dataclass_results(pytester):
+    pytester.makepyfile(test_tree=GOLDEN_TREE_TEST.format(scale=1.0))
+    pytester.runpytest(*plugin_args(), "--update-golden").assert_outcomes(passed=1)
+    with np.load(pytester.path / "golden" / "test_tree.test_tree.npz", allow_pickle=False) as data:
+        assert sorted(data.files) == ["mixed.0", "mixed.1.k", "out.stats.mean", "out.stats.var", "out.y",
+                                      "stats.mean", "stats.var"]
+    pytester.runpytest(*plugin_args()).assert_outcomes(passed=1)
+    pytester.makepyfile(test_tree=GOLDEN_TREE_TEST.format(scale=2.0))
+    changed = pytester.runpytest(*plugin_args())
+    changed.assert_outcomes(failed=1)
+    changed.stdout.fnmatch_lines(["*golden value 'out.y' (test_tree.test_tree.npz):*differ*"])
+
+
+def test_the_golden_fixture_says_which_recorded_leaf_a_result_lost(tmp_path):
+    from pyasc.testing.plugin import Golden
+
+    path = tmp_path / "g.npz"
+    recorder = Golden(path, update=True)
+    recorder({"a": np.ones(2), "b": np.zeros(2)})
+    recorder.finish()
+    with pytest.raises(AssertionError, match="golden value 'out' has no leaf 'out.b', which was recorded"):
+        Golden(path, update=False)({"a": np.ones(2)})
+    with pytest.raises(TypeError, match="dict key 1.5 is not a str or int"):
+        Golden(path, update=False)({1.5: np.ones(2)})
+    Golden(path, update=False)({"a": np.ones(2), "b": np.zeros(2)})  # the same structure compares
+
+
 def test_the_plugin_is_registered_as_a_pytest_entry_point():
     project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
     assert project["entry-points"]["pytest11"] == {"pyasc": "pyasc.testing.plugin"}

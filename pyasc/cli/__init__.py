@@ -2,9 +2,10 @@
 
     pyasc demo | ops | chips
     pyasc compile FILE.py::func --arg f32[1024,1024] ... [--chip] [--opt-level] [--dump DIR]
+    pyasc tune FILE.py::func --arg ... [--top-k K] [--jobs N | --ray ADDRESS] [--json]
     pyasc diff DUMP_A DUMP_B
-    pyasc cache list | show KEY | explain FILE.py::func ARGSPEC... | clear | prune --max-size |
-                verify [--fix] | warm FILE.py [--jobs N]
+    pyasc cache list [--json] | show KEY | explain FILE.py::func --arg ... | stats [--json] | dir | clear |
+                prune --max-size | verify [--fix] | warm FILE.py [--jobs N | --ray ADDRESS]
 
 Every command has --help; a bad argument prints a usage line and exits 2;
 a command that fails (a kernel that does not compile, a bad cache entry
@@ -21,6 +22,7 @@ import click
 from .. import __version__
 from .cache import cache
 from .commands import compile_command, diff_command
+from .tune import tune_command
 
 
 @click.group("pyasc", context_settings={"help_option_names": ["-h", "--help"]})
@@ -113,6 +115,7 @@ def chips_table() -> str:
 cli.add_command(compile_command)
 cli.add_command(diff_command)
 cli.add_command(cache)
+cli.add_command(tune_command)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

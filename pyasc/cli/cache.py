@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from .commands import kernel_for
-from .targets import ARGSPEC_HELP, parse_args
+from .targets import parse_args, target_options
 
 
 def store_or_fail() -> Any:
@@ -60,16 +60,17 @@ def cache() -> None:
 
 
 @cache.command("list")
-@click.option("--json", "as_json", is_flag=True, help="one JSON object per entry instead of a table")
+@click.option("--json", "as_json", is_flag=True, help="a JSON array of entries instead of a table")
 def list_command(as_json: bool) -> None:
-    """Every entry: key, kernel, signature, chip, size, age, hits."""
+    """Every entry: key, kernel, signature, chip, size, age, hits (most recently used first)."""
     store = store_or_fail()
     infos = sorted(store.list(), key=lambda i: -i.last_used)
     now = time.time()
     if as_json:
-        for i in infos:
-            click.echo(json.dumps({"key": i.key, "kernel": i.kernel, "signature": i.signature, "chip": i.chip,
-                                   "size": i.size, "created": i.created, "last_used": i.last_used, "hits": i.hits}))
+        click.echo(json.dumps([{"key": i.key, "kernel": i.kernel, "qualname": i.manifest.get("qualname"),
+                                "signature": i.signature, "chip": i.chip, "size": i.size, "created": i.created,
+                                "last_used": i.last_used, "hits": i.hits, "path": str(i.path)} for i in infos],
+                              indent=1))
         return
     rows = [("key", "kernel", "signature", "chip", "size", "age", "hits")]
     rows += [(i.key[:12], i.kernel, i.signature, i.chip, human_size(i.size), human_age(now - i.created), str(i.hits))
@@ -78,6 +79,49 @@ def list_command(as_json: bool) -> None:
     for r in rows:
         click.echo("  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip())
     click.echo(f"{len(infos)} entries, {human_size(sum(i.size for i in infos))} in {store.root}")
+
+
+@cache.command("stats")
+@click.option("--json", "as_json", is_flag=True, help="one JSON document instead of a table")
+@click.option("--zero", is_flag=True, help="start the counts afresh (the entries are kept)")
+def stats_command(as_json: bool, zero: bool) -> None:
+    """Hits (in memory), disk hits, misses (compiles), hit rate, entries and size, per kernel and in total.
+
+    Counted by every process that uses this cache folder, since the counts were last zeroed."""
+    from ..runtime import cachestats  # the runtime loads when a command runs, not for --help
+
+    store = store_or_fail()
+    if zero:
+        try:
+            cachestats.zero(store.root)
+        except OSError as e:
+            raise click.ClickException(f"cannot write the statistics in {store.root}: {e}") from None
+        click.echo(f"statistics zeroed in {store.root}")
+        return
+    report = cachestats.report(store.root, store.list())
+    if as_json:
+        click.echo(json.dumps(report.to_json(), indent=1))
+        return
+    header = ("kernel", "hits", "disk hits", "misses", "hit rate", "entries", "size")
+    rows = [header] + [_stats_row(k) for k in report.kernels] + [_stats_row(report.total)]
+    widths = [max(len(r[c]) for r in rows) for c in range(len(header))]
+    for n, r in enumerate(rows):
+        if n == len(rows) - 1:
+            click.echo("  ".join("-" * w for w in widths))
+        click.echo("  ".join(v.ljust(w) if c == 0 else v.rjust(w) for c, (v, w) in enumerate(zip(r, widths))))
+    since = time.ctime(report.since) if report.since else "never counted"
+    click.echo(f"cache {report.root}; counted since {since}")
+
+
+def _stats_row(k: Any) -> tuple[str, ...]:
+    rate = f"{k.hit_rate:.1%}" if k.calls else "-"
+    return (k.kernel, str(k.hits), str(k.disk_hits), str(k.misses), rate, str(k.entries), human_size(k.size))
+
+
+@cache.command("dir")
+def dir_command() -> None:
+    """Print the cache folder ($PYASC_CACHE_DIR, else the user cache folder)."""
+    click.echo(store_or_fail().root)
 
 
 @cache.command("show")
@@ -111,28 +155,36 @@ def show_command(key: str) -> None:
         click.echo(f"    {i:02d} {name}")
 
 
-@cache.command("explain", help="The key's components for a call of FILE.py::func with these arguments, and "
-               "whether it hits; for a miss, which component differs from the nearest entry, or which value the "
-               f"kernel read differs from the entries with the same components. ARGSPEC: {ARGSPEC_HELP}.")
+@cache.command("explain")
 @click.argument("target", metavar="FILE.py::func")
-@click.argument("argspecs", nargs=-1, metavar="ARGSPEC...")
-def explain_command(target: str, argspecs: tuple[str, ...]) -> None:
+@target_options
+def explain_command(target: str, args: tuple[str, ...], chip: str | None, opt_level: int | None) -> None:
+    """The key's components for a call of FILE.py::func with these --arg arguments, and whether it hits.
+
+    For a miss: which component differs from the nearest entry of the same kernel, or which value the
+    kernel read differs from the entries with the same components."""
     from ..runtime.explain import explain  # the runtime loads when a command runs, not for --help
 
     store_or_fail()
-    kernel = kernel_for(target, None, None)
+    kernel = kernel_for(target, chip, opt_level)
     try:
-        lines = explain(kernel, *parse_args(argspecs))
+        lines = explain(kernel, *parse_args(args))
     except (TypeError, ValueError) as e:
-        raise click.BadParameter(f"{kernel.__name__}(): {e}", param_hint="ARGSPEC") from None
+        raise click.BadParameter(f"{kernel.__name__}(): {e}", param_hint="--arg") from None
     click.echo("\n".join(lines))
 
 
 @cache.command("clear")
-def clear_command() -> None:
-    """Delete every entry."""
+@click.option("--tuning", is_flag=True, help="also delete the autotuning winners (`pyasc tune`)")
+def clear_command(tuning: bool) -> None:
+    """Delete every entry, the lock files no process holds and generated files (statistics and autotuning
+    winners are kept unless --tuning)."""
+    from ..runtime import tunestore  # the runtime loads when a command runs, not for --help
+
     store = store_or_fail()
     click.echo(f"removed {store.clear()} entries from {store.root}")
+    if tuning:
+        click.echo(f"removed {tunestore.remove_all(store.root)} tuning records")
 
 
 @cache.command("prune")
@@ -161,20 +213,35 @@ def verify_command(fix: bool) -> None:
         raise click.ClickException(f"{len(bad)} bad entries; `pyasc cache verify --fix` removes them")
 
 
+def executor_options(f: Any) -> Any:
+    """`--jobs N` (local worker processes) and `--ray ADDRESS` (a Ray cluster instead): where parallel work runs."""
+    f = click.option("--ray", "ray_address", default=None, metavar="ADDRESS",
+                     help="run on a Ray cluster instead: its address, `auto` for the one `ray start` runs here, "
+                          "or `local` to start one for this run (needs the extra: pip install -e '.[ray]')")(f)
+    return click.option("--jobs", "-j", type=click.IntRange(1), default=None,
+                        help="local worker processes (default: the CPU count)")(f)
+
+
 @cache.command("warm")
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("--jobs", "-j", type=click.IntRange(1), default=None, help="processes (default: the CPU count)")
-def warm_command(file: Path, jobs: int | None) -> None:
-    """Compile every kernel FILE.py lists in PYASC_WARM for its example signatures, in parallel processes.
+@executor_options
+def warm_command(file: Path, jobs: int | None, ray_address: str | None) -> None:
+    """Compile every kernel FILE.py lists in PYASC_WARM for its example signatures, in parallel.
 
     PYASC_WARM maps a kernel's name to a list of signatures, each a list of ARGSPECs, e.g.
-    PYASC_WARM = {"softmax": [["f32[32,64]"], ["f16[8,128]"]]}.
+    PYASC_WARM = {"softmax": [["f32[32,64]"], ["f16[8,128]"]]}. Workers import FILE by its path: on a
+    cluster, it and the cache folder must be at the same paths on every node (a shared folder).
     """
-    from .warm import jobs_of, run_jobs  # the process pool machinery loads only for this command
+    from ..runtime.executors import close  # the executor machinery loads only for this command
+    from .warm import jobs_of, run_jobs  # (likewise)
 
     store_or_fail()
     work = jobs_of(file)
-    results = run_jobs(file, work, jobs)
+    executor = executor_or_fail(jobs, ray_address)
+    try:
+        results = run_jobs(file, work, executor)
+    finally:
+        close(executor)
     failed = [r for r in results if r.status == "failed"]
     for r in results:
         click.echo(f"{r.status:<9} {r.kernel}({', '.join(r.specs)})  {r.seconds * 1e3:.0f} ms"
@@ -183,3 +250,15 @@ def warm_command(file: Path, jobs: int | None) -> None:
     click.echo(", ".join(f"{n} {s}" for s, n in counts.items()))
     if failed:
         raise click.ClickException(f"{len(failed)} of {len(results)} signatures failed to compile")
+
+
+def executor_or_fail(jobs: int | None, ray_address: str | None) -> Any:
+    """The process pool, or with --ray the Ray cluster (a clear error when Ray is missing or unreachable)."""
+    from ..runtime.executors import make_executor  # the runtime loads when a command runs, not for --help
+
+    try:
+        return make_executor("ray" if ray_address else "process", jobs, ray_address)
+    except ImportError as e:
+        raise click.ClickException(str(e)) from None
+    except (ConnectionError, RuntimeError, ValueError) as e:
+        raise click.ClickException(f"cannot reach the Ray cluster at {ray_address!r}: {e}") from None

@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from .targets import ARGSPEC_HELP, load_kernel, parse_args
+from .targets import load_kernel, parse_args, target_options
 
 
 def kernel_for(target: str, chip: str | None, opt_level: int | None) -> Any:
@@ -33,9 +33,7 @@ def compile_or_fail(kernel: Any, args: tuple[Any, ...]) -> Any:
 
 @click.command("compile")
 @click.argument("target", metavar="FILE.py::func")
-@click.option("--arg", "args", multiple=True, metavar="ARGSPEC", help=f"one per parameter, in order: {ARGSPEC_HELP}")
-@click.option("--chip", default=None, metavar="PRESET", help="chip preset (default: the kernel's own)")
-@click.option("--opt-level", type=click.IntRange(0, 3), default=None, help="graph optimisation level 0-3")
+@target_options
 @click.option("--dump", "dump_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="also write every stage into a folder under DIR")
 def compile_command(target: str, args: tuple[str, ...], chip: str | None, opt_level: int | None,

@@ -22,6 +22,16 @@ ARGSPEC_HELP = ("a tensor as DTYPE[DIMS] (f32[64,128], f16[8], i32[], bool[4,4];
                 "compile-time Python literal (3, 2.5, True, (2, 3), 'name')")
 
 
+def target_options(f: Any) -> Any:
+    """`--arg` (repeated, one per parameter), `--chip` and `--opt-level`: how every command that compiles a
+    FILE.py::func for example arguments (compile, tune, cache explain) takes them."""
+    f = click.option("--opt-level", type=click.IntRange(0, 3), default=None,
+                     help="graph optimisation level 0-3 (default: the kernel's own)")(f)
+    f = click.option("--chip", default=None, metavar="PRESET", help="chip preset (default: the kernel's own)")(f)
+    return click.option("--arg", "args", multiple=True, metavar="ARGSPEC",
+                        help=f"one per parameter, in order: {ARGSPEC_HELP}")(f)
+
+
 def parse_arg(text: str, rng: np.random.Generator) -> Any:
     """One argument from its spec (a tensor of random values, or a literal); ValueError if it is neither."""
     m = _TENSOR.match(text)
@@ -58,11 +68,15 @@ def parse_args(specs: Sequence[str], seed: int = 0) -> tuple[Any, ...]:
     return tuple(out)
 
 
-def load_module(path: Path) -> types.ModuleType:
-    """Import a Python file by path (its folder first on sys.path, as `python FILE.py` would have it)."""
+def load_module(path: Path, quiet: bool = False) -> types.ModuleType:
+    """Import a Python file by path (its folder first on sys.path, as `python FILE.py` would have it).
+    Importing runs the file's top-level code, so the command says so on stderr (unless `quiet`)."""
     path = path.resolve()
     if not path.is_file():
         raise click.BadParameter(f"{path} is not a file", param_hint="FILE.py")
+    if not quiet:
+        click.echo(f"pyasc: importing {path.name} to find its kernels runs its top-level code (code under "
+                   "`if __name__ == \"__main__\":` does not run)", err=True)
     name = path.stem if path.stem.isidentifier() else "pyasc_cli_module"
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
@@ -74,14 +88,14 @@ def load_module(path: Path) -> types.ModuleType:
     return module
 
 
-def load_kernel(target: str, **overrides: Any) -> Any:
+def load_kernel(target: str, quiet: bool = False, **overrides: Any) -> Any:
     """`FILE.py::name` -> a pyasc kernel (a plain function is wrapped; `overrides` are kernel options)."""
     import pyasc  # the package object: its kernel decorator
 
     file, sep, name = target.partition("::")
     if not sep or not name:
         raise click.BadParameter(f"{target!r} does not name a function: write FILE.py::function", param_hint="TARGET")
-    module = load_module(Path(file))
+    module = load_module(Path(file), quiet)
     obj = module
     for part in name.split("."):
         if not hasattr(obj, part):

@@ -1,12 +1,11 @@
 """`pyasc cache warm`: compile a module's listed kernels and signatures in worker processes."""
 from __future__ import annotations
 
-import concurrent.futures
-import multiprocessing
-import os
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -44,7 +43,7 @@ def warm_one(file: str, name: str, specs: tuple[str, ...]) -> WarmResult:
     """In a worker process: import the file and compile one signature (through the disk cache)."""
     t0 = time.perf_counter()
     try:
-        kernel = load_kernel(f"{file}::{name}")
+        kernel = load_kernel(f"{file}::{name}", quiet=True)  # the command said so once, before the workers
         compiled = kernel.compile(*parse_args(specs))
     except Exception as e:  # a failure is reported in the table, the other signatures still compile
         first = str(e).splitlines()[0] if str(e) else ""
@@ -53,16 +52,21 @@ def warm_one(file: str, name: str, specs: tuple[str, ...]) -> WarmResult:
     return WarmResult(name, specs, status, time.perf_counter() - t0)
 
 
-def run_jobs(file: Path, work: list[tuple[str, tuple[str, ...]]], jobs: int | None) -> list[WarmResult]:
-    workers = min(jobs or os.cpu_count() or 1, len(work))
-    context = multiprocessing.get_context("spawn")  # a fresh interpreter per worker, the same on every OS
-    results: list[WarmResult] = []
-    with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context) as pool:
-        futures = [pool.submit(warm_one, str(file.resolve()), name, specs) for name, specs in work]
-        with click.progressbar(concurrent.futures.as_completed(futures), length=len(futures),
-                               label=f"compiling {len(futures)} signatures in {workers} processes",
-                               file=click.get_text_stream("stderr")) as bar:
-            for future in bar:
-                results.append(future.result())
-    order = {w: i for i, w in enumerate(work)}
-    return sorted(results, key=lambda r: order[(r.kernel, r.specs)])
+def warm_job(job: tuple[str, str, tuple[str, ...], dict[str, str]]) -> WarmResult:
+    """A worker's entry point (a process or a Ray task): the submitting process's PYASC_* settings, then
+    `warm_one`."""
+    from ..runtime.executors import apply_env  # (in the worker)
+
+    file, name, specs, env = job
+    apply_env(env)
+    return warm_one(file, name, specs)
+
+
+def run_jobs(file: Path, work: list[tuple[str, tuple[str, ...]]], executor: Any) -> list[WarmResult]:
+    from ..runtime.executors import forwarded_env  # the runtime loads when a command runs, not for --help
+
+    env = forwarded_env()
+    jobs = [(str(file.resolve()), name, specs, env) for name, specs in work]
+    with click.progressbar(length=len(jobs), label=f"compiling {len(jobs)} signatures on {executor.describe()}",
+                           file=sys.stderr) as bar:
+        return executor.map(warm_job, jobs, lambda i, result: bar.update(1))

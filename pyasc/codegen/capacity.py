@@ -19,7 +19,7 @@ from ..target import Chip
 from .kernel_graph import build_kernel_graph
 from .route import BY_KIND
 from .template import Unsupported
-from .templates import TEMPLATES
+from .templates import TEMPLATES, mixed, vector_kernel
 
 
 def codegen_capacity(chip: Chip, buffer_num: int = 2) -> Callable[[FusionCandidate], CapacityVerdict]:
@@ -30,8 +30,10 @@ def codegen_capacity(chip: Chip, buffer_num: int = 2) -> Callable[[FusionCandida
         if kind in (KernelKind.CONTROL, KernelKind.DATA_MOVEMENT):
             return CapacityVerdict(True, 0)
         if all(any(d == 0 for d in v.type.shape) for v in c.outputs):
-            return CapacityVerdict(True, 0)  # every result is empty: nothing is launched (generate.compile_plan)
-        if kind == KernelKind.MATMUL or kind not in BY_KIND:
+            return CapacityVerdict(True, 0)  # every result is empty: nothing is launched (route.route)
+        if kind == KernelKind.MATMUL:
+            return _matmul(c, chip, buffer_num) or fallback(c)
+        if kind not in BY_KIND:
             return fallback(c)
         need, refusals = None, []
         try:
@@ -54,3 +56,26 @@ def codegen_capacity(chip: Chip, buffer_num: int = 2) -> Callable[[FusionCandida
         return CapacityVerdict(True, need)
 
     return capacity
+
+
+def _matmul(c: FusionCandidate, chip: Chip, buffer_num: int) -> CapacityVerdict | None:
+    """A matmul with an epilogue fits when the epilogue's vector side does for the smallest cube block (a
+    mixed launch runs it on the vector cores, rows split between them; `templates/mixed.py`); None when the
+    epilogue is not one the mixed template takes (the optimiser's own estimate decides)."""
+    anchor = c.structure.anchor
+    rest = [n for n in c.nodes if n is not anchor]
+    if not rest:
+        return None
+    inputs = list(dict.fromkeys([anchor.out()] + [v for n in rest for v in n.inputs
+                                                   if v.node not in rest and v is not anchor.out()]))
+    try:
+        kg = build_kernel_graph("candidate", rest, inputs, [v for v in c.outputs if v is not anchor.out()])
+        vk = vector_kernel.analyze("candidate", kg, None, 0, "chunks", chip.ub_align, rows_of_last_axis=True)
+    except (Unsupported, CompileError):
+        return None
+    t = vector_kernel.VectorTiling("chunks", 1, 0, min(2, buffer_num), 1)
+    need = sum(b.nbytes for b in mixed.epilogue_buffers(vk, chip.cube_block, chip.cube_block, t, chip))
+    if need > chip.ub_bytes:
+        return CapacityVerdict(False, need, f"the epilogue's smallest vector tile needs {need} B of the chip's "
+                                            f"{chip.ub_bytes} B UB")
+    return CapacityVerdict(True, need)

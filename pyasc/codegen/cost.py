@@ -33,7 +33,7 @@ from typing import Any, Mapping, Sequence
 
 from .. import symbolic as sy
 from ..target import Chip, DmaPath, data_path, itemsize, repeats, vector_passes
-from .schedule import BLOCKS, CORE, GmRef, Let, Loop, Ref, Stmt, TileOp, TileSchedule, When
+from .schedule import BLOCKS, CORE, GROUP, SUB, GmRef, Let, Loop, Ref, Stmt, TileOp, TileSchedule, When
 
 
 @dataclass
@@ -324,13 +324,20 @@ def _inner_pipeline(lp: Loop) -> bool:
 
 
 def _rotates(lp: Loop) -> bool:
-    """Whether the loop's buffers rotate with its variable (ping-pong): then its pipes overlap."""
-    for s in lp.body:
+    """Whether the loop's buffers rotate with its variable (ping-pong): then its pipes overlap. An op under a
+    When of the body counts (a guarded tile is still one of the loop's tiles); an inner loop's do not."""
+    return any(lp.var in sy.free_symbols(r.slot) for op in _direct_ops(lp.body) for r in (*op.reads, *op.writes)
+               if not isinstance(r.slot, int))
+
+
+def _direct_ops(body: Sequence[Stmt]) -> list[TileOp]:
+    out: list[TileOp] = []
+    for s in body:
         if isinstance(s, TileOp):
-            for r in (*s.reads, *s.writes):
-                if not isinstance(r.slot, int) and lp.var in sy.free_symbols(r.slot):
-                    return True
-    return False
+            out.append(s)
+        elif isinstance(s, When):
+            out += _direct_ops(s.body)
+    return out
 
 
 def estimate(schedule: TileSchedule, dims: Mapping[str, int], chip: Chip) -> Estimate:
@@ -339,7 +346,7 @@ def estimate(schedule: TileSchedule, dims: Mapping[str, int], chip: Chip) -> Est
     blocks = sy.evaluate(schedule.blocks, {**dims, **fields})
     if blocks <= 0:
         return Estimate(0.0, 0.0, 0.0, 0, {})
-    env = {**fields, CORE: 0, BLOCKS: blocks}
+    env = {**fields, CORE: 0, BLOCKS: blocks, GROUP: 0, SUB: 0}
     if schedule.l2_miss is None:
         c = _Walker(schedule, chip, blocks).block(schedule.body, env, False)
         gm_total = c.gm_bytes * blocks

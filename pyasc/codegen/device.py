@@ -12,7 +12,7 @@ from ..ir import Value
 from ..target import Program
 from .launch import Loc, LaunchPlan
 from .schedule import TileSchedule
-from .tiling import TilingReport
+from .tiling import TilingDecision, TilingReport
 
 
 @dataclass(frozen=True)
@@ -20,6 +20,10 @@ class CodegenOptions:
     buffer_num: int = 2          # a cap: 1 forces serial tiles
     cores: int | None = None     # cap on cores used
     sync: str = "flags"          # "flags" or "barrier" (debug)
+    decisions: tuple[TilingDecision, ...] = ()   # tilings chosen by autotuning, per device kernel label
+
+    def decision(self, label: str) -> TilingDecision | None:
+        return next((d for d in self.decisions if d.label == label), None)
 
     def core_cap(self, available: int) -> int:
         """The cores a kernel may use on a chip with `available` cores of its type."""

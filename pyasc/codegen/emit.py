@@ -22,9 +22,10 @@ from typing import Any, Callable, Iterator, Sequence
 from .. import symbolic as sy
 from ..symbolic import Expr, IntLike
 from ..target import Chip, Mem, Program, Reg, itemsize, repeats
+from .cross_sync import CrossKind, CrossOp, SideCross
 from .launch import base_field
 from .scalar_exprs import scalar_table
-from .schedule import BLOCKS, CORE, GmRef, Let, Loop, Ref, Stmt, TileOp, TileSchedule, When
+from .schedule import BLOCKS, CORE, GROUP, SUB, GmRef, Let, Loop, Ref, Stmt, TileOp, TileSchedule, When
 from .sync import SyncOp, SyncPlan
 
 
@@ -65,9 +66,10 @@ def space_usage(schedule: TileSchedule, chip: Chip) -> dict[str, int]:
 
 
 class Emitter:
-    def __init__(self, schedule: TileSchedule, plan: SyncPlan, chip: Chip):
+    def __init__(self, schedule: TileSchedule, plan: SyncPlan, chip: Chip, cross: SideCross | None = None):
         self.s = schedule
         self.plan = plan
+        self.cross = cross or SideCross()   # a mixed launch side's cross-core flags
         self.chip = chip
         self.bases = layout_buffers(schedule, chip)
         self.buffers = {b.name: b for b in schedule.buffers}
@@ -170,6 +172,10 @@ class Emitter:
         self.defined.append({CORE, BLOCKS, *self.s.fields, *bases})
         self.render.bind(sy.sym(CORE), p.core_idx())
         self.render.bind(sy.sym(BLOCKS), p.core_num())
+        if self.cross.before or self.cross.after:  # a side of a mixed launch knows its group
+            self.defined[-1] |= {GROUP, SUB}
+            self.render.bind(sy.sym(GROUP), p.group_idx())
+            self.render.bind(sy.sym(SUB), p.sub_idx())
         for f in [*self.s.fields, *bases]:
             self.render.bind(sy.sym(f), p.tiling(f))
         self.block(self.s.body)
@@ -178,6 +184,8 @@ class Emitter:
 
     def block(self, stmts: Sequence[Stmt]) -> None:
         for s in stmts:
+            for x in self.cross.before.get(id(s), ()):
+                self.cross_op(x)
             for op in self.plan.before.get(id(s), ()):
                 self.sync(op)
             if isinstance(s, Loop):
@@ -193,6 +201,8 @@ class Emitter:
                 self.op(s)
             for op in self.plan.after.get(id(s), ()):
                 self.sync(op)
+            for x in self.cross.after.get(id(s), ()):
+                self.cross_op(x)
 
     def let(self, s: Let) -> None:
         v = self.value(s.value)
@@ -206,6 +216,12 @@ class Emitter:
         with self.p.loop(start, stop, step) as var, self.scope(lp.var, var):
             self._hoist(lp.body)
             self.block(lp.body)
+
+    def cross_op(self, op: CrossOp) -> None:
+        if op.kind is CrossKind.SET:
+            self.p.cross_set(op.pipe, op.flag, "group")
+        else:
+            self.p.cross_wait(op.flag, "group")
 
     def sync(self, op: SyncOp) -> None:
         if op.when is not None:
@@ -403,6 +419,7 @@ def _exprs(stmts: Sequence[Stmt], addr: Callable[[Ref | GmRef], IntLike]) -> lis
     return [e for e in out if isinstance(e, Expr)]
 
 
-def emit(schedule: TileSchedule, plan: SyncPlan, chip: Chip) -> Program:
-    """The simulator program of a schedule (raises CapacityError when its buffers do not fit)."""
-    return Emitter(schedule, plan, chip).run()
+def emit(schedule: TileSchedule, plan: SyncPlan, chip: Chip, cross: SideCross | None = None) -> Program:
+    """The simulator program of a schedule (raises CapacityError when its buffers do not fit); `cross`: its
+    cross-core flags when it is one side of a mixed launch."""
+    return Emitter(schedule, plan, chip, cross).run()

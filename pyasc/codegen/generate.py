@@ -160,11 +160,21 @@ class _Generator:
 
     # ---- one kernel plan ----------------------------------------------------------------------------
     def compile_plan(self, plan: KernelPlan) -> list[DeviceKernel]:
-        jobs = route(f"{self.name}_k{plan.group}", plan)
+        label = f"{self.name}_k{plan.group}"
+        jobs = route(label, plan, self.chip, self.options.buffer_num)
+        try:
+            lowered = [lower(job, self.chip, self.options) for job in jobs]
+        except CompileError as e:
+            if not any(job.template == "mixed" for job in jobs):
+                raise
+            # no tiling of the mixed launch is legal (its flags do not fit): the cube and its epilogue apart
+            jobs = route(label, plan, self.chip, self.options.buffer_num, mixed=False)
+            jobs[0].options.setdefault("notes", []).append(f"not a mixed launch: {_first_reason(e)}")
+            lowered = [lower(job, self.chip, self.options) for job in jobs]
         for job in jobs:  # values that exist only between the launches of this plan (a cube result, a cast)
             for v in job.options.get("scratch", ()):
                 self.scratch_value(v)
-        return [self.kernel(job) for job in jobs]
+        return [self.record(job, *done) for job, done in zip(jobs, lowered)]
 
     def copy_kernel(self, src: Value, dst: Value, label: str) -> DeviceKernel:
         """A kernel that writes `src` (a branch input or constant) into `dst`."""
@@ -183,16 +193,26 @@ class _Generator:
 
     def kernel(self, job: Job) -> DeviceKernel:
         """Lower one job through the codegen stages and record the device kernel."""
-        st, ctx = lower(job, self.chip, self.options)
+        return self.record(job, *lower(job, self.chip, self.options))
+
+    def record(self, job: Job, st: Any, ctx: Any) -> DeviceKernel:
+        """The device kernel of a lowered job (its scratch areas taken from the workspace)."""
         chosen = st.choice.chosen
         sched = chosen.schedule
         scratch = {p: Loc(WORKSPACE, self.layout.take(n), n) for p, n in sched.scratch.items()}
         dk = DeviceKernel(len(self.kernels), job.label, job.template, sched.core_type, st.program, dict(sched.fields),
                           sched.blocks, st.choice.report(), sched.text(), chosen.sync.summary(), list(sched.notes),
                           list(job.inputs), list(job.outputs), job.plan, scratch, stage_line(ctx.log, times=False), sched)
+        dk.notes[:0] = job.options.get("notes", [])
         self.kernels.append(dk)
         add_times(self.stage_times, ctx.log)
         return dk
+
+
+def _first_reason(e: CompileError) -> str:
+    """The reason of a no-lowering error, cut at its first candidate (the full list is in the tiling stage)."""
+    text = str(e).split(": error: ", 1)[-1]
+    return text if len(text) <= 160 else text[:157] + "..."
 
 
 def _is_control(plan: Any) -> bool:

@@ -277,7 +277,8 @@ def _target_machine() -> Any:
     llvm.initialize_native_target()
     llvm.initialize_native_asmprinter()
     target = llvm.Target.from_default_triple()
-    return target.create_target_machine(reloc="pic", codemodel="default", opt=2)
+    # opt 0: the host code is a few stores and calls back into Python; optimising it only costs compile time
+    return target.create_target_machine(reloc="pic", codemodel="default", opt=0)
 
 
 def compile_object(source: HostSource) -> bytes:

@@ -18,9 +18,9 @@ from typing import Any
 
 from ..errors import CompileError
 from ..ge.passes import Pass, PassContext, PassManager
-from ..target import CORE_PIPES, Chip, Program
+from ..target import CORE_PIPES, Chip, MixedKernel, Program
 from .device import CodegenOptions
-from .emit import emit
+from . import schedules
 from .lowering import no_lowering
 from .schedule import Ref, TileSchedule
 from .template import Job, Template, Unsupported
@@ -43,7 +43,7 @@ class JobState:
     dims: dict[str, int] = field(default_factory=dict)          # the dims the scores are for
     nominal: bool = False
     choice: TilingChoice | None = None
-    program: Program | None = None
+    program: Program | MixedKernel | None = None
 
     def fail(self, why: str) -> CompileError:
         """The located error for a job no tiling lowers (the op and line the router recorded)."""
@@ -99,7 +99,8 @@ class Sync(Pass):
 
     def run(self, st: JobState, ctx: PassContext) -> bool:
         try:
-            st.choice = pick(st.ranked, st.rejected, st.chip, st.dims, st.options.sync, st.nominal)
+            st.choice = pick(st.ranked, st.rejected, st.chip, st.dims, st.options.sync, st.nominal,
+                             st.options.decision(st.job.label))
         except NoLegalTiling as e:
             raise st.fail(str(e)) from None
         assert st.choice.chosen.sync is not None
@@ -112,7 +113,7 @@ class Emit(Pass):
 
     def run(self, st: JobState, ctx: PassContext) -> bool:
         assert st.choice is not None and st.choice.chosen.schedule is not None and st.choice.chosen.sync is not None
-        st.program = emit(st.choice.chosen.schedule, st.choice.chosen.sync, st.chip)
+        st.program = schedules.build(st.choice.chosen.schedule, st.choice.chosen.sync, st.chip)
         ctx.stats["instructions"] += len(st.program)
         return True
 
@@ -129,9 +130,10 @@ def verify_state(st: JobState) -> str | None:
     for c in st.ranked:
         if c.schedule is None or c.score is None:
             return f"candidate {c.line()} has no schedule or score"
-        problem = verify_schedule(c.schedule, st.chip)
-        if problem:
-            return problem
+        for side in schedules.sides(c.schedule):
+            problem = verify_schedule(side, st.chip)
+            if problem:
+                return problem
     if st.choice is not None:
         sync = st.choice.chosen.sync
         if sync is None:

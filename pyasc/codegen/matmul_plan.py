@@ -58,7 +58,9 @@ class MatmulRoute:
     notes: list[str] = field(default_factory=list)
 
 
-def route(label: str, plan: KernelPlan) -> MatmulRoute:
+def route(label: str, plan: KernelPlan, mixed: bool = False) -> MatmulRoute:
+    """`mixed`: the epilogue runs in the same launch (templates/mixed.py), so a bias of another dtype than
+    float32 joins the epilogue (the vector cores cast it) instead of a cast pre-launch."""
     node = plan.anchor_node
     if node.op not in MATMUL_OPS:
         raise UnsupportedDomain(f"the matmul plan's anchor is {node.op}, not a matmul")
@@ -106,7 +108,8 @@ def route(label: str, plan: KernelPlan) -> MatmulRoute:
     activation = node.attrs.get("activation") if node.op == "fused_matmul" else None
     out_dtype = node.attrs.get("out_dtype") if node.op == "fused_matmul" else None
     # the fused steps in order; the cube takes a prefix of them
-    on_cube_bias = has_bias and acc == "float32" and b.type.ndim >= 2
+    on_cube_bias = has_bias and acc == "float32" and b.type.ndim >= 2 and \
+        not (mixed and node.inputs[2].type.dtype != "float32")
     steps_left: list[str] = []
     if has_bias and not on_cube_bias:
         steps_left.append("bias")

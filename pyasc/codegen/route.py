@@ -6,7 +6,8 @@ The rules, in order (first match wins):
    identity), computed now and written by vector fill kernels;
 3. a plan anchored on an op some template lowers whole (`templates.TEMPLATE_OPS`): that template, when it
    takes the kernel (`Template.handles`); a matmul plan is planned by `matmul_plan` into its launches (vector
-   casts and transposes of the operands, the cube kernel, a vector epilogue);
+   casts and transposes of the operands, then one mixed launch of the cube and its epilogue when `ge.mixed`
+   marked it and the mixed template tiles it, else the cube kernel and a vector epilogue);
 4. otherwise by the plan's kind (`BY_KIND`): pointwise and row kernels to the vector template, column
    reductions to the column template.
 """
@@ -19,12 +20,14 @@ import numpy as np
 from ..errors import CompileError
 from ..ge.plan import KernelKind, KernelPlan, KernelStructure
 from ..ir import Graph, Value, interpret
+from ..target import Chip
 from .domain import dims
 from .kernel_graph import KernelGraph, build_kernel_graph
 from .lowering import no_lowering
 from . import matmul_plan
 from .template import Job, Unsupported
 from .templates import TEMPLATES, template_of_op
+from .templates.mixed import MixedMatmul
 
 
 def _vector_job(label: str, kg: KernelGraph, st: KernelStructure, plan: KernelPlan | None) -> list[Job]:
@@ -47,8 +50,9 @@ BY_KIND: dict[KernelKind, Callable[[str, KernelGraph, KernelStructure, KernelPla
 }
 
 
-def route(label: str, plan: KernelPlan) -> list[Job]:
-    """The device kernels of one kernel plan (see the module docstring)."""
+def route(label: str, plan: KernelPlan, chip: Chip, buffer_num: int = 2, mixed: bool | None = None) -> list[Job]:
+    """The device kernels of one kernel plan (see the module docstring); `mixed=False` keeps a matmul and its
+    epilogue apart whatever the plan says."""
     kg = build_kernel_graph(label, plan.nodes, plan.inputs, plan.outputs)
     if all(any(d == 0 for d in v.type.shape) for v in kg.outputs):
         return []
@@ -56,7 +60,7 @@ def route(label: str, plan: KernelPlan) -> list[Job]:
         return fill_jobs(label, kg, plan)
     whole = template_of_op(plan.anchor)
     if whole is TEMPLATES["matmul"]:
-        return matmul_jobs(label, plan)
+        return matmul_jobs(label, plan, chip, buffer_num, plan.mixed if mixed is None else mixed)
     if whole is not None and whole.handles is not None and whole.handles(kg):
         return [kernel_job(whole.name, label, kg, plan)]
     by_kind = BY_KIND.get(plan.kind)
@@ -73,22 +77,60 @@ def kernel_job(template: str, label: str, kg: KernelGraph, plan: KernelPlan | No
                dict(options), op, loc)
 
 
-def matmul_jobs(label: str, plan: KernelPlan) -> list[Job]:
-    """Vector casts of the operands (if any), transposes, the cube kernel, a vector epilogue (if any)."""
-    try:
-        r = matmul_plan.route(label, plan)
-    except Unsupported as e:
-        raise no_lowering(plan.anchor, label, plan.anchor_node.loc, str(e)) from None
+def matmul_jobs(label: str, plan: KernelPlan, chip: Chip, buffer_num: int, mixed: bool) -> list[Job]:
+    """One mixed launch of the cube and its epilogue when the plan is marked for one (`ge.mixed`) and the mixed
+    template can tile it; else vector casts of the operands (if any), transposes, the cube kernel and a vector
+    launch of the epilogue (if any), the first job's notes saying why."""
     where = {"op": plan.anchor, "loc": plan.anchor_node.loc}
-    jobs = [Job("vector", kg.graph.name, kg, list(kg.inputs), list(kg.outputs), plan, {}, **where)
-            for kg in r.casts]
-    jobs += [Job("transpose", t.op.name, t.op, [t.src], [t.dst], plan, {}, **where) for t in r.transposes]
+    why = ""
+    if mixed:
+        r = _matmul_route(label, plan, mixed=True)
+        if r.epilogue is not None:
+            e = r.epilogue
+            keep = r.result in plan.outputs   # the product is a result of the plan too
+            job = Job("mixed", label, MixedMatmul(label, r.cube, e, keep), list(r.operands) + list(e.inputs[1:]),
+                      [r.result] * keep + list(e.outputs), plan,
+                      {"scratch": [v for v in r.scratch if v is not r.result]}, **where)
+            why = _mixed_refusal(job, chip, buffer_num)
+            if not why:
+                job.options["notes"] = ["one mixed launch: the product reaches the vector cores through an "
+                                        "L2-resident workspace tile (no second launch, no HBM round trip)"]
+                return _pre_jobs(r, plan, where) + [job]
+    r = _matmul_route(label, plan, mixed=False)
+    jobs = _pre_jobs(r, plan, where)
     jobs.append(Job("matmul", label, r.cube, list(r.operands), [r.result], plan, {"scratch": list(r.scratch)},
                     **where))
+    if why:
+        jobs[-1].options["notes"] = [f"not a mixed launch: {why}"]
     if r.epilogue is not None:
         e = r.epilogue
         jobs.append(Job("vector", e.graph.name, e, list(e.inputs), list(e.outputs), plan, {}, **where))
     return jobs
+
+
+def _matmul_route(label: str, plan: KernelPlan, mixed: bool) -> matmul_plan.MatmulRoute:
+    try:
+        return matmul_plan.route(label, plan, mixed=mixed)
+    except Unsupported as e:
+        raise no_lowering(plan.anchor, label, plan.anchor_node.loc, str(e)) from None
+
+
+def _pre_jobs(r: matmul_plan.MatmulRoute, plan: KernelPlan, where: dict) -> list[Job]:
+    """The vector casts and transposes the cube's operands need first."""
+    jobs = [Job("vector", kg.graph.name, kg, list(kg.inputs), list(kg.outputs), plan, {}, **where) for kg in r.casts]
+    return jobs + [Job("transpose", t.op.name, t.op, [t.src], [t.dst], plan, {}, **where) for t in r.transposes]
+
+
+def _mixed_refusal(job: Job, chip: Chip, buffer_num: int) -> str:
+    """Why the mixed template cannot take the job (its analysis refuses it, or no tiling fits), or ""."""
+    t = TEMPLATES["mixed"]
+    try:
+        analyses = t.analyze(job, chip)
+    except Unsupported as e:
+        return str(e)
+    if not any(t.tilings(a, chip, buffer_num, chip.aic_cores) for a in analyses):
+        return "no tiling of the vector side fits the UB"
+    return ""
 
 
 def fill_jobs(label: str, kg: KernelGraph, plan: KernelPlan) -> list[Job]:

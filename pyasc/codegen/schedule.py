@@ -25,6 +25,8 @@ from ..target import InstrSpec
 #: symbols every kernel may use besides its tiling fields and loop variables
 CORE = "core"          # this core's index, 0 .. blocks-1
 BLOCKS = "blocks"      # the number of cores the kernel was launched on
+GROUP = "group"        # in a mixed launch: the group (one AIC and its AIVs) this core belongs to
+SUB = "sub"            # in a mixed launch: an AIV's index inside its group (0 on the AIC)
 
 
 @dataclass(frozen=True)
@@ -204,3 +206,52 @@ def _body_lines(body: Sequence[Stmt], indent: str) -> list[str]:
         else:
             lines.append(f"{indent}{s}")
     return lines
+
+
+@dataclass(frozen=True)
+class Channel:
+    """A GM workspace through which one side of a mixed launch hands tiles to the other: per group, `slots`
+    rotating tiles of `slot_bytes` (over dims). The producer's k-th write and the consumer's k-th read are the
+    same tile (both sides address the slots); `cross_sync` plans the cross-core flags that order them."""
+
+    param: str              # the GM scratch parameter both sides address
+    producer: str           # "aic" or "aiv"
+    slot_bytes: IntLike
+    slots: int
+
+
+@dataclass
+class MixedSchedule:
+    """A mixed launch: a cube-core schedule and a vector-core schedule run together in groups of one AIC and
+    its AIVs, exchanging tiles through `channels`. `blocks` counts groups; `fields` and `scratch` are both
+    sides' (one tiling record, one workspace)."""
+
+    name: str
+    aic: TileSchedule
+    aiv: TileSchedule
+    channels: list[Channel]
+    blocks: IntLike
+    notes: list[str] = field(default_factory=list)
+    core_type: str = "mix"
+
+    @property
+    def sides(self) -> tuple[TileSchedule, TileSchedule]:
+        return (self.aic, self.aiv)
+
+    @property
+    def fields(self) -> dict[str, IntLike]:
+        return {**self.aic.fields, **self.aiv.fields}
+
+    @property
+    def scratch(self) -> dict[str, IntLike]:
+        return {**self.aic.scratch, **self.aiv.scratch}
+
+    def text(self) -> str:
+        lines = [f"mixed schedule {self.name}, groups = {self.blocks}"]
+        lines += [f"  channel {c.param}: {c.producer} -> {'aiv' if c.producer == 'aic' else 'aic'}, {c.slots} x "
+                  f"{c.slot_bytes} B per group" for c in self.channels]
+        lines += [f"  note: {n}" for n in self.notes]
+        return "\n".join(lines + [self.aic.text(), self.aiv.text()])
+
+
+AnySchedule = Union[TileSchedule, MixedSchedule]

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Iterable, Iterator, Sequence
+from typing import Iterator, Sequence
 
 from .. import symbolic as sy
 from ..symbolic import IntLike
@@ -120,25 +120,21 @@ class _Analysis:
         return kept
 
     def forward(self, stmts: list[Stmt], in_scope: set[str]) -> list[Dependency]:
-        hist: dict[str, list[tuple[int, _Access]]] = {}
+        hist: dict[str, _Latest] = {}
         deps: list[Dependency] = []
         for j, s in enumerate(stmts):
             mine = self.accesses(s)
             for a in mine:
-                deps.extend(self._into(j, a, hist.get(a.buffer, ()), in_scope))
+                if a.buffer in hist:
+                    deps.extend(self._into(j, a, hist[a.buffer], in_scope))
             for a in mine:
-                hist.setdefault(a.buffer, []).append((j, a))
+                hist.setdefault(a.buffer, _Latest()).add(j, a)
         return deps
 
-    def _into(self, j: int, a: _Access, history: Iterable[tuple[int, _Access]],
-              in_scope: set[str]) -> list[Dependency]:
+    def _into(self, j: int, a: _Access, history: "_Latest", in_scope: set[str]) -> list[Dependency]:
         """From the most recent conflicting access on each other pipe to access `a` at position j."""
-        latest: dict[str, tuple[int, _Access]] = {}
-        for i, b in history:
-            if b.pipe != a.pipe and (a.write or b.write):
-                latest[b.pipe] = (i, b)
         out = []
-        for pipe, (i, b) in latest.items():
+        for pipe, (i, b) in history.conflicting(a):
             rotate, slot = self._rotation(a, b, in_scope)
             out.append(Dependency(End(i, pipe), End(j, a.pipe), rotate, slot))
         return out
@@ -170,8 +166,14 @@ class _Analysis:
                 continue
             found: list[tuple[list[Stmt], Dependency]] = []
             # the next use of the same slot: iteration i + d sees the accesses of iteration i first
+            prior = _Latest()
+            for i, b in hist:
+                prior.add(i - n, b)
+            seen = 0
             for k, a in hist:
-                prior = [(i - n, b) for i, b in hist] + [(i, b) for i, b in hist if i < k]
+                while hist[seen][0] < k:  # and then this iteration's accesses before position k
+                    prior.add(*hist[seen])
+                    seen += 1
                 for d in self._into(k, a, prior, in_scope):
                     if d.src.stmt < 0:
                         block, src, dst = _common_block(loop.body, items[d.src.stmt + n][0], items[k][0])
@@ -293,3 +295,23 @@ def _contains(stmt: Stmt, target: Stmt) -> bool:
     if stmt is target:
         return True
     return isinstance(stmt, (Loop, When)) and any(_contains(s, target) for s in stmt.body)
+
+
+class _Latest:
+    """The most recent access of one buffer on each pipe, and the most recent write, as accesses are added in
+    order: what a new access conflicts with, found without walking the whole history (a long kernel touches one
+    buffer hundreds of times). Pipes keep the order of their first access, as a walk of the history would."""
+
+    def __init__(self) -> None:
+        self.any: dict[str, tuple[int, _Access]] = {}
+        self.writes: dict[str, tuple[int, _Access]] = {}
+
+    def add(self, i: int, b: _Access) -> None:
+        self.any[b.pipe] = (i, b)
+        if b.write:
+            self.writes[b.pipe] = (i, b)
+
+    def conflicting(self, a: _Access) -> list[tuple[str, tuple[int, _Access]]]:
+        """(pipe, (position, access)) of the latest access on each other pipe that conflicts with `a`."""
+        found = self.any if a.write else self.writes
+        return [(p, v) for p, v in found.items() if p != a.pipe]

@@ -8,27 +8,77 @@ symbolic dim under dynamic=True (the tiling fields themselves are still
 computed from the real dims at launch). The choice records its score, the
 runners-up and the rejected candidates with their reasons, so
 `compile(...).kernels[i].tiling` can show what was picked and why.
+
+A `TilingDecision` overrides the cost model for one device kernel: a plain
+record naming the kernel (its label) and the candidate (its tiling record's
+class and fields, as data). Autotuning measures the cost model's top
+candidates on the emulator and stores the winners as such records; code
+generation hands each `choose` the decision for its kernel, and `choose`
+takes that candidate when it is among the legal ones (else the cost model's,
+with a note saying why).
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from ..target import Chip
-from .cost import Estimate, estimate
-from .emit import CapacityError, layout_buffers
-from .schedule import TileSchedule
-from .sync import SyncAllocationError, SyncPlan, plan_sync
+from . import schedules
+from .cost import Estimate
+from .cross_sync import CrossSyncError
+from .emit import CapacityError
+from .schedule import AnySchedule
+from .schedules import AnySync
+from .sync import SyncAllocationError
 
 #: the size a symbolic dim is assumed to have when a dynamic kernel's tiling is scored
 NOMINAL_DIM = 4096
 
 
+@dataclass(frozen=True)
+class TilingDecision:
+    """Use, for device kernel `label`, the candidate whose tiling record is a `record` with these `fields`."""
+
+    label: str
+    record: str                               # the tiling record's class name, e.g. "MatmulTiling"
+    fields: tuple[tuple[str, Any], ...]       # (field name, value) in declaration order: plain ints and strs
+
+    @classmethod
+    def of(cls, label: str, params: Any) -> "TilingDecision":
+        return cls(label, type(params).__name__, _fields_of(params))
+
+    def matches(self, params: Any) -> bool:
+        return type(params).__name__ == self.record and _fields_of(params) == self.fields
+
+    def describe(self) -> str:
+        return f"{self.record}(" + ", ".join(f"{k}={v!r}" for k, v in self.fields) + ")"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"label": self.label, "record": self.record, "fields": [[k, v] for k, v in self.fields]}
+
+    @classmethod
+    def from_json(cls, doc: Any) -> "TilingDecision":
+        """The record from its JSON form; ValueError for anything else (a tuning file is data, never code)."""
+        try:
+            fields = tuple((str(k), v) for k, v in doc["fields"])
+            ok = isinstance(doc["label"], str) and isinstance(doc["record"], str)
+        except (KeyError, TypeError, ValueError):
+            ok = False
+        if not ok or not all(isinstance(v, (int, str)) and not isinstance(v, bool) for _, v in fields):
+            raise ValueError(f"not a tiling decision: {doc!r}")
+        return cls(doc["label"], doc["record"], fields)
+
+
+def _fields_of(params: Any) -> tuple[tuple[str, Any], ...]:
+    return tuple((f.name, getattr(params, f.name)) for f in dataclasses.fields(params))
+
+
 @dataclass
 class Candidate:
     params: Any                  # the template's tiling record (e.g. VectorTiling)
-    schedule: TileSchedule | None = None
-    sync: SyncPlan | None = None
+    schedule: AnySchedule | None = None
+    sync: AnySync | None = None
     score: Estimate | None = None
     rejected: str = ""
 
@@ -47,6 +97,8 @@ class TilingChoice:
     rejected: list[Candidate] = field(default_factory=list)
     dims: dict[str, int] = field(default_factory=dict)         # the dims the scores are for
     nominal: bool = False                                      # symbolic dims were scored at NOMINAL_DIM
+    source: str = "cost model"                                 # or "tuned": a TilingDecision chose it
+    note: str = ""                                             # why a decision given was not taken
 
     @property
     def params(self) -> Any:
@@ -62,7 +114,7 @@ class TilingChoice:
         return TilingReport(self.chosen.params, self.chosen.score,
                             tuple(Option(c.params, c.score) for c in self.others),
                             tuple(Option(c.params, rejected=c.rejected) for c in self.rejected),
-                            tuple(sorted(self.dims.items())), self.nominal)
+                            tuple(sorted(self.dims.items())), self.nominal, self.source, self.note)
 
     def text(self) -> str:
         return self.report().text()
@@ -88,9 +140,14 @@ class TilingReport:
     rejected: tuple[Option, ...] = ()
     dims: tuple[tuple[str, int], ...] = ()
     nominal: bool = False
+    source: str = "cost model"     # "tuned": an autotuning winner (a TilingDecision), not the cheapest score
+    note: str = ""
 
     def text(self) -> str:
-        lines = [f"chosen: {_line(self.params, self.score)}"]
+        chosen = "chosen (tuned on the emulator)" if self.source == "tuned" else "chosen"
+        lines = [f"{chosen}: {_line(self.params, self.score)}"]
+        if self.note:
+            lines.append(f"  note: {self.note}")
         lines += [f"  runner-up: {_line(o.params, o.score)}" for o in self.others[:4]]
         lines += [f"  {_describe(o.params)}: rejected ({o.rejected})" for o in self.rejected[:6]]
         if self.nominal:
@@ -116,7 +173,7 @@ def scoring_dims(symbols: Iterable[str], given: Mapping[str, int] | None = None)
     return out, any(s not in given for s in symbols)
 
 
-def rank(params: Sequence[Any], build: Callable[[Any], TileSchedule], chip: Chip,
+def rank(params: Sequence[Any], build: Callable[[Any], AnySchedule], chip: Chip,
          dims: Mapping[str, int]) -> tuple[list[Candidate], list[Candidate]]:
     """Build, check and score every candidate: (the legal ones cheapest first, the rejected ones)."""
     scored: list[Candidate] = []
@@ -125,8 +182,8 @@ def rank(params: Sequence[Any], build: Callable[[Any], TileSchedule], chip: Chip
         cand = Candidate(p)
         try:
             cand.schedule = build(p)
-            layout_buffers(cand.schedule, chip)
-            cand.score = estimate(cand.schedule, dims, chip)
+            schedules.check(cand.schedule, chip)
+            cand.score = schedules.score(cand.schedule, dims, chip)
         except CapacityError as e:
             cand.rejected = str(e)
             rejected.append(cand)
@@ -137,40 +194,59 @@ def rank(params: Sequence[Any], build: Callable[[Any], TileSchedule], chip: Chip
 
 
 def pick(scored: list[Candidate], rejected: list[Candidate], chip: Chip, dims: Mapping[str, int],
-         sync_mode: str = "flags", nominal: bool = False) -> TilingChoice:
+         sync_mode: str = "flags", nominal: bool = False, decision: TilingDecision | None = None) -> TilingChoice:
     """The cheapest ranked candidate whose flags fit the chip's event ids (planned here, cheapest first; one
     that does not fit is rejected and the next is tried). When no candidate's flags fit, the cheapest runs with
     a pipe barrier after every tile op (sync mode "barrier": slower, never wrong) rather than refuse a valid
-    kernel; raises NoLegalTiling when no candidate is left at all."""
+    kernel; raises NoLegalTiling when no candidate is left at all. A `decision` picks its candidate instead
+    when that one is ranked and its flags fit (else a note says why)."""
     scored, rejected = list(scored), list(rejected)
     out_of_ids: list[Candidate] = []
+    note = ""
+    if decision is not None:
+        picked = next((c for c in scored if decision.matches(c.params)), None)
+        if picked is None:
+            note = f"the tuned tiling {decision.describe()} is not a candidate here; the cost model chose"
+        else:
+            assert picked.schedule is not None
+            try:
+                picked.sync = schedules.plan_flags(picked.schedule, chip, sync_mode)
+                others = [c for c in scored if c is not picked]
+                return TilingChoice(picked, others, rejected, dict(dims), nominal, "tuned")
+            except (SyncAllocationError, CrossSyncError) as e:
+                note = f"the tuned tiling's flags do not fit ({e}); the cost model chose"
     while scored:
         best = scored[0]
         assert best.schedule is not None
         try:
-            best.sync = plan_sync(best.schedule.body, best.schedule.buffers, chip.event_ids, sync_mode)
+            best.sync = schedules.plan_flags(best.schedule, chip, sync_mode)
             break
-        except SyncAllocationError as e:
+        except (SyncAllocationError, CrossSyncError) as e:
             best.rejected = str(e)
             out_of_ids.append(scored.pop(0))
-    if not scored and out_of_ids:
-        fallback = out_of_ids.pop(0)
+    for fallback in out_of_ids if not scored else ():
         assert fallback.schedule is not None
-        fallback.sync = plan_sync(fallback.schedule.body, fallback.schedule.buffers, chip.event_ids, "barrier")
+        try:  # barriers stand for a core's own flags (a mixed launch's cross-core flags stay flags)
+            fallback.sync = schedules.plan_flags(fallback.schedule, chip, "barrier")
+        except (SyncAllocationError, CrossSyncError):
+            continue
         fallback.rejected = ""
+        out_of_ids.remove(fallback)
         scored = [fallback]
+        break
     rejected += out_of_ids
     if not scored:
         reasons = "; ".join(c.line() for c in rejected) or "no candidates"
         raise NoLegalTiling(f"no legal tiling: {reasons}")
-    return TilingChoice(scored[0], scored[1:], rejected, dict(dims), nominal)
+    return TilingChoice(scored[0], scored[1:], rejected, dict(dims), nominal, note=note)
 
 
-def choose(params: Sequence[Any], build: Callable[[Any], TileSchedule], chip: Chip, dims: Mapping[str, int],
-           sync_mode: str = "flags", nominal: bool = False) -> TilingChoice:
-    """`rank` then `pick`: the cheapest legal tiling with its flags; raises NoLegalTiling when none is legal."""
+def choose(params: Sequence[Any], build: Callable[[Any], AnySchedule], chip: Chip, dims: Mapping[str, int],
+           sync_mode: str = "flags", nominal: bool = False, decision: TilingDecision | None = None) -> TilingChoice:
+    """`rank` then `pick`: the cheapest legal tiling with its flags, or the one a `decision` names if legal;
+    raises NoLegalTiling when none is legal."""
     scored, rejected = rank(params, build, chip, dims)
-    return pick(scored, rejected, chip, dims, sync_mode, nominal)
+    return pick(scored, rejected, chip, dims, sync_mode, nominal, decision)
 
 
 def largest_fitting(fits: Callable[[int], bool], upper: int) -> int:

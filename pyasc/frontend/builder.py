@@ -366,8 +366,11 @@ class FunctionBuilder:
 
     def _s_For(self, s: ast.For) -> None:
         it = self.eval(s.iter)
-        runtime, note = loops.wants_runtime_loop(self, it)
-        if runtime:  # a launch-time trip count, runtime_range, or past the unroll budget: a Loop node
+        runtime, note = loops.wants_runtime_loop(self, it, s)
+        if runtime == "try" and note is not None:  # a long static loop whose body keeps its shapes: a Loop node
+            if loops.try_runtime_for(self, s, it, note):
+                return
+        elif runtime:  # a launch-time trip count, runtime_range, or past the unroll budget: a Loop node
             loops.runtime_for(self, s, it, note)
             return
         forced = isinstance(it, loops.RangeSpec)  # pyasc.static_range: unrolled whatever the budget

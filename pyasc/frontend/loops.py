@@ -4,7 +4,11 @@ A `for i in range(n)` whose `n` is a symbolic dim (dynamic=True) or a 0-d
 integer tensor, one over `pyasc.runtime_range(...)`, one whose static trip
 count would exceed the unroll budget, and a `while cond:` on a one-element
 tensor are not unrolled: the body is built once, as a subgraph, and the host
-code runs it at launch (ops/loop.py has the node's layout).
+code runs it at launch (ops/loop.py has the node's layout). So is a static
+`range` of at least `LOOP_THRESHOLD` iterations when running its body once
+means what unrolling it would (`_foldable`: the index is not read, the body
+only assigns names, carried names are tensors) and the body keeps the shapes
+and dtypes it carries; otherwise it is unrolled as before.
 
 Loop-carried values are the variables the body assigns that exist before the
 loop (tensors or numbers); each keeps its type across iterations, or the
@@ -22,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from .. import dtypes
+from ..errors import CompileError
 from .. import symbolic as sy
 from ..ir.graph import Graph, Value
 from ..ops.loop import types_agree
@@ -83,8 +88,14 @@ def make_range(b: KernelBuilder, args: Sequence[Any], kwargs: dict, at: ast.AST,
     return spec
 
 
-def wants_runtime_loop(b: KernelBuilder, it: Any) -> tuple[bool, str | None]:
-    """(a Loop?, the note to record) for the value a `for` iterates over."""
+#: a static `range` of at least this many iterations whose body keeps its shapes is a runtime loop (its body
+#: traced once) instead of being unrolled; `pyasc.static_range` unrolls whatever the count
+LOOP_THRESHOLD = 256
+
+
+def wants_runtime_loop(b: KernelBuilder, it: Any, loop: ast.For) -> tuple[bool | str, str | None]:
+    """(a Loop? True, False, or "try": a Loop if the body keeps the shapes it carries, else unrolled; the note
+    to record) for the value a `for` iterates over."""
     if isinstance(it, RangeSpec):
         return it.mode != "static", None
     if isinstance(it, range) and len(it) > 0:
@@ -92,7 +103,62 @@ def wants_runtime_loop(b: KernelBuilder, it: Any) -> tuple[bool, str | None]:
         if len(it) > left:
             return True, (f"a static loop of {len(it)} iterations exceeds the unroll budget "
                           f"({b.state.unroll_budget} in total, {left} left): compiled as a runtime loop")
+        if len(it) >= LOOP_THRESHOLD and _foldable(b, loop):
+            return "try", (f"a static loop of {len(it)} iterations (at least {LOOP_THRESHOLD}) whose body keeps the "
+                           "shapes of what it carries: compiled as a runtime loop, its body traced once "
+                           "(pyasc.static_range unrolls it)")
     return False, None
+
+
+_SIMPLE = (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.If, ast.For, ast.Pass)
+
+
+def _foldable(b: KernelBuilder, loop: ast.For) -> bool:
+    """Whether running the body once as a Loop means what unrolling it means: the index is not read (inside or
+    after), the body only assigns names (no compile-time side effects: no calls as statements, no writes through
+    attributes or items, no break, continue, return or else), and every name it assigns is a tensor before the
+    loop (carried) or is not read after it."""
+    if loop.orelse or not isinstance(loop.target, ast.Name):
+        return False
+    after = b.live_after()
+    if loop.target.id in names_read(loop.body) or loop.target.id in after:
+        return False
+    for stmt in loop.body:
+        for n in ast.walk(stmt):
+            if isinstance(n, ast.stmt) and not isinstance(n, _SIMPLE):
+                if not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant)):
+                    return False
+            if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.For)):
+                targets = n.targets if isinstance(n, ast.Assign) else [n.target]
+                if not all(_names_only(t) for t in targets):
+                    return False
+    before = b.scope.snapshot()
+    for name in _assigned(loop.body):
+        v = before.get(name)
+        if v is None or isinstance(v, Undefined):
+            if name in after:
+                return False
+        elif not is_tensor(v):
+            return False
+    return True
+
+
+def _names_only(target: ast.expr) -> bool:
+    """An assignment target made of plain names (unpacking included), not an attribute or item."""
+    return all(isinstance(t, (ast.Name, ast.Tuple, ast.List, ast.Starred)) for t in ast.walk(target)
+               if isinstance(t, ast.expr))
+
+
+def try_runtime_for(b: KernelBuilder, s: ast.For, it: range, note: str) -> bool:
+    """`runtime_for` for a foldable static loop; False (and nothing changed but dead nodes) when its body does not
+    keep the shapes or dtypes it carries, or cannot run as a Loop body: then it is unrolled."""
+    before = b.scope.snapshot()
+    try:
+        runtime_for(b, s, it, note)
+        return True
+    except CompileError:
+        b.scope.restore(before)
+        return False
 
 
 class LoopContext(GraphContext):

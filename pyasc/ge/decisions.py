@@ -23,6 +23,7 @@ class DecisionKind(enum.Enum):
     BOUNDARY = "boundary"              # a producer that writes its output to GM for several kernels
     OWN_KERNEL = "own kernel"          # an op that never shares a kernel (data movement, control flow)
     NOTE = "note"                      # how fusion ran (opt_level 0, no chip, fusion disabled)
+    MIXED = "mixed"                    # a cube kernel and the vector work on its result in one launch
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,8 @@ class FusionDecision:
         via = f" via {', '.join(self.via)}" if self.via else ""
         if k is DecisionKind.NOTE:
             return self.detail
+        if k is DecisionKind.MIXED:
+            return f"mixed: {self.producer} and its epilogue {self.consumer} in one cube+vector launch ({self.detail})"
         if k is DecisionKind.FUSED and self.rule == "extra_output":
             return (f"fused: {self.producer} into the kernel of {self.consumer} as an extra output; "
                     f"{self.consumers - 1} other consumer kernel(s) read it from GM")

@@ -15,6 +15,7 @@ import numpy as np
 from .. import dtypes, ops
 from ..errors import InferError, SourceLoc
 from ..ir import Graph, Node, TensorType, Value
+from ..ir.uses import ancestors  # noqa: F401  (re-exported: the passes import it from here)
 
 
 def make_node(
@@ -123,19 +124,6 @@ def is_pure(node: Node) -> bool:
 def is_structural(node: Node) -> bool:
     """Graph structure, not computation (Data, Const, If): the registry's `structural` fact."""
     return ops.exists(node.op) and ops.get(node.op).structural
-
-
-def ancestors(nodes: Iterable[Node]) -> set[Node]:
-    """Every node some node in `nodes` (transitively) reads from, including `nodes` themselves."""
-    seen: set[Node] = set()
-    stack = list(nodes)
-    while stack:
-        n = stack.pop()
-        if n in seen:
-            continue
-        seen.add(n)
-        stack.extend(v.node for v in n.inputs)
-    return seen
 
 
 def would_create_cycle(external_inputs: Iterable[Value], interior: Iterable[Node]) -> bool:

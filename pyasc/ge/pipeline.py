@@ -17,6 +17,7 @@ Order (GE's, as in reference/graph-optimizer-references.md §3):
         transpose_sinking                         opt 3
     simplify (again: clean up after pattern fusion and layout)
     fusion                                        opt 0  (ge.fusion) kernels, one op each at opt 0
+    mixed_kernels                                 opt 2  (ge.mixed) a matmul and its epilogue share a launch
     memory_planning                               opt 0  (ge.memory) GM workspace plan
 
 Opt levels: 0 runs only what codegen needs (legalisations, one kernel per op,
@@ -38,6 +39,7 @@ from .fusion import FusionPass, schedule_for
 from .integer_matmul import VectorIntegerMatmul
 from .layout import layout_passes
 from .memory import MemoryPlanningPass
+from .mixed import MixedKernelsPass
 from .instruments import PassVerificationError, StageCapture
 from .passes import Pass, PassContext, PassGroup, PassManager, PassRecord, walk_passes
 from .pattern import DEFAULT_DEDICATED_LOWERINGS, DecomposeComposites, SplitReductions, pattern_passes
@@ -101,8 +103,8 @@ class OptimizeResult:
 
 
 def _backend_passes() -> list[Pass]:
-    """Kernel formation and memory planning (ge.fusion, ge.memory), run last, in that order."""
-    return [FusionPass(), MemoryPlanningPass()]
+    """Kernel formation, mixed launches and memory planning (ge.fusion, ge.mixed, ge.memory), run last."""
+    return [FusionPass(), MixedKernelsPass(), MemoryPlanningPass()]
 
 
 def build_pipeline() -> list[Pass]:

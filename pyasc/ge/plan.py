@@ -62,6 +62,7 @@ class KernelPlan:
     category: Category             # dominant op category, e.g. Category.REDUCE
     structure: KernelStructure     # kind, anchor node, rows/k/reduced axes/dropped for reductions
     working_set: int | None = None  # UB bytes with double buffering, from the capacity model (None: unknown)
+    mixed: bool = False            # a matmul whose vector work on its result may share its launch (ge.mixed)
 
     @property
     def kind(self) -> KernelKind:

@@ -15,7 +15,7 @@ Graph outputs are not nodes: `is_output(value)` says whether the caller gets it.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterator, Mapping
+from typing import TYPE_CHECKING, Iterable, Iterator, Mapping
 
 if TYPE_CHECKING:  # pragma: no cover
     from .graph import Graph, Node, Value
@@ -108,3 +108,16 @@ class UseIndex(Mapping["Value", "list[Node]"]):
             users = self._users.get(producer)
             if users and reader in users:
                 users.remove(reader)
+
+
+def ancestors(nodes: "Iterable[Node]") -> "set[Node]":
+    """Every node some node in `nodes` (transitively) reads from, `nodes` included."""
+    seen: set = set()
+    stack = list(nodes)
+    while stack:
+        n = stack.pop()
+        if n in seen:
+            continue
+        seen.add(n)
+        stack.extend(v.node for v in n.inputs)
+    return seen

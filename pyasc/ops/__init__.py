@@ -73,4 +73,5 @@ from .registry import (  # noqa: F401
 )
 from . import elementwise, reduce, shape, matmul, creation, composite, dimvalue, loop, update  # noqa: F401,E402  (registers ops)
 from . import elementary, statistics, like, joining, arrange, dot, search, scan, constructors  # noqa: F401,E402  (numpy functions as composites)
+from . import vjp_elementwise, vjp_structure, vjp_composite  # noqa: F401,E402  (VJP rules, keyed by op)
 from .shape import IndexPlan, normalize_index  # noqa: F401,E402

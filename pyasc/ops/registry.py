@@ -146,6 +146,12 @@ class OpDef:
     returns_sequence: bool = False
 
     @property
+    def vjp(self) -> "VjpRule | None":
+        """The op's reverse-mode derivative rule (see `register_vjp`), or None: a composite without one is
+        differentiated through its decomposition, any other op has no derivative pyasc knows."""
+        return _VJP.get(self.name)
+
+    @property
     def public_name(self) -> str:
         """The name users call it by (`pyasc.<public_name>`): the api function's name."""
         return self.api.__name__ if self.api is not None else self.name
@@ -424,3 +430,29 @@ register(OpDef("Const", Category.OPAQUE, _infer_const, _const_eager, doc="consta
 # an If hands each operand to its branch's Data as it is, in whatever format it has
 register(OpDef("If", Category.OPAQUE, _infer_if, _no_eager, doc="run then_branch or else_branch", structural=True,
                subgraph_attrs=("then_branch", "else_branch"), other_formats=ANY_FORMAT))
+
+
+# ---- derivatives: one VJP rule per op ----------------------------------------------------------
+#
+# A VJP rule is `rule(ctx) -> cotangents`, one entry per node input (None: no cotangent, i.e. zero or not
+# differentiable); `ctx` (ops/vjp_common.py: VjpContext) holds a Builder, the node's inputs and outputs,
+# the cotangent of each output (None: zero) and its attributes. Written against a Builder, the same rule
+# adds backward nodes to a graph (autodiff) or computes on numpy arrays (the float64 tests). The rules are
+# registered by the ops/vjp_*.py modules, keyed by the registry's op name, next to the op definitions.
+
+VjpRule = Callable[[Any], Sequence[Any]]
+_VJP: dict[str, VjpRule] = {}
+
+
+def register_vjp(name: str, rule: VjpRule) -> VjpRule:
+    """Give op `name` its VJP rule (once; the op must be registered)."""
+    get(name)  # an unknown op is a KeyError naming it
+    if name in _VJP:
+        raise ValueError(f"op {name!r} has a VJP rule already")
+    _VJP[name] = rule
+    return rule
+
+
+def vjp_ops() -> list[str]:
+    """Ops with a VJP rule of their own."""
+    return sorted(_VJP)

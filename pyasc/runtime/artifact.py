@@ -158,9 +158,10 @@ class CompiledKernel:
         """Run on the emulator recording every launch; returns (outputs, profile)."""
         if self.device is None:
             raise ArgumentValueError(f"{self.name}: kernel.profile() needs the emulator backend; this kernel was "
-                                     f"compiled with backend={self.options.backend!r}")
+                                     f"compiled with backend={self.options.backend!r} (the option, or PYASC_BACKEND)")
         chip = self.options.chip_config
-        prof = Profile(chip.clock_hz, chip.gm_bytes_per_second)
+        prof = Profile(chip.clock_hz, chip.gm_bytes_per_second,
+                       l2_peak_bytes_per_s=chip.l2_bytes_per_cycle * chip.clock_hz)
         outputs = self._execute(arrays, prof)
         return self._pack(outputs), prof
 

@@ -58,6 +58,11 @@ class CacheSecret:
         return isinstance(mac, str) and hmac.compare_digest(mac, self.mac(purpose, *parts))
 
 
+def env_modes() -> Modes:
+    """The permissions of what pyasc creates in the cache folder: the group's too with a team key."""
+    return TEAM if os.environ.get(KEY_ENV) else PRIVATE
+
+
 def team_key_problem(value: str) -> str | None:
     """Why a PYASC_CACHE_KEY value cannot be used, or None."""
     if len(value) < MIN_TEAM_KEY_CHARS:

@@ -35,13 +35,16 @@ Layout under the root (`PYASC_CACHE_DIR`, else the platform's user cache dir):
                          its modification time the last use (LRU order; not authenticated: it only orders pruning)
     locks/<components digest>.lock   one compile at a time per components digest, across processes
     tmp/  trash/         entries being written / being deleted
+    stats.json (.lock)   hits, disk hits and misses per kernel (cachestats.py)
+    tuning/              autotuning winners (tunestore.py)
 
 An entry is written completely under tmp/ and renamed into place, so a
 reader never sees half of one. Deleting is a rename into trash/ first, so a
 reader finds an entry whole or not at all. After each publish the cache is
 pruned to `PYASC_CACHE_MAX_SIZE` (default 1 GiB; "500M", "2G"), least
-recently used first (entries that fail authentication first of all).
-`PYASC_CACHE=0` turns the disk cache off.
+recently used first (entries that fail authentication first of all), and
+lock files nobody holds whose entries are gone are deleted. `PYASC_CACHE=0`
+turns the disk cache off (nothing is written to the folder then).
 """
 from __future__ import annotations
 
@@ -56,14 +59,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from .cachesecret import KEY_ENV, CacheSecret, SecretUnavailable, load_secret, team_key_problem
+from .cachesecret import KEY_ENV, CacheSecret, SecretUnavailable, env_modes, load_secret, team_key_problem
 from .entryfiles import EntryError, read_manifest, read_sections, write_entry
 from .keys import CACHE_FORMAT
-from .privatefiles import PRIVATE, Modes, make_folders, make_temp_folder
+from .privatefiles import Modes, make_folders, make_temp_folder
 
 DEFAULT_MAX_SIZE = 1 << 30
 LOCK_TIMEOUT_S = 120.0  # a compile holding the lock longer is presumed stuck; compile anyway
 _STALE_TMP_S = 3600.0
+_STALE_LOCK_S = 60.0  # a lock file younger than this may be about to be taken: prune keeps it
+#: folders of generated files older pyasc versions wrote into the cache folder (the torch frontend's
+#: kernel sources): nothing reads them any more, so prune (when stale) and clear delete them
+_GENERATED = ("fx_kernels",)
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(i?b)?\s*$", re.IGNORECASE)
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 
@@ -177,7 +184,7 @@ class DiskCache:
 
     @property
     def modes(self) -> Modes:
-        return self._secret.modes if self._secret is not None else PRIVATE
+        return self._secret.modes if self._secret is not None else env_modes()
 
     # ---- layout ----------------------------------------------------------------------------
     @property
@@ -415,17 +422,50 @@ class DiskCache:
         return removed
 
     def clear(self) -> int:
-        """Delete every entry; returns how many there were."""
+        """Delete every entry, the lock files nobody holds and generated files; returns how many entries
+        there were (statistics and tuning records are kept)."""
         count = 0
         for path in list(self.iter_entries()):
             count += self.remove(path)
-        for sub in ("entries", "tmp", "trash"):
+        for sub in ("entries", "tmp", "trash", *_GENERATED):
             shutil.rmtree(self.root / sub, ignore_errors=True)
+        self.sweep_locks(everything=True)
         return count
+
+    def sweep_locks(self, everything: bool = False) -> int:
+        """Delete lock files no process holds: all of them, or (prune) those older than a minute whose
+        components have no entry left. Returns how many were deleted."""
+        import filelock  # the lock files are filelock's
+
+        folder = self.root / "locks"
+        try:
+            names = [n for n in os.listdir(folder) if n.endswith(".lock")]
+        except OSError:
+            return 0
+        now, removed = time.time(), 0
+        for name in names:
+            path = folder / name
+            digest = name[: -len(".lock")]
+            if not everything:
+                try:
+                    young = now - path.stat().st_mtime < _STALE_LOCK_S
+                except OSError:
+                    continue
+                if young or (self.entries / digest).is_dir() or len(digest) != 24:
+                    continue  # in use soon, or its entries are there, or not a compile lock
+            lock = filelock.FileLock(str(path), timeout=0)
+            try:
+                with lock:  # nobody holds it: delete it while holding it
+                    path.unlink()
+                    removed += 1
+            except (filelock.Timeout, OSError):
+                continue
+        return removed
 
     def _sweep_leftovers(self) -> None:
         now = time.time()
-        for sub, min_age in (("trash", 0.0), ("tmp", _STALE_TMP_S)):
+        self.sweep_locks()
+        for sub, min_age in (("trash", 0.0), ("tmp", _STALE_TMP_S), *((g, _STALE_TMP_S) for g in _GENERATED)):
             try:
                 items = list(os.scandir(self.root / sub))
             except OSError:

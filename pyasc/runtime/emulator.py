@@ -1,14 +1,23 @@
 """The emulator backend: run a compiled graph's device kernels on a `simulator.Device`.
 
 One Device per compiled artifact (created on first use; constant tensors
-uploaded once). Each call writes the inputs into GM, sizes the outputs and
+uploaded once). Each call puts the inputs into GM, sizes the outputs and
 the workspace with the host module, lets the host module drive the launches
 (each one through `launch`, each If condition through `read_cond`), and
 reads the results back. With a profile, every launch's result is recorded.
+
+A call without a profile does only what its outputs need: launches run
+untimed (a repeat replays its recorded memory actions and nothing else), a
+C-contiguous input that no kernel stores to becomes its GM buffer's memory
+without a copy (detached again after the call, so the caller's array is not
+kept), every other input is copied once, and each output buffer gets fresh
+zeroed memory per call, so the results come back as views of it (an earlier
+call's results are never overwritten).
 """
 from __future__ import annotations
 
 import threading
+from dataclasses import dataclass
 from typing import Any, Sequence
 
 import numpy as np
@@ -34,6 +43,17 @@ def dim_bindings(graph: Graph) -> list[tuple[int, int, str]]:
     return out
 
 
+@dataclass
+class CallShape:
+    """What a call needs that depends only on its dims (computed once per dims): buffer sizes, the results'
+    places, and, for host code without Ifs and Loops, the launches it makes."""
+
+    workspace: int
+    outputs: list[int]                          # bytes per output buffer (plan.outputs order)
+    results: list[tuple]                        # per result: (kind, what, dtype, shape, offset, as a view)
+    launches: list[tuple[LaunchSite, int, list[int]]] | None = None
+
+
 class EmulatorRunner:
     def __init__(self, module: DeviceModule, host: HostProgram, chip: Any, sanitize: bool, graph: Graph):
         self.module = module
@@ -44,7 +64,16 @@ class EmulatorRunner:
         self.name = graph.name
         for name, arr in module.launch.consts.items():
             self.device.upload(name, arr)
+        stored = set()
+        for site in host.source.sites:  # buffers some kernel stores to are never the caller's own memory
+            stored |= {site.args[p] for p in self.device.stored_params(module.kernels[site.kernel].program)}
+        self._stored = frozenset(stored)
         self._sizes: dict[str, int] = {}
+        self._sized: tuple | None = None  # the dims the buffers were last sized for
+        self._shapes: dict[tuple, CallShape] = {}
+        self._prepared: dict[tuple, Any] = {}  # (launch site, blocks, tiling) -> the device's prepared launch
+        # without Ifs and Loops the host code makes the same launches for the same dims: record them once
+        self._straight = not host.source.conds
         self._prof: Profile | None = None
         # one device per artifact, like one NPU stream: calls from several threads queue here
         # instead of overwriting each other's GM buffers mid-launch
@@ -65,42 +94,114 @@ class EmulatorRunner:
         with self._lock:
             return self._run(arrays, prof)
 
+    def _shape(self, env: dict[str, int], key: tuple) -> CallShape:
+        shape = self._shapes.get(key)
+        if shape is None:
+            if len(self._shapes) >= 256:  # bounded: a dynamic kernel called with many shapes
+                self._shapes.clear()
+            ws, outs = self.host.sizes(env)
+            fresh = {loc.buffer for loc in self.module.launch.outputs if loc is not None}
+            results, handed = [], set()
+            for src, dims, dtype in zip(self.module.launch.output_sources, self.module.output_shapes,
+                                        self.module.output_dtypes):
+                kind, what = src.kind, src.value
+                if kind is not SourceKind.BUFFER:
+                    results.append((kind, what, None, None, 0, False))
+                    continue
+                # a view of bytes given new this call, once per buffer (a second result from it is a copy)
+                view = what.buffer in fresh and what.buffer not in handed
+                handed.add(what.buffer)
+                results.append((kind, what.buffer, dtype, tuple(sy.evaluate(d, env) for d in dims),
+                                sy.evaluate(what.offset, env), view))
+            shape = self._shapes[key] = CallShape(ws, outs, results)
+        return shape
+
     def _run(self, arrays: Sequence[np.ndarray], prof: Profile | None) -> list[np.ndarray]:
         plan = self.module.launch
         env = self.dims(arrays)
-        ws_bytes, out_bytes = self.host.sizes(env)
-        self._check_sizes(arrays, ws_bytes, out_bytes)
+        key = tuple(env.values())
+        shape = self._shape(env, key)
+        dev, stored = self.device, self._stored
+        if key != self._sized:  # the buffers' sizes are those of the last call's dims otherwise
+            self._check_sizes(arrays, shape.workspace, shape.outputs)
+            for loc, arr in zip(plan.inputs, arrays):
+                self._buffer(loc.buffer, arr.nbytes)
+            for loc, n in zip(plan.outputs, shape.outputs):
+                if loc is not None:
+                    self._buffer(loc.buffer, n)
+            self._buffer(WORKSPACE, shape.workspace)
+            self._sized = key
+        attached = []
         for loc, arr in zip(plan.inputs, arrays):
-            self._buffer(loc.buffer, arr.nbytes)
-            self.device.write(loc.buffer, np.ascontiguousarray(arr))
-        for loc, n in zip(plan.outputs, out_bytes):
+            if arr.nbytes and arr.flags.c_contiguous and loc.buffer not in stored:
+                attached.append(dev.attach(loc.buffer, arr))  # read in place: no copy
+            else:
+                dev.write(loc.buffer, np.ascontiguousarray(arr))
+        for loc, n in zip(plan.outputs, shape.outputs):
             if loc is not None:
-                self._buffer(loc.buffer, n)
-        self._buffer(WORKSPACE, ws_bytes)
+                # fresh bytes: the results of the last call (views of the old ones) stay as they are
+                dev.attach(loc.buffer, np.zeros(max(n, 1), np.uint8), written=False)
         self._prof = prof
+        dev.begin_call()  # the call's launches share the L2 (an intermediate may still be there)
         try:
-            with self.device.call():  # the call's launches share the L2 (an intermediate may still be there)
+            if shape.launches is not None:
+                for site, blocks, fields in shape.launches:
+                    self.launch(site, blocks, fields)
+            elif self._straight:
+                shape.launches = self._recorded_run(env)
+            else:
                 self.host.run(env, self.launch, self.read_cond)
         finally:
+            dev.end_call()
             self._prof = None
-        return self._results(arrays, env)
+            for buf in attached:  # the caller's arrays are not kept alive by the device
+                dev.detach(buf)
+        out = []
+        for kind, what, dtype, dims, offset, view in shape.results:
+            if kind is SourceKind.INPUT:
+                out.append(np.array(arrays[what], copy=True))
+            elif kind is SourceKind.CONST:
+                out.append(np.array(what, copy=True))
+            else:
+                out.append(dev.read(what, dtype, dims, offset=offset, copy=not view))
+        return out
+
+    def _recorded_run(self, env: dict[str, int]) -> list[tuple[LaunchSite, int, list[int]]]:
+        """Run the host code and return the launches it made (host code without Ifs and Loops only)."""
+        made: list[tuple[LaunchSite, int, list[int]]] = []
+
+        def recording(site: LaunchSite, blocks: int, fields: list[int]) -> None:
+            made.append((site, blocks, fields))
+            self.launch(site, blocks, fields)
+
+        self.host.run(env, recording, self.read_cond)
+        return made
 
     def _check_sizes(self, arrays: Sequence[np.ndarray], ws_bytes: int, out_bytes: Sequence[int]) -> None:
         """The call's GM buffers fit the chip (and this machine), before any is allocated."""
         outs = [int(n) for loc, n in zip(self.module.launch.outputs, out_bytes) if loc is not None]
         total = sum(a.nbytes for a in arrays) + sum(outs) + ws_bytes
-        if total <= self.device.chip.gm_bytes and total + sum(outs) < HOST_CHECK_BYTES:
+        host = 2 * sum(outs) + ws_bytes  # inputs are read in place; results are allocated, then copied out
+        if total <= self.device.chip.gm_bytes and host < HOST_CHECK_BYTES:
             return  # (the common case, without building the report)
         parts = [(f"input {i}", int(a.nbytes)) for i, a in enumerate(arrays)]
         parts += [(f"result {i}", n) for i, n in enumerate(outs)] + [("workspace", int(ws_bytes))]
         limit = MemoryLimit(self.device.chip.gm_bytes, getattr(self.device.chip, "name", "?"))
-        check_launch(self.name, parts, sum(outs), limit)
+        check_launch(self.name, parts, host, limit)
 
     def launch(self, site: LaunchSite, blocks: int, fields: list[int]) -> None:
+        key = (site.index, blocks, tuple(fields))
+        pl = self._prepared.get(key)
         k = self.module.kernels[site.kernel]
-        res = self.device.launch(k.program, blocks, site.args, dict(zip(site.fields, fields)), sanitize=self.sanitize)
-        if self._prof is not None:
-            self._prof.per_launch.append(LaunchProfile(site.kernel, k.name, blocks, res, site.loops))
+        if pl is None:
+            if len(self._prepared) >= 1024:  # bounded, like the call shapes
+                self._prepared.clear()
+            pl = self._prepared[key] = self.device.prepare(k.program, blocks, site.args,
+                                                            dict(zip(site.fields, fields)))
+        prof = self._prof
+        res = pl(sanitize=self.sanitize, timing=prof is not None)
+        if prof is not None:
+            prof.per_launch.append(LaunchProfile(site.kernel, k.name, blocks, res, site.loops))
 
     def read_cond(self, site: CondSite, offset: int) -> Any:
         if site.kind is CondKind.TICK:  # a runtime loop starts an iteration: nothing to read
@@ -109,17 +210,3 @@ class EmulatorRunner:
             return 0
         value = self.device.read(site.buffer, site.dtype, (1,), offset=offset)[0]
         return int(value) if site.kind is CondKind.INT else bool(value)  # a trip count, or an If/while condition
-
-    def _results(self, arrays: Sequence[np.ndarray], env: dict[str, int]) -> list[np.ndarray]:
-        out = []
-        for src, shape, dtype in zip(self.module.launch.output_sources, self.module.output_shapes,
-                                     self.module.output_dtypes):
-            what = src.value
-            if src.kind is SourceKind.INPUT:
-                out.append(np.array(arrays[what], copy=True))
-            elif src.kind is SourceKind.CONST:
-                out.append(np.array(what, copy=True))
-            else:
-                real = tuple(sy.evaluate(d, env) for d in shape)
-                out.append(self.device.read(what.buffer, dtype, real, offset=sy.evaluate(what.offset, env)))
-        return out

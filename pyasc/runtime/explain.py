@@ -42,15 +42,22 @@ def explain(kernel: Any, *args: Any, **kwargs: Any) -> list[str]:
 
 
 def _nearest(store: DiskCache, doc: dict) -> list[str]:
-    candidates = []
+    """The entry of the same kernel nearest to these components (entries of other kernels explain nothing)."""
+    candidates, others = [], 0
     for entry in store.list():
         theirs = entry.manifest.get("components")
         if not isinstance(theirs, dict):
             continue
+        if theirs.get("kernel") != doc["kernel"]:
+            others += 1
+            continue
         differ = [k for k in doc if theirs.get(k) != doc[k]]
-        candidates.append((len(differ), entry.kernel != doc["kernel"], entry, differ, theirs))
+        candidates.append((len(differ), entry.key, entry, differ, theirs))
     if not candidates:
-        return ["MISS: the cache holds no entries"]
+        if not others:
+            return ["MISS: the cache holds no entries"]
+        return [f"MISS: the cache holds no entry of kernel {doc['kernel']} (only {others} of other kernels); "
+                "the first call compiles it"]
     _, _, entry, differ, theirs = min(candidates, key=lambda c: (c[0], c[1]))
     out = [f"MISS: no entry has these components; the nearest is {entry.key[:12]} ({entry.kernel}"
            f"({entry.signature}), chip {entry.chip}), which differs in {len(differ)}:"]

@@ -21,7 +21,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..errors import CompileError
-from . import keys, persist
+from . import cachestats, keys, persist, tunestore
 from .artifact import CompiledKernel
 from .profile import Profile
 from .diskcache import DiskCache
@@ -71,6 +71,8 @@ class Kernel:
         self._disk_hits = 0
         self._misses = 0
         self._bound: dict[int, Kernel] = {}  # id(instance) -> this method kernel bound to it (__get__)
+        self._stats_root: Any = None  # the disk cache of the last lookup: where `pyasc cache stats` counts hits
+        self._tuned: dict[tuple[ArgKey, ...], tuple[Any, ...]] = {}  # key -> tiling decisions `tune` found here
 
     def __get__(self, obj: Any, objtype: Any = None) -> Any:
         """`@pyasc.kernel` on a method: `obj.method` is a kernel of the bound method (as a function's
@@ -131,6 +133,27 @@ class Kernel:
         with self._lock:
             return CacheInfo(self._hits, self._disk_hits, self._misses, len(self._cache))
 
+    def tune(self, *args: Any, top_k: int = 8, executor: str = "process", workers: int | None = None,
+             address: str | None = None, verbose: bool = True, progress: Any = None, **kwargs: Any) -> Any:
+        """Autotune the tiling of every device kernel of this call: the cost model's `top_k` candidates per
+        kernel run on the emulator in parallel (`executor`: "process", a local pool of `workers` processes,
+        or "ray", a Ray cluster at `address`), and the fastest is stored in the disk cache for every later
+        compile of these shapes on this chip (also in other processes and on other machines sharing the
+        cache). Prints progress and predicted vs simulated cycles to stderr unless `verbose=False`;
+        `progress(candidate, done, total)` is called as each run finishes. Returns a `TuneResult`
+        (`.table()`, `.to_json()`, `.decisions`). See runtime/tuner.py."""
+        __tracebackhide__ = True  # noqa: F841
+        from . import tuner  # the tuner (and its executors) load only when tuning
+
+        try:
+            call = self._specialize(args, kwargs)
+            return tuner.tune(self._tune_target(call), top_k=top_k, executor=executor, workers=workers,
+                              address=address, verbose=verbose, progress=progress)
+        except (CompileError, ArgumentError) as e:
+            if debug_enabled():
+                raise
+            raise e.with_traceback(None) from None
+
     def cache_clear(self) -> None:
         """Forget the in-memory specialisations and zero the counters (the disk cache is kept)."""
         with self._lock:
@@ -141,11 +164,47 @@ class Kernel:
     def key_components(self, *args: Any, **kwargs: Any) -> keys.KeyComponents:
         """What the disk key of these arguments is made of, before the kernel reads anything (explain)."""
         store = DiskCache.from_env()
-        return keys.components(self.py_func, self._binder.params, self._specialize(args, kwargs).key,
-                               self.options, store.root if store else None)
+        return self._components(self._specialize(args, kwargs).key, store)[0]
+
+    def _components(self, key: tuple[ArgKey, ...], store: DiskCache | None) -> tuple[keys.KeyComponents, tuple]:
+        """The key components of a call and the tiling decisions its compile follows: the ones `tune` found in
+        this process, else the ones stored in the cache folder for this kernel, shapes and chip."""
+        comps = keys.components(self.py_func, self._binder.params, key, self.options,
+                                store.root if store else None)
+        decisions = self._tuned.get(key)
+        if decisions is None and store is not None:
+            record = tunestore.load(store.root, tunestore.tuning_key(comps))
+            decisions = record.decisions if record is not None else ()
+        return (comps.with_tuning(decisions) if decisions else comps), decisions or ()
+
+    def _tune_target(self, call: BoundCall) -> Any:
+        """The tuner's view of this kernel and one call: compile it with given tiling decisions (never through
+        the cache), the hidden inputs, and how to make this process follow the winners."""
+        from . import pipeline, tuner  # loaded only when tuning
+
+        store = DiskCache.from_env()
+        params = self._binder.params
+        plain = keys.components(self.py_func, params, call.key, self.options, store.root if store else None)
+
+        def compile_with(decisions: tuple[Any, ...]) -> CompiledKernel:
+            comps = plain.with_tuning(decisions) if decisions else plain
+            return pipeline.compile_call(self.py_func, self.__name__, params, self.options, call, comps,
+                                         comps.digest(), decisions)
+
+        def remember(decisions: tuple[Any, ...]) -> None:
+            with self._lock:  # the next call compiles (or loads) the tuned specialisation
+                self._tuned[call.key] = decisions
+                self._cache.pop(call.key, None)
+
+        return tuner.TuneTarget(self.__name__, self.options, call, plain, compile_with,
+                                lambda compiled: compiled.guards.hidden_now(self.py_func), remember)
 
     def __repr__(self) -> str:
         return f"<pyasc.kernel {self.__qualname__} ({self.options.describe()})>"
+
+    def specialize(self, args: tuple, kwargs: dict) -> BoundCall:
+        """Bind and convert one call's arguments: its key and tensor arrays (ArgumentError when it cannot)."""
+        return self._specialize(args, kwargs)
 
     def _specialize(self, args: tuple, kwargs: dict) -> BoundCall:
         values = self._binder.bind(args, kwargs)
@@ -182,6 +241,7 @@ class Kernel:
             return None  # a value the kernel read at compile time has changed: never run a stale graph
         with self._lock:
             self._hits += 1
+            cachestats.count(self._stats_root, self.__qualname__, "hits")
         if "PYASC_DUMP_DIR" in os.environ:
             self._dump(compiled)
         return compiled, hidden
@@ -196,8 +256,9 @@ class Kernel:
     def _load_or_compile(self, call: BoundCall, always: bool) -> CompiledKernel:
         store = DiskCache.from_env()
         params = self._binder.params
-        comps = keys.components(self.py_func, params, call.key, self.options, store.root if store else None)
+        comps, decisions = self._components(call.key, store)
         digest = comps.digest()
+        self._stats_root = store.root if store is not None else None
 
         def load() -> CompiledKernel | None:
             if store is None or always:
@@ -206,6 +267,8 @@ class Kernel:
             if found is not None:
                 with self._lock:
                     self._disk_hits += 1
+                cachestats.count(store.root, self.__qualname__, "disk_hits")
+                cachestats.flush(store.root)
             return found
 
         compiled = load()
@@ -217,24 +280,33 @@ class Kernel:
                 return compiled
             from . import pipeline  # the compile pipeline (and with it the frontend) loads on the first miss
 
-            compiled = pipeline.compile_call(self.py_func, self.__name__, params, self.options, call, comps, digest)
+            compiled = pipeline.compile_call(self.py_func, self.__name__, params, self.options, call, comps, digest,
+                                             decisions)
             with self._lock:
                 self._misses += 1
             if store is not None:
                 persist.save(store, compiled, digest)
+                cachestats.count(store.root, self.__qualname__, "misses")
+                cachestats.flush(store.root)
         return compiled
 
     def _dump(self, compiled: CompiledKernel) -> None:
-        dump_dir = os.environ.get("PYASC_DUMP_DIR")
-        if not dump_dir:
-            return
-        from .dump import write_dump  # only with PYASC_DUMP_DIR set
+        dump_stages(compiled, self.__qualname__)
 
-        try:
-            write_dump(dump_dir, compiled)  # also on hits: re-creates a folder the user deleted
-        except OSError as e:
-            warnings.warn(f"PYASC_DUMP_DIR={dump_dir!r} cannot be written ({e}); {self.__qualname__} ran, but "
-                          "its stages were not dumped", DumpWarning, stacklevel=4)
+
+def dump_stages(compiled: CompiledKernel, label: str) -> None:
+    """PYASC_DUMP_DIR set: write the artifact's stages there (also on hits: re-creates a folder the user
+    deleted); a folder that cannot be written is a DumpWarning, never a failed call."""
+    dump_dir = os.environ.get("PYASC_DUMP_DIR")
+    if not dump_dir:
+        return
+    from .dump import write_dump  # only with PYASC_DUMP_DIR set
+
+    try:
+        write_dump(dump_dir, compiled)
+    except OSError as e:
+        warnings.warn(f"PYASC_DUMP_DIR={dump_dir!r} cannot be written ({e}); {label} ran, but its stages were not "
+                      "dumped", DumpWarning, stacklevel=5)
 
 
 def _kernel_callable(fn: Any) -> Any:

@@ -69,6 +69,11 @@ class KeyComponents:
     options: tuple           # (name, value) per option, the chip by name
     chip: tuple              # every field of the chip config, (name, value)
     env: tuple               # (name, value) for each of CODEGEN_ENV
+    tuning: tuple = ()       # the autotuned tiling decisions code generation follows (tunestore.py), as JSON
+
+    def with_tuning(self, decisions: Sequence[Any]) -> "KeyComponents":
+        """These components for a compile that follows these tiling decisions (TilingDecision records)."""
+        return dataclasses.replace(self, tuning=tuple(json.dumps(d.to_json(), sort_keys=True) for d in decisions))
 
     def to_json(self) -> dict[str, Any]:
         return {f.name: _plain(getattr(self, f.name)) for f in dataclasses.fields(self)}
@@ -129,6 +134,26 @@ def components(fn: Any, params: Sequence[Param], key: Sequence[ArgKey], options:
         options=tuple((name, options.chip_name if name == "chip" else value) for name, value in options.key()),
         chip=tuple((f.name, _chip_value(getattr(chip, f.name))) for f in dataclasses.fields(chip)),
         env=tuple((name, os.environ.get(name)) for name in CODEGEN_ENV),
+    )
+
+
+def graph_components(name: str, graph_digest: str, params: Sequence[Param], key: Sequence[ArgKey],
+                     options: KernelOptions, cache_root: Path | None) -> KeyComponents:
+    """The components of a kernel compiled from a prebuilt graph (runtime/graph_kernel.py): the graph's
+    content digest stands where a Python kernel's code digest does."""
+    from .. import __version__  # the package's own version, set after its submodules are imported
+
+    chip = options.chip_config
+    facts = host_facts(cache_root)
+    return KeyComponents(
+        cache_format=CACHE_FORMAT, pyasc_version=__version__, compiler=compiler_digest(cache_root),
+        python=f"{sys.implementation.name}-{sys.version_info[0]}.{sys.version_info[1]}", numpy=np.__version__,
+        llvmlite=facts["llvmlite"], llvm=facts["llvm"], host_cpu=facts["host_cpu"],
+        kernel=name, kernel_code=graph_digest, kernel_location="graph",
+        args=tuple(arg_component(p, k) for p, k in zip(params, key)),
+        options=tuple((n, options.chip_name if n == "chip" else value) for n, value in options.key()),
+        chip=tuple((f.name, _chip_value(getattr(chip, f.name))) for f in dataclasses.fields(chip)),
+        env=tuple((n, os.environ.get(n)) for n in CODEGEN_ENV),
     )
 
 

@@ -92,15 +92,14 @@ def check_argument(kernel: str, name: str, shape: Sequence[int], dtype: str, ite
                                      "available (the emulator keeps GM in it)")
 
 
-def check_launch(kernel: str, parts: Sequence[tuple[str, int]], outputs: int, limit: MemoryLimit) -> None:
-    """A launch's GM buffers (`parts`: what, bytes) fit the chip's GM, and with a copy of the results
-    (`outputs` bytes) this machine's memory: else ArgumentValueError naming the largest."""
+def check_launch(kernel: str, parts: Sequence[tuple[str, int]], need: int, limit: MemoryLimit) -> None:
+    """A launch's GM buffers (`parts`: what, bytes) fit the chip's GM, and the host memory the emulator allocates
+    for it (`need` bytes) fits this machine's: else ArgumentValueError naming the largest."""
     total = sum(n for _, n in parts)
     largest = ", ".join(f"{what} {human(n)}" for what, n in sorted(parts, key=lambda p: -p[1])[:3])
     if total > limit.gm_bytes:
         raise ArgumentValueError(f"{kernel}() needs {human(total)} of GM for this call ({largest}), more than the "
                                  f"{human(limit.gm_bytes)} of the emulated chip {limit.chip!r}")
-    need = total + outputs
     if need >= HOST_CHECK_BYTES:
         available = host_available()
         if available is not None and need > available:

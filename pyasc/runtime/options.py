@@ -129,7 +129,8 @@ def resolve_chip(chip: Any) -> Any:
 
 
 def make_options(**given: Any) -> KernelOptions:
-    """Validate user options, filling defaults (some from the environment: PYASC_CHIP, PYASC_SANITIZE)."""
+    """Validate user options, filling defaults (some from the environment: PYASC_CHIP, PYASC_SANITIZE,
+    PYASC_BACKEND)."""
     unknown = [k for k in given if k not in OPTION_NAMES]
     if unknown:
         name = unknown[0]
@@ -149,7 +150,13 @@ def make_options(**given: Any) -> KernelOptions:
     _check_pass_names(disable)
     budget = _check_int("unroll_budget", given.get("unroll_budget", DEFAULT_UNROLL_BUDGET), "a positive int",
                         lambda v: v > 0)
-    backend = given.get("backend", "emulator")
+    backend = given.get("backend")
+    if "backend" not in given:  # PYASC_BACKEND=reference: every kernel on the numpy interpreter (TRITON_INTERPRET)
+        env_backend = os.environ.get("PYASC_BACKEND", "").strip()
+        if env_backend and env_backend not in BACKENDS:
+            raise ValueError(f"environment variable PYASC_BACKEND={env_backend!r} is not valid; it must be "
+                             + " or ".join(map(repr, BACKENDS)))
+        backend = env_backend or "emulator"
     if not isinstance(backend, str):
         raise _bad("backend", backend, " or ".join(map(repr, BACKENDS)), TypeError)
     if backend not in BACKENDS:

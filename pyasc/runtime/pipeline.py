@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import time
+from dataclasses import dataclass
 from typing import Any, Sequence
 
 from .. import ge, ir, pytree
@@ -34,27 +35,75 @@ def guards_digest(guards: GuardSet) -> str:
 
 
 def compile_call(fn: Any, name: str, params: Sequence[Param], options: KernelOptions, call: BoundCall,
-                 components: KeyComponents, components_digest: str) -> CompiledKernel:
+                 components: KeyComponents, components_digest: str, decisions: Sequence[Any] = ()) -> CompiledKernel:
+    """Compile one call; `decisions` (codegen.tiling.TilingDecision) override the cost model's tiling choice
+    for the device kernels they name (autotuning winners; `components` must record them)."""
+    t0 = time.perf_counter()
+    fe = trace_call(fn, name, params, options, call)
+    t1 = time.perf_counter()
+    with _stage(name, "the frontend's graph (verifier, printer)"):
+        guards = from_frontend(fe.guards, fe.hidden, fe.graph.inputs, len(call.arrays))
+    back = compile_graph(fe.graph, name, options, source=fe.source, decisions=decisions)
+    key = full_key(components_digest, guards_digest(guards))
+    return CompiledKernel(
+        name=name, signature=describe_key(params, call.key), key=call.key, key_hash=key[:12], options=options,
+        params=tuple(params), returns_tuple=fe.returns_tuple, guards=guards, py_func=fn, out_tree=fe.out_tree,
+        full_key=key, components=components, **back.fields(t1 - t0),
+    )
+
+
+def trace_call(fn: Any, name: str, params: Sequence[Param], options: KernelOptions, call: BoundCall) -> Any:
+    """The frontend's result (graph, guards, result structure) for one specialised call."""
     from ..frontend import ArgSpec, build_graph  # the frontend is loaded on the first compile, never on a hit
 
     taken = {p.name for p in params}  # leaf names (and their symbolic dims) must not collide with a parameter's
     specs = [_spec(ArgSpec, p, k, v, taken) for p, k, v in zip(params, call.key, call.values)
              if k != UNKEYED_DEFAULT]
-    t0 = time.perf_counter()
     with _stage(name, "the frontend"):
-        fe = build_graph(fn, specs, unroll_budget=options.unroll_budget)
+        return build_graph(fn, specs, unroll_budget=options.unroll_budget)
+
+
+@dataclass
+class BackEnd:
+    """What compiling a graph gives (everything of a CompiledKernel that does not depend on where the
+    graph came from): `fields(frontend_seconds)` are CompiledKernel fields."""
+
+    graph: Any
+    stages: dict[str, str]
+    dots: dict[str, str]
+    stage_ops: dict[str, dict[str, int]]
+    result: Any
+    device: Any
+    host: Any
+    nodes_in: int
+    timings: dict[str, float]
+
+    def fields(self, frontend_s: float = 0.0) -> dict[str, Any]:
+        r = self.result
+        timings = {"frontend": frontend_s, **self.timings}
+        timings["total"] = sum(v for k, v in timings.items() if "." not in k)  # codegen.<stage>: within codegen
+        return dict(graph=r.graph, stages=self.stages, dots=self.dots, plans=list(r.kernels),
+                    memory_plan=r.memory_plan, fusion_decisions=list(r.fusion_decisions),
+                    pass_log=r.pass_report(times=False), stage_ops=self.stage_ops, pass_times=dict(r.pass_times),
+                    timings=timings, nodes_in=self.nodes_in, nodes_out=count_ops(r.graph), device=self.device,
+                    host=self.host)
+
+
+def compile_graph(graph: Any, name: str, options: KernelOptions, *, source: str,
+                  decisions: Sequence[Any] = ()) -> BackEnd:
+    """A graph (from the frontend, autodiff or the FX frontend) through the verifier, the optimiser,
+    code generation and the host module. `source` is the "source" stage's text; `decisions` as in
+    `compile_call`. The graph is optimised in place."""
     t1 = time.perf_counter()
-    graph = fe.graph
     limits.check_graph(graph, limits.MemoryLimit(options.chip_config.gm_bytes, options.chip_name))
     with _stage(name, "the frontend's graph (verifier, printer)"):
         ir.verify(graph)
-        stages = {"source": fe.source, "graph": ir.format_graph(graph), "inferred": ir.format_graph(graph, show_loc=True)}
+        stages = {"source": source, "graph": ir.format_graph(graph), "inferred": ir.format_graph(graph, show_loc=True)}
         notes = [n.attrs["_note"] for n in graph.all_nodes() if "_note" in n.attrs]  # e.g. a loop kept at run time
         if notes:
             stages["notes"] = "\n".join(notes)
         dots = {"graph": ir.to_dot(graph)}
         stage_ops = {"graph": op_histogram(graph)}
-        guards = from_frontend(fe.guards, fe.hidden, graph.inputs, len(call.arrays))
     nodes_in = count_ops(graph)
     t2 = time.perf_counter()
     histograms: list[dict[str, int]] = []
@@ -79,25 +128,17 @@ def compile_call(fn: Any, name: str, params: Sequence[Param], options: KernelOpt
     if emulator:
         with _stage(name, "code generation"):
             device = generate(result.graph, result.kernels, result.memory_plan, options.chip_config,
-                              CodegenOptions(options.buffer_num, options.cores, options.sync), name)
+                              CodegenOptions(options.buffer_num, options.cores, options.sync, tuple(decisions)),
+                              name)
         t4 = time.perf_counter()
         with _stage(name, "host code generation"):
             host = build_host(device, name)
         stages.update(device_stages(device, host))
     t5 = time.perf_counter()
-    key = full_key(components_digest, guards_digest(guards))
-    return CompiledKernel(
-        name=name, signature=describe_key(params, call.key), key=call.key, key_hash=key[:12], options=options,
-        params=tuple(params), graph=result.graph, stages=stages, dots=dots, plans=list(result.kernels),
-        memory_plan=result.memory_plan, fusion_decisions=list(result.fusion_decisions),
-        pass_log=result.pass_report(times=False), returns_tuple=fe.returns_tuple, guards=guards, py_func=fn,
-        out_tree=fe.out_tree,
-        full_key=key, components=components, stage_ops=stage_ops, pass_times=dict(result.pass_times),
-        timings={"frontend": t1 - t0, "print": t2 - t1, "optimize": t3 - t2,
-                 **({"codegen": t4 - t3, **{f"codegen.{k}": v for k, v in device.stage_times.items()},
-                     "host": t5 - t4} if emulator else {}), "total": t5 - t0},
-        nodes_in=nodes_in, nodes_out=count_ops(result.graph), device=device, host=host,
-    )
+    timings = {"print": t2 - t1, "optimize": t3 - t2,
+               **({"codegen": t4 - t3, **{f"codegen.{k}": v for k, v in device.stage_times.items()},
+                   "host": t5 - t4} if emulator else {})}
+    return BackEnd(graph, stages, dots, stage_ops, result, device, host, nodes_in, timings)
 
 
 def _spec(arg_spec: Any, p: Param, k: Any, v: Any, taken: set[str]) -> Any:

@@ -25,9 +25,10 @@ class Profile:
     """What `kernel.profile(...)` returns next to the outputs (simulated figures, deterministic)."""
 
     clock_hz: float
-    gm_peak_bytes_per_s: float
+    gm_peak_bytes_per_s: float          # HBM: what GM traffic the L2 does not serve is limited by
     per_launch: list[LaunchProfile] = field(default_factory=list)
     iterations: dict[int, int] = field(default_factory=dict)  # runtime loop (host order) -> iterations run
+    l2_peak_bytes_per_s: float = 0.0    # the L2's bandwidth on a hit (0: unknown)
 
     def count_iteration(self, loop: int) -> None:
         self.iterations[loop] = self.iterations.get(loop, 0) + 1
@@ -80,26 +81,47 @@ class Profile:
         return out
 
     @property
+    def hbm_bytes(self) -> int:
+        """The GM traffic that reached HBM: reads the L2 did not serve, and every write (written through)."""
+        return self.gm_read_bytes - self.l2_hit_bytes + self.gm_write_bytes
+
+    @property
     def gm_bandwidth_fraction(self) -> float:
+        """HBM traffic over the chip's HBM bandwidth (L2 hits cost none of it, so this never passes 1)."""
         if self.time_s <= 0:
             return 0.0
-        return self.gm_bytes / self.time_s / self.gm_peak_bytes_per_s
+        return self.hbm_bytes / self.time_s / self.gm_peak_bytes_per_s
+
+    @property
+    def l2_bandwidth_fraction(self) -> float:
+        """Bytes the L2 served on hits over its bandwidth (0.0 when the chip's L2 bandwidth is unknown)."""
+        if self.time_s <= 0 or self.l2_peak_bytes_per_s <= 0:
+            return 0.0
+        return self.l2_hit_bytes / self.time_s / self.l2_peak_bytes_per_s
+
+    def traffic(self) -> str:
+        """GM reads and writes, and how they split between HBM and L2 hits, each against its own bandwidth."""
+        l2 = f" = {self.l2_bandwidth_fraction:.1%} of L2 bandwidth" if self.l2_peak_bytes_per_s > 0 else ""
+        return (f"GM read {self.gm_read_bytes:,} B, written {self.gm_write_bytes:,} B; "
+                f"HBM {self.hbm_bytes:,} B = {self.gm_bandwidth_fraction:.1%} of HBM bandwidth, "
+                f"L2 hits {self.l2_hit_bytes:,} B{l2}")
 
     def summary(self) -> str:
-        lines = [f"{self.launches} launch(es), {self.cycles:,} cycles = {self.time_s * 1e6:,.2f} us simulated; "
-                 f"GM read {self.gm_read_bytes:,} B, written {self.gm_write_bytes:,} B "
-                 f"({self.gm_bandwidth_fraction:.1%} of peak bandwidth)"]
+        lines = [f"{self.launches} launch(es), {self.cycles:,} cycles = {self.time_s * 1e6:,.2f} us simulated",
+                 self.traffic()]
         for loop in sorted(self.iterations):
             lines.append(f"runtime loop {loop}: {self.iterations[loop]} iteration(s), {self.loop_launches(loop)} "
                          f"launch(es), {self.launches_per_iteration(loop):.1f} per iteration")
-        header = f"{'#':>3}  {'kernel':<28}{'core':>5}{'blocks':>7}{'cycles':>12}{'us':>10}{'GM bytes':>14}  busiest pipe"
+        header = (f"{'#':>3}  {'kernel':<28}{'core':>5}{'blocks':>7}{'cycles':>12}{'us':>10}{'HBM bytes':>14}"
+                  f"{'L2 hit bytes':>14}  busiest pipe")
         lines.append(header)
         for i, p in enumerate(self.per_launch):
             r = p.result
             busy = max(r.pipe_busy.items(), key=lambda kv: kv[1], default=("-", 0))
             util = busy[1] / (r.cycles * r.block_dim) if r.cycles else 0.0
+            hbm = r.gm_bytes - r.l2_hit_bytes
             lines.append(f"{i:>3}  {p.name:<28}{r.core_type.upper():>5}{p.blocks:>7}{r.cycles:>12,}"
-                         f"{r.time_s * 1e6:>10.2f}{r.gm_bytes:>14,}  {busy[0]} {util:.0%}")
+                         f"{r.time_s * 1e6:>10.2f}{hbm:>14,}{r.l2_hit_bytes:>14,}  {busy[0]} {util:.0%}")
         return "\n".join(lines)
 
     def __str__(self) -> str:

@@ -12,6 +12,7 @@ every If branch, depth first):
     {"$sym": "expr"}        a symbolic dim (as in the graph's own JSON)
     {"$expr": [...]}        an integer expression (pyasc.symbolic's JSON)
     {"$program": {...}}     a tile program (simulator.Program's own JSON form)
+    {"$mixed": {...}}       a mixed launch's pair of programs (simulator.MixedKernel's own JSON form)
     {"$array": [dtype, shape, base64]}   a numpy array (a constant tensor): its bytes, never pickled
     {"$detached": [name, shape, dtype, format]}   a value of no graph of the final graph (a scratch value
                             codegen made between the launches of one plan: a cast operand, a cube result
@@ -33,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from simulator import Program
+from simulator import MixedKernel, Program
 
 from .. import symbolic
 from ..codegen import cost, device, host, launch, tiling
@@ -104,6 +105,8 @@ def encode(value: Any, index: GraphIndex) -> Any:
         return {"$expr": symbolic.to_json(value)}
     if isinstance(value, Program):
         return {"$program": value.to_dict()}
+    if isinstance(value, MixedKernel):
+        return {"$mixed": value.to_dict()}
     if isinstance(value, np.ndarray):
         return {"$array": [value.dtype.str, list(value.shape),
                            base64.b64encode(np.ascontiguousarray(value).tobytes()).decode("ascii")]}
@@ -156,6 +159,8 @@ def decode(doc: Any, index: GraphIndex, hint: Any = None) -> Any:
         return symbolic.from_json(body)
     if tag == "$program":
         return Program.from_dict(body)
+    if tag == "$mixed":
+        return MixedKernel.from_dict(body)
     if tag == "$array":
         dtype, shape, data = body
         arr = np.frombuffer(base64.b64decode(data), dtype=np.dtype(dtype)).reshape(shape).copy()

@@ -8,12 +8,12 @@ may import it). Everything the compiler knows about the hardware comes through h
   which spaces, of which element type), what charges it and the shape of its work, described once in
   `simulator/isa`; tile ops, the sync analysis, the cost model and the emitter all read them;
 - dtype facts of the machine (`itemsize`, the cube's dtypes), vector cost passes, the data-move paths;
-- `Program`, `Mem`, `Reg`: what emission builds.
+- `Program`, `MixedKernel`, `Mem`, `Reg`: what emission builds.
 """
 from __future__ import annotations
 
 from .chip import DEFAULT_CHIP, Chip, ChipError, DmaPath, get_chip, preset_names  # noqa: F401
 from .instructions import (  # noqa: F401
-    CORE_PIPES, CUBE_DTYPES, DATA_PATHS, DTYPES, SPECS, InstrSpec, Mem, MemOperand, Program, Reg, VectorPass,
-    accumulator_dtype, data_path, itemsize, repeats, spec, vector_passes,
+    CORE_PIPES, CUBE_DTYPES, DATA_PATHS, DTYPES, SPECS, InstrSpec, Mem, MemOperand, MixedKernel, Program, Reg,
+    VectorPass, accumulator_dtype, data_path, itemsize, repeats, spec, vector_passes,
 )

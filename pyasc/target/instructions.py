@@ -6,6 +6,7 @@ from simulator.isa import (  # noqa: F401
 )
 from simulator.isa import costs as _costs
 from simulator.isa import repeats  # noqa: F401
+from simulator.mixed import MixedKernel  # noqa: F401
 from simulator.program import Program  # noqa: F401
 
 #: one hardware pass of a vector instruction's decomposition: its cost class and element width

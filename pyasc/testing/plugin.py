@@ -3,9 +3,12 @@
     def test_softmax(golden):
         golden(my_kernel(x))              # compared with what was recorded (name "out")
         golden(other, name="logits")      # several values per test, each by name
+        golden({"y": y, "stats": (m, v)})  # a pytree: stored leaf by leaf as out.y, out.stats.0, ...
 
 Values live in `<test folder>/golden/<test file stem>.<test name>.npz`, next
-to the test, one file per test; tuples are stored item by item. Run
+to the test, one file per test; a result that is a pytree (tuple, list, dict,
+NamedTuple, dataclass, nested freely: what kernels may return) is stored
+leaf by leaf, each under its path (`out.0`, `out.w`, `out.stats.mean`). Run
 `pytest --update-golden` to (re)record them. The files are plain arrays:
 read with allow_pickle=False, an object array is refused when writing.
 """
@@ -18,6 +21,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from .. import pytree
 from . import assert_close
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.\-\[\]]+")
@@ -44,8 +48,14 @@ class Golden:
         if name is None:
             name = "out" if self._count == 0 else f"out{self._count}"
         self._count += 1
-        items = {f"{name}.{i}": np.asarray(v) for i, v in enumerate(value)} if isinstance(value, tuple) else \
-            {name: np.asarray(value)}
+        items = _leaves(name, value)
+        if not self.update and list(items) != [name]:  # a pytree: the recorded leaves must all still be there
+            stored = self._load()
+            gone = sorted(k for k in stored if k.startswith(name + ".") and k not in items)
+            if gone:
+                raise AssertionError(f"golden value {name!r} has no leaf {', '.join(map(repr, gone))}, which was "
+                                     f"recorded in {self.path}; run pytest with --update-golden if the structure "
+                                     "changed on purpose")
         for key, arr in items.items():
             if arr.dtype.hasobject:
                 raise TypeError(f"golden value {key!r} is an array of Python objects; store numbers only")
@@ -73,6 +83,23 @@ class Golden:
         if self.update and self._recorded:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             np.savez(self.path, **self._recorded)
+
+
+def _leaves(name: str, value: Any) -> dict[str, np.ndarray]:
+    """Stored name -> array for every leaf of `value`: the value itself, or a pytree's leaves by path."""
+    try:
+        leaves, tree = pytree.flatten(value, lambda v: not pytree.is_container(v))
+    except pytree.BadKey as e:
+        raise TypeError(f"golden value {name!r}: dict key {e.key!r} is not a str or int") from None
+    items: dict[str, np.ndarray] = {}
+    for path, leaf in zip(tree.paths(), leaves):
+        key = ".".join([name, *map(str, path)])
+        if key in items:
+            raise TypeError(f"golden value {name!r}: two leaves are both stored as {key!r}")
+        items[key] = np.asarray(leaf)
+    if not items:
+        raise TypeError(f"golden value {name!r} is an empty {type(value).__name__}: there is nothing to compare")
+    return items
 
 
 @pytest.fixture

@@ -1,10 +1,12 @@
 """`torch.compile(model, backend="pyasc")`: captured graphs through pyasc's optimiser, codegen and emulator.
 
-Dynamo captures the model; AOTAutograd turns it into an aten graph (forward; a backward, when
-one is needed, runs in eager PyTorch). The aten graph is split into the largest pieces whose ops
-pyasc lowers (torch.fx's capability partitioner); each piece becomes one pyasc kernel (FX frontend),
-the rest runs in eager PyTorch: a graph break, reported once per op and place as a
-`PyascGraphBreak` warning. `options=` (via `torch.compile(..., options={...})`) are pyasc.kernel options.
+Dynamo captures the model; AOTAutograd turns it into aten graphs: the forward and, when a model
+trains, the backward. Both go through the same lowering: each graph is split into the largest
+pieces whose ops pyasc lowers (torch.fx's capability partitioner); each piece becomes one pyasc
+graph (the FX frontend, fx_graph.py) compiled as one `GraphKernel`; the rest runs in eager PyTorch:
+a graph break, reported once per op and place as a `PyascGraphBreak` warning. Attention is kept
+whole by the decompositions and lowered to its plain pattern (attention.py). `options=` (via
+`torch.compile(..., options={...})`) are pyasc.kernel options.
 """
 from __future__ import annotations
 
@@ -21,17 +23,15 @@ import torch
 from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 from torch.fx.passes.operator_support import OperatorSupport
 
+from .. import ir
 from ..errors import CompileError
-from ..runtime import kernel as make_kernel
+from ..runtime import make_options
+from ..runtime.graph_kernel import GraphKernel
 from ..runtime.profile import Profile
-from .aten_ops import aten
+from .aten_table import FREE, TABLE
+from .attention import KEPT
 from .convert import from_numpy, to_numpy
-from .fx_frontend import TypeMismatch, kernel_source, load_kernel_function, node_support, op_name, result_casts
-
-#: ops that only rename memory: a piece made of nothing else stays in PyTorch (a kernel would only copy)
-_FREE = {aten.view.default, aten._unsafe_view.default, aten.reshape.default, aten.t.default, aten.transpose.int,
-         aten.permute.default, aten.expand.default, aten.unsqueeze.default, aten.squeeze.dim, aten.squeeze.dims,
-         aten.squeeze.default, aten.clone.default, aten.alias.default, aten.detach.default}
+from .fx_graph import FxGraphBuilder, Unsupported, node_support, op_name, where
 
 
 class PyascGraphBreak(UserWarning):
@@ -69,11 +69,13 @@ _PROFILE: contextvars.ContextVar["ProfileRecord | None"] = contextvars.ContextVa
 
 @dataclass
 class ProfileRecord:
-    """What `pyasc.torch.profile()` collects: one (kernel name, Profile) per pyasc kernel call, and the
-    compiled artifact of each call (`artifacts`: its stages, graph and device kernels)."""
+    """What `pyasc.torch.profile()` collects: one (kernel name, Profile) per pyasc kernel call, the phase of
+    each call ("forward", "backward" or "inference": which AOTAutograd graph the kernel is a piece of) and
+    the compiled artifact of each call (`artifacts`: its stages, graph and device kernels)."""
 
     calls: list[tuple[str, Profile]] = field(default_factory=list)
     artifacts: list[Any] = field(default_factory=list)
+    phases: list[str] = field(default_factory=list)
 
     @property
     def launches(self) -> int:
@@ -87,11 +89,16 @@ class ProfileRecord:
     def gm_bytes(self) -> int:
         return sum(p.gm_bytes for _, p in self.calls)
 
+    def phase(self, name: str) -> "ProfileRecord":
+        """The calls of one phase ("forward", "backward", "inference") as a record of their own."""
+        keep = [i for i, p in enumerate(self.phases) if p == name]
+        return ProfileRecord([self.calls[i] for i in keep], [self.artifacts[i] for i in keep], [name] * len(keep))
+
     def summary(self) -> str:
         lines = [f"{len(self.calls)} pyasc kernel call(s), {self.launches} launch(es), "
                  f"{self.time_s * 1e6:,.2f} us simulated, GM {self.gm_bytes:,} B"]
-        for name, p in self.calls:
-            lines.append(f"--- {name}\n{p.summary()}")
+        for (name, p), phase in zip(self.calls, self.phases):
+            lines.append(f"--- {name} ({phase})\n{p.summary()}")
         return "\n".join(lines)
 
 
@@ -107,15 +114,19 @@ def profile() -> Iterator[ProfileRecord]:
 
 
 class PyascSubgraph(torch.nn.Module):
-    """One lowered piece of an aten graph: CPU tensors in, the pyasc kernel on the emulator, tensors out."""
+    """One lowered piece of an aten graph: CPU tensors in, the pyasc graph's kernel on the emulator, tensors
+    out. `graph`: the pyasc graph the FX frontend built (before optimisation); `source`: the piece's FX code
+    (the "source" stage of its dumps); `phase`: "forward", "backward" or "inference"."""
 
-    def __init__(self, source: str, name: str, results: int, tuple_out: bool, options: dict[str, Any],
-                 helpers: dict[str, Any]):
+    def __init__(self, graph: ir.Graph, source: str, results: int, tuple_out: bool, options: dict[str, Any],
+                 phase: str):
         super().__init__()
+        self.graph = graph
         self.source = source
-        self.kernel = make_kernel(load_kernel_function(source, name, helpers), **options)
+        self.kernel = GraphKernel(graph, make_options(**options), name=graph.name, source=source)
         self.results = results
         self.tuple_out = tuple_out
+        self.phase = phase
 
     def forward(self, *tensors: torch.Tensor) -> Any:
         arrays = [to_numpy(t) for t in tensors]
@@ -125,20 +136,15 @@ class PyascSubgraph(torch.nn.Module):
         else:
             out, prof = self.kernel.profile(*arrays)
             record.calls.append((self.kernel.__name__, prof))
-            record.artifacts.append(self.kernel.compile(*arrays))  # a cache hit: the artifact just run
-        outs = [from_numpy(o) for o in (out if isinstance(out, tuple) else (out,))]
+            record.phases.append(self.phase)
+            record.artifacts.append(self.kernel.compile())  # a cache hit: the artifact just run
+        outs = [from_numpy(o) for o in out]
         return tuple(outs) if self.tuple_out else outs[0]
 
 
 class _Support(OperatorSupport):
     def is_node_supported(self, submodules: Any, node: torch.fx.Node) -> bool:
-        return node_support(node) is None
-
-
-def _where(node: torch.fx.Node) -> str:
-    trace = node.meta.get("stack_trace") or ""
-    lines = [ln.strip() for ln in trace.strip().splitlines() if ln.strip().startswith("File ")]
-    return lines[-1] if lines else f"aten graph node {node.name}"
+        return node_support(node, TABLE) is None
 
 
 @dataclass
@@ -150,19 +156,19 @@ class LoweredGraph:
     breaks: list[GraphBreak]
 
 
-def lower(gm: torch.fx.GraphModule, options: dict[str, Any]) -> LoweredGraph:
+def lower(gm: torch.fx.GraphModule, options: dict[str, Any], phase: str = "inference") -> LoweredGraph:
     """Replace every lowerable piece of an aten graph by a PyascSubgraph; report the rest."""
     breaks = []
     for node in gm.graph.nodes:
         if node.op == "call_function" and node.target is not operator.getitem:  # getitem: its source says
-            why = node_support(node)
+            why = node_support(node, TABLE)
             if why is not None:
-                brk = GraphBreak(op_name(node), _where(node), why)
+                brk = GraphBreak(op_name(node), where(node), why)
                 breaks.append(brk)
                 _REPORTS.report(brk)
     partitioner = CapabilityBasedPartitioner(gm, _Support(), allows_single_node_partition=True)
     partitions = [p for p in partitioner.propose_partitions()
-                  if any(n.target not in _FREE and n.target.__name__ != "getitem" for n in p.nodes)]
+                  if any(n.target not in FREE and n.target.__name__ != "getitem" for n in p.nodes)]
     fused = partitioner.fuse_partitions(partitions)
     subgraphs = []
     for node in list(fused.graph.nodes):
@@ -170,11 +176,11 @@ def lower(gm: torch.fx.GraphModule, options: dict[str, Any]) -> LoweredGraph:
             continue
         sub = getattr(fused, node.target)
         try:
-            lowered = _lower_piece(sub, options)
-        except (CompileError, TypeMismatch) as e:  # the piece runs as it is, in eager PyTorch: say why
+            lowered = _lower_piece(sub, options, phase)
+        except (CompileError, Unsupported) as e:  # the piece runs as it is, in eager PyTorch: say why
             first = next(n for n in sub.graph.nodes if n.op == "call_function")
             ops = sum(1 for n in sub.graph.nodes if n.op == "call_function")
-            brk = GraphBreak(f"a piece of {ops} aten ops", _where(first), str(e).splitlines()[0])
+            brk = GraphBreak(f"a piece of {ops} aten ops", where(first), str(e).splitlines()[0])
             breaks.append(brk)
             _REPORTS.report(brk)
             continue
@@ -184,24 +190,14 @@ def lower(gm: torch.fx.GraphModule, options: dict[str, Any]) -> LoweredGraph:
     return LoweredGraph(fused, subgraphs, breaks)
 
 
-def _lower_piece(sub: torch.fx.GraphModule, options: dict[str, Any]) -> PyascSubgraph:
-    # named by content, so the same piece gets the same kernel (and disk-cache key) in every compile
-    draft, _ = kernel_source(sub, "fx_kernel")
-    name = f"fx_{hashlib.sha256(draft.encode()).hexdigest()[:10]}"
-    source, helpers = kernel_source(sub, name)
-    casts = result_casts(sub, load_kernel_function(source, name, helpers))
-    if casts:
-        source, helpers = kernel_source(sub, name, casts)
+def _lower_piece(sub: torch.fx.GraphModule, options: dict[str, Any], phase: str) -> PyascSubgraph:
+    graph = FxGraphBuilder(sub, "fx_kernel", TABLE).build()
+    # named by content, so the same piece gets the same kernel name (and disk-cache key) in every compile
+    graph.name = f"fx_{hashlib.sha256(ir.to_json(graph).encode()).hexdigest()[:10]}"
     out_node = next(n for n in sub.graph.nodes if n.op == "output")
     tuple_out = isinstance(out_node.args[0], (tuple, list))
     results = len(out_node.args[0]) if tuple_out else 1
-    return PyascSubgraph(source, name, results, tuple_out, options, helpers)
-
-
-def _eager_backward(gm: torch.fx.GraphModule, example_inputs: Any) -> Any:
-    from functorch.compile import make_boxed_func  # torch's own helper for AOTAutograd's boxed calls
-
-    return make_boxed_func(gm.forward)
+    return PyascSubgraph(graph, sub.code, results, tuple_out, options, phase)
 
 
 def pyasc_backend(gm: torch.fx.GraphModule, example_inputs: list[Any], options: dict[str, Any] | None = None,
@@ -248,14 +244,20 @@ def _compile_static(gm: torch.fx.GraphModule, example_inputs: list[Any], opts: d
 
     graphs: list[LoweredGraph] = []
 
-    def forward_compiler(fw: torch.fx.GraphModule, inputs: Any) -> Any:
-        lowered = lower(fw, opts)
-        graphs.append(lowered)
-        _LAST.graphs = graphs
-        return make_boxed_func(lowered.module.forward)
+    def compiler(phase: str) -> Any:
+        def compile_graph(g: torch.fx.GraphModule, inputs: Any) -> Any:
+            lowered = lower(g, opts, phase)
+            graphs.append(lowered)
+            _LAST.graphs = graphs
+            return make_boxed_func(lowered.module.forward)
 
-    return aot_autograd(fw_compiler=forward_compiler, bw_compiler=_eager_backward,
-                        decompositions=core_aten_decompositions())(gm, example_inputs)
+        return compile_graph
+
+    decompositions = {op: fn for op, fn in core_aten_decompositions().items() if op not in KEPT}
+    training = torch.is_grad_enabled() and any(isinstance(v, torch.Tensor) and v.requires_grad
+                                               for v in example_inputs)
+    return aot_autograd(fw_compiler=compiler("forward" if training else "inference"),
+                        bw_compiler=compiler("backward"), decompositions=decompositions)(gm, example_inputs)
 
 
 class _Last(threading.local):

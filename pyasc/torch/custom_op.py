@@ -4,6 +4,13 @@ The CPU implementation hands the tensors' memory to the kernel as numpy views (n
 contiguous tensors) and wraps the results as tensors sharing the kernel's output buffers. The
 fake (meta) implementation asks pyasc's frontend for the result shapes and dtypes, so meta
 tensors, FakeTensor tracing and `torch.compile` work without running anything.
+
+Autograd, as `torch.library.custom_op` does it: the forward always runs; what backward= says
+decides what a backward call does:
+- by default, pyasc derives the backward (backward.py): a second op `<ns>::<name>_backward`,
+  whose kernel is pyasc.autodiff's backward of the kernel's graph, is what autograd calls;
+- a function: registered as it is (with setup_context=), as with torch.library;
+- None: no backward; calling backward through the op raises a RuntimeError saying so.
 """
 from __future__ import annotations
 
@@ -16,6 +23,7 @@ from ..frontend import ArgSpec, build_graph
 from ..runtime import Kernel, kernel as make_kernel
 from ..runtime.specialize import ArgBinder
 from ..tensor_type import Sym, TensorType
+from .backward import register_derived_backward
 from .convert import SUPPORTED_TEXT, from_numpy, pyasc_dtype, to_numpy, torch_dtype
 from .schema import SchemaParam, classify, count_results, schema_text
 
@@ -47,7 +55,9 @@ class PyascOp:
         self.schema = schema
         self.definition = definition  # torch.library's CustomOpDef
         self.has_backward = has_backward
+        self.backward_op: Any = None  # the derived backward's op (backward.py), when pyasc derives it
         self._types: dict[tuple, list[TensorType]] = {}
+        self._graphs: dict[tuple, Any] = {}  # argument types -> the frontend graph (for inlining)
         self._lock = threading.Lock()
         ns, name = qualname.split("::")
         self.op = getattr(getattr(torch.ops, ns), name).default
@@ -96,13 +106,25 @@ class PyascOp:
         return hit
 
     # ---- the implementations torch calls ----------------------------------------------
-    def no_backward(self, ctx: Any, inputs: tuple, output: Any) -> None:
-        """setup_context when the user gave no backward: torch calls it only when grad mode is on and an
-        input requires grad, which is exactly when the missing formula matters; say so then, at the call."""
-        grads = [p.name for p, v in zip(self.params, inputs) if isinstance(v, torch.Tensor) and v.requires_grad]
-        raise RuntimeError(f"{self.qualname}: argument {grads[0]!r} requires grad, but this op has no backward; "
-                           "pass backward= (and setup_context=) to pyasc.torch.custom_op, or call it under "
-                           "torch.no_grad() or on a .detach()ed tensor")
+    def frontend_graph(self, args: Sequence[Any]) -> Any:
+        """The kernel's frontend graph for these arguments (tensors, fake tensors or values), for inlining
+        into an FX graph (kept per argument types; callers copy it, never edit it); ValueError when it reads
+        captured arrays (lifted inputs the FX graph lacks)."""
+        key, specs = self._specs(args, {})
+        with self._lock:
+            graph = self._graphs.get(key)
+        if graph is None:
+            fe = build_graph(self.kernel.py_func, specs, unroll_budget=self.kernel.options.unroll_budget)
+            if fe.hidden:
+                raise ValueError(f"{self.qualname} reads captured arrays ({len(fe.hidden)}), which an inlined "
+                                 "graph cannot take")
+            graph = fe.graph
+            with self._lock:
+                self._graphs[key] = graph
+        return graph
+
+    def inline_graph(self, args: Sequence[Any]) -> Any:
+        return self.frontend_graph(args)
 
     def fake(self, *args: Any) -> Any:
         symbols: dict[str, Any] = {}
@@ -139,15 +161,21 @@ class PyascOp:
         return tensors[0] if len(tensors) == 1 else tuple(tensors)
 
 
-def custom_op(qualname: str, kernel: Any, *, mutates_args: Sequence[str] = (), backward: Callable | None = None,
+#: `backward=` default: pyasc derives the backward from the kernel (pass None for no backward)
+DERIVED: Any = type("Derived", (), {"__repr__": lambda self: "pyasc.torch.DERIVED"})()
+
+
+def custom_op(qualname: str, kernel: Any, *, mutates_args: Sequence[str] = (), backward: Any = DERIVED,
               setup_context: Callable | None = None, results: int | None = None) -> PyascOp:
     """Register `kernel` (a `pyasc.kernel`, or a plain function compiled with default options) as the
     torch operator `qualname` ("namespace::name"); returns a callable for `torch.ops.<ns>.<name>`.
 
     `mutates_args`: tensor parameters the op writes; the kernel then returns their new values, one per
-    name, which are copied into them, and the op returns nothing. `backward`/`setup_context`: as in
-    `torch.library.register_autograd`; without them an input that requires grad is an error.
-    `results`: how many tensors the kernel returns, when its `return` statements do not say.
+    name, which are copied into them, and the op returns nothing (and has no backward). `backward`: by
+    default the backward pyasc derives from the kernel (registered as the op `<ns>::<name>_backward`);
+    a function (with `setup_context`) as in `torch.library.register_autograd`; or None for no backward
+    (the forward runs; a backward call raises). `results`: how many tensors the kernel returns, when
+    its `return` statements do not say.
     """
     if not isinstance(qualname, str) or qualname.count("::") != 1 or not all(qualname.split("::")):
         raise ValueError(f"pyasc.torch.custom_op: the name must be 'namespace::name', got {qualname!r}")
@@ -157,9 +185,10 @@ def custom_op(qualname: str, kernel: Any, *, mutates_args: Sequence[str] = (), b
     params = classify(k.py_func, ArgBinder(k.py_func).params, tuple(mutates_args), qualname)
     n = results if results is not None else count_results(k.py_func, qualname)
     schema = schema_text(params, 0 if mutates_args else n)
-    if setup_context is not None and backward is None:
+    user_backward = backward is not DERIVED and backward is not None
+    if setup_context is not None and not user_backward:
         raise ValueError(f"pyasc.torch.custom_op({qualname!r}): setup_context= needs a backward=")
-    if backward is not None and mutates_args:
+    if user_backward and mutates_args:
         raise ValueError(f"pyasc.torch.custom_op({qualname!r}): an op that mutates its arguments cannot have a "
                          "backward (torch.library needs a functional op); drop mutates_args and return the result")
     holder: dict[str, PyascOp] = {}
@@ -172,15 +201,42 @@ def custom_op(qualname: str, kernel: Any, *, mutates_args: Sequence[str] = (), b
 
     definition = torch.library.custom_op(qualname, impl, mutates_args=tuple(mutates_args), schema=schema)
     definition.register_fake(fake)
-    if backward is not None:
-        definition.register_autograd(backward, setup_context=setup_context)
-    elif not mutates_args:  # torch itself refuses autograd for an op that mutates (a functional op is needed)
-        definition.register_autograd(_unreachable_backward, setup_context=lambda ctx, inputs, output:
-                                     holder["op"].no_backward(ctx, inputs, output))
-    op = PyascOp(qualname, k, params, n, schema, definition, backward is not None)
+    op = PyascOp(qualname, k, params, n, schema, definition, backward is not None and not mutates_args)
     holder["op"] = op
+    if user_backward:
+        definition.register_autograd(backward, setup_context=setup_context)
+    elif mutates_args:
+        pass  # torch itself refuses autograd for an op that mutates (a functional op is needed)
+    elif backward is None:
+        definition.register_autograd(op_backward_missing(qualname), setup_context=_keep_nothing)
+    else:
+        op.backward_op = register_derived_backward(op)
     with _REGISTERED_LOCK:
         _REGISTERED[qualname] = op
+        if op.backward_op is not None:
+            _REGISTERED[op.backward_op.qualname] = op.backward_op
+    return op
+
+
+def _keep_nothing(ctx: Any, inputs: tuple, output: Any) -> None:
+    """setup_context of an op without a backward: nothing to keep."""
+
+
+def op_backward_missing(qualname: str) -> Callable:
+    def backward(ctx: Any, *grads: Any) -> Any:
+        raise RuntimeError(f"{qualname} was registered with backward=None, so it has no backward: gradients cannot "
+                           "flow through it. Register it without backward= for the backward pyasc derives from the "
+                           "kernel, or pass your own backward= (and setup_context=)")
+
+    return backward
+
+
+def inlinable(target: Any) -> Any:
+    """The registered pyasc op (or derived backward op) an FX node's target calls, for the FX frontend to
+    splice in, or None. An op that mutates its arguments is never inlined (it is functionalized)."""
+    op = registered(target)
+    if op is None or any(p.mutated for p in op.params):
+        return None
     return op
 
 
@@ -201,7 +257,3 @@ def _torch_dim(d: Any, symbols: dict[str, Any]) -> Any:
     if isinstance(d, Sym):
         return eval(d.expr, {"__builtins__": {}}, dict(symbols))  # the expr is built only by Sym arithmetic
     return d
-
-
-def _unreachable_backward(ctx: Any, *grads: Any) -> Any:
-    raise AssertionError("no_backward raised in the forward: torch never records this backward")

@@ -253,6 +253,65 @@ def gm_aligned(g: Group, addr: Any, nrows: int, stride_b: int, peak: int) -> boo
 # --------------------------------------------------------------------------- views
 
 
+def index_map(transform: Callable[[np.ndarray], np.ndarray], n: int) -> np.ndarray:
+    """A layout transform (reshapes, transposes, slices) of a (1, n) operand as the source index of each
+    element of its result, found by running it on indices."""
+    return np.asarray(transform(np.arange(n, dtype=np.int64)[None, :])).reshape(-1)
+
+
+def strided_form(idx: np.ndarray) -> Optional[tuple[int, tuple[int, ...], tuple[int, ...]]]:
+    """(offset, shape, strides), in elements, of a strided array whose C-order walk visits the indices `idx`,
+    or None when no such array exists (found axis by axis from the innermost, then checked)."""
+    n = idx.size
+    if n == 0:
+        return None
+    shape: list[int] = []
+    strides: list[int] = []
+    block = 1
+    while block < n:
+        starts = idx[::block]
+        d = int(starts[1] - starts[0])
+        bad = np.flatnonzero(np.diff(starts) != d)
+        run = starts.size if bad.size == 0 else int(bad[0]) + 1
+        if run < 2 or starts.size % run:
+            return None
+        shape.append(run)
+        strides.append(d)
+        block *= run
+    shape.reverse()
+    strides.reverse()
+    walk = np.full((), int(idx[0]), np.int64)
+    for size, stride in zip(shape, strides):
+        walk = walk[..., None] + np.arange(size, dtype=np.int64) * stride
+    if not np.array_equal(walk.reshape(-1), idx):
+        return None
+    return int(idx[0]), tuple(shape), tuple(strides)
+
+
+def strided_source(src: np.ndarray, idx: np.ndarray) -> Optional[np.ndarray]:
+    """A view of `src` (cores, n) whose element [c, p...] (C order over p) is src[c, idx[p]]: a layout change
+    as one strided copy, with no index arrays at run time; None when the layout is not strided."""
+    form = strided_form(idx)
+    if form is None or int(idx.min()) < 0 or int(idx.max()) >= src.shape[1]:
+        return None
+    offset, shape, strides = form
+    item = src.itemsize
+    return np.lib.stride_tricks.as_strided(src[:, offset:], (src.shape[0],) + shape,
+                                           (src.strides[0],) + tuple(st * item for st in strides))
+
+
+def gm_view_spec(g: Group, off: Any, nrows: int, stride_b: int, width_b: int) -> Optional[tuple]:
+    """(shape, offset, strides) of `gm_view` for the group, to make the view later from whatever bytes the buffer
+    has then; None when per-core offsets are not affine."""
+    m = g.m
+    if off.__class__ is int:
+        return (m, nrows, width_b), off, (0, stride_b, 1)
+    d = int(off[1] - off[0])
+    if m == 2 or (np.diff(off) == d).all():
+        return (m, nrows, width_b), int(off[0]), (d, stride_b, 1)
+    return None
+
+
 def gm_view(g: Group, data: np.ndarray, off: Any, nrows: int, stride_b: int, width_b: int) -> Optional[np.ndarray]:
     """(cores, nrows, width_b) byte view of GM for the group, or None when per-core offsets are not affine."""
     m = g.m

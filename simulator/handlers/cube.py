@@ -2,7 +2,8 @@
 FixPipe."""
 from __future__ import annotations
 
-from typing import Callable
+from functools import partial
+from typing import Callable, Optional
 
 import numpy as np
 
@@ -10,8 +11,8 @@ from .. import isa, layouts, vector_math
 from ..isa import DTYPES
 from ..lockstep import Group, ProgramInfo
 from .common import (
-    get_value, get_uniform, get_optional, get_scalar, PipeSetup, flat, region, gm_write, out_view, rows_read,
-    rows_write, store, U8,
+    get_value, get_uniform, get_optional, get_scalar, PipeSetup, disjoint, flat, gm_view_spec, index_map, region,
+    gm_write, out_view, rows_read, rows_write, store, strided_source, U8,
 )
 
 
@@ -43,15 +44,28 @@ def _c_load_l0(rt: ProgramInfo, idx: int, ins: isa.LoadL0) -> Callable:
         chk.onchip(g, ins.dst.space, d, ext, f"{ins.dst.space} destination")
         st.op(g, st.path.cycles(ext), (s, d, rp, cp, dc, src_ext, ext), exe, ext)
 
+    def image(nz: np.ndarray, rp: int, cp: int, dc: int) -> np.ndarray:
+        """The L0 image of an L1 NZ matrix (cores, elements)."""
+        x = layouts.nz_to_nd(nz, rp, cp, c0)
+        if ins.transpose:
+            x = x.transpose(0, 2, 1)
+        return layouts.to_zz(x, r0, c0) if to_a else layouts.to_zn(np.ascontiguousarray(x[:, :, :dc]), r0, c0)
+
     def exe(g: Group, vals: tuple) -> None:
         s, d, rp, cp, dc, src_ext, ext = vals
         src_arr, dst_arr = g.mem["L1"], g.mem[dst_space]
         st.sanitize(g, ("L1", flat(s, src_ext), False), (ins.dst.space, flat(d, ext), True))
-        x = layouts.nz_to_nd(region(g, src_arr, s, src_ext, dt), rp, cp, c0)
-        if ins.transpose:
-            x = x.transpose(0, 2, 1)
-        img = layouts.to_zz(x, r0, c0) if to_a else layouts.to_zn(np.ascontiguousarray(x[:, :, :dc]), r0, c0)
-        dst_arr[g.sel, d:d + ext] = img.view(U8)
+        dst_arr[g.sel, d:d + ext] = image(region(g, src_arr, s, src_ext, dt), rp, cp, dc).view(U8)
+
+    def bind(g: Group, vals: tuple) -> Optional[Callable[[], None]]:
+        if g.san is not None or g.sel.__class__ is not slice:
+            return None
+        s, d, rp, cp, dc, src_ext, ext = vals
+        src, dst = region(g, g.mem["L1"], s, src_ext, dt), region(g, g.mem[dst_space], d, ext, dt)
+        view = strided_source(src, index_map(lambda x: image(x, rp, cp, dc), src_ext // size))
+        return None if view is None else partial(np.copyto, dst.reshape(view.shape), view)
+
+    exe.bind = bind  # type: ignore[attr-defined]
     return h
 
 
@@ -210,15 +224,10 @@ def _c_mmad(rt: ProgramInfo, idx: int, ins: isa.Mmad) -> Callable:
             if bias is not None:
                 reads.append(("BT", flat(bias, n * 4), False))
             st.sanitize(g, *reads, ("L0C", flat(c, ext_c), True))
-        work = np.float32 if acc_name == "float32" else np.int64
-        A = vector_math.widen(layouts.from_zz(region(g, la, a, ext_a, dt), mp, kp, r0, c0), ins.dtype).astype(work)
-        B = vector_math.widen(layouts.from_zn(region(g, lb, b, ext_b, dt), kp, np_, r0, c0), ins.dtype).astype(work)
-        C = np.matmul(A, B)
-        if bias is not None and not acc:
-            bv = np.zeros((g.m, np_), np.float32)
-            bv[:, :n] = region(g, bt, bias, n * 4, np.dtype(np.float32))
-            C += bv[:, None, :]
-        new = layouts.nd_to_nz(C.astype(acc_dt, copy=False), r0, r0).reshape(g.m, -1)
+        A = layouts.from_zz(region(g, la, a, ext_a, dt), mp, kp, r0, c0)
+        B = layouts.from_zn(region(g, lb, b, ext_b, dt), kp, np_, r0, c0)
+        bv = region(g, bt, bias, n * 4, np.dtype(np.float32)) if bias is not None and not acc else None
+        new = layouts.nd_to_nz(product(A, B, bv, np_), r0, r0).reshape(g.m, -1)
         view = out_view(g, lc, c, ext_c, acc_dt)
         if acc and view is not None:
             view += new  # accumulate in place, in the NZ layout (int32 wraps like the hardware's adder)
@@ -226,6 +235,52 @@ def _c_mmad(rt: ProgramInfo, idx: int, ins: isa.Mmad) -> Callable:
             store(g, lc, c, region(g, lc, c, ext_c, acc_dt) + new, None)
         else:
             lc[g.sel, c:c + ext_c] = new.view(U8)
+
+    work = np.float32 if acc_name == "float32" else np.int64
+
+    def product(A: np.ndarray, B: np.ndarray, bias: Optional[np.ndarray], np_: int, shapes: Optional[tuple] = None
+                ) -> np.ndarray:
+        """A @ B (+ bias) in the accumulator's type, for (cores, M, K) and (cores, K, N) operands (or views of
+        them in any shape, with `shapes` the real ones)."""
+        # C order: a widened view of a fractal layout keeps its strides, and matmul of strided stacks does not
+        # reach BLAS (an order of magnitude slower)
+        A = vector_math.widen(A, ins.dtype).astype(work, order="C", copy=False)
+        B = vector_math.widen(B, ins.dtype).astype(work, order="C", copy=False)
+        if shapes is not None:
+            A, B = A.reshape(shapes[0]), B.reshape(shapes[1])
+        C = np.matmul(A, B)
+        if bias is not None:
+            bv = np.zeros((C.shape[0], np_), np.float32)
+            bv[:, :bias.shape[1]] = bias
+            C += bv[:, None, :]
+        return C.astype(acc_dt, copy=False)
+
+    def bind(g: Group, vals: tuple) -> Optional[Callable[[], None]]:
+        if g.san is not None or g.sel.__class__ is not slice:
+            return None
+        a, b, c, bias, acc, m, n, mp, kp, np_, ext_a, ext_b, ext_c = vals
+        mem = g.mem
+        va, vb = region(g, mem["L0A"], a, ext_a, dt), region(g, mem["L0B"], b, ext_b, dt)
+        vc = region(g, mem["L0C"], c, ext_c, acc_dt)
+        bv = region(g, mem["BT"], bias, n * 4, np.dtype(np.float32)) if bias is not None and not acc else None
+        A = strided_source(va, index_map(lambda x: layouts.from_zz(x, mp, kp, r0, c0), ext_a // size))
+        B = strided_source(vb, index_map(lambda x: layouts.from_zn(x, kp, np_, r0, c0), ext_b // size))
+        # L0C in the order of the product's elements (the inverse of the NZ layout)
+        nz = index_map(lambda x: layouts.nd_to_nz(x.reshape(1, mp, np_), r0, r0), mp * np_)
+        C_in_l0c = strided_source(vc, np.argsort(nz))
+        if A is None or B is None or C_in_l0c is None:
+            return None
+        shapes, shape_c = ((g.m, mp, kp), (g.m, kp, np_)), C_in_l0c.shape
+
+        def step() -> None:
+            C = product(A, B, bv, np_, shapes).reshape(shape_c)
+            if acc:
+                C_in_l0c[...] += C  # int32 wraps like the hardware's adder
+            else:
+                np.copyto(C_in_l0c, C)
+        return step
+
+    exe.bind = bind  # type: ignore[attr-defined]
     return h
 
 
@@ -278,13 +333,48 @@ def _c_fixpipe(rt: ProgramInfo, idx: int, ins: isa.FixPipe) -> Callable:
         reads = [("L0C", flat(s, ext), False)] + ([("L1", flat(sl, n * 4), False)] if sl is not None else [])
         st.sanitize(g, *reads, (buf, (off, rows, stride_b, width_b), True, kind))
         C = layouts.nz_to_nd(region(g, mem["L0C"], s, ext, sdt), mp, np_, r0)[:, :m, :np_ if nz else n]
-        v = C.astype(np.float64) if (sc is not None or sl is not None) else C
+        scales = region(g, mem["L1"], sl, n * 4, f32) if sl is not None else None
+        data = convert(C, m, n, np_, rows, width_b, sc, scales)
+        g.ctx.gm_writes.append((buf, off, rows, stride_b, width_b))
+        gm_write(g, buf, off, rows, stride_b, data, combine if kind is not None else None)
+
+    def bind(g: Group, vals: tuple) -> Optional[Callable[[], None]]:
+        s, off, m, n, mp, np_, ext, rows, stride_b, width_b, sc, sl = vals
+        spec = gm_view_spec(g, off, rows, stride_b, width_b)
+        if g.san is not None or g.sel.__class__ is not slice or kind is not None or spec is None:
+            return None
+        if g.m == 1 or disjoint(off, (rows - 1) * stride_b + width_b):
+            parts = [(slice(None), spec)]
+        else:  # cores whose byte spans meet write one after another, as gm_write does
+            parts = [(slice(j, j + 1), ((1, rows, width_b), int(off[j]), (0, stride_b, 1))) for j in range(g.m)]
+        cols = np_ if nz else n
+        C = strided_source(region(g, g.mem["L0C"], s, ext, sdt),
+                           index_map(lambda x: layouts.nz_to_nd(x, mp, np_, r0)[:, :m, :cols], ext // sdt.itemsize))
+        if C is None:
+            return None
+        scales = region(g, g.mem["L1"], sl, n * 4, f32) if sl is not None else None
+        args, new, shape_c = g.args, np.ndarray, (g.m, m, cols)
+
+        def step() -> None:
+            data = convert(C.reshape(shape_c), m, n, np_, rows, width_b, sc, scales)
+            gm = args[arg].data
+            for cores, (shape, goff, strides) in parts:
+                new(shape, U8, gm, goff, strides)[...] = data[cores]
+        return step
+
+    exe.bind = bind  # type: ignore[attr-defined]
+
+    def convert(C: np.ndarray, m: int, n: int, np_: int, rows: int, width_b: int, sc: Optional[float],
+                scales: Optional[np.ndarray]) -> np.ndarray:
+        """What FixPipe writes for the ND values C (cores, m, cols): scaled, ReLU, cast, as (cores, rows, bytes)."""
+        b = C.shape[0]
+        v = C.astype(np.float64) if (sc is not None or scales is not None) else C
         if sc is not None:
             v = v * sc
-        elif sl is not None:
-            scales = np.zeros((g.m, np_), np.float64)
-            scales[:, :n] = region(g, mem["L1"], sl, n * 4, f32)
-            v = v * scales[:, None, :v.shape[2]]
+        elif scales is not None:
+            full = np.zeros((b, np_), np.float64)
+            full[:, :n] = scales
+            v = v * full[:, None, :v.shape[2]]
         if ins.relu:
             v = np.maximum(v, 0)
         with np.errstate(over="ignore", invalid="ignore"):  # out-of-range floats become inf, like IEEE
@@ -296,8 +386,6 @@ def _c_fixpipe(rt: ProgramInfo, idx: int, ins: isa.FixPipe) -> Callable:
                 out = vector_math.storage(np.asarray(v, np.float32) if dst_dtype != "float32" or v.dtype != f32
                                           else v, dst_dtype)
         if nz:  # (m, np_) -> panels (np_/r0, m, r0): a panel's rows back to back
-            out = out.reshape(g.m, m, np_ // r0, r0).transpose(0, 2, 1, 3)
-        data = np.ascontiguousarray(out).reshape(g.m, rows, width_b // osize).view(U8)
-        g.ctx.gm_writes.append((buf, off, rows, stride_b, width_b))
-        gm_write(g, buf, off, rows, stride_b, data, combine if kind is not None else None)
+            out = out.reshape(b, m, np_ // r0, r0).transpose(0, 2, 1, 3)
+        return np.ascontiguousarray(out).reshape(b, rows, width_b // osize).view(U8)
     return h

@@ -1,16 +1,16 @@
 """Handlers of the data moves between GM and a core: copies and ND -> NZ."""
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Optional
 
 import numpy as np
 
-from .. import isa, layouts, vector_math
+from .. import forward, isa, layouts, vector_math
 from ..lockstep import Group, ProgramInfo
 from ..isa import DTYPES
 from .common import (
-    get_value, get_uniform, get_optional, ceil_to, PipeSetup, flat, gm_view, chip_view, core_views, gm_read, disjoint,
-    U8,
+    get_value, get_uniform, get_optional, ceil_to, PipeSetup, flat, gm_view, gm_view_spec, chip_view, core_views,
+    gm_read, disjoint, index_map, strided_source, U8,
 )
 
 
@@ -101,6 +101,44 @@ def _c_copy(rt: ProgramInfo, idx: int, ins: isa.Copy) -> Callable:
         for j in range(g.m):
             gv, cv = core_views(g, j, buf.data, off, arr, a, nb, gs, cs, blb, width)
             move(gv, cv, blb, pbl)
+
+    def bind(g: Group, vals: tuple) -> Optional[Callable[[], None]]:
+        """The action as a step of a replay (replay.py): the on-chip view made once, the GM view per run."""
+        off, a, nb, blb, gs, cs, pbl = vals
+        width = pbl if load else blb
+        spec = gm_view_spec(g, off, nb, gs, blb)
+        cv = chip_view(g, g.mem[space], a, nb, cs, width)
+        if g.san is not None or kind is not None or spec is None or cv is None:
+            return None
+        if not (load or g.m == 1 or disjoint(off, (nb - 1) * gs + blb)):
+            return None
+        shape, goff, strides = spec
+        args, new = g.args, np.ndarray
+        cores = tuple(g.cores.tolist())
+        rows = tuple((a + r * cs, width) for r in range(nb))  # the UB bytes it moves, row by row
+        if not load:
+            def store_step() -> None:
+                new(shape, U8, args[arg].data, goff, strides)[...] = cv
+            store_step.info = (forward.UbMove(cores, arg, spec, rows[0], False) if nb == 1 and space == "UB" else  # type: ignore[attr-defined]
+                               forward.UbTouch(cores, reads=rows, gm_writes=((arg, spec),)) if space == "UB" else None)
+            return store_step
+        if pbl == blb:
+            def load_step() -> None:
+                cv[...] = new(shape, U8, args[arg].data, goff, strides)
+            load_step.info = (forward.UbMove(cores, arg, spec, rows[0], True) if nb == 1 and space == "UB" else  # type: ignore[attr-defined]
+                              forward.UbTouch(cores, writes=rows, gm_reads=(arg,)) if space == "UB" else None)
+            return load_step
+        head, tail = cv[:, :, :blb], cv[:, :, blb:]
+        fill = np.frombuffer(pad_unit * ((pbl - blb) // size), U8)
+
+        def padded_load_step() -> None:
+            head[...] = new(shape, U8, args[arg].data, goff, strides)
+            tail[...] = fill
+        padded_load_step.info = (forward.UbTouch(cores, writes=rows, gm_reads=(arg,))  # type: ignore[attr-defined]
+                                 if space == "UB" else None)
+        return padded_load_step
+
+    exe.bind = bind  # type: ignore[attr-defined]
     return h
 
 
@@ -133,4 +171,26 @@ def _c_copy_nd2nz(rt: ProgramInfo, idx: int, ins: isa.CopyNd2Nz) -> Callable:
         x = gm_read(g, buf, off, rows, rs * size, cols * size).view(dt)
         nz = layouts.nd_to_nz(x, r0, c0)
         arr[g.sel, a:a + ext] = nz.reshape(g.m, -1).view(U8)
+
+    def bind(g: Group, vals: tuple) -> Optional[Callable[[], None]]:
+        off, a, rows, cols, rs, ext = vals
+        spec = gm_view_spec(g, off, rows, rs * size, cols * size)
+        if g.san is not None or g.sel.__class__ is not slice or spec is None:
+            return None
+        dst = g.mem["L1"][g.sel, a:a + ext].view(dt)
+        if ext != rows * cols * size:  # zero padding to whole fractals: as recorded
+            return None
+        # L1 in the order of the GM rows' elements (the inverse of the NZ layout): one strided copy
+        nz_order = strided_source(dst, np.argsort(index_map(
+            lambda x: layouts.nd_to_nz(x.reshape(1, rows, cols), r0, c0), rows * cols)))
+        if nz_order is None:
+            return None
+        shape, goff, strides = spec
+        args, new, rows_shape = g.args, np.ndarray, nz_order.shape
+
+        def step() -> None:
+            np.copyto(nz_order, new(shape, U8, args[arg].data, goff, strides).view(dt).reshape(rows_shape))
+        return step
+
+    exe.bind = bind  # type: ignore[attr-defined]
     return h

@@ -1,15 +1,17 @@
 """Handlers of the vector unit."""
 from __future__ import annotations
 
+from functools import partial
 from typing import Any, Callable, Optional
 
 import numpy as np
 
-from .. import isa, vector_math
+from .. import forward, isa, vector_math
 from ..lockstep import Group, ProgramInfo
 from ..isa import DTYPES
 from .common import (
-    get_uniform, get_optional, get_scalar, PipeSetup, flat, region, out_view, store, rows_read, rows_write, U8,
+    get_uniform, get_optional, get_scalar, PipeSetup, chip_view, flat, region, out_view, store, rows_read, rows_write,
+    U8,
 )
 
 
@@ -57,7 +59,8 @@ class VectorSetup(PipeSetup):
 
 
 def _elementwise(rt: ProgramInfo, idx: int, ins: isa.Instr, dst_dtype: str, ub_srcs: tuple = (), mixed: tuple = (),
-                 compute: Optional[Callable] = None, write: Optional[Callable] = None) -> Callable:
+                 compute: Optional[Callable] = None, write: Optional[Callable] = None,
+                 ufunc: Optional[np.ufunc] = None, bind_write: Optional[Callable] = None) -> Callable:
     """Handler of an instruction that makes dst[i] from the sources' element i, for i < count.
 
     `ub_srcs`: (UB operand, dtype name) pairs; `mixed`: (operand, dtype name) pairs where the
@@ -69,6 +72,10 @@ def _elementwise(rt: ProgramInfo, idx: int, ins: isa.Instr, dst_dtype: str, ub_s
     sources and the converted scalars, and `out` a view of dst (None for an irregular core set,
     then the result is stored); or, given `write(g, dst, count, operands)`, that function with the
     sources' UB addresses and scalars. Repeats cover count elements of the widest operand.
+
+    For replays (replay.py) the action binds to a step over views made once: `ufunc(*values, out=dst)` when
+    that is all `compute` does (`ufunc`), else `compute(dst, *values)`; with `write`, `bind_write(g, dst,
+    count, operands)` gives the step (or None: the action runs as recorded).
     """
     if getattr(ins, "rep", None) is not None:
         return _repeated(rt, idx, ins, dst_dtype, ub_srcs, mixed, compute)
@@ -82,6 +89,7 @@ def _elementwise(rt: ProgramInfo, idx: int, ins: isa.Instr, dst_dtype: str, ub_s
     in_ub = tuple((i, DTYPES[name].itemsize, DTYPES[name]) for i, (x, name) in enumerate(ub_srcs + mixed)
                   if isinstance(x, isa.Mem))
     wsize = max([dsize] + [DTYPES[name].itemsize for _, name in ub_srcs + mixed])
+    in_ub_size = {i: s for i, s, _ in in_ub}
 
     # plain loops, not comprehensions: this is the lockstep executor's per-instruction path
     def h(g: Group) -> None:
@@ -112,6 +120,36 @@ def _elementwise(rt: ProgramInfo, idx: int, ins: isa.Instr, dst_dtype: str, ub_s
         for i, s, dt in in_ub:
             args[i] = region(g, ub, ops[i], n * s, dt)
         store(g, ub, d, compute(out, *args), out)
+
+    def bind(g: Group, vals: tuple) -> Optional[Callable[[], None]]:
+        """The action as a step of a replay (replay.py): its UB operands are views made once."""
+        if g.san is not None or g.sel.__class__ is not slice:
+            return None
+        d, n, ops = vals
+        cores = tuple(g.cores.tolist())
+        reads = tuple((ops[i], n * s) for i, s, _ in in_ub)
+        if write is not None:
+            step = bind_write(g, d, n, ops) if bind_write is not None else None
+            if step is not None:
+                step.info = forward.UbTouch(cores, reads, ((d, n * dsize),))
+            return step
+        ub = g.mem["UB"]
+        out = out_view(g, ub, d, n * dsize, ddt)
+        args = list(ops)
+        for i, s, dt in in_ub:
+            args[i] = region(g, ub, ops[i], n * s, dt)
+        if ufunc is not None:
+            step = partial(ufunc, *args, out=out, casting="unsafe")
+            types = {i: dt for i, _, dt in in_ub}
+            operands = tuple(((ops[i], n * in_ub_size[i]), types[i]) if i in types else ("scalar", x)
+                             for i, x in enumerate(ops))
+            step.info = forward.UbUfunc(cores, ufunc, operands, ((d, n * dsize), ddt))
+            return step
+        step = partial(compute, out, *args)
+        step.info = forward.UbTouch(cores, reads, ((d, n * dsize),))
+        return step
+
+    exe.bind = bind  # type: ignore[attr-defined]
     return h
 
 
@@ -196,7 +234,8 @@ def _scalar_getter(x: Any, dtype: str) -> Callable[[Group], Any]:
 def _c_vbinary(rt: ProgramInfo, idx: int, ins: isa.VBinary) -> Callable:
     fn, dtype = ins.fn, ins.dtype
     return _elementwise(rt, idx, ins, dtype, ((ins.a, dtype), (ins.b, dtype)),
-                        compute=lambda out, a, b: vector_math.binary(fn, a, b, dtype, out))
+                        compute=lambda out, a, b: vector_math.binary(fn, a, b, dtype, out),
+                        ufunc=vector_math.binary_ufunc(fn, dtype))
 
 
 def _c_vscalar(rt: ProgramInfo, idx: int, ins: isa.VScalar) -> Callable:
@@ -207,13 +246,15 @@ def _c_vscalar(rt: ProgramInfo, idx: int, ins: isa.VScalar) -> Callable:
     else:
         def compute(out: Any, x: np.ndarray, sv: Any) -> np.ndarray:
             return vector_math.binary(fn, x, sv, dtype, out)
-    return _elementwise(rt, idx, ins, dtype, ((ins.src, dtype),), ((ins.scalar, dtype),), compute)
+    return _elementwise(rt, idx, ins, dtype, ((ins.src, dtype),), ((ins.scalar, dtype),), compute,
+                        ufunc=None if ins.reverse else vector_math.binary_ufunc(fn, dtype))
 
 
 def _c_vunary(rt: ProgramInfo, idx: int, ins: isa.VUnary) -> Callable:
     fn, dtype = ins.fn, ins.dtype
     return _elementwise(rt, idx, ins, dtype, ((ins.src, dtype),),
-                        compute=lambda out, x: vector_math.unary(fn, x, dtype, out))
+                        compute=lambda out, x: vector_math.unary(fn, x, dtype, out),
+                        ufunc=vector_math.unary_ufunc(fn, dtype))
 
 
 def _c_vcompare(rt: ProgramInfo, idx: int, ins: isa.VCompare) -> Callable:
@@ -246,7 +287,11 @@ def _c_vdup(rt: ProgramInfo, idx: int, ins: isa.VDup) -> Callable:
             out[...] = val
         else:
             store(g, ub, d, np.full((g.m, n), val, dt), None)
-    return _elementwise(rt, idx, ins, ins.dtype, (), ((ins.value, ins.dtype),), write=write)
+
+    def bind_write(g: Group, d: int, n: int, ops: tuple) -> Callable[[], None]:
+        out, val = out_view(g, g.mem["UB"], d, n * size, dt), vector_math.storage(ops[0], ins.dtype)
+        return partial(np.copyto, out, val)
+    return _elementwise(rt, idx, ins, ins.dtype, (), ((ins.value, ins.dtype),), write=write, bind_write=bind_write)
 
 
 def _c_vcopy(rt: ProgramInfo, idx: int, ins: isa.VCopy) -> Callable:
@@ -256,7 +301,11 @@ def _c_vcopy(rt: ProgramInfo, idx: int, ins: isa.VCopy) -> Callable:
         ub = g.mem["UB"]
         s, nb = ops[0], n * size
         ub[g.sel, d:d + nb] = ub[g.sel, s:s + nb]
-    return _elementwise(rt, idx, ins, ins.dtype, ((ins.src, ins.dtype),), write=write)
+
+    def bind_write(g: Group, d: int, n: int, ops: tuple) -> Callable[[], None]:
+        ub, s, nb = g.mem["UB"], ops[0], n * size
+        return partial(np.copyto, ub[g.sel, d:d + nb], ub[g.sel, s:s + nb])
+    return _elementwise(rt, idx, ins, ins.dtype, ((ins.src, ins.dtype),), write=write, bind_write=bind_write)
 
 
 # --------------------------------------------------------------------------- matrices
@@ -306,6 +355,22 @@ def _c_vreduce(rt: ProgramInfo, idx: int, ins: isa.VReduce) -> Callable:
             out[...] = res
         else:
             store(g, ub, d, res, None)
+
+    def bind(g: Group, vals: tuple) -> Optional[Callable[[], None]]:
+        if g.san is not None or g.sel.__class__ is not slice:
+            return None
+        d, s, rows, cols, rs = vals
+        ub = g.mem["UB"]
+        x = chip_view(g, ub, s, rows, rs * size, cols * size).view(dt)
+        out = out_view(g, ub, d, rows * size, dt)
+
+        def step() -> None:
+            np.copyto(out, vector_math.reduce(fn, x, dtype))
+        step.info = forward.UbTouch(tuple(g.cores.tolist()), tuple((s + r * rs * size, cols * size)  # type: ignore[attr-defined]
+                                                                   for r in range(rows)), ((d, rows * size),))
+        return step
+
+    exe.bind = bind  # type: ignore[attr-defined]
     return h
 
 
@@ -330,6 +395,20 @@ def _c_vbroadcast(rt: ProgramInfo, idx: int, ins: isa.VBroadcast) -> Callable:
         full = src[:, :, None] if axis == 1 else src[:, None, :]
         data = np.ascontiguousarray(np.broadcast_to(full, (g.m, rows, cols))).view(U8)
         rows_write(g, ub, d, rows, rs * size, data)
+
+    def bind(g: Group, vals: tuple) -> Optional[Callable[[], None]]:
+        if g.san is not None or g.sel.__class__ is not slice:
+            return None
+        d, s, rows, cols, rs, src_n = vals
+        ub = g.mem["UB"]
+        src = region(g, ub, s, src_n, dt)
+        full = np.broadcast_to(src[:, :, None] if axis == 1 else src[:, None, :], (g.m, rows, cols))
+        step = partial(np.copyto, chip_view(g, ub, d, rows, rs * size, cols * size).view(dt), full)
+        step.info = forward.UbTouch(tuple(g.cores.tolist()), ((s, src_n),),  # type: ignore[attr-defined]
+                                    tuple((d + r * rs * size, cols * size) for r in range(rows)))
+        return step
+
+    exe.bind = bind  # type: ignore[attr-defined]
     return h
 
 

@@ -29,7 +29,8 @@ from .control import (  # noqa: F401
     Loop, Mov, PipeBarrier, ScalarLoad, ScalarStore, SetFlag, SubIdx, SyncAll, Tiling, WaitFlag, cross_mode,
 )
 from . import costs  # noqa: F401
-from .spec import DATA_PATHS, InstrSpec, MemOperand, DataPath, make, path_of  # noqa: F401
+from .spec import DATA_PATHS, InstrSpec, MemOperand, DataPath, path_of  # noqa: F401
+from .build import make  # noqa: F401
 from .moves import ATOMIC_OPS, Copy, CopyNd2Nz, FixPipe, Load3D, LoadBias, LoadL0, LoadL0Fractals, Mmad  # noqa: F401
 from .vector import (  # noqa: F401
     VBinary, VBroadcast, VCast, VCompare, VCopy, VDup, VectorInstr, VGather, VReduce, VRepeat, VScalar, VSelect,

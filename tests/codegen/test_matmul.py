@@ -85,17 +85,22 @@ def test_bias_and_relu_are_one_launch(rng, chip):
     assert any(op.instr == "fixpipe" and op.args["relu"] for op in dk.schedule.ops())
 
 
-@pytest.mark.parametrize("fn,dtype,bias_dtype,out", [
-    (K.bias_relu_f16, "float32", "float32", ["matmul"]),           # the cast on FixPipe
-    (K.bias_relu_f32, "float16", "float16", ["vector", "matmul"]),  # the bias table takes float32: cast first
-    (K.bias_relu, "float16", "float32", ["matmul", "vector"]),     # numpy adds a float32 bias after rounding
-    (K.bias_relu, "int8", "int32", ["matmul", "vector"]),          # int32 accumulator: bias in the epilogue
-    (K.bias_relu_f16, "int8", "int32", ["matmul", "vector"]),
+@pytest.mark.parametrize("fn,dtype,bias_dtype,out,mixed", [
+    (K.bias_relu_f16, "float32", "float32", ["matmul"], ["matmul"]),           # the cast on FixPipe
+    (K.bias_relu_f32, "float16", "float16", ["vector", "matmul"], ["mixed"]),  # the bias table takes float32: cast
+    #                                                                            first, or the vector cores add it
+    (K.bias_relu, "float16", "float32", ["matmul", "vector"], ["mixed"]),     # numpy adds a float32 bias after
+    #                                                                           rounding
+    (K.bias_relu, "int8", "int32", ["matmul", "vector"], ["mixed"]),          # int32 accumulator: bias in the
+    (K.bias_relu_f16, "int8", "int32", ["matmul", "vector"], ["mixed"]),      # epilogue
 ])
-def test_fused_epilogue_routes(rng, fn, dtype, bias_dtype, out):
+def test_fused_epilogue_routes(rng, fn, dtype, bias_dtype, out, mixed):
+    """Separate launches without the mixed_kernels pass; one mixed cube+vector launch with it (the default)."""
     a, b, bias = q(rng, (7, 31), dtype), q(rng, (31, 33), dtype), q(rng, (33,), bias_dtype)
-    kern, _ = run(fn, a, b, bias)
+    kern, _ = run(fn, a, b, bias, disable_passes=["mixed_kernels"])
     assert templates(kern, a, b, bias) == out
+    kern, prof = run(fn, a, b, bias)
+    assert templates(kern, a, b, bias) == mixed and prof.launches == len(mixed)
 
 
 def test_bias_of_a_matrix_vector_product_is_per_row(rng):
@@ -109,8 +114,10 @@ def test_bias_of_a_matrix_vector_product_is_per_row(rng):
 def test_vector_epilogue_reads_the_cube_result(rng, chip, fn):
     a, b = q(rng, (7, 31), "float32"), q(rng, (31, 33), "float32")
     args = (a, b, q(rng, (7, 33), "float32")) if fn is K.mm_residual else (a, b)
-    kern, prof = run(fn, *args, chip=chip)
+    kern, prof = run(fn, *args, chip=chip, disable_passes=["mixed_kernels"])
     assert prof.launches == 2 and templates(kern, *args) == ["matmul", "vector"]
+    kern, prof = run(fn, *args, chip=chip)   # the epilogue on the vector cores of the cube's launch
+    assert prof.launches == 1 and templates(kern, *args) == ["mixed"]
 
 
 @pytest.mark.parametrize("da,db", [("float16", "float32"), ("int8", "float16"), ("int8", "float32"),

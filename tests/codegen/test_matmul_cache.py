@@ -27,12 +27,18 @@ CASES = [
 
 
 @pytest.mark.parametrize("what,fn,args", CASES, ids=[c[0] for c in CASES])
-def test_matmul_routes_round_trip_through_the_disk_cache(disk_cache, what, fn, args):
-    first = pyasc.kernel(fn, chip="tiny")
+@pytest.mark.parametrize("separate", [True, False], ids=["separate launches", "one mixed launch"])
+def test_matmul_routes_round_trip_through_the_disk_cache(disk_cache, what, fn, args, separate):
+    """Separate launches hand values over through workspace scratch; a mixed launch holds two programs."""
+    options = {"disable_passes": ["mixed_kernels"]} if separate else {}
+    first = pyasc.kernel(fn, chip="tiny", **options)
     assert_close(first(*args), np.asarray(first.py_func(*args)))
     assert first.cache_info().misses == 1
-    again = pyasc.kernel(fn, chip="tiny")          # a fresh kernel object: only the disk cache has it
+    again = pyasc.kernel(fn, chip="tiny", **options)          # a fresh kernel object: only the disk cache has it
     assert_close(again(*args), np.asarray(again.py_func(*args)))
     assert again.cache_info().disk_hits == 1 and again.cache_info().misses == 0
     launches = [dk.template for dk in again.compile(*args).kernels]
-    assert "matmul" in launches and len(launches) > 1
+    if separate:
+        assert "matmul" in launches and len(launches) > 1
+    else:
+        assert launches[-1] in ("mixed", "matmul")

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import pyasc
+from pyasc.testing import assert_close
 
 import perf_kernels as P
 
@@ -75,3 +76,35 @@ def test_profile_on_the_reference_backend_is_refused():
     k = pyasc.kernel(P.affine, backend="reference")
     with pytest.raises(ValueError, match="needs the emulator backend"):
         k.profile(np.ones((2, 3), np.float32), np.ones(3, np.float32), np.ones(3, np.float32))
+
+
+def _matmul(a, b):
+    return a @ b
+
+
+def test_summary_reports_hbm_and_l2_traffic_separately():
+    """L2 hits are not HBM traffic: counting them against the HBM bandwidth gave "147.6% of peak bandwidth"
+    for a 1024^3 matmul. A chip with a narrow HBM makes the same happen on small shapes."""
+    import re
+
+    import simulator
+
+    chip = simulator.chips.get("tiny").replace(gm_bytes_per_cycle=8)
+    rng = np.random.default_rng(0)
+    a, b = rng.random((128, 256)).astype(np.float16), rng.random((256, 128)).astype(np.float16)
+    out, p = pyasc.kernel(_matmul, chip=chip).profile(a, b)
+    assert_close(out, a @ b)
+    assert p.l2_hit_bytes > 0
+    assert p.hbm_bytes == p.gm_read_bytes - p.l2_hit_bytes + p.gm_write_bytes
+    assert p.gm_bytes / p.time_s / p.gm_peak_bytes_per_s > 1.0     # every GM byte against HBM: over 100%
+    assert 0.0 < p.gm_bandwidth_fraction <= 1.0                     # HBM bytes against HBM bandwidth
+    assert 0.0 < p.l2_bandwidth_fraction <= 1.0
+    text = p.summary()
+    assert f"HBM {p.hbm_bytes:,} B = {p.gm_bandwidth_fraction:.1%} of HBM bandwidth" in text
+    assert f"L2 hits {p.l2_hit_bytes:,} B = {p.l2_bandwidth_fraction:.1%} of L2 bandwidth" in text
+    assert "peak bandwidth" not in text
+    assert all(float(pct) <= 100.0 for pct in re.findall(r"([0-9.]+)% of", text))
+    assert "HBM bytes" in text and "L2 hit bytes" in text
+    launch = p.per_launch[0].result
+    assert launch.hbm_bytes == p.hbm_bytes and launch.gm_bandwidth_fraction <= 1.0
+    assert f"HBM {launch.hbm_bytes:,} B" in launch.summary()

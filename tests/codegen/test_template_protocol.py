@@ -10,6 +10,7 @@ import pytest
 import pyasc
 from pyasc import symbolic as sy
 from pyasc.codegen import lower as lower_mod
+from pyasc.codegen.capacity import codegen_capacity
 from pyasc.codegen.device import CodegenOptions
 from pyasc.codegen.route import route
 from pyasc.codegen.schedule import Buffer, Ref, TileSchedule
@@ -24,7 +25,7 @@ from pyasc.target import get_chip
 
 def test_every_template_declares_a_tiling_record_on_the_shared_base():
     for name, t in TEMPLATES.items():
-        assert t.name == name and t.core_type in ("aiv", "aic")
+        assert t.name == name and t.core_type in ("aiv", "aic", "mix")
         assert issubclass(t.tiling_type, Tiling) and dataclasses.is_dataclass(t.tiling_type)
         fields = {f.name for f in dataclasses.fields(t.tiling_type)}
         assert {"buffer_num", "cores"} <= fields, name
@@ -48,7 +49,7 @@ def _plans(fn, *shapes, dtype="float32", chip="tiny"):
     names = list(inspect.signature(fn).parameters)
     specs = [ArgSpec(n, TensorType(s, dtype)) for n, s in zip(names, shapes)]
     graph = build_graph(fn, specs).graph
-    return optimize(graph, chip=chip).kernels
+    return optimize(graph, chip=chip, capacity=codegen_capacity(get_chip(chip))).kernels
 
 
 def test_the_router_picks_templates_by_op_then_by_kind():
@@ -61,12 +62,15 @@ def test_the_router_picks_templates_by_op_then_by_kind():
     def colsum(x):
         return pyasc.sum(x * 2.0, axis=0)
 
+    chip = get_chip("tiny")
     [p] = _plans(move, (16, 24))
-    assert [j.template for j in route("k", p)] == ["datamove"]
+    assert [j.template for j in route("k", p, chip)] == ["datamove"]
     [p] = _plans(colsum, (64, 24))
-    assert [j.template for j in route("k", p)] == ["column"]
-    jobs = [j for p in _plans(mlp, (32, 48), (48, 16), dtype="float16") for j in route("k", p)]
-    assert [j.template for j in jobs] == ["matmul", "vector"]  # the cube, then the epilogue FixPipe cannot take
+    assert [j.template for j in route("k", p, chip)] == ["column"]
+    [p] = [p for p in _plans(mlp, (32, 48), (48, 16), dtype="float16") if p.kind.value == "matmul"]
+    assert p.mixed and [j.template for j in route("k", p, chip)] == ["mixed"]   # one cube+vector launch
+    p.mixed = False   # what disable_passes=["mixed_kernels"] leaves: the cube, then the epilogue FixPipe cannot take
+    assert [j.template for j in route("k", p, chip)] == ["matmul", "vector"]
 
 
 def test_codegen_stages_are_recorded_with_statistics_and_times():

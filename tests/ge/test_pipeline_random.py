@@ -40,7 +40,7 @@ def test_pass_names_in_pipeline_order():
         "decompose_composites", "vector_integer_matmul", "split_reductions", "simplify", "constant_folding", "algebraic_simplify", "cse", "dce",
         "pattern_fusion", "matmul_transpose_fold", "matmul_epilogue_fusion",
         "layout", "layout_assign", "transdata_elimination", "transpose_sinking",
-        "fusion", "memory_planning",
+        "fusion", "mixed_kernels", "memory_planning",
     ]
 
 

@@ -15,6 +15,7 @@ from pyasc.ge.fusion import FusionPass
 from pyasc.ge.integer_matmul import VectorIntegerMatmul
 from pyasc.ge.layout import LayoutAssign, TransdataElimination, TransposeSinking
 from pyasc.ge.memory import MemoryPlanningPass
+from pyasc.ge.mixed import MixedKernelsPass
 from pyasc.ge.pattern import DecomposeComposites, MatmulEpilogueFusion, MatmulTransposeFold, SplitReductions
 from pyasc.ge.simplify import CSE, DCE, AlgebraicSimplify, ConstantFolding
 from pyasc.ir import Graph, TensorType, format_graph
@@ -270,6 +271,7 @@ CASES = {
     "transpose_sinking": ([TransposeSinking()], sinking_before, sinking_expected),
     "fusion": ([FusionPass()], fusion_before, fusion_expected),
     "memory_planning": ([FusionPass(), MemoryPlanningPass()], fusion_before, fusion_expected),  # analysis only
+    "mixed_kernels": ([FusionPass(), MixedKernelsPass()], fusion_before, fusion_expected),  # marks kernel plans only
 }
 
 

@@ -1,8 +1,7 @@
 """torch.compile(backend="pyasc"): the FX frontend op by op against eager PyTorch, an MLP and a
-transformer block, graph breaks (reported once), gradients through the eager backward, profiles."""
+transformer block, graph breaks (reported once), profiles. Training is in test_compile_training.py."""
 from __future__ import annotations
 
-import re
 import warnings
 
 import pytest
@@ -133,7 +132,19 @@ def test_mlp_matches_eager_and_runs_as_one_fused_kernel():
     got, want, graphs = run(model, x)
     torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
     assert len(graphs) == 1 and len(graphs[0].subgraphs) == 1
-    assert "@" in graphs[0].subgraphs[0].source and "pyasc.relu" in graphs[0].subgraphs[0].source
+    ops = [n.op for n in graphs[0].subgraphs[0].graph.nodes]
+    assert ops.count("matmul") == 2 and "relu" in ops  # the FX graph, built through the op registry
+    assert "torch.ops.aten.relu" in graphs[0].subgraphs[0].source  # the FX code: the dump's source stage
+    relu = next(n for n in graphs[0].subgraphs[0].graph.nodes if n.op == "relu")
+    assert relu.loc.filename == __file__ and "F.relu(self.fc1(x))" in relu.loc.source_line()  # the model's line
+
+
+def test_the_fx_frontend_writes_nothing_to_disk(tmp_path, monkeypatch):
+    monkeypatch.setenv("PYASC_CACHE_DIR", str(tmp_path / "cache"))  # PYASC_CACHE=0 in the suite: no disk cache
+    model, x = MLP(), torch.randn(4, 32)
+    got, want, graphs = run(model, x)
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+    assert not (tmp_path / "cache").exists()
 
 
 def test_transformer_block_matches_eager_and_the_profile_shows_its_kernels():
@@ -148,7 +159,8 @@ def test_transformer_block_matches_eager_and_the_profile_shows_its_kernels():
     assert prof.launches >= 4 and prof.time_s > 0 and rec.time_s == prof.time_s
     (art,) = rec.artifacts
     assert len(art.kernels) >= 4 and any(k.core_type == "aic" for k in art.kernels)  # matmuls on the cube
-    assert art.stages["source"].startswith("def fx_") and "pyasc.layer_norm(" in art.stages["source"]
+    assert "torch.ops.aten.native_layer_norm.default(" in art.stages["source"]  # the FX code it came from
+    assert "layer_norm(" in art.stages["graph"] and "softmax(" in art.stages["graph"]
     assert "launch(es)" in rec.summary() and name in rec.summary()
 
 
@@ -184,15 +196,6 @@ def test_a_float64_graph_falls_back_with_the_dtype_named():
     reason = "(dtype torch.float64 (the NPU has float16, float32, int8, int16, int32, uint8, bool))"
     assert [str(w.message).split(" runs in")[0] for w in caught] == [
         f"pyasc: aten.mul.Tensor {reason}", f"pyasc: aten.add.Tensor {reason}"]
-
-
-def test_training_forward_on_pyasc_backward_in_eager_gives_eager_gradients():
-    model, ref = MLP(), MLP()
-    x = torch.randn(8, 32)
-    compile_pyasc(model)(x).square().sum().backward()
-    ref(x).square().sum().backward()
-    for (name, p), q in zip(model.named_parameters(), ref.parameters()):
-        torch.testing.assert_close(p.grad, q.grad, rtol=1e-4, atol=1e-4, msg=name)
 
 
 def test_options_reach_the_pyasc_kernels():
@@ -237,21 +240,31 @@ def test_a_result_dtype_pyasc_promotes_differently_is_cast_back_to_torchs():
     got, want, graphs = run(f, x, s)
     assert got.dtype == torch.float16
     torch.testing.assert_close(got, want, rtol=2e-3, atol=2e-3)
-    assert "pyasc.cast(" in graphs[0].subgraphs[0].source
+    casts = [n for n in graphs[0].subgraphs[0].graph.nodes if n.op == "cast"]
+    assert [c.attrs["dtype"] for c in casts] == ["float16"]  # s to x's dtype, as torch computes
 
 
-def test_a_piece_pyasc_rejects_runs_eagerly_with_pyascs_reason():
+def test_a_node_pyascs_inference_rejects_runs_eagerly_with_pyascs_reason():
     def g(x):
-        return x.to(torch.int8) * 300
+        return torch.sign(x > 0) | (x < -1)  # torch.sign of a bool tensor: pyasc's sign takes numbers only
+
+    with pytest.warns(pt.PyascGraphBreak) as caught:
+        got = compile_pyasc(g)(X)
+    assert torch.equal(got, g(X))
+    (message,) = [str(w.message) for w in caught]
+    assert message.startswith("pyasc: aten.sign.default (arguments the table cannot express (")
+    assert "sign: does not accept dtype bool" in message
+    where = message.split(" runs in eager PyTorch (graph break) at ")[1]
+    assert where.startswith("File ") and "test_compile_backend.py" in where and "in g" in where
+
+
+def test_an_int8_product_wraps_like_torch():
+    def g(x):
+        return x.to(torch.int8) * 300  # torch: int8 arithmetic (300 wraps like the product does)
 
     x = torch.randint(-3, 3, (4, 8)).float()
-    with pytest.warns(pt.PyascGraphBreak) as caught:
-        got = compile_pyasc(g)(x)
-    assert torch.equal(got, g(x))
-    (message,) = [str(w.message) for w in caught]
-    assert message.startswith("pyasc: a piece of 2 aten ops (") and "Python int 300 does not fit int8" in message
-    where = message.split(") runs in eager PyTorch (graph break) at ")[1]
-    assert where.startswith("File ") and "test_compile_backend.py" in where and "in g" in where
+    got, want, graphs = run(g, x)
+    assert got.dtype == torch.int8 and torch.equal(got, want)
 
 
 def test_a_registered_pyasc_op_is_inlined_into_the_kernel_around_it():
@@ -267,9 +280,10 @@ def test_a_registered_pyasc_op_is_inlined_into_the_kernel_around_it():
     x, b = torch.randn(4, 16), torch.randn(16)
     got, want, graphs = run(f, x, b)
     torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
-    (sub,) = graphs[0].subgraphs  # one pyasc kernel: the two ops and the aten ops between them
-    assert re.search(r"= k_pyasc_inline_bias_gelu\(v\d+, a1, 0\.5\)", sub.source)
-    assert "= k_pyasc_inline_sum_diff(a0, a0)" in sub.source
+    (sub,) = graphs[0].subgraphs  # one pyasc kernel: the two ops' graphs spliced in, and the aten ops between them
+    assert "pyasc_inline" not in graphs[0].module.code  # no torch call of the ops is left
+    ops = [n.op for n in sub.graph.nodes]
+    assert "gelu" in ops and "exp" in ops and ops.count("add") >= 3 and "sub" in ops
 
 
 def test_a_mutating_pyasc_op_stays_a_torch_call():
@@ -309,6 +323,6 @@ def test_a_linear_on_a_3d_input_reads_it_unflattened():
     got, want, graphs = run(lambda t: F.gelu(lin(F.layer_norm(t, (32,)))), x)
     torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
     (sub,) = graphs[0].subgraphs
-    assert "pyasc.reshape" not in sub.source and "on the unflattened input" in sub.source
-    art = sub.kernel.compile(x.numpy(), lin.weight.detach().numpy(), lin.bias.detach().numpy())
+    assert "reshape" not in [n.op for n in sub.graph.nodes]  # the matmul takes the 3-D input itself
+    art = sub.kernel.compile()
     assert all(k.template != "datamove" for k in art.kernels)  # no copy kernel for the views aten added

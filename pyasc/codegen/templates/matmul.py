@@ -36,7 +36,7 @@ Operands the cube cannot take as they are:
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Sequence
+from typing import Callable, Sequence
 
 from ...target import Chip, accumulator_dtype, itemsize
 from ... import symbolic as sy
@@ -126,7 +126,32 @@ def _ceil(x: int, a: int) -> int:
 # ---- the schedule -------------------------------------------------------------------------------------
 
 
-def schedule(mk: CubeMatmul, t: MatmulTiling, chip: Chip) -> TileSchedule:
+@dataclass(frozen=True)
+class Block:
+    """One output block as the block loop holds it: where a sink finds it (the L0C slot) and where it goes."""
+
+    mk: CubeMatmul
+    acc: Ref
+    bi: IntLike            # the (collapsed) batch index
+    m0: IntLike
+    n0: IntLike
+    mm: IntLike
+    nn: IntLike
+
+
+def to_output(blk: Block) -> list[Stmt]:
+    """FixPipe of the block into the output (ReLU and the cast on the way)."""
+    mk = blk.mk
+    M, N = F("M"), F("N")
+    off = sy.mul(sy.add(sy.mul(blk.bi, M, N), sy.mul(blk.m0, N), blk.n0), itemsize(mk.out_dtype))
+    return [T.fixpipe(GmRef(out_param(0), off), blk.acc, blk.mm, blk.nn, mk.out_dtype, mk.acc_dtype, relu=mk.relu,
+                      dst_row_stride=N, note="L0C -> GM")]
+
+
+def schedule(mk: CubeMatmul, t: MatmulTiling, chip: Chip,
+             sink: Callable[[Block], list[Stmt]] = to_output) -> TileSchedule:
+    """The cube's block loop; `sink` writes each finished block out (to the output, or a mixed launch's
+    workspace channel)."""
     fields: dict[str, IntLike] = {"M": mk.M, "N": mk.N, "K": mk.K, "tm": t.tm, "tn": t.tn, "tk": t.tk}
     for j, d in enumerate(mk.batch):
         fields[f"O{j}"] = d.size
@@ -164,7 +189,6 @@ def schedule(mk: CubeMatmul, t: MatmulTiling, chip: Chip) -> TileSchedule:
              Let("abase", a_batch), Let("bbase", b_batch)]
     m0, mm, n0, nn = F("m0"), F("mm"), F("n0"), F("nn")
 
-    osize = itemsize(mk.out_dtype)
     acc_slot = sy.mod(F("i"), t.l0c_slots) if t.l0c_slots > 1 else 0
     block: list[Stmt] = list(lets)
     bias_ref = None
@@ -173,9 +197,7 @@ def schedule(mk: CubeMatmul, t: MatmulTiling, chip: Chip) -> TileSchedule:
         block.append(T.load_bias(Ref("bt"), Ref("l1bias"), nn, note="bias -> bias table"))
         bias_ref = Ref("bt")
     block.append(_k_loop(mk, t, mm, nn, m0, n0, acc_slot, bias_ref))
-    out_off = sy.mul(sy.add(sy.mul(F("bi"), M, N), sy.mul(m0, N), n0), osize)
-    block.append(T.fixpipe(GmRef(out_param(0), out_off), Ref("l0c", acc_slot), mm, nn, mk.out_dtype,
-                           mk.acc_dtype, relu=mk.relu, dst_row_stride=N, note="L0C -> GM"))
+    block += sink(Block(mk, Ref("l0c", acc_slot), F("bi"), m0, n0, mm, nn))
     body: list[Stmt] = [Loop("i", 0, count, 1, block, note="output blocks of this core")]
     params = [GmParam(in_param(0), mk.dtype, "in"), GmParam(in_param(1), mk.dtype, "in")]
     if mk.bias:

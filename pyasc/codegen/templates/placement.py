@@ -34,9 +34,10 @@ class Placement:
     """Turns the kernel's VOps and inputs/outputs into tile ops for one geometry."""
 
     def __init__(self, vk: VectorKernel, tiling: VectorTiling, geom: Geometry, slot: IntLike, r0: IntLike,
-                 c0: IntLike, o_index: list[IntLike], rows_mode: bool):
+                 c0: IntLike, o_index: list[IntLike], rows_mode: bool, in_name: Callable[[int], str] = in_param):
         self.vk, self.tiling, self.geom, self.slot = vk, tiling, geom, slot
         self.r0, self.c0, self.o_index, self.rows_mode = r0, c0, o_index, rows_mode
+        self.in_name = in_name   # the GM parameter of kernel input i (a mixed launch numbers its inputs after the cube's)
 
     def ref(self, buf: VBuf, tile_slot: bool = True) -> Ref:
         p = self.vk.alloc.of[buf.id]
@@ -50,7 +51,7 @@ class Placement:
                 if lay.o_strides[j] != 0:
                     off = sy.add(off, sy.mul(idx, F(stride_field(use.buf.id, str(j)))))
             off = sy.add(off, sy.mul(row, self._r_stride(use)), col)
-        return GmRef(in_param(use.index), sy.mul(off, itemsize(use.buf.dtype)))
+        return GmRef(self.in_name(use.index), sy.mul(off, itemsize(use.buf.dtype)))
 
     # -- before the loop: resident inputs and pad initialisation -----------------------------
     def prologue(self) -> list[Stmt]:

@@ -78,16 +78,20 @@ def _downstream_of_reductions(kg: KernelGraph) -> set[Value]:
 
 
 def analyze(name: str, kg: KernelGraph, reduce_rows: Sequence[Any] | None, k: int, mode: str,
-            block: int) -> VectorKernel:
+            block: int, rows_of_last_axis: bool = False) -> VectorKernel:
     """`reduce_rows`: the row reduction's input shape (None for a pointwise kernel); k: axes it reduces;
-    mode: "rows" or "chunks" (a row broadcast over all rows is resident only in rows mode)."""
+    mode: "rows" or "chunks" (a row broadcast over all rows is resident only in rows mode); `block`: bytes of
+    a UB block; `rows_of_last_axis`: a pointwise kernel whose row is the last axis (a matmul's epilogue walks
+    the product's blocks), not the longest run the inputs allow."""
     views = [n.out() for n in kg.graph.nodes if is_input_view(n.out())]
     viewed = {v.node.inputs[0] for v in views}
     graph_inputs = [n.out() for n in kg.graph.nodes if n.op == "Data" and n.out() not in viewed] + views
     in_shapes = [dims(v.type.shape) for v in graph_inputs if v.type.numel != 1]
     if reduce_rows is None:
         shape = _domain_shape(kg)
-        domain = pointwise_domain(shape, [s for s in in_shapes if _broadcastable(s, shape)])
+        operands = [s for s in in_shapes if _broadcastable(s, shape)]
+        domain = make_domain(shape, len(shape) - 1, operands) if rows_of_last_axis and shape else \
+            pointwise_domain(shape, operands)
         reduces = False
     else:
         shape = dims(reduce_rows)

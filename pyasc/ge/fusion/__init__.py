@@ -20,7 +20,7 @@ concern, the way TVM separates its graph partitioner from the pass:
 Whether a kernel fits the chip is not decided here: the pass context's
 capacity function (ge/capacity.py; default: the UB estimate from the chip
 config) answers it, so fusion and codegen can never disagree about what fits.
-Guards besides: group size (knob `fusion_max_ops`, default 64), at most
+Guards besides: group size (knob `fusion_max_ops`, default None: no cap), at most
 `fusion_max_users` (6) readers of one value inside a kernel, and no kernel
 may create a cycle between kernels.
 

@@ -12,6 +12,16 @@ first consumer kernel that can take it, as an extra output the others read
 A candidate kernel is legal (legality.py), creates no cycle between kernels
 (partition.py) and fits the chip (the capacity function), checked in that
 order; the first refusal is the decision's rule.
+
+Capacity is checked lazily for elementwise kernels, so that a long chain costs
+a few capacity checks instead of one per op (each of which analyses the whole
+candidate): a merge of elementwise groups whose union is at most twice the
+size at which one of them last passed a capacity check is accepted without
+asking, and every group grown that way is checked once after phases 0 and 1.
+If one then does not fit, phases 0 and 1 run again asking at every merge (the
+decisions of the first run are dropped), so the kernels are the same as if
+every merge had been checked whenever the capacity function grows with the
+kernel, and every kernel fits in any case.
 """
 from __future__ import annotations
 
@@ -37,7 +47,8 @@ class GraphFuser:
     def __init__(self, graph: Graph, knobs: dict[str, Any], capacity: CapacityFn, chip: Chip,
                  log: Callable[[FusionDecision], None], prefix: str = ""):
         self.graph = graph
-        self.limits = Limits(int(knobs["fusion_max_ops"]), int(knobs["fusion_max_users"]))
+        cap = knobs["fusion_max_ops"]
+        self.limits = Limits(None if cap is None else int(cap), int(knobs["fusion_max_users"]))
         self.duplicate = bool(knobs["fusion_duplicate"])
         self.multi_output = bool(knobs["fusion_multi_output"])
         self.capacity = capacity
@@ -45,10 +56,17 @@ class GraphFuser:
         self.log = log
         self.facts = GraphFacts(graph, prefix)
         self.partition = Partition(self.facts)
+        self.lazy = True                 # elementwise merges may skip the capacity check (see the docstring)
+        self.checked: dict[int, int] = {}  # group id -> its size when it last passed a capacity check
+        self.asked = False               # whether the last `check` asked the capacity function
+        self.pure: dict[int, bool] = {}  # group id -> all its ops elementwise or broadcast
 
     # -- one candidate ----------------------------------------------------------
-    def check(self, group: set[Node], dup: Node | None = None) -> tuple[Rejection | None, KernelStructure | None]:
-        """(why not, structure) for a candidate kernel; `dup`: a member that will be a private copy."""
+    def check(self, group: set[Node], dup: Node | None = None, gids: set[int] | None = None
+              ) -> tuple[Rejection | None, KernelStructure | None]:
+        """(why not, structure) for a candidate kernel; `dup`: a member that will be a private copy; `gids`: the
+        groups it unites (a union of elementwise groups may be accepted without the capacity check)."""
+        self.asked = False
         order = self.facts.ordered(group)
         found = classify(self.facts, order, self.limits)
         if isinstance(found, Rejection):
@@ -58,10 +76,59 @@ class GraphFuser:
         cycle = self.partition.cycle(group, dup)
         if cycle:
             return cycle, found
+        if self.lazy and gids is not None and found.kind is KernelKind.ELEMENTWISE:
+            base = max(self.checked.get(g, 0) for g in gids)
+            if base and len(order) <= 2 * base:
+                return None, found  # checked once phase 1 is over (_verify)
+        self.asked = True
         verdict = self.capacity(self.candidate(order, found))
         if not verdict.fits:
             return Rejection("capacity", verdict.reason), found
         return None, found
+
+    def _quick(self, gids: set[int]) -> bool:
+        """Whether a merge of elementwise groups passes every check without looking at the whole candidate: a
+        union at most twice the size at which one of them passed a capacity check (capacity is verified once
+        phase 1 is over), under the size cap, no value read by more than `max_users` ops inside, no cycle. False
+        sends the merge through `check`, which decides it (and words a refusal) as always."""
+        if not self.lazy:
+            return False
+        part, facts = self.partition, self.facts
+        base = max(self.checked.get(g, 0) for g in gids)
+        size = sum(part.size(g) for g in gids)
+        if not base or size > 2 * base or (self.limits.max_ops is not None and size > self.limits.max_ops):
+            return False
+        if not all(self.pure.get(g, False) for g in gids):
+            return False
+        largest = max(gids, key=part.size)
+        group = part.group
+        for g in gids - {largest}:  # only edges into or out of the smaller groups can gain readers inside
+            for m in part.members[g]:
+                for p in [m] + [v.node for v in m.inputs if v.node in group]:
+                    if sum(1 for u in facts.users(p) if group[u] in gids) > self.limits.max_users:
+                        return False
+        return part.cycle(None, gids=gids) is None
+
+    def _merged(self, gids: set[int]) -> int:
+        """Merge groups that passed `check`, keeping what is known about their capacity."""
+        base = max(self.checked.pop(g, 0) for g in gids)
+        pure = all(self.pure.pop(g, False) for g in gids)
+        keep = self.partition.merge(gids)
+        self.checked[keep] = len(self.partition.members[keep]) if self.asked else base
+        self.pure[keep] = pure
+        return keep
+
+    def _verify(self) -> bool:
+        """Ask the capacity function about every group grown without asking; whether all of them fit."""
+        for gid, members in self.partition.members.items():
+            if len(members) <= self.checked.get(gid, 0) or len(members) == 1:
+                continue
+            order = self.facts.ordered(members)
+            found = classify(self.facts, order, self.limits)
+            if isinstance(found, Rejection) or not self.capacity(self.candidate(order, found)).fits:
+                return False
+            self.checked[gid] = len(members)
+        return True
 
     def candidate(self, order: list[Node], structure: KernelStructure) -> FusionCandidate:
         inputs, outputs = self.facts.boundary(order)
@@ -69,7 +136,34 @@ class GraphFuser:
 
     # -- the phases ----------------------------------------------------------------
     def fuse(self) -> None:
+        log, kept = self.log, []
+        self.log = kept.append  # phases 0 and 1 may run twice: keep the decisions of the run that stands
+        try:
+            self._post_dominator_phases()
+            if not self._verify():
+                kept.clear()
+                self.partition = Partition(self.facts)
+                self.checked.clear()
+                self.lazy = False
+                self._post_dominator_phases()
+        finally:
+            self.log = log
+        for d in kept:
+            log(d)
+        facts = self.facts
+        self._multi_consumer()
+        for n in facts.compute:
+            p = facts.pattern[n]
+            if p in _ALONE:
+                control = ops.get(n.op).is_control
+                what = "control flow; each branch is fused on its own" if control else (
+                    "data movement/opaque ops are not fused (GE buffer fusion fuses elementwise/broadcast ops)")
+                self.log(FusionDecision(DecisionKind.OWN_KERNEL, "control" if control else "data_movement",
+                                        facts.label(n), detail=f"{p.name}: {what}"))
+
+    def _post_dominator_phases(self) -> None:
         facts, part = self.facts, self.partition
+        self.pure = {part.group[n]: facts.pattern[n] <= Category.BROADCAST for n in facts.compute}
         pdom = facts.post_dominators()
         for phase in (0, 1):
             for n in facts.compute:
@@ -84,24 +178,19 @@ class GraphFuser:
                     continue
                 path = facts.between(n, target)
                 gids = part.groups_of({n, target} | path)
-                rejection, _ = self.check(part.union(gids))
+                if self._quick(gids):
+                    self.asked = False
+                    rejection = None
+                else:
+                    rejection, _ = self.check(part.union(gids), gids=gids)
                 via = tuple(facts.labels_of(path))
                 if rejection:
                     self.log(FusionDecision(DecisionKind.NOT_FUSED, rejection.rule, facts.label(n),
                                             facts.label(target), rejection.reason, via))
                 else:
-                    part.merge(gids)
+                    self._merged(gids)
                     self.log(FusionDecision(DecisionKind.FUSED, "post_dominator", facts.label(n), facts.label(target),
                                             via=via))
-        self._multi_consumer()
-        for n in facts.compute:
-            p = facts.pattern[n]
-            if p in _ALONE:
-                control = ops.get(n.op).is_control
-                what = "control flow; each branch is fused on its own" if control else (
-                    "data movement/opaque ops are not fused (GE buffer fusion fuses elementwise/broadcast ops)")
-                self.log(FusionDecision(DecisionKind.OWN_KERNEL, "control" if control else "data_movement",
-                                        facts.label(n), detail=f"{p.name}: {what}"))
 
     def _consumer_groups(self, n: Node) -> list[int]:
         part = self.partition
@@ -142,7 +231,7 @@ class GraphFuser:
                 first = facts.label(part.first(c))
                 rejection, _ = self.check(part.members[gid] | part.members[c])
                 if rejection is None:
-                    part.merge({gid, c})
+                    self._merged({gid, c})
                     self.log(FusionDecision(DecisionKind.FUSED, "extra_output", facts.label(n), first,
                                             consumers=len(consumers)))
                     break

@@ -14,7 +14,8 @@ from ..plan import KernelPlan
 from ..state import OptimizerState
 from .fuser import GraphFuser
 
-DEFAULT_KNOBS = {"fusion_max_ops": 64, "fusion_max_users": 6, "fusion_duplicate": True, "fusion_multi_output": True}
+# fusion_max_ops None: no cap, the capacity function decides how large a kernel may grow
+DEFAULT_KNOBS = {"fusion_max_ops": None, "fusion_max_users": 6, "fusion_duplicate": True, "fusion_multi_output": True}
 UNFUSED_NOTE = "fusion did not run (disabled): one kernel per op, nodes carry no fusion_group"
 
 
@@ -22,8 +23,11 @@ def _knobs(ctx: PassContext) -> dict[str, Any]:
     """The fusion knobs from the context; ValueError for unusable values."""
     knobs = {k: ctx.knobs.get(k, d) for k, d in DEFAULT_KNOBS.items()}
     for k in ("fusion_max_ops", "fusion_max_users"):
+        if k == "fusion_max_ops" and knobs[k] is None:
+            continue
         if not isinstance(knobs[k], int) or isinstance(knobs[k], bool) or knobs[k] < 1:
-            raise ValueError(f"knob {k} must be an int >= 1, got {knobs[k]!r}")
+            raise ValueError(f"knob {k} must be an int >= 1, got {knobs[k]!r}"
+                             + (" (or None: no cap, the capacity function decides)" if k == "fusion_max_ops" else ""))
     return knobs
 
 

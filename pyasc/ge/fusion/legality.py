@@ -7,7 +7,8 @@ or the `Rejection` of the first rule that refuses it:
   (rule "data_movement_member": GE buffer fusion fuses elementwise/broadcast
   ops only);
 - `elementwise_rule`: elementwise and broadcast ops, any number (up to the size knob);
-- `matmul_rule`: one matmul with an elementwise epilogue of its output shape
+- `matmul_rule`: one matmul with an elementwise epilogue of its output shape (side inputs of the epilogue
+  computed in it too)
   (what FixPipe and the vector unit apply on the way out), never a prologue
   ("matmul_prologue", "matmul_epilogue_shape"), never two matmuls
   ("two_matmuls") or a matmul with a reduction ("matmul_with_reduction");
@@ -19,7 +20,7 @@ or the `Rejection` of the first rule that refuses it:
   after a reduction without keepdims stay in the reduced shape
   ("dropped_axes": numpy would broadcast a dropped axis against the wrong
   dimension) and every other op follows the rows ("not_row_shaped");
-- size guards: at most `max_ops` ops ("max_ops") and at most `max_users`
+- size guards: at most `max_ops` ops ("max_ops"; no cap by default) and at most `max_users`
   readers of one value inside the kernel ("max_users").
 Whether the kernel would close a cycle between kernels is the partition's
 question (partition.py), whether it fits the chip the capacity function's.
@@ -41,13 +42,13 @@ _ALONE = (Category.INJECTIVE, Category.OPAQUE)
 
 @dataclass(frozen=True)
 class Limits:
-    max_ops: int
+    max_ops: int | None   # None: no cap (the capacity function decides)
     max_users: int
 
 
 def classify(facts: GraphFacts, order: list[Node], limits: Limits) -> KernelStructure | Rejection:
     """The structure of a candidate kernel (`order`: its nodes in topological order), or why it may not be one."""
-    if len(order) > limits.max_ops:
+    if limits.max_ops is not None and len(order) > limits.max_ops:
         return Rejection("max_ops", f"the kernel would have {len(order)} ops, more than fusion_max_ops={limits.max_ops}")
     if len(order) == 1 and facts.pattern[order[0]] in _ALONE:
         node = order[0]
@@ -87,13 +88,15 @@ def elementwise_rule(facts: GraphFacts, order: list[Node]) -> KernelStructure:
 
 
 def matmul_rule(facts: GraphFacts, mm: Node, order: list[Node]) -> KernelStructure | Rejection:
-    """One matmul and an elementwise epilogue of its output shape."""
-    after = facts.descendants(mm, set(order))
+    """One matmul and an elementwise epilogue of its output shape. An op that neither reads the product nor
+    feeds it (a side input of the epilogue, `residual * 0.5`) belongs to the epilogue too."""
+    group = set(order)
+    after = facts.descendants(mm, group)
     out_shape = mm.outputs[0].shape
     for n in order:
         if n is mm:
             continue
-        if n not in after:
+        if n not in after and mm in facts.descendants(n, group):
             return Rejection("matmul_prologue", f"{facts.label(n)} would be a prologue of matmul {facts.label(mm)}: "
                              "the cube reads its operands from GM through L1, only an epilogue fuses")
         if n.outputs[0].shape != out_shape:

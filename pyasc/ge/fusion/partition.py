@@ -38,6 +38,11 @@ class Partition:
             self.members[i] = {n}
         self.order: list[int | None] = list(range(len(facts.compute)))
         self.slot: dict[int, int] = {i: i for i in range(len(facts.compute))}
+        # members with a user in another group: where paths leave a group (merges and cycle checks walk these,
+        # not every member, so growing a long kernel one op at a time stays linear)
+        self.exits: dict[int, set[Node]] = {i: ({n} if facts.users(n) else set())
+                                            for i, n in enumerate(facts.compute)}
+        self._patterns: dict[int, Category] = {}
 
     def groups_of(self, nodes: set[Node]) -> set[int]:
         return {self.group[n] for n in nodes}
@@ -46,26 +51,33 @@ class Partition:
         return set().union(*(self.members[g] for g in gids))
 
     def pattern(self, gid: int) -> Category:
-        return max(self.facts.pattern[n] for n in self.members[gid])
+        """The group's fusion pattern: the highest of its members' (kept per group across merges)."""
+        found = self._patterns.get(gid)
+        if found is None:
+            found = self._patterns[gid] = max(self.facts.pattern[n] for n in self.members[gid])
+        return found
 
     def first(self, gid: int) -> Node:
         """The group's first op in graph order (how decisions name a kernel)."""
         return min(self.members[gid], key=self.facts.pos.__getitem__)
 
+    def size(self, gid: int) -> int:
+        return len(self.members[gid])
+
     def merge(self, gids: set[int]) -> int:
         """Merge groups (the caller has checked that no cycle results) and keep `order` topological."""
         users = self.facts.users
-        keep = min(gids)
+        keep = max(gids, key=lambda g: (len(self.members[g]), -g))  # the largest keeps its id: relabel the rest
         lo = min(self.slot[g] for g in gids)
         hi = max(self.slot[g] for g in gids)
         after: set[int] = set()
-        stack = [u for g in gids for m in self.members[g] for u in users(m)]
+        stack = [u for g in gids for m in self.exits[g] for u in users(m)]
         while stack:
             g = self.group[stack.pop()]
             if g in gids or g in after or self.slot[g] > hi:
                 continue
             after.add(g)
-            stack.extend(u for m in self.members[g] for u in users(m))
+            stack.extend(u for m in self.exits[g] for u in users(m))
         window = [g for g in self.order[lo:hi + 1] if g is not None]
         arranged = [g for g in window if g not in gids and g not in after] + [keep] + [
             g for g in window if g in after]
@@ -77,9 +89,15 @@ class Partition:
             for n in self.members.pop(g):
                 self.group[n] = keep
                 self.members[keep].add(n)
+        known = [self._patterns.pop(g, None) for g in gids]
+        if all(k is not None for k in known):
+            self._patterns[keep] = max(known)
+        exits = set().union(*(self.exits.pop(g) for g in gids))
+        self.exits[keep] = {m for m in exits if any(self.group[u] != keep for u in users(m))}
         return keep
 
-    def cycle(self, group: set[Node], dup: Node | None = None) -> Rejection | None:
+    def cycle(self, group: set[Node] | None, dup: Node | None = None, gids: set[int] | None = None
+              ) -> Rejection | None:
         """Would running `group` (a union of whole groups) as one kernel create a cycle between kernels?
 
         It would if a path leaves the group and comes back. The path is one of
@@ -88,16 +106,19 @@ class Partition:
         q feeding it), so reaching a kernel continues from all its ops. Only
         kernels placed between the group's first and last kernel in the
         topological order can lie on such a path. `dup`: a member that will be
-        a private copy, so its uses outside the group do not count.
+        a private copy, so its uses outside the group do not count. The groups
+        may be given instead of their union (`gids`).
         """
         users, label = self.facts.users, self.facts.label
-        gids = {self.group[n] for n in group}
+        if gids is None:
+            gids = {self.group[n] for n in group}
         hi = max(self.slot[g] for g in gids)
         stack: list[tuple[Node, Node, Node]] = []  # (node reached, member it left from, first outside node)
-        for n in group:
-            if n is dup:
-                continue  # its uses outside the group go to private copies
-            stack.extend((u, n, u) for u in users(n) if u not in group)
+        for g0 in gids:
+            for n in self.exits[g0]:
+                if n is dup:
+                    continue  # its uses outside the group go to private copies
+                stack.extend((u, n, u) for u in users(n) if self.group[u] not in gids)
         seen: set[int] = set()
         while stack:
             x, origin, exit_ = stack.pop()
@@ -108,7 +129,7 @@ class Partition:
             if g in seen or self.slot[g] > hi:
                 continue
             seen.add(g)
-            stack.extend((u, origin, exit_) for m in self.members[g] for u in users(m) if self.group[u] != g)
+            stack.extend((u, origin, exit_) for m in self.exits[g] for u in users(m) if self.group[u] != g)
         return None
 
     def duplicate(self, n: Node, consumers: list[int]) -> None:
@@ -126,7 +147,12 @@ class Partition:
                         facts.uses.replace_input(u, i, Value(copy, v.index))
             facts.add_copy(copy, n, f"{base}.dup{j}")  # "relu %0.dup1"
             self.group[copy] = c
-            self.members[c].add(copy)
+            self.members[c].add(copy)  # its users are all in c: not an exit
+            self._patterns.pop(c, None)
+            for v in copy.inputs:  # but what it reads now has a user in c
+                g = self.group.get(v.node)
+                if g is not None and g != c:
+                    self.exits[g].add(v.node)
         self.merge({self.group[n], consumers[0]})
 
     def schedule(self) -> list[list[Node]]:

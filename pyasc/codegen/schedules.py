@@ -1,0 +1,90 @@
+"""What the tiler and the driver do with any schedule a template builds: one core type's `TileSchedule`, or a
+`MixedSchedule` (a cube side and a vector side in groups). One function per step, each side handled by the
+single-schedule step, the mixed launch adding its cross-core flags and its shared clock:
+
+    check(s, chip)              the buffers of every side fit their memories (raises CapacityError)
+    score(s, dims, chip)        the cost model's estimate (a mixed launch: its sides overlap, sharing GM)
+    plan_flags(s, chip, mode)   the sync plan (a mixed launch: one per side plus the cross-core plan)
+    build(s, flags, chip)       the simulator program (a mixed launch: a MixedKernel)
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping, Union
+
+from .. import symbolic as sy
+from ..target import Chip, MixedKernel, Program
+from .cost import Estimate, estimate
+from .cross_sync import CrossPlan, plan_cross
+from .emit import emit, layout_buffers
+from .schedule import AnySchedule, MixedSchedule, TileSchedule
+from .sync import SyncPlan, plan_sync
+
+
+@dataclass
+class MixedSync:
+    """The flags of a mixed launch: each side's own, and the cross-core ones between them."""
+
+    aic: SyncPlan
+    aiv: SyncPlan
+    cross: CrossPlan
+
+    @property
+    def flags(self) -> int:
+        return self.aic.flags + self.aiv.flags + self.cross.flags
+
+    @property
+    def ids_used(self) -> dict[tuple[str, str], int]:
+        out = dict(self.aic.ids_used)
+        for pair, n in self.aiv.ids_used.items():
+            out[pair] = max(n, out.get(pair, 0))
+        return out
+
+    def summary(self) -> str:
+        return f"aic {self.aic.summary()}; aiv {self.aiv.summary()}; {self.cross.summary()}"
+
+
+AnySync = Union[SyncPlan, MixedSync]
+
+
+def sides(s: AnySchedule) -> tuple[TileSchedule, ...]:
+    return s.sides if isinstance(s, MixedSchedule) else (s,)
+
+
+def check(s: AnySchedule, chip: Chip) -> None:
+    for side in sides(s):
+        layout_buffers(side, chip)
+
+
+def score(s: AnySchedule, dims: Mapping[str, int], chip: Chip) -> Estimate:
+    if not isinstance(s, MixedSchedule):
+        return estimate(s, dims, chip)
+    # a two-stage pipeline per group: its AIC makes block after block, its AIVs finish each one the next. Over
+    # b blocks it takes the slower side's b blocks plus the faster side's one (the first block's fill or the
+    # last one's drain). Each side's estimate already holds its own GM traffic (the vector side's reads of
+    # the workspace hit L2)
+    a, v = estimate(s.aic, dims, chip), estimate(s.aiv, dims, chip)
+    start = chip.launch_startup_cycles + chip.launch_core_cycles * (a.blocks + v.blocks)
+    own = [e.cycles - chip.launch_startup_cycles - chip.launch_core_cycles * e.blocks for e in (a, v)]
+    total = sy.evaluate(s.aic.fields["T"], dims) if "T" in s.aic.fields else 1
+    per_group = max(1, -(-total // max(1, a.blocks)))
+    core = max(own) + min(own) / per_group
+    busy = {**v.busy, **a.busy}
+    return Estimate(core + start, core, a.gm_bytes + v.gm_bytes, a.blocks, busy)
+
+
+def plan_flags(s: AnySchedule, chip: Chip, mode: str) -> AnySync:
+    """Raises SyncAllocationError (or CrossSyncError) when the flags do not fit the chip's ids."""
+    if not isinstance(s, MixedSchedule):
+        return plan_sync(s.body, s.buffers, chip.event_ids, mode)
+    return MixedSync(plan_sync(s.aic.body, s.aic.buffers, chip.event_ids, mode),
+                     plan_sync(s.aiv.body, s.aiv.buffers, chip.event_ids, mode), plan_cross(s, chip))
+
+
+def build(s: AnySchedule, flags: AnySync, chip: Chip) -> Union[Program, MixedKernel]:
+    if not isinstance(s, MixedSchedule):
+        return emit(s, flags, chip)
+    assert isinstance(flags, MixedSync)
+    aic = emit(s.aic, flags.aic, chip, flags.cross.sides["aic"])
+    aiv = emit(s.aiv, flags.aiv, chip, flags.cross.sides["aiv"])
+    return MixedKernel(aic, aiv, s.name)

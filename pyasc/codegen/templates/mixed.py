@@ -1,0 +1,274 @@
+"""The mixed template: a cube product and the elementwise work on its result, in one launch.
+
+Groups of one AIC and its AIVs (`chip.group_aivs`, 2 on the 910B) walk the same output blocks. The AIC runs
+the cube template's block loop (`matmul.schedule`) but FixPipe writes each block into a GM workspace
+channel instead of the output: per group `slots` tiles of tm x tnp accumulator values (tnp: tn padded to a UB
+block), which stay in L2. Each AIV takes its share of the block's rows: it loads them from the channel, loads
+the epilogue's other inputs for those rows and columns (a residual, a bias row, per-row values, scalars), runs
+the epilogue's vector ops (the vector template's analysis and op translation, `placement.translate_vop`) and
+stores the result. The cross-core flags between the two (the block is in the channel; the AIVs have read it)
+come from `cross_sync`, each side's own from `sync`.
+
+The epilogue must be elementwise over the product's (batch..., M, N) output with N as its row (rows M, the
+batch outer or folded into the rows); anything else is `Unsupported` and the router falls back to separate
+launches.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ... import symbolic as sy
+from ...symbolic import IntLike
+from ...target import Chip, itemsize
+from .. import tileops as T
+from ..domain import same_dim
+from ..kernel_graph import KernelGraph
+from ..schedule import CORE, GROUP, SUB, Buffer, Channel, GmParam, GmRef, Let, Loop, MixedSchedule, Ref, Stmt, \
+    TileSchedule, When
+from ..template import Job, Template, Tiling, Unsupported, align_up, free_symbols, ub_slot
+from ..tiling import scoring_dims
+from ..vector_ops import Geometry, Space
+from . import matmul, vector_kernel
+from .matmul import CubeMatmul
+from .matmul_tiling import MatmulTiling
+from .placement import Placement, decompose
+from .vector_kernel import VectorKernel, VectorTiling, in_param, out_param, stride_field, stride_fields
+
+F = sy.sym
+CHANNEL = "ws"
+SLOTS = 2
+
+
+@dataclass(frozen=True)
+class MixedMatmul:
+    """A cube product whose epilogue (a kernel graph: input 0 is the product) runs on the vector cores."""
+
+    name: str
+    cube: CubeMatmul
+    epilogue: KernelGraph
+    keep_product: bool = False  # the product is a result too: FixPipe also writes it out (the launch's out0)
+
+
+@dataclass(frozen=True)
+class MixedAnalysis:
+    mk: CubeMatmul
+    vk: VectorKernel
+    batch_outer: bool          # the epilogue's outer dims are the product's batch (else folded into its rows)
+    keep_product: bool
+
+
+@dataclass(frozen=True)
+class MixedTiling(Tiling):
+    cube: MatmulTiling
+    buffer_num: int            # slots of the vector side's rotating buffers
+    cores: int
+
+    def describe(self) -> str:
+        return f"{self.cube.describe()}; epilogue on the vector cores, buffer_num={self.buffer_num}"
+
+
+def analyze(job: Job, chip: Chip) -> list[MixedAnalysis]:
+    mm: MixedMatmul = job.subject
+    mk = mm.cube.for_chip(chip)
+    vk = vector_kernel.analyze(job.label, mm.epilogue, None, 0, "chunks", chip.ub_align, rows_of_last_axis=True)
+    d = vk.domain
+    if vk.reduces or any(s != Space.FULL for s in vk.out_spaces):
+        raise Unsupported("the epilogue is not elementwise over the product")
+    if not same_dim(d.C, mk.N):
+        raise Unsupported(f"the epilogue's rows are {d.C} long, not the product's N = {mk.N}")
+    if len(d.outer) == len(mk.batch) and same_dim(d.R, mk.M):
+        batch_outer = True
+    elif not d.outer and same_dim(d.R, sy.mul(mk.M, mk.batch_count)):
+        batch_outer = False
+    else:
+        raise Unsupported(f"the epilogue's domain {d.shape} does not follow the product's blocks")
+    first = next((u for u in vk.per_tile if u.index == 0), None)
+    if first is None or first.space != Space.FULL:   # (a one-row product reads as a row vector: the same tile)
+        raise Unsupported("the epilogue does not read the whole product")
+    return [MixedAnalysis(mk, vk, batch_outer, mm.keep_product)]
+
+
+def _symbols(a: MixedAnalysis) -> set[str]:
+    return free_symbols([a.mk.M, a.mk.N, a.mk.K, a.mk.batch_count])
+
+
+def _tnp(vk: VectorKernel, tn: int, chip: Chip) -> int:
+    """A block row padded to whole UB blocks of the narrowest dtype (every buffer row starts on a block)."""
+    return align_up(tn, chip.ub_align // vk.min_itemsize)
+
+
+def _rows_per_aiv(tm: int, chip: Chip) -> int:
+    return -(-tm // chip.group_aivs)
+
+
+def epilogue_buffers(vk: VectorKernel, tm: int, tn: int, t: Tiling, chip: Chip) -> list[Buffer]:
+    """The vector side's UB buffers for tm x tn cube blocks (its share of the rows, rows padded to tnp)."""
+    h, tnp = _rows_per_aiv(tm, chip), _tnp(vk, tn, chip)
+    out = []
+    for p in vk.alloc.buffers:
+        n = {Space.FULL: h * tnp, Space.ROW: h, Space.SCALAR: 1}[p.space]
+        dtype = {1: "uint8", 2: "float16", 4: "float32"}[p.itemsize]
+        out.append(Buffer(p.name, "UB", dtype, ub_slot(n * p.itemsize, chip), t.slots(p.rotating), p.kind))
+    for use in vk.per_tile:
+        if vk.layouts[use.buf.id].cls == "rowvec":
+            size = itemsize(use.buf.dtype)
+            out.append(Buffer(f"rv{use.buf.id}", "UB", use.buf.dtype, ub_slot(tnp * size, chip), t.slots(),
+                              "bias row staging"))
+    return out
+
+
+def aiv_buffers(a: MixedAnalysis, t: MixedTiling, chip: Chip) -> list[Buffer]:
+    return epilogue_buffers(a.vk, t.cube.tm, t.cube.tn, t, chip)
+
+
+def need(a: MixedAnalysis, t: MixedTiling, chip: Chip) -> int:
+    return sum(b.nbytes for b in aiv_buffers(a, t, chip))
+
+
+def tilings(a: MixedAnalysis, chip: Chip, buffer_num: int, cores: int) -> list[MixedTiling]:
+    """The cube template's tilings whose vector side fits the UB."""
+    dims, _ = scoring_dims(sorted(_symbols(a)))
+    out = []
+    for ct in matmul.tilings(a.mk, chip, buffer_num, min(cores, chip.aic_cores), dims):
+        t = MixedTiling(ct, min(2, buffer_num), ct.cores)
+        bufs = aiv_buffers(a, t, chip)
+        if sum(b.nbytes for b in bufs) <= chip.ub_bytes and \
+                all(b.slot_bytes <= chip.max_repeats * chip.vector_repeat_bytes for b in bufs):
+            out.append(t)
+    return out
+
+
+def schedule(a: MixedAnalysis, t: MixedTiling, chip: Chip) -> MixedSchedule:
+    mk, ct = a.mk, t.cube
+    tnp = _tnp(a.vk, ct.tn, chip)
+    ws_dtype = mk.out_dtype
+    slot_bytes = ct.tm * tnp * itemsize(ws_dtype)
+    if a.keep_product:
+        aic = matmul.schedule(mk, ct, chip, sink=lambda blk: matmul.to_output(blk) + _to_channel(blk, tnp, slot_bytes))
+    else:
+        aic = matmul.schedule(mk, ct, chip, sink=lambda blk: _to_channel(blk, tnp, slot_bytes))
+        aic.params = [p for p in aic.params if p.role != "out"]
+    groups = aic.blocks
+    aic.params.append(GmParam(CHANNEL, ws_dtype, "scratch"))
+    aic.scratch[CHANNEL] = sy.mul(groups, SLOTS * slot_bytes)
+    aiv = _vector_side(a, t, chip, tnp, slot_bytes, groups)
+    ch = Channel(CHANNEL, "aic", slot_bytes, SLOTS)
+    notes = [f"the cube's {ct.tm}x{ct.tn} blocks reach the vector cores through {SLOTS} workspace tiles per group "
+             f"({slot_bytes} B each, L2-resident)"]
+    return MixedSchedule(mk.name, aic, aiv, [ch], groups, notes)
+
+
+def _to_channel(blk: matmul.Block, tnp: int, slot_bytes: int) -> list[Stmt]:
+    """FixPipe of one output block into this group's channel slot (the AIC's core index is its group)."""
+    slot = sy.mod(F("i"), SLOTS)
+    off = sy.mul(sy.add(sy.mul(F(CORE), SLOTS), slot), slot_bytes)
+    mk = blk.mk
+    return [T.fixpipe(GmRef(CHANNEL, off), blk.acc, blk.mm, blk.nn, mk.out_dtype, mk.acc_dtype, relu=mk.relu,
+                      dst_row_stride=tnp, note="L0C -> workspace tile")]
+
+
+def _vector_side(a: MixedAnalysis, t: MixedTiling, chip: Chip, tnp: int, slot_bytes: int,
+                 groups: IntLike) -> TileSchedule:
+    mk, ct, vk = a.mk, t.cube, a.vk
+    fields: dict[str, IntLike] = {"M": mk.M, "N": mk.N, "tm": ct.tm, "tn": ct.tn, "G": groups,
+                                  "R": vk.domain.R, "C": vk.domain.C}
+    for j, o in enumerate(vk.domain.outer):
+        fields[f"O{j}"] = o
+    fields.update(stride_fields(vk))
+    M, N = F("M"), F("N")
+    nmb, nnb = sy.ceildiv(M, F("tm")), sy.ceildiv(N, F("tn"))
+    fields["T"] = sy.mul(mk.batch_count, sy.ceildiv(mk.M, ct.tm), sy.ceildiv(mk.N, ct.tn))
+    per = sy.ceildiv(F("T"), F("G"))
+    begin = sy.mul(F(GROUP), per)
+    count = sy.max_(0, sy.min_(per, sy.add(F("T"), sy.mul(-1, begin))))
+    h = _rows_per_aiv(ct.tm, chip)
+    lets: list[Stmt] = [Let("t", sy.add(begin, F("i"))), Let("nb", sy.mod(F("t"), nnb)),
+                        Let("r", sy.floordiv(F("t"), nnb)), Let("mb", sy.mod(F("r"), nmb)),
+                        Let("bi", sy.floordiv(F("r"), nmb)),
+                        Let("m0", sy.mul(F("mb"), F("tm"))), Let("mm", sy.min_(F("tm"), sy.add(M, sy.mul(-1, F("m0"))))),
+                        Let("n0", sy.mul(F("nb"), F("tn"))), Let("nn", sy.min_(F("tn"), sy.add(N, sy.mul(-1, F("n0"))))),
+                        Let("per", sy.ceildiv(F("mm"), chip.group_aivs)), Let("rs", sy.mul(F(SUB), F("per"))),
+                        Let("rows", sy.max_(0, sy.min_(F("per"), sy.add(F("mm"), sy.mul(-1, F("rs"))))))]
+    if a.batch_outer:
+        lets += [Let(f"o{j}", e) for j, e in enumerate(decompose(F("bi"), len(vk.domain.outer)))]
+        row0 = sy.add(F("m0"), F("rs"))
+        o_index = [F(f"o{j}") for j in range(len(vk.domain.outer))]
+    else:
+        row0 = sy.add(sy.mul(F("bi"), M), F("m0"), F("rs"))
+        o_index = []
+    lets.append(Let("row0", row0))
+    slot = t.slot("i")
+    geom = Geometry(full=sy.mul(F("rows"), tnp), row=F("rows"), rows=F("rows"), cols=F("nn"), stride=tnp)
+    tiling = VectorTiling("chunks", h, tnp, t.buffer_num, t.cores)
+    ncube = 3 if mk.bias else 2   # the cube reads in0 (A), in1 (B)[, in2 (bias)]; the epilogue's inputs follow
+    place = Placement(vk, tiling, geom, slot, F("row0"), F("n0"), o_index, False, lambda j: in_param(ncube + j - 1))
+    first = next(u for u in vk.per_tile if u.index == 0)
+    ws_src = GmRef(CHANNEL, sy.add(sy.mul(sy.add(sy.mul(F(GROUP), SLOTS), sy.mod(F("i"), SLOTS)), slot_bytes),
+                                   sy.mul(F("rs"), tnp * itemsize(first.buf.dtype))))
+    take = T.load(place.ref(first.buf), ws_src, first.buf.dtype, F("nn"), F("rows"), src_stride=tnp, dst_stride=tnp,
+                  note="rows of the cube's block")
+    first_out = 1 if a.keep_product else 0   # out0 is the product the cube writes
+    work = _loads(place, vk, tnp) + place.compute(vk.body) + _stores(place, vk, tnp, first_out)
+    has_rows = sy.lt(0, F("rows"))
+    body = lets + [When(has_rows, [take]), When(has_rows, work)]
+    pre = _zero_padding(vk, t, h, tnp) + place.prologue()
+    params = [GmParam(CHANNEL, first.buf.dtype, "scratch")]
+    params += [GmParam(place.in_name(u.index), u.buf.dtype, "in") for u in vk.resident + vk.per_tile if u.index != 0]
+    params += [GmParam(out_param(first_out + i), v.type.dtype, "out") for i, v in enumerate(vk.kg.outputs)]
+    notes = [f"epilogue rows split over the {chip.group_aivs} vector cores of a group, {h} rows each at most"]
+    return TileSchedule(f"{mk.name}_epilogue", "aiv", params, fields, sy.mul(groups, chip.group_aivs),
+                        aiv_buffers(a, t, chip), pre + [Loop("i", 0, count, 1, body, note="the group's blocks")],
+                        notes)
+
+
+def _zero_padding(vk: VectorKernel, t: MixedTiling, h: int, tnp: int) -> list[Stmt]:
+    """Rows are padded to tnp: zero every slot of the tile-sized inputs once, so the vector ops never read
+    bytes no load wrote (a block narrower than tn leaves the rest of each row alone)."""
+    out: list[Stmt] = []
+    for use in vk.per_tile:
+        p = vk.alloc.of[use.buf.id]
+        if p.space == Space.FULL:
+            for s in range(t.slots(p.rotating)):
+                out.append(T.vdup(Ref(p.name, s), 0, h * tnp, use.buf.dtype, note="zero the row padding"))
+    return out
+
+
+def _loads(place: Placement, vk: VectorKernel, tnp: int) -> list[Stmt]:
+    out: list[Stmt] = []
+    rows, nn = F("rows"), F("nn")
+    for use in vk.per_tile:
+        if use.index == 0:
+            continue
+        lay, dt, dst = vk.layouts[use.buf.id], use.buf.dtype, place.ref(use.buf)
+        if use.space == Space.ROW or lay.cls == "col":
+            out.append(T.load(dst, place._gm_in(use, 0, F("row0"), True), dt, rows, note=f"{use.buf.what} per row"))
+        elif lay.cls == "scalar":
+            out.append(T.load(dst, place._gm_in(use, 0, 0, True), dt, 1, note=use.buf.what))
+        elif lay.cls == "rowvec":
+            stage = Ref(f"rv{use.buf.id}", place.slot)
+            out.append(T.load(stage, place._gm_in(use, F("n0"), 0, True), dt, nn, note=f"{use.buf.what} (columns)"))
+            out.append(T.vbroadcast(dst, stage, rows, nn, dt, axis=0, dst_row_stride=tnp,
+                                    note=f"{use.buf.what} over the rows"))
+        else:
+            r = lay.r_stride
+            stride = r if r in (0, 1) else F(stride_field(use.buf.id, "r"))
+            out.append(T.load(dst, place._gm_in(use, F("n0"), F("row0"), True), dt, nn, rows, src_stride=stride,
+                              dst_stride=tnp, note=use.buf.what))
+    return out
+
+
+def _stores(place: Placement, vk: VectorKernel, tnp: int, first_out: int) -> list[Stmt]:
+    out: list[Stmt] = []
+    for (i, buf), _ in zip(vk.plan.outputs, vk.out_spaces):
+        dt = vk.kg.graph.outputs[i].type.dtype
+        o_off: IntLike = 0
+        for j, idx in enumerate(place.o_index):
+            o_off = sy.add(sy.mul(o_off, F(f"O{j}")), idx)
+        off = sy.add(sy.mul(sy.add(sy.mul(o_off, F("R")), F("row0")), F("C")), F("n0"))
+        out.append(T.store(GmRef(out_param(first_out + i), sy.mul(off, itemsize(dt))), place.ref(buf), dt, F("nn"),
+                           F("rows"),
+                           src_stride=tnp, dst_stride=F("C"), note=f"out{i}"))
+    return out
+
+
+TEMPLATE = Template("mixed", "mix", MixedTiling, analyze, tilings, schedule, _symbols, need=need)
