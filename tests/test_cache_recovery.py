@@ -152,3 +152,15 @@ def test_verify_reports_damage_past_authentication(disk_cache):
     corrupt_object_code(only_entry(disk_cache))
     status, out = invoke("cache", "verify")
     assert status == 1 and "cannot be decoded" in out
+
+
+@pytest.mark.parametrize("text", ['{"format": "pyasc.cache-stats", "version": 1, "kernels": {"shifted": 5}}',
+                                  '{"format": "pyasc.cache-stats", "version": 1, "kernels": {"s": {"hits": "x"}}}',
+                                  "[1, 2", "null"])
+def test_a_corrupt_stats_file_never_fails_a_call(disk_cache, text):
+    fresh()(X)
+    (disk_cache / "stats.json").write_text(text)
+    k = pyasc.kernel(shifted, chip="tiny", opt_level=1)  # another key: a miss, which writes the stats
+    np.testing.assert_array_equal(k(X), X - 2.0)
+    status, out = invoke("cache", "stats")
+    assert status == 0

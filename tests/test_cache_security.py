@@ -338,3 +338,29 @@ def test_a_planted_link_is_not_followed(disk_cache, tmp_path):
     (entry / "graph.json").unlink()
     (entry / "graph.json").symlink_to(outside)
     refused_then_recompiled(disk_cache, "symbolic link")
+
+
+# ---- the other files in the cache folder ------------------------------------------------------------
+
+
+def test_a_planted_tuning_record_is_not_used(disk_cache):
+    """A well-formed record choosing another (legal) tiling, written without the secret: ignored, warned."""
+    import pyasc.runtime.tunestore as tunestore
+    from pyasc.codegen.tiling import TilingDecision
+
+    k = fresh()
+    plain = k.compile(X).kernels[0]
+    other = plain.tiling.others[-1].params if plain.tiling.others else plain.tiling.params
+    key = tunestore.tuning_key(k.key_components(X))
+    doc = tunestore.TuningRecord(key, "scaled", "", "tiny", (TilingDecision.of(plain.name, other),)).to_json()
+    path = tunestore.path_of(disk_cache, key)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(doc))
+    k2 = fresh()
+    with pytest.warns(CacheWarning, match="ignoring the tuning record .*not authenticated"):
+        tiling = k2.compile(X).kernels[0].tiling
+    assert tiling.source == "cost model"
+    tunestore.save(disk_cache, tunestore.TuningRecord(key, "scaled", "", "tiny",
+                                                      (TilingDecision.of(plain.name, other),)))
+    k3 = fresh()
+    assert k3.compile(X).kernels[0].tiling.source == "tuned"  # the owner's own record is used
