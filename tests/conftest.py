@@ -45,11 +45,11 @@ def private_config_folder(tmp_path_factory):
 
 @pytest.fixture
 def disk_cache(tmp_path, monkeypatch):
-    """The disk cache on, in a fresh folder (returned), with its per-user secret in a fresh config folder."""
+    """The disk cache on, in a fresh folder (returned); its per-user secret is the session's (a worker process
+    started earlier, a Ray one, shares it)."""
     root = tmp_path / "pyasc-cache"
     monkeypatch.setenv("PYASC_CACHE", "1")
     monkeypatch.setenv("PYASC_CACHE_DIR", str(root))
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
     monkeypatch.delenv("PYASC_CACHE_KEY", raising=False)
     return root
 

@@ -255,7 +255,16 @@ def key_file() -> Path:
     return Path(os.environ["XDG_CONFIG_HOME"]) / "pyasc" / KEY_FILE
 
 
-def test_the_per_user_secret_is_made_on_first_use_private(disk_cache):
+@pytest.fixture
+def own_secret(tmp_path, monkeypatch):
+    """A config folder (and so a per-user secret) of this test alone, as a new user or a new process has."""
+    from pyasc.runtime import cachesecret
+
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.setattr(cachesecret, "_memo", {})
+
+
+def test_the_per_user_secret_is_made_on_first_use_private(disk_cache, own_secret):
     assert not key_file().exists()
     fresh()(X)
     st = key_file().stat()
@@ -263,7 +272,7 @@ def test_the_per_user_secret_is_made_on_first_use_private(disk_cache):
     assert len(bytes.fromhex(key_file().read_text().strip())) == 32
 
 
-def test_another_users_entries_fail_and_a_team_key_shares_them(disk_cache, tmp_path, monkeypatch):
+def test_another_users_entries_fail_and_a_team_key_shares_them(disk_cache, own_secret, tmp_path, monkeypatch):
     fresh()(X)
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "other-user"))  # another secret, the same folder
     k = fresh()
@@ -290,7 +299,7 @@ def test_a_short_team_key_is_a_clear_error(disk_cache, monkeypatch):
         fresh()(X)
 
 
-def test_a_secret_others_can_read_disables_the_cache_with_one_warning(disk_cache):
+def test_a_secret_others_can_read_disables_the_cache_with_one_warning(disk_cache, own_secret):
     fresh()(X)
     key_file().chmod(0o644)
     from pyasc.runtime import cachesecret
@@ -301,7 +310,6 @@ def test_a_secret_others_can_read_disables_the_cache_with_one_warning(disk_cache
         np.testing.assert_allclose(k(X), WANT, rtol=1e-6)
         np.testing.assert_allclose(fresh()(X), WANT, rtol=1e-6)
     assert len(record) == 1 and k.cache_info().misses == 1
-    cachesecret._memo.clear()
 
 
 def test_folders_and_files_are_private_whatever_the_umask(disk_cache):
