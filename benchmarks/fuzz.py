@@ -5,7 +5,9 @@
 
 Each case is a random kernel written as Python source (elementwise chains, broadcasting, casts,
 comparisons and where, reductions over any axes with and without keepdims, softmax / layer_norm /
-rms_norm, matmul, transposes, slices, reshapes, a tensor if), compiled at a random opt_level,
+rms_norm, matmul, transposes, slices, reshapes, a tensor if; issue 22's numpy and scipy.special functions,
+integer-array gathers and scatters, np.add.at, masks feeding reductions and writes, out=, and arguments
+written in place, compared with numpy's after the call), compiled at a random opt_level,
 buffer_num and preset with the sanitizer on, run, and compared with the function run eagerly by
 numpy. With --dynamic, kernels are compiled with dynamic=True, the generator adds what only dynamic
 shapes make hard (slices and negative indices on symbolic axes, shape predicates, loops over a
@@ -63,6 +65,22 @@ DYNAMIC = ["{a}[..., -5:]", "{a}[1:]", "{a}[-1]", "{a}[:-2] * 2.0", "({a} * 2.0)
            "({a} - 1.0) if {a}.shape[-1] < 16 and {a}.shape[0] != 3 else pyasc.exp({a})"]
 LOOP = ["    {v} = {a}", "    for _ in range(min({a}.shape[0], 4)):", "        {v} = {v} * 0.5 + 1.0"]
 
+#: numpy code of issue 22: the numpy and scipy functions added, advanced indexing (gathers, scatters, add.at,
+#: masks feeding reductions and writes) and writes that reach the caller (arguments compared after the call)
+ISSUE22 = ["np.log10(np.abs({a}) + 1.0)", "np.round({a} * 3.0)", "np.trunc({a} * 2.0)", "np.nan_to_num({a} / {a})",
+           "np.cumprod(np.tanh({a}), axis=-1)", "np.sort({a}, axis=-1)", "np.argsort({a}, axis=0, kind='stable')",
+           "np.take_along_axis({a}, np.argsort({a}, axis=-1, kind='stable'), axis=-1)", "np.einsum('...i,...i->...', {a}, {a})",
+           "np.prod(np.tanh({a}), axis=0)", "np.linalg.norm({a}, axis=-1)", "np.average({a}, axis=0)",
+           "scipy.special.expit({a})", "scipy.special.logsumexp({a}, axis=-1)", "scipy.special.xlogy({a}, np.abs({a}) + 1.0)",
+           "{a}[[0, -1]]", "{a}[{a} > 0.5].sum() + {a}[{a} < 0.0].mean()", "np.append({a}, {a})",
+           "np.where(np.isnan({a}), 0.0, {a})", "np.any({a} > 1.0, axis=0)", "np.diag(np.ravel({a}))"]
+#: statement groups: a fresh copy of {a} in {v}, then written
+WRITES = [["    {v} = {a} * 1.0", "    {v}[{v} > 0.5] = 0.0"],
+          ["    {v} = {a} * 1.0", "    {v}[[0, -1]] = 2.0", "    {v}[[0, 0]] += 1.0"],
+          ["    {v} = {a} * 1.0", "    np.add.at({v}, [0, 0, -1], 1.0)"],
+          ["    {v} = {a} * 1.0", "    {v}[{v} < 0.0] *= 3.0", "    np.maximum({v}, -1.0, out={v})"]]
+ARG_WRITES = ["    {a} += 1.0", "    {a}[..., :1] = 0.5", "    {a}[{a} > 1.0] = -1.0", "    np.tanh({a}, out={a})"]
+
 
 def _second_shapes(rng: random.Random, shapes: list[tuple[int, ...]]) -> list[tuple[int, ...]]:
     """Other sizes for every dim that is not 0 or 1 (those are part of a dynamic key), aligned from the right
@@ -110,6 +128,18 @@ def gen_case(rng: random.Random, dynamic: bool = False) -> Case:
                 lines.append(f"    {v} = " + rng.choice(DYNAMIC).format(a=a))
             live.append(v)
             continue
+        if rng.random() < 0.25:  # issue 22's numpy code
+            pick = rng.random()
+            if pick < 0.6:
+                lines.append(f"    {v} = " + rng.choice(ISSUE22).format(a=a))
+            elif pick < 0.85:
+                lines.extend(line.format(v=v, a=a) for line in rng.choice(WRITES))
+            else:  # an argument written in place: the caller must see it (compared after the call)
+                arg = rng.choice(names)
+                lines.append(rng.choice(ARG_WRITES).format(a=arg))
+                lines.append(f"    {v} = {arg} * 1.0")
+            live.append(v)
+            continue
         if kind < 0.3:
             expr = rng.choice(UNARY).format(a)
         elif kind < 0.6:
@@ -135,7 +165,8 @@ def gen_case(rng: random.Random, dynamic: bool = False) -> Case:
         live.append(v)
     outs = rng.sample(live[n_in:] or live, k=min(2, len(live[n_in:]) or 1))
     lines.append(f"    return {', '.join(outs)}" + ("," if len(outs) == 1 and rng.random() < 0.2 else ""))
-    src = f"import pyasc\n\n\ndef kern({', '.join(names)}):\n" + "\n".join(lines) + "\n"
+    src = f"import numpy as np\nimport scipy.special\n\nimport pyasc\n\n\ndef kern({', '.join(names)}):\n" + \
+        "\n".join(lines) + "\n"
     return Case(src, shapes, dtype, rng.choice([0, 1, 2, 3]), rng.choice([1, 2]), rng.choice(["tiny", "910b"]),
                 lines, dynamic, _second_shapes(rng, shapes) if dynamic else [])
 
@@ -172,12 +203,13 @@ def run_case(case: Case, tmp: Path) -> str | None:
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")
         try:
-            refs_all = [fn(*args) for args in runs]
+            ref_args = [[a.copy() for a in args] for args in runs]  # numpy writes its own copies
+            refs_all = [fn(*args) for args in ref_args]
         except Exception:
             return None  # not valid numpy (at either shape): not a pyasc case
         k = pyasc.kernel(fn, opt_level=case.opt_level, buffer_num=case.buffer_num, chip=case.chip, sanitize=True,
                          **({"dynamic": True} if case.dynamic else {}))
-        for args, ref in zip(runs, refs_all):
+        for args, ref, after in zip(runs, refs_all, ref_args):
             try:
                 out = k(*args)
             except pyasc.CompileError as e:
@@ -186,6 +218,8 @@ def run_case(case: Case, tmp: Path) -> str | None:
                 return f"{type(e).__name__}: {str(e).splitlines()[0][:70]}"
             refs = ref if isinstance(ref, tuple) else (ref,)
             outs = out if isinstance(out, tuple) else (out,)
+            if not all(_close(g, w, case.dtype) for g, w in zip(args, after)):
+                return "an argument written in place differs from numpy's"
             if len(refs) == len(outs) and all(_close(o, r, case.dtype) for o, r in zip(outs, refs)):
                 continue
             return judge(outs, refs, _exact(fn, args))
@@ -265,10 +299,10 @@ def shrink(case: Case, klass: str, tmp: Path) -> Case:
     return case
 
 
-def save(case: Case, klass: str, where: Path) -> Path:
+def save(case: Case, klass: str, where: Path, name: str = "") -> Path:
     where.mkdir(parents=True, exist_ok=True)
     digest = hashlib.sha1(case.source.encode()).hexdigest()[:10]
-    path = where / f"case_{digest}.py"
+    path = where / (name or f"case_{digest}.py")
     header = (f'"""Fuzz regression ({klass}).\n\nshapes={case.shapes} dtype={case.dtype} '
               f"opt_level={case.opt_level} buffer_num={case.buffer_num} chip={case.chip}\n" + '"""\n')
     meta = (f"\nSHAPES = {case.shapes!r}\nDTYPE = {case.dtype!r}\nOPTIONS = dict(opt_level={case.opt_level}, "
@@ -285,6 +319,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--dynamic", action="store_true", help="compile with dynamic=True (and run a second shape)")
     ap.add_argument("--cases", type=int, default=0, help="stop after this many cases (0: run for --minutes)")
     ap.add_argument("--no-shrink", action="store_true", help="record failures as generated (faster)")
+    ap.add_argument("--current", default="", help="folder: each case is written to its current_case.py before it runs (a case that hangs "
+                    "or exhausts memory is left behind)")
     args = ap.parse_args(argv)
     os.environ.setdefault("PYASC_CACHE", "0")
     rng = random.Random(args.seed)
@@ -297,6 +333,8 @@ def main(argv: list[str] | None = None) -> int:
         while (cases < args.cases) if args.cases else (time.time() < deadline):
             case = gen_case(rng, args.dynamic)
             cases += 1
+            if args.current:
+                save(case, "running", Path(args.current), "current_case.py")
             try:
                 klass = run_case(case, tmp)
             except Exception:  # noqa: BLE001 - the harness itself failed on this case

@@ -1,4 +1,12 @@
-"""One attention head: softmax(q @ k.T * scale) @ v. Two matmuls on the cube around a row softmax.
+"""Attention found by the compiler: plain picoGPT-style numpy, and torch, become one attention op.
+
+The kernel below is written the way picoGPT writes multi-head attention: np.split of the qkv projection,
+np.split into heads, a -1e10 causal mask from np.tri, the max-subtracted exp / sum softmax, np.hstack of the
+heads. GE's `attention` pass finds softmax(q @ k^T / sqrt(d) + mask) @ v in each head, recognises the
+triangle as causal=True, and merges the heads (slices of one tensor) into one batched attention reading q, k
+and v as views of the projection. The fusion log says what it found; `disable_passes=["attention"]` turns
+it off to compare. From torch (when installed), `torch.compile(model, backend="pyasc")` maps
+F.scaled_dot_product_attention to the same op, and the pass finds attention written out by hand.
 
     PYTHONPATH=. python examples/attention.py
 """
@@ -7,20 +15,73 @@ import numpy as np
 import pyasc
 
 
-@pyasc.kernel
-def attention(q, k, v):
-    scale = 1.0 / q.shape[-1] ** 0.5  # compile-time: a shape is a constant of the specialisation
-    return pyasc.softmax(q @ k.T * scale, axis=-1) @ v
+def softmax(x):
+    e = np.exp(x - np.max(x, axis=-1, keepdims=True))
+    return e / np.sum(e, axis=-1, keepdims=True)
+
+
+def attention(q, k, v, mask):
+    return softmax(q @ k.T / np.sqrt(q.shape[-1]) + mask) @ v
+
+
+def mha(x, w_qkv, w_proj, n_head: int):
+    """picoGPT's multi-head causal self-attention, unchanged numpy."""
+    qkv = np.split(x @ w_qkv, 3, axis=-1)
+    heads = [np.split(t, n_head, axis=-1) for t in qkv]
+    causal = (1 - np.tri(x.shape[0], dtype=x.dtype)) * -1e10
+    out = np.hstack([attention(q, k, v, causal) for q, k, v in zip(*heads)])
+    return out @ w_proj
 
 
 def run(small: bool = False) -> None:
     rng = np.random.default_rng(0)
-    t, d = (16, 32) if small else (512, 64)
-    q, k, v = (rng.standard_normal((t, d)).astype(np.float32) for _ in range(3))
-    out, prof = attention.profile(q, k, v)
-    np.testing.assert_allclose(out, attention.py_func(q, k, v), rtol=1e-4, atol=1e-4)
-    print(f"attention ({t} tokens, head dim {d}): {prof.launches} launch(es), {prof.time_s * 1e6:.2f} us")
-    print(prof.summary())
+    t, d, n_head = (16, 32, 2) if small else (256, 256, 4)
+    x = rng.standard_normal((t, d)).astype(np.float32)
+    w_qkv = (rng.standard_normal((d, 3 * d)) / np.sqrt(d)).astype(np.float32)
+    w_proj = (rng.standard_normal((d, d)) / np.sqrt(d)).astype(np.float32)
+    want = mha(x, w_qkv, w_proj, n_head)
+    for label, options in (("attention found", {}), ("attention pass off", {"disable_passes": ["attention"]})):
+        kernel = pyasc.kernel(mha, **options)
+        art = kernel.compile(x, w_qkv, w_proj, n_head)
+        out, prof = kernel.profile(x, w_qkv, w_proj, n_head)
+        np.testing.assert_allclose(out, want, rtol=2e-4, atol=2e-4)
+        print(f"{label}: {prof.launches} launch(es), {prof.time_s * 1e6:.2f} us simulated, "
+              f"GM {prof.gm_read_bytes + prof.gm_write_bytes:,} B")
+        for line in art.stages["fusion_log"].splitlines():
+            if line.startswith(("attention", "decomposed")):
+                print("   ", line)
+    run_torch(small)
+
+
+def run_torch(small: bool) -> None:
+    try:
+        import torch
+        import pyasc.torch as pt
+    except ImportError:
+        print("torch is not installed: the torch.compile part is skipped")
+        return
+    import math
+
+    class Attention(torch.nn.Module):
+        def forward(self, q, k, v):
+            s = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])        # written out by hand
+            t = q.shape[-2]
+            s = s.masked_fill(torch.triu(torch.ones(t, t, dtype=torch.bool), 1), float("-inf"))
+            mine = torch.softmax(s, dim=-1) @ v
+            return mine + torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+    shape = (1, 2, 16, 32) if small else (2, 4, 128, 64)
+    g = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(*shape, generator=g) for _ in range(3))
+    compiled = torch.compile(Attention(), backend="pyasc", options={"chip": "tiny"} if small else {})
+    with torch.no_grad(), pt.profile() as rec:
+        out = compiled(q, k, v)
+    torch.testing.assert_close(out, Attention()(q, k, v), rtol=2e-4, atol=2e-4)
+    print(f"torch.compile: {rec.launches} launch(es), {rec.time_s * 1e6:.2f} us simulated")
+    for art in rec.artifacts:
+        for line in art.stages["fusion_log"].splitlines():
+            if line.startswith(("attention", "decomposed")):
+                print("   ", line)
 
 
 if __name__ == "__main__":

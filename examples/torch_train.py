@@ -1,6 +1,6 @@
 """Training a small transformer with torch.compile(backend="pyasc"): forward and backward both run as
 pyasc kernels on the emulated NPU, and the loss curve matches eager PyTorch's step for step.
-Needs `pip install 'pyasc[torch]'`.
+Needs the torch extra: `pip install -e '.[torch]'` from the checkout (or `pip install torch==2.13.0`).
 
 The task is synthetic: predict the running mean of a random token sequence (a causal task, so the
 model needs its causal attention). Two copies of the model start from the same weights; one trains

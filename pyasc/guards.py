@@ -124,6 +124,17 @@ class Item:
         return value[self.key]
 
 
+@dataclass(frozen=True)
+class Has:
+    """`hasattr(value, name)`: whether an attribute exists is a value a kernel reads (`if not hasattr(layer,
+    "cache")` decides what it compiles), guarded like any other."""
+
+    name: str
+
+    def get(self, value: Any) -> Any:
+        return hasattr(value, self.name)
+
+
 @dataclass(frozen=True, eq=False)
 class Pinned:
     """A fixed object standing in for a path (a helper reached other than through one): such a guard
@@ -135,7 +146,7 @@ class Pinned:
         return self.obj
 
 
-Step = Union[Global, Builtin, Free, Attr, Item, Pinned]
+Step = Union[Global, Builtin, Free, Attr, Item, Has, Pinned]
 AccessPath = tuple  # tuple[Step, ...], from the kernel function
 
 #: what a path evaluation raises when the value is gone (a global deleted, an attribute removed, ...)
@@ -168,6 +179,8 @@ def path_text(path: AccessPath) -> str:
                 out += f".{step.name}"
         elif isinstance(step, Pinned):
             out = f"<{getattr(step.obj, '__qualname__', type(step.obj).__qualname__)}>"
+        elif isinstance(step, Has):
+            out = f"hasattr({out}, {step.name!r})"
         else:
             out += f"[{step.key!r}]"
     return out
@@ -182,6 +195,8 @@ def step_to_json(step: Step) -> list:
         return ["free", step.name, step.index]
     if isinstance(step, Attr):
         return ["attr", step.name]
+    if isinstance(step, Has):
+        return ["has", step.name]
     if isinstance(step, Pinned):
         raise NotPersistable(f"{path_text((step,))} was not reached through a name")
     return ["item", _key_to_json(step.key)]
@@ -197,6 +212,8 @@ def step_from_json(doc: Any) -> Step:
         return Free(str(doc[1]), int(doc[2]))
     if kind == "attr":
         return Attr(str(doc[1]))
+    if kind == "has":
+        return Has(str(doc[1]))
     if kind == "item":
         return Item(_key_from_json(doc[1]))
     raise ValueError(f"unknown access-path step {doc!r}")
@@ -352,15 +369,16 @@ def _bound_to_a_value(fn: Any) -> bool:
     return owner is not None and not isinstance(owner, types.ModuleType)
 
 
-def check_for(value: Any, *, lifted: bool = False) -> Check:
-    """The check for a value read at compile time (`lifted`: a large array is a hidden input).
+def check_for(value: Any, *, lifted: bool = False, always_lift: bool = False) -> Check:
+    """The check for a value read at compile time (`lifted`: a large array is a hidden input; `always_lift`:
+    an array of any size is, e.g. one the kernel writes in place).
 
     Raises Unguardable for a value whose changes cannot be seen.
     """
     if isinstance(value, _SCALARS) or isinstance(value, (np.generic, np.dtype)):
         return _value_check(value)
     if isinstance(value, np.ndarray):
-        return _array_check(value, lifted and value.nbytes >= LIFT_MIN_BYTES)
+        return _array_check(value, always_lift or (lifted and value.nbytes >= LIFT_MIN_BYTES))
     if isinstance(value, (tuple, list)):
         return _sequence_check(value)
     if isinstance(value, dict):

@@ -7,9 +7,13 @@ of a timing group) gets one stamp; each line remembers the stamp of its last
 use, and a Fenwick tree counts, per stamp, the lines whose last use it is, so
 the distinct lines touched since stamp s are a suffix sum.
 
-Reads allocate on a miss; writes allocate too (a later read of them hits) but
-are written through to HBM, so a store always costs HBM bandwidth and a
-streaming kernel stays HBM-bound. Contents live as long as the device says a
+Reads allocate on a miss; writes allocate too (a later read of them hits)
+and leave the line dirty. The L2 writes back: a dirty line reaches HBM once,
+when it is evicted or at the end of its life, and that write-back is charged
+to the store that dirtied it. So a store costs HBM bandwidth unless its line
+is resident and already dirty (a workspace tile rewritten while it stays in
+L2, the exchange of a mixed launch, costs only L2 bandwidth), and a streaming
+kernel, which writes every line once, stays HBM-bound. Contents live as long as the device says a
 kernel call lasts (Device.begin_call flushes them); a host write invalidates
 what it overwrites. Accesses are decided in the order the timing model starts
 the transfers, so the same schedule gives the same hits, with or without the
@@ -90,6 +94,7 @@ class L2Cache:
         if getattr(self, "_clock", None) == 0:
             return  # already empty
         self._stamps: dict[int, np.ndarray] = {}  # id(buffer) -> last-use stamp of each of its lines (0 never)
+        self._dirty: dict[int, np.ndarray] = {}   # id(buffer) -> lines written since they were last fetched
         self._bufs: dict[int, Any] = {}
         self._tree = _Fenwick()
         self._clock = 0
@@ -115,6 +120,7 @@ class L2Cache:
         """A freed buffer's lines leave the cache."""
         self.invalidate(buf, 0, buf.nbytes)
         self._stamps.pop(id(buf), None)
+        self._dirty.pop(id(buf), None)
         self._bufs.pop(id(buf), None)
 
     def _lines(self, t: GmTouch, buf: Any) -> np.ndarray:
@@ -159,7 +165,8 @@ class L2Cache:
         """Touch the lines of one record (all cores of its timing group) in the launch's GM arguments `args`;
         returns the fraction of them that hit.
 
-        Writes never count as hits (they go through to HBM) but leave their lines cached.
+        A write hits only a resident dirty line (its write-back is already paid for); it leaves its lines
+        cached and dirty.
         """
         self._clock += 1
         stamp = self._clock
@@ -171,7 +178,9 @@ class L2Cache:
             st = self._stamps.get(key)
             if st is None:
                 st = self._stamps[key] = np.zeros(-(-(buf.addr % line + buf.nbytes) // line), dtype=np.int64)
+                self._dirty[key] = np.zeros(st.size, dtype=bool)
                 self._bufs[key] = buf  # keep it alive while its id is a key
+            dirty = self._dirty[key]
             if t.off.__class__ is int and (t.nrows == 1 or t.stride == t.width):
                 # one core, one contiguous range: a slice, no index arrays
                 a = buf.addr + t.off
@@ -179,13 +188,7 @@ class L2Cache:
                 lo, hi = a // line - base, (a + (t.nrows - 1) * t.stride + t.width - 1) // line - base + 1
                 total += hi - lo
                 view = st[lo:hi]
-                if view.any():
-                    u, cnt = np.unique(view[view > 0], return_counts=True)
-                    tree = self._tree
-                    for s_old, n in zip(u.tolist(), cnt.tolist()):
-                        if not t.write and tree.total - tree.prefix(s_old) < self.capacity:
-                            hits += n
-                        tree.add(s_old, -n)
+                hits += self._touch(view, dirty[lo:hi], t.write)
                 view[:] = stamp
                 self._tree.add(stamp, hi - lo)
                 continue
@@ -194,21 +197,35 @@ class L2Cache:
             lines = every if _distinct(every) else np.unique(every)
             if not t.write:
                 hits += every.size - lines.size  # cores of one batch reading the same line: one fetch serves all
-            old = st[lines]
-            seen = old > 0
-            if seen.any():
-                u, cnt = np.unique(old[seen], return_counts=True)
-                tree = self._tree
-                for s_old, n in zip(u.tolist(), cnt.tolist()):
-                    # distinct lines touched after stamp s: the lines whose last use is later than s
-                    if not t.write and tree.total - tree.prefix(s_old) < self.capacity:
-                        hits += n
-                    tree.add(s_old, -n)
+            d = dirty[lines]
+            hits += self._touch(st[lines], d, t.write)
+            dirty[lines] = d
             st[lines] = stamp
             self._tree.add(stamp, lines.size)
         self.hit_lines += hits
         self.miss_lines += total - hits
         return hits / total if total else 0.0
+
+    def _touch(self, old: np.ndarray, dirty: np.ndarray, write: bool) -> int:
+        """Lines of one touch that hit, given their last-use stamps `old` (0: never used); updates `dirty` in place
+        (a write dirties its lines; a line fetched again after its eviction is clean) and takes the lines' old
+        stamps out of the tree."""
+        resident = np.zeros(old.shape, dtype=bool)
+        if old.any():
+            u, inv, cnt = np.unique(old, return_inverse=True, return_counts=True)
+            tree = self._tree
+            # distinct lines touched after stamp s: the lines whose last use is later than s
+            live = np.array([s > 0 and tree.total - tree.prefix(s) < self.capacity for s in u.tolist()])
+            resident = live[inv.reshape(old.shape)]
+            for s_old, n in zip(u.tolist(), cnt.tolist()):
+                if s_old > 0:
+                    tree.add(s_old, -n)
+        if write:
+            hits = int(np.count_nonzero(resident & dirty))
+            dirty[...] = True
+            return hits
+        dirty[~resident] = False
+        return int(np.count_nonzero(resident))
 
 
 def _distinct(lines: np.ndarray) -> bool:

@@ -19,8 +19,9 @@ made its matching cross-core set (see crossflags.py), plus a latency.
 GM transfers (MTE2, MTE3, FIX to or from GM) pay a start-up latency, then
 move their bytes at their path's per-core rate, capped by a max-min fair
 share of two chip-wide resources: the L2 (every byte passes it) and HBM
-(only the bytes that miss in L2, and every store). The L2 decides hits when a
-transfer starts (l2.py). Everything is deterministic.
+(only the bytes that miss in L2: reads of lines it does not hold, stores that
+dirty a line, each paying that line's one write-back). The L2 decides hits
+when a transfer starts (l2.py). Everything is deterministic.
 """
 from __future__ import annotations
 
@@ -126,7 +127,7 @@ class TimingEngine:
             write = touches[0].write
             hit = self.l2.access(touches, self.args) if self.l2 is not None else 0.0
             g.hit[j] = hit
-            hbm = 1.0 if write else 1.0 - hit
+            hbm = 1.0 - hit   # a store hits a resident dirty line only: its write-back is paid already
             if not write:
                 g.hit_bytes += hit * touches[0].nrows * touches[0].width * g.m
         self.seq += 1

@@ -91,3 +91,89 @@ def makers(values: Callable[..., np.ndarray]) -> dict[str, list[Any]]:
                 lambda rng, d: ([values(rng, d, (2, 3, 4)), values(rng, d, (4,))], {}),
                 lambda rng, d: ([values(rng, d, (3, 4)), values(rng, d, (2, 4, 5))], {})],
     }
+
+
+#: the numpy ops of issue 22 run on these dtypes (each in both presets): one float, one int and bool cover
+#: their dtype rules; float16 where an op computes in float32 and rounds once
+DTYPES_ISSUE22 = {
+    **{n: ("float32", "float16", "int32") for n in ("log10", "xlogy", "xlog1py", "logit", "logsumexp", "expit",
+                                                    "special_erf", "special_softmax", "special_log_softmax", "norm",
+                                                    "average", "rint")},
+    **{n: ("float32", "int32", "bool") for n in ("isnan", "isinf", "isfinite", "logical_and", "logical_or",
+                                                 "logical_xor", "logical_not", "any", "all", "count_nonzero",
+                                                 "sort", "argsort", "diag", "diagflat", "append")},
+    **{n: ("float32", "int32") for n in ("round", "trunc", "fmax", "fmin", "nan_to_num", "cumprod", "prod",
+                                         "trace", "take_along_axis")},
+}
+
+
+def makers_issue22(values: Callable[..., np.ndarray]) -> dict[str, list[Any]]:
+    def un(kind: str = "any", shape: tuple[int, ...] = (3, 4), **attrs: Any):
+        return lambda rng, d: ([values(rng, d, shape, kind)], dict(attrs))
+
+    def special(rng, d):  # NaN, infinities and signed zeros where the dtype has them
+        x = values(rng, d, (3, 6))
+        if dtypes.is_float(d):
+            x.reshape(-1)[:5] = [np.nan, np.inf, -np.inf, -0.0, 0.0]
+        return [x], {}
+
+    def two(kind: str = "any"):
+        return lambda rng, d: ([values(rng, d, (3, 4), kind), values(rng, d, (4,), kind)], {})
+
+    def prob(rng, d):
+        if dtypes.is_float(d):
+            return [rng.uniform(0.05, 0.95, (3, 4)).astype(dtypes.to_numpy(d))], {}
+        return [values(rng, d, (3, 4), "positive")], {}
+
+    def xlogy_args(rng, d):
+        x = values(rng, d, (3, 4))
+        x.reshape(-1)[:3] = 0
+        return [x, values(rng, d, (4,), "positive")], {}
+
+    def halves(rng, d):  # exact halves: round half to even
+        if dtypes.is_float(d):
+            return [(rng.integers(-8, 8, (3, 4)) / 2 + rng.uniform(-0.3, 0.3, (3, 4)) * (rng.random((3, 4)) < 0.5))
+                    .astype(dtypes.to_numpy(d))], {"decimals": 0}
+        return [values(rng, d, (3, 4))], {"decimals": -1}
+
+    def sortable(shape: tuple[int, ...], **attrs: Any):
+        def make(rng, d):
+            x = values(rng, d, shape, "small")  # ties among small ints and bools: the order must be stable
+            if dtypes.is_float(d):
+                x.reshape(-1)[:2] = [np.nan, -np.inf]
+            return [x], dict(attrs)
+        return make
+
+    def along(rng, d):
+        x = values(rng, d, (3, 5))
+        return [x, rng.integers(-5, 5, (3, 2)).astype(np.int32)], {"axis": 1}
+
+    def along_none(rng, d):
+        return [values(rng, d, (2, 3)), np.array([5, 0, -1], np.int32)], {"axis": None}
+
+    return {
+        "log10": [un("positive")], "isnan": [special], "isinf": [special], "isfinite": [special],
+        "logical_and": [two()], "logical_or": [two()], "logical_xor": [two()], "logical_not": [un()],
+        "round": [halves, un(shape=(2, 5), decimals=1)], "rint": [halves], "trunc": [special],
+        "fmax": [lambda rng, d: (special(rng, d)[0] + [values(rng, d, (6,))], {})],
+        "fmin": [lambda rng, d: (special(rng, d)[0] + [values(rng, d, (6,))], {})],
+        "nan_to_num": [special, lambda rng, d: (special(rng, d)[0], {"nan": 1.5, "posinf": 9.0, "neginf": -9.0})],
+        "xlogy": [xlogy_args], "xlog1py": [xlogy_args], "logit": [prob], "expit": [un()], "special_erf": [un()],
+        "logsumexp": [un(axis=None), un(shape=(2, 3, 4), axis=(0, 2), keepdims=True)],
+        "special_softmax": [un(axis=None), un(axis=1)], "special_log_softmax": [un(axis=0)],
+        "cumprod": [un("small", axis=1), un("small", shape=(2, 3, 4), axis=None)],
+        "prod": [un("small", axis=None), un("small", shape=(2, 3, 5), axis=(0, 2), keepdims=True)],
+        "average": [un(axis=1), lambda rng, d: ([values(rng, d, (3, 4)), values(rng, d, (4,), "positive")],
+                                                {"axis": 1})],
+        "any": [un(axis=None), un(axis=1, keepdims=True)], "all": [un(axis=0)],
+        "count_nonzero": [un(axis=None), un(shape=(2, 3, 4), axis=(0, 1))],
+        "norm": [un(), un(ord=1, axis=1), un(ord=np.inf), un(shape=(5,), ord=3), un(ord=-1, axis=(1, 0))],
+        "trace": [un(shape=(4, 5)), un(shape=(2, 3, 4), offset=1, axis1=1, axis2=2)],
+        "diag": [un(shape=(4,), k=1), un(shape=(4,), k=-2), un(shape=(3, 5), k=1), un(shape=(4, 3), k=-1)],
+        "diagflat": [un(shape=(2, 2)), un(shape=(3,), k=-1)],
+        "sort": [sortable((3, 7)), sortable((4, 3), axis=0), sortable((2, 5), axis=None)],
+        "argsort": [sortable((3, 7)), sortable((4, 3), axis=0)],
+        "take_along_axis": [along, along_none],
+        "append": [lambda rng, d: ([values(rng, d, (2, 3)), values(rng, d, (4,))], {"axis": None}),
+                   lambda rng, d: ([values(rng, d, (2, 3)), values(rng, d, (1, 3))], {"axis": 0})],
+    }

@@ -543,9 +543,20 @@ def returns_constant(x):
     return x, 1.5
 
 
-def test_compile_time_results_become_consts():
-    r = check(returns_constant, f32(2))
+def test_compile_time_results_are_returned_as_they_are():
+    """numpy's `return x, 1.5` returns the Python float: it is a constant leaf of the result, not an output."""
+    r = build(returns_constant, f32(2))
     assert r.returns_tuple
+    assert len(r.graph.outputs) == 1 and r.out_consts == ((1, 1.5),)
+    assert type(r.out_consts[0][1]) is float
+
+
+def returns_numpy_scalar(x):
+    return x, np.float32(1.5)
+
+
+def test_numpy_scalar_results_become_consts():
+    r = check(returns_numpy_scalar, f32(2))
     assert r.graph.outputs[1].node.op == "Const"
     assert r.graph.outputs[1].type == TensorType((), "float32")
 

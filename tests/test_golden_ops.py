@@ -108,8 +108,13 @@ MAKERS: dict[str, list[Maker]] = {
     "expand_dims": [unary(axis=0), unary(axis=-1)],
     "squeeze": [unary(shape=(3, 1, 4), axis=1), unary(shape=(1, 3, 1), axis=None)],
     "full": [lambda rng, d: ([], {"shape": (2, 3), "fill_value": True if d == "bool" else 3, "dtype": d})],
+    "attention": [lambda rng, d: ([values(rng, d, (2, 5, 8), "small") for _ in range(3)] + [None], {"causal": True}),
+                  lambda rng, d: ([values(rng, d, (7, 16), "small"), values(rng, d, (9, 16), "small"),
+                                   values(rng, d, (9, 4), "small"), values(rng, d, (7, 9), "small")],
+                                  {"scale": 0.5})],
 }
 MAKERS.update(numpy_op_makers.makers(values))  # the numpy ops of issue 11
+MAKERS.update(numpy_op_makers.makers_issue22(values))  # and of issue 22 (on the dtypes DTYPES_ISSUE22 names)
 
 
 def default_maker(op: ops.OpDef) -> Maker:
@@ -157,7 +162,7 @@ def _cases() -> list[Any]:
         if op.api is None:
             continue
         for vi, maker in enumerate(makers_for(op)):
-            for d in dtypes.NAMES:
+            for d in numpy_op_makers.DTYPES_ISSUE22.get(name, dtypes.NAMES):
                 args = full_args(op, maker(np.random.default_rng(0), d))
                 try:
                     ok = accepts(op, args)

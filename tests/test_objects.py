@@ -199,18 +199,29 @@ def test_dict_items_keys_values_on_a_captured_dict():
         WEIGHTS["b"] = np.float32(3.0)
 
 
-def test_dict_mutation_is_a_located_error():
-    def mutates(x):
+def test_dict_update_sets_the_items_after_the_call_and_pop_is_a_located_error():
+    def updates(x):
         PARAMS.update(s=3.0)
+        return x * PARAMS["s"]
+
+    def pops(x):
+        PARAMS.pop("s")
         return x
 
+    saved = dict(PARAMS)
+    try:
+        assert_close(pyasc.kernel(updates, chip="tiny")(np.ones(2, np.float32)), np.full(2, 3.0, np.float32))
+        assert PARAMS["s"] == 3.0  # as numpy code leaves the dict
+    finally:
+        PARAMS.clear()
+        PARAMS.update(saved)
     with pytest.raises(pyasc.CompileError) as info:
-        pyasc.kernel(mutates, chip="tiny")(np.zeros(2, np.float32))
+        pyasc.kernel(pops, chip="tiny")(np.zeros(2, np.float32))
     msg = str(info.value)
-    assert "PARAMS.update() would change a dict in place, which a kernel does not support" in msg
-    line = mutates.__code__.co_firstlineno + 1
-    assert f"test_objects.py:{line}:9: error: PARAMS.update()" in msg
-    assert msg.endswith("\n            PARAMS.update(s=3.0)\n            ^^^^^^^^^^^^^^^^^^^^")
+    assert "PARAMS.pop() would change a dict in place, which a kernel does not support" in msg
+    line = pops.__code__.co_firstlineno + 1
+    assert f"test_objects.py:{line}:9: error: PARAMS.pop()" in msg
+    assert msg.endswith('\n            PARAMS.pop("s")\n            ^^^^^^^^^^^^^^^')
 
 
 class Private:

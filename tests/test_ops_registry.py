@@ -33,11 +33,35 @@ NUMPY_PUBLIC = {*NUMPY_UNARY, "logaddexp", "square", "clip", "copy", "var", "std
                 *NUMPY_GATHER, *NUMPY_CREATION, "tril", "triu", "outer"}
 NUMPY_INTERNAL = {"concat", "split"}  # variadic: concatenate/stack/hstack/vstack and split/array_split are sugar
 NUMPY_OPS = NUMPY_PUBLIC | NUMPY_INTERNAL
+ATTENTION = {"attention"}  # issue 19: scaled dot-product attention, its own kernel or its decomposition
 NUMPY_OP_TWINS = {**{n: n for n in NUMPY_PUBLIC - NUMPY_CREATION}, "zeros_like": "full_like", "ones_like": "full_like",
                   "empty_like": "full_like", "concatenate": "concat", "concat": "concat", "stack": "concat",
                   "hstack": "concat", "vstack": "concat", "split": "split", "array_split": "split"}
 
-INTERNAL = {"fused_matmul", "transdata", "slice", "slice_update", "Data", "Const", "If", "Loop", "DimValue"} | NUMPY_INTERNAL
+# the numpy (and scipy.special) functions of issue 22, by category; einsum (variadic) and scatter_rows are internal
+NUMPY22_CATEGORY = {
+    **{n: Category.ELEMWISE for n in ("log10", "isnan", "isinf", "isfinite", "logical_not", "round", "rint", "trunc",
+                                      "nan_to_num", "logit", "expit", "special_erf", "special_softmax",
+                                      "special_log_softmax")},
+    **{n: Category.BROADCAST for n in ("logical_and", "logical_or", "logical_xor", "fmax", "fmin", "xlogy", "xlog1py")},
+    **{n: Category.REDUCE for n in ("prod", "any", "all", "count_nonzero", "average", "logsumexp")},
+    **{n: Category.INJECTIVE for n in ("cumprod", "diag", "diagflat", "take_along_axis", "append")},
+    **{n: Category.OPAQUE for n in ("norm", "trace", "sort", "argsort", "einsum", "scatter_rows")},
+}
+NUMPY22_INTERNAL = {"einsum", "scatter_rows"}
+NUMPY22_CHEAP = {"isnan", "isinf", "isfinite", "logical_not", "logical_and", "logical_or", "logical_xor", "fmax",
+                 "fmin", "trunc", "round", "nan_to_num", "any", "all", "count_nonzero", "append"}
+NUMPY22_TWINS = {
+    **{n: n for n in NUMPY22_CATEGORY if n not in NUMPY22_INTERNAL and not n.startswith("special_")
+       and n not in ("norm", "expit", "logit", "logsumexp", "xlogy", "xlog1py")},
+    "around": "round", "fix": "trunc", "linalg.norm": "norm", "einsum": "einsum",
+    **{f"scipy.special.{n}": n for n in ("expit", "logit", "logsumexp", "xlogy", "xlog1py")},
+    **{f"scipy.special.{n}": f"special_{n}" for n in ("erf", "softmax", "log_softmax")},
+}
+NUMPY_OPS |= set(NUMPY22_CATEGORY)
+
+INTERNAL = {"fused_matmul", "transdata", "slice", "slice_update", "Data", "Const", "If", "Loop", "DimValue"} | \
+    NUMPY_INTERNAL | NUMPY22_INTERNAL
 BINARY = "add sub mul div floordiv mod pow maximum minimum lt le gt ge eq ne bitwise_and bitwise_or bitwise_xor".split()
 UNARY = "neg invert abs exp log sqrt rsqrt reciprocal sin cos tanh sigmoid relu gelu silu erf floor ceil sign".split()
 REDUCTIONS = "sum max min mean".split()
@@ -54,14 +78,17 @@ EXPECTED_CATEGORY = {
     **{n: Category.BROADCAST for n in ["logaddexp", "clip"]},
     **{n: Category.REDUCE for n in ["var", "std"]},
     **{n: Category.INJECTIVE for n in [*NUMPY_LAYOUT, *NUMPY_INTERNAL]},
-    "dot": Category.MATMUL,
+    "dot": Category.MATMUL, "attention": Category.OPAQUE,
     "argmax": Category.REDUCE, "argmin": Category.REDUCE, "take": Category.INJECTIVE, "cumsum": Category.INJECTIVE,
     **{n: Category.ELEMWISE for n in NUMPY_CREATION}, **{n: Category.BROADCAST for n in ("tril", "triu", "outer")},
+    **NUMPY22_CATEGORY,
 }
 EXPENSIVE = set("exp log tanh sqrt rsqrt div sigmoid gelu erf sin cos pow".split()) | set(REDUCTIONS) | COMPOSITES | {
     "matmul", "fused_matmul", "floordiv", "mod", "reciprocal"}  # the last three: division-based, like XLA's
 EXPENSIVE |= set(NUMPY_UNARY) | {"logaddexp", "var", "std", "dot"} | NUMPY_GATHER
-COMPOSITES |= NUMPY_OPS
+EXPENSIVE |= set(NUMPY22_CATEGORY) - NUMPY22_CHEAP
+COMPOSITES |= NUMPY_OPS | ATTENTION
+EXPENSIVE |= ATTENTION
 COMMUTATIVE = {"add", "mul", "maximum", "minimum", "eq", "ne", "bitwise_and", "bitwise_or", "bitwise_xor"}
 
 NUMPY_TWINS = {
@@ -78,14 +105,14 @@ NUMPY_TWINS = {
     "matmul": "matmul", "transpose": "transpose", "permute_dims": "transpose", "reshape": "reshape",
     "broadcast_to": "broadcast_to", "expand_dims": "expand_dims", "squeeze": "squeeze",
     "full": "full", "zeros": "full", "ones": "full",
-    **NUMPY_OP_TWINS,
+    **NUMPY_OP_TWINS, **NUMPY22_TWINS,
 }
 
 
 def test_every_op_name_of_the_brief_is_registered_and_nothing_else():
     for name in OP_NAMES:
         assert ops.exists(name), name
-    assert set(ops.names()) == set(OP_NAMES) | NUMPY_OPS
+    assert set(ops.names()) == set(OP_NAMES) | NUMPY_OPS | ATTENTION
 
 
 def test_public_signatures_exactly_for_non_internal_ops():
@@ -174,10 +201,11 @@ def test_a_reduce_op_without_its_axes_is_rejected_at_registration():
 def test_only_wheres_condition_and_takes_indices_are_outside_promotion():
     assert ops.get("where").unpromoted == ("condition",)
     assert ops.get("take").unpromoted == ("indices",)
+    assert ops.get("take_along_axis").unpromoted == ("indices",)
     for name in ops.names():
         op = ops.get(name)
         assert set(op.unpromoted) <= set(op.tensor_params), name
-        assert name in ("where", "take") or not op.unpromoted, name
+        assert name in ("where", "take", "take_along_axis") or not op.unpromoted, name
 
 
 def test_category_order_follows_tvm():
@@ -187,12 +215,15 @@ def test_category_order_follows_tvm():
 
 def test_numpy_twins():
     assert {n: ops.numpy_twin(n) for n in ops.numpy_names()} == NUMPY_TWINS
+    scipy_special = pytest.importorskip("scipy.special")
     for np_name in NUMPY_TWINS:
-        assert hasattr(np, np_name), np_name
+        module, _, attr = np_name.rpartition(".")
+        home = {"": np, "linalg": np.linalg, "scipy.special": scipy_special}[module]
+        assert hasattr(home, attr), np_name
         fn = ops.numpy_function(np_name)
         assert fn.__pyasc_op__ == NUMPY_TWINS[np_name]
     assert ops.numpy_function("zeros") is pyasc.zeros
-    assert ops.numpy_twin("logical_not") is None  # differs from invert on ints
+    assert ops.numpy_twin("logical_not") == "logical_not"  # its own op: it differs from invert on ints
     assert ops.numpy_twin("dot") == "dot"  # its own op: np.dot differs from matmul for N-D operands
     assert ops.numpy_function("linalg") is None
 
@@ -224,9 +255,30 @@ def _twin_args(np_name, a, b):
         "take": ((a, np.array([0, 2, -1], np.int32)), {"axis": 1}), "cumsum": ((a, 0), {}),
         "tril": ((a,), {}), "triu": ((a, 1), {}), "outer": ((a, b), {}),
     }
+    special.update({  # issue 22
+        "einsum": (("ij,kj->ik", a, b), {}), "take_along_axis": ((a, np.argsort(b, axis=1)[:, :2].astype(np.int32), 1), {}),
+        "append": ((a, b), {"axis": 0}), "round": ((a,), {}), "around": ((a,), {}), "diag": ((a,), {}),
+        "trace": ((a,), {}), "linalg.norm": ((a,), {"axis": 1}), "average": ((a,), {"axis": 0}),
+        "prod": ((a,), {"axis": 1}), "cumprod": ((a, 1), {}), "sort": ((a,), {}), "argsort": ((a, 0), {}),
+        "scipy.special.logsumexp": ((a,), {"axis": 1}), "scipy.special.softmax": ((a,), {"axis": 1}),
+        "scipy.special.log_softmax": ((a,), {}),
+    })
     if np_name in special:
         return special[np_name]
-    return ((a, b), {}) if NUMPY_TWINS[np_name] in BINARY else ((a,), {})
+    if NUMPY_TWINS[np_name] in BINARY or NUMPY_TWINS[np_name] in NUMPY22_BINARY:
+        return ((a, b), {})
+    return ((a,), {})
+
+
+NUMPY22_BINARY = {"logical_and", "logical_or", "logical_xor", "fmax", "fmin", "xlogy", "xlog1py"}
+
+
+def _numpy_fn(np_name):
+    """np.<name>, np.linalg.<name> or scipy.special.<name>."""
+    module, _, attr = np_name.rpartition(".")
+    if module == "scipy.special":
+        return getattr(pytest.importorskip("scipy.special"), attr)
+    return getattr(np.linalg if module == "linalg" else np, attr)
 
 
 # empty_like: numpy leaves the contents unspecified (pyasc's are zeros; test_ops_numpy_math checks them)
@@ -247,7 +299,7 @@ def test_numpy_twin_means_the_same_as_numpy(np_name, dtype, rng):
         return  # inference rejects this dtype: nothing to agree on
     if op_name == "matmul" and dtype == "int8":
         return  # documented difference: pyasc accumulates int8 products in int32, numpy wraps in int8
-    expected = getattr(np, np_name)(*args, **kwargs)
+    expected = _numpy_fn(np_name)(*args, **kwargs)
     got = fn(*args, **kwargs)
     if isinstance(expected, list):  # split: the pieces
         assert len(got) == len(expected)

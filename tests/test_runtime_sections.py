@@ -113,7 +113,7 @@ def test_a_new_section_is_one_table_entry(monkeypatch):
     c = compiled("softmax")
     fake = types.SimpleNamespace(**{name: getattr(c, name) for name in (
         "graph", "stages", "dots", "stage_ops", "plans", "memory_plan", "fusion_decisions", "pass_log", "signature",
-        "returns_tuple", "out_tree", "nodes_in", "nodes_out", "timings", "pass_times", "device", "host")}, n=7, blob=b"\x00\x01object code")
+        "returns_tuple", "out_tree", "out_consts", "effects", "nodes_in", "nodes_out", "timings", "pass_times", "device", "host")}, n=7, blob=b"\x00\x01object code")
     files = sections.encode_artifact(fake)
     assert files["extra.json"] == b'{"n":7}' and files["blob.bin"] == b"\x00\x01object code"
     fields = sections.decode_artifact(files, {})

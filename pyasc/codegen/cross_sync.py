@@ -14,9 +14,11 @@ template addresses the slots, both sides touch the tiles in the same order):
   nothing is left set.
 
 "A statement" is the top-level statement, in the innermost loop body (or the kernel body) around the access,
-that holds it: a When counts as all of it, so an access that runs only on some paths never unbalances a flag
-(its flags run on all of them). A template keeps each side's number of such statements equal (a producer
-that runs ahead of its consumer has its first writes in a prologue before its loop). Flag ids come from the
+that holds it. A When whose condition differs between the cores of a group (it depends on the vector core's
+index in its group, `sub`, through the Lets in scope) counts as all of it, so an access only some cores make
+never unbalances a flag: its flags run on every path. A When whose condition every core of the group computes
+alike (a block index: a producer running one block ahead of its consumer) is looked into: its flags run
+exactly when its access does. A template keeps the number of such statements equal on both sides. Flag ids come from the
 chip's `cross_flag_ids`, two per channel; at most `slots` + 1 sets are ever pending, within the chip's
 `cross_flag_limit`.
 """
@@ -27,7 +29,8 @@ from dataclasses import dataclass, field
 from typing import Iterator, Sequence
 
 from ..target import Chip
-from .schedule import Channel, GmRef, Loop, MixedSchedule, Stmt, TileOp, TileSchedule, When
+from .. import symbolic as sy
+from .schedule import SUB, Channel, GmRef, Let, Loop, MixedSchedule, Stmt, TileOp, TileSchedule, When
 
 
 class CrossSyncError(Exception):
@@ -105,10 +108,17 @@ def _sites(side: TileSchedule, ch: Channel, write: bool) -> list[tuple[Stmt, str
     pipe."""
     out: list[tuple[Stmt, str]] = []
 
-    def walk(body: Sequence[Stmt]) -> None:
+    def walk(body: Sequence[Stmt], lets: dict[str, frozenset[str]]) -> None:
+        lets = dict(lets)
         for st in body:
+            if isinstance(st, Let):
+                lets[st.var] = _depends(st.value, lets)
+                continue
             if isinstance(st, Loop):
-                walk(st.body)
+                walk(st.body, lets)
+                continue
+            if isinstance(st, When) and SUB not in _depends(st.cond, lets):
+                walk(st.body, lets)   # every core of the group takes the same branch
                 continue
             pipes = {op.pipe for op in _ops(st) if _touches(op, ch.param, write)}
             if len(pipes) > 1:
@@ -118,10 +128,18 @@ def _sites(side: TileSchedule, ch: Channel, write: bool) -> list[tuple[Stmt, str
                 if isinstance(st, When) and any(isinstance(x, Loop) for x in _stmts(st)):
                     raise CrossSyncError(f"{side.name}: channel {ch.param} is touched inside a loop under a When")
                 out.append((st, pipes.pop()))
-    walk(side.body)
+    walk(side.body, {})
     if not out:
         raise CrossSyncError(f"{side.name}: nothing {'writes' if write else 'reads'} channel {ch.param}")
     return out
+
+
+def _depends(e: object, lets: dict[str, frozenset[str]]) -> frozenset[str]:
+    """The symbols an expression depends on, through the Lets in scope."""
+    out: set[str] = set()
+    for name in sy.free_symbols(e):
+        out |= lets.get(name, frozenset((name,)))
+    return frozenset(out)
 
 
 def _touches(op: TileOp, param: str, write: bool) -> bool:

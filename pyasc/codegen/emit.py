@@ -19,6 +19,8 @@ from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any, Callable, Iterator, Sequence
 
+import numpy as np
+
 from .. import symbolic as sy
 from ..symbolic import Expr, IntLike
 from ..target import Chip, Mem, Program, Reg, itemsize, repeats
@@ -163,6 +165,8 @@ class Emitter:
             return self.p.gm(v.param, self.value(self._addr(v)))
         if isinstance(v, Expr):
             return self.value(v)
+        if isinstance(v, (bool, np.bool_)):
+            return int(v)  # a bool constant (`mask[0] = False`): the byte the instruction writes
         return v
 
     # ---- statements ------------------------------------------------------------------------

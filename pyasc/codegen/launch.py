@@ -20,6 +20,7 @@ from typing import Any, Iterable, Mapping, Sequence, Union
 
 import numpy as np
 
+from .. import ops
 from .. import symbolic as sy
 from ..ir import Graph, Value
 from ..symbolic import IntLike
@@ -324,10 +325,12 @@ def _place_intermediates(graph: Graph, plan: Any, locs: dict[Value, Loc], layout
             if a.value not in locs:
                 locs[a.value] = Loc(WORKSPACE, a.offset, a.nbytes)
     # a constant a kernel reads is an immediate when it has one element, unless an If passes it to its
-    # branches (their kernels read it as an input, from GM)
+    # branches (their kernels read it as an input, from GM), or a cube kernel reads it (a matmul's bias of one
+    # column, `x @ w + b` with w (K, 1): its epilogue loads the bias from GM)
     if_inputs = {v for n in graph.nodes if n.subgraphs for v in n.inputs}
+    cube_inputs = {v for n in graph.nodes if ops.get(n.op).cube_operands for v in n.inputs}
     for n in graph.nodes:
-        if n.op == "Const" and (n.outputs[0].numel != 1 or n.out() in if_inputs):
+        if n.op == "Const" and (n.outputs[0].numel != 1 or n.out() in if_inputs or n.out() in cube_inputs):
             name = f"c{len(consts)}"
             consts[name] = np.ascontiguousarray(n.attrs["value"])
             locs[n.out()] = Loc(name, 0, int(n.attrs["value"].nbytes))

@@ -42,11 +42,21 @@ def _column_job(label: str, kg: KernelGraph, st: KernelStructure, plan: KernelPl
     return [kernel_job("column", label, kg, plan, rows=st.rows, reduced=tuple(st.reduced_axes))]
 
 
+def _whole_op_job(label: str, kg: KernelGraph, st: KernelStructure, plan: KernelPlan | None) -> list[Job]:
+    """An opaque op (attention) has no lowering but its template's: Unsupported when none takes it (GE asks the
+    capacity function first, which says so, and lowers the op's decomposition instead)."""
+    whole = template_of_op(st.anchor.op)
+    if whole is None or (whole.handles is not None and not whole.handles(kg)):
+        raise Unsupported(f"no template lowers {st.anchor.op} whole")
+    return [kernel_job(whole.name, label, kg, plan)]
+
+
 #: plan kind -> the jobs of a kernel no template lowers whole (fusion's capacity asks the same, without a plan)
 BY_KIND: dict[KernelKind, Callable[[str, KernelGraph, KernelStructure, KernelPlan | None], list[Job]]] = {
     KernelKind.ELEMENTWISE: _vector_job,
     KernelKind.ROW_REDUCE: _row_job,
     KernelKind.COLUMN_REDUCE: _column_job,
+    KernelKind.OPAQUE: _whole_op_job,
 }
 
 
@@ -66,7 +76,10 @@ def route(label: str, plan: KernelPlan, chip: Chip, buffer_num: int = 2, mixed: 
     by_kind = BY_KIND.get(plan.kind)
     if by_kind is None:
         raise unsupported(kg, label, f"a {plan.kind.value} kernel has no template yet")
-    return by_kind(label, kg, plan.structure, plan)
+    try:
+        return by_kind(label, kg, plan.structure, plan)
+    except Unsupported as e:
+        raise unsupported(kg, label, str(e)) from None
 
 
 def kernel_job(template: str, label: str, kg: KernelGraph, plan: KernelPlan | None,

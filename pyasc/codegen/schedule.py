@@ -223,8 +223,9 @@ class Channel:
 @dataclass
 class MixedSchedule:
     """A mixed launch: a cube-core schedule and a vector-core schedule run together in groups of one AIC and
-    its AIVs, exchanging tiles through `channels`. `blocks` counts groups; `fields` and `scratch` are both
-    sides' (one tiling record, one workspace)."""
+    its AIVs, exchanging tiles through `channels`. `blocks` counts groups; `steps` the tiles one group's sides
+    hand each other in turn (how deep its two-stage pipeline runs, for the cost estimate); `fields` and
+    `scratch` are both sides' (one tiling record, one workspace)."""
 
     name: str
     aic: TileSchedule
@@ -233,6 +234,7 @@ class MixedSchedule:
     blocks: IntLike
     notes: list[str] = field(default_factory=list)
     core_type: str = "mix"
+    steps: IntLike = 1
 
     @property
     def sides(self) -> tuple[TileSchedule, TileSchedule]:

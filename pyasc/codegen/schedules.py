@@ -66,9 +66,7 @@ def score(s: AnySchedule, dims: Mapping[str, int], chip: Chip) -> Estimate:
     a, v = estimate(s.aic, dims, chip), estimate(s.aiv, dims, chip)
     start = chip.launch_startup_cycles + chip.launch_core_cycles * (a.blocks + v.blocks)
     own = [e.cycles - chip.launch_startup_cycles - chip.launch_core_cycles * e.blocks for e in (a, v)]
-    total = sy.evaluate(s.aic.fields["T"], dims) if "T" in s.aic.fields else 1
-    per_group = max(1, -(-total // max(1, a.blocks)))
-    core = max(own) + min(own) / per_group
+    core = max(own) + min(own) / max(1, sy.evaluate(s.steps, dims))
     busy = {**v.busy, **a.busy}
     return Estimate(core + start, core, a.gm_bytes + v.gm_bytes, a.blocks, busy)
 

@@ -158,6 +158,7 @@ def mmad(dst: Ref, a: Ref, b: Ref, m: IntLike, k: IntLike, n: IntLike, dtype: st
 
 
 def fixpipe(dst: GmRef, src: Ref, m: IntLike, n: IntLike, dst_dtype: str, src_dtype: str = "float32",
-            relu: bool = False, dst_row_stride: Optional[IntLike] = None, note: str = "") -> TileOp:
+            relu: bool = False, dst_row_stride: Optional[IntLike] = None, scale: Optional[float] = None,
+            note: str = "") -> TileOp:
     return tile("fixpipe", note, dst=dst, src=src, m=m, n=n, dst_dtype=dst_dtype, src_dtype=src_dtype, relu=relu,
-                dst_row_stride=dst_row_stride)
+                dst_row_stride=dst_row_stride, scale=scale)

@@ -20,11 +20,12 @@ from typing import Any, Callable, Sequence
 import astor
 
 from ..errors import CompileError, InternalCompilerError, debug_enabled
+from ..effects import Effects
 from ..guards import Guard
 from ..ir.graph import Graph, Value
 from ..tensor_type import TensorType
 from ..pytree import LEAF, LEAF_DEF, TUPLE, TreeDef
-from . import aliasing, guards, objects, pytree
+from . import aliasing, effects, guards, objects, pytree
 from .builder import FunctionBuilder
 from .context import BuildState, GraphContext
 from .scope import Scope, assigned_names
@@ -55,11 +56,24 @@ class FrontendResult:
     hidden: tuple[tuple, ...]  # access paths of lifted arrays: graph Data inputs after the user's tensors
     filename: str
     firstlineno: int  # file line where the function's source (its first decorator, if any) starts
-    out_tree: TreeDef = LEAF_DEF  # the result's structure: graph outputs are its leaves, in leaf order
+    out_tree: TreeDef = LEAF_DEF  # the result's structure: the first graph outputs are its leaves, in leaf order
+    effects: Effects | None = None  # what the kernel changes outside itself (pyasc.effects); None: nothing
+    out_consts: tuple = ()  # (leaf index, value) of the result's None and string leaves (no graph output)
+
+    @property
+    def results(self) -> list[Value]:
+        """The graph outputs that are the kernel's result (the ones after them carry its effects)."""
+        n = self.effects.results if self.effects is not None else len(self.graph.outputs)
+        return list(self.graph.outputs[:n])
 
 
-def build_graph(fn: Any, specs: Sequence[ArgSpec], *, unroll_budget: int = 4096) -> FrontendResult:
+def build_graph(fn: Any, specs: Sequence[ArgSpec], *, unroll_budget: int = 4096,
+                same_inputs: Sequence[tuple[int, int]] = (), checks: bool = True) -> FrontendResult:
     """Compile `fn` (a function, or a kernel object with `py_func`) for the given argument specs.
+
+    `same_inputs`: (i, j) pairs of tensor inputs (in input order) where input i is the very array of input
+    j < i (`k(a, a)`): the kernel sees one array under both names, as numpy does. `checks`: record numpy's
+    errors on data in a status word the runtime reads after the launch (frontend/checks.py).
 
     Raises CompileError for anything in the kernel pyasc cannot compile (at the
     user's file/line/column), TypeError for specs that do not fit the function.
@@ -69,16 +83,30 @@ def build_graph(fn: Any, specs: Sequence[ArgSpec], *, unroll_budget: int = 4096)
     parsed = parse_function(fn)
     if isinstance(parsed.tree, ast.AsyncFunctionDef):
         raise parsed.error("an `async def` function cannot be a kernel", parsed.tree)
+    force: frozenset = frozenset()
+    while True:  # again when the kernel writes a captured array it folded: with that array lifted
+        try:
+            return _build(fn, parsed, specs, unroll_budget, same_inputs, force, checks)
+        except guards.Relift as r:
+            force = force | {r.path}
+
+
+def _build(fn: Any, parsed: Any, specs: Sequence[ArgSpec], unroll_budget: int, same_inputs: Sequence[tuple[int, int]],
+           force: frozenset, checks: bool) -> FrontendResult:
     graph = Graph(parsed.fn.__name__)
-    state = BuildState(unroll_budget, graph)
+    state = BuildState(unroll_budget, graph, force_lift=force, checks_enabled=checks)
     state.root = objects.root_of(fn)
     guards.begin(state, parsed.fn)
     scope = Scope(parsed.fn, assigned_names(parsed.tree))
     builder = FunctionBuilder(state, parsed, scope, GraphContext(graph))
-    _bind_parameters(builder, graph, specs)
+    labels = _bind_parameters(builder, graph, specs, dict(same_inputs))
     state.inlining.append(parsed.fn.__code__)
     _guarded(state, builder.run_body)
-    outputs, out_tree = _guarded(state, lambda: _kernel_outputs(builder, graph))
+    results, out_tree, out_consts = _guarded(state, lambda: _kernel_outputs(builder, graph))
+    labels += [guards.hidden_label(path) for path in state.hidden]
+    at = builder.return_node or parsed.tree
+    outputs, written = _guarded(state, lambda: effects.finish(builder, results, labels, at,
+                                                              lambda v: aliasing.is_scalar(builder, v)))
     graph.set_outputs(outputs)
     guards.finish(state, parsed.fn)
     returns_tuple = out_tree.kind == TUPLE and all(c.kind == LEAF for c in out_tree.children)
@@ -87,12 +115,14 @@ def build_graph(fn: Any, specs: Sequence[ArgSpec], *, unroll_budget: int = 4096)
         source=_source_text(parsed),
         returns_tuple=returns_tuple,
         out_tree=out_tree,
+        out_consts=out_consts,
         captured=state.captured,
         helpers=state.helpers,
         guards=tuple(state.guards.values()),
         hidden=guards.hidden_inputs(state),
         filename=parsed.filename,
         firstlineno=parsed.firstlineno,
+        effects=written,
     )
 
 
@@ -112,7 +142,7 @@ def _guarded(state: BuildState, work: Callable[[], Any]) -> Any:
     compiled (a user mistake is a CompileError), unless PYASC_DEBUG=1."""
     try:
         return work()
-    except CompileError:
+    except (CompileError, guards.Relift):
         raise
     except RecursionError:
         parsed, node = state.current
@@ -127,7 +157,8 @@ def _guarded(state: BuildState, work: Callable[[], Any]) -> Any:
         raise InternalCompilerError("the frontend", parsed.fn.__qualname__, e, loc) from e
 
 
-def _bind_parameters(b: FunctionBuilder, graph: Graph, specs: Sequence[ArgSpec]) -> None:
+def _bind_parameters(b: FunctionBuilder, graph: Graph, specs: Sequence[ArgSpec], same: dict[int, int]) -> list[str]:
+    """Bind every parameter; returns how the user spells each tensor input (in input order)."""
     tree, fn = b.parsed.tree, b.parsed.fn
     args = tree.args
     for star, stars in ((args.vararg, "*"), (args.kwarg, "**")):
@@ -138,6 +169,7 @@ def _bind_parameters(b: FunctionBuilder, graph: Graph, specs: Sequence[ArgSpec])
         b.scope.bind(params[0].arg, guards.read_self(b, b.state.root.__self__, params[0]))
         params = params[1:]
     names = [p.arg for p in params]
+    labels: list[str] = []
     by_name: dict[str, ArgSpec] = {}
     for spec in specs:
         if not isinstance(spec, ArgSpec):
@@ -162,21 +194,35 @@ def _bind_parameters(b: FunctionBuilder, graph: Graph, specs: Sequence[ArgSpec])
             b.scope.bind(p.arg, guards.read_default(b, fn, p.arg, p))  # guarded on its path, like a helper's
         elif spec.type is not None:
             data = graph.add_input(spec.type, name=p.arg, loc=b.loc(p))
+            labels.append(p.arg)
             if spec.scalar:
                 aliasing.mark_scalar(b, data)
-            b.scope.bind(p.arg, data)
+            else:
+                effects.add_cell(b, data)
+            b.scope.bind(p.arg, _same_array(graph, data, same))
         elif isinstance(spec.value, pytree.TreeArg):
-            b.scope.bind(p.arg, pytree.bind_tree(b, graph, spec.value, p))
+            value = pytree.bind_tree(b, graph, spec.value, p)
+            for data in graph.inputs[len(labels):]:
+                effects.add_cell(b, data.out())
+            labels.extend(pytree.leaf_labels(p.arg, spec.value))
+            value = pytree.map_tensors(value, lambda v: _same_array(graph, v, same))
+            effects.register_argument(b, p.arg, value)
+            b.scope.bind(p.arg, value)
         else:
             b.scope.bind(p.arg, spec.value)
+    return labels
 
 
-def _kernel_outputs(b: FunctionBuilder, graph: Graph) -> tuple[list[Value], TreeDef]:
+def _same_array(graph: Graph, data: Value, same: dict[int, int]) -> Value:
+    """The Data input holding the array `data` stands for: an earlier one when the call passed the same array
+    twice (`k(a, a)`), so a write through one name is seen through the other, as in numpy."""
+    first = same.get(data.node.attrs["index"])
+    return graph.inputs[first].out() if first is not None else data
+
+
+def _kernel_outputs(b: FunctionBuilder, graph: Graph) -> tuple[list[Value], TreeDef, tuple]:
     name = b.parsed.fn.__qualname__
-    if not b.returned or b.return_value is None:
-        raise b.error(
-            f"kernel `{name}` returns nothing; a kernel must return a tensor or a tuple of tensors",
-            b.return_node or b.parsed.tree,
-        )
+    if not b.returned or b.return_value is None:  # numpy code that only writes (`layer.forward(x)`): None
+        return [], LEAF_DEF, ((0, None),)
     at = b.return_node.value if isinstance(b.return_node, ast.Return) and b.return_node.value else b.return_node
     return pytree.kernel_outputs(b, b.return_value, at, name)

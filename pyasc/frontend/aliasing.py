@@ -30,6 +30,7 @@ import numpy as np
 from ..ir.graph import Value
 from ..ops.shape import slice_index, permutation
 from ..tensor_type import TensorType
+from . import effects
 from .protocol import KernelBuilder
 from .pytree import map_tensors
 from .values import is_tensor
@@ -270,8 +271,10 @@ def rebind_everywhere(b: KernelBuilder, rebound: Callable[[Value], Value], at: a
                     f"in place), which pyasc does not support; assign a new value instead{hint} and return it",
                     at,
                 )
+            effects.follow(b, value, replaced)  # a pytree argument's container rebuilt: still the caller's
             builder.scope.bind(name, replaced)
         builder = getattr(builder, "parent", None)
+    effects.rebind(b, rebound)  # the arrays and stored values outside the kernel
 
 
 # ---- after an `if` on a tensor ------------------------------------------------------------------------

@@ -10,14 +10,14 @@ reading it later is the error, not the `if` itself.
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from .. import dtypes
 from ..ir.graph import Graph, Value
-from . import aliasing
+from . import aliasing, effects
 from .context import GraphContext
 from .protocol import KernelBuilder
 from .scope import Undefined
@@ -36,6 +36,7 @@ class Branch:
     returned: bool
     value: Any  # the returned value, or the expression's value for a ternary
     return_node: ast.AST | None
+    slots: dict = field(default_factory=dict)  # what the branch changed outside the kernel (effects.py)
 
 
 def names_read(nodes: Sequence[ast.AST]) -> set[str]:
@@ -67,7 +68,7 @@ def _build_branch(b: KernelBuilder, label: str, operands: list[Value], before: d
     with b.branch(ctx, before):
         value = run()
         return Branch(label, ctx, b.scope.snapshot(), b.returned, b.return_value if b.returned else value,
-                      b.return_node)
+                      b.return_node, effects.snapshot(b))
 
 
 def _same(a: Any, c: Any) -> bool:
@@ -166,8 +167,42 @@ def _flatten(v: Any) -> tuple[bool, list[Any]]:
     return False, [v]
 
 
+@dataclass
+class SlotOutputs:
+    """What the If passes out for the slots (arrays and objects outside the kernel, effects.py) the branches
+    change: a slot holding in both branches what another output holds (the array a merged variable names)
+    reuses that output, so they stay one array after the `if`; the others get outputs of their own."""
+
+    keys: list = field(default_factory=list)      # slots with outputs of their own, in order
+    pairs: list = field(default_factory=list)     # their (then, else, weak) values
+    reuse: dict = field(default_factory=dict)     # slot -> index of the output it shares
+
+
+def _slot_pairs(b: KernelBuilder, then: Branch, other: Branch, before: dict, at: ast.AST,
+                existing: Sequence[tuple[Any, Any]] = ()) -> SlotOutputs:
+    """The slots the branches change differently; `existing`: the (then, else) values of the If's other outputs."""
+    out = SlotOutputs()
+    index = {(tv, ev): i for i, (tv, ev) in enumerate(existing) if is_tensor(tv) and is_tensor(ev)}
+    inputs = [n.name or "" for n in b.state.graph.inputs]
+    for key, tv, ev in effects.changed(b, then.slots, other.slots, before, at):
+        if is_tensor(tv) and is_tensor(ev) and (tv, ev) in index:
+            out.reuse[key] = index[(tv, ev)]
+            continue
+        if is_tensor(tv) and is_tensor(ev):
+            index[(tv, ev)] = len(existing) + len(out.keys)
+        out.keys.append(key)
+        out.pairs.append(_pair_to_values(b, effects.describe_slot(key, inputs), tv, ev, then, other, at))
+    return out
+
+
 def _make_if(b: KernelBuilder, cond: Value, operands: list[Value], then: Branch, other: Branch,
-             pairs: list[tuple[Value, Value, tuple | None]], at: ast.AST, name: str) -> list[Value]:
+             pairs: list[tuple[Value, Value, tuple | None]], at: ast.AST, name: str,
+             slots: SlotOutputs | None = None) -> list[Value]:
+    """The If node; the outputs for `slots` go after `pairs`' and set those slots."""
+    slots = slots or SlotOutputs()
+    keys = slots.keys
+    n_own = len(pairs)
+    pairs = list(pairs) + list(slots.pairs)
     then.ctx.graph.set_outputs([p[0] for p in pairs])
     other.ctx.graph.set_outputs([p[1] for p in pairs])
     then.ctx.complete_inputs()
@@ -177,6 +212,10 @@ def _make_if(b: KernelBuilder, cond: Value, operands: list[Value], then: Branch,
     for out, (_, _, weak) in zip(outs, pairs):
         if weak is not None:
             mark_weak(b, out, weak)
+    effects.set_slots(b, {key: outs[i] for key, i in slots.reuse.items()})
+    if keys:
+        effects.set_slots(b, dict(zip(keys, outs[n_own:])))
+        outs = outs[:n_own]
     return outs
 
 
@@ -193,6 +232,7 @@ def tensor_if_statement(b: KernelBuilder, stmt: ast.If, cond: Value) -> None:
     check_condition(b, cond, stmt.test, "an `if`")
     live = b.live_after()
     before = b.scope.snapshot()
+    before_slots = effects.snapshot(b)
     operands: list[Value] = []
     then, other, name = _build_both(b, operands, before, lambda: b.exec_block(stmt.body),
                               lambda: b.exec_block(stmt.orelse))
@@ -228,7 +268,8 @@ def tensor_if_statement(b: KernelBuilder, stmt: ast.If, cond: Value) -> None:
                             stmt.test)
             for i, (tv, ev) in enumerate(zip(t_items, e_items))
         ]
-        outs = _make_if(b, cond, operands, then, other, pairs, stmt.test, name)
+        outs = _make_if(b, cond, operands, then, other, pairs, stmt.test, name,
+                        _slot_pairs(b, then, other, before_slots, stmt.test, list(zip(t_items, e_items))))
         b.returned, b.return_node = True, stmt
         b.return_value = tuple(outs) if tuple_t else outs[0]
         return
@@ -264,13 +305,14 @@ def tensor_if_statement(b: KernelBuilder, stmt: ast.If, cond: Value) -> None:
                 first[(id(tv), id(ev))] = n
             merged.append((n, _pair_to_values(b, f"variable `{n}`", tv, ev, then, other, stmt.test)))
             originals.append((tv, ev))
-    if not merged:
+    if not merged and not effects.changed_any(b, then.slots, other.slots, before_slots):
         return  # neither branch computes anything used later
     for bt, be in aliasing.bases_to_merge(b, originals):  # (the base of a view used later, passed out too)
         merged.append(("", _pair_to_values(b, "the array a view used after the `if` belongs to", bt, be, then,
                                             other, stmt.test)))
         originals.append((bt, be))
-    outs = _make_if(b, cond, operands, then, other, [pair for _, pair in merged], stmt.test, name)
+    slots = _slot_pairs(b, then, other, before_slots, stmt.test, originals)
+    outs = _make_if(b, cond, operands, then, other, [pair for _, pair in merged], stmt.test, name, slots)
     for (n, _), v in zip(merged, outs):
         if n:
             b.bind_name(n, v)
@@ -297,6 +339,7 @@ def _with_rest(b: KernelBuilder, stmt: ast.If, operands: list[Value], before: di
 def tensor_ternary(b: KernelBuilder, node: ast.IfExp, cond: Value) -> Any:
     check_condition(b, cond, node.test, "a conditional expression")
     before = b.scope.snapshot()
+    before_slots = effects.snapshot(b)
     operands: list[Value] = []
     then, other, name = _build_both(b, operands, before, lambda: b.eval(node.body), lambda: b.eval(node.orelse))
     tuple_t, t_items = _flatten(then.value)
@@ -305,7 +348,8 @@ def tensor_ternary(b: KernelBuilder, node: ast.IfExp, cond: Value) -> Any:
         raise b.error("the two sides of a conditional expression on a tensor give different numbers of values",
                       node)
     pairs = [_pair_to_values(b, "the value", tv, ev, then, other, node) for tv, ev in zip(t_items, e_items)]
-    outs = _make_if(b, cond, operands, then, other, pairs, node, name)
+    outs = _make_if(b, cond, operands, then, other, pairs, node, name,
+                    _slot_pairs(b, then, other, before_slots, node, list(zip(t_items, e_items))))
     aliasing.merge_branches(b, [("", tv, ev, out) for tv, ev, out in zip(t_items, e_items, outs)], node)
     return tuple(outs) if tuple_t else outs[0]
 

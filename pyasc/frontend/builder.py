@@ -24,8 +24,8 @@ from ..markers import constexpr
 from ..ops.dimvalue import op_launch_checks
 from ..ir.graph import Value
 from ..tensor_type import Sym
-from . import aliasing, bitops, branches, calls, checks, comptime, dimpred, guards, indexing, loops, objects, pytree, \
-    writes
+from . import aliasing, bitops, branches, calls, checks, comptime, dimpred, effects, guards, indexing, loops, masked, \
+    objects, pytree, writes
 from .context import BuildState, GraphContext
 from .scope import BUILTIN, CLOSURE, GLOBAL, Scope, UnassignedFreeVariable, Undefined, walrus_targets
 from .source import ParsedFunction
@@ -39,6 +39,7 @@ from .tensors import (
     tensor_binary,
 )
 from .values import (
+    Masked,
     TensorMethod,
     contains_tensor,
     is_const_array,
@@ -216,6 +217,7 @@ class FunctionBuilder:
         """
         saved_ctx, saved_return = self.ctx, (self.returned, self.return_value, self.return_node)
         saved_floor, saved_pending = self._floor, self._pending
+        saved_slots = effects.snapshot(self)  # what the kernel changed outside itself, before the branch
         self.ctx = ctx
         self.returned, self.return_value, self.return_node = False, None, None
         self._floor, self._pending = (len(self._frames), len(self._loops)), []
@@ -227,6 +229,7 @@ class FunctionBuilder:
             self.returned, self.return_value, self.return_node = saved_return
             self._floor, self._pending = saved_floor, saved_pending
             self.scope.restore(scope)
+            effects.restore(self, saved_slots)
 
     def rest_tails(self) -> list[Any] | None:
         """What runs after the statement being run, up to the end of the function (or of the If branch being
@@ -448,13 +451,10 @@ class FunctionBuilder:
         raise self.error(f"{cls.__name__}: {message}" if message else cls.__name__, s)
 
     def _s_FunctionDef(self, s: ast.FunctionDef) -> None:
-        raise self.error(
-            f"nested function definitions are not supported in a kernel; define `{s.name}` at module level "
-            "(calls to it are inlined)",
-            header(s),
-        )
+        self.bind_name(s.name, comptime.make_def(self, s))  # inlined where it is called (comptime.py)
 
-    _s_AsyncFunctionDef = _s_FunctionDef
+    def _s_AsyncFunctionDef(self, s: ast.AsyncFunctionDef) -> None:
+        raise self.error(f"a nested `async def` (`{s.name}`) is not supported in a kernel", header(s))
 
     # ---- assignment -------------------------------------------------------------------
     def bind_name(self, name: str, value: Any) -> None:
@@ -475,6 +475,8 @@ class FunctionBuilder:
             self._unpack(target, value)
         elif isinstance(target, ast.Subscript):
             writes.assign_subscript(self, target, value)
+        elif isinstance(target, ast.Attribute):
+            writes.assign_attribute(self, target, value)
         else:
             self._check_target(target)
 
@@ -524,12 +526,17 @@ class FunctionBuilder:
 
     def iterate(self, v: Any, at: ast.AST) -> list[Any]:
         """The items of a compile-time iterable (a loop is unrolled over them)."""
-        if is_tensor(v):
-            raise self.error(
-                f"iterating over the tensor `{self.text(at)}` ({v.type}) is not supported; loop over a "
-                "compile-time range and index it, e.g. `for i in range(x.shape[0]): ... x[i] ...`",
-                at,
-            )
+        if is_tensor(v):  # numpy iterates over the first axis: its rows, views of the tensor
+            n = v.type.shape[0] if v.type.ndim else None
+            if v.type.ndim == 0:
+                raise self.error(f"iteration over a 0-d tensor `{self.text(at)}` ({v.type}): numpy raises "
+                                 "TypeError: iteration over a 0-d array", at)
+            if not isinstance(n, int):
+                raise self.error(
+                    f"iterating over the tensor `{self.text(at)}` ({v.type}) needs its first axis's size at compile "
+                    "time (it is unrolled), and it is only known at launch; loop with "
+                    "`for i in range(x.shape[0])` instead", at)
+            return [self._item(v, i, at) for i in range(n)]
         if isinstance(v, Sym):
             raise self.error(f"cannot iterate over the symbolic dim {v}", at)
         try:
@@ -575,20 +582,22 @@ class FunctionBuilder:
 
     def _e_Attribute(self, node: ast.Attribute) -> Any:
         base = self.eval(node.value)
+        if isinstance(base, Masked):
+            if node.attr in calls.TENSOR_METHODS:
+                return TensorMethod(base, node.attr)
+            if node.attr == "T":
+                return base
+            raise masked.unsupported(self, base, node, f"`.{node.attr}`")
         if is_tensor(base):
-            return self._tensor_attribute(base, node.attr, node)
+            return self.tensor_attribute(base, node.attr, node)
         attr = objects.mangle(self, node.attr)  # `self.__w` in a class body is `self._Class__w`
-        getter = objects.property_getter(self, base, attr)
-        if getter is not None:  # a property: its getter inlined, like a method call
-            return calls.inline(self, getter, [base], {}, node, self.text(node))
-        try:
-            value = getattr(base, attr)
-        except AttributeError:
-            owner = f"module {base.__name__}" if inspect.ismodule(base) else describe(base)
-            raise self.error(f"{owner} has no attribute `{node.attr}`", node) from None
-        return guards.read_step(self, base, guards.Attr(attr), value, node)
+        if effects.lookup(self, base, guards.Attr(attr)) is effects.MISSING:
+            getter = objects.property_getter(self, base, attr)
+            if getter is not None:  # a property: its getter inlined, like a method call
+                return calls.inline(self, getter, [base], {}, node, self.text(node))
+        return objects.read_attribute(self, base, attr, node)
 
-    def _tensor_attribute(self, x: Value, attr: str, node: ast.Attribute) -> Any:
+    def tensor_attribute(self, x: Value, attr: str, node: ast.AST) -> Any:
         t = x.type
         if attr == "shape":
             return tuple(t.shape)
@@ -614,6 +623,8 @@ class FunctionBuilder:
     def binary(self, op: ast.operator, left: Any, right: Any, at: ast.AST,
                operands: tuple[ast.AST, ast.AST]) -> Any:
         name, spelling, fn = BINARY_OPS[type(op)]
+        if isinstance(left, Masked) or isinstance(right, Masked):  # a boolean-mask selection stays one
+            return masked.elementwise(self, [left, right], at, lambda d: self.binary(op, d[0], d[1], at, operands))
         if is_tensor(left) or is_tensor(right):
             if spelling in ("<<", ">>"):
                 return bitops.shift(self, left, right, at, operands, spelling == "<<")
@@ -642,6 +653,11 @@ class FunctionBuilder:
 
     def _e_UnaryOp(self, node: ast.UnaryOp) -> Any:
         v = self.eval(node.operand)
+        if isinstance(v, Masked) and not isinstance(node.op, ast.Not):
+            return masked.elementwise(self, [v], node, lambda d: self._unary(node, d[0]))
+        return self._unary(node, v)
+
+    def _unary(self, node: ast.UnaryOp, v: Any) -> Any:
         if isinstance(node.op, ast.Not):
             if is_tensor(v):
                 raise self.error(
@@ -690,6 +706,11 @@ class FunctionBuilder:
             right = self.eval(comp)
             if type(op) in COMPARE_OPS:
                 name, spelling, fn = COMPARE_OPS[type(op)]
+                if isinstance(left, Masked) or isinstance(right, Masked):
+                    if len(node.ops) > 1:
+                        raise self.error(f"a chained comparison on tensors is ambiguous in `{self.text(node)}`", node)
+                    return masked.elementwise(self, [left, right], node,
+                                              lambda d: tensor_binary(self, name, d[0], d[1], node, (left_at, comp)))
                 if is_tensor(left) or is_tensor(right):
                     if len(node.ops) > 1:
                         raise self.error(
@@ -740,18 +761,21 @@ class FunctionBuilder:
         if is_tensor(base):
             return self._item(base, index, node)
         if contains_tensor(index):
-            if is_const_array(base) and is_tensor(index):  # `TABLE[ids]` on a compile-time array: a gather
-                return calls.op_call(self, None, "take", [base, index], {"axis": 0}, node, self.text(node))
+            if is_const_array(base):  # `TABLE[ids]`, `np.arange(n)[mask]` on a compile-time array: as a constant
+                try:
+                    table = self.const(base, dtypes.narrow(base.dtype), node)
+                except dtypes.DTypeError as e:
+                    raise self.error(f"{e} (indexed by a tensor in `{self.text(node)}`)", node) from None
+                return self._item(table, index, node)
             raise self.error(f"indexing {describe(base)} with a tensor is not supported in `{self.text(node)}`",
                              node)
-        value = fold(self, operator.getitem, (base, index), node)
-        return guards.read_step(self, base, guards.Item(index), value, node)
+        return objects.read_item(self, base, index, node)
 
-    def _item(self, x: Value, index: Any, at: ast.AST) -> Value:
+    def _item(self, x: Value, index: Any, at: ast.AST) -> Any:
         """`x[index]` read: a view of x, or a numpy scalar when every axis takes an int (no `...`)."""
         out = indexing.subscript(self, x, index, at)
         items = index if isinstance(index, tuple) else (index,)
-        if out is not x and out.type.ndim == 0 and not any(i is Ellipsis for i in items):
+        if is_tensor(out) and out is not x and out.type.ndim == 0 and not any(i is Ellipsis for i in items):
             aliasing.mark_scalar(self, out)
         return out
 

@@ -17,8 +17,10 @@ What a call may name (anything else is a CompileError naming the callee):
 from __future__ import annotations
 
 import ast
+import functools
 import inspect
 import math
+import sys
 import types
 from typing import Any, Callable, Sequence
 
@@ -28,7 +30,8 @@ from .. import dtypes, ops
 from ..errors import CompileError, Note
 from .. import markers, tensor_type
 from ..tensor_type import Sym
-from . import aliasing, bitops, checks, comptime, dtype_rules, guards, loops, objects, pytree, source
+from . import aliasing, bitops, checks, comptime, dtype_rules, effects, guards, loops, masked, npfuncs, npkwargs, \
+    objects, pybuiltins, pytree, source
 from .protocol import KernelBuilder
 from .scope import Scope, assigned_names
 from .tensors import as_operand, strong_dtypes
@@ -60,6 +63,8 @@ TENSOR_METHODS = {
     # numpy methods that are registry ops with the tensor as their first operand
     "var": "var", "std": "std", "clip": "clip", "copy": "copy", "swapaxes": "swapaxes", "repeat": "repeat",
     "dot": "dot", "argmax": "argmax", "argmin": "argmin", "take": "take", "cumsum": "cumsum",
+    "prod": "prod", "cumprod": "cumprod", "argsort": "argsort", "round": "round", "trace": "trace",
+    "any": "any", "all": "all",
 }
 
 #: numpy functions evaluated at compile time (on compile-time arguments only)
@@ -120,12 +125,19 @@ def call_value(b: KernelBuilder, callee: Any, args: list[Any], kwargs: dict[str,
         return tensor_method(b, callee, args, kwargs, at)
     if isinstance(callee, comptime.KernelLambda):
         return comptime.call_lambda(b, callee, args, kwargs, at)
+    if isinstance(callee, comptime.KernelDef):
+        return comptime.call_def(b, callee, args, kwargs, at)
     op_name = getattr(callee, "__pyasc_op__", None)
     if isinstance(op_name, str):
         return op_call(b, callee, op_name, args, kwargs, at, name)
     twin = numpy_twin_of(callee, at.func if isinstance(at, ast.Call) else None)
     if twin is not None:
         return op_call(b, twin[1], twin[0], args, kwargs, at, name, numpy_fn=callee)
+    special = npfuncs.handler_for(callee)
+    if special is not None:
+        out = special(b, callee, args, kwargs, at, name, op_call)
+        if out is not npfuncs.NUMPY:
+            return out
     if is_dtype_like(callee) and callee not in (int, float, bool):
         return dtype_call(b, callee, args, kwargs, at, name)
     if _numpy_compile_time(callee):
@@ -133,13 +145,13 @@ def call_value(b: KernelBuilder, callee: Any, args: list[Any], kwargs: dict[str,
     if comptime.is_numpy_function(callee):  # never inlined from numpy's own source
         return comptime.numpy_call(b, callee, args, kwargs, at, name)
     if comptime.is_math_function(callee):
+        twin = ops.numpy_twin(callee.__name__)
+        if twin is not None and not kwargs and args and all(
+                not is_tensor(a) or a.type.numel == 1 for a in args) and contains_tensor(args):
+            # `math.sqrt(total)` of a one-element tensor: numpy code gets a number there; a 0-d tensor here
+            return op_call(b, None, twin, [a if not is_tensor(a) or a.type.ndim == 0 else
+                                           b.emit("reshape", [a], {"shape": ()}, at)[0] for a in args], {}, at, name)
         return comptime.math_call(b, callee, args, kwargs, at, name)
-    if callee is print:
-        raise b.error(
-            "print() is not supported in a kernel: the body runs once, at compile time; "
-            "return the value instead",
-            at,
-        )
     handler = BUILTINS.get(callee) if _hashable(callee) else None
     if handler is not None:
         return handler(b, args, kwargs, at, name)
@@ -177,7 +189,9 @@ def call_value(b: KernelBuilder, callee: Any, args: list[Any], kwargs: dict[str,
         guards.derive(b.state, callee, "__func__", callee.__func__)
         return inline(b, callee.__func__, [callee.__self__, *args], kwargs, at, name)
     if pytree.is_record_class(callee):
-        return pytree.construct(b, callee, args, kwargs, at, name)
+        obj = pytree.construct(b, callee, args, kwargs, at, name)
+        effects.note_made(b, obj)  # the kernel's own object: setting its attributes changes nothing outside
+        return obj
     bound = objects.kernel_call_of(callee)
     if bound is not None:  # `obj(x)` whose class's __call__ is a kernel method: that kernel, bound to obj
         guards.derive(b.state, callee, "__call__", bound)
@@ -212,12 +226,22 @@ def numpy_twin_of(callee: Any, func: ast.AST | None) -> tuple[str, Any] | None:
     if isinstance(fname, str):
         candidates.append(fname)
     for cand in candidates:
-        if getattr(np, cand, None) is callee:
-            twin = ops.numpy_twin(cand)
-            if twin is not None:
-                numpy_function = getattr(ops, "numpy_function", None)
-                return twin, numpy_function(cand) if numpy_function is not None else None
+        for prefix, module in _twin_modules():
+            if vars(module).get(cand) is callee:  # (not getattr: numpy's module __getattr__ warns on `np.str`)
+                twin = ops.numpy_twin(prefix + cand)
+                if twin is not None:
+                    return twin, ops.numpy_function(prefix + cand)
     return None
+
+
+def _twin_modules() -> list[tuple[str, Any]]:
+    """(registry name prefix, module) where a numpy-ecosystem function is looked up: numpy itself, np.linalg,
+    and scipy.special when the user's code imported it."""
+    out: list[tuple[str, Any]] = [("", np), ("linalg.", np.linalg)]
+    special = sys.modules.get("scipy.special")
+    if special is not None:
+        out.append(("scipy.special.", special))
+    return out
 
 
 def _numpy_compile_time(callee: Any) -> bool:
@@ -247,10 +271,46 @@ def _scalar_result(v: Any) -> Any:
 
 def op_call(b: KernelBuilder, fn: Any, op_name: str, args: Sequence[Any], kwargs: dict[str, Any],
             at: ast.AST, display: str, numpy_fn: Any = None) -> Any:
-    """A call of an op's public function (or its numpy twin): bind, fold or emit."""
+    """A call of an op's public function (or its numpy twin): bind, fold or emit; numpy's `out=`, `dtype=`
+    and `initial=` keywords around it (npkwargs.py)."""
     if not ops.exists(op_name):
         raise b.error(f"{display} maps to the op {op_name!r}, which is not registered", at)
     args, kwargs = dtype_rules.python_dtypes(list(args), dict(kwargs))  # astype(int) is int32 (dtype_rules.py)
+    args, kwargs, extras = npkwargs.take(b, fn, op_name, list(args), kwargs, at, display)
+    if numpy_fn is not None and ops.get(op_name).tensor_params and not contains_tensor(args) \
+            and not contains_tensor(list(kwargs.values())) and extras.out is None \
+            and any(isinstance(a, (tuple, list)) for a in args):
+        try:  # no operand at all is a tensor or an array (`np.sum((1, 2, 3))`): numpy answers now
+            return _scalar_result(numpy_fn(*args, **kwargs))
+        except Exception as e:
+            raise b.error(f"{display}(): {type(e).__name__}: {e}", at) from None
+    if masked.any_masked(args):
+        result = _masked_call(b, fn, op_name, args, kwargs, at, display)
+    else:
+        result = _op_call(b, fn, op_name, args, kwargs, at, display, numpy_fn)
+    return npkwargs.finish(b, extras, result, op_name, at, display, op_call)
+
+
+def _masked_call(b: KernelBuilder, fn: Any, op_name: str, args: list[Any], kwargs: dict[str, Any], at: ast.AST,
+                 display: str) -> Any:
+    """An op on a boolean-mask selection (masked.py): elementwise ops keep it a selection, a whole reduction
+    reduces the selected elements; anything else needs its data-dependent length."""
+    first = next(a for a in args if isinstance(a, masked.Masked))
+    op = ops.get(op_name)
+    if masked.is_elementwise(op_name):
+        return masked.elementwise(b, list(args), at, lambda data: _op_call(b, fn, op_name, data, kwargs, at, display,
+                                                                           None))
+    if op.is_reduction and len(args) == 1:
+        try:
+            _, _, attrs = bind_op(fn, op_name, [first.data], dict(kwargs))
+        except TypeError as e:
+            raise b.error(f"{display}(): {e}", at) from None
+        return masked.reduce(b, op_name, first, attrs, at, op_call)
+    raise masked.unsupported(b, first, at, f"{display}()")
+
+
+def _op_call(b: KernelBuilder, fn: Any, op_name: str, args: list[Any], kwargs: dict[str, Any],
+             at: ast.AST, display: str, numpy_fn: Any) -> Any:
     try:
         op_name, tensors, attrs = bind_op(fn, op_name, list(args), dict(kwargs))
     except TypeError as e:
@@ -294,6 +354,8 @@ def op_call(b: KernelBuilder, fn: Any, op_name: str, args: Sequence[Any], kwargs
             inputs.append(as_operand(b, t, [], op_name, at, label))
         else:
             inputs.append(as_operand(b, t, partners, op_name, at, label, bool(strong)))
+    if op_name == "take" and len(inputs) == 2 and inputs[1].node.op != "Const":
+        checks.take_in_range(b, inputs[0], inputs[1], attrs.get("axis"), at)  # numpy's IndexError, at run time
     outs = b.emit(op_name, inputs, attrs, at)
     return outs[0] if len(outs) == 1 and not op.returns_sequence else tuple(outs)
 
@@ -301,6 +363,10 @@ def op_call(b: KernelBuilder, fn: Any, op_name: str, args: Sequence[Any], kwargs
 def tensor_method(b: KernelBuilder, m: TensorMethod, args: list[Any], kwargs: dict[str, Any],
                   at: ast.AST) -> Any:
     x, name = m.tensor, m.name
+    if isinstance(x, masked.Masked):  # `x[mask].sum()`: the op on the selection (masked.py)
+        if name not in ("sum", "max", "min", "mean", "astype", "prod", "any", "all", "clip", "copy"):
+            raise masked.unsupported(b, x, at, f"`.{name}()`")
+        return op_call(b, None, TENSOR_METHODS[name], [x, *args], kwargs, at, f".{name}")
     op_name = TENSOR_METHODS[name]
     display = f".{name}"
     if name in ("flatten", "ravel"):
@@ -317,6 +383,19 @@ def tensor_method(b: KernelBuilder, m: TensorMethod, args: list[Any], kwargs: di
             args = [tuple(args[0])]
         else:
             args = [tuple(args)]
+    elif name == "astype":
+        kwargs = dict(kwargs)
+        copy = kwargs.pop("copy", True)
+        for layout in ("order", "casting", "subok"):
+            kwargs.pop(layout, None)
+        args, kwargs = dtype_rules.python_dtypes(list(args), kwargs)
+        target = args[0] if args else kwargs.get("dtype")
+        try:
+            same = target is not None and canonical_dtype(target) == x.type.dtype
+        except (dtypes.DTypeError, TypeError):
+            same = False
+        if copy is False and same:
+            return x  # numpy returns the very array when no copy is needed
     elif name == "transpose":
         if kwargs:
             raise b.error(f".transpose() takes axes only, got keyword {', '.join(kwargs)}", at)
@@ -353,6 +432,8 @@ def _no_tensors(b: KernelBuilder, args: Sequence[Any], at: ast.AST, name: str, h
 
 
 def _len(b, args, kwargs, at, name):
+    if len(args) == 1 and isinstance(args[0], masked.Masked):
+        raise masked.unsupported(b, args[0], at, "len()")
     if len(args) == 1 and not kwargs and is_tensor(args[0]):
         x = args[0]
         if x.type.ndim == 0:
@@ -396,6 +477,17 @@ def _abs(b, args, kwargs, at, name):
 
 def _scalar_conversion(kind):
     def handler(b, args, kwargs, at, name):
+        if len(args) == 1 and not kwargs and is_tensor(args[0]) and args[0].type.numel == 1:
+            # `int(x == y)`, `float(loss)` of a one-element tensor: the number it holds, a 0-d tensor of the kind's
+            # dtype (numpy code gets a Python number; pyasc keeps it on the chip)
+            x = args[0] if args[0].type.ndim == 0 else b.emit("reshape", [args[0]], {"shape": ()}, at)[0]
+            dtype = {int: "int32", float: "float32", bool: "bool"}[kind]
+            if kind is bool:
+                out = b.emit("ne", [x, b.const(0, x.type.dtype, at)], {}, at)[0] if x.type.dtype != "bool" else x
+            else:
+                out = b.emit("cast", [x], {"dtype": dtype}, at)[0]
+            aliasing.mark_scalar(b, out)
+            return out
         if contains_tensor(list(args)):
             raise b.error(
                 f"{name}() of a tensor would need its value at compile time; "
@@ -410,13 +502,9 @@ def _scalar_conversion(kind):
 
 def _iterating(fn):
     def handler(b, args, kwargs, at, name):
-        for a in args:
-            if is_tensor(a):
-                raise b.error(
-                    f"{name}() would iterate over a tensor ({a.type}); index it instead, "
-                    "e.g. `for i in range(x.shape[0]): ... x[i] ...`",
-                    at,
-                )
+        # a tensor is its rows (numpy iterates over the first axis), a sequence read from outside the kernel its
+        # items read through their access paths (so `for layer in self.layers` keeps each layer's path)
+        args = [b.iterate(a, at) if is_tensor(a) or isinstance(a, (list, tuple)) else a for a in args]
         return compile_time_call_allowing_tensors(b, fn, args, kwargs, at, name)
 
     return handler
@@ -504,8 +592,16 @@ BUILTINS: dict[Any, Callable[..., Any]] = {
     filter: _filter,
     sorted: _iterating(lambda *a, **k: sorted(*a, **k)),
     round: _compile_time_only(round),
+    str: _compile_time_only(str),
+    repr: _compile_time_only(repr),
+    set: _compile_time_only(set),
+    frozenset: _compile_time_only(frozenset),
+    divmod: _compile_time_only(divmod),
+    callable: _compile_time_only(callable),
     sum: _sum,
     math.prod: _compile_time_only(math.prod),
+    **pybuiltins.HANDLERS,
+    getattr: functools.partial(pybuiltins.getattr_, inline=lambda *a: inline(*a)),
 }
 
 

@@ -3,11 +3,15 @@
 - `int_tensor ** -1` (and `pyasc.pow`/`np.power` with a negative integer
   constant exponent): numpy raises "Integers to negative integer powers are
   not allowed."; the chip would compute a truncated 1 / x. A located
-  CompileError instead. (A negative exponent that is run-time data is the
-  data's business: the reference backend raises numpy's error at the kernel
-  line, the emulator truncates toward zero, README: dtype rules.)
+  CompileError instead; one that is run-time data is a data check (below).
 - `x.reshape()` with no shape, and a list as a reduction `axis`
   (`np.sum(x, axis=[0, 1])`): numpy raises TypeError; so do we, located.
+
+Where numpy raises on data (an index out of range, an integer to a negative integer power that is data,
+the max of an empty selection), the kernel records the condition: `data_check` folds "ok everywhere"
+into the build's status word (a slot of effects.py, so it crosses `if`s and runtime loops like any
+value), one bit per check; the runtime raises the check's numpy error, located at the kernel line, when
+its bit is set after the launch. `pyasc.kernel(checks=False)` builds none.
 """
 from __future__ import annotations
 
@@ -19,6 +23,7 @@ import numpy as np
 
 from .. import dtypes
 from ..ir.graph import Value
+from . import effects
 from .protocol import KernelBuilder
 
 
@@ -29,7 +34,11 @@ def negative_int_power(b: KernelBuilder, inputs: Sequence[Value], at: ast.AST) -
     if not (dtypes.is_int(inputs[0].type.dtype) or dtypes.is_bool(inputs[0].type.dtype)):  # numpy: bool too
         return
     exponent = inputs[1].node
-    if exponent.op != "Const" or not np.any(np.asarray(exponent.attrs["value"]) < 0):
+    if exponent.op != "Const":  # run-time data: numpy's ValueError when any exponent is negative, after the launch
+        ok = b.emit("ge", [inputs[1], b.const(0, inputs[1].type.dtype, at)], {}, at)[0]
+        data_check(b, ok, "ValueError", "Integers to negative integer powers are not allowed.", at)
+        return
+    if not np.any(np.asarray(exponent.attrs["value"]) < 0):
         return
     raise b.error(
         f"integers to negative integer powers are not allowed (numpy raises ValueError) in `{b.text(at)}` "
@@ -52,3 +61,27 @@ def raw_argument(api: Any, args: Sequence[Any], kwargs: dict[str, Any], name: st
         return inspect.signature(api).bind_partial(*args, **kwargs).arguments.get(name)
     except (TypeError, ValueError):
         return None
+
+
+def data_check(b: KernelBuilder, ok: Value, exception: str, message: str, at: ast.AST) -> None:
+    """Record that numpy raises `exception` (its message) at `at` unless `ok` (a bool tensor) holds everywhere."""
+    if not b.state.checks_enabled:
+        return
+    ok_all = b.emit("min", [b.emit("cast", [ok], {"dtype": "int32"}, at)[0]], {"axis": None}, at)[0] \
+        if ok.type.ndim else b.emit("cast", [ok], {"dtype": "int32"}, at)[0]
+    effects.add_check(b, ok_all, exception, message, b.loc(at), b.text(at), at)
+
+
+def index_in_range(b: KernelBuilder, valid: Value, at: ast.AST, what: str = "an index") -> None:
+    data_check(b, valid, "IndexError", f"{what} is out of bounds (numpy raises IndexError here)", at)
+
+
+def take_in_range(b: KernelBuilder, a: Value, indices: Value, axis: Any, at: ast.AST) -> None:
+    """np.take / x.take raise IndexError for an index outside [-n, n) of the axis (or of the flattened a)."""
+    n = a.type.shape[axis % a.type.ndim] if axis is not None and a.type.ndim else a.type.numel
+    if not isinstance(n, int) or not dtypes.is_int(indices.type.dtype):
+        return
+    i32 = indices if indices.type.dtype == "int32" else b.emit("cast", [indices], {"dtype": "int32"}, at)[0]
+    ok = b.emit("bitwise_and", [b.emit("ge", [i32, b.const(-n, "int32", at)], {}, at)[0],
+                                b.emit("lt", [i32, b.const(n, "int32", at)], {}, at)[0]], {}, at)[0]
+    index_in_range(b, ok, at, f"an index into an axis of size {n}")

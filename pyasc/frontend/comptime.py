@@ -12,7 +12,7 @@ source is never inlined.
 from __future__ import annotations
 
 import ast
-import difflib
+import dataclasses
 import inspect
 import types
 from dataclasses import dataclass
@@ -22,7 +22,8 @@ import numpy as np
 
 from .. import ops
 from ..errors import CompileError
-from . import aliasing
+from . import aliasing, near
+from .scope import Scope, assigned_names
 from .values import contains_tensor, is_tensor
 
 
@@ -39,8 +40,70 @@ class KernelLambda:
         return call_lambda(self.builder, self, list(args), kwargs, self.node)
 
 
-def make_lambda(b: Any, node: ast.Lambda) -> KernelLambda:
-    a = node.args
+@dataclass(eq=False)
+class KernelDef:
+    """A `def` written inside a kernel: its AST, the builder whose scope it closes over, its signature.
+    Calling it inlines its body, reading the enclosing function's variables as they are at the call (as a
+    Python closure reads its cells)."""
+
+    node: ast.FunctionDef
+    builder: Any
+    signature: inspect.Signature
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        # called by Python itself (a `sorted` key, `map`) while the kernel is compiled
+        return call_def(self.builder, self, list(args), kwargs, self.node)
+
+
+class NestedScope(Scope):
+    """The scope of a nested def: its own locals, then the enclosing function's (live) scope."""
+
+    def __init__(self, enclosing: Scope, local_names: set[str]):
+        self.fn = enclosing.fn
+        self.local_names = set(local_names)
+        self.locals: dict[str, Any] = {}
+        self._versions: dict[str, int] = {}
+        self.closure, self.empty_cells, self.globals = enclosing.closure, enclosing.empty_cells, enclosing.globals
+        self.enclosing = enclosing
+
+    def lookup(self, name: str) -> tuple[str, Any]:
+        if name in self.local_names:
+            return super().lookup(name)
+        return self.enclosing.lookup(name)
+
+
+def make_def(b: Any, node: ast.FunctionDef) -> KernelDef:
+    if node.decorator_list:
+        raise b.error(f"a decorated nested function (`{node.name}`) is not supported in a kernel; define it without "
+                      "decorators, or at module level", node.decorator_list[0])
+    return KernelDef(node, b, _signature(b, node.args))
+
+
+def call_def(caller: Any, kd: KernelDef, args: list[Any], kwargs: dict[str, Any], at: ast.AST) -> Any:
+    """Inline the nested function's body with its parameters bound, in a scope that reads the enclosing one."""
+    try:
+        bound = kd.signature.bind(*args, **kwargs)
+    except TypeError as e:
+        raise caller.error(f"{kd.node.name}(): {e}", at) from None
+    bound.apply_defaults()
+    if kd.node in caller.state.lambdas_running:
+        raise caller.error(f"recursive call to the nested function `{kd.node.name}`: it is inlined at compile time, "
+                           "so it cannot call itself", at)
+    parsed = dataclasses.replace(kd.builder.parsed, tree=kd.node)
+    scope = NestedScope(kd.builder.scope, assigned_names(kd.node))
+    for name, value in bound.arguments.items():
+        scope.bind(name, value)
+    helper = caller.inline_builder(parsed, scope)
+    caller.state.lambdas_running.append(kd.node)
+    try:
+        helper.run_body()
+    finally:
+        caller.state.lambdas_running.pop()
+    return helper.return_value
+
+
+def _signature(b: Any, a: ast.arguments) -> inspect.Signature:
+    """A signature from an AST's arguments, the defaults evaluated now (where the def or lambda is)."""
     params: list[inspect.Parameter] = []
     positional = [*a.posonlyargs, *a.args]
     defaults = [b.eval(d) for d in a.defaults]
@@ -56,7 +119,11 @@ def make_lambda(b: Any, node: ast.Lambda) -> KernelLambda:
         params.append(inspect.Parameter(arg.arg, inspect.Parameter.KEYWORD_ONLY, default=default))
     if a.kwarg:
         params.append(inspect.Parameter(a.kwarg.arg, inspect.Parameter.VAR_KEYWORD))
-    return KernelLambda(node, b, inspect.Signature(params))
+    return inspect.Signature(params)
+
+
+def make_lambda(b: Any, node: ast.Lambda) -> KernelLambda:
+    return KernelLambda(node, b, _signature(b, node.args))
 
 
 def call_lambda(caller: Any, lam: KernelLambda, args: list[Any], kwargs: dict[str, Any], at: ast.AST) -> Any:
@@ -127,23 +194,18 @@ def is_numpy_function(fn: Any) -> bool:
         not isinstance(getattr(fn, "__self__", None), np.ndarray)
 
 
-def near_names(name: str) -> list[str]:
-    """pyasc-compiled numpy names and pyasc functions spelled close to `name` (its last dotted part)."""
-    last = name.rsplit(".", 1)[-1]
-    pool = sorted(set(ops.numpy_names()) | set(ops.public_functions()))
-    return difflib.get_close_matches(last, pool, n=5, cutoff=0.6)
-
-
 def numpy_call(b: Any, fn: Any, args: list[Any], kwargs: dict[str, Any], at: ast.AST, name: str) -> Any:
     """A numpy function that is not a pyasc op: at compile time on compile-time values, else an error."""
     if contains_tensor(args) or contains_tensor(list(kwargs.values())):
-        near = near_names(name)
         module = getattr(fn, "__module__", "") or ""
-        if module.startswith("numpy.linalg"):  # the linear algebra pyasc has first, then names spelled alike
-            family = [n for n in ("matmul", "dot", "transpose", "outer") if ops.numpy_twin(n)]
-            near = family + [n for n in near if n not in family]
-        hint = ", ".join(f"np.{n}" if ops.numpy_twin(n) else f"pyasc.{n}" for n in near) if near else \
-            "nothing by that name (pyasc.ops.numpy_names() lists the numpy functions a kernel compiles)"
+        qualified = getattr(fn, "__name__", name)
+        if module.startswith("numpy.linalg"):
+            qualified = "linalg." + qualified
+        elif module.startswith("scipy.special") or (isinstance(fn, np.ufunc) and "scipy" in name):
+            qualified = "scipy.special." + qualified
+        found = near.near_names(qualified)
+        hint = ", ".join(near.spell(n) for n in found) if found else \
+            "nothing close (pyasc.ops.numpy_names() lists the numpy functions a kernel compiles)"
         raise b.error(f"`{name}` has no pyasc lowering; supported near it: {hint}", at)
     module = getattr(fn, "__module__", "") or ""
     if module.startswith("numpy.random"):

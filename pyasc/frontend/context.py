@@ -34,6 +34,10 @@ class BuildState:
     lambdas_running: list = field(default_factory=list)  # lambdas being inlined (recursion check)
     root: Any = None  # what build_graph was given: the kernel function, or a bound method (its self: objects.py)
     aliasing: Any = None  # aliasing.AliasTable: which tensors are views of which, which are numpy scalars
+    unpathed: dict[int, Any] = field(default_factory=dict)  # arrays read from objects that have no access path
+    force_lift: frozenset = frozenset()  # access paths of captured arrays the kernel writes: lifted whatever their size
+    checks_enabled: bool = True  # record numpy's errors on data in a status word (checks.py); kernel(checks=False)
+    effects: Any = None  # effects.EffectTable: arrays and objects outside the kernel it writes (made on first use)
 
 
 class GraphContext:

@@ -14,9 +14,10 @@ from typing import Any
 import numpy as np
 
 from ..ir.graph import Value
-from . import calls
+from .. import dtypes
+from . import checks
 from .protocol import KernelBuilder
-from .values import is_tensor
+from .values import Masked, is_tensor
 
 
 def _index_array(item: Any) -> bool:
@@ -29,9 +30,19 @@ def _index_array(item: Any) -> bool:
     return isinstance(item, np.ndarray) and item.dtype.kind in "iu" and item.ndim >= 1
 
 
+def _ranges_as_arrays(index: Any) -> Any:
+    """numpy takes a range in an index as the array of its values (`x[range(n), y]`)."""
+    if isinstance(index, range):
+        return np.arange(index.start, index.stop, index.step)
+    if isinstance(index, tuple) and any(isinstance(i, range) for i in index):
+        return tuple(np.arange(i.start, i.stop, i.step) if isinstance(i, range) else i for i in index)
+    return index
+
+
 def as_basic(b: KernelBuilder, x: Value, index: Any, at: ast.AST) -> Any:
     """`index` with a compile-time index array that is an arithmetic progression (`wpe[[0, 1, 2]]`,
     `x[:, np.arange(4)]`) replaced by the slice it equals: a strided view, no gather. Other indices as given."""
+    index = _ranges_as_arrays(index)
     items = index if isinstance(index, tuple) else (index,)
     arrays = [i for i, item in enumerate(items) if _index_array(item) and not is_tensor(item)]
     if len(arrays) != 1 or any(not (isinstance(s, slice) and s == slice(None))
@@ -65,6 +76,22 @@ def fancy(b: KernelBuilder, x: Value, index: Any, at: ast.AST) -> Value | None:
     if any(not (isinstance(s, slice) and s == slice(None)) for s in others):
         return None
     ids = items[arrays[0]]
+    if isinstance(ids, Masked):
+        return None  # indices selected by a mask: only a write takes them (fancy.py)
+    axis = arrays[0]
+    n = x.type.shape[axis] if axis < x.type.ndim else None
     if not is_tensor(ids):
         ids = np.asarray(ids)
-    return calls.op_call(b, None, "take", [x, ids], {"axis": arrays[0]}, at, b.text(at))
+        if isinstance(n, int) and ids.size and not ((-n <= ids) & (ids < n)).all():
+            bad = int(ids[(ids < -n) | (ids >= n)].reshape(-1)[0])
+            raise b.error(f"index {bad} is out of bounds for axis {axis} with size {n} in `{b.text(at)}` (numpy "
+                          "raises IndexError)", at)
+    elif isinstance(n, int):
+        i32 = ids if ids.type.dtype == "int32" else b.emit("cast", [ids], {"dtype": "int32"}, at)[0]
+        ok = b.emit("bitwise_and", [b.emit("ge", [i32, b.const(-n, "int32", at)], {}, at)[0],
+                                    b.emit("lt", [i32, b.const(n, "int32", at)], {}, at)[0]], {}, at)[0]
+        checks.index_in_range(b, ok, at, f"an index into axis {axis} of size {n}")
+    if not is_tensor(ids):
+        ids = b.const(ids, dtypes.narrow(ids.dtype), at)
+    return b.emit("take", [x, ids], {"axis": axis}, at)[0]
+

@@ -31,6 +31,7 @@ from .. import arraykinds, dtypes
 from ..guards import Attr, Builtin, Free, Global, Guard, Item, Pinned, Unguardable, check_for, liftable, \
     path_text, trusted_module
 from ..tensor_type import TensorType
+from . import effects
 from .context import BuildState
 from .protocol import KernelBuilder
 from .scope import CLOSURE
@@ -97,6 +98,8 @@ def read_step(b: KernelBuilder, base: Any, step: Attr | Item, value: Any, at: An
     """`base.attr` or `base[key]` evaluated at compile time; tracked when `base` was reached by a path."""
     base_path = path_of(b.state, base)
     if base_path is None or trusted_module(base):
+        if isinstance(value, np.ndarray) and base_path is None:
+            b.state.unpathed[id(value)] = value  # an array of an object reached without a path: never written
         return value
     if isinstance(step, Item):
         try:
@@ -157,19 +160,20 @@ def _read(b: KernelBuilder, path: tuple, value: Any, at: Any, label: str | None 
     state = b.state
     lifted = state.hidden.get(path)
     if lifted is not None:
-        return lifted
+        return effects.value_of(b, lifted)  # as the kernel has written it so far
     why = arraykinds.problem(value)
     if why is not None:
         raise b.error(f"`{path_text(path)}` is {why}", at)
+    forced = path in state.force_lift  # an array the kernel writes in place: a hidden input whatever its size
     if path not in state.guards:
         try:
-            check = check_for(value, lifted=liftable(value))
+            check = check_for(value, lifted=liftable(value), always_lift=forced)
         except Unguardable as e:
             raise b.error(f"`{path_text(path)}` is {e}: pyasc cannot tell whether it changed between calls; "
                           "pass it to the kernel as an argument instead", at) from None
         state.guards[path] = Guard(path, check)
         state.captured[label or path_text(path)] = value
-    if liftable(value):
+    if liftable(value) or (forced and isinstance(value, np.ndarray)):
         return _lift(b, path, value, at)
     if not isinstance(value, _UNMAPPED):
         state.paths.setdefault(id(value), (value, path))
@@ -186,7 +190,43 @@ def _lift(b: KernelBuilder, path: tuple, value: np.ndarray, at: Any) -> Any:
     name = _NOT_IDENTIFIER.sub("_", path_text(path)).strip("_") or "captured"
     lifted = state.graph.add_input(TensorType(value.shape, dtype), name=name, loc=b.loc(at))
     state.hidden[path] = lifted
+    effects.add_cell(b, lifted)  # numpy code may write it in place (`self.cache[:, p] = k`): the caller's array
     return lifted
+
+
+class Relift(BaseException):
+    """A write into a captured array the kernel folded as a constant: the build starts again with `path` lifted
+    to a hidden input (whose writes reach the captured array after the call). A BaseException, so the
+    handlers that turn a failing compile-time call into a located error let it through."""
+
+    def __init__(self, path: tuple):
+        super().__init__(path)
+        self.path = path
+
+
+def relift(b: KernelBuilder, arr: np.ndarray) -> None:
+    """Raise Relift for the captured array `arr` is (or views), if the kernel read it through a path."""
+    for obj, path in b.state.paths.values():
+        if isinstance(obj, np.ndarray) and path and np.shares_memory(obj, arr) and obj.dtype.kind in "biuf" \
+                and path not in b.state.force_lift:
+            raise Relift(path)
+
+
+def relift_stored(b: KernelBuilder, obj: Any, step: Any) -> None:
+    """`obj.attr = v` of an attribute the kernel read as a folded array (`self.cache = self.cache + x`): build
+    again with it lifted, so the next call reads its new contents instead of compiling again for them."""
+    base = path_of(b.state, obj)
+    if base is None:
+        return
+    path = base + (step,)
+    guard = b.state.guards.get(path)
+    if guard is not None and guard.check.kind == "array" and path not in b.state.force_lift:
+        raise Relift(path)
+
+
+def hidden_label(path: tuple) -> str:
+    """How the user spells a lifted array (`self.cache`)."""
+    return path_text(path)
 
 
 def hidden_inputs(state: BuildState) -> Sequence[tuple]:

@@ -14,7 +14,7 @@ from typing import Any
 from ..errors import InferError
 from ..ir.graph import Value
 from ..ops.shape import normalize_index
-from . import gather
+from . import fancy, gather, masked
 from .protocol import KernelBuilder
 from .values import describe, is_tensor
 
@@ -26,11 +26,21 @@ def _slice_node(at: ast.AST, i: int, n: int, is_tuple: bool) -> ast.AST:
     parts = at.slice.elts if is_tuple and isinstance(at.slice, ast.Tuple) else [at.slice]
     return parts[i] if len(parts) == n and isinstance(parts[i], ast.Slice) else at
 
-def subscript(b: KernelBuilder, x: Value, index: Any, at: ast.AST) -> Value:
+def subscript(b: KernelBuilder, x: Value, index: Any, at: ast.AST) -> Any:
+    """`x[index]` read: a view (basic indexing), a gather (integer arrays), or a boolean-mask selection."""
     index = gather.as_basic(b, x, index, at)  # `wpe[[0, 1, 2]]`: the slice 0:3
+    if is_tensor(index) and index.type.dtype == "bool":
+        return masked.select(b, x, index, at)  # `x[mask]`: its length depends on the data
     gathered = gather.fancy(b, x, index, at)  # `table[ids]`, `x[:, ids]`: a take
     if gathered is not None:
         return gathered
+    if fancy.is_advanced(index):
+        return fancy.read(b, x, index, at, basic)
+    return basic(b, x, index, at)
+
+
+def basic(b: KernelBuilder, x: Value, index: Any, at: ast.AST) -> Value:
+    """`x[index]` for ints, slices, None and `...`: a view of x."""
     items = index if isinstance(index, tuple) else (index,)
     text = b.text(at)
     for i, item in enumerate(items):

@@ -33,6 +33,7 @@ from ..ops.loop import types_agree
 from ..dim_bounds import dim_max
 from ..tensor_type import Sym, unwrap, wrap
 from .branches import names_read
+from . import effects
 from .context import GraphContext
 from .protocol import KernelBuilder
 from .scope import Undefined
@@ -186,6 +187,50 @@ class LoopContext(GraphContext):
         return inner
 
 
+_NAME, _SLOT = "name", "slot"
+
+
+def _groups(entries: list[tuple], inits: dict[tuple, Any], apart: set[tuple]) -> list[list[tuple]]:
+    """The carried values: entries holding the same tensor before the loop share one (unless `apart`)."""
+    groups: list[list[tuple]] = []
+    leader_of: dict[Value, list[tuple]] = {}
+    for e in entries:
+        v = inits[e]
+        if is_tensor(v) and e not in apart and v in leader_of:
+            leader_of[v].append(e)
+            continue
+        g = [e]
+        groups.append(g)
+        if is_tensor(v) and e not in apart:
+            leader_of[v] = g
+    return groups
+
+
+def _differs(a: Any, c: Any) -> bool:
+    return a is not c and not (is_tensor(a) and is_tensor(c) and a == c)
+
+
+def _changed_in_place(b: KernelBuilder, before: dict, start: dict, after: dict, names: list[str],
+                      counter: Any, loop: ast.stmt, assigned: list[str]) -> list[str]:
+    """Variables from before the loop that the body changed without assigning them (an in-place write into
+    the array they hold, `z[1:3] += y`): they are carried too."""
+    out = []
+    for n, v in after.items():
+        if n in names or n not in before or isinstance(before[n], Undefined) or (counter and n == counter[0]):
+            continue
+        if not _differs(v, start.get(n)):
+            continue
+        if not (is_tensor(before[n]) or is_number(before[n])):
+            if n in assigned:
+                raise b.error(f"the runtime loop's body assigns `{n}`, which is {describe(before[n])} before it; a "
+                              "runtime loop carries tensors and numbers only", _assignment_of(n, loop.body, loop))
+            raise b.error(f"the runtime loop's body writes in place into an array held by `{n}` ({describe(before[n])})"
+                          "; a runtime loop carries tensors and numbers only: bind the array to a variable before the "
+                          "loop and write through that", loop)
+        out.append(n)
+    return out
+
+
 def _check_body(b: KernelBuilder, body: Sequence[ast.stmt], orelse: Sequence[ast.stmt], what: str) -> None:
     if orelse:
         raise b.error(f"`else:` on {what} is not supported", orelse[0])
@@ -292,44 +337,75 @@ def _build(b: KernelBuilder, loop: ast.stmt, body: Sequence[ast.stmt], kind: str
     if counter is not None and counter[0] in names:
         names.remove(counter[0])
     header_at = loop.iter if isinstance(loop, ast.For) else loop.test  # type: ignore[attr-defined]
-    inits: dict[str, Any] = {n: before[n] for n in names}
-    typed: dict[str, Value | None] = {n: None for n in names}  # a number's type once the body has shown it
-    for attempt in range(2):
-        init_values = [_as_tensor(b, inits[n], typed[n], header_at) for n in names]
+    table = effects.table(b)
+    # what the loop carries: variables (NAME, name) and slots (SLOT, key) -- arrays and objects outside the kernel
+    # the body changes (effects.py); those holding one array before the loop share one carried value (a write
+    # through one name is seen through the others), unless the body parts them (`apart`)
+    entries: list[tuple[str, Any]] = [(_NAME, n) for n in names]
+    typed: dict[tuple, Value | None] = {}  # a number's type once the body has shown it
+    apart: set[tuple] = set()
+    for attempt in range(64):  # again when the body shows a number's type, changes a value not carried, or parts two
+        inits = {e: before[e[1]] if e[0] == _NAME else effects.current(table, e[1]) for e in entries}
+        groups = _groups(entries, inits, apart)
+        init_values = [_as_tensor(b, inits[g[0]], typed.get(g[0]), header_at) for g in groups]
         if counter is not None:
             init_values.append(counter[1])
         b.state.if_count += 1
         ctx = LoopContext(Graph(f"loop{b.state.if_count}_body"), b.ctx, init_values)
         scope = dict(before)
-        for n, data in zip(names, ctx.carried):
-            scope[n] = data
+        carried_slots = {}
+        for g, data in zip(groups, ctx.carried):
+            for kind_, key in g:
+                if kind_ == _NAME:
+                    scope[key] = data
+                else:
+                    carried_slots[key] = data
         if counter is not None:
             scope[counter[0]] = ctx.carried[-1]
         b._loops.append(loop)  # names the loop reads stay live inside its body (builder.live_after)
         try:
             with b.branch(ctx, scope):
+                effects.set_slots(b, carried_slots)
+                start_slots = effects.snapshot(b)
                 b.exec_block(body)
                 after = b.scope.snapshot()
+                now = effects.snapshot(b)
+                more = [(_NAME, n) for n in _changed_in_place(b, before, scope, after, names, counter, loop, assigned)]
+                more += [(_SLOT, k) for k, v in now.items()
+                         if k not in carried_slots and _differs(v, start_slots.get(k, table.initial.get(k)))]
+                if more:  # an in-place write to a value the body does not assign: carry it too
+                    entries.extend(more)
+                    names.extend(key for kind_, key in more if kind_ == _NAME)
+                    continue
+
+                def value_after(e: tuple) -> Any:
+                    return after[e[1]] if e[0] == _NAME else now.get(e[1], carried_slots[e[1]])
+
+                parted = [e for g in groups for e in g[1:] if _differs(value_after(e), value_after(g[0]))]
+                if parted:
+                    apart.update(parted)
+                    continue
                 outs: list[Value] = []
                 retry = False
-                for n, data in zip(names, ctx.carried):
-                    v = after[n]
+                for g, data in zip(groups, ctx.carried):
+                    e = g[0]
+                    v = value_after(e)
+                    what = f"loop-carried variable `{e[1]}`" if e[0] == _NAME else effects.describe_slot(e[1], [])
+                    where = _assignment_of(e[1], body, loop) if e[0] == _NAME else header_at
                     if isinstance(v, Undefined):
-                        raise b.error(f"loop-carried variable `{n}` is not assigned on every path of the loop body",
-                                      _assignment_of(n, body, loop))
+                        raise b.error(f"{what} is not assigned on every path of the loop body", where)
                     if not (is_tensor(v) or is_number(v)):
-                        raise b.error(f"loop-carried variable `{n}` becomes {describe(v)} in the loop body; a "
-                                      "runtime loop carries tensors and numbers only", _assignment_of(n, body, loop))
+                        raise b.error(f"{what} becomes {describe(v)} in the loop body; a runtime loop carries "
+                                      "tensors and numbers only", where)
                     t = _as_tensor(b, v, data, header_at) if not is_tensor(v) else ctx.use(v)
                     if not types_agree(data.type, t.type):
-                        if is_number(inits[n]) and typed[n] is None and attempt == 0:
-                            typed[n] = t  # a number before the loop: carry it with the body's type
+                        if is_number(inits[e]) and typed.get(e) is None:
+                            typed[e] = t  # a number before the loop: carry it with the body's type
                             retry = True
                             continue
                         raise b.error(
-                            f"loop-carried variable `{n}` is {data.type} before an iteration but {t.type} after "
-                            "it; a runtime loop's body must keep the shape and dtype of every variable it carries",
-                            _assignment_of(n, body, loop))
+                            f"{what} is {data.type} before an iteration but {t.type} after it; a runtime loop's "
+                            "body must keep the shape and dtype of every variable it carries", where)
                     outs.append(t)
                 if retry:
                     continue
@@ -352,8 +428,12 @@ def _build(b: KernelBuilder, loop: ast.stmt, body: Sequence[ast.stmt], kind: str
         attrs["_note"] = f"{b.loc(loop)}: {note}"
     results = b.emit("Loop", [first, *ctx.operands], attrs, header_at, name=f"loop{b.state.if_count}")
     b.scope.restore(before)
-    for n, v in zip(names, results):
-        b.bind_name(n, v)
+    for g, v in zip(groups, results):
+        for kind_, key in g:
+            if kind_ == _NAME:
+                b.bind_name(key, v)
+            else:
+                effects.set_slots(b, {key: v})
     line = loop.lineno
     for n in assigned:
         if n not in names and (counter is None or n != counter[0]):

@@ -16,12 +16,14 @@ from __future__ import annotations
 
 import ast
 import inspect
+import operator
 import types
 from typing import Any
 
 from ..guards import TRUSTED_MODULES
-from . import guards
+from . import comptime, effects, guards
 from .protocol import KernelBuilder
+from .tensors import fold
 from .values import describe
 
 #: dict methods that read without changing the dict
@@ -35,6 +37,8 @@ def is_dict_method(callee: Any) -> bool:
 def dict_method(b: KernelBuilder, callee: Any, args: list, kwargs: dict, at: ast.AST, name: str) -> Any:
     d: dict = callee.__self__
     method = callee.__name__
+    if method in DICT_WRITERS:
+        return _dict_write(b, d, method, args, kwargs, at, name)
     if method not in DICT_READERS:
         raise b.error(f"{name}() would change a dict in place, which a kernel does not support; build a new "
                       "dict instead, e.g. `{**d, key: value}`", at)
@@ -47,7 +51,8 @@ def dict_method(b: KernelBuilder, callee: Any, args: list, kwargs: dict, at: ast
         return tuple(d)
 
     def read(k: Any) -> Any:
-        return guards.read_step(b, d, guards.Item(k), d[k], at)
+        stored = effects.lookup(b, d, guards.Item(k))
+        return stored if stored is not effects.MISSING else guards.read_step(b, d, guards.Item(k), d[k], at)
 
     if method == "get":
         key = args[0]
@@ -63,6 +68,66 @@ def dict_method(b: KernelBuilder, callee: Any, args: list, kwargs: dict, at: ast
     if method == "items":
         return tuple((k, read(k)) for k in d)
     return {k: read(k) for k in d}  # copy
+
+
+#: dict methods that set items, as `d[k] = v` does (a pytree argument's dict or a captured one: set after the call)
+DICT_WRITERS = ("setdefault", "update")
+
+
+def _set_item(b: KernelBuilder, d: dict, key: Any, value: Any, at: ast.AST, what: str) -> None:
+    if effects.store(b, d, guards.Item(key), value, at, what):
+        return
+    comptime.check_list_mutation(b, d, what, at)  # a dict the kernel built: Python's own, changed now
+    d[key] = value
+
+
+def _dict_write(b: KernelBuilder, d: dict, method: str, args: list, kwargs: dict, at: ast.AST, name: str) -> Any:
+    what = f"{name}()"
+    if method == "setdefault":
+        if kwargs or not 1 <= len(args) <= 2:
+            raise b.error(f"{name}() takes a key and an optional default", at)
+        key, default = args[0], (args[1] if len(args) == 2 else None)
+        stored = effects.lookup(b, d, guards.Item(key))
+        if stored is not effects.MISSING:
+            return stored
+        try:
+            present = key in d
+        except TypeError:
+            raise b.error(f"{name}(): the key is unhashable ({describe(key)})", at) from None
+        if present:
+            return read_item(b, d, key, at)
+        _set_item(b, d, key, default, at, what)
+        return default
+    if len(args) > 1:
+        raise b.error(f"{name}() takes at most one positional argument", at)
+    items = dict(args[0]) if args else {}
+    items.update(kwargs)
+    for key, value in items.items():
+        _set_item(b, d, key, value, at, what)
+    return None
+
+
+def read_attribute(b: KernelBuilder, base: Any, attr: str, at: ast.AST) -> Any:
+    """`base.attr` of a compile-time object: what the kernel stored there, else the attribute, guarded on its
+    access path (a property is the caller's business: its getter is inlined, see `property_getter`)."""
+    stored = effects.lookup(b, base, guards.Attr(attr))
+    if stored is not effects.MISSING:
+        return stored
+    try:
+        value = getattr(base, attr)
+    except AttributeError:
+        owner = f"module {base.__name__}" if inspect.ismodule(base) else describe(base)
+        raise b.error(f"{owner} has no attribute `{attr}`", at) from None
+    return guards.read_step(b, base, guards.Attr(attr), value, at)
+
+
+def read_item(b: KernelBuilder, base: Any, index: Any, at: ast.AST) -> Any:
+    """`base[index]` of a compile-time container: what the kernel stored there, else the item, guarded."""
+    stored = effects.lookup(b, base, guards.Item(index))
+    if stored is not effects.MISSING:
+        return stored
+    value = fold(b, operator.getitem, (base, index), at)
+    return guards.read_step(b, base, guards.Item(index), value, at)
 
 
 def root_of(fn: Any) -> Any:

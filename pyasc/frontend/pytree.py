@@ -73,6 +73,12 @@ def bind_tree(b: KernelBuilder, graph: Graph, arg: TreeArg, at: ast.AST) -> Any:
     return pytree.unflatten(arg.tree, leaves)
 
 
+def leaf_labels(param: str, arg: TreeArg) -> list[str]:
+    """How the user spells each tensor leaf of a pytree parameter (`params['w']`), in leaf order."""
+    return [pytree.path_text_for(param, arg.tree, path)
+            for path, leaf in zip(arg.tree.paths(), arg.leaves) if isinstance(leaf, TensorType)]
+
+
 def dict_display(b: KernelBuilder, node: ast.Dict) -> dict:
     """`{"a": x, **other}`: keys are compile-time values; values may be tensors."""
     out: dict = {}
@@ -110,18 +116,22 @@ def dict_comprehension(b: Any, node: ast.DictComp) -> dict:
     return out
 
 
-def kernel_outputs(b: KernelBuilder, value: Any, at: ast.AST, name: str) -> tuple[list[Value], TreeDef]:
-    """The graph outputs of a kernel's result and its structure (a single tensor: a leaf)."""
+def kernel_outputs(b: KernelBuilder, value: Any, at: ast.AST, name: str) -> tuple[list[Value], TreeDef, tuple]:
+    """The graph outputs of a kernel's result, its structure (a single tensor: a leaf) and its constant leaves
+    ((leaf index, value) for None, strings and Python numbers, returned as they are: numpy code returns them
+    too; numpy scalars and arrays known at compile time become constant outputs)."""
     try:
         leaves, tree = pytree.flatten(value, is_tensor)
     except pytree.BadKey as e:
         raise b.error(f"kernel `{name}` returns a dict with the key {e.key!r}; result dict keys must be str or "
                       "int", at) from None
-    if tree.kind != pytree.LEAF and not leaves:
-        raise b.error(f"kernel `{name}` returns an empty {tree.kind}; it must return at least one tensor", at)
     flat_tuple = tree.kind == pytree.TUPLE and all(c.kind == pytree.LEAF for c in tree.children)
     outputs = []
+    consts = []
     for i, (path, v) in enumerate(zip(tree.paths(), leaves)):
+        if v is None or isinstance(v, str) or type(v) in (bool, int, float):
+            consts.append((i, v))  # a compile-time Python value: returned as it is, as numpy code returns it
+            continue
         what = (f"result {i}" if flat_tuple else f"result {pytree.path_text_for('', tree, path)}"
                 if path else "the result")
         if is_tensor(v):
@@ -135,10 +145,11 @@ def kernel_outputs(b: KernelBuilder, value: Any, at: ast.AST, name: str) -> tupl
                 raise b.error(f"kernel {what}: {e}", at) from None
         else:
             raise b.error(
-                f"{what} of kernel `{name}` is {describe(v)}; a kernel returns tensors (numbers become constants)",
+                f"{what} of kernel `{name}` is {describe(v)}; a kernel returns tensors (numbers become constants), "
+                "None and strings",
                 at,
             )
-    return outputs, tree
+    return outputs, tree, tuple(consts)
 
 
 def is_record_class(cls: Any) -> bool:

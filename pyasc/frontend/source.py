@@ -11,6 +11,8 @@ caret under the source line needs.
 from __future__ import annotations
 
 import ast
+import copy
+import functools
 import inspect
 import linecache
 import textwrap
@@ -163,9 +165,59 @@ def _move_to_file_positions(tree: ast.AST, dedented: list[str], first: int, marg
         node.lineno += first - 1
 
 
+def _parse_lambda(fn: types.FunctionType) -> ParsedFunction:
+    """A lambda (defined anywhere: a kernel is often `pyasc.kernel(lambda x: ...)`, or calls one defined at module
+    level) as a FunctionDef `def <lambda>(args): return body`, found in its file by the line it starts on and the
+    column of its `lambda` keyword, with real file positions."""
+    code = fn.__code__
+    filename, lineno = code.co_filename, code.co_firstlineno
+    lines = linecache.getlines(filename)
+    if not lines or lineno > len(lines):
+        raise CompileError(f"cannot find the source of the lambda defined in {filename}; pyasc compiles functions "
+                           "defined in a file or a notebook cell", SourceLoc(filename, lineno, 0), "")
+    text = "".join(lines)
+    try:
+        module = _parsed_file(filename, text)
+    except SyntaxError:
+        raise _lambda_error(fn) from None
+    line = lines[lineno - 1].rstrip("\r\n")
+    col, _ = _lambda_columns(fn, line, lineno)
+    byte_col = len(line[:col].encode("utf-8"))
+    found = [n for n in ast.walk(module) if isinstance(n, ast.Lambda) and n.lineno == lineno]
+    exact = [n for n in found if n.col_offset == byte_col]
+    if len(exact) != 1 and len(found) != 1:
+        raise _lambda_error(fn)
+    lam = copy.deepcopy(exact[0] if len(exact) == 1 else found[0])
+    ret = ast.copy_location(ast.Return(value=lam.body), lam.body)
+    tree = ast.copy_location(ast.FunctionDef(name="<lambda>", args=lam.args, body=[ret], decorator_list=[],
+                                             returns=None), lam)
+    if "type_params" in ast.FunctionDef._fields:  # Python 3.12+
+        tree.type_params = []
+    tree.end_lineno, tree.end_col_offset = lam.end_lineno, lam.end_col_offset
+    dedented = text.splitlines()
+    end = lam.end_lineno or lineno
+    stale = source_mismatch(fn, lines[lineno - 1:end], lineno, lam)  # (file positions, before they become columns)
+    _move_to_file_positions(tree, dedented, 1, 0)
+    if stale is not None:
+        raise CompileError(f"{filename} changed after the lambda at line {lineno} was defined: the function Python runs "
+                           f"no longer matches the source in the file ({stale}), so pyasc will not compile either; "
+                           "re-import the module or restart Python", SourceLoc(filename, lineno, col), line)
+    end = tree.end_lineno or lineno
+    source = "".join(lines[lineno - 1:end])
+    spanned = {n: lines[n - 1].rstrip("\r\n") for n in range(lineno, end + 1)}
+    return ParsedFunction(fn, tree, source, filename, lineno, spanned)
+
+
+@functools.lru_cache(maxsize=32)
+def _parsed_file(filename: str, text: str) -> ast.Module:
+    return ast.parse(text, filename=filename)
+
+
 def parse_function(fn: Any) -> ParsedFunction:
     """Parse `fn` into a FunctionDef whose positions are the user's real file positions."""
     fn = _function_of(fn)
+    if fn.__name__ == "<lambda>":
+        return _parse_lambda(fn)
     original, first = _source_lines(fn)
     try:
         return _parse(fn, original, first)

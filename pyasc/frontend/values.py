@@ -25,6 +25,26 @@ class TensorMethod:
     name: str
 
 
+class Masked:
+    """`x[mask]` with a tensor mask: the elements of `data` where `mask` (a bool tensor of data's leading
+    shape) is true, in order. Their number depends on the data, so it is no tensor: it may feed elementwise
+    ops (staying masked), a reduction or a write with the same mask (masked.py), and nothing else.
+    (A plain class, not a dataclass: pytrees flatten dataclasses, and a selection is no container.)"""
+
+    __slots__ = ("data", "mask", "text")
+
+    def __init__(self, data: Value, mask: Value, text: str):
+        self.data = data
+        self.mask = mask
+        self.text = text  # how the kernel spelled it, for messages
+
+
+#: the message for a masked selection used where its data-dependent length would matter
+MASKED_USE = ("has a length that depends on the data (a boolean mask selects it); pyasc supports it where it "
+              "feeds a reduction (`x[m].sum()`, `np.mean(x[m])`) or a write with the same mask (`y[m] = x[m] * 2`), "
+              "elementwise ops in between")
+
+
 def is_tensor(v: Any) -> bool:
     return isinstance(v, Value)
 
@@ -61,7 +81,8 @@ def is_dtype_like(v: Any) -> bool:
 
 
 def canonical_dtype(v: Any) -> str:
-    """Canonical dtype name; Python's int/float mean numpy's defaults narrowed to 32 bits."""
+    """Canonical dtype name; Python's int/float mean numpy's defaults narrowed to 32 bits (an explicit 64-bit
+    dtype stays an error: README, dtype rules)."""
     if v is int:
         return "int32"
     if v is float:
@@ -88,6 +109,8 @@ def describe(v: Any) -> str:
         return f"a tensor {v.type}"
     if isinstance(v, TensorMethod):
         return f"the tensor method .{v.name}"
+    if isinstance(v, Masked):
+        return f"`{v.text}`, which {MASKED_USE}"
     if isinstance(v, bool):
         return f"the bool {v}"
     if isinstance(v, (int, float)):

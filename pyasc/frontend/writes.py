@@ -20,9 +20,10 @@ import numpy as np
 
 from .. import dtypes
 from ..ir.graph import Value
-from . import aliasing, calls, comptime, indexing
+from . import aliasing, comptime, effects, fancy, gather, guards, indexing, masked, objects, storing
+from .storing import coerce
 from .tensors import BINARY_OPS, fold
-from .values import contains_tensor, describe, is_const_array, is_number, is_tensor
+from .values import Masked, contains_tensor, describe, is_const_array, is_number, is_tensor
 
 #: in-place Python operators for compile-time numpy arrays
 _IN_PLACE = {
@@ -37,6 +38,9 @@ def aug_assign(b: Any, s: ast.AugAssign) -> None:
     target = s.target
     if isinstance(target, ast.Subscript):
         assign_subscript(b, target, b.eval(s.value), s)
+        return
+    if isinstance(target, ast.Attribute):
+        assign_attribute(b, target, b.eval(s.value), s)
         return
     if not isinstance(target, ast.Name):
         b._check_target(target)
@@ -71,23 +75,16 @@ def in_place_result(b: Any, s: ast.AST, name: str, shape: Any, dtype: str, resul
                 f"of dtype {dtype} in place; write `{name} = {name} ...` to get a {new.dtype} result",
                 s,
             )
-        result = calls.op_call(b, None, "cast", [result, dtype], {}, s, "in-place cast")
+        result = b.emit("cast", [result], {"dtype": dtype}, s)[0]
     return result
 
 
 # ---- compile-time arrays -------------------------------------------------------------------------
 
 
-def _external(b: Any, arr: np.ndarray) -> bool:
-    """Whether `arr` is (or views) an array the kernel read from outside (a global, closure, object)."""
-    for obj, _ in b.state.paths.values():
-        if isinstance(obj, np.ndarray) and np.shares_memory(obj, arr):
-            return True
-    return False
-
-
 def _array_in_place(b: Any, s: ast.AugAssign, name: str, arr: np.ndarray, rhs: Any) -> None:
-    if _external(b, arr):
+    if storing.external(b, arr):
+        guards.relift(b, arr)  # a captured array: compiled again with it a hidden input, written after the call
         raise b.error(
             f"`{b.text(s)}` would change in place the compile-time array `{name}`, which the kernel read "
             f"from outside it (a global, closure or attribute); a kernel cannot change it: write "
@@ -98,55 +95,8 @@ def _array_in_place(b: Any, s: ast.AugAssign, name: str, arr: np.ndarray, rhs: A
         return
     result = b.binary(s.op, arr, rhs, s, (s.target, s.value))
     result = in_place_result(b, s, name, arr.shape, dtypes.narrow(arr.dtype), result)
-    _replace_array(b, arr, result, s)
+    storing.replace_array(b, arr, result, s)
     b.bind_name(name, result)
-
-
-def _replace_array(b: Any, arr: np.ndarray, new: Value, at: ast.AST) -> None:
-    """Every name holding the compile-time array `arr` now holds the tensor `new`; a numpy view of `arr`
-    held by another name cannot follow, so it is an error."""
-    builder = b
-    while builder is not None:
-        for name, value in list(builder.scope.locals.items()):
-            items = value if isinstance(value, (tuple, list)) else (value,)
-            if not any(isinstance(v, np.ndarray) for v in items):
-                continue
-            changed = False
-            out = []
-            for v in items:
-                if v is arr:
-                    out.append(new)
-                    changed = True
-                    continue
-                if isinstance(v, np.ndarray) and np.shares_memory(v, arr):
-                    raise b.error(
-                        f"`{b.text(at)}` changes a compile-time array that `{name}` is a numpy view of, with a "
-                        "tensor value; pyasc cannot follow that view (make `{name}` a copy, or compute it "
-                        "after the update)", at)
-                out.append(v)
-            if changed:
-                if builder.ctx is not b.ctx:
-                    raise b.error(f"this in-place update inside an `if` on a tensor would also change `{name}` of "
-                                  f"the calling function `{builder.parsed.fn.__qualname__}`, which pyasc does not "
-                                  "support; assign a new value instead and return it", at)
-                replaced = out[0] if not isinstance(value, (tuple, list)) else type(value)(out)
-                builder.scope.bind(name, replaced)
-        builder = builder.parent
-
-
-def _tensor_of_array(b: Any, arr: np.ndarray, at: ast.AST) -> Value:
-    """A compile-time array about to be written with a tensor becomes a constant tensor (for every name)."""
-    if _external(b, arr):
-        raise b.error(f"`{b.text(at)}` would change in place a compile-time array the kernel read from outside "
-                      "it (a global, closure or attribute); a kernel cannot change it: copy it first "
-                      "(`w = W.copy()`)", at)
-    try:
-        dtype = dtypes.narrow(arr.dtype)
-    except dtypes.DTypeError as e:
-        raise b.error(f"{e} (the array written by `{b.text(at)}`)", at) from None
-    t = b.const(arr, dtype, at)
-    _replace_array(b, arr, t, at)
-    return t
 
 
 # ---- item assignment -------------------------------------------------------------------------------
@@ -159,7 +109,7 @@ def assign_subscript(b: Any, target: ast.Subscript, value: Any, aug: ast.AugAssi
     container = b.eval(target.value)
     index = b.eval(target.slice)
     if is_const_array(container) and not contains_tensor(index):
-        if not contains_tensor(value) and not _external(b, container):
+        if not contains_tensor(value) and not storing.external(b, container):
             if aug is None:
                 fold(b, operator.setitem, (container, index, value), at)
             else:
@@ -167,21 +117,29 @@ def assign_subscript(b: Any, target: ast.Subscript, value: Any, aug: ast.AugAssi
                     a[i] = _IN_PLACE[type(aug.op)](a[i], v)
                 fold(b, update, (container, index, value), at)
             return
-        container = _tensor_of_array(b, container, at)
-    if isinstance(container, list) and aug is None:
-        comptime.check_list_mutation(b, container, what, target)
-        fold(b, operator.setitem, (container, index, value), at)
-        return
+        container = storing.tensor_of_array(b, container, at)
     if not is_tensor(container):
-        raise b.error(f"assigning to an item of {describe(container)} is not supported in a kernel in {what}; "
-                      "build a new value instead", target)
+        if contains_tensor(index):
+            raise b.error(f"{what} indexes {describe(container)} with a tensor; a container's keys are compile-time "
+                          "values", target.slice)
+        _store(b, container, guards.Item(index), value, aug, target, at, what)
+        return
     if aliasing.is_scalar(b, container):
         raise b.error(f"{what} assigns into `{b.text(target.value)}`, a numpy scalar ({container.type}); numpy "
                       "raises \"TypeError: 'numpy scalar' object does not support item assignment\" here", at)
     if is_tensor(index) and dtypes.is_bool(index.type.dtype):
         _mask_write(b, target, container, index, value, aug, at, what)
         return
-    region = indexing.subscript(b, container, index, target)
+    index = gather.as_basic(b, container, index, at)
+    if fancy.is_advanced(index):  # integer arrays: a scatter (x[i] += v is numpy's buffered x[i] = x[i] + v)
+        combine = None
+        if aug is not None:
+            def combine(current: Value) -> Value:
+                result = b.binary(aug.op, current, value, at, (target, aug.value))
+                return in_place_result(b, at, b.text(target), current.type.shape, current.type.dtype, result)
+        fancy.write(b, container, index, value, at, indexing.basic, coerce, combine)
+        return
+    region = indexing.basic(b, container, index, target)
     if aug is not None:
         result = b.binary(aug.op, region, value, at, (target, aug.value))
         new = in_place_result(b, at, b.text(target), region.type.shape, region.type.dtype, result)
@@ -190,12 +148,68 @@ def assign_subscript(b: Any, target: ast.Subscript, value: Any, aug: ast.AugAssi
     aliasing.write(b, region, new, at, what)
 
 
+def assign_attribute(b: Any, target: ast.Attribute, value: Any, aug: ast.AugAssign | None = None) -> None:
+    """`obj.attr = value` (aug None) or `obj.attr op= value`."""
+    at: ast.AST = aug if aug is not None else target
+    obj = b.eval(target.value)
+    if is_tensor(obj):
+        raise b.error(f"`{b.text(at)}` sets the attribute `{target.attr}` of a tensor, which a kernel does not do; "
+                      "make a new tensor instead (e.g. `x = x.reshape(...)`)", target)
+    _store(b, obj, guards.Attr(objects.mangle(b, target.attr)), value, aug, target, at, f"`{b.text(at)}`")
+
+
+def _store(b: Any, obj: Any, step: Any, value: Any, aug: ast.AugAssign | None, target: ast.AST, at: ast.AST,
+           what: str) -> None:
+    """`obj.attr` / `obj[key]` (`step`) set to `value`, or updated by `aug`, as Python and numpy do it: an
+    augmented assignment on an array item updates that array in place (every holder sees it); anything else
+    puts the new value there (set on the real object after the call when it is outside the kernel)."""
+    if aug is not None:
+        if isinstance(step, guards.Attr):
+            current = objects.read_attribute(b, obj, step.name, target)
+        else:
+            current = objects.read_item(b, obj, step.key, target)
+        if is_tensor(current) and current not in b.state.weak and not aliasing.is_scalar(b, current):
+            result = b.binary(aug.op, current, value, at, (target, aug.value))
+            result = in_place_result(b, at, b.text(target), current.type.shape, current.type.dtype, result)
+            aliasing.write(b, current, result, at, what)  # the array itself changes: `obj` keeps holding it
+            return
+        if is_const_array(current):
+            if storing.external(b, current):
+                guards.relift(b, current)  # a captured array: compiled again with it a hidden input
+            if not contains_tensor(value):
+                fold(b, _IN_PLACE[type(aug.op)], (current, value), at)  # numpy's own in-place on the kernel's array
+                return
+        value = b.binary(aug.op, current, value, at, (target, aug.value))
+    guards.relift_stored(b, obj, step)  # state the kernel reads and stores: a hidden input, not a constant
+    if effects.store(b, obj, step, value, at, what):
+        return
+    if effects.set_made(b, obj, step, value, at, what):
+        return
+    if isinstance(obj, (list, dict)):  # a container the kernel built: Python's own, changed now
+        comptime.check_list_mutation(b, obj, what, target)
+        key = step.key if isinstance(step, guards.Item) else step.name
+        fold(b, operator.setitem, (obj, key, value), at)
+        return
+    kind = "the attribute" if isinstance(step, guards.Attr) else "an item"
+    raise b.error(f"{what} sets {kind} of {describe(obj)}, which the kernel did not build and cannot reach from "
+                  "outside (an argument, `self`, a global): build a new value instead", at)
+
+
 def _mask_write(b: Any, target: ast.Subscript, x: Value, mask: Value, value: Any, aug: ast.AugAssign | None,
                 at: ast.AST, what: str) -> None:
-    """`x[mask] = v` with a scalar v: `where(mask, v, x)` (numpy assigns v to every selected element)."""
+    """`x[mask] = v` with one value v, or a selection by the same mask (`z[m] = np.exp(-x[m])`):
+    `where(mask, v, x)` (numpy assigns v to every selected element). A mask of x's leading axes selects
+    whole rows."""
+    sel = masked.select(b, x, mask, target)
+    if isinstance(value, Masked) or (aug is None and not isinstance(value, Masked)):
+        if isinstance(value, Masked):
+            if aug is not None:
+                value = masked.elementwise(b, [sel, value], at,
+                                           lambda d: b.binary(aug.op, d[0], d[1], at, (target, aug.value)))
+            aliasing.write(b, x, masked.write(b, x, sel, value, at, coerce), at, what)
+            return
     if tuple(mask.type.shape) != tuple(x.type.shape):
-        raise b.error(f"{what}: the boolean mask is {mask.type} but the array is {x.type}; pyasc supports a "
-                      "mask of the array's whole shape (it becomes pyasc.where(mask, v, x))", target.slice)
+        mask = masked.full_mask(b, sel, at)
     single = is_number(value) or (is_tensor(value) and value.type.numel == 1) or \
         (is_const_array(value) and value.size == 1)
     if not single:
@@ -216,59 +230,4 @@ def _mask_write(b: Any, target: ast.Subscript, x: Value, mask: Value, value: Any
     aliasing.write(b, x, new, at, what)
 
 
-def coerce(b: Any, value: Any, shape: Any, dtype: str, at: ast.AST, target: ast.AST) -> Value:
-    """`value` as numpy's assignment stores it into a region of `shape` and `dtype`: cast (unsafe, like
-    numpy's setitem) and broadcast, leading size-1 dims of the value dropped."""
-    shape = tuple(shape)
-    if is_number(value) and not isinstance(value, np.generic):
-        if dtypes.is_int(dtype) and isinstance(value, float) and not np.isfinite(value):
-            raise b.error(f"cannot store {value!r} into an {dtype} array in `{b.text(at)}` (numpy raises "
-                          "ValueError: cannot convert float NaN/infinity to integer)", at)
-        if isinstance(value, int) and not isinstance(value, bool) and dtypes.is_int(dtype):
-            info = np.iinfo(dtypes.to_numpy(dtype))
-            if not info.min <= value <= info.max:
-                raise b.error(f"Python integer {value} out of bounds for {dtype} in `{b.text(at)}` (numpy raises "
-                              "OverflowError)", at)
-        v = b.const(dtypes.to_numpy(dtype).type(value), dtype, at)
-    elif is_number(value) or is_const_array(value):
-        arr = np.asarray(value)
-        try:
-            src = dtypes.narrow(arr.dtype)
-        except dtypes.DTypeError as e:
-            raise b.error(f"{e} (the value in `{b.text(at)}`)", at) from None
-        v = b.const(arr, src, at)
-    elif is_tensor(value):
-        # a copy: the stored value must be a new array, not another name for `value` (or a view of it)
-        v = b.emit("cast", [value], {"dtype": value.type.dtype}, at)[0]
-    else:
-        raise b.error(f"cannot assign {describe(value)} into a tensor in `{b.text(at)}`", at)
-    if v.type.dtype != dtype:
-        v = b.emit("cast", [v], {"dtype": dtype}, at)[0]
-    vshape = tuple(v.type.shape)
-    lead = 0
-    while len(vshape) - lead > len(shape) and vshape[lead] == 1:
-        lead += 1
-    if lead:
-        v = b.emit("reshape", [v], {"shape": vshape[lead:]}, at)[0]
-        vshape = vshape[lead:]
-    if vshape != shape and not all(isinstance(d, int) for d in (*vshape, *shape)):
-        raise b.error(f"`{b.text(at)}` stores a value of shape {_dims(vshape)} into a region of shape {_dims(shape)}; "
-                      "with symbolic dims (dynamic=True) pyasc cannot tell whether numpy would broadcast them, so "
-                      "slice writes need the same shape or static shapes", at)
-    if vshape != shape:
-        try:
-            ok = np.broadcast_shapes(vshape, shape) == shape
-        except (ValueError, TypeError):
-            ok = False
-        if not ok:
-            raise b.error(f"could not broadcast input array from shape {vshape} into shape {shape} in "
-                          f"`{b.text(at)}` (numpy raises ValueError here)", at)
-        v = b.emit("broadcast_to", [v], {"shape": shape}, at)[0]
-    return v
-
-
-def _dims(shape: tuple) -> str:
-    return "(" + ", ".join(str(d) for d in shape) + ("," if len(shape) == 1 else "") + ")"
-
-
-__all__ = ["assign_subscript", "aug_assign", "coerce", "in_place_result"]
+__all__ = ["assign_attribute", "assign_subscript", "aug_assign", "coerce", "in_place_result"]

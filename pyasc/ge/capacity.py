@@ -74,6 +74,12 @@ def resolve_chip(chip: "str | Chip | None") -> Chip:
     return get_chip(chip)
 
 
+def lone_candidate(graph: Graph, node: Node, chip: Chip) -> FusionCandidate:
+    """A kernel of `node` alone (an opaque op such as attention): what GE asks before it keeps the op whole."""
+    return FusionCandidate(graph, (node,), KernelStructure(KernelKind.OPAQUE, node), tuple(node.inputs),
+                           tuple(node.values), chip)
+
+
 def is_scalar_const(v: Value) -> bool:
     """A one-element constant: an immediate operand, not a buffer and not an edge between kernels."""
     return v.node.op == "Const" and v.type.numel == 1

@@ -5,7 +5,9 @@ consumer); text is made from them only for dumps and reports (`render()`),
 one line per decision, in the words the fusion log has always used.
 
 Ops are named by labels like "exp %2": the op and its canonical dump name in
-the graph before fusion ("%1.then_branch/%0" inside a branch).
+the graph before fusion ("%1.then_branch/%0" inside a branch); pattern
+decisions (PATTERN, NEAR_MISS, DECOMPOSED) name them as the graph stood when
+the pattern pass looked at it.
 """
 from __future__ import annotations
 
@@ -24,6 +26,9 @@ class DecisionKind(enum.Enum):
     OWN_KERNEL = "own kernel"          # an op that never shares a kernel (data movement, control flow)
     NOTE = "note"                      # how fusion ran (opt_level 0, no chip, fusion disabled)
     MIXED = "mixed"                    # a cube kernel and the vector work on its result in one launch
+    PATTERN = "pattern"                # a graph pattern found and replaced by one op (rule: the pattern's name)
+    NEAR_MISS = "near miss"            # a pattern almost found (rule: its name; detail: the piece that stopped it)
+    DECOMPOSED = "decomposed"          # an op codegen cannot lower whole, lowered through its decomposition
 
 
 @dataclass(frozen=True)
@@ -54,6 +59,12 @@ class FusionDecision:
             return self.detail
         if k is DecisionKind.MIXED:
             return f"mixed: {self.producer} and its epilogue {self.consumer} in one cube+vector launch ({self.detail})"
+        if k is DecisionKind.PATTERN:
+            return f"{self.rule}: found {self.detail} at {self.producer} -> {self.consumer}"
+        if k is DecisionKind.NEAR_MISS:
+            return f"{self.rule}: not matched at {self.producer}: {self.detail}"
+        if k is DecisionKind.DECOMPOSED:
+            return f"decomposed: {self.producer}: {self.detail}"
         if k is DecisionKind.FUSED and self.rule == "extra_output":
             return (f"fused: {self.producer} into the kernel of {self.consumer} as an extra output; "
                     f"{self.consumers - 1} other consumer kernel(s) read it from GM")

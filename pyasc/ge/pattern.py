@@ -4,10 +4,13 @@
   (one whose OpDef has a decomposition) that codegen has no dedicated
   lowering for is replaced by its decomposition into primitive ops. The set
   of ops with a dedicated lowering is the knob "dedicated_lowerings"
-  (default {"softmax", "layer_norm", "rms_norm"}); those are kept whole.
-  A softmax / log_softmax over an axis that is not the last one is always
+  (default {"softmax", "layer_norm", "rms_norm", "attention"}); those are kept
+  whole. A softmax / log_softmax over an axis that is not the last one is always
   decomposed: the dedicated lowerings are row kernels (a reduction over the
-  last axis).
+  last axis). An opaque composite (attention: its own kernel, never fused) is
+  kept whole only when the capacity function accepts a kernel of it alone
+  (codegen's says whether a template lowers it and a tiling fits); otherwise
+  it is decomposed and the fusion log says why (a DECOMPOSED decision).
 - `split_reductions` (opt_level 0, a legalisation): a reduction over axes that
   are not one contiguous block (`sum(x, axis=(0, 2))`) becomes a chain of
   reductions, one per block, the last block first (so the earlier blocks'
@@ -41,13 +44,17 @@ from typing import Any, Sequence
 import numpy as np
 
 from .. import dtypes, ops
-from ..ir import Graph, Node, UseIndex, Value
+from ..ir import Graph, Node, UseIndex, Value, node_names
+from ..target import Chip
+from .capacity import CapacityFn, lone_candidate
+from .decisions import DecisionKind, FusionDecision
 from .edit import build_node, same_type, would_create_cycle
+from .fusion.fusion_pass import capacity_of
 from .passes import Pass, PassContext
 from .rewrite import Replacement, RewriteRule, Rewriter, RulePass
 from .simplify import op_attrs, perm_of
 
-DEFAULT_DEDICATED_LOWERINGS = frozenset({"softmax", "layer_norm", "rms_norm"})
+DEFAULT_DEDICATED_LOWERINGS = frozenset({"softmax", "layer_norm", "rms_norm", "attention"})
 
 
 # ---- composite decomposition ----------------------------------------------------------------
@@ -61,14 +68,30 @@ class DecomposeComposites(RulePass):
 
     def rules(self, ctx: PassContext) -> list[RewriteRule]:
         keep = frozenset(ctx.knob("dedicated_lowerings", DEFAULT_DEDICATED_LOWERINGS))
+        capacity, chip = capacity_of(ctx)
 
         def decompose(node: Node, rw: Rewriter) -> Replacement | None:
             if node.op in keep and _trailing_axis(node):
-                return None
+                refusal = whole_op_refusal(rw.graph, node, capacity, chip)
+                if refusal is None:
+                    return None
+                label = f"{node.op} %{rw.memo.setdefault('names', node_names(rw.graph)).get(node, '?')}"
+                ctx.state.pattern_decisions.append(FusionDecision(
+                    DecisionKind.DECOMPOSED, "capacity", label,
+                    detail=f"not lowered whole ({refusal}); its decomposition is lowered instead"))
             added, outs = decompose_node(rw.graph, node)
             return Replacement(outs, added)
 
         return [RewriteRule("decompose", lambda op: op.composite, decompose)]
+
+
+def whole_op_refusal(graph: Graph, node: Node, capacity: CapacityFn, chip: Chip) -> str | None:
+    """Why a kernel of opaque op `node` alone does not fit (the capacity function's reason), or None when it does
+    or the op is not opaque (a row composite is fused first and asked as part of its kernel)."""
+    if ops.get(node.op).category != ops.Category.OPAQUE:
+        return None
+    verdict = capacity(lone_candidate(graph, node, chip))
+    return None if verdict.fits else (verdict.reason or "refused")
 
 
 def _trailing_axis(node: Node) -> bool:

@@ -2,6 +2,8 @@
 
 Order (GE's, as in reference/graph-optimizer-references.md §3):
 
+    attention                                     opt 2  (ge.attention) softmax(q @ k^T) @ v -> one attention op,
+                                                         heads on slices of one tensor -> one batched attention
     decompose_composites                          opt 0  composites without a dedicated lowering
     vector_integer_matmul                         opt 0  (ge.integer_matmul) integer products the cube cannot take
     split_reductions                              opt 0  a reduction over separated axes -> one per block
@@ -22,7 +24,9 @@ Order (GE's, as in reference/graph-optimizer-references.md §3):
 
 Opt levels: 0 runs only what codegen needs (legalisations, one kernel per op,
 the memory plan); 1 adds simplification and elementwise fusion; 2 adds
-matmul pattern fusion; 3 (default) adds transpose sinking.
+attention and matmul pattern fusion; 3 (default) adds transpose sinking.
+The attention pass runs first, on the graph as the frontend built it: the
+composites it reads (softmax, split, concatenate) are still whole there.
 """
 from __future__ import annotations
 
@@ -33,6 +37,7 @@ from typing import Any, Callable, Iterable
 from ..target import Chip
 from ..ir import Graph, format_graph, to_dot
 from ..ir import verify as verify_graph
+from .attention import AttentionPass
 from .capacity import DEFAULT_CHIP, CapacityFn, resolve_chip  # noqa: F401  (resolve_chip: part of this face)
 from .decisions import CubeOperandRoute, FusionDecision
 from .fusion import FusionPass, schedule_for
@@ -110,6 +115,7 @@ def _backend_passes() -> list[Pass]:
 def build_pipeline() -> list[Pass]:
     """A fresh pass list (passes hold no state between compiles, but fresh objects cost nothing)."""
     return [
+        AttentionPass(),
         DecomposeComposites(),
         VectorIntegerMatmul(),
         SplitReductions(),
@@ -182,7 +188,7 @@ def optimize(
     schedule_for(graph, ctx)  # fusion and memory planning both disabled: still one kernel per op
     result.kernels = list(state.kernels or [])
     result.memory_plan = state.memory_plan
-    result.fusion_decisions = list(state.fusion_decisions)
+    result.fusion_decisions = list(state.pattern_decisions) + list(state.fusion_decisions)
     result.cube_routes = list(state.cube_routes)
     result.pass_times = dict(ctx.pass_times)
     result.pass_log = list(ctx.log)

@@ -19,6 +19,8 @@ Kernel kinds (what codegen picks a template by):
 - COLUMN_REDUCE: one reduction over leading or middle axes, with a prologue;
 - MATMUL: one matmul / fused_matmul with an elementwise epilogue;
 - DATA_MOVEMENT: one injective op alone (transpose, reshape, slice, transdata, squeeze, ...);
+- OPAQUE: one opaque compute op alone (attention), lowered whole by the template codegen has for it; when
+  codegen has none (its capacity function refuses the candidate), GE lowers the op's decomposition instead;
 - CONTROL: an If step (the host picks a branch).
 """
 from __future__ import annotations
@@ -36,6 +38,7 @@ class KernelKind(enum.Enum):
     COLUMN_REDUCE = "column_reduce"
     MATMUL = "matmul"
     DATA_MOVEMENT = "data_movement"
+    OPAQUE = "opaque"
     CONTROL = "control"
 
 

@@ -31,6 +31,8 @@ Op names, operands and attributes (attribute defaults in brackets):
   Data ()  index, type;   Const ()  value;   If (cond, *branch inputs)  then_branch, else_branch
 
 Composites (a `decompose`): softmax log_softmax layer_norm rms_norm gelu silu erf.
+  attention                               (q, k, v[, mask])  scale [None: 1/sqrt(D)], causal [False], has_mask;
+                                          OPAQUE: its own kernel, else its decomposition (attention.py)
 
 numpy functions as composites whose eager function is numpy's own (numpy_composite.py):
   log1p expm1 sinh cosh arctan arcsin arccos log2 exp2 square copy   (x) / (a)   elementary.py
@@ -73,5 +75,7 @@ from .registry import (  # noqa: F401
 )
 from . import elementwise, reduce, shape, matmul, creation, composite, dimvalue, loop, update  # noqa: F401,E402  (registers ops)
 from . import elementary, statistics, like, joining, arrange, dot, search, scan, constructors  # noqa: F401,E402  (numpy functions as composites)
+from . import npmath, special, accumulate, linalg, einsum, sorting, scatter  # noqa: F401,E402  (more numpy, scipy.special)
+from . import attention  # noqa: F401,E402  (registers the attention op)
 from . import vjp_elementwise, vjp_structure, vjp_composite  # noqa: F401,E402  (VJP rules, keyed by op)
 from .shape import IndexPlan, normalize_index  # noqa: F401,E402

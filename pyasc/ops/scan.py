@@ -28,13 +28,18 @@ from .registry import Category
 TRIANGLE_MAX = 128
 
 
-def _cumsum(b: Builder, a: Any, *, axis: Any = None, dtype: Any = None) -> list[Any]:
+def scan_operand(b: Builder, a: Any, axis: Any) -> tuple[Any, int]:
+    """numpy's scan operand: flattened when axis is None, a 0-d tensor as one element; and its axis."""
     x = a if axis is not None else b.op("reshape", a, shape=(-1,))
     if not b.shape(x):
         x = b.op("reshape", x, shape=(1,))
+    return x, (0 if axis is None else normalize_axis(axis, len(b.shape(x)))[0])
+
+
+def _cumsum(b: Builder, a: Any, *, axis: Any = None, dtype: Any = None) -> list[Any]:
+    x, ax = scan_operand(b, a, axis)
     shape = b.shape(x)
     nd = len(shape)
-    ax = 0 if axis is None else normalize_axis(axis, nd)[0]
     src = b.dtype(x) if dtype is None else dtype
     out = src if src in FLOATS else "int32"
     acc = "float32" if out == "float16" else out

@@ -162,14 +162,14 @@ def _float_gather(b: Builder, hit: Any, table: Any, dt: str) -> Any:
     zero = b.const(0.0, dt)
     finite = b.op("where", b.op("lt", b.op("abs", table), inf), table, zero)
     code = b.op("where", b.op("eq", table, inf), b.const(1.0, dt),
-                b.op("where", b.op("eq", table, b.op("neg", inf)), b.const(2.0, dt),
+                b.op("where", b.op("eq", table, b.const(-math.inf, dt)), b.const(2.0, dt),
                      b.op("where", b.op("ne", table, table), b.const(3.0, dt), zero)))
     onehot = b.cast(hit, dt)
     g = b.op("matmul", onehot, finite)                                          # (I, R)
     c = b.op("matmul", onehot, code)
     nan = b.const(math.nan, dt)
     fix = b.op("where", b.op("eq", c, b.const(1.0, dt)), inf,
-               b.op("where", b.op("eq", c, b.const(2.0, dt)), b.op("neg", inf), nan))
+               b.op("where", b.op("eq", c, b.const(2.0, dt)), b.const(-math.inf, dt), nan))
     return b.op("where", b.op("eq", c, zero), g, fix)
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -11,11 +11,13 @@ from simulator import SimulatorError
 
 from .. import ops
 from ..codegen.device import DeviceKernel, DeviceModule
+from ..effects import Effects
 from ..codegen.host import HostProgram, build_host_source
 from ..ge import FusionDecision, KernelPlan, MemoryPlan
 from ..ir import Graph, InterpreterError, format_graph, interpret
 from ..ir.interpreter import DataError
 from ..pytree import LEAF_DEF, TreeDef, unflatten
+from . import writeback
 from .emulator import EmulatorRunner
 from .errors import ArgumentTypeError, ArgumentValueError, InternalCompilerError
 from .guardset import GuardSet
@@ -101,6 +103,8 @@ class CompiledKernel:
     device: DeviceModule | None = None
     host: HostProgram | None = None
     out_tree: TreeDef | None = None  # the result's structure (None: a tensor, or a tuple if returns_tuple)
+    effects: Effects | None = None   # what a call changes outside the kernel (pyasc.effects); None: nothing
+    out_consts: tuple = ()           # (leaf index, value): the result's None and string leaves
     _shapes_ok: set = field(default_factory=set, repr=False)
     _runner: EmulatorRunner | None = field(default=None, repr=False)
 
@@ -147,14 +151,22 @@ class CompiledKernel:
             raise StaleArtifactError(
                 f"{self.name}.run(): {self.guards.failing(self.py_func) or 'a value read at compile time changed'} "
                 "since this artifact was compiled; call the kernel itself to compile it again")
-        return self.launch(converted + hidden)
+        if self.effects is not None and any(s.target.kind == "arg" for s in self.effects.stores):
+            raise ArgumentValueError(f"{self.name}.run() takes tensors only, but this kernel sets items of its pytree "
+                                     "arguments; call the kernel itself")
+        return self.launch(converted + hidden, list(arrays))
 
-    def launch(self, arrays: list[np.ndarray]) -> Any:
+    def launch(self, arrays: list[np.ndarray], objects: list[Any] | None = None,
+               arguments: Callable[[str], Any] | None = None) -> Any:
         """Run on arrays already converted and matched to the key, the hidden inputs after the user's
-        tensors (the Kernel's fast path)."""
-        return self._pack(self._execute(arrays, None))
+        tensors (the Kernel's fast path). `objects`: the caller's own objects behind the user's tensors, and
+        `arguments(name)`: the call's argument of that parameter (where writes and stores go)."""
+        if self.effects is None:
+            return self._pack(self._execute(arrays, None))
+        return self._pack(self._with_effects(arrays, objects, arguments, None))
 
-    def profile_launch(self, arrays: list[np.ndarray]) -> tuple[Any, Profile]:
+    def profile_launch(self, arrays: list[np.ndarray], objects: list[Any] | None = None,
+                       arguments: Callable[[str], Any] | None = None) -> tuple[Any, Profile]:
         """Run on the emulator recording every launch; returns (outputs, profile)."""
         if self.device is None:
             raise ArgumentValueError(f"{self.name}: kernel.profile() needs the emulator backend; this kernel was "
@@ -162,10 +174,33 @@ class CompiledKernel:
         chip = self.options.chip_config
         prof = Profile(chip.clock_hz, chip.gm_bytes_per_second,
                        l2_peak_bytes_per_s=chip.l2_bytes_per_cycle * chip.clock_hz)
+        if self.effects is None:
+            return self._pack(self._execute(arrays, prof)), prof
+        return self._pack(self._with_effects(arrays, objects, arguments, prof)), prof
+
+    def _with_effects(self, arrays: list[np.ndarray], objects: list[Any] | None,
+                      arguments: Callable[[str], Any] | None, prof: Profile | None) -> list[np.ndarray]:
+        """Launch, then write the caller's arrays and set the caller's objects the kernel changed."""
+        effects = self.effects
+        assert effects is not None
+        users = len(arrays) - len(self.guards.hidden)
+        if objects is None:
+            objects = list(arrays[:users])
+        writeback.check_inputs(self.name, effects, objects, arrays)
         outputs = self._execute(arrays, prof)
-        return self._pack(outputs), prof
+
+        def no_arguments(name: str) -> Any:
+            raise LookupError(f"argument {name!r} is not available here")
+
+        return writeback.apply(self.name, effects, outputs, objects, self.guards.hidden, self.py_func,
+                               arguments or no_arguments)
 
     def _pack(self, outputs: list[np.ndarray]) -> Any:
+        if self.out_consts:  # None and string leaves sit between the outputs
+            consts = dict(self.out_consts)
+            it = iter(outputs)
+            n = self.out_tree.num_leaves if self.out_tree is not None else len(outputs) + len(consts)
+            outputs = [consts[i] if i in consts else next(it) for i in range(n)]
         if self.out_tree is not None and self.out_tree != LEAF_DEF:
             return unflatten(self.out_tree, outputs)
         return tuple(outputs) if self.returns_tuple else outputs[0]

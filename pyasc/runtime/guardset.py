@@ -20,8 +20,9 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from .. import dtypes
-from ..guards import (PATH_ERRORS, Attr, Builtin, Free, Global, Guard, Item, NotPersistable, Pinned, Unguardable,
-                      builtin_lookup, check_for, is_persistable, path_text, resolve, step_from_json, step_to_json)
+from ..guards import (PATH_ERRORS, Attr, Builtin, Free, Global, Guard, Has, Item, NotPersistable, Pinned,
+                      Unguardable, builtin_lookup, check_for, is_persistable, path_text, resolve, step_from_json,
+                      step_to_json)
 
 
 def _converter(dtype: str) -> Callable[[Any], np.ndarray]:
@@ -156,6 +157,7 @@ _STEPS: dict[type, tuple[str, Callable[[Any], Any]]] = {
     Free: ("{p}.__closure__[{k}].cell_contents", lambda s: s.index),
     Attr: ("getattr({p}, {k})", lambda s: s.name),
     Item: ("{p}[{k}]", lambda s: s.key),
+    Has: ("hasattr({p}, {k})", lambda s: s.name),
     Pinned: ("{k}", lambda s: s.obj),
 }
 
@@ -169,7 +171,7 @@ def _revive(doc: dict, fn: Any) -> "GuardSet | str":
         except PATH_ERRORS as e:
             return f"{path_text(path)} is gone ({type(e).__name__}: {e})"
         try:
-            check = check_for(value, lifted=fingerprint[0] == "array_meta")
+            check = check_for(value, lifted=fingerprint[0] == "array_meta", always_lift=fingerprint[0] == "array_meta")
         except Unguardable as e:
             return f"{path_text(path)} is now {e}"
         if _canonical(check.fingerprint) != _canonical(fingerprint):

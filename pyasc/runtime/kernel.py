@@ -98,7 +98,10 @@ class Kernel:
         try:
             call = self._specialize(args, kwargs)
             compiled, hidden = self._lookup(call)
-            result = compiled.launch(call.arrays + hidden if hidden else call.arrays)
+            if compiled.effects is None:
+                result = compiled.launch(call.arrays + hidden if hidden else call.arrays)
+            else:  # the kernel changes the caller's arrays or objects, as numpy would
+                result = compiled.launch(call.arrays + hidden, call.objects, self._arguments(call))
             return result if call.foreign is None else convert_results(result, call.foreign)
         except (CompileError, ArgumentError) as e:
             if debug_enabled():
@@ -111,7 +114,8 @@ class Kernel:
         try:
             call = self._specialize(args, kwargs)
             compiled, hidden = self._lookup(call)
-            result, prof = compiled.profile_launch(call.arrays + hidden if hidden else call.arrays)
+            result, prof = compiled.profile_launch(call.arrays + hidden if hidden else call.arrays, call.objects,
+                                                   self._arguments(call))
             return (result if call.foreign is None else convert_results(result, call.foreign)), prof
         except (CompileError, ArgumentError) as e:
             if debug_enabled():
@@ -201,6 +205,27 @@ class Kernel:
 
     def __repr__(self) -> str:
         return f"<pyasc.kernel {self.__qualname__} ({self.options.describe()})>"
+
+    def _arguments(self, call: BoundCall) -> Callable[[str], Any]:
+        """The call's argument for a parameter name (a pytree argument whose containers the kernel sets)."""
+        by_name = {p.name: v for p, v in zip(self._binder.params, call.values)}
+        return by_name.__getitem__
+
+    def written_parameters(self, *args: Any, **kwargs: Any) -> tuple[str, ...]:
+        """Names of the parameters a call with these arguments writes in place (compiles if needed): a tensor
+        parameter, or a pytree parameter with a written leaf or a set item, as numpy would change them."""
+        compiled = self.compile(*args, **kwargs)
+        effects = compiled.effects
+        if effects is None:
+            return ()
+        labels = [effects.label(w.input) for w in effects.writes]
+        labels += [s.target.param for s in effects.stores if s.target.kind == "arg"]
+        out = []
+        for p in self._binder.params:
+            if any(label == p.name or label.startswith(p.name + "[") or label.startswith(p.name + ".")
+                   for label in labels) and p.name not in out:
+                out.append(p.name)
+        return tuple(out)
 
     def specialize(self, args: tuple, kwargs: dict) -> BoundCall:
         """Bind and convert one call's arguments: its key and tensor arrays (ArgumentError when it cannot)."""
@@ -335,7 +360,9 @@ def kernel(fn: Callable[..., Any] | None = None, /, **options: Any) -> Any:
     default $PYASC_SANITIZE), backend ("emulator", the default, or "reference": the
     numpy interpreter of the optimised graph, for debugging), sync ("flags" or
     "barrier": a pipe barrier after every tile op, for bisecting sync bugs),
-    unroll_budget (positive int, default 4096). A bad option raises TypeError/ValueError right here.
+    unroll_budget (positive int, default 4096), checks (bool, default True: where numpy raises on data, e.g.
+    an index out of range, the kernel records it and the call raises numpy's error after the launch; False
+    builds no checks). A bad option raises TypeError/ValueError right here.
     The environment defaults are read when the decorator runs; PYASC_DUMP_DIR,
     PYASC_ALWAYS_COMPILE and PYASC_DEBUG are read at each call.
     """

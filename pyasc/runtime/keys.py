@@ -106,7 +106,8 @@ def arg_component(param: Param, key: ArgKey) -> tuple:
 
 def _key_doc(key: ArgKey) -> tuple:
     if isinstance(key, TensorKey):
-        return ("tensor", key.dtype, key.dims) + (("numpy scalar",) if key.scalar else ())
+        return ("tensor", key.dtype, key.dims) + (("numpy scalar",) if key.scalar else ()) + \
+            ((f"same array as input {key.same_as}",) if key.same_as >= 0 else ())
     if isinstance(key, TreeKey):  # the structure (classes by name) and every leaf's record
         return ("tree", key.tree.key_text(), tuple(_key_doc(leaf) for leaf in key.leaves))
     return ("const", key.value)

@@ -34,6 +34,7 @@ class KernelOptions:
     backend: str = "emulator"
     unroll_budget: int = DEFAULT_UNROLL_BUDGET
     sync: str = "flags"                 # "barrier": pipe_barrier(ALL) after every tile op (a debug mode)
+    checks: bool = True                 # raise numpy's errors on data (an index out of range) after the launch
     # derived, not user-settable: the chip config handed to the optimiser
     chip_config: Any = field(default=None, compare=False, repr=False)
 
@@ -48,7 +49,7 @@ class KernelOptions:
             ("opt_level", self.opt_level), ("chip", chip), ("buffer_num", self.buffer_num),
             ("cores", self.cores), ("dynamic", self.dynamic), ("disable_passes", self.disable_passes),
             ("sanitize", self.sanitize), ("backend", self.backend), ("unroll_budget", self.unroll_budget),
-            ("sync", self.sync),
+            ("sync", self.sync), ("checks", self.checks),
         )
 
     def describe(self) -> str:
@@ -146,6 +147,7 @@ def make_options(**given: Any) -> KernelOptions:
         cores = _check_int("cores", cores, "None or a positive int", lambda v: v > 0)
     dynamic = _check_bool("dynamic", given.get("dynamic", False))
     sanitize = _check_bool("sanitize", given.get("sanitize", _env_flag("PYASC_SANITIZE")))
+    checks = _check_bool("checks", given.get("checks", True))
     disable = _check_passes(given.get("disable_passes", ()))
     _check_pass_names(disable)
     budget = _check_int("unroll_budget", given.get("unroll_budget", DEFAULT_UNROLL_BUDGET), "a positive int",
@@ -178,4 +180,4 @@ def make_options(**given: Any) -> KernelOptions:
         raise
     return KernelOptions(opt_level=opt_level, chip=chip, buffer_num=buffer_num, cores=cores, dynamic=dynamic,
                          disable_passes=disable, sanitize=sanitize, backend=backend, unroll_budget=budget,
-                         sync=sync, chip_config=config)
+                         sync=sync, checks=checks, chip_config=config)

@@ -36,8 +36,8 @@ def save(store: DiskCache, compiled: CompiledKernel, components_digest: str) -> 
     }
     try:
         files = encode_artifact(compiled)
-    except pytree.NotPersistable:  # a result structure naming a class import cannot find again (a local class)
-        return
+    except (pytree.NotPersistable, NotPersistable):  # a class import cannot find again (a local class), a store
+        return                                          # target reached other than by a name: memory only
     except RecordError as e:  # a record with no stored form is our bug, but it must not fail the user's call
         warnings.warn(CacheWarning(f"kernel {compiled.name}: not stored in the disk cache ({e}); the call is "
                                    "unaffected, the next process compiles it again"), stacklevel=2)

@@ -21,7 +21,8 @@ from .errors import InternalCompilerError, debug_enabled
 from .guardset import GuardSet, from_frontend
 from .keys import KeyComponents, full_key
 from .options import KernelOptions
-from .specialize import UNKEYED_DEFAULT, BoundCall, Param, TensorKey, describe_key, is_tensor_value, tensor_type
+from .specialize import UNKEYED_DEFAULT, BoundCall, Param, TensorKey, describe_key, is_tensor_value, same_inputs, \
+    tensor_type
 from .treeargs import TreeKey, leaf_name
 
 
@@ -48,6 +49,7 @@ def compile_call(fn: Any, name: str, params: Sequence[Param], options: KernelOpt
     return CompiledKernel(
         name=name, signature=describe_key(params, call.key), key=call.key, key_hash=key[:12], options=options,
         params=tuple(params), returns_tuple=fe.returns_tuple, guards=guards, py_func=fn, out_tree=fe.out_tree,
+        effects=fe.effects, out_consts=fe.out_consts,
         full_key=key, components=components, **back.fields(t1 - t0),
     )
 
@@ -60,7 +62,8 @@ def trace_call(fn: Any, name: str, params: Sequence[Param], options: KernelOptio
     specs = [_spec(ArgSpec, p, k, v, taken) for p, k, v in zip(params, call.key, call.values)
              if k != UNKEYED_DEFAULT]
     with _stage(name, "the frontend"):
-        return build_graph(fn, specs, unroll_budget=options.unroll_budget)
+        return build_graph(fn, specs, unroll_budget=options.unroll_budget, same_inputs=same_inputs(params, call.key),
+                           checks=options.checks)
 
 
 @dataclass

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
 from .. import ir, pytree
+from ..effects import Effects
 from ..guards import PATH_ERRORS, resolve, step_to_json
 from ..pytree import TreeDef, class_name
 from ..codegen.host import HostProgram
@@ -137,7 +138,8 @@ register_section(json_section("plans.json", _plans_write, _plans_read))
 def _call_write(ck: Any) -> dict:
     return {"signature": ck.signature, "returns_tuple": ck.returns_tuple, "nodes_in": ck.nodes_in,
             "nodes_out": ck.nodes_out, "timings": ck.timings, "pass_times": ck.pass_times,
-            "out_tree": ck.out_tree.to_json(_class_ref(ck)) if ck.out_tree is not None else None}
+            "out_tree": ck.out_tree.to_json(_class_ref(ck)) if ck.out_tree is not None else None,
+            "out_consts": [[i, v] for i, v in ck.out_consts]}
 
 
 def _call_read(doc: dict, fields: dict) -> dict:
@@ -146,6 +148,8 @@ def _call_read(doc: dict, fields: dict) -> dict:
     else:
         out_tree = TreeDef.from_json(doc["out_tree"], _class_resolver(fields)) if doc.get("out_tree") else None
     return {"signature": str(doc["signature"]), "returns_tuple": bool(doc["returns_tuple"]), "out_tree": out_tree,
+            "out_consts": tuple((int(i), v) for i, v in doc.get("out_consts", ())
+                                if v is None or type(v) in (str, bool, int, float)),
             "nodes_in": int(doc["nodes_in"]), "nodes_out": int(doc["nodes_out"]),
             "timings": {k: float(v) for k, v in doc["timings"].items()},
             "pass_times": {k: float(v) for k, v in doc["pass_times"].items()}}
@@ -221,6 +225,11 @@ def _class_resolver(fields: dict) -> Callable[[Any], type]:
             raise ValueError(f"no argument of this call has the result class {ref['argument']}")
         raise ValueError(f"malformed result class reference {ref!r:.80}")
     return resolve_class
+
+
+# what a call changes outside the kernel (writes to the caller's arrays, stores on its objects): absent if nothing
+register_section(json_section("effects.json", write=lambda ck: ck.effects.to_json() if ck.effects is not None else None,
+                              read=lambda doc, fields: {"effects": Effects.from_json(doc)}))
 
 
 # ---- code generation: the device kernels and launch plan, the host module and its object code ----------

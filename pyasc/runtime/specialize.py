@@ -275,6 +275,7 @@ class TensorKey(NamedTuple):
     dtype: str
     dims: tuple[int | None, ...]
     scalar: bool = False    # a numpy scalar (np.float32(2)): immutable in numpy, so `s += 1` rebinds it
+    same_as: int = -1       # the very array of an earlier tensor input (`k(a, a)`): one array under two names
 
 
 class ConstKey(NamedTuple):
@@ -298,6 +299,7 @@ class BoundCall:
     arrays: list[np.ndarray]
     values: tuple[Any, ...]
     foreign: Any = None  # the first tensor argument from another library (DLPack): results go back to it
+    objects: list[Any] | None = None  # the caller's own objects behind `arrays` (what a write-back changes)
 
 
 def tensor_dims(shape: tuple[int, ...], dynamic: bool) -> tuple[int | None, ...]:
@@ -313,6 +315,8 @@ def specialize(kernel: str, params: Sequence[Param], values: Sequence[Any], dyna
     tensor larger than `limit` allows: see `to_array`)."""
     key: list[ArgKey] = []
     arrays: list[np.ndarray] = []
+    objects: list[Any] = []
+    seen: dict[int, int] = {}  # id of a caller's array -> its input index (the same array passed twice)
     foreign = None
 
     def tensor_key(label: str, v: Any) -> TensorKey:
@@ -320,8 +324,12 @@ def specialize(kernel: str, params: Sequence[Param], values: Sequence[Any], dyna
         if foreign is None and type(v) is not np.ndarray and is_foreign(v):
             foreign = v
         arr = to_array(kernel, label, v, limit)
+        scalar = isinstance(v, np.generic)
+        same = -1 if scalar else seen.setdefault(id(v), len(arrays))
         arrays.append(arr)
-        return TensorKey(_NAME_OF[arr.dtype], tensor_dims(arr.shape, dynamic), isinstance(v, np.generic))
+        objects.append(v)
+        return TensorKey(_NAME_OF[arr.dtype], tensor_dims(arr.shape, dynamic), scalar,
+                         same if same != len(arrays) - 1 else -1)
 
     def leaf_key(label: str, v: Any) -> ArgKey:
         if is_tensor_value(v):
@@ -349,7 +357,7 @@ def specialize(kernel: str, params: Sequence[Param], values: Sequence[Any], dyna
                                 f"{type(v).__qualname__}; a compile-time value must be a bool, int, float, str, "
                                 "None, tuple, dtype or numpy array") from None
             raise _unsupported_object(kernel, p.name, v) from None
-    return BoundCall(tuple(key), arrays, tuple(values), foreign)
+    return BoundCall(tuple(key), arrays, tuple(values), foreign, objects)
 
 
 def tensor_leaves(params: Sequence[Param], key: Sequence[ArgKey]) -> list[tuple[str, str, TensorKey]]:
@@ -366,6 +374,11 @@ def tensor_leaves(params: Sequence[Param], key: Sequence[ArgKey]) -> list[tuple[
     return out
 
 
+def same_inputs(params: Sequence[Param], key: Sequence[ArgKey]) -> tuple[tuple[int, int], ...]:
+    """(input i, earlier input j) for every tensor input that is the very array of an earlier one."""
+    return tuple((i, k.same_as) for i, (_, _, k) in enumerate(tensor_leaves(params, key)) if k.same_as >= 0)
+
+
 def tensor_type(name: str, key: TensorKey) -> TensorType:
     """The TensorType of a tensor parameter from its key (a None dim -> Sym(f"{name}_d{axis}"))."""
     return TensorType(tuple(Sym(f"{name}_d{axis}") if d is None else d for axis, d in enumerate(key.dims)),
@@ -377,7 +390,7 @@ def describe_key(params: Sequence[Param], key: Sequence[ArgKey]) -> str:
     parts = []
     for p, k in zip(params, key):
         if isinstance(k, TensorKey):
-            parts.append(f"{p.name}: {tensor_type(p.name, k)}")
+            parts.append(f"{p.name}: {tensor_type(p.name, k)}" + (f" (= input {k.same_as})" if k.same_as >= 0 else ""))
         elif isinstance(k, TreeKey):
             names = [leaf_name(p.name, k.tree, path) for path in k.tree.paths()]
             leaves = [str(tensor_type(n, leaf)) if isinstance(leaf, TensorKey) else const_text(leaf.value)

@@ -10,7 +10,7 @@ is keyed by the built graph's contents.
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 import numpy as np
@@ -77,7 +77,10 @@ class Tracer:
                 return call, found, hidden
         from . import pipeline  # the frontend and the compiler load on the first trace
 
-        fe = pipeline.trace_call(k.py_func, k.__name__, k._binder.params, k.options, call)
+        # a trace is differentiated and run as a graph: its device checks stay in the kernel's own launches
+        fe = pipeline.trace_call(k.py_func, k.__name__, k._binder.params, replace(k.options, checks=False), call)
+        if len(fe.graph.outputs) != len(fe.results):  # a trace is the function's results (as jax.grad's):
+            fe.graph.set_outputs(fe.results)          # its writes to arguments are not part of it
         guards = from_frontend(fe.guards, fe.hidden, fe.graph.inputs, len(call.arrays))
         trace = Trace(fe.graph, fe.source, guards, fe.out_tree, fe.returns_tuple, k._binder.params, call.key)
         with self._lock:

@@ -100,7 +100,7 @@ class PyascOp:
             hit = self._types.get(key)
         if hit is None:
             fe = build_graph(self.kernel.py_func, specs, unroll_budget=self.kernel.options.unroll_budget)
-            hit = [v.type for v in fe.graph.outputs]
+            hit = [v.type for v in fe.results]  # (the outputs after them carry writes and checks)
             with self._lock:
                 self._types[key] = hit
         return hit
@@ -114,7 +114,12 @@ class PyascOp:
         with self._lock:
             graph = self._graphs.get(key)
         if graph is None:
-            fe = build_graph(self.kernel.py_func, specs, unroll_budget=self.kernel.options.unroll_budget)
+            # (device checks stay in the op's own launches: an inlined graph has no status word to report)
+            fe = build_graph(self.kernel.py_func, specs, unroll_budget=self.kernel.options.unroll_budget,
+                             checks=False)
+            if len(fe.graph.outputs) != len(fe.results):
+                raise ValueError(f"{self.qualname} writes its arguments or objects in place, which an inlined "
+                                 "graph cannot do")
             if fe.hidden:
                 raise ValueError(f"{self.qualname} reads captured arrays ({len(fe.hidden)}), which an inlined "
                                  "graph cannot take")
@@ -147,11 +152,16 @@ class PyascOp:
                 raise ValueError(f"{self.qualname}: argument {p.name!r} is on device {str(v.device)!r}; pyasc "
                                  "runs kernels on its emulator from host memory, so pass CPU tensors (.cpu())")
             values.append(to_numpy(v))
+        written = self.kernel.written_parameters(*values)  # in place, through the tensors' memory, as numpy does
+        undeclared = [p.name for p in self.params if p.name in written and not p.mutated]
+        if undeclared:
+            raise TypeError(f"{self.qualname}: the kernel writes argument {undeclared[0]!r} in place; declare it in "
+                            "mutates_args= so torch knows the op changes it")
         result = self.kernel(*values)
         outs = list(result) if isinstance(result, tuple) else [result]
-        mutated = [(p, v) for p, v in zip(self.params, args) if p.mutated]
-        if mutated:
-            if len(outs) != len(mutated):
+        mutated = [(p, v) for p, v in zip(self.params, args) if p.mutated and p.name not in written]
+        if any(p.mutated for p in self.params):
+            if mutated and len(outs) != len(mutated):
                 raise TypeError(f"{self.qualname}: the kernel returned {len(outs)} tensor(s) for "
                                 f"{len(mutated)} mutated argument(s) {', '.join(p.name for p, _ in mutated)}")
             for (p, target), out in zip(mutated, outs):
@@ -170,8 +180,10 @@ def custom_op(qualname: str, kernel: Any, *, mutates_args: Sequence[str] = (), b
     """Register `kernel` (a `pyasc.kernel`, or a plain function compiled with default options) as the
     torch operator `qualname` ("namespace::name"); returns a callable for `torch.ops.<ns>.<name>`.
 
-    `mutates_args`: tensor parameters the op writes; the kernel then returns their new values, one per
-    name, which are copied into them, and the op returns nothing (and has no backward). `backward`: by
+    `mutates_args`: tensor parameters the op writes; the kernel writes them in place (`x += 1`, `x[0] = v`,
+    which reach the tensor's memory as numpy's writes reach an array), or returns their new values, one per
+    name not written in place, which are copied into them; the op returns nothing (and has no backward). A
+    kernel that writes a parameter not named here is an error at the call. `backward`: by
     default the backward pyasc derives from the kernel (registered as the op `<ns>::<name>_backward`);
     a function (with `setup_context`) as in `torch.library.register_autograd`; or None for no backward
     (the forward runs; a backward call raises). `results`: how many tensors the kernel returns, when

@@ -24,7 +24,7 @@ from .scalar import (
 )
 from .vector import (
     _c_vbinary, _c_vbroadcast, _c_vcast, _c_vcompare, _c_vcopy, _c_vdup, _c_vreduce, _c_vscalar, _c_vselect,
-    _c_vgather, _c_vtranspose, _c_vunary,
+    _c_vgather, _c_vmrgsort4, _c_vsort32, _c_vtranspose, _c_vunary,
 )
 
 _COMPILERS: dict[type, Callable] = {
@@ -38,6 +38,7 @@ _COMPILERS: dict[type, Callable] = {
     isa.VBroadcast: _c_vbroadcast, isa.VTranspose: _c_vtranspose,
     isa.LoadL0Fractals: _c_load_l0_2d, isa.Load3D: _c_load3d,
     isa.ScalarLoad: _c_ld, isa.ScalarStore: _c_st, isa.FAlu: _c_falu, isa.Cvt: _c_cvt, isa.VGather: _c_vgather,
+    isa.VSort32: _c_vsort32, isa.VMrgSort4: _c_vmrgsort4,
     isa.GroupIdx: _c_group_idx, isa.SubIdx: _c_sub_idx, isa.CrossSet: _c_cross_set, isa.CrossWait: _c_cross_wait,
 }
 

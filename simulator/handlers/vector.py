@@ -486,3 +486,96 @@ def _c_vgather(rt: ProgramInfo, idx: int, ins: isa.VGather) -> Callable:
         else:
             store(g, ub, d, got, None)
     return h
+
+
+# --------------------------------------------------------------------------- sorting
+
+
+def _sort_key(values: np.ndarray) -> np.ndarray:
+    """A key whose ascending order is the descending order of `values`, NaN first (the largest)."""
+    v = values.astype(np.float64)
+    return np.where(np.isnan(v), -np.inf, -v)
+
+
+def _pairs(values: np.ndarray, index: np.ndarray, dt: np.dtype) -> np.ndarray:
+    """(cores, n) values and int32 indices as (cores, n * 8) bytes of (value, index) pairs."""
+    m, n = values.shape
+    out = np.zeros((m, n, isa.SORT_PAIR_BYTES), U8)
+    out[:, :, :dt.itemsize] = values.astype(dt).reshape(m, n, 1).view(U8)
+    out[:, :, 4:] = index.astype(np.int32).reshape(m, n, 1).view(U8)
+    return out.reshape(m, n * isa.SORT_PAIR_BYTES)
+
+
+def _unpair(raw: np.ndarray, dt: np.dtype) -> tuple[np.ndarray, np.ndarray]:
+    m = raw.shape[0]
+    p = raw.reshape(m, -1, isa.SORT_PAIR_BYTES)
+    values = np.ascontiguousarray(p[:, :, :dt.itemsize]).view(dt).reshape(m, -1)
+    index = np.ascontiguousarray(p[:, :, 4:]).view(np.int32).reshape(m, -1)
+    return values, index
+
+
+def _c_vsort32(rt: ProgramInfo, idx: int, ins: isa.VSort32) -> Callable:
+    v = VectorSetup(rt, idx, ins)
+    dt = DTYPES[ins.dtype]
+    size = dt.itemsize
+    gd, gs, gi, gn = (get_uniform(x) for x in (ins.dst.offset, ins.src.offset, ins.idx.offset, ins.count))
+
+    def h(g: Group) -> None:
+        d, s, i, n = gd(g), gs(g), gi(g), gn(g)
+        v.chk.positive(g, count=n)
+        if n % isa.SORT_GROUP:
+            v.chk.fail(g, f"sorts {n} elements, not a multiple of {isa.SORT_GROUP}",
+                       f"vsort32 sorts whole groups of {isa.SORT_GROUP}", "UB", s, s + n * size)
+        v.check(g, (d, n * isa.SORT_PAIR_BYTES), (s, n * size), (i, n * 4))
+        v.record(g, n // isa.SORT_GROUP, (d, s, i, n), exe, n)  # one repeat sorts one group
+
+    def exe(g: Group, vals: tuple) -> None:
+        d, s, i, n = vals
+        ub = g.mem["UB"]
+        v.sanitize_ub(g, [flat(s, n * size), flat(i, n * 4)], [flat(d, n * isa.SORT_PAIR_BYTES)])
+        values = region(g, ub, s, n * size, dt).reshape(-1, n // isa.SORT_GROUP, isa.SORT_GROUP)
+        index = region(g, ub, i, n * 4, np.dtype(np.int32)).reshape(values.shape)
+        order = np.argsort(_sort_key(values), axis=-1, kind="stable")
+        sv = np.take_along_axis(values, order, axis=-1).reshape(values.shape[0], n)
+        si = np.take_along_axis(index, order, axis=-1).reshape(values.shape[0], n)
+        store(g, ub, d, _pairs(sv, si, dt), None)
+    return h
+
+
+def _c_vmrgsort4(rt: ProgramInfo, idx: int, ins: isa.VMrgSort4) -> Callable:
+    v = VectorSetup(rt, idx, ins)
+    dt = DTYPES[ins.dtype]
+    gd, gs = get_uniform(ins.dst.offset), get_uniform(ins.src.offset)
+    gl = tuple(get_uniform(x) for x in (ins.len0, ins.len1, ins.len2, ins.len3))
+    pair = isa.SORT_PAIR_BYTES
+
+    def h(g: Group) -> None:
+        d, s = gd(g), gs(g)
+        lens = tuple(f(g) for f in gl)
+        total = sum(lens)
+        if any(n < 0 for n in lens) or total == 0:
+            v.chk.fail(g, f"merges lists of lengths {lens}", "lengths are non-negative and not all zero", "UB", s, s)
+        v.check(g, (d, total * pair), (s, total * pair))
+        if d < s + total * pair and s < d + total * pair:
+            v.chk.fail(g, "a merge cannot work in place: source and destination overlap",
+                       "merge operands are disjoint", "UB", d, d + total * pair)
+        v.record(g, v.reps(total * pair), (d, s, lens), exe, total)
+
+    def exe(g: Group, vals: tuple) -> None:
+        d, s, lens = vals
+        total = sum(lens)
+        ub = g.mem["UB"]
+        v.sanitize_ub(g, [flat(s, total * pair)], [flat(d, total * pair)])
+        values, index = _unpair(region(g, ub, s, total * pair, U8), dt)
+        key, start = _sort_key(values), 0
+        for n in lens:  # the hardware merges sorted lists: one that is not sorted is the program's bug
+            if n > 1 and (np.diff(key[:, start:start + n], axis=-1) < 0).any():
+                v.chk.fail(g, f"merges a list of {n} pairs at UB {s + start * pair:#x} that is not sorted in "
+                           "descending order", "vmrgsort4 merges lists vsort32 (or an earlier merge) sorted", "UB",
+                           s + start * pair, s + (start + n) * pair)
+            start += n
+        # list order breaks ties: a stable sort of the concatenated sorted lists by the descending key is the merge
+        order = np.argsort(_sort_key(values), axis=-1, kind="stable")
+        store(g, ub, d, _pairs(np.take_along_axis(values, order, axis=-1),
+                               np.take_along_axis(index, order, axis=-1), dt), None)
+    return h

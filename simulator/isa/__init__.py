@@ -33,8 +33,8 @@ from .spec import DATA_PATHS, InstrSpec, MemOperand, DataPath, path_of  # noqa: 
 from .build import make  # noqa: F401
 from .moves import ATOMIC_OPS, Copy, CopyNd2Nz, FixPipe, Load3D, LoadBias, LoadL0, LoadL0Fractals, Mmad  # noqa: F401
 from .vector import (  # noqa: F401
-    VBinary, VBroadcast, VCast, VCompare, VCopy, VDup, VectorInstr, VGather, VReduce, VRepeat, VScalar, VSelect,
-    VTranspose, VUnary,
+    VBinary, VBroadcast, VCast, VCompare, VCopy, VDup, VectorInstr, VGather, VMrgSort4, VReduce, VRepeat, VScalar,
+    VSelect, VSort32, VTranspose, VUnary, SORT_GROUP, SORT_PAIR_BYTES,
 )
 
 INSTRUCTIONS: dict[str, type[Instr]] = {
@@ -45,6 +45,7 @@ INSTRUCTIONS: dict[str, type[Instr]] = {
         SetFlag, WaitFlag, PipeBarrier, SyncAll, CrossSet, CrossWait,
         Copy, CopyNd2Nz, LoadL0, LoadL0Fractals, Load3D, LoadBias, Mmad, FixPipe,
         VBinary, VScalar, VUnary, VCompare, VSelect, VCast, VDup, VCopy, VReduce, VBroadcast, VTranspose, VGather,
+        VSort32, VMrgSort4,
     )
 }
 BLOCK_OPENERS = ("loop", "if")

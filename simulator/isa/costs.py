@@ -101,6 +101,8 @@ def cost_class(instr: Any) -> str:
         return "simple"
     if op == "vgather":
         return "complex"  # one UB access per element: charged like a division
+    if op in ("vsort32", "vmrgsort4"):
+        return "composite"  # a sorting network / a 4-way merge over the repeat: the slowest vector class
     if op == "vbinary":
         return VBINARY_COST[instr.fn]
     if op == "vunary":

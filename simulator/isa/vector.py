@@ -346,3 +346,56 @@ class VGather(VectorInstr):
 
     def text(self) -> str:
         return f"vgather {self.dst} <- {self.src}[{self.offsets}] {self.dtype} count={self.count}"
+
+
+#: bytes of one (value, index) pair of the sort instructions, whatever the value's dtype (Ascend's layout)
+SORT_PAIR_BYTES = 8
+#: elements one vsort32 group sorts
+SORT_GROUP = 32
+
+
+@dataclass(frozen=True)
+class VSort32(VectorInstr):
+    """Sorts `count` elements of `src` (count a multiple of 32) in groups of 32, each group in descending order,
+    every element paired with its int32 index from `idx`: `dst` holds 8-byte (value, index) pairs, the value in
+    a pair's first itemsize bytes and the index in its last 4 (the chip's Sort32 layout). Within a group, equal
+    values keep their index order and NaN sorts as the largest value."""
+
+    dst: Mem
+    src: Mem
+    idx: Mem
+    count: Operand
+    dtype: str
+    OP: ClassVar[str] = "vsort32"
+    SPEC: ClassVar[InstrSpec] = vector("gather", W("dst", elem="int32"), R("src"), R("idx", elem="int32"))
+
+    def _check_own(self) -> None:
+        _req(self, self.dtype in ("float16", "float32"), f"sorts float16 or float32 values, got {self.dtype}")
+
+    def text(self) -> str:
+        return f"vsort32 {self.dst} <- {self.src}, {self.idx} {self.dtype} count={self.count}"
+
+
+@dataclass(frozen=True)
+class VMrgSort4(VectorInstr):
+    """Merges up to four lists of (value, index) pairs, each sorted in descending order (vsort32's layout),
+    stored one after another in `src` with `len0`..`len3` pairs (a zero length: no list), into one list in
+    `dst` (the chip's MrgSort4). Equal values keep list order (list 0's first)."""
+
+    dst: Mem
+    src: Mem
+    len0: Operand
+    len1: Operand
+    len2: Operand
+    len3: Operand
+    dtype: str
+    OP: ClassVar[str] = "vmrgsort4"
+    SPEC: ClassVar[InstrSpec] = vector("gather", W("dst", elem="int32"), R("src", elem="int32"))
+    OPS: ClassVar[tuple[str, ...]] = ("len0", "len1", "len2", "len3")
+
+    def _check_own(self) -> None:
+        _req(self, self.dtype in ("float16", "float32"), f"merges float16 or float32 values, got {self.dtype}")
+
+    def text(self) -> str:
+        return (f"vmrgsort4 {self.dst} <- {self.src} {self.dtype} lengths=({self.len0}, {self.len1}, {self.len2}, "
+                f"{self.len3})")

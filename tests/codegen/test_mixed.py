@@ -109,3 +109,26 @@ def test_an_epilogue_the_mixed_template_cannot_follow_falls_back_and_says_why(rn
     kernels = kern.compile(*args).kernels
     assert [dk.template for dk in kernels] == ["matmul", "vector"]
     assert kernels[0].notes[0].startswith("not a mixed launch:")
+
+
+def test_cross_sync_looks_into_a_when_every_core_of_the_group_takes_alike():
+    """A When on a block index (a producer running ahead of its consumer) is looked into: its channel access is
+    the site, its flags run only when it does. A When that depends on the vector core's index in its group
+    (through a Let) is one site whole: its flags run on every path, so an idle vector core stays in step."""
+    from pyasc import symbolic as sy
+    from pyasc.codegen import tileops as T
+    from pyasc.codegen.cross_sync import _sites
+    from pyasc.codegen.schedule import SUB, Buffer, Channel, GmRef, Let, Loop, Ref, TileSchedule, When
+
+    j = sy.sym("j")
+    write = T.fixpipe(GmRef("ch", 0), Ref("c"), 16, 16, "float32")
+    ahead = When(sy.lt(j, sy.sym("n")), [write])
+    cube = TileSchedule("cube", "aic", [], {}, 1, [Buffer("c", "L0C", "float32", 1024, 1)],
+                        [Loop("j", 0, sy.add(sy.sym("n"), 1), 1, [ahead])])
+    assert [stmt for stmt, _ in _sites(cube, Channel("ch", "aic", 1024, 2), write=True)] == [write]
+
+    read = T.load(Ref("u"), GmRef("ch", 0), "float32", 256)
+    mine = When(sy.lt(0, sy.sym("rows")), [read])
+    vec = TileSchedule("vec", "aiv", [], {}, 2, [Buffer("u", "UB", "float32", 1024, 1)],
+                       [Loop("j", 0, sy.sym("n"), 1, [Let("rows", sy.add(sy.sym("m"), sy.mul(-1, sy.sym(SUB)))), mine])])
+    assert [stmt for stmt, _ in _sites(vec, Channel("ch", "aic", 1024, 2), write=False)] == [mine]

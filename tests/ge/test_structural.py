@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from ge_equiv import run_passes
 
+from pyasc.ge.attention import AttentionPass
 from pyasc.ge.fusion import FusionPass
 from pyasc.ge.integer_matmul import VectorIntegerMatmul
 from pyasc.ge.layout import LayoutAssign, TransdataElimination, TransposeSinking
@@ -237,6 +238,22 @@ def softmax_axis0_before():
     return g
 
 
+def attention_before():
+    g = Graph()
+    q, k, v = (g.add_input(t(2, 8, 16), n) for n in "qkv")
+    scores = op(g, "mul", op(g, "matmul", q, op(g, "transpose", k, axes=(0, 2, 1))), c(g, 0.25))
+    g.set_outputs([op(g, "matmul", op(g, "softmax", scores, axis=-1), v)])
+    return g
+
+
+def attention_expected():
+    # the pass removes what it replaced (nothing else reads it); the attention op computes the same in float32
+    g = Graph()
+    q, k, v = (g.add_input(t(2, 8, 16), n) for n in "qkv")
+    g.set_outputs([op(g, "attention", q, k, v, scale=0.25, causal=False, has_mask=False)])
+    return g
+
+
 def fusion_before():
     g = Graph()
     x = g.add_input(t(4, 8), "x")
@@ -257,6 +274,7 @@ def fusion_expected():
 
 
 CASES = {
+    "attention": ([AttentionPass()], attention_before, attention_expected),
     "decompose_composites": ([DecomposeComposites()], silu_before, silu_expected),
     "split_reductions": ([SplitReductions()], split_before, split_expected),
     "vector_integer_matmul": ([VectorIntegerMatmul()], int_matmul_before, int_matmul_expected),

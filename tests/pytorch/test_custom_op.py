@@ -161,6 +161,23 @@ def test_mutates_args_writes_the_kernel_result_into_the_tensor(ops):
     torch.testing.assert_close(x, torch.arange(12, dtype=torch.float32).reshape(3, 4) * 3)
 
 
+def test_a_kernel_writing_in_place_mutates_the_tensor():
+    op = pt.custom_op("pyasc_test::scale_truly_", kernels.scale_truly_in_place, mutates_args=("x",))
+    x = torch.arange(12, dtype=torch.float32).reshape(3, 4)
+    before = x.data_ptr()
+    assert op(x, 2.0) is None
+    assert x.data_ptr() == before
+    torch.testing.assert_close(x, torch.arange(12, dtype=torch.float32).reshape(3, 4) * 2)
+
+
+def test_a_kernel_writing_an_undeclared_argument_is_an_error():
+    op = pt.custom_op("pyasc_test::add_undeclared", kernels.add_in_place_undeclared)
+    x, y = torch.ones(4), torch.ones(4)
+    with pytest.raises(TypeError, match="writes argument 'x' in place; declare it in mutates_args="):
+        op(x, y)
+    torch.testing.assert_close(x, torch.ones(4))  # refused before the kernel ran
+
+
 def test_cpu_tensors_cross_without_copies():
     t = torch.randn(4, 8)
     a = to_numpy(t)

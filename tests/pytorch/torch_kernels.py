@@ -31,6 +31,16 @@ def scale_in_place(x, s: float):
     return x * s
 
 
+def scale_truly_in_place(x, s: float):
+    x *= s
+    return x
+
+
+def add_in_place_undeclared(x, y):
+    x += y
+    return y * 1
+
+
 def square(x):
     return x * x
 

@@ -155,7 +155,7 @@ def schedule(a: MixedAnalysis, t: MixedTiling, chip: Chip) -> MixedSchedule:
     ch = Channel(CHANNEL, "aic", slot_bytes, SLOTS)
     notes = [f"the cube's {ct.tm}x{ct.tn} blocks reach the vector cores through {SLOTS} workspace tiles per group "
              f"({slot_bytes} B each, L2-resident)"]
-    return MixedSchedule(mk.name, aic, aiv, [ch], groups, notes)
+    return MixedSchedule(mk.name, aic, aiv, [ch], groups, notes, steps=sy.ceildiv(aic.fields["T"], groups))
 
 
 def _to_channel(blk: matmul.Block, tnp: int, slot_bytes: int) -> list[Stmt]:

@@ -182,7 +182,8 @@ def fits(mk: MoveKernel, t: MoveTiling, chip: Chip) -> bool:
         return False
     if mk.kind in ("bcast_rows", "bcast_cols") and t.rows * -(-t.cols * size // rb) > reps:
         return False
-    if (mk.kind == "transpose" or mk.flipped()) and -(-t.rows * t.cols * size // rb) > reps:
+    tb = chip.transpose_block  # vtranspose works on whole blocks: both dims padded set its repeats
+    if (mk.kind == "transpose" or mk.flipped()) and -(-align(t.rows, tb) * align(t.cols, tb) * size // rb) > reps:
         return False
     if mk.kind in ("gather", "bcast_cols") and -(-max(t.cols, t.rows) * size // rb) > reps:
         return False

@@ -71,7 +71,7 @@ class GraphFuser:
         found = classify(self.facts, order, self.limits)
         if isinstance(found, Rejection):
             return found, None
-        if found.kind in (KernelKind.DATA_MOVEMENT, KernelKind.CONTROL):
+        if found.kind in (KernelKind.DATA_MOVEMENT, KernelKind.CONTROL, KernelKind.OPAQUE):
             return None, found  # one op alone: always a kernel
         cycle = self.partition.cycle(group, dup)
         if cycle:

@@ -2,11 +2,14 @@
 
 `classify(facts, order, limits)` returns the candidate's `KernelStructure`,
 or the `Rejection` of the first rule that refuses it:
-- one data-movement op (transpose, reshape, slice, transdata, ...) or one If
-  alone is always a kernel (DATA_MOVEMENT / CONTROL); with others, never
+- one data-movement op (transpose, reshape, slice, transdata, ...), one If or
+  one opaque op (attention) alone is always a kernel (DATA_MOVEMENT / CONTROL /
+  OPAQUE; whether codegen takes the opaque op whole was asked before fusion,
+  see ge/pattern.py); with others, never
   (rule "data_movement_member": GE buffer fusion fuses elementwise/broadcast
   ops only);
-- `elementwise_rule`: elementwise and broadcast ops, any number (up to the size knob);
+- `elementwise_rule`: elementwise and broadcast ops, any number (up to the size knob), but not a value
+  computed in the kernel and expanded along two different axes ("broadcast_two_ways");
 - `matmul_rule`: one matmul with an elementwise epilogue of its output shape (side inputs of the epilogue
   computed in it too)
   (what FixPipe and the vector unit apply on the way out), never a prologue
@@ -51,8 +54,7 @@ def classify(facts: GraphFacts, order: list[Node], limits: Limits) -> KernelStru
     if limits.max_ops is not None and len(order) > limits.max_ops:
         return Rejection("max_ops", f"the kernel would have {len(order)} ops, more than fusion_max_ops={limits.max_ops}")
     if len(order) == 1 and facts.pattern[order[0]] in _ALONE:
-        node = order[0]
-        return KernelStructure(KernelKind.CONTROL if ops.get(node.op).is_control else KernelKind.DATA_MOVEMENT, node)
+        return lone_structure(order[0])
     for n in order:
         p = facts.pattern[n]
         if p in _ALONE:
@@ -68,7 +70,7 @@ def classify(facts: GraphFacts, order: list[Node], limits: Limits) -> KernelStru
     if mms:
         found = matmul_rule(facts, mms[0], order)
     elif reds:
-        found = reduction_rule(facts, reds, order)
+        found = _broadcast_two_ways(facts, order) or reduction_rule(facts, reds, order)
     else:
         found = elementwise_rule(facts, order)
     if isinstance(found, Rejection):
@@ -82,9 +84,35 @@ def classify(facts: GraphFacts, order: list[Node], limits: Limits) -> KernelStru
     return found
 
 
-def elementwise_rule(facts: GraphFacts, order: list[Node]) -> KernelStructure:
-    """Elementwise and broadcast ops share a kernel freely."""
+def lone_structure(node: Node) -> KernelStructure:
+    """The structure of a kernel of one op that never shares one: an If, an opaque op (attention), a data move."""
+    op = ops.get(node.op)
+    if op.is_control:
+        return KernelStructure(KernelKind.CONTROL, node)
+    if op.category == Category.OPAQUE:
+        return KernelStructure(KernelKind.OPAQUE, node)
+    return KernelStructure(KernelKind.DATA_MOVEMENT, node)
+
+
+def elementwise_rule(facts: GraphFacts, order: list[Node]) -> KernelStructure | Rejection:
+    """Elementwise and broadcast ops share a kernel, except a value computed in the kernel and broadcast along
+    two different axes (`y[:, None] - y[None, :]` of a computed y: the vector template computes it once, in
+    one placement; rule "broadcast_two_ways")."""
+    split = _broadcast_two_ways(facts, order)
+    if split is not None:
+        return split
     return KernelStructure(KernelKind.ELEMENTWISE, order[0])
+
+
+def _broadcast_two_ways(facts: GraphFacts, order: list[Node]) -> Rejection | None:
+    group = set(order)
+    for n in order:
+        placements = {u.outputs[0].shape for u in facts.users(n) if u in group and u.op == "expand_dims"}
+        if len(placements) > 1:
+            return Rejection("broadcast_two_ways", f"{facts.label(n)} is computed in the kernel and expanded to "
+                             f"{' and '.join(map(str, sorted(placements, key=str)))}: one kernel computes it in one "
+                             "placement")
+    return None
 
 
 def matmul_rule(facts: GraphFacts, mm: Node, order: list[Node]) -> KernelStructure | Rejection:
