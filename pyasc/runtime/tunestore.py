@@ -31,7 +31,7 @@ from .cachesecret import SecretUnavailable, load_secret
 from .diskcache import CacheWarning
 from .entryfiles import canonical
 from .keys import KeyComponents
-from .privatefiles import make_folders, read_regular_file, replace_file
+from .privatefiles import NotARegularFile, make_folders, read_regular_file, replace_file
 
 FOLDER = "tuning"
 _PURPOSE = "pyasc.tuning"
@@ -83,10 +83,10 @@ def load(root: Path, key: str) -> TuningRecord | None:
     path = path_of(root, key)
     try:
         data = read_regular_file(path, _LIMIT)
-    except FileNotFoundError:
-        return None
-    except (OSError, ValueError) as e:
+    except (NotARegularFile, ValueError) as e:  # a link, a folder, a pipe, or too long: not one we wrote
         data, problem = b"", str(e)
+    except OSError:
+        return None  # none stored, or an unusable cache folder (writing says so)
     else:
         problem = ""
     try:
