@@ -5,6 +5,8 @@ attribute or item of one, a helper's defaults) is reached by an *access path*
 that starts at the kernel function itself and takes steps:
 
     Global(name)       fn.__globals__[name]                    (a module global of a function)
+    Builtin(name)      fn.__globals__[name] if there is one,   (a builtin such as `abs`: a module global of
+                       else the builtin                         the same name assigned later shadows it)
     Free(name, index)  fn.__closure__[index].cell_contents     (a closure variable of a function)
     Attr(name)         getattr(value, name)
     Item(key)          value[key]
@@ -42,6 +44,7 @@ runtime checks them without importing each other.
 from __future__ import annotations
 
 import base64
+import builtins
 import functools
 import hashlib
 import io
@@ -80,6 +83,20 @@ class Global:
 
     def get(self, fn: Any) -> Any:
         return fn.__globals__[self.name]
+
+
+@dataclass(frozen=True)
+class Builtin:
+    name: str
+
+    def get(self, fn: Any) -> Any:
+        return builtin_lookup(fn, self.name)
+
+
+def builtin_lookup(fn: Any, name: str) -> Any:
+    """What a builtin name means in `fn` now: a module global of that name shadows the builtin, as in Python."""
+    g = fn.__globals__
+    return g[name] if name in g else getattr(builtins, name)
 
 
 @dataclass(frozen=True)
@@ -129,7 +146,7 @@ class Pinned:
         return self.obj
 
 
-Step = Union[Global, Free, Attr, Item, Has, Pinned]
+Step = Union[Global, Builtin, Free, Attr, Item, Has, Pinned]
 AccessPath = tuple  # tuple[Step, ...], from the kernel function
 
 #: what a path evaluation raises when the value is gone (a global deleted, an attribute removed, ...)
@@ -148,15 +165,18 @@ def path_text(path: AccessPath) -> str:
     """Python-like spelling: `params["w"]`, `cfg.scale`, `helper.__globals__["SCALE"]`."""
     out = ""
     for step in path:
-        if isinstance(step, (Global, Free)):
+        if isinstance(step, (Global, Builtin, Free)):
             if not out:
                 out = step.name
-            elif isinstance(step, Global):
+            elif isinstance(step, (Global, Builtin)):
                 out += f".__globals__[{step.name!r}]"
             else:
                 out += f".<closure {step.name}>"
         elif isinstance(step, Attr):
-            out += "self" if not out and step.name == "__self__" else f".{step.name}"  # a method kernel's self
+            if not out:  # an attribute of the kernel itself: a method kernel's self, or its code
+                out = "self" if step.name == "__self__" else step.name
+            else:
+                out += f".{step.name}"
         elif isinstance(step, Pinned):
             out = f"<{getattr(step.obj, '__qualname__', type(step.obj).__qualname__)}>"
         elif isinstance(step, Has):
@@ -169,6 +189,8 @@ def path_text(path: AccessPath) -> str:
 def step_to_json(step: Step) -> list:
     if isinstance(step, Global):
         return ["global", step.name]
+    if isinstance(step, Builtin):
+        return ["builtin", step.name]
     if isinstance(step, Free):
         return ["free", step.name, step.index]
     if isinstance(step, Attr):
@@ -184,6 +206,8 @@ def step_from_json(doc: Any) -> Step:
     kind = doc[0]
     if kind == "global":
         return Global(str(doc[1]))
+    if kind == "builtin":
+        return Builtin(str(doc[1]))
     if kind == "free":
         return Free(str(doc[1]), int(doc[2]))
     if kind == "attr":
@@ -369,7 +393,8 @@ def check_for(value: Any, *, lifted: bool = False, always_lift: bool = False) ->
         # `shape.index` of a guarded value: a new object on every read, the same method of the same value
         t, name = type(value), value.__name__
         return Check("method", lambda v: type(v) is t and v.__name__ == name, ["builtin_method", name])
-    if isinstance(value, (types.GeneratorType, types.CoroutineType, io.IOBase)) or hasattr(value, "__next__"):
+    if isinstance(value, (types.GeneratorType, types.CoroutineType, io.IOBase)) or (
+            hasattr(value, "__next__") and not isinstance(value, type)):  # (a class such as `zip` is no iterator)
         raise Unguardable(f"a {type(value).__qualname__}, which changes as it is read")
     if _module_object(value):  # `layer(x)` inlines type(layer).__call__: its code and attributes are paths
         t = type(value)

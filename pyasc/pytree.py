@@ -18,12 +18,11 @@ tuple order, NamedTuple and dataclass field order.
 from __future__ import annotations
 
 import dataclasses
-import importlib
 from typing import Any, Callable, Iterable, Iterator, NamedTuple
 
 
 class NotPersistable(Exception):
-    """A structure naming a class that cannot be found again by import (a local class): memory only."""
+    """A structure that cannot be written: a class the writer cannot point to, a dict key of another type."""
 
 
 #: container kinds, in the order `flatten` tests them
@@ -58,17 +57,16 @@ class TreeDef(NamedTuple):
     def item_keys(self) -> tuple:
         return self.keys if self.kind in (DICT, NAMEDTUPLE, DATACLASS) else tuple(range(len(self.children)))
 
-    def to_json(self) -> Any:
-        """A process-independent form (classes by `module:qualname`); raises NotPersistable for a local class."""
+    def to_json(self, class_ref: Callable[[type], Any]) -> Any:
+        """A process-independent form; a class is written as `class_ref(cls)` (plain JSON saying where the
+        reader finds it), which raises NotPersistable for a class it cannot point to."""
         if self.kind == LEAF:
             return LEAF
-        doc: dict[str, Any] = {"kind": self.kind, "children": [c.to_json() for c in self.children]}
+        doc: dict[str, Any] = {"kind": self.kind, "children": [c.to_json(class_ref) for c in self.children]}
         if self.kind in (DICT, NAMEDTUPLE, DATACLASS):
             doc["keys"] = [_json_key(k) for k in self.keys]
         if self.cls is not None:
-            doc["cls"] = class_name(self.cls)
-            if "<locals>" in self.cls.__qualname__ or _resolve(doc["cls"]) is not self.cls:
-                raise NotPersistable(f"the class {doc['cls']} cannot be imported by name")
+            doc["cls"] = class_ref(self.cls)
         return doc
 
     def key_text(self) -> Any:
@@ -79,17 +77,22 @@ class TreeDef(NamedTuple):
                 [c.key_text() for c in self.children]]
 
     @staticmethod
-    def from_json(doc: Any) -> "TreeDef":
+    def from_json(doc: Any, resolve_class: Callable[[Any], type]) -> "TreeDef":
+        """The structure `to_json` wrote; `resolve_class(ref)` turns a class reference back into the class
+        (nothing here imports or looks up a class by name). ValueError for a malformed document."""
         if doc == LEAF:
             return LEAF_DEF
+        if not isinstance(doc, dict) or doc.get("kind") not in (DICT, LIST, TUPLE, NAMEDTUPLE, DATACLASS):
+            raise ValueError(f"not a stored pytree structure: {doc!r:.80}")
         kind = doc["kind"]
-        children = tuple(TreeDef.from_json(c) for c in doc["children"])
+        children = tuple(TreeDef.from_json(c, resolve_class) for c in doc["children"])
         keys = tuple(_from_json_key(k) for k in doc.get("keys", ()))
         cls = None
-        if "cls" in doc:
-            cls = _resolve(doc["cls"])
-            if cls is None:
-                raise ValueError(f"the class {doc['cls']} of a stored result structure cannot be imported")
+        if kind in (NAMEDTUPLE, DATACLASS):
+            cls = resolve_class(doc["cls"])
+            wanted = is_namedtuple_class if kind == NAMEDTUPLE else dataclasses.is_dataclass
+            if not isinstance(cls, type) or not wanted(cls):
+                raise ValueError(f"the stored result structure needs a {kind} class, and found {cls!r:.80}")
         return TreeDef(kind, keys, cls, children)
 
     def describe(self, leaves: Iterable[str] | None = None) -> str:
@@ -118,17 +121,6 @@ def class_name(cls: type) -> str:
     return f"{cls.__module__}:{cls.__qualname__}"
 
 
-def _resolve(name: str) -> Any:
-    module, _, qualname = name.partition(":")
-    try:
-        obj: Any = importlib.import_module(module)
-        for part in qualname.split("."):
-            obj = getattr(obj, part)
-    except (ImportError, AttributeError):
-        return None
-    return obj
-
-
 def _json_key(k: Any) -> Any:
     if isinstance(k, str):
         return k
@@ -143,6 +135,10 @@ def _from_json_key(k: Any) -> Any:
 
 def is_namedtuple(value: Any) -> bool:
     return isinstance(value, tuple) and hasattr(type(value), "_fields")
+
+
+def is_namedtuple_class(cls: type) -> bool:
+    return issubclass(cls, tuple) and hasattr(cls, "_fields") and hasattr(cls, "_make")
 
 
 def is_dataclass_instance(value: Any) -> bool:

@@ -30,12 +30,27 @@ def rng():
     return np.random.default_rng(0)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def private_config_folder(tmp_path_factory):
+    """The disk cache's per-user secret goes to a config folder of the test session (and of the processes
+    tests start), never the user's own."""
+    old = os.environ.get("XDG_CONFIG_HOME")
+    os.environ["XDG_CONFIG_HOME"] = str(tmp_path_factory.mktemp("config"))
+    yield
+    if old is None:
+        os.environ.pop("XDG_CONFIG_HOME", None)
+    else:
+        os.environ["XDG_CONFIG_HOME"] = old
+
+
 @pytest.fixture
 def disk_cache(tmp_path, monkeypatch):
-    """The disk cache on, in a fresh folder (returned)."""
+    """The disk cache on, in a fresh folder (returned); its per-user secret is the session's (a worker process
+    started earlier, a Ray one, shares it)."""
     root = tmp_path / "pyasc-cache"
     monkeypatch.setenv("PYASC_CACHE", "1")
     monkeypatch.setenv("PYASC_CACHE_DIR", str(root))
+    monkeypatch.delenv("PYASC_CACHE_KEY", raising=False)
     return root
 
 

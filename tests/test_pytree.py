@@ -239,22 +239,34 @@ def test_pytree_results_come_back_from_the_disk_cache(disk_cache, rng):
     assert_close(got.w, x + 1.0)
 
 
-def test_a_local_result_class_stays_in_memory(disk_cache, rng):
+def make_local_kernel():
     class Local(NamedTuple):
         a: object
 
     def local(x):
         return Local(a=x + 1.0)
 
+    return local, Local
+
+
+def test_a_result_class_comes_from_the_live_kernel_never_from_its_name(disk_cache, rng):
     x = rng.standard_normal(8).astype(np.float32)
-    assert type(pyasc.kernel(local, chip="tiny")(x)) is Local
-    second = pyasc.kernel(local, chip="tiny")
-    assert type(second(x)) is Local and second.cache_info().disk_hits == 0
+    fn, cls = make_local_kernel()
+    assert type(pyasc.kernel(fn, chip="tiny")(x)) is cls
+    fn2, cls2 = make_local_kernel()  # the same code and class name, another class object in the closure
+    second = pyasc.kernel(fn2, chip="tiny")
+    got = second(x)
+    assert second.cache_info().disk_hits == 1 and type(got) is cls2 and cls2 is not cls
+    assert_close(got.a, x + 1.0)
 
 
-def test_treedef_json_round_trip():
+def test_treedef_json_round_trip_with_class_references():
     _, tree = pytree.flatten({"a": [1, Pair(1, 2)], 3: (4,)})
-    assert pytree.TreeDef.from_json(tree.to_json()) == tree
+    classes = {"pair": Pair}
+    doc = tree.to_json(lambda cls: next(k for k, v in classes.items() if v is cls))
+    assert pytree.TreeDef.from_json(doc, classes.__getitem__) == tree
+    with pytest.raises(ValueError, match="needs a namedtuple class"):
+        pytree.TreeDef.from_json(doc, lambda ref: dict)
 
 
 def scaled_all(params, x):
@@ -417,7 +429,8 @@ def test_flatten_unflatten_round_trip(tree):
     rebuilt = pytree.unflatten(structure, leaves)
     assert _same(rebuilt, tree)
     assert len(structure.paths()) == structure.num_leaves == len(leaves)
-    assert pytree.TreeDef.from_json(structure.to_json()) == structure
+    classes = [Pair, Layer]
+    assert pytree.TreeDef.from_json(structure.to_json(classes.index), classes.__getitem__) == structure
 
 
 @given(_trees)

@@ -47,6 +47,17 @@ def flip_a_bit(data: bytes) -> bytes:
     return data[:20] + bytes([data[20] ^ 1]) + data[21:]
 
 
+def resign(path: Path, edit) -> None:
+    """Edit an entry's manifest and sign it again with the cache's own secret (what only its owner can do)."""
+    from pyasc.runtime.entryfiles import _MANIFEST_PURPOSE, canonical
+
+    manifest = json.loads((path / "manifest.json").read_text())
+    del manifest["mac"]
+    edit(manifest)
+    manifest["mac"] = DiskCache(path.parent.parent.parent).secret.mac(_MANIFEST_PURPOSE, canonical(manifest))
+    (path / "manifest.json").write_text(json.dumps(manifest))
+
+
 def only_entry(root: Path) -> Path:
     found = entries(root)
     assert len(found) == 1, found
@@ -111,11 +122,11 @@ def test_an_if_kernels_branch_plans_and_memory_plans_come_back_from_disk(disk_ca
     np.testing.assert_array_equal(pyasc.kernel(ex.fn, chip="tiny")(*args), ex.fn(*args))
 
 
-def test_an_entry_is_a_manifest_with_checksums_and_json_sections(disk_cache):
+def test_an_entry_is_a_manifest_with_macs_and_json_sections(disk_cache):
     c = fresh().compile(*ARGS)
     path = only_entry(disk_cache)
     manifest = json.loads((path / "manifest.json").read_text())
-    assert manifest["format"] == "pyasc.cache-entry" and manifest["version"] == 1
+    assert manifest["format"] == "pyasc.cache-entry" and manifest["version"] == 2
     assert manifest["key"] == c.full_key and manifest["kernel"] == "body" and manifest["chip"] == "tiny"
     assert manifest["signature"] == c.signature and manifest["stages"] == list(c.stages)
     comps = manifest["components"]
@@ -127,19 +138,19 @@ def test_an_entry_is_a_manifest_with_checksums_and_json_sections(disk_cache):
     assert manifest["created"] <= manifest["last_used"] and manifest["size"] > 0
     for name, meta in manifest["sections"].items():
         data = (path / name).read_bytes()
-        assert len(data) == meta["size"]
-        json.loads(data)  # every section is plain JSON: nothing in an entry is code
+        assert len(data) == meta["size"] and len(meta["mac"]) == 64
+        json.loads(data)  # every section is plain JSON: the only code is the host object, inside host.json
+    assert len(manifest["mac"]) == 64
     assert [g[0] for g in manifest["guards"]["guards"]] == [[["global", "pyasc"]], [["global", "SCALE"]],
-                                                           [["global", "WEIGHTS"]]]
+                                                           [["global", "WEIGHTS"]], [["attr", "__code__"]]]
     assert manifest["guards"]["hidden"] == [[[["global", "WEIGHTS"]], "float32"]]
 
 
 @pytest.mark.parametrize("damage, reason", [
     (lambda p: (p / "graph.json").write_bytes((p / "graph.json").read_bytes()[:-7]), "truncated"),
-    (lambda p: (p / "plans.json").write_bytes(flip_a_bit((p / "plans.json").read_bytes())), "checksum"),
+    (lambda p: (p / "plans.json").write_bytes(flip_a_bit((p / "plans.json").read_bytes())), "fails authentication"),
     (lambda p: (p / "manifest.json").write_text("{\"format\": \"pyasc.cache"), "corrupt or truncated manifest"),
-    (lambda p: (p / "manifest.json").write_text(
-        (p / "manifest.json").read_text().replace('"version": 1', '"version": 999')), "another pyasc"),
+    (lambda p: resign(p, lambda m: m.update(version=999)), "another pyasc"),
     (lambda p: (p / "stages.json").unlink(), "missing"),
 ], ids=["truncated section", "corrupt section", "corrupt manifest", "foreign version", "missing section"])
 def test_a_bad_entry_is_discarded_with_a_warning_and_rebuilt(disk_cache, damage, reason):

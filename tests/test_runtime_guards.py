@@ -189,7 +189,8 @@ def test_unchanged_values_stay_cache_hits():
         k(_x())
     assert k.cache_info().hits == 2 and k.cache_info().misses == 1
     paths = [path_text(g.path) for g in k.compile(_x()).guards.guards]
-    assert paths == ["SCALE", "TABLE", "np", "pyasc"]  # library attributes (np.pi, pyasc.relu) are trusted
+    assert paths == ["SCALE", "TABLE", "np", "pyasc", "__code__"]  # library attributes (np.pi, pyasc.relu) are
+    # trusted; the kernel's own code is guarded too (a replaced `__code__` compiles again)
 
 
 # ---- lifted arrays ----------------------------------------------------------------------
@@ -359,3 +360,84 @@ def test_eight_threads_making_the_first_call_compile_once():
         np.testing.assert_allclose(r, np.exp(x) * 2.0, rtol=1e-6)
     info = k.cache_info()
     assert (info.misses, info.hits, info.currsize) == (1, 7, 1)
+
+
+# ---- what the kernel function itself is: its defaults, the builtins it names, its code -------------------
+
+
+def with_defaults(x, s=2.0, *, t=1.0):
+    return x * s + t
+
+
+def test_changed_defaults_and_keyword_defaults_compile_again():
+    k = pyasc.kernel(with_defaults, chip="tiny")
+    x = _x()
+    np.testing.assert_allclose(k(x), x * 2.0 + 1.0)
+    saved = with_defaults.__defaults__, with_defaults.__kwdefaults__
+    try:
+        with_defaults.__defaults__ = (3.0,)
+        np.testing.assert_allclose(k(x), x * 3.0 + 1.0)
+        with_defaults.__kwdefaults__ = {"t": 5.0}
+        np.testing.assert_allclose(k(x), x * 3.0 + 5.0)
+        with_defaults.__kwdefaults__["t"] = 7.0  # the same dict, changed in place
+        np.testing.assert_allclose(k(x), x * 3.0 + 7.0)
+        with_defaults.__defaults__ = None  # `s` has no default any more: Python's own error
+        with pytest.raises(TypeError, match="missing 1 required positional argument: 's'"):
+            k(x)
+    finally:
+        with_defaults.__defaults__, with_defaults.__kwdefaults__ = saved
+    np.testing.assert_allclose(k(x), x * 2.0 + 1.0)
+
+
+def magnitude(x):
+    return abs(x) + 0.0
+
+
+def ten_times(v):
+    return v * 10.0
+
+
+def test_a_builtin_shadowed_later_by_a_module_global_compiles_again(monkeypatch):
+    k = pyasc.kernel(magnitude, chip="tiny")
+    x = -_x()
+    np.testing.assert_allclose(k(x), np.abs(x))
+    monkeypatch.setattr(THIS, "abs", ten_times, raising=False)  # what `global abs; abs = ...` does
+    np.testing.assert_allclose(k(x), magnitude(x))
+    np.testing.assert_allclose(k(x), x * 10.0)
+    monkeypatch.delattr(THIS, "abs")
+    np.testing.assert_allclose(k(x), np.abs(x))
+    assert k.cache_info().misses == 3 and "abs (identity)" in k.compile(x).guards.describe()
+
+
+def test_a_builtin_guard_is_stored_with_the_entry(disk_cache, monkeypatch):
+    x = -_x()
+    pyasc.kernel(magnitude, chip="tiny")(x)
+    again = pyasc.kernel(magnitude, chip="tiny")
+    np.testing.assert_allclose(again(x), np.abs(x))
+    assert again.cache_info().disk_hits == 1
+    monkeypatch.setattr(THIS, "abs", ten_times, raising=False)
+    third = pyasc.kernel(magnitude, chip="tiny")
+    np.testing.assert_allclose(third(x), x * 10.0)
+    assert third.cache_info().misses == 1  # the stored entry saw the builtin: it does not apply
+
+
+def plus_one(x):
+    return x + 1.0
+
+
+def plus_hundred(x):
+    return x + 100.0
+
+
+def test_a_replaced_code_object_compiles_again():
+    def victim(x):
+        return x + 1.0
+
+    k = pyasc.kernel(victim, chip="tiny")
+    x = _x()
+    np.testing.assert_allclose(k(x), x + 1.0)
+    victim.__code__ = plus_hundred.__code__
+    np.testing.assert_allclose(k(x), x + 100.0)
+    victim.__code__ = plus_one.__code__
+    np.testing.assert_allclose(k(x), x + 1.0)
+    assert k.cache_info().misses == 3

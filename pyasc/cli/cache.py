@@ -21,6 +21,12 @@ def store_or_fail() -> Any:
         raise click.ClickException(str(e)) from None
     if store is None:
         raise click.ClickException("the disk cache is off (PYASC_CACHE=0)")
+    from ..runtime.cachesecret import SecretUnavailable  # as above
+
+    try:
+        _ = store.secret  # entries are read only through it
+    except SecretUnavailable as e:
+        raise click.ClickException(f"cannot read the disk cache: {e}") from None
     return store
 
 
@@ -194,10 +200,12 @@ def prune_command(max_size: str) -> None:
 @cache.command("verify")
 @click.option("--fix", is_flag=True, help="remove the bad entries")
 def verify_command(fix: bool) -> None:
-    """Check every entry's manifest and section checksums (exit 1 if a bad entry is left)."""
+    """Authenticate every entry (manifest and section MACs) and decode it (exit 1 if a bad entry is left)."""
+    from ..runtime.persist import check_entry  # the runtime loads when a command runs, not for --help
+
     store = store_or_fail()
     paths = list(store.iter_entries())
-    bad = [(p, why) for p in paths if (why := store.verify(p)) is not None]
+    bad = [(p, why) for p in paths if (why := store.verify(p, check_entry)) is not None]
     for path, why in bad:
         click.echo(f"bad: {path}: {why}" + ("  (removed)" if fix and store.remove(path) else ""))
     click.echo(f"{len(paths) - len(bad)} of {len(paths)} entries are sound")

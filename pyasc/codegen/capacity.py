@@ -30,6 +30,8 @@ def codegen_capacity(chip: Chip, buffer_num: int = 2) -> Callable[[FusionCandida
         kind = c.structure.kind
         if kind in (KernelKind.CONTROL, KernelKind.DATA_MOVEMENT):
             return CapacityVerdict(True, 0)
+        if all(any(d == 0 for d in v.type.shape) for v in c.outputs):
+            return CapacityVerdict(True, 0)  # every result is empty: nothing is launched (route.route)
         if kind == KernelKind.MATMUL:
             return _matmul(c, chip, buffer_num) or fallback(c)
         if kind == KernelKind.OPAQUE and _planned(c):

@@ -198,6 +198,9 @@ def input_layout(domain: Domain, operand: Sequence[IntLike], per_row: bool = Fal
             if any(aligned[i] not in (None, 1) for i in g):
                 raise UnsupportedDomain(f"operand {operand} broadcasts part of a collapsed dim of {domain.shape}")
             return 0
+        if any(aligned[i] in (None, 1) and not same_dim(domain.shape[i], 1) for i in g):
+            # its inner dim varies but an outer one of the group is broadcast: no one stride walks the group
+            raise UnsupportedDomain(f"operand {operand} broadcasts part of a collapsed dim of {domain.shape}")
         return stride_of[inner]
 
     *outer_groups, r_group, c_group = domain.groups

@@ -17,7 +17,7 @@ from ..ir import Graph, Node, Value
 from ..target import Chip
 from .device import CodegenOptions, DeviceKernel, DeviceModule  # noqa: F401  (the records codegen produces)
 from .domain import dim, dims
-from .kernel_graph import build_kernel_graph
+from .kernel_graph import KernelGraph, build_kernel_graph
 from .launch import WORKSPACE, IfStep, Launch, LaunchPlan, Loc, Locator, SourceKind, Step, WorkspaceLayout, branch_locations, \
     dim_symbols, root_locations, value_nbytes
 from .loop_step import loop_step
@@ -182,6 +182,12 @@ class _Generator:
             # a one-element constant is an immediate, not a tile a kernel can store: fill the output with it
             kg = fill_graph(f"{label}_fill", dst, np.asarray(src.node.attrs["value"]).reshape(-1)[0].item())
             return self.kernel(kernel_job("vector", label, kg, None))
+        if src.type.numel == 1 and src.type.is_static:
+            # a one-element input is read as a scalar operand, which no kernel stores as it is: copy it through
+            # an op whose result is a tile
+            g = Graph(f"{label}_copy")
+            g.set_outputs([g.add("cast", [g.add_input(src.type, name=src.node.name)], {"dtype": dst.type.dtype}).out()])
+            return self.kernel(kernel_job("vector", label, KernelGraph(g, [src], [dst]), None, outputs=[dst]))
         kg = build_kernel_graph(label, [], [src], [src])
         return self.kernel(kernel_job("vector", label, kg, None, outputs=[dst]))
 

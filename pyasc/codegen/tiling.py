@@ -196,9 +196,12 @@ def rank(params: Sequence[Any], build: Callable[[Any], AnySchedule], chip: Chip,
 def pick(scored: list[Candidate], rejected: list[Candidate], chip: Chip, dims: Mapping[str, int],
          sync_mode: str = "flags", nominal: bool = False, decision: TilingDecision | None = None) -> TilingChoice:
     """The cheapest ranked candidate whose flags fit the chip's event ids (planned here, cheapest first; one
-    that does not fit is rejected and the next is tried); raises NoLegalTiling when none is left. A
-    `decision` picks its candidate instead when that one is ranked and its flags fit (else a note says why)."""
+    that does not fit is rejected and the next is tried). When no candidate's flags fit, the cheapest runs with
+    a pipe barrier after every tile op (sync mode "barrier": slower, never wrong) rather than refuse a valid
+    kernel; raises NoLegalTiling when no candidate is left at all. A `decision` picks its candidate instead
+    when that one is ranked and its flags fit (else a note says why)."""
     scored, rejected = list(scored), list(rejected)
+    out_of_ids: list[Candidate] = []
     note = ""
     if decision is not None:
         picked = next((c for c in scored if decision.matches(c.params)), None)
@@ -220,7 +223,18 @@ def pick(scored: list[Candidate], rejected: list[Candidate], chip: Chip, dims: M
             break
         except (SyncAllocationError, CrossSyncError) as e:
             best.rejected = str(e)
-            rejected.append(scored.pop(0))
+            out_of_ids.append(scored.pop(0))
+    for fallback in out_of_ids if not scored else ():
+        assert fallback.schedule is not None
+        try:  # barriers stand for a core's own flags (a mixed launch's cross-core flags stay flags)
+            fallback.sync = schedules.plan_flags(fallback.schedule, chip, "barrier")
+        except (SyncAllocationError, CrossSyncError):
+            continue
+        fallback.rejected = ""
+        out_of_ids.remove(fallback)
+        scored = [fallback]
+        break
+    rejected += out_of_ids
     if not scored:
         reasons = "; ".join(c.line() for c in rejected) or "no candidates"
         raise NoLegalTiling(f"no legal tiling: {reasons}")

@@ -108,6 +108,7 @@ def _build(fn: Any, parsed: Any, specs: Sequence[ArgSpec], unroll_budget: int, s
     outputs, written = _guarded(state, lambda: effects.finish(builder, results, labels, at,
                                                               lambda v: aliasing.is_scalar(builder, v)))
     graph.set_outputs(outputs)
+    guards.finish(state, parsed.fn)
     returns_tuple = out_tree.kind == TUPLE and all(c.kind == LEAF for c in out_tree.children)
     return FrontendResult(
         graph=graph,

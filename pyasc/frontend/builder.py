@@ -27,7 +27,7 @@ from ..tensor_type import Sym
 from . import aliasing, bitops, branches, calls, checks, comptime, dimpred, effects, guards, indexing, loops, masked, \
     objects, pytree, writes
 from .context import BuildState, GraphContext
-from .scope import CLOSURE, GLOBAL, Scope, UnassignedFreeVariable, Undefined
+from .scope import BUILTIN, CLOSURE, GLOBAL, Scope, UnassignedFreeVariable, Undefined, walrus_targets
 from .source import ParsedFunction
 from .tensors import (
     BINARY_OPS,
@@ -78,6 +78,9 @@ if hasattr(ast, "Match"):
     UNSUPPORTED[ast.Match] = "`match` is not supported in a kernel; use `if`/`elif`"
 
 _TENSOR_ATTRS = "shape, dtype, ndim, size, T"
+
+
+_UNBOUND = object()  # a name a comprehension found unbound
 
 
 @dataclass(frozen=True)
@@ -558,6 +561,8 @@ class FunctionBuilder:
             raise self.error(f"`{name}` may be undefined here: {value.why}", at)
         if where in (CLOSURE, GLOBAL):
             return guards.read_name(self, name, where, value, at)
+        if where == BUILTIN:
+            return guards.read_builtin(self, name, value)
         return value
 
     # ---- expressions ------------------------------------------------------------------------
@@ -635,9 +640,16 @@ class FunctionBuilder:
         return fold(self, fn, (left, right), at)
 
     def _e_BinOp(self, node: ast.BinOp) -> Any:
-        left = self.eval(node.left)
-        right = self.eval(node.right)
-        return self.binary(node.op, left, right, node, (node.left, node.right))
+        spine = []  # `a + b + c + ...` nests to the left: walked in a loop, so 1000s of terms need no recursion
+        while isinstance(node, ast.BinOp):
+            spine.append(node)
+            node = node.left
+        value = self.eval(node)
+        for op in reversed(spine):
+            right = self.eval(op.right)
+            self.state.current = (self.parsed, op)
+            value = self.binary(op.op, value, right, op, (op.left, op.right))
+        return value
 
     def _e_UnaryOp(self, node: ast.UnaryOp) -> Any:
         v = self.eval(node.operand)
@@ -843,8 +855,14 @@ class FunctionBuilder:
         try:
             loop(0)
         finally:
+            # a walrus in a comprehension binds in the enclosing function (PEP 572): its last value outlives
+            # the comprehension's own names
+            walrus = {name: self.scope.locals[name] for name in walrus_targets(node)
+                      if name in self.scope.locals and self.scope.locals[name] is not saved.get(name, _UNBOUND)}
             self.scope.restore(saved)
             self.scope.local_names = saved_names
+            for name, value in walrus.items():
+                self.bind_name(name, value)
         return results
 
     def _e_ListComp(self, node: ast.ListComp) -> list:

@@ -28,8 +28,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from .. import arraykinds, dtypes
-from ..guards import Attr, Free, Global, Guard, Item, Pinned, Unguardable, check_for, liftable, path_text, \
-    trusted_module
+from ..guards import Attr, Builtin, Free, Global, Guard, Item, Pinned, Unguardable, check_for, liftable, \
+    path_text, trusted_module
 from ..tensor_type import TensorType
 from . import effects
 from .context import BuildState
@@ -44,6 +44,24 @@ _NOT_IDENTIFIER = re.compile(r"\W+")
 def begin(state: BuildState, fn: types.FunctionType) -> None:
     """The kernel function is the root every path starts from."""
     state.paths[id(fn)] = (fn, ())
+
+
+def finish(state: BuildState, fn: types.FunctionType) -> None:
+    """The kernel's own code is guarded last (a `__code__` replaced after the first call compiles the new code)."""
+    _guard(state, (Attr("__code__"),), fn.__code__)
+
+
+def read_builtin(b: KernelBuilder, name: str, value: Any) -> Any:
+    """A builtin name (`abs`, `range`) of the function being compiled, guarded as that function resolves it, so
+    a module global of the same name assigned later (shadowing the builtin) compiles the kernel again."""
+    _guard(b.state, _function_path(b.state, b.scope.fn) + (Builtin(name),), value)
+    return value
+
+
+def _guard(state: BuildState, path: tuple, value: Any) -> None:
+    """A guard on a value the kernel depends on without naming it as a value (not listed as `captured`)."""
+    if path not in state.guards:
+        state.guards[path] = Guard(path, check_for(value))
 
 
 def path_of(state: BuildState, obj: Any) -> tuple | None:

@@ -37,20 +37,36 @@ def assigned_names(fn_tree: ast.FunctionDef) -> set[str]:
     if args.kwarg:
         names.add(args.kwarg.arg)
 
-    def visit(node: ast.AST) -> None:
+    stack: list[ast.AST] = list(fn_tree.body)  # a stack, not recursion: an expression may nest 1000s deep
+    while stack:
+        node = stack.pop()
         for child in ast.iter_child_nodes(node):
             if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 names.add(child.name)
                 continue  # a nested body has its own scope
-            if isinstance(child, (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+            if isinstance(child, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+                names.update(walrus_targets(child))  # the comprehension's own names are its own, these are not
+                continue
+            if isinstance(child, ast.Lambda):
                 continue
             if isinstance(child, ast.Name) and isinstance(child.ctx, (ast.Store, ast.Del)):
                 names.add(child.id)
-            visit(child)
-
-    for stmt in fn_tree.body:
-        visit(stmt)
+            stack.append(child)
     return names
+
+
+def walrus_targets(comprehension: ast.AST) -> set[str]:
+    """Names a comprehension binds with `:=`, which Python binds in the enclosing function (not inside a lambda)."""
+    out = set()
+    stack = [comprehension]
+    while stack:
+        node = stack.pop()
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.NamedExpr) and isinstance(child.target, ast.Name):
+                out.add(child.target.id)
+            if not isinstance(child, (ast.Lambda, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                stack.append(child)
+    return out
 
 
 class UnassignedFreeVariable(NameError):

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import CompileError, SourceLoc
-from .freshness import matches_running_code
+from .freshness import source_mismatch
 
 
 @dataclass
@@ -52,7 +52,10 @@ class ParsedFunction:
         lineno, end = getattr(node, "lineno", None), getattr(node, "end_lineno", None)
         if lineno is not None and lineno == end and lineno in self.lines:
             return self.lines[lineno][node.col_offset:node.end_col_offset]
-        return ast.unparse(node)
+        try:
+            return ast.unparse(node)
+        except RecursionError:  # an expression thousands deep: its first line says which one
+            return (self.lines.get(lineno, "")[getattr(node, "col_offset", 0):] + " ...").strip()
 
     def error(self, reason: str, node: ast.AST | None) -> CompileError:
         if node is None or not hasattr(node, "lineno"):
@@ -115,7 +118,10 @@ def _source_lines(fn: types.FunctionType) -> tuple[list[str], int]:
     if fn.__name__ == "<lambda>":
         raise _lambda_error(fn)
     try:
-        lines, start = inspect.getsourcelines(fn)
+        # inspect.getsourcelines without its unwrap(): a function made by a decorator with functools.wraps has
+        # the `__wrapped__` of the function it wraps, whose source is not what runs
+        found, index = inspect.findsource(fn)
+        lines, start = inspect.getblock(found[index:]), index + 1
     except (OSError, TypeError) as e:
         code = fn.__code__
         loc = SourceLoc(code.co_filename, code.co_firstlineno, 0)
@@ -189,12 +195,13 @@ def _parse_lambda(fn: types.FunctionType) -> ParsedFunction:
         tree.type_params = []
     tree.end_lineno, tree.end_col_offset = lam.end_lineno, lam.end_col_offset
     dedented = text.splitlines()
-    check = ast.Expr(value=copy.deepcopy(lam))
+    end = lam.end_lineno or lineno
+    stale = source_mismatch(fn, lines[lineno - 1:end], lineno, lam)  # (file positions, before they become columns)
     _move_to_file_positions(tree, dedented, 1, 0)
-    if not matches_running_code(fn, check, filename):
+    if stale is not None:
         raise CompileError(f"{filename} changed after the lambda at line {lineno} was defined: the function Python runs "
-                           "no longer matches the source in the file, so pyasc will not compile either; re-import the "
-                           "module or restart Python", SourceLoc(filename, lineno, col), line)
+                           f"no longer matches the source in the file ({stale}), so pyasc will not compile either; "
+                           "re-import the module or restart Python", SourceLoc(filename, lineno, col), line)
     end = tree.end_lineno or lineno
     source = "".join(lines[lineno - 1:end])
     spanned = {n: lines[n - 1].rstrip("\r\n") for n in range(lineno, end + 1)}
@@ -240,10 +247,11 @@ def _parse(fn: types.FunctionType, original: list[str], first: int) -> ParsedFun
     tree = defs[0]
     _move_to_file_positions(tree, dedented, first, margin)
     tree.decorator_list = []  # decorators run in Python, not in the kernel
-    if not matches_running_code(fn, tree, filename):
+    stale = source_mismatch(fn, original, first, tree)
+    if stale is not None:
         raise CompileError(
             f"{filename} changed after `{fn.__qualname__}` was imported: the function Python runs no longer "
-            "matches the source in the file, so pyasc will not compile either; re-import the module or restart "
-            "Python", SourceLoc(filename, first, margin), original[0].rstrip("\r\n") if original else None)
+            f"matches the source in the file ({stale}), so pyasc will not compile either; re-import the module "
+            "or restart Python", SourceLoc(filename, first, margin), original[0].rstrip("\r\n") if original else None)
     lines = {first + i: line.rstrip("\r\n") for i, line in enumerate(original)}
     return ParsedFunction(fn, tree, source, filename, first, lines)

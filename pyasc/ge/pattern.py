@@ -15,7 +15,9 @@
   are not one contiguous block (`sum(x, axis=(0, 2))`) becomes a chain of
   reductions, one per block, the last block first (so the earlier blocks'
   axis numbers stay valid): each is a row or a column reduction codegen
-  tiles. mean of means over equal-size groups is the mean.
+  tiles. mean of means over equal-size groups is the mean. First, a
+  reduction over an axis of static size 0 (or a matmul contracting 0
+  elements) becomes a `full` of its constant result: it reads nothing.
 - `matmul_transpose_fold`: `matmul(transpose(a), b)` where the transpose swaps
   the last two axes becomes `matmul(a, b, transpose_a=True)` (likewise for b,
   and for fused_matmul; an existing flag is toggled). The transpose itself stays
@@ -36,7 +38,10 @@ cycle is rejected.
 """
 from __future__ import annotations
 
+import warnings
 from typing import Any, Sequence
+
+import numpy as np
 
 from .. import dtypes, ops
 from ..ir import Graph, Node, UseIndex, Value, node_names
@@ -119,7 +124,34 @@ class SplitReductions(RulePass):
                 value = n.out()
             return Replacement([value], added)
 
-        return [RewriteRule("split_reduction", lambda op: op.is_reduction and not op.row_composite, split)]
+        return [RewriteRule("result_of_nothing", lambda op: (op.is_reduction and not op.row_composite)
+                            or op.name == "matmul", lambda node, rw: _result_of_nothing(node)),
+                RewriteRule("split_reduction", lambda op: op.is_reduction and not op.row_composite, split)]
+
+
+def _result_of_nothing(node: Node) -> Replacement | None:
+    """A reduction over an axis of static size 0, or a matmul contracting 0 elements, reads nothing: every
+    element of its result is the same constant (the reduction's identity: 0 for sum, NaN for mean; 0 for a
+    matmul), a `full` of the result's shape. (Left to the kernel it fused with, the empty operand was taken
+    for the whole kernel's input: its other inputs were ignored.)"""
+    x, out = node.inputs[0], node.outputs[0]
+    if node.op == "matmul":
+        empty = x.type.ndim >= 1 and x.type.shape[-1] == 0
+    else:
+        axes = ops.get(node.op).reduced_axes(op_attrs(node), x.type.ndim)
+        empty = any(x.type.shape[a] == 0 for a in axes)
+    if not empty or any(d == 0 for d in out.shape):  # (an empty result launches nothing anyway)
+        return None
+    samples = [np.zeros(tuple(d if isinstance(d, int) else 1 for d in v.type.shape), dtypes.to_numpy(v.type.dtype))
+               for v in node.inputs]  # any size of a symbolic dim gives the same constant
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # numpy's "mean of empty slice"
+        value = np.asarray(ops.get(node.op).eager(*samples, **op_attrs(node))).reshape(-1)
+    if value.size == 0:
+        return None
+    fill = build_node("full", [], {"shape": tuple(out.shape), "fill_value": value[0].item(), "dtype": out.dtype},
+                      loc=node.loc, name=node.name)
+    return Replacement([fill.out()], [fill]) if fill is not None and same_type(fill.out().type, out) else None
 
 
 def _blocks(axes: Sequence[int]) -> list[list[int]]:

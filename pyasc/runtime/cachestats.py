@@ -26,6 +26,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .cachesecret import env_modes
+from .privatefiles import make_folders
+
 STATS_FILE = "stats.json"
 FORMAT = "pyasc.cache-stats"
 VERSION = 1
@@ -133,8 +136,9 @@ atexit.register(flush)
 def _lock(root: Path) -> Any:
     import filelock  # only when statistics are written or read
 
-    root.mkdir(parents=True, exist_ok=True)
-    return filelock.FileLock(str(root / "stats.lock"), timeout=LOCK_TIMEOUT_S)
+    modes = env_modes()
+    make_folders(root, modes)  # (0700 whatever the umask: see diskcache.py's trust model)
+    return filelock.FileLock(str(root / "stats.lock"), timeout=LOCK_TIMEOUT_S, mode=modes.file)
 
 
 def _add(root: Path, counts: dict[str, list[int]]) -> bool:
@@ -160,7 +164,9 @@ def read(root: Path) -> dict[str, Any]:
     except (OSError, ValueError):
         doc = None
     if (not isinstance(doc, dict) or doc.get("format") != FORMAT or doc.get("version") != VERSION
-            or not isinstance(doc.get("kernels"), dict)):
+            or not isinstance(doc.get("kernels"), dict)
+            or not all(isinstance(c, dict) and all(type(c.get(k, 0)) is int for k in KINDS)
+                       for c in doc["kernels"].values())):
         return {"format": FORMAT, "version": VERSION, "since": time.time(), "kernels": {}}
     return doc
 
@@ -168,6 +174,8 @@ def read(root: Path) -> dict[str, Any]:
 def _write(root: Path, doc: dict[str, Any]) -> None:
     fd, tmp = tempfile.mkstemp(prefix=f".{STATS_FILE}.", dir=root)
     try:
+        if hasattr(os, "fchmod"):
+            os.fchmod(fd, env_modes().file)
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             json.dump(doc, f, indent=1)
         os.replace(tmp, root / STATS_FILE)

@@ -1,46 +1,69 @@
-"""The disk cache: compiled artifacts shared by processes, never stale, never executed when read.
+"""The disk cache: compiled artifacts shared by processes, never stale, authenticated before anything is used.
+
+Trust model. An entry holds host object code that is linked and run, and data
+(graphs, constants, tilings) that decide what a kernel computes, so the cache
+trusts nothing it did not write itself:
+- Every entry is authenticated with HMAC-SHA256 under this cache's secret
+  (cachesecret.py): a per-user secret created on first use in the user's
+  config folder (mode 0600), or a team key in `PYASC_CACHE_KEY` for a cache
+  shared on purpose. Each section file's MAC covers the entry's key, the
+  file's name and its bytes; the manifest's MAC covers all its fields (the
+  section MACs included), and the entry must sit where its key puts it.
+- An entry that fails (no MAC, a wrong one, a missing, altered, truncated or
+  swapped file, a folder or link in place of a file) is never used: its code
+  is not loaded, its data not read, its guards not evaluated. It is
+  discarded with one `CacheWarning` and the kernel compiled again; `pyasc
+  cache verify` reports it. So is an authentic entry that cannot be decoded.
+- Nothing named inside an entry is imported or called: record types come
+  from a fixed registry, and the class of a NamedTuple/dataclass result from
+  the live kernel (persist.py).
+- Folders are created 0700 and files 0600 (0770 / 0660 with a team key, for
+  the team's group), whatever the umask; files are read without following
+  links and never past their recorded size.
+Whoever can write the cache folder without knowing the secret can delete
+entries or fill the disk (slower calls, a warning), never make pyasc run
+their code or return their data. Whoever knows the secret (the user; with a
+team key, everyone holding it) is trusted like the compiler itself.
 
 Layout under the root (`PYASC_CACHE_DIR`, else the platform's user cache dir):
 
     entries/<components digest[:24]>/<full key[:24]>/   one entry (a variant: see keys.py)
         manifest.json    format + version, key and its components, the guards, the
-                         kernel, signature and chip, created, per-section size and sha256
-        graph.json ...   the sections (runtime/sections.py)
+                         kernel, signature and chip, created, per-section size, sha256 and MAC, its MAC
+        graph.json ...   the sections (runtime/sections.py; files: entryfiles.py)
         hits             one byte appended per disk hit: its size is the hit count,
-                         its modification time the last use (LRU order)
+                         its modification time the last use (LRU order; not authenticated: it only orders pruning)
     locks/<components digest>.lock   one compile at a time per components digest, across processes
     tmp/  trash/         entries being written / being deleted
     stats.json (.lock)   hits, disk hits and misses per kernel (cachestats.py)
     tuning/              autotuning winners (tunestore.py)
 
 An entry is written completely under tmp/ and renamed into place, so a
-reader never sees half of one; a reader checks the format version and each
-section's size and checksum, and an entry that fails is discarded with a
-one-line `CacheWarning` and compiled again. Deleting is a rename into trash/
-first, so a reader finds an entry whole or not at all. After each publish
-the cache is pruned to `PYASC_CACHE_MAX_SIZE` (default 1 GiB; "500M", "2G"),
-least recently used first, and lock files nobody holds whose entries are
-gone are deleted. `PYASC_CACHE=0` turns the disk cache off (nothing is
-written to the folder then).
+reader never sees half of one. Deleting is a rename into trash/ first, so a
+reader finds an entry whole or not at all. After each publish the cache is
+pruned to `PYASC_CACHE_MAX_SIZE` (default 1 GiB; "500M", "2G"), least
+recently used first (entries that fail authentication first of all), and
+lock files nobody holds whose entries are gone are deleted. `PYASC_CACHE=0`
+turns the disk cache off (nothing is written to the folder then).
 """
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import json
 import os
 import re
 import shutil
-import tempfile
+import threading
 import time
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+from .cachesecret import KEY_ENV, CacheSecret, SecretUnavailable, env_modes, load_secret, team_key_problem
+from .entryfiles import EntryError, read_manifest, read_sections, write_entry
 from .keys import CACHE_FORMAT
+from .privatefiles import Modes, make_folders, make_temp_folder
 
-FORMAT = "pyasc.cache-entry"
 DEFAULT_MAX_SIZE = 1 << 30
 LOCK_TIMEOUT_S = 120.0  # a compile holding the lock longer is presumed stuck; compile anyway
 _STALE_TMP_S = 3600.0
@@ -49,14 +72,28 @@ _STALE_LOCK_S = 60.0  # a lock file younger than this may be about to be taken: 
 #: kernel sources): nothing reads them any more, so prune (when stale) and clear delete them
 _GENERATED = ("fx_kernels",)
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(i?b)?\s*$", re.IGNORECASE)
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 
 
 class CacheWarning(UserWarning):
-    """A cache entry was discarded, or the cache could not be written (the call still succeeds)."""
+    """A cache entry was discarded, or the cache could not be used or written (the call still succeeds)."""
 
 
 def warn(message: str) -> None:
     warnings.warn(message, CacheWarning, stacklevel=4)
+
+
+_warned: set[str] = set()
+_warned_lock = threading.Lock()
+
+
+def warn_once(message: str) -> None:
+    """A warning about the cache as a whole (no usable secret): once per process, not on every call."""
+    with _warned_lock:
+        if message in _warned:
+            return
+        _warned.add(message)
+    warn(message)
 
 
 def parse_size(text: str) -> int:
@@ -108,21 +145,46 @@ class EntryInfo:
     manifest: dict
 
 
-class EntryError(Exception):
-    """An entry that is corrupt, truncated or of another format version (the reason is the message)."""
+def _number(value: Any) -> float:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0.0
 
 
 class DiskCache:
-    def __init__(self, root: Path, max_size: int = DEFAULT_MAX_SIZE):
+    def __init__(self, root: Path, max_size: int = DEFAULT_MAX_SIZE, secret: CacheSecret | None = None):
         self.root = Path(root)
         self.max_size = max_size
+        self._secret = secret
 
     @classmethod
     def from_env(cls) -> "DiskCache | None":
-        """The cache the environment configures, or None when PYASC_CACHE=0."""
+        """The cache the environment configures, or None when PYASC_CACHE=0. A malformed PYASC_CACHE_MAX_SIZE
+        or PYASC_CACHE_KEY is a ValueError."""
         if _env_off():
             return None
+        team = os.environ.get(KEY_ENV)
+        problem = team_key_problem(team) if team else None
+        if problem is not None:
+            raise ValueError(problem)
         return cls(default_root(), max_size_from_env())
+
+    @property
+    def secret(self) -> CacheSecret:
+        """The key entries are authenticated with (SecretUnavailable when there is none to trust)."""
+        if self._secret is None:
+            self._secret = load_secret()
+        return self._secret
+
+    def usable_secret(self) -> CacheSecret | None:
+        """The secret, or None with a one-time warning (the cache is then not used: the call compiles)."""
+        try:
+            return self.secret
+        except SecretUnavailable as e:
+            warn_once(f"pyasc: the disk cache is not used: {e}")
+            return None
+
+    @property
+    def modes(self) -> Modes:
+        return self._secret.modes if self._secret is not None else env_modes()
 
     # ---- layout ----------------------------------------------------------------------------
     @property
@@ -141,35 +203,56 @@ class DiskCache:
 
         folder = self.root / "locks"
         try:
-            folder.mkdir(parents=True, exist_ok=True)
+            if self.usable_secret() is None:
+                return contextlib.nullcontext()
+            make_folders(folder, self.modes)
         except OSError:
             return contextlib.nullcontext()  # an unusable cache folder: publishing will say so
-        return _Lock(filelock.FileLock(str(folder / f"{components_digest[:24]}.lock"), timeout=LOCK_TIMEOUT_S))
+        return _Lock(filelock.FileLock(str(folder / f"{components_digest[:24]}.lock"), timeout=LOCK_TIMEOUT_S,
+                                       mode=self.modes.file))
 
     # ---- reading ----------------------------------------------------------------------------
+    def read_manifest(self, path: Path) -> dict:
+        """An entry's authenticated manifest (EntryError when it is not one, see entryfiles.read_manifest),
+        checked to sit where its key puts it."""
+        if path.is_symlink() or path.parent.is_symlink():
+            raise EntryError("a symbolic link in place of an entry folder")
+        manifest = read_manifest(path, self.secret, CACHE_FORMAT)
+        if path.name != manifest["key"][:24] or path.parent.name != manifest["components_digest"][:24]:
+            raise EntryError("an authentic entry in another entry's place (moved or copied there)")
+        return manifest
+
+    def read_files(self, path: Path, manifest: dict) -> dict[str, bytes]:
+        return read_sections(path, manifest, self.secret)
+
     def load(self, components_digest: str, select: Callable[[dict], Any],
              build: Callable[[dict, dict[str, bytes], Any], Any]) -> Any:
-        """The first entry of the group whose manifest `select` accepts (returning what `build` gets),
-        built by `build(manifest, files, selected)`; None on a miss. Bad entries are discarded."""
+        """The first entry of the group whose authenticated manifest `select` accepts (returning what `build`
+        gets), built by `build(manifest, files, selected)`; None on a miss. An entry that fails
+        authentication, or that `select` or `build` cannot read (any exception), is discarded with a warning."""
         folder = self.group(components_digest)
         try:
             names = sorted(n for n in os.listdir(folder) if not n.startswith("."))
         except OSError:
             return None
+        if names and self.usable_secret() is None:
+            return None
         for name in names:
             path = folder / name
             try:
-                manifest = read_manifest(path)
+                manifest = self.read_manifest(path)
                 selected = select(manifest)
                 if selected is None:
                     continue
-                artifact = build(manifest, read_sections(path, manifest), selected)
+                artifact = build(manifest, self.read_files(path, manifest), selected)
             except FileNotFoundError:
-                continue  # removed by another process while we looked: a miss, not a fault
+                if path.exists():
+                    self.discard(path, "a file it lists is gone")
+                continue  # else removed by another process while we looked: a miss, not a fault
             except EntryError as e:
                 self.discard(path, str(e))
                 continue
-            except (ValueError, KeyError, TypeError, IndexError) as e:
+            except Exception as e:  # an authentic entry this pyasc cannot decode (or run): compile instead
                 self.discard(path, f"unreadable entry ({type(e).__name__}: {e})")
                 continue
             self._count_hit(path)
@@ -178,7 +261,7 @@ class DiskCache:
 
     def _count_hit(self, path: Path) -> None:
         try:
-            fd = os.open(path / "hits", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            fd = os.open(path / "hits", os.O_WRONLY | os.O_APPEND | os.O_CREAT | _NOFOLLOW, self.modes.file)
             try:
                 os.write(fd, b".")
             finally:
@@ -188,25 +271,22 @@ class DiskCache:
 
     # ---- writing ----------------------------------------------------------------------------
     def publish(self, components_digest: str, key: str, manifest: dict, files: dict[str, bytes]) -> Path | None:
-        """Write an entry atomically; None (with a CacheWarning) if the cache folder is not writable.
-        An entry another process published first is kept (the same key is the same artifact)."""
+        """Write an entry atomically; None (with a CacheWarning) if the cache folder is not writable or there
+        is no secret. An entry another process published first is kept (the same key is the same artifact)."""
+        secret = self.usable_secret()
+        if secret is None:
+            return None
         target = self.entry_path(components_digest, key)
         if target.is_dir():
             return target
         staging = None
         try:
             tmp_root = self.root / "tmp"
-            tmp_root.mkdir(parents=True, exist_ok=True)
-            staging = Path(tempfile.mkdtemp(prefix="entry.", dir=tmp_root))
-            sections = {}
-            for filename, data in files.items():
-                (staging / filename).write_bytes(data)
-                sections[filename] = {"size": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+            make_folders(tmp_root, self.modes)
+            staging = make_temp_folder(tmp_root, "entry.", self.modes)
             now = time.time()
-            doc = {"format": FORMAT, "version": CACHE_FORMAT, **manifest, "created": now, "last_used": now,
-                   "sections": sections, "size": sum(len(d) for d in files.values())}
-            (staging / "manifest.json").write_text(json.dumps(doc, indent=1, allow_nan=False), encoding="utf-8")
-            target.parent.mkdir(parents=True, exist_ok=True)
+            write_entry(staging, {**manifest, "created": now, "last_used": now}, files, secret, CACHE_FORMAT)
+            make_folders(target.parent, self.modes)
             try:
                 os.rename(staging, target)
                 staging = None
@@ -224,20 +304,28 @@ class DiskCache:
         return target
 
     def discard(self, path: Path, reason: str) -> None:
-        """Remove a bad entry, with a one-line warning."""
-        if self.remove(path):
-            warn(f"pyasc: discarded cache entry {path} ({reason}); compiling again")
+        """Remove a bad entry, with a one-line warning (also when it cannot be removed)."""
+        removed = self.remove(path)
+        if removed or path.exists():
+            note = "" if removed else " (it could not be removed)"
+            warn(f"pyasc: discarded cache entry {path} ({reason}){note}; compiling again")
 
     def remove(self, path: Path) -> bool:
-        """Delete an entry (rename into trash/, then delete); False if it was already gone."""
+        """Delete an entry (rename into trash/, then delete); False if it was already gone or cannot be."""
         trash = self.root / "trash"
         try:
-            trash.mkdir(parents=True, exist_ok=True)
-            grave = Path(tempfile.mkdtemp(prefix="entry.", dir=trash))
+            make_folders(trash, self.modes)
+            grave = make_temp_folder(trash, "entry.", self.modes)
             os.rename(path, grave / "entry")
         except FileNotFoundError:
             return False
         except OSError:
+            if path.is_symlink():
+                try:
+                    path.unlink()
+                except OSError:
+                    return False
+                return True
             shutil.rmtree(path, ignore_errors=True)
             return not path.exists()
         shutil.rmtree(grave, ignore_errors=True)
@@ -250,49 +338,59 @@ class DiskCache:
         except OSError:
             return
         for group in groups:
-            if not group.is_dir() or group.name.startswith("."):
+            if not group.is_dir(follow_symlinks=False) or group.name.startswith("."):
                 continue
             try:
                 variants = sorted(os.scandir(group.path), key=lambda e: e.name)
             except OSError:
                 continue
             for v in variants:
-                if v.is_dir() and not v.name.startswith("."):
+                if not v.name.startswith(".") and (v.is_dir(follow_symlinks=False) or v.is_symlink()):
                     yield Path(v.path)
 
     def info(self, path: Path) -> EntryInfo:
-        """What `cache list` shows of an entry (raises EntryError for a bad manifest)."""
-        manifest = read_manifest(path)
+        """What `cache list` shows of an entry (raises EntryError for a manifest that fails, SecretUnavailable
+        without a secret)."""
+        manifest = self.read_manifest(path)
         hits_file = path / "hits"
         try:
             st = hits_file.stat()
             hits, last = st.st_size, st.st_mtime
         except OSError:
-            hits, last = 0, float(manifest.get("last_used", 0.0))
+            hits, last = 0, _number(manifest.get("last_used"))
         return EntryInfo(path, str(manifest.get("key", "")), str(manifest.get("kernel", "?")),
                          str(manifest.get("signature", "?")), str(manifest.get("chip", "?")),
-                         _folder_size(path), float(manifest.get("created", 0.0)), last, hits, manifest)
+                         _folder_size(path), _number(manifest.get("created")), last, hits, manifest)
 
     def list(self) -> list[EntryInfo]:
+        """The entries that authenticate (the others: `verify`)."""
         out = []
         for path in self.iter_entries():
             try:
                 out.append(self.info(path))
-            except (EntryError, OSError):
+            except (EntryError, OSError, SecretUnavailable):
                 continue
         return out
 
     def find(self, key_prefix: str) -> list[EntryInfo]:
         return [e for e in self.list() if e.key.startswith(key_prefix)]
 
-    def verify(self, path: Path) -> str | None:
-        """Why an entry is bad, or None when its manifest and every checksum are right."""
+    def verify(self, path: Path, check: Callable[[dict, dict[str, bytes]], None] | None = None) -> str | None:
+        """Why an entry is bad, or None when its manifest and every section authenticate (and `check`, given
+        the manifest and the files, raises nothing). Never raises for a bad entry."""
         try:
-            read_sections(path, read_manifest(path))
+            manifest = self.read_manifest(path)
+            files = self.read_files(path, manifest)
+            if check is not None:
+                check(manifest, files)
         except EntryError as e:
             return str(e)
         except OSError as e:
             return f"unreadable ({e})"
+        except SecretUnavailable:
+            raise
+        except Exception as e:  # an authentic entry this pyasc cannot decode
+            return f"cannot be decoded ({type(e).__name__}: {e})"
         return None
 
     def total_size(self) -> int:
@@ -306,7 +404,7 @@ class DiskCache:
         for path in self.iter_entries():
             try:
                 infos.append(self.info(path))
-            except (EntryError, OSError):
+            except (EntryError, OSError, SecretUnavailable):  # not authentic: first to go
                 infos.append(EntryInfo(path, "", "?", "?", "?", _folder_size(path), 0.0, 0.0, 0, {}))
         total = sum(i.size for i in infos)
         removed = []
@@ -374,7 +472,7 @@ class DiskCache:
                 continue
             for item in items:
                 try:
-                    old_enough = now - item.stat().st_mtime >= min_age
+                    old_enough = now - item.stat(follow_symlinks=False).st_mtime >= min_age
                 except OSError:
                     continue
                 if old_enough:
@@ -411,48 +509,8 @@ class _Lock:
 
 def _folder_size(path: Path) -> int:
     try:
-        return sum(e.stat().st_size for e in os.scandir(path) if e.is_file())
+        if path.is_symlink():
+            return 0
+        return sum(e.stat(follow_symlinks=False).st_size for e in os.scandir(path) if e.is_file(follow_symlinks=False))
     except OSError:
         return 0
-
-
-def read_manifest(path: Path) -> dict:
-    """An entry's manifest; EntryError if it is missing, corrupt or of another format version."""
-    try:
-        text = (path / "manifest.json").read_text(encoding="utf-8")
-    except FileNotFoundError:
-        if path.is_dir():
-            raise EntryError("no manifest.json") from None
-        raise
-    try:
-        doc = json.loads(text)
-    except ValueError as e:
-        raise EntryError(f"corrupt or truncated manifest.json: {e}") from None
-    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
-        raise EntryError("manifest.json is not a pyasc cache manifest")
-    if doc.get("version") != CACHE_FORMAT:
-        raise EntryError(f"written by another pyasc (cache format {doc.get('version')!r}, this one reads "
-                         f"{CACHE_FORMAT})")
-    if not isinstance(doc.get("sections"), dict):
-        raise EntryError("manifest.json lists no sections")
-    return doc
-
-
-def read_sections(path: Path, manifest: dict) -> dict[str, bytes]:
-    """Every section file, each checked against the size and sha256 the manifest lists."""
-    files = {}
-    for filename, meta in manifest["sections"].items():
-        if "/" in filename or filename.startswith("."):
-            raise EntryError(f"manifest names an unsafe file {filename!r}")
-        try:
-            data = (path / filename).read_bytes()
-        except FileNotFoundError:
-            if not path.is_dir():
-                raise
-            raise EntryError(f"{filename} is missing") from None
-        if len(data) != meta.get("size"):
-            raise EntryError(f"{filename} is truncated ({len(data)} of {meta.get('size')} bytes)")
-        if hashlib.sha256(data).hexdigest() != meta.get("sha256"):
-            raise EntryError(f"{filename} does not match its checksum")
-        files[filename] = data
-    return files

@@ -29,6 +29,7 @@ from ..codegen.device import DeviceModule
 from ..codegen.host import CondKind, CondSite, HostProgram, LaunchSite
 from ..codegen.launch import WORKSPACE, SourceKind
 from ..ir import Graph, Sym
+from .limits import HOST_CHECK_BYTES, MemoryLimit, check_launch
 from .profile import LaunchProfile, Profile
 
 
@@ -60,6 +61,7 @@ class EmulatorRunner:
         self.device = Device(chip)
         self.sanitize = sanitize
         self.bindings = dim_bindings(graph)
+        self.name = graph.name
         for name, arr in module.launch.consts.items():
             self.device.upload(name, arr)
         stored = set()
@@ -121,6 +123,7 @@ class EmulatorRunner:
         shape = self._shape(env, key)
         dev, stored = self.device, self._stored
         if key != self._sized:  # the buffers' sizes are those of the last call's dims otherwise
+            self._check_sizes(arrays, shape.workspace, shape.outputs)
             for loc, arr in zip(plan.inputs, arrays):
                 self._buffer(loc.buffer, arr.nbytes)
             for loc, n in zip(plan.outputs, shape.outputs):
@@ -173,6 +176,18 @@ class EmulatorRunner:
 
         self.host.run(env, recording, self.read_cond)
         return made
+
+    def _check_sizes(self, arrays: Sequence[np.ndarray], ws_bytes: int, out_bytes: Sequence[int]) -> None:
+        """The call's GM buffers fit the chip (and this machine), before any is allocated."""
+        outs = [int(n) for loc, n in zip(self.module.launch.outputs, out_bytes) if loc is not None]
+        total = sum(a.nbytes for a in arrays) + sum(outs) + ws_bytes
+        host = 2 * sum(outs) + ws_bytes  # inputs are read in place; results are allocated, then copied out
+        if total <= self.device.chip.gm_bytes and host < HOST_CHECK_BYTES:
+            return  # (the common case, without building the report)
+        parts = [(f"input {i}", int(a.nbytes)) for i, a in enumerate(arrays)]
+        parts += [(f"result {i}", n) for i, n in enumerate(outs)] + [("workspace", int(ws_bytes))]
+        limit = MemoryLimit(self.device.chip.gm_bytes, getattr(self.device.chip, "name", "?"))
+        check_launch(self.name, parts, host, limit)
 
     def launch(self, site: LaunchSite, blocks: int, fields: list[int]) -> None:
         key = (site.index, blocks, tuple(fields))

@@ -20,8 +20,9 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from .. import dtypes
-from ..guards import (PATH_ERRORS, Attr, Free, Global, Guard, Has, Item, NotPersistable, Pinned, Unguardable, check_for,
-                      is_persistable, path_text, resolve, step_from_json, step_to_json)
+from ..guards import (PATH_ERRORS, Attr, Builtin, Free, Global, Guard, Has, Item, NotPersistable, Pinned,
+                      Unguardable, builtin_lookup, check_for, is_persistable, path_text, resolve, step_from_json,
+                      step_to_json)
 
 
 def _converter(dtype: str) -> Callable[[Any], np.ndarray]:
@@ -123,7 +124,7 @@ def _compile_checker(guards: Sequence[Guard], hidden: Sequence[tuple], converter
     as a constant (`k3`, `h3`, `c0`), never spelled into the source, so no name read from a cache
     manifest can become code.
     """
-    consts: dict[str, Any] = {"PATH_ERRORS": PATH_ERRORS}
+    consts: dict[str, Any] = {"PATH_ERRORS": PATH_ERRORS, "builtin_lookup": builtin_lookup}
     lines = ["def check(v0):", "    try:", "        pass"]
     slots: dict[tuple, int] = {(): 0}
     holds = {g.path: g.check.holds for g in guards}
@@ -152,6 +153,7 @@ def _compile_checker(guards: Sequence[Guard], hidden: Sequence[tuple], converter
 #: step type -> how it reads its value from the parent's (`p`) with its constant (`k`), and that constant
 _STEPS: dict[type, tuple[str, Callable[[Any], Any]]] = {
     Global: ("{p}.__globals__[{k}]", lambda s: s.name),
+    Builtin: ("builtin_lookup({p}, {k})", lambda s: s.name),
     Free: ("{p}.__closure__[{k}].cell_contents", lambda s: s.index),
     Attr: ("getattr({p}, {k})", lambda s: s.name),
     Item: ("{p}[{k}]", lambda s: s.key),

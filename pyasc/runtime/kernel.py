@@ -28,6 +28,7 @@ from .diskcache import DiskCache
 from .errors import ArgumentError, debug_enabled
 from .options import KernelOptions, make_options
 from .interop import convert_results
+from .limits import MemoryLimit
 from .specialize import ArgBinder, ArgKey, BoundCall, specialize
 
 
@@ -62,6 +63,7 @@ class Kernel:
         self.py_func = fn
         self.options = options
         self._binder = ArgBinder(fn)
+        self._limit = MemoryLimit(options.chip_config.gm_bytes, options.chip_name)
         self._cache: dict[tuple[ArgKey, ...], CompiledKernel] = {}
         self._lock = threading.Lock()  # the cache dict, the counters and the per-key locks
         self._key_locks: dict[tuple[ArgKey, ...], threading.Lock] = {}
@@ -231,7 +233,7 @@ class Kernel:
 
     def _specialize(self, args: tuple, kwargs: dict) -> BoundCall:
         values = self._binder.bind(args, kwargs)
-        return specialize(self.__name__, self._binder.params, values, self.options.dynamic)
+        return specialize(self.__name__, self._binder.params, values, self.options.dynamic, self._limit)
 
     # ---- cache -----------------------------------------------------------------
     def _lookup(self, call: BoundCall) -> tuple[CompiledKernel, list[np.ndarray]]:

@@ -23,7 +23,6 @@ import json
 import os
 import platform
 import sys
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,12 +31,15 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..guards import code_digest
+from .cachesecret import SecretUnavailable, load_secret
+from .entryfiles import canonical
 from .options import KernelOptions
+from .privatefiles import make_folders, read_regular_file, replace_file
 from .specialize import ArgKey, Param, TensorKey
 from .treeargs import TreeKey
 
-#: version of the cache entry layout (manifest + sections); entries of another version are discarded
-CACHE_FORMAT = 1
+#: version of the cache entry layout (manifest + sections; 2: authenticated); entries of another version are discarded
+CACHE_FORMAT = 2
 
 #: environment variables the compile pipeline itself reads (options take theirs at decoration time and
 #: are keyed as options); code generation adds the ones that change the code it emits
@@ -245,20 +247,30 @@ def host_facts(cache_root: Path | None) -> dict[str, str]:
     return facts
 
 
+_MEMO_PURPOSE = "pyasc.cache.memo"
+
+
 def _read_json(path: Path) -> Any:
+    """A memo this user's pyasc wrote (its MAC checks out under the cache's secret), else {}: a memo planted by
+    someone else could make keys name other artifacts."""
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
+        secret = load_secret()
+        data = read_regular_file(path, 64 << 20)
+        doc = json.loads(data.decode("utf-8"))
+        if isinstance(doc, dict) and secret.verify(doc.get("mac"), _MEMO_PURPOSE, canonical(doc.get("memo"))):
+            return doc["memo"]
+    except (OSError, ValueError, TypeError, SecretUnavailable):
+        pass
+    return {}
 
 
 def _write_json(path: Path, doc: Any) -> None:
-    """Atomic replace; a memo that cannot be written is only a slower next process."""
+    """Atomic replace, signed; a memo that cannot be written is only a slower next process."""
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(doc, f)
-        os.replace(tmp, path)
-    except OSError:
+        secret = load_secret()
+        doc = json.loads(json.dumps(doc))  # signed as it will be read
+        signed = {"memo": doc, "mac": secret.mac(_MEMO_PURPOSE, canonical(doc))}
+        make_folders(path.parent, secret.modes)
+        replace_file(path, json.dumps(signed).encode("utf-8"), secret.modes)
+    except (OSError, SecretUnavailable):
         pass

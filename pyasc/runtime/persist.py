@@ -5,14 +5,14 @@ import warnings
 from typing import Any, Sequence
 
 from .. import pytree
-from ..guards import NotPersistable
+from ..guards import NotPersistable, step_from_json
 from .artifact import CompiledKernel
 from .diskcache import CacheWarning, DiskCache
 from .records import RecordError
 from .guardset import GuardSet
 from .keys import KeyComponents
 from .options import KernelOptions
-from .sections import decode_artifact, encode_artifact
+from .sections import check_artifact, decode_artifact, encode_artifact
 from .specialize import BoundCall, Param, describe_key
 
 
@@ -64,3 +64,15 @@ def load(store: DiskCache, fn: Any, name: str, params: Sequence[Param], options:
         return CompiledKernel(**fields)
 
     return store.load(components_digest, select, build)
+
+
+def check_entry(manifest: dict, files: dict[str, bytes]) -> None:
+    """What `pyasc cache verify` asks beyond authentication: this pyasc can read the entry's guards and decode
+    every section (raises what reading raises)."""
+    for steps, _fingerprint in manifest["guards"]["guards"]:
+        for step in steps:
+            step_from_json(step)
+    for steps, _dtype in manifest["guards"]["hidden"]:
+        for step in steps:
+            step_from_json(step)
+    check_artifact(files)

@@ -15,6 +15,7 @@ from ..errors import CompileError
 from ..guards import NotPersistable
 from ..codegen.capacity import codegen_capacity
 from ..codegen.generate import CodegenOptions, generate
+from . import limits
 from .artifact import CompiledKernel, build_host, count_ops, device_stages, matched_dots, op_histogram
 from .errors import InternalCompilerError, debug_enabled
 from .guardset import GuardSet, from_frontend
@@ -97,6 +98,7 @@ def compile_graph(graph: Any, name: str, options: KernelOptions, *, source: str,
     code generation and the host module. `source` is the "source" stage's text; `decisions` as in
     `compile_call`. The graph is optimised in place."""
     t1 = time.perf_counter()
+    limits.check_graph(graph, limits.MemoryLimit(options.chip_config.gm_bytes, options.chip_name))
     with _stage(name, "the frontend's graph (verifier, printer)"):
         ir.verify(graph)
         stages = {"source": source, "graph": ir.format_graph(graph), "inferred": ir.format_graph(graph, show_loc=True)}

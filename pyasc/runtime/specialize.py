@@ -35,6 +35,7 @@ from .. import arraykinds, dtypes
 from ..ir.types import Sym, TensorType
 from .errors import ArgumentTypeError
 from .interop import from_dlpack, is_foreign
+from .limits import HOST_CHECK_BYTES, MemoryLimit, check_argument
 from .treeargs import TreeKey, is_tree_argument, leaf_labels, leaf_name, tree_key
 
 # numpy dtype -> canonical name (native byte order only); `dtype.name` is a slow Python property
@@ -61,14 +62,22 @@ def _is_constexpr_annotation(annotation: Any) -> bool:
 class ArgBinder:
     """Binds call arguments to the kernel's parameters with Python's own rules and messages.
 
-    A stub function with the same parameter list is generated once; calling
-    it binds (fast, and a wrong call raises exactly the TypeError Python
-    would raise for the kernel function itself).
+    A stub function with the same parameter list is generated (fast, and a
+    wrong call raises exactly the TypeError Python would raise for the kernel
+    function itself). Defaults are the function's as they are at the call:
+    the stub is made again when its `__code__`, `__defaults__` or
+    `__kwdefaults__` is another object, or a `__kwdefaults__` value is (that
+    dict can change in place).
     """
 
     def __init__(self, fn: Callable[..., Any]):
+        self._fn = fn
+        self._build()
+
+    def _build(self) -> None:
+        fn = self._fn
+        seen = (fn.__code__, fn.__defaults__, fn.__kwdefaults__, tuple((fn.__kwdefaults__ or {}).items()))
         sig = inspect.signature(fn)
-        self.params: tuple[Param, ...] = ()
         parts: list[str] = []
         params: list[Param] = []
         saw_kwonly = False
@@ -85,7 +94,6 @@ class ArgBinder:
             if p.kind == kinds.POSITIONAL_ONLY and _next_is_not_posonly(sig, p):
                 parts.append("/")
             params.append(Param(p.name, _is_constexpr_annotation(p.annotation), p.default))
-        self.params = tuple(params)
         names = [p.name for p in params]
         body = "return (" + "".join(f"{n}, " for n in names) + ")"
         namespace: dict[str, Any] = {"__pyasc_default__": _DEFAULT}
@@ -93,16 +101,47 @@ class ArgBinder:
         stub = namespace["_bind"]
         stub.__name__ = fn.__name__
         stub.__qualname__ = fn.__qualname__
-        self._stub = stub
-        self._defaults = tuple(p.default for p in params)
+        # one tuple, replaced whole: a thread binding meanwhile sees the old state or the new, never a mix
+        self._state = (seen, stub, tuple(params))
+
+    @property
+    def params(self) -> tuple[Param, ...]:
+        """The parameters as of the last `bind` (or construction)."""
+        return self._state[2]
+
+    def _stale(self) -> bool:
+        """Whether the function's defaults are not the ones the stub was made with."""
+        fn = self._fn
+        code, defaults, kwdefaults, kw_items = self._state[0]
+        if fn.__code__ is not code or fn.__defaults__ is not defaults or fn.__kwdefaults__ is not kwdefaults:
+            return True
+        if kwdefaults is not None:
+            if len(kwdefaults) != len(kw_items):
+                return True
+            for k, v in kw_items:
+                if kwdefaults.get(k, _DEFAULT) is not v:
+                    return True
+        return False
 
     def bind(self, args: Sequence[Any], kwargs: dict[str, Any]) -> tuple[Any, ...]:
+        # defaults are looked at only when the call leaves a parameter out (or binding fails): a call passing
+        # every argument pays one identity test
+        state = self._state
+        if self._fn.__code__ is not state[0][0]:
+            self._build()
+            state = self._state
         try:
-            values = self._stub(*args, **kwargs)
+            values = state[1](*args, **kwargs)
         except TypeError as e:  # only binding can fail in the stub: Python's own message, as an argument error
+            if self._stale():
+                self._build()
+                return self.bind(args, kwargs)
             raise ArgumentTypeError(str(e)) from None
         if any(v is _DEFAULT for v in values):  # identity test: `in` would compare arrays elementwise
-            values = tuple(d if v is _DEFAULT else v for v, d in zip(values, self._defaults))
+            if self._stale():
+                self._build()
+                return self.bind(args, kwargs)
+            values = tuple(p.default if v is _DEFAULT else v for v, p in zip(values, state[2]))
         return values
 
 
@@ -179,11 +218,13 @@ def _unsupported_object(kernel: str, name: str, value: Any) -> ArgumentTypeError
     )
 
 
-def to_array(kernel: str, name: str, value: Any) -> np.ndarray:
+def to_array(kernel: str, name: str, value: Any, limit: MemoryLimit | None = None) -> np.ndarray:
     """Convert a tensor argument to a read-only, C-contiguous, native-endian numpy array.
 
     The caller's array is never written: a contiguous input is wrapped in a
-    read-only view (no copy), anything else is copied.
+    read-only view (no copy), anything else is copied. With a `limit`, an
+    array larger than the chip's GM, or one to copy larger than this machine's
+    free memory, is an ArgumentValueError raised before anything is copied.
     """
     if type(value) is np.ndarray:
         arr = value
@@ -200,6 +241,9 @@ def to_array(kernel: str, name: str, value: Any) -> np.ndarray:
             raise ArgumentTypeError(f"{kernel}() argument {name!r}: could not convert {type(value).__name__} to a "
                             f"numpy array ({type(e).__name__}: {e})") from e
     dt = arr.dtype
+    copy = dt not in _NAME_OF or not arr.flags.c_contiguous
+    if limit is not None and (arr.nbytes > limit.gm_bytes or (copy and arr.nbytes >= HOST_CHECK_BYTES)):
+        check_argument(kernel, name, arr.shape, dt.name, dt.itemsize, limit, copy)  # (sizes from the shape only)
     if dt not in _NAME_OF:
         if dt.name not in dtypes.NUMPY:
             raise _unsupported_dtype(kernel, name, dt)
@@ -265,8 +309,10 @@ def tensor_dims(shape: tuple[int, ...], dynamic: bool) -> tuple[int | None, ...]
     return tuple(d if d in (0, 1) else None for d in shape)
 
 
-def specialize(kernel: str, params: Sequence[Param], values: Sequence[Any], dynamic: bool) -> BoundCall:
-    """Classify and convert every argument; raise TypeError for ones pyasc cannot take."""
+def specialize(kernel: str, params: Sequence[Param], values: Sequence[Any], dynamic: bool,
+               limit: MemoryLimit | None = None) -> BoundCall:
+    """Classify and convert every argument; raise TypeError for ones pyasc cannot take (and ValueError for a
+    tensor larger than `limit` allows: see `to_array`)."""
     key: list[ArgKey] = []
     arrays: list[np.ndarray] = []
     objects: list[Any] = []
@@ -277,7 +323,7 @@ def specialize(kernel: str, params: Sequence[Param], values: Sequence[Any], dyna
         nonlocal foreign
         if foreign is None and type(v) is not np.ndarray and is_foreign(v):
             foreign = v
-        arr = to_array(kernel, label, v)
+        arr = to_array(kernel, label, v, limit)
         scalar = isinstance(v, np.generic)
         same = -1 if scalar else seen.setdefault(id(v), len(arrays))
         arrays.append(arr)

@@ -11,15 +11,15 @@ generation, which says so in the tiling stage.
 
 A record is data, read back strictly (`TilingDecision.from_json`): nothing
 in it is imported or run, and all it can do is pick one of the candidates
-code generation already considers legal. A file that does not parse is
-ignored with a `CacheWarning`.
+code generation already considers legal. Like a cache entry it carries an
+HMAC under the cache's secret (diskcache.py's trust model), so a record
+someone else planted is not used either. A file that does not parse or
+authenticate is ignored with a `CacheWarning`.
 """
 from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -27,10 +27,15 @@ from pathlib import Path
 from typing import Any
 
 from ..codegen.tiling import TilingDecision
+from .cachesecret import SecretUnavailable, load_secret
 from .diskcache import CacheWarning
+from .entryfiles import canonical
 from .keys import KeyComponents
+from .privatefiles import NotARegularFile, make_folders, read_regular_file, replace_file
 
 FOLDER = "tuning"
+_PURPOSE = "pyasc.tuning"
+_LIMIT = 16 << 20  # a record's table of measurements is far smaller
 FORMAT = "pyasc.tuning"
 VERSION = 1
 #: the key components a winner depends on (see the module docstring)
@@ -74,17 +79,27 @@ def path_of(root: Path, key: str) -> Path:
 
 
 def load(root: Path, key: str) -> TuningRecord | None:
-    """The record for `key`, or None (none stored, or one that does not parse: warned about)."""
+    """The record for `key`, or None (none stored, or one that does not parse or authenticate: warned about)."""
     path = path_of(root, key)
     try:
-        text = path.read_text(encoding="utf-8")
+        data = read_regular_file(path, _LIMIT)
+    except (NotARegularFile, ValueError) as e:  # a link, a folder, a pipe, or too long: not one we wrote
+        data, problem = b"", str(e)
     except OSError:
-        return None
+        return None  # none stored, or an unusable cache folder (writing says so)
+    else:
+        problem = ""
     try:
-        record = TuningRecord.from_json(json.loads(text))
+        if problem:
+            raise ValueError(problem)
+        doc = json.loads(data.decode("utf-8"))
+        if not isinstance(doc, dict) or not load_secret().verify(doc.get("mac"), _PURPOSE, canonical(
+                {k: v for k, v in doc.items() if k != "mac"})):
+            raise ValueError("not authenticated: not written with this cache's key, or altered since")
+        record = TuningRecord.from_json(doc)
         if record.key != key:
             raise ValueError("it is the record of another key")
-    except (ValueError, KeyError, TypeError) as e:
+    except (ValueError, KeyError, TypeError, SecretUnavailable) as e:
         warnings.warn(f"pyasc: ignoring the tuning record {path} ({e}); `kernel.tune` writes a new one",
                       CacheWarning, stacklevel=3)
         return None
@@ -92,19 +107,18 @@ def load(root: Path, key: str) -> TuningRecord | None:
 
 
 def save(root: Path, record: TuningRecord) -> Path:
-    """Write (atomically replace) the record; raises OSError when the folder is not writable."""
+    """Write (atomically replace) the record, signed; raises OSError when the folder is not writable (or there
+    is no secret to sign it with)."""
     path = path_of(root, record.key)
-    path.parent.mkdir(parents=True, exist_ok=True)
     record.created = record.created or time.time()
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(record.to_json(), f, indent=1)
-        os.replace(tmp, path)
-    except OSError:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+        secret = load_secret()
+    except SecretUnavailable as e:
+        raise OSError(str(e)) from None
+    doc = json.loads(json.dumps(record.to_json()))  # signed as it will be read
+    doc["mac"] = secret.mac(_PURPOSE, canonical(doc))
+    make_folders(path.parent, secret.modes)
+    replace_file(path, json.dumps(doc, indent=1).encode("utf-8"), secret.modes)
     return path
 
 

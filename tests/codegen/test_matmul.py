@@ -137,8 +137,9 @@ def test_empty_outputs_launch_nothing(rng, sa, sb):
 
 
 def test_empty_contraction_is_zeros(rng):
+    # a contraction over nothing reads nothing: the optimiser makes it a constant (ge.pattern), no launch
     _, prof = run(K.mm, q(rng, (7, 0), "float32"), q(rng, (0, 5), "float32"))
-    assert prof.launches == 1
+    assert prof.launches == 0
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

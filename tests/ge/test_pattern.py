@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 from ge_equiv import check_equivalent, count, ops_of, run_passes
 
-from pyasc.ge.pattern import DecomposeComposites, MatmulEpilogueFusion, MatmulTransposeFold
+from pyasc.ge.pattern import DecomposeComposites, MatmulEpilogueFusion, MatmulTransposeFold, SplitReductions
 from pyasc.ge.edit import would_create_cycle
 from pyasc.ge.simplify import DCE
 from pyasc.ir import Graph, TensorType
@@ -278,3 +278,27 @@ def test_a_decomposition_of_the_wrong_type_is_reported(monkeypatch):
     g.set_outputs([op(g, "silu", x)])
     with pytest.raises(RuntimeError, match=r"the decomposition of silu returns f16\[4,8\] where the op infers f32\[4,8\]"):
         run_passes(g, [DecomposeComposites()])
+
+
+# ---- results that read nothing ------------------------------------------------------------------
+
+
+def empty_operand_graph(name: str) -> Graph:
+    if name == "matmul":
+        g, (x, w, y) = graph(t((2, 0)), t((0, 3)), t((2, 3)))
+        r = op(g, "matmul", x, w)
+    else:
+        g, (x, y) = graph(t((2, 0, 5)), t((2, 5)))
+        r = op(g, name, x, axis=(1,), keepdims=False)
+    g.set_outputs([op(g, "add", r, y)])
+    return g
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # numpy's mean of nothing, interpreting the graph before
+@pytest.mark.parametrize("name, fill", [("sum", 0.0), ("mean", "nan"), ("matmul", 0.0)])
+def test_a_reduction_or_matmul_over_nothing_is_a_fill_at_opt_level_0(name, fill):
+    """Fused with `+ y`, the empty operand once stood for the kernel's only input: y was dropped."""
+    g, changed = check_equivalent(lambda: empty_operand_graph(name), [SplitReductions(), DCE()], opt_level=0)
+    assert changed and count(g, name) == 0 and ops_of(g) == ["full", "add"]
+    full = next(n for n in g.nodes if n.op == "full")
+    assert str(full.attrs["fill_value"]) == str(fill) and full.outputs[0] == g.nodes[-1].inputs[0].type

@@ -344,7 +344,8 @@ def _exchange(place: Placement, b: _Builder, op: VOp, k: int) -> list[Stmt]:
     """Every core's partial to GM, all cores meet, each folds all partials (the same on every core)."""
     acc = place.ref(op.dst, tile_slot=False)
     size = itemsize(op.dtype)
-    base = k * b.chip.aiv_cores * size
+    base = k * b.chip.aiv_cores * 4  # each exchange has its own 4 bytes per core (the scratch's size), whatever
+    # its dtype: sized by this one's, a float16 exchange after a float32 one wrote into the previous region
     return [
         T.store(GmRef(SCRATCH, sy.add(base, sy.mul(F(CORE), size))), acc, op.dtype, 1,
                 note=f"{op.note}: this core's partial"),

@@ -144,6 +144,10 @@ def analyze(name: str, kg: KernelGraph, reduce_rows: Sequence[Any] | None, k: in
                 len(out_shape) == len(domain.shape) and all(map(same_dim, out_shape, domain.shape)))):
             raise UnsupportedDomain(f"output {i} of shape {v.type.shape} is not a full tile of the domain "
                                     f"{domain.shape} nor one value per row")
+        if buf.space == Space.ROW and not _same_dims(_unit_free(out_shape), _unit_free(domain.rows_shape)):
+            # stored one value per row of every outer index: a value broadcast over some of them is smaller
+            raise UnsupportedDomain(f"output {i} of shape {v.type.shape} holds one value per row of only some of "
+                                    f"the domain's rows {domain.rows_shape}")
         out_spaces.append(buf.space)
     # ops that only expand resident inputs run once, before the tile loop
     res_ids = {u.buf.id for u in resident}
@@ -159,6 +163,14 @@ def analyze(name: str, kg: KernelGraph, reduce_rows: Sequence[Any] | None, k: in
     sizes = [itemsize(b.dtype) for b in plan.buffers] or [4]
     return VectorKernel(name, kg, domain, plan, layouts, resident, per_tile, prologue, body, alloc, out_spaces,
                         min(sizes), reduces, mode, block)
+
+
+def _unit_free(shape: Sequence[Any]) -> tuple[Any, ...]:
+    return tuple(d for d in shape if not (isinstance(d, int) and d == 1))
+
+
+def _same_dims(a: Sequence[Any], b: Sequence[Any]) -> bool:
+    return len(a) == len(b) and all(map(same_dim, a, b))
 
 
 def _domain_shape(kg: KernelGraph) -> tuple[IntLike, ...]:

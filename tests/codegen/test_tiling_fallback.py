@@ -1,0 +1,32 @@
+"""When no tiling's flags fit the chip's event ids, the cheapest runs in barrier sync mode (never refused)."""
+from __future__ import annotations
+
+import numpy as np
+from test_sync import add_schedule
+
+from pyasc.codegen.emit import emit
+from pyasc.codegen.tiling import Candidate, pick
+from simulator import Device, chips
+
+
+def test_a_schedule_needing_more_event_ids_than_the_chip_has_runs_with_barriers():
+    chip = chips.get("tiny").replace(event_ids=1)  # double buffering needs 2 ids per pipe pair
+    cand = Candidate("double-buffered add", add_schedule(2))
+    choice = pick([cand], [], chip, {})
+    assert choice.chosen is cand and cand.sync.mode == "barrier" and not cand.rejected
+    prog = emit(cand.schedule, cand.sync, chip)
+    dev = Device(chip)
+    x, y = np.arange(256, dtype=np.float32), np.ones(256, np.float32)
+    dev.upload("x", x)
+    dev.upload("y", y)
+    dev.alloc("z", 1024)
+    dev.launch(prog, 1, {"in0": "x", "in1": "y", "out0": "z"}, {"n": 4, "b_in0": 0, "b_in1": 0, "b_out0": 0},
+               sanitize=True)
+    np.testing.assert_array_equal(dev.read("z", "float32"), x + y)
+
+
+def test_a_candidate_whose_flags_fit_is_preferred_to_barriers():
+    chip = chips.get("tiny").replace(event_ids=1)
+    double, single = Candidate("double", add_schedule(2)), Candidate("single", add_schedule(1))
+    choice = pick([double, single], [], chip, {})
+    assert choice.chosen is single and single.sync.mode == "flags" and "event ids" in double.rejected
