@@ -2,7 +2,7 @@
 
     python benchmarks/bench_models.py [--chip 910b] [--only resnet_basic_block ...] [--out benchmarks/results/models.json]
 
-One row per workload (`WORKLOADS`: name -> a function of the chip returning a `Row`; add a workload by adding
+Rows per workload (`WORKLOADS`: name -> a function of the chip returning its `Row`s; add a workload by adding
 an entry). Per row:
 - launches: device launches of one call;
 - GM bytes / min: the bytes the launches read and write in GM over the least any implementation must
@@ -101,8 +101,36 @@ def resnet_basic_block(chip: str, n: int = 1, c: int = 64, hw: int = 56) -> Row:
     return row
 
 
-WORKLOADS: dict[str, Callable[[str], Row]] = {
-    "resnet_basic_block": resnet_basic_block,
+def _attention_numpy(q, k, v):
+    """Attention as people write it in numpy: GE's attention pass finds it (`disable_passes` keeps it apart)."""
+    s = q @ k.transpose(0, 2, 1) * np.float16(1 / np.sqrt(q.shape[-1]))
+    e = np.exp(s - s.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True) @ v
+
+
+def _attention_causal(q, k, v):
+    return pyasc.attention(q, k, v, causal=True)
+
+
+def attention_rows(chip: str, heads: int = 8, t: int = 1024, d: int = 128) -> list[Row]:
+    rng = np.random.default_rng(0)
+    args = [(rng.standard_normal((heads, t, d)) * 0.5).astype(np.float16) for _ in range(3)]
+    name = f"attention {heads}x{t}x{d} f16"
+    rows = []
+    for label, fn, options in ((name, _attention_numpy, {}),
+                               (f"{name} (pass off)", _attention_numpy, {"disable_passes": ["attention"]}),
+                               (f"causal {name}", _attention_causal, {})):
+        k = pyasc.kernel(fn, chip=chip, **options)
+        row = measure(label, k, args)
+        _, prof = k.profile(*args)
+        row.note = f"HBM bytes {prof.hbm_bytes / row.min_bytes:.2f}x min (the workspace stays in L2)"
+        rows.append(row)
+    return rows
+
+
+WORKLOADS: dict[str, Callable[[str], list[Row]]] = {
+    "resnet_basic_block": lambda chip: [resnet_basic_block(chip)],
+    "attention": attention_rows,
 }
 
 
@@ -113,7 +141,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", default=str(RESULTS / "models.json"))
     args = parser.parse_args(argv)
     os.environ["PYASC_CACHE"] = "0"
-    rows = [WORKLOADS[name](args.chip) for name in args.only]
+    rows = [row for name in args.only for row in WORKLOADS[name](args.chip)]
     print_table(rows, f"model blocks on the {args.chip} preset (simulated)")
     write_json(args.out, "models", {"pyasc_version": pyasc.__version__, "chip": args.chip},
                [r.record() for r in rows])

@@ -21,8 +21,9 @@ class LaunchResult:
     is the rest); pipe_busy: pipe -> busy cycles summed over cores; core_pipe_busy:
     one such dict per core (AIC cores first in a mixed launch); core_cycles: when each
     core finished; gm_read_bytes / gm_write_bytes and bytes_by_path (per data path);
-    l2_hit_bytes: the bytes read that hit in L2; instr_counts (by mnemonic) and
-    pipe_instr_counts (by pipe).
+    l2_hit_bytes: the bytes read that hit in L2; l2_write_hit_bytes: the bytes stored
+    into lines the L2 held dirty (their write-back to HBM was counted once already);
+    instr_counts (by mnemonic) and pipe_instr_counts (by pipe).
     """
 
     program: str
@@ -45,6 +46,7 @@ class LaunchResult:
     distinct_streams: int
     startup_cycles: int = 0
     l2_hit_bytes: int = 0
+    l2_write_hit_bytes: int = 0
     _groups: list[TimingGroup] = field(repr=False, default_factory=list)
     _issue_cycles: int = field(repr=False, default=1)
 
@@ -59,8 +61,9 @@ class LaunchResult:
 
     @property
     def hbm_bytes(self) -> int:
-        """GM traffic that reached HBM: the reads L2 did not serve, and every write (written through)."""
-        return self.gm_bytes - self.l2_hit_bytes
+        """GM traffic that reached HBM: the reads L2 did not serve, and the writes that dirtied a line (the
+        write-back each pays once; a store into a line L2 holds dirty is not one)."""
+        return self.gm_bytes - self.l2_hit_bytes - self.l2_write_hit_bytes
 
     @property
     def gm_bandwidth(self) -> float:
@@ -98,7 +101,7 @@ class LaunchResult:
             "instr_counts": dict(self.instr_counts), "pipe_instr_counts": dict(self.pipe_instr_counts),
             "gm_bandwidth_fraction": self.gm_bandwidth_fraction, "sanitized": self.sanitized,
             "startup_cycles": self.startup_cycles, "kernel_cycles": self.kernel_cycles,
-            "l2_hit_bytes": self.l2_hit_bytes,
+            "l2_hit_bytes": self.l2_hit_bytes, "l2_write_hit_bytes": self.l2_write_hit_bytes,
         }
 
     def summary(self) -> str:
@@ -176,6 +179,7 @@ def build(name: str, chip: Any, block_dim: int, parts: list, groups: list, tgrou
     gm_read = sum(n for p, n in bytes_by_path.items() if p.startswith("gm_"))
     gm_write = sum(n for p, n in bytes_by_path.items() if p.endswith("_gm"))
     l2_hit = sum(tg.hit_bytes for tg in tgroups)
+    l2_write_hit = sum(tg.write_hit_bytes for tg in tgroups)
     core_type = core_types[0] if len(core_types) == 1 else "mix"
     return LaunchResult(
         program=name, chip=chip.name, core_type=core_type, block_dim=block_dim,
@@ -185,6 +189,7 @@ def build(name: str, chip: Any, block_dim: int, parts: list, groups: list, tgrou
         bytes_by_path=bytes_by_path, instr_counts=dict(sorted(counts.items())),
         pipe_instr_counts=pipe_counts, sanitized=sanitized, distinct_streams=len(tgroups),
         startup_cycles=int(round(sched.startup)), l2_hit_bytes=int(round(l2_hit)),
+        l2_write_hit_bytes=int(round(l2_write_hit)),
         _groups=tgroups, _issue_cycles=chip.issue_cycles,
     )
 

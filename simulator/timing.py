@@ -66,6 +66,7 @@ class TimingGroup:
         self.end = [0.0] * n
         self.hit = {}                        # stream index -> L2 hit fraction of that transfer
         self.hit_bytes = 0.0                 # bytes read from L2 hits, over the group's cores
+        self.write_hit_bytes = 0.0           # bytes stored into lines L2 held dirty (no HBM write-back of their own)
         self.s_idx = 0
         self.s_time = 0.0
         self.s_busy = 0.0
@@ -128,8 +129,11 @@ class TimingEngine:
             hit = self.l2.access(touches, self.args) if self.l2 is not None else 0.0
             g.hit[j] = hit
             hbm = 1.0 - hit   # a store hits a resident dirty line only: its write-back is paid already
-            if not write:
-                g.hit_bytes += hit * touches[0].nrows * touches[0].width * g.m
+            nbytes = hit * touches[0].nrows * touches[0].width * g.m
+            if write:
+                g.write_hit_bytes += nbytes
+            else:
+                g.hit_bytes += nbytes
         self.seq += 1
         heapq.heappush(self.pending, (data_start, self.seq, Transfer(g, p, j, rec.nbytes, rec.rate, hbm)))
 

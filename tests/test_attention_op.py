@@ -155,3 +155,13 @@ def test_grad_goes_through_the_decomposition(rng):
             minus[i][idx] -= 1e-6
             want[idx] = (np.sum(reference(*plus, causal=True) ** 2) - np.sum(reference(*minus, causal=True) ** 2)) / 2e-6
         np.testing.assert_allclose(g, want, rtol=1e-3, atol=1e-4)
+
+
+def test_the_roofline_counts_the_cube_work_a_causal_kernel_cannot_skip():
+    from pyasc.ops import get
+    from pyasc.tensor_type import TensorType
+    q, kv = TensorType((2, 3, 8), "float16"), TensorType((2, 5, 8), "float16")
+    macs = get("attention").cube_macs
+    assert macs([q, kv, kv], {}) == 2 * 3 * 5 * 16
+    # rows 0..2 see keys up to i + 2: 3, 4 and 5 of them
+    assert macs([q, kv, kv], {"causal": True}) == 2 * (3 + 4 + 5) * 16

@@ -164,6 +164,21 @@ def _infer(ts: Sequence[TensorType], attrs: Mapping[str, Any]) -> tuple[TensorTy
 
 _INFER = named("attention", _infer)
 
+
+def _cube_macs(ts: Sequence[TensorType], attrs: Mapping[str, Any]) -> int:
+    """q k^T and p v over the keys each query sees: all of them, or for a causal attention the unmasked part
+    (row i sees min(Tk, max(0, i + Tk - Tq + 1)) keys), the work a kernel that skips masked blocks must do."""
+    q, v = ts[0], ts[2]
+    if any(isinstance(d, Sym) for t in ts[:3] for d in t.shape):
+        return 0      # sizes known only at launch: no compile-time count
+    batch = int(np.prod([int(d) for d in q.shape[:-2]]))
+    tq, tk = int(q.shape[-2]), int(ts[1].shape[-2])
+    seen = tq * tk
+    if attrs.get("causal", False):
+        seen = sum(min(tk, max(0, i + tk - tq + 1)) for i in range(tq))
+    return batch * seen * (int(q.shape[-1]) + int(v.shape[-1]))
+
+
 register(OpDef("attention", Category.OPAQUE, _INFER, _eager, api=attention,
                tensor_params=("q", "k", "v", "mask"), optional_tensors=_OPTIONAL, expensive=True,
-               decompose=_decompose, doc=attention.__doc__ or ""))
+               decompose=_decompose, cube_macs=_cube_macs, doc=attention.__doc__ or ""))

@@ -82,8 +82,10 @@ class Profile:
 
     @property
     def hbm_bytes(self) -> int:
-        """The GM traffic that reached HBM: reads the L2 did not serve, and every write (written through)."""
-        return self.gm_read_bytes - self.l2_hit_bytes + self.gm_write_bytes
+        """The GM traffic that reached HBM: reads the L2 did not serve, and writes that dirtied a line (a store
+        into a line the L2 holds dirty, such as a workspace tile rewritten in a launch, is not HBM traffic)."""
+        return (self.gm_read_bytes - self.l2_hit_bytes + self.gm_write_bytes
+                - sum(p.result.l2_write_hit_bytes for p in self.per_launch))
 
     @property
     def gm_bandwidth_fraction(self) -> float:

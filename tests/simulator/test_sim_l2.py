@@ -197,3 +197,12 @@ def test_rewriting_a_resident_dirty_tile_costs_l2_bandwidth_not_hbm():
     assert rewrite.gm_write_bytes == stream.gm_write_bytes
     assert stream.kernel_cycles >= stream.gm_write_bytes / chip.gm_bytes_per_cycle
     assert rewrite.kernel_cycles < 0.7 * stream.kernel_cycles
+
+
+def test_hbm_bytes_leave_out_stores_into_lines_l2_holds_dirty():
+    chip = chips.get("910b")
+    rewrite, stream = _store_loop(chip, 32, True), _store_loop(chip, 32, False)
+    assert stream.l2_write_hit_bytes == 0 and stream.hbm_bytes == stream.gm_bytes
+    first = chip.aiv_cores * 8192                           # each core's first store dirties its tile
+    assert rewrite.l2_write_hit_bytes == rewrite.gm_write_bytes - first
+    assert rewrite.hbm_bytes == first
