@@ -28,7 +28,7 @@ from .cross_sync import CrossKind, CrossOp, SideCross
 from .launch import base_field
 from .scalar_exprs import scalar_table
 from .schedule import BLOCKS, CORE, GROUP, SUB, GmRef, Let, Loop, Ref, Stmt, TileOp, TileSchedule, When
-from .sync import SyncOp, SyncPlan
+from .sync import SyncKind, SyncOp, SyncPlan
 
 
 class CapacityError(Exception):
@@ -233,9 +233,9 @@ class Emitter:
             with self.p.if_(self.value(cond)), self.scope():
                 self.sync(SyncOp(op.kind, op.src, op.dst, op.event))
             return
-        if op.kind == "barrier":
+        if op.kind is SyncKind.BARRIER:
             self.p.pipe_barrier("ALL")
-        elif op.kind == "set":
+        elif op.kind is SyncKind.SET:
             self.p.set_flag(op.src, op.dst, self.value(op.event))
         else:
             self.p.wait_flag(op.src, op.dst, self.value(op.event))

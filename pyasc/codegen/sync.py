@@ -83,6 +83,7 @@ Why it is sound (what the simulator's sanitizer checks):
 """
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
@@ -96,18 +97,27 @@ class SyncAllocationError(Exception):
     """A schedule needs more event ids on one pipe pair than the chip has (the tiler rejects it)."""
 
 
+class SyncKind(enum.Enum):
+    SET = "set"
+    WAIT = "wait"
+    BARRIER = "barrier"
+
+
 @dataclass(frozen=True)
 class SyncOp:
-    kind: str             # "set", "wait" or "barrier"
+    kind: SyncKind        # a name ("set") is taken too
     src: str = ""
     dst: str = ""
     event: IntLike = 0
     when: IntLike | None = None   # only when this is nonzero (a buffer-free flag of a nested loop)
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "kind", SyncKind(self.kind))
+
     def __str__(self) -> str:
-        if self.kind == "barrier":
+        if self.kind is SyncKind.BARRIER:
             return "pipe_barrier(ALL)"
-        text = f"{self.kind}_flag({self.src}->{self.dst}, {self.event})"
+        text = f"{self.kind.value}_flag({self.src}->{self.dst}, {self.event})"
         return text if self.when is None else f"if {self.when}: {text}"
 
 
@@ -154,7 +164,7 @@ def plan_sync(body: Sequence[Stmt], buffers: Sequence[Buffer], event_ids: int, m
     plan = SyncPlan(mode=mode)
     if mode == "barrier":
         for s in _all_ops(body):
-            plan.add_after(s, SyncOp("barrier"))
+            plan.add_after(s, SyncOp(SyncKind.BARRIER))
         return plan
     if mode != "flags":
         raise ValueError(f"sync mode must be 'flags' or 'barrier', got {mode!r}")
@@ -178,8 +188,8 @@ def place(plan: SyncPlan, ids: _Ids, f: Flag) -> None:
     d, block = f.dep, f.block
     src, dst = block[d.src.stmt], block[d.dst.stmt]
     if f.protocol is Protocol.BARRIER:
-        if not any(op.kind == "barrier" for op in plan.after.get(id(src), ())):
-            plan.add_after(src, SyncOp("barrier"))
+        if not any(op.kind is SyncKind.BARRIER for op in plan.after.get(id(src), ())):
+            plan.add_after(src, SyncOp(SyncKind.BARRIER))
             plan.barriers += 1
         return
     p, q = d.src.pipe, d.dst.pipe
@@ -187,8 +197,8 @@ def place(plan: SyncPlan, ids: _Ids, f: Flag) -> None:
     event = sy.add(base, d.slot)
     plan.flags += 1
     if f.protocol is Protocol.FORWARD:
-        plan.add_after(src, SyncOp("set", p, q, event))
-        plan.add_before(dst, SyncOp("wait", p, q, event))
+        plan.add_after(src, SyncOp(SyncKind.SET, p, q, event))
+        plan.add_before(dst, SyncOp(SyncKind.WAIT, p, q, event))
         return
     loop = f.loop
     assert loop is not None
@@ -196,16 +206,16 @@ def place(plan: SyncPlan, ids: _Ids, f: Flag) -> None:
         ahead = sy.mul(d.rotate, loop.step)
         first = sy.ge(sy.sym(loop.var), sy.add(loop.start, ahead))
         more = sy.lt(sy.add(sy.sym(loop.var), ahead), loop.stop)
-        plan.add_before(dst, SyncOp("wait", p, q, event, first))
-        plan.add_after(src, SyncOp("set", p, q, event, more))
+        plan.add_before(dst, SyncOp(SyncKind.WAIT, p, q, event, first))
+        plan.add_after(src, SyncOp(SyncKind.SET, p, q, event, more))
         return
     assert f.around is not None
     for k in range(d.rotate):
-        plan.add_before(f.around, SyncOp("set", p, q, base + k))
-    plan.add_before(dst, SyncOp("wait", p, q, event))
-    plan.add_after(src, SyncOp("set", p, q, event))
+        plan.add_before(f.around, SyncOp(SyncKind.SET, p, q, base + k))
+    plan.add_before(dst, SyncOp(SyncKind.WAIT, p, q, event))
+    plan.add_after(src, SyncOp(SyncKind.SET, p, q, event))
     for k in range(d.rotate):
-        plan.add_after(f.around, SyncOp("wait", p, q, base + k))
+        plan.add_after(f.around, SyncOp(SyncKind.WAIT, p, q, base + k))
 
 
 def annotated_lines(body: Sequence[Stmt], plan: SyncPlan, indent: str = "") -> list[str]:
