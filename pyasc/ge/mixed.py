@@ -8,8 +8,8 @@ then lowers a plan as one mixed launch when the part the cube's FixPipe cannot t
 mixed template can tile it (else as the cube launch and a vector launch, saying why in the kernel's notes).
 `disable_passes=["mixed_kernels"]` keeps them apart.
 
-A conv kernel plan (an op the cube computes whole: the registry's `cube_macs`) is marked too: its weight
-conversion runs on the vector cores of the conv's own launch (templates/conv_launch.py).
+A kernel plan of an op whose launch does vector work before the cube (the registry's `mixed_prologue`: a
+conv's weight conversion, templates/conv_launch.py) is marked too.
 """
 from __future__ import annotations
 
@@ -28,11 +28,12 @@ class MixedKernelsPass(Pass):
     def run(self, graph: Graph, ctx: PassContext) -> bool:
         """Marks kernel plans, leaves the graph as it is (so no stage of its own)."""
         for plan in ctx.state.kernels or ():
-            if plan.kind is not KernelKind.MATMUL and _cube_op(plan.anchor):
+            prologue = _prologue(plan.anchor)
+            if plan.kind is not KernelKind.MATMUL and prologue:
                 plan.mixed = True
                 ctx.state.fusion_decisions.append(FusionDecision(
                     DecisionKind.MIXED, "mixed_kernels", producer=f"{plan.anchor} (k{plan.group})",
-                    consumer="its weight conversion", detail="on the vector cores of the same launch"))
+                    consumer=prologue, detail="on the vector cores of the same launch"))
                 ctx.stats["mixed"] += 1
             if plan.kind is not KernelKind.MATMUL:
                 continue
@@ -47,6 +48,6 @@ class MixedKernelsPass(Pass):
         return False
 
 
-def _cube_op(op: str) -> bool:
-    """An op the cube computes whole besides the matmul family (a conv: the registry's `cube_macs`)."""
-    return ops.exists(op) and ops.get(op).cube_macs is not None
+def _prologue(op: str) -> str:
+    """The vector work op's own launch does before the cube (the registry's `mixed_prologue`), or ""."""
+    return ops.get(op).mixed_prologue if ops.exists(op) else ""

@@ -340,13 +340,15 @@ def _conv_macs(ts: Sequence[TensorType], attrs: Mapping[str, Any]) -> int:
     return conv_geometry(ts[0], ts[1], attrs).macs
 
 
+_WEIGHTS = "its weight conversion"
+
 register(OpDef("conv2d", Category.OPAQUE, named("conv2d", lambda ts, a: _infer_conv(ts, a, "conv2d")), _conv_eager,
                api=conv2d, tensor_params=("x", "w", "bias"), optional_tensors=("bias",), expensive=True,
                doc=conv2d.__doc__ or "", operand_formats=(frozenset({"ND", BLOCKED}), frozenset({"ND"})),
-               cube_macs=_conv_macs))
+               cube_macs=_conv_macs, mixed_prologue=_WEIGHTS))
 register(OpDef("fused_conv2d", Category.OPAQUE,
                named("fused_conv2d", lambda ts, a: _infer_conv(ts, a, "fused_conv2d")), _conv_eager,
-               expensive=True, cube_macs=_conv_macs,
+               expensive=True, cube_macs=_conv_macs, mixed_prologue=_WEIGHTS,
                # x, w, and the residual (a 1-D bias in that place is ND anyway)
                operand_formats=(frozenset({"ND", BLOCKED}), frozenset({"ND"}), frozenset({"ND", BLOCKED})),
                doc="activation(conv2d(x, w[, bias]) [batch norm folded] [+ residual]) -> out_dtype; inputs x, "

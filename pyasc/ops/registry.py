@@ -152,6 +152,9 @@ class OpDef:
     #: multiply-adds the cube does for it given its input types and attributes (a roofline's compute bound);
     #: None: the matmul rule (output elements x the contraction) for MATMUL ops, no cube work for the rest
     cube_macs: Callable[[Sequence[TensorType], Mapping[str, Any]], int] | None = None
+    #: vector work a cube op's own launch does before the cube starts (a conv: converting its weights to the
+    #: cube's format); GE's mixed_kernels marks such kernels and says this in the fusion log
+    mixed_prologue: str = ""
 
     @property
     def vjp(self) -> "VjpRule | None":
