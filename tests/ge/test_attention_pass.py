@@ -16,6 +16,11 @@ from pyasc.ge.decisions import DecisionKind
 from pyasc.ir import Graph, TensorType, format_graph
 from conftest import assert_close
 
+try:
+    import scipy.special as scipy_special
+except ImportError:  # optional: only the scipy spelling needs it
+    scipy_special = None
+
 rng = np.random.default_rng(0)
 T, D = 8, 16
 
@@ -140,6 +145,27 @@ def test_more_numpy_softmax_spellings(fn):
     assert before["exp"] == 1 and before["max"] == 1 and before["sum"] == 1
     assert "  %0 = attention(%q, %k, %v) {causal=False, has_mask=False, scale=0.25} : f32[8,16]\n" in after
     assert len(lines) == 1 and "exp(x - max) / sum; * 0.25" in lines[0]
+
+
+def einsum_products(q, k, v):
+    """Both products as np.einsum."""
+    return np.einsum("hqk,hkd->hqd", pyasc.softmax(np.einsum("hqd,hkd->hqk", q, k) * 0.25), v)
+
+
+def scipy_softmax(q, k, v):
+    return scipy_special.softmax(q @ k.swapaxes(-1, -2) * 0.25, axis=-1) @ v
+
+
+@pytest.mark.parametrize("fn,spelling", [
+    (einsum_products, "einsum 'hqk,hkd->hqd'; pyasc.softmax; * 0.25; einsum 'hqd,hkd->hqk'"),
+    (scipy_softmax, "scipy.special.softmax; * 0.25"),
+])
+def test_einsum_and_scipy_spellings(fn, spelling):
+    if fn is scipy_softmax and scipy_special is None:
+        pytest.skip("scipy is not installed")
+    _, after, lines = compiled(fn, f32(2, T, D), f32(2, T, D), f32(2, T, D))
+    assert "  %0 = attention(%q, %k, %v) {causal=False, has_mask=False, scale=0.25} : f32[2,8,16]\n" in after
+    assert len(lines) == 1 and spelling in lines[0]
 
 
 def f16_casts(q, k, v):
