@@ -86,9 +86,11 @@ def _topological(nodes: list[Node]) -> list[Node]:
 
 
 def _expand_composites(g: Graph) -> None:
-    """Replace composite nodes by their decompositions until none is left."""
+    """Replace composite nodes by their decompositions until none is left (an opaque op, such as attention, is
+    lowered whole by its own template: it stays)."""
     while True:
-        comp = next((n for n in g.nodes if ops.exists(n.op) and ops.get(n.op).composite), None)
+        comp = next((n for n in g.nodes if ops.exists(n.op) and ops.get(n.op).composite
+                     and ops.get(n.op).category is not ops.Category.OPAQUE), None)
         if comp is None:
             return
         outs = ops.get(comp.op).decompose(g, list(comp.inputs), _op_attrs(comp), comp.loc)

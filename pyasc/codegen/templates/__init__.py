@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from ..lowering import REDUCE, VECTOR
 from ..template import Template
-from . import column, datamove, formats, matmul, mixed, transpose2d, update, vector
+from . import attention, column, datamove, formats, matmul, mixed, transpose2d, update, vector
 
 TEMPLATES: dict[str, Template] = {
     t.name: t for t in (vector.TEMPLATE, column.TEMPLATE, matmul.TEMPLATE, mixed.TEMPLATE, datamove.TEMPLATE,
-                        formats.TEMPLATE, transpose2d.TEMPLATE, update.TEMPLATE)
+                        formats.TEMPLATE, transpose2d.TEMPLATE, update.TEMPLATE, attention.TEMPLATE)
 }
 
 #: registry op -> the template that lowers a kernel of that op whole

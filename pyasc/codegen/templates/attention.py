@@ -1,0 +1,418 @@
+"""The attention template: softmax(q @ k^T * scale + mask) @ v as one mixed launch (FlashAttention).
+
+A work item is a block of bq query rows of one batch index (heads are batch dims); groups of one AIC and its
+AIVs take work items in turn (the last query blocks first: a causal item's work grows with its block). For
+each, the keys are walked in blocks of bk (for a causal attention only up to the block holding the diagonal of
+the item's last row):
+
+- the AIC computes S_j = Q K_j^T on the cube (Q stays in L1 for the whole item; FixPipe applies the scale on
+  the way out) and hands it to its AIVs through the workspace channel `chs`. It runs `lead` blocks ahead: its
+  iteration j makes S_j and then P_{j-lead} V_{j-lead} (P from the AIVs through `chp`, float16) into `cho`,
+  so the cube never waits for the round trip through the vector cores;
+- each AIV owns half of the block's query rows and keeps, per row, the running maximum m and sum l of the
+  online softmax and the partial output O (float32, in UB). For block j: x = S_j (+ mask; -inf above the
+  diagonal), m' = max(m, rowmax(x)), alpha_j = exp(m - m'), P_j = exp(x - m'), l = alpha_j l + rowsum(P_j).
+  The P V products arrive `lead` blocks late, so O is folded behind: O = (O + P_i V_i) alpha_{i+1}, which keeps
+  O relative to the max of the blocks folded so far. After the last block it stores O / l.
+
+The recurrence gives O = sum_j exp(x_j - m) V_j and l = sum_j rowsum(exp(x_j - m)) for the final m, so O / l
+is the softmax-weighted sum of v: the formula, up to rounding (`ops.attention` states it with the op). No
+T x T matrix reaches HBM: S and P live in L2-resident workspace tiles, `lead` + 1 per group and channel.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ... import symbolic as sy
+from ...symbolic import IntLike
+from ...target import Chip, itemsize
+from .. import tileops as T
+from ..domain import dims, prod
+from ..kernel_graph import KernelGraph
+from ..schedule import CORE, GROUP, SUB, Buffer, Channel, GmParam, GmRef, Let, Loop, MixedSchedule, Ref, Stmt, \
+    TileSchedule, When
+from ..template import Job, Template, Tiling, Unsupported, align_up, buffer_nums, free_symbols, ub_slot
+
+F = sy.sym
+LOWEST = -3.4028234663852886e38     # the lowest finite float32
+SIZES = (16, 32, 64, 128)
+LEADS = (1, 2)
+
+
+@dataclass(frozen=True)
+class AttentionOp:
+    """One attention node: q (batch, Tq, D), k (batch, Tk, D), v (batch, Tk, Dv) contiguous, an optional additive
+    mask of (Tq, Tk) shared by the batch, the scale and whether it is causal."""
+
+    name: str
+    batch: IntLike
+    Tq: IntLike
+    Tk: IntLike
+    D: int
+    Dv: int
+    dtype: str
+    out_dtype: str
+    scale: float
+    causal: bool
+    mask_dtype: str | None = None
+    params: tuple[str, ...] = ("in0", "in1", "in2", "in3")   # the GM parameters of q, k, v and the mask
+
+
+@dataclass(frozen=True)
+class AttentionTiling(Tiling):
+    bq: int                # query rows per work item (each AIV takes half)
+    bk: int                # keys per block
+    buffer_num: int
+    cores: int
+    lead: int = 1          # blocks the cube's S runs ahead of its P V (and the vector cores' fold lags)
+
+    def describe(self) -> str:
+        return (f"{self.bq} queries x {self.bk} keys per block, S {self.lead} block(s) ahead, "
+                f"buffer_num={self.buffer_num}, cores<={self.cores}")
+
+    @property
+    def ring(self) -> int:
+        """Workspace tiles per group of the S and P channels: a tile per block in flight."""
+        return self.lead + 1
+
+
+def _padded(n: int, dtype: str, chip: Chip) -> int:
+    return align_up(n, chip.ub_align // itemsize(dtype))
+
+
+def _o_row(a: "AttentionOp", chip: Chip) -> int:
+    """Elements per UB row of O: whole blocks both as float32 and cast to the output dtype in place."""
+    return align_up(a.Dv, chip.ub_align // min(4, itemsize(a.out_dtype)))
+
+
+def aic_buffers(a: AttentionOp, t: AttentionTiling, chip: Chip) -> list[Buffer]:
+    r0 = chip.cube_block
+    c0 = chip.fractal_c0(itemsize(a.dtype))
+    size = itemsize(a.dtype)
+    dp, dvp = align_up(a.D, max(r0, c0)), align_up(a.Dv, max(r0, c0))
+    bqp, bkp = align_up(t.bq, r0), align_up(t.bk, max(r0, c0))
+    l1 = lambda n: align_up(n, chip.l1_align)  # noqa: E731 - a local shorthand
+    return [
+        Buffer("q", "L1", a.dtype, l1(bqp * dp * size), 1, "Q block (NZ)"),
+        Buffer("k", "L1", a.dtype, l1(bkp * dp * size), 2, "K block (NZ)"),
+        Buffer("p", "L1", a.dtype, l1(bqp * bkp * size), 2, "P block (NZ)"),
+        Buffer("v", "L1", a.dtype, l1(bkp * dvp * size), 2, "V block (NZ)"),
+        Buffer("qa", "L0A", a.dtype, bqp * dp * size, 1, "Q"),
+        Buffer("kb", "L0B", a.dtype, bkp * dp * size, 1, "K^T"),
+        Buffer("pa", "L0A", a.dtype, bqp * bkp * size, 1, "P"),
+        Buffer("vb", "L0B", a.dtype, bkp * dvp * size, 1, "V"),
+        Buffer("s", "L0C", "float32", bqp * bkp * 4, 1, "S"),
+        Buffer("o", "L0C", "float32", bqp * dvp * 4, 1, "P V"),
+    ]
+
+
+def aiv_buffers(a: AttentionOp, t: AttentionTiling, chip: Chip) -> list[Buffer]:
+    h = -(-t.bq // chip.group_aivs)
+    bkp, dvp = _padded(t.bk, "float32", chip), _o_row(a, chip)
+    ub = lambda n: ub_slot(n, chip)  # noqa: E731 - a local shorthand
+    bufs = [
+        Buffer("x", "UB", "float32", ub(h * bkp * 4), t.slots(), "S rows, then exp"),
+        Buffer("tile", "UB", "float32", ub(h * max(bkp, dvp) * 4), 1, "a per-row value over the row; O out"),
+        Buffer("p16", "UB", a.dtype, ub(h * bkp * itemsize(a.dtype)), t.slots(), "P rows"),
+        Buffer("acc", "UB", "float32", ub(h * dvp * 4), 1, "O rows (running)"),
+        Buffer("part", "UB", "float32", ub(h * dvp * 4), 1, "P V rows"),
+        Buffer("m", "UB", "float32", ub(h * 4), 1, "running max"),
+        Buffer("l", "UB", "float32", ub(h * 4), 1, "running sum"),
+        Buffer("mx", "UB", "float32", ub(h * 4), 1, "block max"),
+        Buffer("alpha", "UB", "float32", ub(h * 4), t.lead, "rescale of the blocks not folded yet"),
+    ]
+    if a.causal:
+        bufs += [Buffer("cramp", "UB", "float32", ub(bkp * 4), 1, "0 .. bk-1"),
+                 Buffer("rramp", "UB", "float32", ub(h * 4), 1, "0 .. h-1"),
+                 Buffer("diag", "UB", "float32", ub(h * bkp * 4), 1, "c - r: a key's place right of a row's"),
+                 Buffer("cut", "UB", "bool", ub(h * bkp), 1, "above the diagonal")]
+    if a.mask_dtype is not None:
+        bufs.append(Buffer("mask", "UB", a.mask_dtype, ub(h * _padded(t.bk, a.mask_dtype, chip) *
+                                                          itemsize(a.mask_dtype)), t.slots(), "mask rows"))
+    return bufs
+
+
+def handles(kg: KernelGraph) -> bool:
+    nodes = kg.nodes
+    return len(nodes) == 1 and nodes[0].op == "attention" and all(v.node.op == "Data" for v in nodes[0].inputs)
+
+
+def analyze(job: Job, chip: Chip) -> list[AttentionOp]:
+    """The attention node of the job's kernel graph, for the cube and vector sides (see AttentionOp)."""
+    kg: KernelGraph = job.subject
+    node = kg.nodes[0]
+    q, k, v = node.inputs[:3]
+    mask = node.inputs[3] if len(node.inputs) > 3 else None
+    sq, sk, sv = (dims(x.type.shape) for x in (q, k, v))
+    if len(sq) < 2 or sk[:-2] != sq[:-2] or sv[:-2] != sq[:-2] or sv[-2] != sk[-2] or sk[-1] != sq[-1]:
+        raise Unsupported(f"q {tuple(sq)}, k {tuple(sk)}, v {tuple(sv)}: the fused attention takes equal batch "
+                          "dims (broadcast heads are not fused)")
+    if mask is not None:
+        sm = dims(mask.type.shape)
+        if tuple(d for d in sm[:-2] if d != 1) or tuple(sm[-2:]) != (sq[-2], sk[-2]):
+            raise Unsupported(f"a mask of shape {tuple(sm)}: the fused attention takes one (Tq, Tk) mask")
+    D, Dv = sq[-1], sv[-1]
+    if not isinstance(D, int) or not isinstance(Dv, int):
+        raise Unsupported("the head dims must be known when compiling")
+    where = {x: x.node.attrs["index"] for x in node.inputs}   # each operand's local Data index: its in<i>
+    a = AttentionOp(job.label, prod(sq[:-2]), sq[-2], sk[-2], D, Dv, q.type.dtype, node.out().type.dtype,
+                    float(node.attrs.get("scale") or 1.0 / math.sqrt(D)), bool(node.attrs.get("causal", False)),
+                    mask.type.dtype if mask is not None else None,
+                    tuple(f"in{where[x]}" for x in node.inputs))
+    if a.dtype not in ("float16",) or len({q.type.dtype, k.type.dtype, v.type.dtype}) != 1:
+        raise Unsupported(f"the fused attention multiplies float16 on the cube, not {q.type.dtype}, "
+                          f"{k.type.dtype}, {v.type.dtype}")
+    if max(a.D, a.Dv) > 256:
+        raise Unsupported(f"head dims {a.D} / {a.Dv} exceed the 256 one L0 step holds")
+    return [a]
+
+
+def tilings(a: AttentionOp, chip: Chip, buffer_num: int, cores: int) -> list[AttentionTiling]:
+    out = []
+    for bn in buffer_nums(buffer_num, most=2):
+        for bq in SIZES:
+            for bk in SIZES:
+                for lead in LEADS:
+                    t = AttentionTiling(bq, bk, bn, max(1, min(cores, chip.aic_cores)), lead)
+                    if _fits(a, t, chip):
+                        out.append(t)
+    return out
+
+
+def _fits(a: AttentionOp, t: AttentionTiling, chip: Chip) -> bool:
+    used: dict[str, int] = {}
+    for b in aic_buffers(a, t, chip) + aiv_buffers(a, t, chip):
+        used[b.space] = used.get(b.space, 0) + align_up(b.nbytes, chip.space_align(b.space))
+    limit = chip.max_repeats * chip.vector_repeat_bytes
+    return all(n <= chip.space_bytes(s) for s, n in used.items()) and \
+        all(b.slot_bytes <= limit for b in aiv_buffers(a, t, chip))
+
+
+def need(a: AttentionOp, t: AttentionTiling, chip: Chip) -> int:
+    return sum(b.nbytes for b in aiv_buffers(a, t, chip))
+
+
+def _symbols(a: AttentionOp) -> set[str]:
+    return free_symbols([a.batch, a.Tq, a.Tk])
+
+
+def _fields(a: AttentionOp, t: AttentionTiling) -> dict[str, IntLike]:
+    nqb = sy.ceildiv(a.Tq, t.bq)
+    return {"Tq": a.Tq, "Tk": a.Tk, "W": sy.mul(a.batch, nqb), "NQB": nqb}
+
+
+def _item_lets(t: AttentionTiling, who: str) -> list[Stmt]:
+    """The work item of iteration w of this group (`who`: CORE on the AIC, GROUP on an AIV) and its query rows.
+    Groups take items in turn, the last query block of each batch first: a causal item's work grows with its
+    query block, so the groups' loads even out (the longest items are not left for last)."""
+    return [Let("t", sy.add(sy.mul(F("w"), F("G")), F(who))),
+            Let("qb", sy.add(F("NQB"), -1, sy.mul(-1, sy.mod(F("t"), F("NQB"))))),
+            Let("bi", sy.floordiv(F("t"), F("NQB"))), Let("q0", sy.mul(F("qb"), t.bq)),
+            Let("qm", sy.min_(t.bq, sy.add(F("Tq"), sy.mul(-1, F("q0")))))]
+
+
+def _count(who: str) -> IntLike:
+    return sy.max_(0, sy.ceildiv(sy.add(F("W"), sy.mul(-1, F(who))), F("G")))
+
+
+def _key_blocks(a: AttentionOp, t: AttentionTiling) -> IntLike:
+    total = sy.ceildiv(F("Tk"), t.bk)
+    if not a.causal:
+        return total
+    last = sy.add(F("q0"), F("qm"), F("Tk"), sy.mul(-1, F("Tq")))     # keys the item's last row sees
+    return sy.max_(1, sy.min_(total, sy.ceildiv(last, t.bk)))
+
+
+def schedule(a: AttentionOp, t: AttentionTiling, chip: Chip) -> MixedSchedule:
+    fields = _fields(a, t)
+    groups = sy.ceildiv(fields["W"], sy.max_(1, sy.ceildiv(fields["W"], t.cores)))
+    fields["G"] = groups
+    bkp32, dvp32 = _padded(t.bk, "float32", chip), _o_row(a, chip)
+    bkp16 = _padded(t.bk, a.dtype, chip)
+    s_bytes, p_bytes, o_bytes = t.bq * bkp32 * 4, t.bq * bkp16 * itemsize(a.dtype), t.bq * dvp32 * 4
+    chans = [Channel("chs", "aic", s_bytes, t.ring), Channel("chp", "aiv", p_bytes, t.ring),
+             Channel("cho", "aic", o_bytes, 2)]
+    aic = _cube_side(a, t, chip, dict(fields), groups, (bkp32, bkp16, dvp32), (s_bytes, p_bytes, o_bytes))
+    aiv = _vector_side(a, t, chip, dict(fields), groups, (bkp32, bkp16, dvp32), (s_bytes, p_bytes, o_bytes))
+    for c in chans:
+        aic.scratch[c.param] = sy.mul(groups, c.slots * c.slot_bytes)
+    notes = [f"attention over {a.batch} x {a.Tq} queries x {a.Tk} keys (D={a.D}, Dv={a.Dv}), "
+             f"{'causal, ' if a.causal else ''}scale {a.scale:g}; S and P in L2-resident workspace tiles"]
+    # per group: its work items' key blocks (a causal item walks about half of them on average)
+    nkb = sy.ceildiv(a.Tk, t.bk)
+    steps = sy.mul(sy.ceildiv(fields["W"], groups), sy.ceildiv(sy.add(nkb, 1), 2) if a.causal else nkb)
+    return MixedSchedule(a.name, aic, aiv, chans, groups, notes, steps=steps)
+
+
+def _slot_ref(param: str, who: str, block: IntLike, slots: int, slot_bytes: int, extra: IntLike = 0) -> GmRef:
+    """Block `block`'s tile of a channel of `slots` tiles per group (`who`: the group's index)."""
+    return GmRef(param, sy.add(sy.mul(sy.add(sy.mul(F(who), slots), sy.mod(block, slots)), slot_bytes), extra))
+
+
+def _cube_side(a: AttentionOp, t: AttentionTiling, chip: Chip, fields: dict, groups: IntLike, pads: tuple,
+               sizes: tuple) -> TileSchedule:
+    bkp32, bkp16, dvp32 = pads
+    s_bytes, p_bytes, o_bytes = sizes
+    dt, size = a.dtype, itemsize(a.dtype)
+    qoff = sy.mul(sy.add(sy.mul(F("bi"), F("Tq")), F("q0")), a.D * size)
+
+    def keys(j: IntLike, who: str) -> list[Stmt]:
+        """The key block j: its first key `<who>0` and its length `<who>n` (one name each for the S and the
+        P V blocks of a loop body, which walk different blocks)."""
+        return [Let(f"{who}0", sy.mul(j, t.bk)), Let(f"{who}n", sy.min_(t.bk, sy.add(F("Tk"), sy.mul(-1, F(f"{who}0")))))]
+
+    def s_block(j: IntLike) -> list[Stmt]:
+        slot = sy.mod(j, 2)
+        koff = sy.mul(sy.add(sy.mul(F("bi"), F("Tk")), F("ks0")), a.D * size)
+        kn = F("ksn")
+        return keys(j, "ks") + [
+            T.copy_nd2nz(Ref("k", slot), GmRef(a.params[1], koff), dt, kn, a.D, src_row_stride=a.D, note="K block"),
+            T.load_l0(Ref("kb"), Ref("k", slot), dt, kn, a.D, transpose=True, note="K^T -> L0B"),
+            T.load_l0(Ref("qa"), Ref("q"), dt, F("qm"), a.D, note="Q -> L0A"),
+            T.mmad(Ref("s"), Ref("qa"), Ref("kb"), F("qm"), a.D, kn, dt, note="S = Q K^T"),
+            T.fixpipe(_slot_ref("chs", CORE, j, t.ring, s_bytes), Ref("s"), F("qm"), kn, "float32",
+                      dst_row_stride=bkp32, scale=a.scale, note="S * scale -> workspace")]
+
+    def pv_block(j: IntLike) -> list[Stmt]:
+        slot = sy.mod(j, 2)
+        voff = sy.mul(sy.add(sy.mul(F("bi"), F("Tk")), F("kv0")), a.Dv * size)
+        kn = F("kvn")
+        return keys(j, "kv") + [
+            T.copy_nd2nz(Ref("p", slot), _slot_ref("chp", CORE, j, t.ring, p_bytes), dt, F("qm"), kn,
+                         src_row_stride=bkp16, note="P block"),
+            T.copy_nd2nz(Ref("v", slot), GmRef(a.params[2], voff), dt, kn, a.Dv, src_row_stride=a.Dv, note="V block"),
+            T.load_l0(Ref("pa"), Ref("p", slot), dt, F("qm"), kn, note="P -> L0A"),
+            T.load_l0(Ref("vb"), Ref("v", slot), dt, kn, a.Dv, note="V -> L0B"),
+            T.mmad(Ref("o"), Ref("pa"), Ref("vb"), F("qm"), kn, a.Dv, dt, note="P V"),
+            T.fixpipe(_slot_ref("cho", CORE, j, 2, o_bytes), Ref("o"), F("qm"), a.Dv, "float32",
+                      dst_row_stride=dvp32, note="P V -> workspace")]
+
+    nkb, j = F("nkb"), F("j")
+    item: list[Stmt] = _item_lets(t, CORE) + [Let("nkb", _key_blocks(a, t))]
+    item.append(T.copy_nd2nz(Ref("q"), GmRef(a.params[0], qoff), dt, F("qm"), a.D, src_row_stride=a.D,
+                             note="Q block"))
+    # S runs `lead` blocks ahead of P V: iteration j computes S_j and P_{j-lead} V_{j-lead}, so the cube works
+    # on S while the vector cores turn earlier S blocks into P (the round trip through them is long)
+    prev = sy.add(j, -t.lead)
+    item.append(Loop("j", 0, sy.add(nkb, t.lead), 1, [
+        When(sy.lt(j, nkb), s_block(j)),
+        When(sy.lt(t.lead - 1, j), pv_block(prev))], note=f"key blocks, S {t.lead} ahead"))
+    params = [GmParam(n, dt, "in") for n in dict.fromkeys(a.params[:3])]
+    params += [GmParam("chs", "float32", "scratch"), GmParam("chp", dt, "scratch"), GmParam("cho", "float32", "scratch")]
+    body = [Loop("w", 0, _count(CORE), 1, item, note="work items of this group")]
+    return TileSchedule(f"{a.name}_cube", "aic", params, fields, groups, aic_buffers(a, t, chip), body,
+                        [f"tiling: {t.describe()}"])
+
+
+def _vector_side(a: AttentionOp, t: AttentionTiling, chip: Chip, fields: dict, groups: IntLike, pads: tuple,
+                 sizes: tuple) -> TileSchedule:
+    bkp32, bkp16, dvp32 = pads
+    s_bytes, p_bytes, o_bytes = sizes
+    h = -(-t.bq // chip.group_aivs)
+    rows, kn = F("rows"), F("kn")
+    slot = t.slot("j")                  # the vector core's own buffers rotate with buffer_num
+    alpha = Ref("alpha", sy.mod(F("j"), t.lead) if t.lead > 1 else 0)
+    x, tile, p16 = Ref("x", slot), Ref("tile"), Ref("p16", slot)
+    grid = sy.mul(rows, bkp32)            # a block of rows in UB: rows of bkp32 floats
+    pre: list[Stmt] = [T.vdup(Ref("x", s), 0.0, h * bkp32, "float32", note="zero the row padding")
+                       for s in range(t.slots())]
+    pre.append(T.vdup(Ref("part"), 0.0, h * dvp32, "float32", note="zero the row padding"))
+    if a.causal:   # diag[r, c] = c - r, once: a block's causal cut is then one compare with a number
+        pre += [Loop("c", 0, t.bk, 1, [T.tile("st", "key ramp", dst=Ref("cramp", 0, sy.mul(F("c"), 4)),
+                                                 src=F("c"), dtype="float32")]),
+                Loop("r", 0, h, 1, [T.tile("st", "row ramp", dst=Ref("rramp", 0, sy.mul(F("r"), 4)),
+                                           src=F("r"), dtype="float32")]),
+                T.vbroadcast(Ref("diag"), Ref("cramp"), h, bkp32, "float32", axis=0, dst_row_stride=bkp32),
+                T.vbroadcast(tile, Ref("rramp"), h, bkp32, "float32", axis=1, dst_row_stride=bkp32),
+                T.vbinary("sub", Ref("diag"), Ref("diag"), tile, h * bkp32, "float32", note="diag = c - r")]
+    head = _item_lets(t, GROUP) + [
+        Let("nkb", _key_blocks(a, t)), Let("per", sy.ceildiv(F("qm"), chip.group_aivs)),
+        Let("rs", sy.mul(F(SUB), F("per"))), Let("rows", sy.max_(0, sy.min_(F("per"), sy.add(F("qm"),
+                                                                                       sy.mul(-1, F("rs"))))))]
+    # m starts at the lowest finite float32, not -inf: while every key a row has seen is masked (-inf), its P is
+    # exp(-inf - lowest) = 0 and its alpha exp(lowest - m') a number, never exp(-inf + inf) (a NaN that would
+    # stay); a row that sees no key at all ends as 0 / 0, the NaN the op states
+    init = [T.vdup(Ref("m"), LOWEST, h, "float32", note="m = lowest"),
+            T.vdup(Ref("l"), 0.0, h, "float32", note="l = 0"),
+            T.vdup(Ref("acc"), 0.0, h * dvp32, "float32", note="O = 0")]
+    take = T.load(x, _slot_ref("chs", GROUP, F("j"), t.ring, s_bytes, sy.mul(F("rs"), bkp32 * 4)), "float32", kn, rows,
+                  src_stride=bkp32, dst_stride=bkp32, note="S rows")
+    soft: list[Stmt] = []      # x = S * scale: FixPipe scaled it on the way out of L0C
+    if a.mask_dtype is not None:
+        moff = sy.mul(sy.add(sy.mul(sy.add(F("q0"), F("rs")), F("Tk")), F("k0")), itemsize(a.mask_dtype))
+        mrow = _padded(t.bk, a.mask_dtype, chip)
+        soft += [T.load(Ref("mask", slot), GmRef(a.params[3], moff), a.mask_dtype, kn, rows, src_stride=F("Tk"),
+                        dst_stride=mrow, note="mask rows")]
+        if a.mask_dtype != "float32":
+            soft += [T.vcast(tile, Ref("mask", slot), sy.mul(rows, bkp32), a.mask_dtype, "float32", note="mask")]
+            soft += [T.vbinary("add", x, x, tile, grid, "float32", note="x += mask")]
+        else:
+            soft += [T.vbinary("add", x, x, Ref("mask", slot), grid, "float32", note="x += mask")]
+    if a.causal:
+        off = sy.add(F("q0"), F("rs"), F("Tk"), sy.mul(-1, F("Tq")))   # key index row 0 of this AIV may see
+        crosses = sy.lt(sy.add(off, 1), sy.add(F("k0"), kn))        # some key of the block is above a diagonal
+        # key k0 + c is above row r's diagonal when k0 + c > off + r, that is c - r > off - k0
+        soft.append(When(crosses, [
+            T.vcompare("gt", Ref("cut"), Ref("diag"), sy.add(off, sy.mul(-1, F("k0"))), grid, "float32",
+                       note="above the diagonal"),
+            T.vselect(x, Ref("cut"), float("-inf"), x, grid, "float32", note="causal: -inf above the diagonal")]))
+    soft += [
+        T.vreduce("max", Ref("mx"), x, rows, kn, "float32", src_row_stride=bkp32, note="row max"),
+        T.vbinary("max", Ref("mx"), Ref("mx"), Ref("m"), rows, "float32", note="m' = max(m, row max)"),
+        T.vbinary("sub", alpha, Ref("m"), Ref("mx"), rows, "float32"),
+        T.vunary("exp", alpha, alpha, rows, "float32", note="alpha = exp(m - m')"),
+        T.vcopy(Ref("m"), Ref("mx"), rows, "float32", note="m = m'"),
+        T.vbroadcast(tile, Ref("mx"), rows, bkp32, "float32", axis=1, dst_row_stride=bkp32),
+        T.vbinary("sub", x, x, tile, grid, "float32"),
+        T.vunary("exp", x, x, grid, "float32", note="P = exp(x - m')"),
+        T.vreduce("sum", Ref("mx"), x, rows, kn, "float32", src_row_stride=bkp32, note="row sum"),
+        T.vbinary("mul", Ref("l"), Ref("l"), alpha, rows, "float32"),
+        T.vbinary("add", Ref("l"), Ref("l"), Ref("mx"), rows, "float32", note="l = alpha l + row sum"),
+        T.vcast(p16, x, grid, "float32", a.dtype, round="rint", note="P in float16"),
+        T.store(_slot_ref("chp", GROUP, F("j"), t.ring, p_bytes, sy.mul(F("rs"), bkp16 * itemsize(a.dtype))), p16, a.dtype,
+                kn, rows, src_stride=bkp32, dst_stride=bkp16, note="P rows")]
+    def fold(j: IntLike, rescale: IntLike) -> list[Stmt]:
+        """O += the P V of block j (from the cube), then (when `rescale`) O *= alpha_{j+1}: O follows the running
+        max of the blocks softmaxed so far while the cube multiplies the earlier ones by V."""
+        dv = sy.mul(rows, dvp32)
+        nxt = Ref("alpha", sy.mod(sy.add(j, 1), t.lead) if t.lead > 1 else 0)
+        return [T.load(Ref("part"), _slot_ref("cho", GROUP, j, 2, o_bytes, sy.mul(F("rs"), dvp32 * 4)), "float32",
+                       a.Dv, rows, src_stride=dvp32, dst_stride=dvp32, note="P V rows"),
+                T.vbinary("add", Ref("acc"), Ref("acc"), Ref("part"), dv, "float32", note="O += P V"),
+                When(rescale, [T.vbroadcast(tile, nxt, rows, dvp32, "float32", axis=1, dst_row_stride=dvp32),
+                               T.vbinary("mul", Ref("acc"), Ref("acc"), tile, dv, "float32", note="O *= alpha")])]
+
+    has = sy.lt(0, rows)
+    lag = sy.add(F("j"), -t.lead)
+    blocks = Loop("j", 0, F("nkb"), 1, [Let("k0", sy.mul(F("j"), t.bk)),
+                                        Let("kn", sy.min_(t.bk, sy.add(F("Tk"), sy.mul(-1, F("k0"))))),
+                                        When(has, [take]), When(has, soft),
+                                        When(sy.lt(t.lead - 1, F("j")), [When(has, fold(lag, 1))])],
+                  note=f"key blocks, folding P V {t.lead} behind")
+    # the last `lead` blocks' P V (fewer when the item has fewer blocks)
+    drain = Loop("i", sy.max_(0, sy.add(F("nkb"), -t.lead)), F("nkb"), 1,
+                 [When(has, fold(F("i"), sy.lt(F("i"), sy.add(F("nkb"), -1))))], note="the blocks still to fold")
+    osize = itemsize(a.out_dtype)
+    ooff = sy.mul(sy.add(sy.mul(F("bi"), F("Tq")), F("q0"), F("rs")), a.Dv * osize)
+    grid_o = sy.mul(rows, dvp32)
+    out = tile if a.out_dtype != "float32" else Ref("acc")
+    finish = When(has, [
+        T.vunary("reciprocal", Ref("l"), Ref("l"), rows, "float32"),
+        T.vbroadcast(tile, Ref("l"), rows, dvp32, "float32", axis=1, dst_row_stride=dvp32),
+        T.vbinary("mul", Ref("acc"), Ref("acc"), tile, grid_o, "float32", note="O / l")]
+        + ([T.vcast(out, Ref("acc"), grid_o, "float32", a.out_dtype, round="rint")] if out is tile else [])
+        + [T.store(GmRef("out0", ooff), out, a.out_dtype, a.Dv, rows, src_stride=dvp32, dst_stride=a.Dv,
+                   note="out rows")])
+    item = head + init + [blocks, drain, finish]
+    params = [GmParam("chs", "float32", "scratch"), GmParam("chp", a.dtype, "scratch"),
+              GmParam("cho", "float32", "scratch"), GmParam("out0", a.out_dtype, "out")]
+    if a.mask_dtype is not None:
+        params.append(GmParam(a.params[3], a.mask_dtype, "in"))
+    body = pre + [Loop("w", 0, _count(GROUP), 1, item, note="work items of this group")]
+    return TileSchedule(f"{a.name}_softmax", "aiv", params, fields, sy.mul(groups, chip.group_aivs),
+                        aiv_buffers(a, t, chip), body, [f"{h} query rows per vector core at most"])
+
+
+TEMPLATE = Template("attention", "mix", AttentionTiling, analyze, tilings, schedule, _symbols, need=need,
+                    ops=frozenset({"attention"}), handles=handles)

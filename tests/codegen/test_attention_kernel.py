@@ -1,0 +1,140 @@
+"""The fused attention template: softmax(q k^T * scale + mask) v as one cube+vector launch (sanitizer on).
+
+Golden against float64 attention written out in numpy (`reference` of test_attention_op) on odd sizes, causal
+or not, with masks, Tq != Tk, every tiling shape the template offers, both chip presets; and what happens when
+it cannot take the op (the decomposition, said in the fusion log).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import pyasc
+from pyasc.codegen.templates import attention as template
+from conftest import assert_close
+from test_attention_op import reference
+
+TOL = dict(rtol=2e-3, atol=2e-3, check_dtype=False)   # a float16 result against float64
+
+
+def attend(q, k, v):
+    return pyasc.attention(q, k, v)
+
+
+def attend_causal(q, k, v):
+    return pyasc.attention(q, k, v, causal=True)
+
+
+def attend_masked(q, k, v, mask):
+    return pyasc.attention(q, k, v, mask=mask)
+
+
+def attend_scaled(q, k, v):
+    return pyasc.attention(q, k, v, scale=0.3, causal=True)
+
+
+def _qkv(rng, b, tq, tk, d, dv=None):
+    shapes = [(b, tq, d), (b, tk, d), (b, tk, dv or d)]
+    return [(rng.standard_normal(s) * 0.8).astype(np.float16) for s in shapes]
+
+
+def _run(fn, args, chip="tiny", **ref_kw):
+    kern = pyasc.kernel(fn, chip=chip, sanitize=True)
+    kernels = kern.compile(*args).kernels
+    out, prof = kern.profile(*args)
+    assert out.dtype == np.float16 and out.shape == args[0].shape[:-1] + (args[2].shape[-1],)
+    assert_close(out, reference(*args[:3], **ref_kw), **TOL)
+    return kernels, prof
+
+
+@pytest.mark.parametrize("b,tq,tk,d", [(1, 1, 1, 16), (2, 7, 7, 32), (3, 40, 40, 16), (1, 100, 100, 16),
+                                       (2, 5, 37, 32), (1, 33, 9, 16)])
+@pytest.mark.parametrize("causal", [False, True])
+def test_one_launch_golden(rng, b, tq, tk, d, causal):
+    args = _qkv(rng, b, tq, tk, d)
+    if causal and tq > tk:
+        # rows i < tq - tk see no key: numpy's NaN there (the op's contract), the rest compared
+        kern = pyasc.kernel(attend_causal, chip="tiny", sanitize=True)
+        out = kern(*args)
+        ref = reference(*args, causal=True)
+        assert np.isnan(out[:, :tq - tk]).all() and np.isnan(ref[:, :tq - tk]).all()
+        assert_close(out[:, tq - tk:], ref[:, tq - tk:], **TOL)
+        return
+    kernels, prof = _run(attend_causal if causal else attend, args, causal=causal)
+    assert [k.template for k in kernels] == ["attention"] and prof.launches == 1
+
+
+@pytest.mark.parametrize("bq,bk,lead", [(16, 16, 1), (16, 16, 2), (32, 16, 2), (16, 32, 1), (32, 32, 2)])
+@pytest.mark.parametrize("causal", [False, True])
+def test_every_block_shape_and_lead(rng, monkeypatch, bq, bk, lead, causal):
+    """Key blocks walked with the cube 1 or 2 blocks ahead, fewer blocks than the lead (T = 20) and many."""
+    monkeypatch.setattr(template, "SIZES", (bq, bk))
+    monkeypatch.setattr(template, "LEADS", (lead,))
+    for t in (20, 75):
+        args = _qkv(rng, 2, t, t, 16)
+        kernels, _ = _run(attend_causal if causal else attend, args, causal=causal)
+        assert kernels[0].template == "attention"
+        assert f"{bq} queries x {bk} keys per block, S {lead} block(s) ahead" in kernels[0].tiling.text()
+
+
+@pytest.mark.parametrize("mask_dtype", [np.float32, np.float16])
+def test_additive_mask_with_whole_masked_key_blocks(rng, monkeypatch, mask_dtype):
+    """A left-padding mask hides the first keys of some rows, more than a key block: those rows start with
+    every key masked (their running max must not turn into NaN); one row sees a single key."""
+    monkeypatch.setattr(template, "SIZES", (16,))
+    args = _qkv(rng, 2, 24, 50, 16)
+    mask = (rng.standard_normal((24, 50)) * 0.5).astype(mask_dtype)
+    mask[:8, :20] = -np.inf
+    mask[9, :] = -np.inf
+    mask[9, 33] = 0.0
+    kernels, _ = _run(attend_masked, args + [mask], mask=mask)
+    assert kernels[0].template == "attention"
+
+
+def test_a_row_that_sees_no_key_is_nan_as_in_numpy(rng):
+    args = _qkv(rng, 1, 10, 12, 16)
+    mask = np.zeros((10, 12), np.float32)
+    mask[3] = -np.inf
+    out = pyasc.kernel(attend_masked, chip="tiny", sanitize=True)(*args, mask)
+    ref = reference(*args, mask=mask)
+    assert np.isnan(out[0, 3]).all() and np.isnan(ref[0, 3]).all()
+    keep = np.arange(10) != 3
+    assert_close(out[0, keep], ref[0, keep], **TOL)
+
+
+def test_explicit_scale_and_a_value_width_unlike_the_key_width(rng):
+    args = _qkv(rng, 2, 30, 30, 16, dv=48)
+    kernels, _ = _run(attend_scaled, args, scale=0.3, causal=True)
+    assert kernels[0].template == "attention"
+
+
+@pytest.mark.parametrize("b,t,d,causal", [(2, 100, 64, True), (1, 130, 128, False)])
+def test_910b(rng, b, t, d, causal):
+    kernels, prof = _run(attend_causal if causal else attend, _qkv(rng, b, t, t, d), chip="910b", causal=causal)
+    assert [k.template for k in kernels] == ["attention"] and prof.launches == 1
+
+
+def test_float32_attention_is_lowered_through_its_decomposition_and_says_why(rng):
+    q, k, v = (x.astype(np.float32) for x in _qkv(rng, 1, 9, 9, 16))
+    kern = pyasc.kernel(attend, chip="tiny", sanitize=True)
+    art = kern.compile(q, k, v)
+    assert "attention" not in [dk.template for dk in art.kernels]
+    assert any("decomposed: attention" in line and "float16" in line
+               for line in art.stages["fusion_log"].splitlines())
+    assert_close(kern(q, k, v), reference(q, k, v), rtol=1e-4, atol=1e-5, check_dtype=False)
+
+
+def attend_numpy(q, k, v):
+    s = q @ k.transpose(0, 2, 1) * np.float16(0.125)
+    e = np.exp(s - s.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True) @ v
+
+
+def test_numpy_attention_becomes_the_fused_launch_and_beats_the_unfused_one(rng):
+    args = _qkv(rng, 2, 64, 64, 64)
+    fused_kernel = pyasc.kernel(attend_numpy, chip="tiny", sanitize=True)
+    out, fused = fused_kernel.profile(*args)
+    assert [k.template for k in fused_kernel.compile(*args).kernels] == ["attention"]
+    assert_close(out, reference(*args, scale=0.125), rtol=1e-2, atol=1e-2, check_dtype=False)
+    split = pyasc.kernel(attend_numpy, chip="tiny", disable_passes=["attention"]).profile(*args)[1]
+    assert fused.launches == 1 and split.launches > 1 and fused.cycles < split.cycles
