@@ -305,6 +305,21 @@ def test_a_near_miss_names_the_piece_that_stopped_it(fn, line):
     assert after is None and lines == [line]
 
 
+def band_heads(x):
+    """Heads sharing a constant band mask (the frontend makes one Const per use of the array)."""
+    i = np.arange(x.shape[0])
+    band = np.where(np.abs(i[:, None] - i[None, :]) <= 2, 0.0, -np.inf).astype(x.dtype)
+    q, k, v = np.split(x, 3, axis=-1)
+    return np.hstack([pyasc.softmax(q[:, h * 8:(h + 1) * 8] @ k[:, h * 8:(h + 1) * 8].T + band)
+                      @ v[:, h * 8:(h + 1) * 8] for h in range(2)])
+
+
+def test_heads_sharing_a_constant_mask_are_merged():
+    _, after, lines = compiled(band_heads, f32(T, 48))
+    assert after.count("attention(") == 1 and "has_mask=True" in after
+    assert lines[-1].startswith("attention_heads: found 2 heads")
+
+
 def test_heads_out_of_order_stay_per_head():
     _, after, lines = compiled(heads_out_of_order, f32(T, 48))
     assert after.count("attention(") == 2
