@@ -394,3 +394,28 @@ def test_the_decisions_are_records():
     (found,) = [d for d in result.fusion_decisions if d.rule == "attention"]
     assert found.kind is DecisionKind.PATTERN and found.producer == "matmul %4"
     assert found.consumer == "attention(scale=0.25)"
+
+
+# ---- on the emulator: the pattern runs as the fused attention kernel --------------------------------
+
+
+def mha_where(x, n_head: int):
+    """picoGPT's heads with the np.where causal spelling (a -1e10 mask overflows float16 to -inf * 0 = NaN)."""
+    heads = [np.split(t, n_head, axis=-1) for t in np.split(x, 3, axis=-1)]
+    causal = np.tri(x.shape[0], dtype=bool)
+    return np.hstack([softmax_np(np.where(causal, q @ k.T / np.sqrt(q.shape[-1]), -np.inf)) @ v
+                      for q, k, v in zip(*heads)])
+
+
+def test_the_found_pattern_runs_as_one_fused_attention_kernel():
+    x = rng.standard_normal((32, 3 * 32)).astype(np.float16)
+    kernel = pyasc.kernel(mha_where, chip="tiny")
+    art = kernel.compile(x, 2)
+    templates = [k.template for k in art.kernels]
+    assert templates.count("attention") == 1 and not {"matmul", "mixed", "vector"} & set(templates)
+    assert "attention_heads: found 2 heads" in art.stages["fusion_log"]
+    got = kernel(x, 2)
+    assert got.dtype == np.float16
+    assert_close(got, mha_where(x.astype(np.float64), 2).astype(np.float16))  # fp16 tolerance, vs float64 numpy
+    unfused = pyasc.kernel(mha_where, chip="tiny", disable_passes=["attention"])
+    assert "attention" not in [k.template for k in unfused.compile(x, 2).kernels]
