@@ -232,7 +232,10 @@ def test_every_op_with_a_float_result_has_a_rule_or_a_decomposition_or_is_named_
     """Ops reaching autodiff need a derivative. The ones without are named here, each on purpose: control
     flow (a located "no VJP rule" error), the optimiser's internal ops (never in a graph autodiff sees) and
     `full` (it takes no tensor). A new op fails this test until it gets a rule or is listed."""
-    no_derivative = {"If", "Loop", "fused_matmul", "transdata", "full"}
+    no_derivative = {"If", "Loop", "fused_matmul", "transdata", "full",
+                     # issue 18 lowers inference convolutions and pooling; their backward is not written yet
+                     # (a located "no VJP rule" error, tests/test_ops_conv.py)
+                     "conv2d", "fused_conv2d", "max_pool2d", "avg_pool2d"}
     missing = [n for n in ops.names()
                if not ops.get(n).leaf and ops.get(n).vjp is None and not ops.get(n).composite
                and n not in no_derivative and n not in _NON_FLOAT_RESULTS]

@@ -117,6 +117,26 @@ MAKERS.update(numpy_op_makers.makers(values))  # the numpy ops of issue 11
 MAKERS.update(numpy_op_makers.makers_issue22(values))  # and of issue 22 (on the dtypes DTYPES_ISSUE22 names)
 
 
+def _conv(bias: bool, **attrs: Any) -> Maker:
+    def make(rng, d):
+        x, w = values(rng, d, (1, 3, 5, 5), "small"), values(rng, d, (4, 3, 3, 3), "small")
+        return [x, w, values(rng, d, (4,)) if bias else None], dict(attrs)
+    return make
+
+
+def _batch_norm(rng, d):
+    x = values(rng, d, (2, 3, 4, 4))
+    return [x, values(rng, d, (3,), "small"), values(rng, d, (3,), "positive"), values(rng, d, (3,)),
+            values(rng, d, (3,))], {"eps": 1e-3}
+
+
+POOLS = [unary(shape=(1, 3, 5, 5), kernel_size=2), unary(shape=(1, 3, 5, 5), kernel_size=3, stride=2, padding=1)]
+MAKERS.update({  # convolutions, pooling, batch norm (issue 18)
+    "conv2d": [_conv(True, padding=1), _conv(False, stride=2)],
+    "max_pool2d": POOLS, "avg_pool2d": POOLS, "batch_norm": [_batch_norm],
+})
+
+
 def default_maker(op: ops.OpDef) -> Maker:
     shapes = [(3, 4), (4,), (3, 1)]
     return lambda rng, d: ([values(rng, d, shapes[i % 3]) for i in range(len(op.tensor_params))], {})

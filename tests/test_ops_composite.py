@@ -15,7 +15,7 @@ from pyasc.errors import SourceLoc
 from pyasc.ir.graph import Graph
 from pyasc.ir.types import Sym, TensorType
 
-COMPOSITES = ["softmax", "log_softmax", "layer_norm", "rms_norm", "gelu", "silu", "erf"]
+COMPOSITES = ["softmax", "log_softmax", "layer_norm", "rms_norm", "gelu", "silu", "erf", "batch_norm"]
 
 
 def evaluate(graph: Graph, inputs: list[np.ndarray]) -> list[np.ndarray]:
@@ -62,6 +62,8 @@ CASES = [
     ("gelu", [(3, 4)], {}),
     ("silu", [(3, 4)], {}),
     ("erf", [(3, 4)], {}),
+    ("batch_norm", [(2, 3, 4, 4), (3,), (3,), (3,), (3,)], {"eps": 1e-5, "has_weight": True, "has_bias": True}),
+    ("batch_norm", [(2, 3), (3,), (3,)], {"eps": 1e-3, "has_weight": False, "has_bias": False}),
 ]
 
 

@@ -62,6 +62,12 @@ NUMPY_OPS |= set(NUMPY22_CATEGORY)
 
 INTERNAL = {"fused_matmul", "transdata", "slice", "slice_update", "Data", "Const", "If", "Loop", "DimValue"} | \
     NUMPY_INTERNAL | NUMPY22_INTERNAL
+
+# convolutions, pooling and inference batch norm (issue 18; pyasc/ops/conv.py); fused_conv2d is GE's
+CONV_PUBLIC = {"conv2d", "max_pool2d", "avg_pool2d", "batch_norm"}
+CONV_OPS = CONV_PUBLIC | {"fused_conv2d"}
+NUMPY_OPS |= CONV_OPS  # registered beside the brief's list, like the numpy ops
+INTERNAL |= {"fused_conv2d"}
 BINARY = "add sub mul div floordiv mod pow maximum minimum lt le gt ge eq ne bitwise_and bitwise_or bitwise_xor".split()
 UNARY = "neg invert abs exp log sqrt rsqrt reciprocal sin cos tanh sigmoid relu gelu silu erf floor ceil sign".split()
 REDUCTIONS = "sum max min mean".split()
@@ -82,12 +88,15 @@ EXPECTED_CATEGORY = {
     "argmax": Category.REDUCE, "argmin": Category.REDUCE, "take": Category.INJECTIVE, "cumsum": Category.INJECTIVE,
     **{n: Category.ELEMWISE for n in NUMPY_CREATION}, **{n: Category.BROADCAST for n in ("tril", "triu", "outer")},
     **NUMPY22_CATEGORY,
+    **{n: Category.OPAQUE for n in ("conv2d", "fused_conv2d", "max_pool2d", "avg_pool2d")},
+    "batch_norm": Category.BROADCAST,
 }
 EXPENSIVE = set("exp log tanh sqrt rsqrt div sigmoid gelu erf sin cos pow".split()) | set(REDUCTIONS) | COMPOSITES | {
     "matmul", "fused_matmul", "floordiv", "mod", "reciprocal"}  # the last three: division-based, like XLA's
 EXPENSIVE |= set(NUMPY_UNARY) | {"logaddexp", "var", "std", "dot"} | NUMPY_GATHER
 EXPENSIVE |= set(NUMPY22_CATEGORY) - NUMPY22_CHEAP
-COMPOSITES |= NUMPY_OPS | ATTENTION
+EXPENSIVE |= {"conv2d", "fused_conv2d", "avg_pool2d", "batch_norm"}
+COMPOSITES |= (NUMPY_OPS - CONV_OPS) | {"batch_norm"} | ATTENTION
 EXPENSIVE |= ATTENTION
 COMMUTATIVE = {"add", "mul", "maximum", "minimum", "eq", "ne", "bitwise_and", "bitwise_or", "bitwise_xor"}
 
@@ -186,7 +195,10 @@ def test_cube_operands_and_accepted_formats():
     assert mm.accepted_formats(0) == mm.accepted_formats(1) == {"ND", "FRACTAL_NZ"}
     assert mm.accepted_formats(2) == {"ND"}  # the bias
     assert ops.get("transdata").accepted_formats(0) == ops.get("If").accepted_formats(3) == ops.ANY_FORMAT
-    assert ops.get("add").accepted_formats(0) == ops.get("exp").accepted_formats(0) == {"ND"}
+    # elementwise ops also compute in NC1HWC0 when all their operands are in it (ops.ELEMENTWISE_FORMATS)
+    assert ops.get("add").accepted_formats(0) == ops.get("exp").accepted_formats(0) == {"ND", "NC1HWC0"}
+    assert ops.get("sum").accepted_formats(0) == {"ND"}
+    assert ops.get("conv2d").accepted_formats(0) == {"ND", "NC1HWC0"} and ops.get("conv2d").accepted_formats(1) == {"ND"}
 
 
 def test_a_reduce_op_without_its_axes_is_rejected_at_registration():

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 README = Path(__file__).resolve().parent.parent / "README.md"
-SECTIONS = ("Writing a kernel", "Attention, found automatically", "Seeing what the compiler did", "The compile cache", "Autotuning",
+SECTIONS = ("Writing a kernel", "Attention, found automatically", "Convolutions", "Seeing what the compiler did",
+            "The compile cache", "Autotuning",
             "Using kernels from PyTorch", "The emulated chip", "Gradients")
 
 

@@ -6,7 +6,8 @@ candidate's nodes become a kernel graph, its template (`route.BY_KIND`) analyses
 template lists only tilings whose buffers fit the chip), and there must be one that the template admits (a
 vector kernel loading more inputs per tile than the chip has event ids for never tiles: each load is waited
 for by a flag). The verdict's working set is the on-chip bytes the smallest legal tile needs. Matmul groups keep
-the optimiser's estimate (their operands live in L1/L0, not UB); a lone data-movement op or an If always fits.
+the optimiser's estimate (their operands live in L1/L0, not UB); a lone data-movement op, an If or a conv or
+pool (planned by its own router) always fits.
 """
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from ..target import Chip
 from .kernel_graph import build_kernel_graph
 from .route import BY_KIND
 from .template import Unsupported
-from .templates import TEMPLATES, mixed, vector_kernel
+from .templates import TEMPLATES, mixed, template_of_op, vector_kernel
 
 
 def codegen_capacity(chip: Chip, buffer_num: int = 2) -> Callable[[FusionCandidate], CapacityVerdict]:
@@ -31,6 +32,8 @@ def codegen_capacity(chip: Chip, buffer_num: int = 2) -> Callable[[FusionCandida
             return CapacityVerdict(True, 0)
         if kind == KernelKind.MATMUL:
             return _matmul(c, chip, buffer_num) or fallback(c)
+        if kind == KernelKind.OPAQUE and _planned(c):
+            return CapacityVerdict(True, 0)
         if kind not in BY_KIND:
             return fallback(c)
         need, refusals = None, []
@@ -43,7 +46,9 @@ def codegen_capacity(chip: Chip, buffer_num: int = 2) -> Callable[[FusionCandida
                     if why:
                         refusals.append(why)
                         continue
-                    sizes = [t.need(a, tl, chip) for tl in t.tilings(a, chip, buffer_num, chip.cores_of(t.core_type))]
+                    # a template without `need` lists only tilings that fit: any of them will do
+                    sizes = [t.need(a, tl, chip) if t.need is not None else 0
+                             for tl in t.tilings(a, chip, buffer_num, chip.cores_of(t.core_type))]
                     if sizes:
                         need = min(sizes) if need is None else min(need, *sizes)
         except (Unsupported, CompileError) as e:
@@ -54,6 +59,13 @@ def codegen_capacity(chip: Chip, buffer_num: int = 2) -> Callable[[FusionCandida
         return CapacityVerdict(True, need)
 
     return capacity
+
+
+def _planned(c: FusionCandidate) -> bool:
+    """An opaque op whose template takes a plan of its own (a conv or a pool: `route.conv_jobs` fits it to the
+    chip and says why when it cannot), not a kernel graph to analyse here."""
+    whole = template_of_op(c.structure.anchor.op)
+    return whole is not None and whole.handles is None
 
 
 def _matmul(c: FusionCandidate, chip: Chip, buffer_num: int) -> CapacityVerdict | None:

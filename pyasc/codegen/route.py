@@ -24,7 +24,7 @@ from ..target import Chip
 from .domain import dims
 from .kernel_graph import KernelGraph, build_kernel_graph
 from .lowering import no_lowering
-from . import matmul_plan
+from . import blocked, conv_plan, matmul_plan
 from .template import Job, Unsupported
 from .templates import TEMPLATES, template_of_op
 from .templates.mixed import MixedMatmul
@@ -71,8 +71,12 @@ def route(label: str, plan: KernelPlan, chip: Chip, buffer_num: int = 2, mixed: 
     whole = template_of_op(plan.anchor)
     if whole is TEMPLATES["matmul"]:
         return matmul_jobs(label, plan, chip, buffer_num, plan.mixed if mixed is None else mixed)
+    if whole is TEMPLATES["conv"]:
+        return conv_jobs(label, plan, chip, buffer_num, plan.mixed if mixed is None else mixed)
     if whole is not None and whole.handles is not None and whole.handles(kg):
         return [kernel_job(whole.name, label, kg, plan)]
+    if plan.kind is KernelKind.ELEMENTWISE and blocked.is_blocked(kg):
+        kg = blocked.storage_view(kg)
     by_kind = BY_KIND.get(plan.kind)
     if by_kind is None:
         raise unsupported(kg, label, f"a {plan.kind.value} kernel has no template yet")
@@ -122,10 +126,33 @@ def matmul_jobs(label: str, plan: KernelPlan, chip: Chip, buffer_num: int, mixed
 
 
 def _matmul_route(label: str, plan: KernelPlan, mixed: bool) -> matmul_plan.MatmulRoute:
+    return _planned(matmul_plan.route, label, plan, mixed=mixed)
+
+
+def _planned(planner: Callable[..., Any], label: str, plan: KernelPlan, **options: Any) -> Any:
+    """A cube plan's route (`matmul_plan`, `conv_plan`); what it cannot lower is a located error."""
     try:
-        return matmul_plan.route(label, plan, mixed=mixed)
+        return planner(label, plan, **options)
     except Unsupported as e:
         raise no_lowering(plan.anchor, label, plan.anchor_node.loc, str(e)) from None
+
+
+def conv_jobs(label: str, plan: KernelPlan, chip: Chip, buffer_num: int, mixed: bool) -> list[Job]:
+    """The weights in the cube's layout (and the conv's float32 bias) and the cube kernel: one mixed launch
+    (`conv_launch`) when the plan is marked for one and it tiles, else two launches (the notes say why)."""
+    r = _planned(conv_plan.route, label, plan)
+    where = {"op": plan.anchor, "loc": plan.anchor_node.loc}
+    why = ""
+    if mixed:
+        job = Job("conv_launch", label, conv_plan.launch(label, r), r.launch_inputs, [r.result], plan, {}, **where)
+        why = _mixed_refusal(job, chip, buffer_num)
+        if not why:
+            return [job]
+    jobs = [Job("conv_weights", r.weights.name, r.weights, r.weight_inputs, r.weight_outputs, plan, {}, **where)]
+    jobs.append(Job("conv", label, r.cube, r.operands, [r.result], plan, {"scratch": list(r.scratch)}, **where))
+    if why:
+        jobs[-1].options["notes"] = [f"not one launch with its weight conversion: {why}"]
+    return jobs
 
 
 def _pre_jobs(r: matmul_plan.MatmulRoute, plan: KernelPlan, where: dict) -> list[Job]:
@@ -135,8 +162,8 @@ def _pre_jobs(r: matmul_plan.MatmulRoute, plan: KernelPlan, where: dict) -> list
 
 
 def _mixed_refusal(job: Job, chip: Chip, buffer_num: int) -> str:
-    """Why the mixed template cannot take the job (its analysis refuses it, or no tiling fits), or ""."""
-    t = TEMPLATES["mixed"]
+    """Why the job's mixed template cannot take it (its analysis refuses it, or no tiling fits), or ""."""
+    t = TEMPLATES[job.template]
     try:
         analyses = t.analyze(job, chip)
     except Unsupported as e:

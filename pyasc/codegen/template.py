@@ -67,6 +67,15 @@ def align_up(n: int, a: int) -> int:
     return -(-n // a) * a
 
 
+def fits_memories(footprint: Sequence[tuple], chip: Chip) -> bool:
+    """Whether on-chip buffers fit their memories: rows (name, space, dtype, bytes per slot, slots, role), each
+    space's slots summed and aligned."""
+    used: dict[str, int] = {}
+    for _, space, _, nbytes, slots, _ in footprint:
+        used[space] = used.get(space, 0) + align_up(nbytes * slots, chip.space_align(space))
+    return all(n <= chip.space_bytes(space) for space, n in used.items())
+
+
 @dataclass
 class Job:
     """One device kernel to lower: which template, the subject it lowers (a KernelGraph, a CubeMatmul, ...),

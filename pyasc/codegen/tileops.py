@@ -148,6 +148,16 @@ def load_l0_2d(dst: Ref, src: Ref, dtype: str, start: IntLike, repeat: IntLike, 
                 src_stride=src_stride, dst_gap=dst_gap, transpose=transpose)
 
 
+def load3d(dst: Ref, src: Ref, dtype: str, c1: IntLike, h: IntLike, w: IntLike, kh: int, kw: int,
+           stride: tuple = (1, 1), pad: tuple = (0, 0, 0, 0), dilation: tuple = (1, 1), *, m_start: IntLike = 0,
+           m_len: Optional[IntLike] = None, k_start: IntLike = 0, k_len: Optional[IntLike] = None,
+           note: str = "") -> TileOp:
+    """Load3D (img2col): rows m_start.. and columns k_start.. of the im2col matrix of the (c1, h, w, c0) map in
+    L1 into L0A (or its transpose into L0B); pad is (top, bottom, left, right)."""
+    return tile("load3d", note, dst=dst, src=src, dtype=dtype, c1=c1, h=h, w=w, kh=kh, kw=kw, stride=tuple(stride),
+                pad=tuple(pad), dilation=tuple(dilation), m_start=m_start, m_len=m_len, k_start=k_start, k_len=k_len)
+
+
 def load_bias(dst: Ref, src: Ref, count: IntLike, note: str = "") -> TileOp:
     return tile("load_bias", note, dst=dst, src=src, count=count)
 
@@ -158,7 +168,9 @@ def mmad(dst: Ref, a: Ref, b: Ref, m: IntLike, k: IntLike, n: IntLike, dtype: st
 
 
 def fixpipe(dst: GmRef, src: Ref, m: IntLike, n: IntLike, dst_dtype: str, src_dtype: str = "float32",
-            relu: bool = False, dst_row_stride: Optional[IntLike] = None, scale: Optional[float] = None,
-            note: str = "") -> TileOp:
+            relu: bool = False, dst_row_stride: Optional[IntLike] = None, nz: bool = False,
+            scale: Optional[float] = None, note: str = "") -> TileOp:
+    """L0C -> GM: row-major (rows dst_row_stride apart), or `nz`: 16-column panels of dst_row_stride rows; on the
+    way, times `scale`."""
     return tile("fixpipe", note, dst=dst, src=src, m=m, n=n, dst_dtype=dst_dtype, src_dtype=src_dtype, relu=relu,
-                dst_row_stride=dst_row_stride, scale=scale)
+                dst_row_stride=dst_row_stride, nz=nz, scale=scale)

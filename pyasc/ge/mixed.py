@@ -7,9 +7,13 @@ ones whose ops go beyond the product (an epilogue: bias, activation, residual, s
 then lowers a plan as one mixed launch when the part the cube's FixPipe cannot take is non-empty and the
 mixed template can tile it (else as the cube launch and a vector launch, saying why in the kernel's notes).
 `disable_passes=["mixed_kernels"]` keeps them apart.
+
+A conv kernel plan (an op the cube computes whole: the registry's `cube_macs`) is marked too: its weight
+conversion runs on the vector cores of the conv's own launch (templates/conv_launch.py).
 """
 from __future__ import annotations
 
+from .. import ops
 from ..ir import Graph
 from .decisions import DecisionKind, FusionDecision
 from .passes import Pass, PassContext
@@ -24,6 +28,12 @@ class MixedKernelsPass(Pass):
     def run(self, graph: Graph, ctx: PassContext) -> bool:
         """Marks kernel plans, leaves the graph as it is (so no stage of its own)."""
         for plan in ctx.state.kernels or ():
+            if plan.kind is not KernelKind.MATMUL and _cube_op(plan.anchor):
+                plan.mixed = True
+                ctx.state.fusion_decisions.append(FusionDecision(
+                    DecisionKind.MIXED, "mixed_kernels", producer=f"{plan.anchor} (k{plan.group})",
+                    consumer="its weight conversion", detail="on the vector cores of the same launch"))
+                ctx.stats["mixed"] += 1
             if plan.kind is not KernelKind.MATMUL:
                 continue
             plan.mixed = True
@@ -35,3 +45,8 @@ class MixedKernelsPass(Pass):
                 consumer=", ".join(rest), detail="its result stays in an L2-resident workspace tile"))
             ctx.stats["mixed"] += 1
         return False
+
+
+def _cube_op(op: str) -> bool:
+    """An op the cube computes whole besides the matmul family (a conv: the registry's `cube_macs`)."""
+    return ops.exists(op) and ops.get(op).cube_macs is not None

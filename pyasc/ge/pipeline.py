@@ -4,6 +4,8 @@ Order (GE's, as in reference/graph-optimizer-references.md §3):
 
     attention                                     opt 2  (ge.attention) softmax(q @ k^T) @ v -> one attention op,
                                                          heads on slices of one tensor -> one batched attention
+    conv_batchnorm_fold                           opt 2  (ge.conv) batch_norm(conv) -> conv, rescaled weights
+    conv_group_split                              opt 0  (ge.conv) a grouped conv -> one conv per group
     decompose_composites                          opt 0  composites without a dedicated lowering
     vector_integer_matmul                         opt 0  (ge.integer_matmul) integer products the cube cannot take
     split_reductions                              opt 0  a reduction over separated axes -> one per block
@@ -13,7 +15,10 @@ Order (GE's, as in reference/graph-optimizer-references.md §3):
     pattern_fusion (group)
         matmul_transpose_fold                     opt 2  a.T @ b -> transpose flags
         matmul_epilogue_fusion                    opt 2  matmul + bias + relu + cast -> fused_matmul
+        conv_epilogue_fusion                      opt 2  (ge.conv) conv + relu + cast -> fused_conv2d
     layout (group)
+        blocked_layout                            opt 0  (ge.conv) convs, pools and their elementwise
+                                                         neighbours in NC1HWC0
         layout_assign                             opt 0  transdata where formats disagree
         transdata_elimination                     opt 1  inverse pairs, siblings, transposes
         transpose_sinking                         opt 3
@@ -42,6 +47,7 @@ from .capacity import DEFAULT_CHIP, CapacityFn, resolve_chip  # noqa: F401  (res
 from .decisions import CubeOperandRoute, FusionDecision
 from .fusion import FusionPass, schedule_for
 from .integer_matmul import VectorIntegerMatmul
+from .conv import BlockedLayout, ConvBatchNormFold, ConvEpilogueFusion, ConvGroupSplit
 from .layout import layout_passes
 from .memory import MemoryPlanningPass
 from .mixed import MixedKernelsPass
@@ -116,12 +122,14 @@ def build_pipeline() -> list[Pass]:
     """A fresh pass list (passes hold no state between compiles, but fresh objects cost nothing)."""
     return [
         AttentionPass(),
+        ConvBatchNormFold(),
+        ConvGroupSplit(),
         DecomposeComposites(),
         VectorIntegerMatmul(),
         SplitReductions(),
         simplify_group(),
-        PassGroup("pattern_fusion", pattern_passes()),
-        PassGroup("layout", layout_passes()),
+        PassGroup("pattern_fusion", [*pattern_passes(), ConvEpilogueFusion()]),
+        PassGroup("layout", [BlockedLayout(), *layout_passes()]),
         simplify_group(),
         *_backend_passes(),
     ]

@@ -56,6 +56,7 @@ and If: any format; everything else ND), expensive (not cheap to recompute).
 """
 from .registry import (  # noqa: F401
     ANY_FORMAT,
+    ELEMENTWISE_FORMATS,
     ND_ONLY,
     Category,
     CubeOperand,
@@ -77,5 +78,6 @@ from . import elementwise, reduce, shape, matmul, creation, composite, dimvalue,
 from . import elementary, statistics, like, joining, arrange, dot, search, scan, constructors  # noqa: F401,E402  (numpy functions as composites)
 from . import npmath, special, accumulate, linalg, einsum, sorting, scatter  # noqa: F401,E402  (more numpy, scipy.special)
 from . import attention  # noqa: F401,E402  (registers the attention op)
+from . import conv  # noqa: F401,E402  (conv2d, pooling, batch_norm)
 from . import vjp_elementwise, vjp_structure, vjp_composite  # noqa: F401,E402  (VJP rules, keyed by op)
 from .shape import IndexPlan, normalize_index  # noqa: F401,E402

@@ -94,6 +94,11 @@ DTYPE_ATTRS = frozenset({"dtype", "out_dtype"})
 ND_ONLY = frozenset({"ND"})
 ANY_FORMAT = frozenset(FORMATS)
 
+#: blocked formats an elementwise op computes in as they are: every operand in that format (the same shape)
+#: or a single element; the result keeps the format (the channel padding is computed like any element)
+ELEMENTWISE_FORMATS = frozenset({"NC1HWC0"})
+_ELEMENTWISE = frozenset({Category.ELEMWISE, Category.BROADCAST})
+
 # reduced_axes(attrs, input rank) -> the axes a reduction reduces, sorted and non-negative
 ReduceAxesFn = Callable[[Mapping[str, Any], int], "tuple[int, ...]"]
 
@@ -144,6 +149,9 @@ class OpDef:
     other_formats: frozenset[str] = ND_ONLY
     #: its public functions return a sequence of tensors (split): a call gives a tuple, even of one piece
     returns_sequence: bool = False
+    #: multiply-adds the cube does for it given its input types and attributes (a roofline's compute bound);
+    #: None: the matmul rule (output elements x the contraction) for MATMUL ops, no cube work for the rest
+    cube_macs: Callable[[Sequence[TensorType], Mapping[str, Any]], int] | None = None
 
     @property
     def vjp(self) -> "VjpRule | None":
@@ -176,9 +184,12 @@ class OpDef:
         return self.reduce_axes(attrs, ndim) if ndim else ()
 
     def accepted_formats(self, index: int) -> frozenset[str]:
-        """Storage formats the op reads on input `index` without a conversion node."""
+        """Storage formats the op reads on input `index` without a conversion node (an elementwise op also
+        reads the `ELEMENTWISE_FORMATS` when all its operands share one: `infer` checks that)."""
         if index < len(self.operand_formats):
             return self.operand_formats[index]
+        if self.category in _ELEMENTWISE:
+            return self.other_formats | ELEMENTWISE_FORMATS
         return self.other_formats
 
     @functools.cached_property
@@ -337,7 +348,32 @@ def numpy_names() -> list[str]:
 
 
 def infer(name: str, in_types: Sequence[TensorType], attrs: Mapping[str, Any]) -> list[TensorType]:
-    return list(get(name).infer(in_types, attrs))
+    op = get(name)
+    out = list(op.infer(in_types, attrs))
+    if op.category in _ELEMENTWISE and any(t.format in ELEMENTWISE_FORMATS for t in in_types):
+        return elementwise_format(name, in_types, out)
+    return out
+
+
+def elementwise_format(name: str, in_types: Sequence[TensorType], out: list[TensorType]) -> list[TensorType]:
+    """An elementwise op's results in the blocked format its operands share (see `ELEMENTWISE_FORMATS`), or
+    InferError when they do not share one."""
+    blocked = sorted({t.format for t in in_types if t.format != "ND"})
+    fmt = blocked[0]
+    if len(blocked) > 1 or fmt not in ELEMENTWISE_FORMATS:
+        raise InferError(f"{name}: operands stored {' and '.join(blocked)}; an elementwise op computes in "
+                         f"{', '.join(sorted(ELEMENTWISE_FORMATS))} only, with every operand in it")
+    for t in in_types:
+        if t.format == fmt and t.shape == out[0].shape or t.format == "ND" and t.numel == 1:
+            continue
+        raise InferError(f"{name}: an operand {t} does not fit the {fmt} result {out[0].with_format(fmt)}: "
+                         f"every operand must be {fmt} of the result's shape or a single element")
+    result = [t.with_format(fmt) for t in out]
+    blocks = {t.storage_shape[-1] for t in (*in_types, *result) if t.format == fmt and t.is_static}
+    if len(blocks) > 1:  # e.g. a float16 -> int8 cast: 16-channel blocks in, 32-channel blocks out
+        raise InferError(f"{name}: its {fmt} operands and results have different channel blocks "
+                         f"({', '.join(map(str, sorted(blocks)))}); it cannot compute element by element in {fmt}")
+    return result
 
 
 def public(op: OpDef) -> Callable[..., Any]:

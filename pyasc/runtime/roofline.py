@@ -43,15 +43,23 @@ def _macs_per_cycle(chip: ChipConfig, itemsize: int) -> float:
 
 
 def _matmul_macs(graph: Graph, chip: ChipConfig) -> float:
-    """Cycles-worth of cube work: sum over matmul nodes of M*N*K / peak MACs per cycle per core."""
+    """Cycles-worth of cube work: sum over the cube's nodes of their MACs (the registry's `cube_macs`, or
+    M*N*K for a matmul) / peak MACs per cycle per core."""
     cycles = 0.0
     for node in _all_nodes(graph):
-        if not op_exists(node.op) or get_op(node.op).category is not Category.MATMUL:
+        if not op_exists(node.op):
             continue
-        a, b = node.inputs[0].type, node.inputs[1].type
-        out = node.outputs[0]
-        k = a.shape[-1] if not node.attrs.get("transpose_a") else a.shape[-2]
-        macs = int(np.prod(out.shape)) * int(k)
+        op = get_op(node.op)
+        a = node.inputs[0].type if node.inputs else None
+        if op.cube_macs is not None:
+            attrs = {k: v for k, v in node.attrs.items() if not isinstance(v, Graph)}
+            macs = op.cube_macs([v.type for v in node.inputs], attrs)
+        elif op.category is Category.MATMUL:
+            out = node.outputs[0]
+            k = a.shape[-1] if not node.attrs.get("transpose_a") else a.shape[-2]
+            macs = int(np.prod(out.shape)) * int(k)
+        else:
+            continue
         cycles += macs / _macs_per_cycle(chip, np.dtype(a.dtype).itemsize)
     return cycles
 

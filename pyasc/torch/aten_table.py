@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from .aten_conv import TABLE as CONV
 from .attention import ATTENTION
 from .fx_graph import Entry, Lowering, Unsupported
 
@@ -379,7 +380,7 @@ TABLE: dict[Any, Entry] = {
     aten.native_layer_norm.default: _layer_norm,
     aten.split.Tensor: _split, aten.split_with_sizes.default: _split,
     aten.slice.Tensor: _slice, aten.select.int: _select, aten.cat.default: _cat,
-    **ATTENTION,
+    **ATTENTION, **CONV,
 }
 
 #: ops that only rename memory: a piece made of nothing else stays in PyTorch (a kernel would only copy)

@@ -303,7 +303,11 @@ def node_support(node: torch.fx.Node, table: dict[Any, Entry]) -> str | None:
         return None  # evaluated at compile time
     if inlinable(node.target) is None and node.target not in table:
         return "not in pyasc's aten table"
-    tensors = [v for v in vals(node) if isinstance(v, torch.Tensor)]
+    results = vals(node)
+    if len(results) > 1:  # only the results something reads must be NPU dtypes (max pooling's int64 indices)
+        read = {u.args[1] for u in node.users if u.target is operator.getitem}
+        results = [v for i, v in enumerate(results) if i in read]
+    tensors = [v for v in results if isinstance(v, torch.Tensor)]
     tensors += [a.meta.get("val") for a in node.all_input_nodes
                 if isinstance(a.meta.get("val"), torch.Tensor) and constant_value(a) is None]
     for t in tensors:

@@ -37,9 +37,10 @@ def example_graph() -> Graph:
 
 def test_pass_names_in_pipeline_order():
     assert pass_names() == [
-        "attention", "decompose_composites", "vector_integer_matmul", "split_reductions", "simplify", "constant_folding", "algebraic_simplify", "cse", "dce",
-        "pattern_fusion", "matmul_transpose_fold", "matmul_epilogue_fusion",
-        "layout", "layout_assign", "transdata_elimination", "transpose_sinking",
+        "attention", "conv_batchnorm_fold", "conv_group_split",
+        "decompose_composites", "vector_integer_matmul", "split_reductions", "simplify", "constant_folding", "algebraic_simplify", "cse", "dce",
+        "pattern_fusion", "matmul_transpose_fold", "matmul_epilogue_fusion", "conv_epilogue_fusion",
+        "layout", "blocked_layout", "layout_assign", "transdata_elimination", "transpose_sinking",
         "fusion", "mixed_kernels", "memory_planning",
     ]
 
@@ -118,11 +119,13 @@ def test_pass_report_notes_unchanged_and_skipped_passes():
     result = optimize(example_graph(), disabled_passes={"transpose_sinking"})
     lines = result.pass_report().splitlines()
     assert len(lines) == len(result.pass_log)
-    assert "cse: changed -> stage cse  [" in lines[6]
+    assert "cse: changed -> stage cse  [" in lines[8]
     assert lines[0].startswith("attention: unchanged (no stage)")
-    assert lines[1].startswith("decompose_composites: unchanged (no stage)")
-    assert lines[2].startswith("vector_integer_matmul: unchanged (no stage)")
-    assert lines[3].startswith("split_reductions: unchanged (no stage)")
+    assert lines[1].startswith("conv_batchnorm_fold: unchanged (no stage)")
+    assert lines[2].startswith("conv_group_split: unchanged (no stage)")
+    assert lines[3].startswith("decompose_composites: unchanged (no stage)")
+    assert lines[4].startswith("vector_integer_matmul: unchanged (no stage)")
+    assert lines[5].startswith("split_reductions: unchanged (no stage)")
     assert "transpose_sinking: skipped (disabled)" in lines
     assert lines[-1].startswith("memory_planning: unchanged")
 
@@ -135,7 +138,8 @@ def test_required_pass_runs_at_opt_level_0():
 
 def test_unknown_pass_name_is_rejected_with_the_known_names():
     with pytest.raises(ValueError, match=r"unknown pass name\(s\) in disabled_passes: 'fold'; known passes are "
-                                         r"attention, decompose_composites, vector_integer_matmul, split_reductions, simplify"):
+                                         r"attention, conv_batchnorm_fold, conv_group_split, decompose_composites, "
+                                         r"vector_integer_matmul, split_reductions, simplify"):
         optimize(example_graph(), disabled_passes={"fold"})
 
 

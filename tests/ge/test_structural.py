@@ -12,6 +12,7 @@ import pytest
 from ge_equiv import run_passes
 
 from pyasc.ge.attention import AttentionPass
+from pyasc.ge.conv import BlockedLayout, ConvBatchNormFold, ConvEpilogueFusion, ConvGroupSplit
 from pyasc.ge.fusion import FusionPass
 from pyasc.ge.integer_matmul import VectorIntegerMatmul
 from pyasc.ge.layout import LayoutAssign, TransdataElimination, TransposeSinking
@@ -273,8 +274,66 @@ def fusion_expected():
     return g
 
 
+def conv_graph(*ops_after_conv: str, groups: int = 1, norm: bool = False):
+    """x, w (and a batch norm's mean, var, gamma, beta) -> conv2d -> [batch_norm] -> the named unary ops."""
+    g = Graph()
+    x, w = g.add_input(t(1, 4, 5, 5), "x"), g.add_input(t(4, 4 // groups, 3, 3), "w")
+    stats = [g.add_input(t(4), n) for n in ("m", "v", "g", "b")] if norm else []
+    y = op(g, "conv2d", x, w, has_bias=False, padding=1, groups=groups)
+    if norm:
+        y = op(g, "batch_norm", y, *stats, eps=1e-5, has_weight=True, has_bias=True)
+    for name in ops_after_conv:
+        y = op(g, name, y)
+    g.set_outputs([y])
+    return g, x, w, stats
+
+
+def bn_fold_expected():
+    g = Graph()
+    x, w = g.add_input(t(1, 4, 5, 5), "x"), g.add_input(t(4, 4, 3, 3), "w")
+    stats = [g.add_input(t(4), n) for n in ("m", "v", "g", "b")]
+    op(g, "conv2d", x, w, has_bias=False, padding=1, groups=1)  # the conv the batch norm read stays until DCE
+    g.set_outputs([op(g, "fused_conv2d", x, w, *stats, padding=1, groups=1, has_bias=False, activation=None,
+                      out_dtype="float32", has_bn=True, bn_eps=1e-5)])
+    return g
+
+
+def group_split_expected():
+    g = Graph()
+    x, w = g.add_input(t(1, 4, 5, 5), "x"), g.add_input(t(4, 2, 3, 3), "w")
+    parts = []
+    for lo in (0, 2):
+        xs = op(g, "slice", x, starts=(0, lo, 0, 0), stops=(1, lo + 2, 5, 5), steps=(1, 1, 1, 1))
+        ws = op(g, "slice", w, starts=(lo, 0, 0, 0), stops=(lo + 2, 2, 3, 3), steps=(1, 1, 1, 1))
+        parts.append(op(g, "fused_conv2d", xs, ws, padding=1, groups=1, has_bias=False, activation=None,
+                        out_dtype=None))
+    g.set_outputs([op(g, "concat", *parts, axis=1)])
+    return g
+
+
+def conv_epilogue_expected():
+    g = Graph()
+    x, w = g.add_input(t(1, 4, 5, 5), "x"), g.add_input(t(4, 4, 3, 3), "w")
+    g.set_outputs([op(g, "fused_conv2d", x, w, padding=1, groups=1, has_bias=False, activation="relu",
+                      out_dtype=None)])
+    return g
+
+
+def blocked_layout_expected():
+    g = Graph()
+    x, w = g.add_input(t(1, 4, 5, 5), "x"), g.add_input(t(4, 4, 3, 3), "w")
+    xb = op(g, "transdata", x, src_format="ND", dst_format="NC1HWC0")
+    y = op(g, "conv2d", xb, w, has_bias=False, padding=1, groups=1)
+    g.set_outputs([op(g, "transdata", y, src_format="NC1HWC0", dst_format="ND")])
+    return g
+
+
 CASES = {
     "attention": ([AttentionPass()], attention_before, attention_expected),
+    "conv_batchnorm_fold": ([ConvBatchNormFold()], lambda: conv_graph(norm=True)[0], bn_fold_expected),
+    "conv_group_split": ([ConvGroupSplit()], lambda: conv_graph(groups=2)[0], group_split_expected),
+    "conv_epilogue_fusion": ([ConvEpilogueFusion()], lambda: conv_graph("relu")[0], conv_epilogue_expected),
+    "blocked_layout": ([BlockedLayout()], lambda: conv_graph()[0], blocked_layout_expected),
     "decompose_composites": ([DecomposeComposites()], silu_before, silu_expected),
     "split_reductions": ([SplitReductions()], split_before, split_expected),
     "vector_integer_matmul": ([VectorIntegerMatmul()], int_matmul_before, int_matmul_expected),

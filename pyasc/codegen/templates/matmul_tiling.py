@@ -25,7 +25,7 @@ from typing import Any, Mapping
 from ...target import Chip, itemsize
 
 from ... import symbolic as sy
-from ..template import Tiling, buffer_nums
+from ..template import Tiling, buffer_nums, fits_memories
 
 #: base block sizes the tiler tries (multiples of the 16-row fractal)
 BASE_SIZES = (16, 32, 64, 128, 256)
@@ -122,10 +122,7 @@ def footprint(mk: Any, t: MatmulTiling) -> list[tuple[str, str, str, int, int, s
 
 
 def fits(mk: Any, t: MatmulTiling, chip: Chip) -> bool:
-    used: dict[str, int] = {}
-    for _, space, _, nbytes, slots, _ in footprint(mk, t):
-        used[space] = used.get(space, 0) + _ceil(nbytes * slots, chip.space_align(space))
-    return all(n <= chip.space_bytes(space) for space, n in used.items())
+    return fits_memories(footprint(mk, t), chip)
 
 
 # ---- candidates ---------------------------------------------------------------------------------------

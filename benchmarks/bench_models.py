@@ -1,0 +1,124 @@
+"""Model blocks on the emulator: launches, GM bytes over the minimum, simulated time, fraction of roofline, error.
+
+    python benchmarks/bench_models.py [--chip 910b] [--only resnet_basic_block ...] [--out benchmarks/results/models.json]
+
+One row per workload (`WORKLOADS`: name -> a function of the chip returning a `Row`; add a workload by adding
+an entry). Per row:
+- launches: device launches of one call;
+- GM bytes / min: the bytes the launches read and write in GM over the least any implementation must
+  move (every input read once, every output written once);
+- simulated us: the emulator's time for one call (launch start-up included);
+- roofline: max(cube MACs / the chip's peak cube rate, minimal GM bytes / GM bandwidth)
+  (`pyasc.runtime.roofline`), and the fraction of it the call reaches (roofline time / simulated time);
+- max |err|: the largest difference from the workload's numpy reference evaluated in float64.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+from dataclasses import asdict, dataclass
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+import pyasc
+from _report import RESULTS, write_json
+from pyasc.runtime.roofline import roofline
+
+
+@dataclass
+class Row:
+    workload: str
+    launches: int
+    gm_bytes: int
+    min_bytes: int
+    simulated_us: float
+    roofline_us: float
+    max_abs_err: float
+    note: str = ""
+
+    @property
+    def gm_ratio(self) -> float:
+        return self.gm_bytes / self.min_bytes if self.min_bytes else float("nan")
+
+    @property
+    def fraction(self) -> float:
+        return self.roofline_us / self.simulated_us if self.simulated_us else 0.0
+
+    def record(self) -> dict[str, Any]:
+        return {**asdict(self), "gm_ratio": self.gm_ratio, "roofline_fraction": self.fraction}
+
+
+def measure(workload: str, kernel: Any, args: Sequence[Any], note: str = "") -> Row:
+    """Run `kernel(*args)` once on the emulator and compare it with its py_func in float64."""
+    y, prof = kernel.profile(*args)
+    art = kernel.compile(*args)
+    outs = y if isinstance(y, tuple) else (y,)
+    roof = roofline(art.graph, art.options.chip_config, args, outs)
+    wide = [a.astype(np.float64) if isinstance(a, np.ndarray) and a.dtype.kind == "f" else a for a in args]
+    ref = kernel.py_func(*wide)
+    refs = ref if isinstance(ref, tuple) else (ref,)
+    err = max(float(np.abs(np.asarray(o, np.float64) - np.asarray(r, np.float64)).max()) for o, r in zip(outs, refs))
+    return Row(workload, prof.launches, prof.gm_read_bytes + prof.gm_write_bytes, roof.ideal_gm_bytes,
+               prof.time_s * 1e6, roof.time_s * 1e6, err, note)
+
+
+def print_table(rows: Sequence[Row], title: str) -> None:
+    print(title)
+    head = f"{'workload':<34} {'launches':>8} {'GM/min':>7} {'sim us':>8} {'roof us':>8} {'of roof':>7} {'max|err|':>9}"
+    print(head)
+    print("-" * len(head))
+    for r in rows:
+        print(f"{r.workload:<34} {r.launches:>8} {r.gm_ratio:>7.2f} {r.simulated_us:>8.2f} {r.roofline_us:>8.2f} "
+              f"{r.fraction:>7.3f} {r.max_abs_err:>9.2e}" + (f"  {r.note}" if r.note else ""))
+
+
+# ---- workloads ----------------------------------------------------------------------------------------
+
+
+def basic_block(x, w1, m1, v1, g1, b1, w2, m2, v2, g2, b2):
+    """ResNet basic block (inference): conv3x3-bn-relu-conv3x3-bn-add-relu."""
+    y = pyasc.relu(pyasc.batch_norm(pyasc.conv2d(x, w1, padding=1), m1, v1, g1, b1))
+    y = pyasc.batch_norm(pyasc.conv2d(y, w2, padding=1), m2, v2, g2, b2)
+    return pyasc.relu(y + x)
+
+
+def resnet_basic_block(chip: str, n: int = 1, c: int = 64, hw: int = 56) -> Row:
+    rng = np.random.default_rng(0)
+    f16 = np.float16
+
+    def norm():
+        return [(rng.standard_normal(c) * 0.1).astype(f16), (rng.random(c) + 0.5).astype(f16),
+                (rng.random(c) + 0.5).astype(f16), (rng.standard_normal(c) * 0.1).astype(f16)]
+
+    x = rng.standard_normal((n, c, hw, hw)).astype(f16)
+    w1, w2 = ((rng.standard_normal((c, c, 3, 3)) / np.sqrt(9 * c)).astype(f16) for _ in range(2))
+    args = (x, w1, *norm(), w2, *norm())
+    k = pyasc.kernel(basic_block, chip=chip)
+    row = measure(f"resnet basic block {n}x{c}x{hw}x{hw} f16", k, args)
+    transdata = [kd.template for kd in k.compile(*args).kernels].count("transdata")
+    row.note = f"{transdata} transdata launches (block edges)"
+    return row
+
+
+WORKLOADS: dict[str, Callable[[str], Row]] = {
+    "resnet_basic_block": resnet_basic_block,
+}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--chip", default="910b")
+    parser.add_argument("--only", nargs="+", choices=sorted(WORKLOADS), default=sorted(WORKLOADS))
+    parser.add_argument("--out", default=str(RESULTS / "models.json"))
+    args = parser.parse_args(argv)
+    os.environ["PYASC_CACHE"] = "0"
+    rows = [WORKLOADS[name](args.chip) for name in args.only]
+    print_table(rows, f"model blocks on the {args.chip} preset (simulated)")
+    write_json(args.out, "models", {"pyasc_version": pyasc.__version__, "chip": args.chip},
+               [r.record() for r in rows])
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

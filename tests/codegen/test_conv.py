@@ -1,0 +1,158 @@
+"""conv2d, pooling and a ResNet basic block on the emulator (sanitizer on), on both chip presets, against the
+kernels' own py_func (numpy) or, where GE folds a batch norm (a different rounding by design), against their
+py_func evaluated in float64 (`pyasc.testing.check`). Odd sizes: channels not multiples of 16, odd H / W,
+batch 1 and 2, stride 2, padding, dilation, 1x1 and 3x3 kernels."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import pyasc
+from pyasc.testing import assert_close, check
+
+CHIPS = ("tiny", "910b")
+
+
+def data(rng, shape, dtype, scale=1.0):
+    return (rng.standard_normal(shape) * scale).astype(dtype)
+
+
+CONVS = {  # name: (x shape, w shape, stride, padding, dilation)
+    "3x3_pad1_c20": ((1, 20, 9, 7), (33, 20, 3, 3), 1, 1, 1),
+    "3x3_stride2_batch2": ((2, 5, 9, 8), (7, 5, 3, 3), 2, 1, 1),
+    "1x1_c17": ((1, 17, 5, 11), (8, 17, 1, 1), 1, 0, 1),
+    "3x2_dilated_asymmetric": ((1, 5, 10, 9), (6, 5, 3, 2), (2, 1), (2, 0), (2, 1)),
+    "1x1_padding_wider_than_kernel": ((1, 4, 3, 3), (4, 4, 1, 1), 1, 2, 1),
+}
+
+
+@pytest.mark.parametrize("chip", CHIPS)
+@pytest.mark.parametrize("name", sorted(CONVS))
+def test_conv2d_float16(name, chip, rng):
+    xs, ws, stride, padding, dilation = CONVS[name]
+    x, w, b = data(rng, xs, np.float16), data(rng, ws, np.float16, 0.3), data(rng, ws[:1], np.float16)
+
+    @pyasc.kernel(chip=chip)
+    def conv_relu(x, w, b):
+        return pyasc.relu(pyasc.conv2d(x, w, b, stride=stride, padding=padding, dilation=dilation))
+
+    assert_close(conv_relu(x, w, b), conv_relu.py_func(x, w, b))
+
+
+@pytest.mark.parametrize("chip", CHIPS)
+def test_conv2d_float32_through_8_channel_fractals(chip, rng):
+    x, w = data(rng, (1, 20, 7, 6), np.float32), data(rng, (9, 20, 3, 3), np.float32, 0.3)
+
+    @pyasc.kernel(chip=chip)
+    def conv(x, w):
+        return pyasc.conv2d(x, w, stride=(1, 2), padding=1)
+
+    assert_close(conv(x, w), conv.py_func(x, w))
+
+
+@pytest.mark.parametrize("mixed", [True, False])
+def test_a_conv_is_one_launch_with_its_weight_conversion_or_two(mixed, rng):
+    x, w = data(rng, (1, 20, 9, 9), np.float16), data(rng, (20, 20, 3, 3), np.float16, 0.2)
+    options = {} if mixed else {"disable_passes": ["mixed_kernels"]}
+
+    @pyasc.kernel(chip="tiny", **options)
+    def conv(x, w):
+        return pyasc.conv2d(x, w, padding=1)
+
+    assert_close(conv(x, w), conv.py_func(x, w))
+    art = conv.compile(x, w)
+    kinds = [(k.template, k.core_type) for k in art.kernels]
+    if mixed:  # the vector cores convert the weights, the cube cores wait for them at an all-core barrier
+        assert kinds == [("transdata", "aiv"), ("conv_launch", "mix"), ("transdata", "aiv")]
+    else:
+        assert kinds == [("transdata", "aiv"), ("conv_weights", "aiv"), ("conv", "aic"), ("transdata", "aiv")]
+    text = [k for k in art.kernels if "conv" in k.template][-1].schedule.text()
+    assert "load3d" in text and "fixpipe" in text and "nz=True" in text
+    assert ("sync_all" in text) == mixed
+
+
+def test_a_grouped_conv_matches_numpy(rng):
+    x, w, b = data(rng, (1, 4, 6, 5), np.float16), data(rng, (4, 2, 3, 3), np.float16, 0.3), data(rng, (4,), np.float16)
+
+    @pyasc.kernel(chip="tiny")
+    def grouped(x, w, b):
+        return pyasc.conv2d(x, w, b, padding=1, groups=2)
+
+    assert_close(grouped(x, w, b), grouped.py_func(x, w, b))
+
+
+POOLS = {"3x3_s2_p1": dict(kernel_size=3, stride=2, padding=1),
+         "3x2_ceil": dict(kernel_size=(3, 2), stride=(1, 2), padding=(1, 0), ceil_mode=True)}
+
+
+@pytest.mark.parametrize("chip", CHIPS)
+@pytest.mark.parametrize("name", sorted(POOLS))
+def test_pools_on_nc1hwc0_maps(name, chip, rng):
+    args = POOLS[name]
+    x = data(rng, (2, 20, 7, 9), np.float16)
+
+    @pyasc.kernel(chip=chip)
+    def pools(x):
+        return (pyasc.max_pool2d(x, **args), pyasc.avg_pool2d(x, **args),
+                pyasc.avg_pool2d(x, **args, count_include_pad=False))
+
+    assert_close(pools(x), pools.py_func(x))
+
+
+def test_float32_avg_pool_and_conv_pool_conv(rng):
+    # small integers: every product, sum and 2x2 average is exact in float32, whatever the summation order
+    x = rng.integers(-3, 4, (1, 12, 9, 9)).astype(np.float32)
+    w = rng.integers(-2, 3, (12, 12, 3, 3)).astype(np.float32)
+
+    @pyasc.kernel(chip="tiny")
+    def net(x, w):
+        y = pyasc.avg_pool2d(pyasc.relu(pyasc.conv2d(x, w, padding=1)), 2, ceil_mode=True)
+        return pyasc.conv2d(y, w, padding=1)
+
+    assert_close(net(x, w), net.py_func(x, w))
+    kinds = [k.template for k in net.compile(x, w).kernels]
+    assert kinds == ["transdata", "conv_launch", "pool", "conv_launch", "transdata"]
+
+
+def batch_norm_params(rng, c):
+    return [data(rng, (c,), np.float16, 0.1), (rng.random(c) + 0.5).astype(np.float16),
+            (rng.random(c) + 0.5).astype(np.float16), data(rng, (c,), np.float16, 0.1)]
+
+
+@pytest.mark.parametrize("chip", CHIPS)
+def test_resnet_basic_block(chip, rng):
+    c = 20
+    x = data(rng, (1, c, 9, 9), np.float16)
+    w1, w2 = (data(rng, (c, c, 3, 3), np.float16, 1 / np.sqrt(9 * c)) for _ in range(2))
+
+    @pyasc.kernel(chip=chip)
+    def block(x, w1, m1, v1, g1, b1, w2, m2, v2, g2, b2):
+        y = pyasc.relu(pyasc.batch_norm(pyasc.conv2d(x, w1, padding=1), m1, v1, g1, b1))
+        y = pyasc.batch_norm(pyasc.conv2d(y, w2, padding=1), m2, v2, g2, b2)
+        return pyasc.relu(y + x)
+
+    args = (x, w1, *batch_norm_params(rng, c), w2, *batch_norm_params(rng, c))
+    check(block, *args)
+    # x converted once (both convs read it), each norm folded into its conv's weight conversion (on the vector
+    # cores of the conv's own launch), the residual add and the last ReLU on the second conv's cube
+    assert [k.template for k in block.compile(*args).kernels] == [
+        "transdata", "conv_launch", "conv_launch", "transdata"]
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32"])
+@pytest.mark.parametrize("fuse", [True, False])
+def test_a_residual_add_on_the_cube_or_as_an_nc1hwc0_vector_kernel(dtype, fuse, rng):
+    x, w = data(rng, (1, 5, 7, 7), dtype), data(rng, (33, 5, 3, 3), dtype, 0.3)
+    b, r = data(rng, (33,), dtype), data(rng, (1, 33, 7, 7), dtype)
+    options = {} if fuse else {"disable_passes": ["conv_epilogue_fusion"]}
+
+    @pyasc.kernel(chip="tiny", **options)
+    def residual(x, w, b, r):
+        return pyasc.relu(pyasc.conv2d(x, w, b, padding=1) + r)
+
+    assert_close(residual(x, w, b, r), residual.py_func(x, w, b, r))
+    kinds = [k.template for k in residual.compile(x, w, b, r).kernels]
+    # fused, r is read in NC1HWC0 (converted); unfused, converting r would cost what computing the add in
+    # NC1HWC0 saves, so the conv's result is converted back and the add runs on ND values
+    assert kinds == (["transdata", "transdata", "conv_launch", "transdata"] if fuse else
+                     ["transdata", "conv_launch", "transdata", "vector"])
