@@ -16,6 +16,11 @@ from pyasc.ge.decisions import DecisionKind
 from pyasc.ir import Graph, TensorType, format_graph
 from conftest import assert_close
 
+try:
+    import scipy.special as scipy_special
+except ImportError:  # optional: only the scipy spelling needs it
+    scipy_special = None
+
 rng = np.random.default_rng(0)
 T, D = 8, 16
 
@@ -140,6 +145,27 @@ def test_more_numpy_softmax_spellings(fn):
     assert before["exp"] == 1 and before["max"] == 1 and before["sum"] == 1
     assert "  %0 = attention(%q, %k, %v) {causal=False, has_mask=False, scale=0.25} : f32[8,16]\n" in after
     assert len(lines) == 1 and "exp(x - max) / sum; * 0.25" in lines[0]
+
+
+def einsum_products(q, k, v):
+    """Both products as np.einsum."""
+    return np.einsum("hqk,hkd->hqd", pyasc.softmax(np.einsum("hqd,hkd->hqk", q, k) * 0.25), v)
+
+
+def scipy_softmax(q, k, v):
+    return scipy_special.softmax(q @ k.swapaxes(-1, -2) * 0.25, axis=-1) @ v
+
+
+@pytest.mark.parametrize("fn,spelling", [
+    (einsum_products, "einsum 'hqk,hkd->hqd'; pyasc.softmax; * 0.25; einsum 'hqd,hkd->hqk'"),
+    (scipy_softmax, "scipy.special.softmax; * 0.25"),
+])
+def test_einsum_and_scipy_spellings(fn, spelling):
+    if fn is scipy_softmax and scipy_special is None:
+        pytest.skip("scipy is not installed")
+    _, after, lines = compiled(fn, f32(2, T, D), f32(2, T, D), f32(2, T, D))
+    assert "  %0 = attention(%q, %k, %v) {causal=False, has_mask=False, scale=0.25} : f32[2,8,16]\n" in after
+    assert len(lines) == 1 and spelling in lines[0]
 
 
 def f16_casts(q, k, v):
@@ -279,6 +305,21 @@ def test_a_near_miss_names_the_piece_that_stopped_it(fn, line):
     assert after is None and lines == [line]
 
 
+def band_heads(x):
+    """Heads sharing a constant band mask (the frontend makes one Const per use of the array)."""
+    i = np.arange(x.shape[0])
+    band = np.where(np.abs(i[:, None] - i[None, :]) <= 2, 0.0, -np.inf).astype(x.dtype)
+    q, k, v = np.split(x, 3, axis=-1)
+    return np.hstack([pyasc.softmax(q[:, h * 8:(h + 1) * 8] @ k[:, h * 8:(h + 1) * 8].T + band)
+                      @ v[:, h * 8:(h + 1) * 8] for h in range(2)])
+
+
+def test_heads_sharing_a_constant_mask_are_merged():
+    _, after, lines = compiled(band_heads, f32(T, 48))
+    assert after.count("attention(") == 1 and "has_mask=True" in after
+    assert lines[-1].startswith("attention_heads: found 2 heads")
+
+
 def test_heads_out_of_order_stay_per_head():
     _, after, lines = compiled(heads_out_of_order, f32(T, 48))
     assert after.count("attention(") == 2
@@ -353,3 +394,28 @@ def test_the_decisions_are_records():
     (found,) = [d for d in result.fusion_decisions if d.rule == "attention"]
     assert found.kind is DecisionKind.PATTERN and found.producer == "matmul %4"
     assert found.consumer == "attention(scale=0.25)"
+
+
+# ---- on the emulator: the pattern runs as the fused attention kernel --------------------------------
+
+
+def mha_where(x, n_head: int):
+    """picoGPT's heads with the np.where causal spelling (a -1e10 mask overflows float16 to -inf * 0 = NaN)."""
+    heads = [np.split(t, n_head, axis=-1) for t in np.split(x, 3, axis=-1)]
+    causal = np.tri(x.shape[0], dtype=bool)
+    return np.hstack([softmax_np(np.where(causal, q @ k.T / np.sqrt(q.shape[-1]), -np.inf)) @ v
+                      for q, k, v in zip(*heads)])
+
+
+def test_the_found_pattern_runs_as_one_fused_attention_kernel():
+    x = rng.standard_normal((32, 3 * 32)).astype(np.float16)
+    kernel = pyasc.kernel(mha_where, chip="tiny")
+    art = kernel.compile(x, 2)
+    templates = [k.template for k in art.kernels]
+    assert templates.count("attention") == 1 and not {"matmul", "mixed", "vector"} & set(templates)
+    assert "attention_heads: found 2 heads" in art.stages["fusion_log"]
+    got = kernel(x, 2)
+    assert got.dtype == np.float16
+    assert_close(got, mha_where(x.astype(np.float64), 2).astype(np.float16))  # fp16 tolerance, vs float64 numpy
+    unfused = pyasc.kernel(mha_where, chip="tiny", disable_passes=["attention"])
+    assert "attention" not in [k.template for k in unfused.compile(x, 2).kernels]

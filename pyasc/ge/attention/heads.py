@@ -22,8 +22,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from ...ir import Node, TensorType, UseIndex, Value
 from ...ops.common import normalize_axis
+from .constants import constant_array
 from .match import Miss
 from .spellings import label
 
@@ -80,7 +83,7 @@ def match_heads(join: Node, uses: UseIndex, names: dict[Node, str], live: set[No
             if n.attrs.get(attr) != first.attrs.get(attr):
                 return Miss(f"the heads differ in {attr} ({first.attrs.get(attr)!r} vs {n.attrs.get(attr)!r})")
     mask = first.inputs[3] if first.attrs.get("has_mask") else None
-    if mask is not None and any(n.inputs[3] != mask for n in heads):
+    if mask is not None and any(not _same_mask(n.inputs[3], mask) for n in heads):
         return Miss("the heads have different masks")
     placed = _join_axis(join, pieces[0].type.ndim)
     if placed is None:
@@ -94,6 +97,17 @@ def match_heads(join: Node, uses: UseIndex, names: dict[Node, str], live: set[No
             return Miss(f"the heads' {role} are not the heads of one tensor: {found}")
         views[role] = found
     return HeadsFound(join, heads, views, placed[0], placed[1], mask)
+
+
+def _same_mask(a: Value, b: Value) -> bool:
+    """One mask: the same value, or constants holding the same array (the frontend makes a Const per use of a
+    compile-time array, and CSE has not run yet)."""
+    if a == b:
+        return True
+    if a.type != b.type:
+        return False
+    x, y = constant_array(a), constant_array(b)
+    return x is not None and y is not None and np.array_equal(x, y, equal_nan=True)
 
 
 def _join_axis(join: Node, ndim: int) -> tuple[int, bool] | None:

@@ -1,8 +1,9 @@
 """The attention pattern on a graph: softmax(scale * q @ k^T + masks) @ v, found from its last matmul.
 
-`match_attention(mm, uses, names)` looks at a matmul `P @ V` and walks up: casts, a softmax (any spelling in
-spellings.SOFTMAX), casts, the layers (scale, masks, casts; spellings.LAYERS), and the product q @ k^T (k^T
-in any spelling of spellings.KEY_TRANSPOSES, or the matmul's transpose_b). Scalar factors on q or k count
+`match_attention(mm, uses, names, live)` looks at a product `P @ V` (a matmul or an einsum:
+spellings.PRODUCTS) and walks up: casts, a softmax (any spelling in spellings.SOFTMAX), casts, the layers
+(scale, masks, casts, batch reshapes; spellings.LAYERS), and the product q @ k^T (k^T in any spelling of
+spellings.KEY_TRANSPOSES, or read transposed by the product itself). Scalar factors on q or k count
 towards the scale; float16 -> float32 casts of q, k and v are dropped (the attention op computes in float32
 anyway), as are casts between the steps (the op rounds less, never more). A float cast right after the
 matmul is part of the pattern (it gives the result's dtype).
@@ -27,7 +28,7 @@ from ...ir import Node, TensorType, UseIndex, Value
 from ...ops.common import broadcast_shapes
 from .constants import constant_scalar
 from .spellings import (LAYERS, SOFTMAX, Mask, Refusal, is_batch_reshape, is_float_cast, is_widening_cast, label,
-                        untransposed)
+                        product_of, untransposed)
 
 
 @dataclass(frozen=True)
@@ -60,14 +61,15 @@ class Found:
 
 
 def match_attention(mm: Node, uses: UseIndex, names: dict[Node, str], live: set[Node]) -> Found | Miss | None:
-    """See the module docstring; `mm` is a matmul node, `live` the nodes the graph's results need (a reader
-    outside them does not count)."""
-    if mm.op != "matmul" or mm.attrs.get("transpose_a", False):
+    """See the module docstring; `mm` is a product (spellings.PRODUCTS), `live` the nodes the graph's results
+    need (a reader outside them does not count)."""
+    pv = product_of(mm)
+    if pv is None or pv.transpose_a:
         return None
     interior: list[Node] = [mm]
-    spellings: list[str] = []
+    spellings: list[str] = [] if pv.spelling == "@" else [pv.spelling]
     reshapes: list[Node] = []
-    weights = _through_casts(mm.inputs[0], interior, reshapes)
+    weights = _through_casts(pv.a, interior, reshapes)
     soft = None
     for recognise in SOFTMAX:
         soft = recognise(weights.node)
@@ -81,7 +83,7 @@ def match_attention(mm: Node, uses: UseIndex, names: dict[Node, str], live: set[
     spellings.append(soft.spelling)
     scores = _through_casts(soft.logits, interior, reshapes)
     scale, masks = 1.0, []
-    while scores.node.op != "matmul":
+    while product_of(scores.node) is None:
         recognise = LAYERS.get(scores.node.op)
         layer = recognise(scores.node) if recognise is not None else None
         if layer is None:
@@ -101,13 +103,15 @@ def match_attention(mm: Node, uses: UseIndex, names: dict[Node, str], live: set[
             reshapes.append(scores.node)
         spellings.append(layer.spelling)
         scores = layer.spine
-    qk = scores.node
-    interior.append(qk)
-    if qk.attrs.get("transpose_a", False):
-        return Miss(f"the scores are q^T @ k ({label(qk.out(), names)} transposes its first operand)")
-    q, q_scale = _through_scalars(_through_batch_reshapes(qk.inputs[0], reshapes))
-    kt = _through_batch_reshapes(qk.inputs[1], reshapes)
-    if qk.attrs.get("transpose_b", False):
+    qk = product_of(scores.node)
+    interior.append(scores.node)
+    if qk.spelling != "@":
+        spellings.append(qk.spelling)
+    if qk.transpose_a:
+        return Miss(f"the scores are q^T @ k ({label(scores, names)} transposes its first operand)")
+    q, q_scale = _through_scalars(_through_batch_reshapes(qk.a, reshapes))
+    kt = _through_batch_reshapes(qk.b, reshapes)
+    if qk.transpose_b:
         k, k_transposed = kt, False
     else:
         k_of = untransposed(kt)
@@ -117,7 +121,7 @@ def match_attention(mm: Node, uses: UseIndex, names: dict[Node, str], live: set[
         return Miss("k^T is scaled after the transpose and given transposed")
     scale *= q_scale * k_scale
     k = widened_from(k)
-    v = widened_from(_through_batch_reshapes(mm.inputs[1], reshapes))
+    v = widened_from(_through_batch_reshapes(pv.b, reshapes))
     for role, x in (("q", q), ("k", k), ("v", v)):
         if x.type.ndim < 2:
             return Miss(f"{role} is {x.type.ndim}-D; attention needs (..., T, D)")
@@ -132,8 +136,7 @@ def match_attention(mm: Node, uses: UseIndex, names: dict[Node, str], live: set[
     leak = _leak(interior, last, uses, names, live)
     if leak:
         return Miss(leak)
-    return Found(mm, last, q, k, v, k_transposed, bool(mm.attrs.get("transpose_b", False)), scale, masks, interior,
-                 spellings)
+    return Found(mm, last, q, k, v, k_transposed, pv.transpose_b, scale, masks, interior, spellings)
 
 
 def _through_casts(v: Value, interior: list[Node], reshapes: list[Node]) -> Value:

@@ -1,6 +1,6 @@
 """The `attention` pass: two rewrite rules that put one attention op where the graph spells attention out.
 
-- rule "attention", on every matmul: when `match_attention` finds softmax(scale * q @ k^T + masks) @ v
+- rule "attention", on every product (matmul, einsum): when `match_attention` finds softmax(scale * q @ k^T + masks) @ v
   there, the matmul (or the cast after it) is replaced by `attention(q, k, v[, mask], scale, causal)`. k or
   v given transposed are read through a transpose view; a constant mask that is the causal triangle
   becomes causal=True, any other mask (constant or not, additive or a where) one additive mask operand
@@ -35,7 +35,7 @@ from .constants import constant_array
 from .heads import HeadsFound, HeadView, match_heads
 from .masks import additive_is_causal, where_is_causal
 from .match import Found, Miss, match_attention, widened_from
-from .spellings import Mask, label
+from .spellings import PRODUCT_OPS, Mask, label
 
 RULE_SINGLE = "attention"
 RULE_HEADS = "attention_heads"
@@ -85,7 +85,7 @@ class AttentionPass(Pass):
 
     def rules(self, log: "_Log", gate: "_Gate") -> list[RewriteRule]:
         return [
-            RewriteRule(RULE_SINGLE, "matmul", lambda node, rw: _single(node, rw, log, gate)),
+            RewriteRule(RULE_SINGLE, lambda op: op.name in PRODUCT_OPS, lambda node, rw: _single(node, rw, log, gate)),
             RewriteRule(RULE_HEADS, "concat", lambda node, rw: _heads(node, rw, log, gate)),
         ]
 

@@ -13,7 +13,9 @@ spelling). The pattern (match.py) tries the tables in order.
   `-`), an additive mask (`+ m`, `m +`, `- m`), a where-mask (`where(keep, s, -inf)`, `where(drop, -inf, s)`
   with -inf or a number <= -1e9);
 - KEY_TRANSPOSES: how k^T is written: `k.T` (2-D), `k.swapaxes(-1, -2)`, `np.transpose(k, (0, 1, 3, 2))`,
-  any transpose swapping the last two axes.
+  any transpose swapping the last two axes;
+- PRODUCTS: how the two products are written: `a @ b` (matmul, its transpose flags) and `np.einsum` with two
+  operands that is a batched matmul (`"hqd,hkd->hqk"`: b transposed; `"hqk,hkd->hqd"`).
 Which operand of a layer continues the pattern (the "spine") is the one from which a matmul is reachable
 through layers; the other is the scale or the mask.
 """
@@ -23,8 +25,10 @@ from dataclasses import dataclass
 from typing import Callable
 
 from ... import dtypes, ops
+from ...errors import InferError
 from ...ir import Node, Value
 from ...ops.common import normalize_axis
+from ...ops.einsum import parse
 from ..pattern import swaps_last_two
 from .constants import constant_scalar
 from .masks import is_masking
@@ -186,9 +190,9 @@ def _axes_text(axes: tuple[int, ...]) -> str:
 
 
 def reaches_matmul(v: Value, depth: int = 12) -> bool:
-    """Whether a matmul is reachable from `v` through layer ops (the operand that continues the pattern)."""
+    """Whether a product is reachable from `v` through layer ops (the operand that continues the pattern)."""
     n = v.node
-    if n.op == "matmul":
+    if product_of(n) is not None:
         return True
     if depth == 0 or n.op not in LAYERS:
         return False
@@ -284,6 +288,72 @@ LAYERS: dict[str, Callable[[Node], Layer | Refusal | None]] = {
     "sub": _add_layer,
     "where": _where_layer,
 }
+
+
+# ---- the products --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Product:
+    """A batched matrix product a @ b, each operand possibly read transposed (its last two axes swapped)."""
+
+    a: Value
+    b: Value
+    transpose_a: bool
+    transpose_b: bool
+    spelling: str
+
+
+def _matmul_product(n: Node) -> Product | None:
+    if n.op != "matmul":
+        return None
+    return Product(n.inputs[0], n.inputs[1], bool(n.attrs.get("transpose_a", False)),
+                   bool(n.attrs.get("transpose_b", False)), "@")
+
+
+def _einsum_product(n: Node) -> Product | None:
+    """An einsum of two operands that is a batched matmul: labels (batch.., i, j), (batch.., j, l) -> (batch.., i,
+    l), either operand's last two swapped, each operand's batch labels a right-aligned part of the output's (the
+    broadcast matmul does)."""
+    if n.op != "einsum" or len(n.inputs) != 2:
+        return None
+    subscripts = n.attrs.get("subscripts", "")
+    try:
+        (la, lb), lo = parse(subscripts, [x.type.ndim for x in n.inputs])
+    except InferError:
+        return None
+    if min(len(la), len(lb), len(lo)) < 2:
+        return None
+    batch, i, l_ = lo[:-2], lo[-2], lo[-1]
+    if not (batch.endswith(la[:-2]) and batch.endswith(lb[:-2])):
+        return None
+    if la[-2] == i:
+        j, ta = la[-1], False
+    elif la[-1] == i:
+        j, ta = la[-2], True
+    else:
+        return None
+    if j in batch or j in (i, l_) or lb[-2:] not in (j + l_, l_ + j):
+        return None
+    return Product(n.inputs[0], n.inputs[1], ta, lb[-2:] == l_ + j, f"einsum {subscripts!r}")
+
+
+#: how a product is written: recognisers of a node computing a @ b
+PRODUCTS: tuple[Callable[[Node], Product | None], ...] = (_matmul_product, _einsum_product)
+
+#: the ops some PRODUCTS recogniser may take (what the pass offers its rule)
+PRODUCT_OPS = frozenset({"matmul", "einsum"})
+
+
+def product_of(n: Node) -> Product | None:
+    """`n` as a batched product, in any spelling of PRODUCTS, else None."""
+    if n.op not in PRODUCT_OPS:
+        return None
+    for recognise in PRODUCTS:
+        found = recognise(n)
+        if found is not None:
+            return found
+    return None
 
 
 # ---- k^T ------------------------------------------------------------------------------------------
