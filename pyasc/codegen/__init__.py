@@ -6,7 +6,8 @@ One concern per module, decisions as data:
 - `symbolic` (pyasc/symbolic.py, a leaf): integer expressions, the one source of every tiling formula;
 - `kernel_graph`: one kernel plan as a self-contained graph of primitive ops;
 - `lowering`: op -> vector instruction tables (and which template lowers the others);
-- `domain`, `vector_ops`, `ub_alloc`: what a vector kernel computes per tile and in which UB buffers;
+- `domain`, `alignment`, `vector_ops`, `ub_alloc`: what a vector kernel computes per tile (where each value
+  sits in its domain) and in which UB buffers;
 - `templates/`: pointwise and row reductions (`vector`), rows longer than UB (`multipass`), column
   reductions (`column`), the cube (`matmul`, with `matmul_plan` splitting a plan into its launches), data
   movement; each lists tiling candidates and builds a `schedule.TileSchedule` for one;

@@ -9,7 +9,8 @@ function name, and which dtype the instruction runs in:
 `BOOL_FN` replaces a function on bool data, where numpy's arithmetic is logic
 (True + True is True). Ops that only re-describe a tile (broadcast_to and
 expand_dims inside a vector kernel, where every operand is already expanded
-to the tile) are "identity". Reductions have their own table.
+to the tile) are "identity"; expand_dims also moves its operand's axes away from numpy's trailing
+alignment (`inserts_axes`, what `alignment.py` follows back to the inputs). Reductions have their own table.
 
 An op that reaches a vector kernel without an entry is a located
 CompileError naming the op and the kernel (`no_lowering`), never a KeyError.
@@ -27,6 +28,7 @@ class VectorLowering:
     fn: str = ""               # the simulator function (vbinary/vunary/vcompare fn)
     compute: str = "out"       # "out" or "in" (see the module docstring)
     float_only: bool = False   # integer operands are cast to the output float dtype (numpy promotes them)
+    inserts_axes: bool = False  # places its operand's axes by an attribute, not numpy's trailing alignment
 
 
 def _b(fn: str, **kw: object) -> VectorLowering:
@@ -55,7 +57,7 @@ VECTOR: dict[str, VectorLowering] = {
     "cast": VectorLowering("cast"),
     "full": VectorLowering("full"),
     "broadcast_to": VectorLowering("identity"),
-    "expand_dims": VectorLowering("identity"),
+    "expand_dims": VectorLowering("identity", inserts_axes=True),
 }
 
 #: numpy's bool arithmetic is logic; bool data is one byte holding 0 or 1

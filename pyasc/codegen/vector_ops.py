@@ -21,6 +21,7 @@ import numpy as np
 from .. import dtypes, ops
 from ..ir import Node, Value, is_annotation
 from ..symbolic import IntLike
+from .alignment import Placements
 from .kernel_graph import KernelGraph
 from .lowering import BOOL_FN, INT_IDENTITY, REDUCE, VectorLowering, no_lowering, vector_lowering
 
@@ -107,11 +108,17 @@ class VectorPlan:
     reductions: list[VOp] = field(default_factory=list)
 
 
+#: a value's space; for an input, given the shape it is read with (its placement for that reader)
+SpaceFn = Callable[..., Space]
+
+
 class _Builder:
-    def __init__(self, kg: KernelGraph, space_of: Callable[[Value], Space], kernel: str):
+    def __init__(self, kg: KernelGraph, space_of: SpaceFn, kernel: str, placed: Placements | None):
         self.kg = kg
         self.space_of = space_of
         self.kernel = kernel
+        self.placed = placed
+        self.reader: Node | None = None              # the node whose operands are being read
         self.ops: list[VOp] = []
         self.bufs: list[VBuf] = []
         self.env: dict[Value, Any] = {}              # value -> VBuf or immediate scalar
@@ -135,13 +142,24 @@ class _Builder:
         if v.node.op == "Const":
             return _scalar(v.node.attrs["value"], dtype)
         if v.node.op == "Data":
-            src = self.load(v, min(space, self.space_of(v)), tuple(v.type.shape))
+            shape = self.read_shape(v)
+            src = self.load(v, min(space, self.space_of(v, shape)), shape)
         elif v not in self.env and is_input_view(v):
             # expand_dims of an input only inserts size-1 dims: read the input's bytes with the view's shape
-            src = self.load(v.node.inputs[0], min(space, self.space_of(v)), tuple(v.type.shape))
+            shape = self.read_shape(v)
+            src = self.load(v.node.inputs[0], min(space, self.space_of(v, shape)), shape)
         else:
             src = self.env[v]
         return self.convert(src, space, dtype)
+
+    def read_shape(self, v: Value) -> tuple:
+        """The shape an input (or a view of one) is read with: its placement for the current reader (an
+        output is stored in its own shape)."""
+        if self.placed is None:
+            return tuple(v.type.shape)
+        if self.reader is None:
+            return tuple(self.placed.shape(v))
+        return tuple(self.placed.operand_shape(self.reader, v))
 
     def load(self, v: Value, space: Space, shape: tuple) -> VBuf:
         key = (v, space, shape)
@@ -171,6 +189,7 @@ class _Builder:
     def node(self, n: Node) -> None:
         if is_input_view(n.out()):
             return  # read through when used (see operand)
+        self.reader = n
         if n.op in REDUCE:
             self.reduce(n)
             return
@@ -295,17 +314,19 @@ def _eval_binary(n: Node, a: Any, b: Any, dtype: str) -> Any:
     return _scalar(res, n.outputs[0].dtype)
 
 
-def build_vector_plan(kg: KernelGraph, nodes: Sequence[Node], space_of: Callable[[Value], Space],
-                      kernel: str, env: dict[Value, Any] | None = None) -> VectorPlan:
+def build_vector_plan(kg: KernelGraph, nodes: Sequence[Node], space_of: SpaceFn, kernel: str,
+                      env: dict[Value, Any] | None = None, placed: Placements | None = None) -> VectorPlan:
     """VOps computing `nodes` (a topologically ordered subset of the kernel graph's nodes).
 
-    `env` gives values computed elsewhere (e.g. reductions of an earlier pass) as buffers.
+    `env` gives values computed elsewhere (e.g. reductions of an earlier pass) as buffers; `placed`: where
+    the kernel's values sit in its domain (`alignment.placements`; None: every value at its own shape).
     """
-    b = _Builder(kg, space_of, kernel)
+    b = _Builder(kg, space_of, kernel, placed)
     if env:
         b.env.update(env)
     for n in nodes:
         b.node(n)
+    b.reader = None
     outputs = []
     for i, v in enumerate(kg.graph.outputs):
         if v.node.op == "Const":  # a kernel that only writes a constant (an If branch returning one)

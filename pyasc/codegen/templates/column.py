@@ -23,6 +23,7 @@ from ... import symbolic as sy
 from ...ir import Value
 from ...symbolic import IntLike
 from .. import tileops as T
+from ..alignment import placements
 from ..domain import Domain, InputLayout, UnsupportedDomain, column_domain, dims, input_layout
 from ..kernel_graph import KernelGraph, kernel_symbols
 from ..schedule import BLOCKS, CORE, Buffer, GmParam, GmRef, Let, Loop, Ref, Stmt, TileSchedule, When
@@ -31,7 +32,7 @@ from ..ub_alloc import Assignment, assign
 from ..vector_ops import build_vector_plan, Geometry, InputUse, is_input_view, Space, VKind, VOp
 from .multipass import _COMBINE, _identity
 from .placement import decompose, translate_vop
-from .vector_kernel import in_param, out_param
+from .vector_kernel import in_param, out_param, read_shapes
 
 F = sy.sym
 SCRATCH = "part"
@@ -70,20 +71,21 @@ class ColumnTiling(Tiling):
 
 
 def analyze(name: str, kg: KernelGraph, shape: Any, reduced: tuple[int, ...]) -> ColumnKernel:
-    in_shapes = [dims(n.outputs[0].shape) for n in kg.graph.nodes if n.op == "Data" and n.outputs[0].numel != 1]
+    placed = placements(kg)  # where the prologue's values sit in the domain (inputs are read accordingly)
+    in_shapes = read_shapes(kg, placed)
     shape = dims(shape)
     domain = column_domain(shape, reduced, [s for s in in_shapes if len(s) <= len(shape)])
 
-    def space_of(v: Value) -> Space:
+    def space_of(v: Value, read_as: Any = None) -> Space:
         t = v.type
         if v.node.op in ("Data", "Const") and t.numel == 1 and t.is_static:
             return Space.SCALAR
         if v.node.op == "Data" or is_input_view(v):  # an expand_dims of an input is read like the input
-            cls = input_layout(domain, dims(t.shape)).cls
+            cls = input_layout(domain, dims(t.shape) if read_as is None else tuple(read_as)).cls
             return {"full": Space.FULL, "rowvec": Space.FULL, "col": Space.ROW, "scalar": Space.SCALAR}[cls]
         return Space.ROW if v.node.op in ("sum", "max", "min", "mean") else Space.FULL
 
-    plan = build_vector_plan(kg, kg.nodes, space_of, name)
+    plan = build_vector_plan(kg, kg.nodes, space_of, name, placed=placed)
     reds = [op for op in plan.ops if op.kind is VKind.REDUCE]
     if len(reds) != 1 or len(plan.outputs) != 1:
         raise UnsupportedDomain("a column-reduction kernel holds one reduction and one output")
@@ -271,15 +273,27 @@ class _Body:
     def scalars(self) -> list[Stmt]:
         out = self.pad_init()
         for use in self.vk.inputs:
-            if self.vk.layouts[use.buf.id].cls == "scalar":
+            lay = self.vk.layouts[use.buf.id]
+            if lay.cls == "scalar" and not lay.outer_dependent:
                 out.append(T.load(self.ref(use.buf), GmRef(in_param(use.index), 0), use.buf.dtype, 1, note=use.buf.what))
+        return out
+
+    def task_scalars(self) -> list[Stmt]:
+        """Inputs that are one value per outer index (a (4, 1, 1) operand of a (4, R, C) domain): loaded per task."""
+        out: list[Stmt] = []
+        for use in self.vk.inputs:
+            lay = self.vk.layouts[use.buf.id]
+            if lay.cls == "scalar" and lay.outer_dependent:
+                out.append(T.load(self.ref(use.buf), self.gm_in(use, 0, 0), use.buf.dtype, 1,
+                                  note=f"{use.buf.what} of this task"))
         return out
 
     def task_body(self) -> list[Stmt]:
         per = sy.ceildiv(F("T"), F(BLOCKS))
         begin = sy.mul(F(CORE), per)
         count = sy.max_(0, sy.min_(per, sy.add(F("T"), sy.mul(-1, begin))))
-        body = self.task_lets(sy.add(begin, F("i"))) + self.init_acc() + self.rows_loop("rb", 0, F("NRB"))
+        body = self.task_lets(sy.add(begin, F("i"))) + self.task_scalars() + self.init_acc()
+        body += self.rows_loop("rb", 0, F("NRB"))
         body += self.finish()
         return self.scalars() + [Loop("i", 0, count, 1, body, note="tasks of this core")]
 
@@ -293,7 +307,7 @@ class _Body:
         lo = sy.mul(F("part_i"), per)
         hi = sy.min_(F("NRB"), sy.add(F("part_lo"), per))
         body: list[Stmt] = self.scalars() + self.task_lets(sy.floordiv(F(CORE), g))
-        body += [Let("part_i", part), Let("part_lo", lo)]
+        body += [Let("part_i", part), Let("part_lo", lo)] + self.task_scalars()
         body += self.init_acc() + self.rows_loop("rb", F("part_lo"), hi)
         twp_bytes = sy.mul(F("twp"), size)
         body.append(T.store(GmRef(SCRATCH, sy.mul(F(CORE), twp_bytes)), self.ref(red.dst), dt, F("twp"),

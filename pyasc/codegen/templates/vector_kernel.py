@@ -9,9 +9,10 @@ from typing import Any, Sequence
 
 from ...target import Chip, itemsize
 
-from ... import ops, symbolic as sy
+from ... import symbolic as sy
 from ...ir import Value
 from ...symbolic import IntLike
+from ..alignment import Placements, placements
 from ..domain import (Domain, InputLayout, UnsupportedDomain, dims, input_layout, make_domain, pointwise_domain,
                       same_dim)
 from ..kernel_graph import KernelGraph
@@ -67,14 +68,20 @@ class VectorTiling(Tiling):
 # ---- analysis --------------------------------------------------------------------------------
 
 
-def _downstream_of_reductions(kg: KernelGraph) -> set[Value]:
-    """Values a reduction of the kernel computes, and every value computed from one (their shapes are
-    the reduced shape: one value per row), as opposed to values the reduction reads."""
-    out: set[Value] = set()
-    for n in kg.graph.nodes:  # topological order
-        if (ops.exists(n.op) and ops.get(n.op).is_reduction) or any(v in out for v in n.inputs):
-            out.update(n.values)
-    return out
+def read_shapes(kg: KernelGraph, placed: Placements) -> list[tuple[IntLike, ...]]:
+    """Every shape an input of the kernel is read with (its placements for its readers, its own shape where
+    it is an output too): the broadcast patterns the domain collapses by. One-element inputs are left out."""
+    seen: dict[tuple, None] = {}
+    for n in kg.nodes:
+        if is_input_view(n.out()):
+            continue  # read through by its own readers
+        for v in n.inputs:
+            if (v.node.op == "Data" or is_input_view(v)) and v.type.numel != 1:
+                seen.setdefault(tuple(placed.operand_shape(n, v)), None)
+    for v in kg.graph.outputs:
+        if (v.node.op == "Data" or is_input_view(v)) and v.type.numel != 1:
+            seen.setdefault(tuple(dims(v.type.shape)), None)
+    return list(seen)
 
 
 def analyze(name: str, kg: KernelGraph, reduce_rows: Sequence[Any] | None, k: int, mode: str,
@@ -83,10 +90,8 @@ def analyze(name: str, kg: KernelGraph, reduce_rows: Sequence[Any] | None, k: in
     mode: "rows" or "chunks" (a row broadcast over all rows is resident only in rows mode); `block`: bytes of
     a UB block; `rows_of_last_axis`: a pointwise kernel whose row is the last axis (a matmul's epilogue walks
     the product's blocks), not the longest run the inputs allow."""
-    views = [n.out() for n in kg.graph.nodes if is_input_view(n.out())]
-    viewed = {v.node.inputs[0] for v in views}
-    graph_inputs = [n.out() for n in kg.graph.nodes if n.op == "Data" and n.out() not in viewed] + views
-    in_shapes = [dims(v.type.shape) for v in graph_inputs if v.type.numel != 1]
+    placed = placements(kg, None if reduce_rows is None else len(reduce_rows))
+    in_shapes = read_shapes(kg, placed)
     if reduce_rows is None:
         shape = _domain_shape(kg)
         operands = [s for s in in_shapes if _broadcastable(s, shape)]
@@ -99,31 +104,32 @@ def analyze(name: str, kg: KernelGraph, reduce_rows: Sequence[Any] | None, k: in
         domain = make_domain(shape, len(shape) - k, full_inputs)
         reduces = True
 
-    reduced = _downstream_of_reductions(kg)
+    reduced = placed.frozen
 
-    def space_of(v: Value) -> Space:
+    def space_of(v: Value, read_as: Sequence[IntLike] | None = None) -> Space:
         t = v.type
         if v.node.op in ("Data", "Const") and t.numel == 1 and t.is_static:
             return Space.SCALAR
-        shp = dims(t.shape)
         if v.node.op == "Data" or is_input_view(v):
+            shp = dims(t.shape) if read_as is None else tuple(read_as)
             if not _broadcastable(shp, domain.shape):
                 return Space.ROW
             cls = input_layout(domain, shp).cls
             return {"full": Space.FULL, "rowvec": Space.FULL, "col": Space.ROW, "scalar": Space.SCALAR}[cls]
         if not reduces:
             return Space.FULL
+        shp = placed.shape(v)
         k_row = len(domain.shape) - domain.lead
         if v not in reduced and len(shp) < len(domain.shape):
             # before the reduction a value broadcasts against the domain as numpy aligns it, by its trailing
-            # dims: a (C,) value is a row over every row, not one value per row
+            # dims (of its placement): a (C,) value is a row over every row, not one value per row
             shp = (1,) * (len(domain.shape) - len(shp)) + tuple(shp)
         row_part = shp[len(shp) - k_row:] if len(shp) >= len(domain.shape) else ()
         full_row = tuple(domain.shape[domain.lead:])
         full = len(row_part) == len(full_row) and all(same_dim(a, b) for a, b in zip(row_part, full_row))
         return Space.FULL if full and any(d != 1 for d in row_part) else Space.ROW
 
-    plan = build_vector_plan(kg, kg.nodes, space_of, name)
+    plan = build_vector_plan(kg, kg.nodes, space_of, name, placed=placed)
     layouts: dict[int, InputLayout] = {}
     resident: list[InputUse] = []
     per_tile: list[InputUse] = []

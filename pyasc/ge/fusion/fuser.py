@@ -21,7 +21,10 @@ asking, and every group grown that way is checked once after phases 0 and 1.
 If one then does not fit, phases 0 and 1 run again asking at every merge (the
 decisions of the first run are dropped), so the kernels are the same as if
 every merge had been checked whenever the capacity function grows with the
-kernel, and every kernel fits in any case.
+kernel, and every kernel fits in any case. The capacity function is then never
+asked about the groups in between: a kernel it accepts must tile right even
+when a smaller candidate on the way would have been refused (codegen places a
+computed value by how the kernel uses it, `codegen/alignment.py`).
 """
 from __future__ import annotations
 
