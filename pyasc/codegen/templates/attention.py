@@ -215,16 +215,26 @@ def _fields(a: AttentionOp, t: AttentionTiling) -> dict[str, IntLike]:
 
 def _item_lets(t: AttentionTiling, who: str) -> list[Stmt]:
     """The work item of iteration w of this group (`who`: CORE on the AIC, GROUP on an AIV) and its query rows.
-    Groups take items in turn, the last query block of each batch first: a causal item's work grows with its
-    query block, so the groups' loads even out (the longest items are not left for last)."""
-    return [Let("t", sy.add(sy.mul(F("w"), F("G")), F(who))),
+    Groups take items in turn, the last query block of each batch first, and every other round in reverse
+    (a snake): a causal item's work grows with its query block, and without the reversal a group whose first
+    item is a long one would get long ones in every round."""
+    return [Let("t", sy.add(sy.mul(F("w"), F("G")), _snake(F("w"), F(who)))),
             Let("qb", sy.add(F("NQB"), -1, sy.mul(-1, sy.mod(F("t"), F("NQB"))))),
             Let("bi", sy.floordiv(F("t"), F("NQB"))), Let("q0", sy.mul(F("qb"), t.bq)),
             Let("qm", sy.min_(t.bq, sy.add(F("Tq"), sy.mul(-1, F("q0")))))]
 
 
+def _snake(w: IntLike, who: IntLike) -> IntLike:
+    """Group `who`'s place in round w: its own index in even rounds, counted from the other end in odd whole
+    ones; the last round, when not whole, goes to the first groups (core 0 stays the busiest: the cost
+    model times it)."""
+    whole = sy.lt(w, sy.floordiv(F("W"), F("G")))
+    return sy.select(sy.mod(w, 2), sy.select(whole, sy.add(F("G"), -1, sy.mul(-1, who)), who), who)
+
+
 def _count(who: str) -> IntLike:
-    return sy.max_(0, sy.ceildiv(sy.add(F("W"), sy.mul(-1, F(who))), F("G")))
+    """Items group `who` takes: one per whole round, and one more if it is among the first of the rest."""
+    return sy.add(sy.floordiv(F("W"), F("G")), sy.lt(F(who), sy.mod(F("W"), F("G"))))
 
 
 def _key_blocks(a: AttentionOp, t: AttentionTiling) -> IntLike:
