@@ -35,6 +35,9 @@ def codegen_capacity(chip: Chip, buffer_num: int = 2) -> Callable[[FusionCandida
         if kind == KernelKind.MATMUL:
             return _matmul(c, chip, buffer_num) or fallback(c)
         if kind == KernelKind.OPAQUE and _planned(c):
+            if len(c.nodes) > 1:   # fusion's view phase proposed views of its operands (ge/fusion/views.py)
+                return CapacityVerdict(False, None, f"the {c.structure.anchor.op} template reads its operands whole, "
+                                                    "not through views")
             return CapacityVerdict(True, 0)
         if kind not in BY_KIND:
             return fallback(c)

@@ -68,6 +68,10 @@ class FusionDecision:
         if k is DecisionKind.FUSED and self.rule == "extra_output":
             return (f"fused: {self.producer} into the kernel of {self.consumer} as an extra output; "
                     f"{self.consumers - 1} other consumer kernel(s) read it from GM")
+        if self.rule == "view":      # fusion's view phase (ge/fusion/views.py)
+            verdict = "fused" if k is DecisionKind.FUSED else "not fused"
+            why = f": {self.detail}" if k is DecisionKind.NOT_FUSED else " (its template reads or writes through them)"
+            return f"{verdict}: views {', '.join(self.via)} into the kernel of {self.consumer}{why}"
         if k is DecisionKind.FUSED:
             return f"fused: {self.producer} -> post-dominator {self.consumer}{via}"
         if k is DecisionKind.NOT_FUSED:

@@ -155,6 +155,10 @@ class OpDef:
     #: vector work a cube op's own launch does before the cube starts (a conv: converting its weights to the
     #: cube's format); GE's mixed_kernels marks such kernels and says this in the fusion log
     mixed_prologue: str = ""
+    #: its result is its operand's elements at other strides, none computed (transpose, reshape, squeeze,
+    #: expand_dims, slice): an op whose kernel reads and writes GM by strides may take it into its kernel
+    #: (fusion proposes, the capacity function says whether the op's template can)
+    strided_view: bool = False
 
     @property
     def vjp(self) -> "VjpRule | None":

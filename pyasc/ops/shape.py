@@ -421,10 +421,11 @@ for _name, _infer, _fn, _cat, _np in (
 ):
     _params = ("array",) if _name == "broadcast_to" else ("a",)
     register(OpDef(_name, _cat, named(_name, _infer), _fn, api=_fn, tensor_params=_params,
-                   numpy_names=_np, doc=_fn.__doc__ or ""))
+                   numpy_names=_np, doc=_fn.__doc__ or "", strided_view=True))
 
 register(OpDef("slice", Category.INJECTIVE, named("slice", _infer_slice), _slice_eager,
-               doc="x[starts:stops:steps] per axis, normalised bounds (internal: built from subscripts)"))
+               doc="x[starts:stops:steps] per axis, normalised bounds (internal: built from subscripts)",
+               strided_view=True))
 register(OpDef("transdata", Category.INJECTIVE, named("transdata", _infer_transdata), _transdata_eager,
                doc="change the storage format (src_format -> dst_format); values unchanged (internal)",
                other_formats=ANY_FORMAT))  # it converts from any format

@@ -148,3 +148,24 @@ def test_numpy_attention_becomes_the_fused_launch_and_beats_the_unfused_one(rng)
     assert_close(out, reference(*args, scale=0.125), rtol=1e-2, atol=1e-2, check_dtype=False)
     split = pyasc.kernel(attend_numpy, chip="tiny", disable_passes=["attention"]).profile(*args)[1]
     assert fused.launches == 1 and split.launches > 1 and fused.cycles < split.cycles
+
+
+def test_work_items_snake_over_the_groups_each_taken_once():
+    """Every item once; a group's causal work (its query blocks' sizes, qb + 1) within one block of the others'."""
+    from pyasc import symbolic as sy      # only this test evaluates the item expressions
+    for items, groups, nqb in [(48, 24, 4), (7, 3, 7), (5, 8, 5), (30, 4, 3), (1, 1, 1), (25, 6, 5)]:
+        taken, work = [], []
+        for g in range(groups):
+            env = {"W": items, "G": groups, "NQB": nqb, "Tq": 16 * nqb, "core": g, "group": g}
+            count = sy.evaluate(template._count(template.CORE), env)
+            lets = {}
+            mine = 0
+            for w in range(count):
+                for let in template._item_lets(template.AttentionTiling(16, 16, 1, groups), template.CORE):
+                    lets[let.var] = sy.evaluate(let.value, {**env, **lets, "w": w})
+                taken.append(lets["t"])
+                mine += lets["qb"] + 1
+            work.append(mine)
+        assert sorted(taken) == list(range(items)), (items, groups)
+        if items % (2 * groups) == 0:
+            assert max(work) - min(work) <= nqb, work

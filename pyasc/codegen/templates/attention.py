@@ -30,9 +30,11 @@ from ...target import Chip, itemsize
 from .. import tileops as T
 from ..domain import dims, prod
 from ..kernel_graph import KernelGraph
+from ..strided import is_view
 from ..schedule import CORE, GROUP, SUB, Buffer, Channel, GmParam, GmRef, Let, Loop, MixedSchedule, Ref, Stmt, TileOp, \
     TileSchedule, When
 from ..template import Job, Template, Tiling, Unsupported, align_up, buffer_nums, free_symbols, ub_slot
+from .row_operands import RowOperand, operand_of, result_of
 
 F = sy.sym
 LOWEST = -3.4028234663852886e38     # the lowest finite float32
@@ -42,8 +44,9 @@ LEADS = (1, 2)
 
 @dataclass(frozen=True)
 class AttentionOp:
-    """One attention node: q (batch, Tq, D), k (batch, Tk, D), v (batch, Tk, Dv) contiguous, an optional additive
-    mask of (Tq, Tk) shared by the batch, the scale and whether it is causal."""
+    """One attention node: q (batch, Tq, D), k (batch, Tk, D), v (batch, Tk, Dv) and the result (batch, Tq, Dv),
+    each a tensor or a view of one (`rows`: q, k, v, out), an optional additive mask of (Tq, Tk) shared by the
+    batch (`mask_param`), the scale and whether it is causal."""
 
     name: str
     batch: IntLike
@@ -55,8 +58,9 @@ class AttentionOp:
     out_dtype: str
     scale: float
     causal: bool
+    rows: tuple[RowOperand, ...]
     mask_dtype: str | None = None
-    params: tuple[str, ...] = ("in0", "in1", "in2", "in3")   # the GM parameters of q, k, v and the mask
+    mask_param: str = ""
 
 
 @dataclass(frozen=True)
@@ -135,32 +139,35 @@ def aiv_buffers(a: AttentionOp, t: AttentionTiling, chip: Chip) -> list[Buffer]:
 
 
 def handles(kg: KernelGraph) -> bool:
-    nodes = kg.nodes
-    return len(nodes) == 1 and nodes[0].op == "attention" and all(v.node.op == "Data" for v in nodes[0].inputs)
+    """One attention node, alone or with views of its operands and of its result (see row_operands)."""
+    found = [n for n in kg.nodes if n.op == "attention"]
+    return len(found) == 1 and all(n is found[0] or is_view(n) for n in kg.nodes)
 
 
 def analyze(job: Job, chip: Chip) -> list[AttentionOp]:
     """The attention node of the job's kernel graph, for the cube and vector sides (see AttentionOp)."""
     kg: KernelGraph = job.subject
-    node = kg.nodes[0]
+    node = next(n for n in kg.nodes if n.op == "attention")
     q, k, v = node.inputs[:3]
     mask = node.inputs[3] if len(node.inputs) > 3 else None
     sq, sk, sv = (dims(x.type.shape) for x in (q, k, v))
     if len(sq) < 2 or sk[:-2] != sq[:-2] or sv[:-2] != sq[:-2] or sv[-2] != sk[-2] or sk[-1] != sq[-1]:
         raise Unsupported(f"q {tuple(sq)}, k {tuple(sk)}, v {tuple(sv)}: the fused attention takes equal batch "
-                          "dims (broadcast heads are not fused)")
+                          "dims (heads broadcast by np.broadcast_to are)")
     if mask is not None:
+        if mask.node.op != "Data":
+            raise Unsupported("the mask is a view: the fused attention reads a mask tensor of its own")
         sm = dims(mask.type.shape)
         if tuple(d for d in sm[:-2] if d != 1) or tuple(sm[-2:]) != (sq[-2], sk[-2]):
             raise Unsupported(f"a mask of shape {tuple(sm)}: the fused attention takes one (Tq, Tk) mask")
     D, Dv = sq[-1], sv[-1]
     if not isinstance(D, int) or not isinstance(Dv, int):
         raise Unsupported("the head dims must be known when compiling")
-    where = {x: x.node.attrs["index"] for x in node.inputs}   # each operand's local Data index: its in<i>
+    rows = tuple(operand_of(x, what) for x, what in zip((q, k, v), "qkv")) + (result_of(kg, node.out()),)
     a = AttentionOp(job.label, prod(sq[:-2]), sq[-2], sk[-2], D, Dv, q.type.dtype, node.out().type.dtype,
                     float(node.attrs.get("scale") or 1.0 / math.sqrt(D)), bool(node.attrs.get("causal", False)),
-                    mask.type.dtype if mask is not None else None,
-                    tuple(f"in{where[x]}" for x in node.inputs))
+                    rows, mask.type.dtype if mask is not None else None,
+                    f"in{mask.node.attrs['index']}" if mask is not None else "")
     if a.dtype not in ("float16", "float32") or len({q.type.dtype, k.type.dtype, v.type.dtype}) != 1:
         raise Unsupported(f"the fused attention multiplies float16 or float32 on the cube, not {q.type.dtype}, "
                           f"{k.type.dtype}, {v.type.dtype}")
@@ -208,16 +215,26 @@ def _fields(a: AttentionOp, t: AttentionTiling) -> dict[str, IntLike]:
 
 def _item_lets(t: AttentionTiling, who: str) -> list[Stmt]:
     """The work item of iteration w of this group (`who`: CORE on the AIC, GROUP on an AIV) and its query rows.
-    Groups take items in turn, the last query block of each batch first: a causal item's work grows with its
-    query block, so the groups' loads even out (the longest items are not left for last)."""
-    return [Let("t", sy.add(sy.mul(F("w"), F("G")), F(who))),
+    Groups take items in turn, the last query block of each batch first, and every other round in reverse
+    (a snake): a causal item's work grows with its query block, and without the reversal a group whose first
+    item is a long one would get long ones in every round."""
+    return [Let("t", sy.add(sy.mul(F("w"), F("G")), _snake(F("w"), F(who)))),
             Let("qb", sy.add(F("NQB"), -1, sy.mul(-1, sy.mod(F("t"), F("NQB"))))),
             Let("bi", sy.floordiv(F("t"), F("NQB"))), Let("q0", sy.mul(F("qb"), t.bq)),
             Let("qm", sy.min_(t.bq, sy.add(F("Tq"), sy.mul(-1, F("q0")))))]
 
 
+def _snake(w: IntLike, who: IntLike) -> IntLike:
+    """Group `who`'s place in round w: its own index in even rounds, counted from the other end in odd whole
+    ones; the last round, when not whole, goes to the first groups (core 0 stays the busiest: the cost
+    model times it)."""
+    whole = sy.lt(w, sy.floordiv(F("W"), F("G")))
+    return sy.select(sy.mod(w, 2), sy.select(whole, sy.add(F("G"), -1, sy.mul(-1, who)), who), who)
+
+
 def _count(who: str) -> IntLike:
-    return sy.max_(0, sy.ceildiv(sy.add(F("W"), sy.mul(-1, F(who))), F("G")))
+    """Items group `who` takes: one per whole round, and one more if it is among the first of the rest."""
+    return sy.add(sy.floordiv(F("W"), F("G")), sy.lt(F(who), sy.mod(F("W"), F("G"))))
 
 
 def _key_blocks(a: AttentionOp, t: AttentionTiling) -> IntLike:
@@ -268,7 +285,8 @@ def _cube_side(a: AttentionOp, t: AttentionTiling, chip: Chip, fields: dict, gro
     bkp32, bkp16, dvp32 = pads
     s_bytes, p_bytes, o_bytes = sizes
     dt, size = a.dtype, itemsize(a.dtype)
-    qoff = sy.mul(sy.add(sy.mul(F("bi"), F("Tq")), F("q0")), a.D * size)
+    qrows, krows, vrows = a.rows[:3]
+    qoff = sy.mul(qrows.start(F("bi"), F("q0")), size)
 
     def keys(j: IntLike, who: str) -> list[Stmt]:
         """The key block j: its first key `<who>0` and its length `<who>n` (one name each for the S and the
@@ -277,10 +295,11 @@ def _cube_side(a: AttentionOp, t: AttentionTiling, chip: Chip, fields: dict, gro
 
     def s_block(j: IntLike) -> list[Stmt]:
         slot = sy.mod(j, 2)
-        koff = sy.mul(sy.add(sy.mul(F("bi"), F("Tk")), F("ks0")), a.D * size)
+        koff = sy.mul(krows.start(F("bi"), F("ks0")), size)
         kn = F("ksn")
         return keys(j, "ks") + [
-            T.copy_nd2nz(Ref("k", slot), GmRef(a.params[1], koff), dt, kn, a.D, src_row_stride=a.D, note="K block"),
+            T.copy_nd2nz(Ref("k", slot), GmRef(krows.param, koff), dt, kn, a.D, src_row_stride=krows.row,
+                         note="K block"),
             _load_kt(a, Ref("kb"), Ref("k", slot), kn, chip),
             T.load_l0(Ref("qa"), Ref("q"), dt, F("qm"), a.D, note="Q -> L0A"),
             T.mmad(Ref("s"), Ref("qa"), Ref("kb"), F("qm"), a.D, kn, dt, note="S = Q K^T"),
@@ -289,12 +308,13 @@ def _cube_side(a: AttentionOp, t: AttentionTiling, chip: Chip, fields: dict, gro
 
     def pv_block(j: IntLike) -> list[Stmt]:
         slot = sy.mod(j, 2)
-        voff = sy.mul(sy.add(sy.mul(F("bi"), F("Tk")), F("kv0")), a.Dv * size)
+        voff = sy.mul(vrows.start(F("bi"), F("kv0")), size)
         kn = F("kvn")
         return keys(j, "kv") + [
             T.copy_nd2nz(Ref("p", slot), _slot_ref("chp", CORE, j, t.ring, p_bytes), dt, F("qm"), kn,
                          src_row_stride=bkp16, note="P block"),
-            T.copy_nd2nz(Ref("v", slot), GmRef(a.params[2], voff), dt, kn, a.Dv, src_row_stride=a.Dv, note="V block"),
+            T.copy_nd2nz(Ref("v", slot), GmRef(vrows.param, voff), dt, kn, a.Dv, src_row_stride=vrows.row,
+                         note="V block"),
             T.load_l0(Ref("pa"), Ref("p", slot), dt, F("qm"), kn, note="P -> L0A"),
             T.load_l0(Ref("vb"), Ref("v", slot), dt, kn, a.Dv if dt == "float16" else align_up(a.Dv, chip.cube_block),
                       note="V -> L0B"),
@@ -304,7 +324,7 @@ def _cube_side(a: AttentionOp, t: AttentionTiling, chip: Chip, fields: dict, gro
 
     nkb, j = F("nkb"), F("j")
     item: list[Stmt] = _item_lets(t, CORE) + [Let("nkb", _key_blocks(a, t))]
-    item.append(T.copy_nd2nz(Ref("q"), GmRef(a.params[0], qoff), dt, F("qm"), a.D, src_row_stride=a.D,
+    item.append(T.copy_nd2nz(Ref("q"), GmRef(qrows.param, qoff), dt, F("qm"), a.D, src_row_stride=qrows.row,
                              note="Q block"))
     # S runs `lead` blocks ahead of P V: iteration j computes S_j and P_{j-lead} V_{j-lead}, so the cube works
     # on S while the vector cores turn earlier S blocks into P (the round trip through them is long)
@@ -312,7 +332,7 @@ def _cube_side(a: AttentionOp, t: AttentionTiling, chip: Chip, fields: dict, gro
     item.append(Loop("j", 0, sy.add(nkb, t.lead), 1, [
         When(sy.lt(j, nkb), s_block(j)),
         When(sy.lt(t.lead - 1, j), pv_block(prev))], note=f"key blocks, S {t.lead} ahead"))
-    params = [GmParam(n, dt, "in") for n in dict.fromkeys(a.params[:3])]
+    params = [GmParam(n, dt, "in") for n in dict.fromkeys(r.param for r in a.rows[:3])]   # heads of one tensor: one
     params += [GmParam("chs", "float32", "scratch"), GmParam("chp", dt, "scratch"), GmParam("cho", "float32", "scratch")]
     body = [Loop("w", 0, _count(CORE), 1, item, note="work items of this group")]
     return TileSchedule(f"{a.name}_cube", "aic", params, fields, groups, aic_buffers(a, t, chip), body,
@@ -356,7 +376,7 @@ def _vector_side(a: AttentionOp, t: AttentionTiling, chip: Chip, fields: dict, g
     if a.mask_dtype is not None:
         moff = sy.mul(sy.add(sy.mul(sy.add(F("q0"), F("rs")), F("Tk")), F("k0")), itemsize(a.mask_dtype))
         mrow = _padded(t.bk, a.mask_dtype, chip)
-        soft += [T.load(Ref("mask", slot), GmRef(a.params[3], moff), a.mask_dtype, kn, rows, src_stride=F("Tk"),
+        soft += [T.load(Ref("mask", slot), GmRef(a.mask_param, moff), a.mask_dtype, kn, rows, src_stride=F("Tk"),
                         dst_stride=mrow, note="mask rows")]
         if a.mask_dtype != "float32":
             soft += [T.vcast(tile, Ref("mask", slot), sy.mul(rows, bkp32), a.mask_dtype, "float32", note="mask")]
@@ -412,7 +432,8 @@ def _vector_side(a: AttentionOp, t: AttentionTiling, chip: Chip, fields: dict, g
     drain = Loop("i", sy.max_(0, sy.add(F("nkb"), -t.lead)), F("nkb"), 1,
                  [When(has, fold(F("i"), sy.lt(F("i"), sy.add(F("nkb"), -1))))], note="the blocks still to fold")
     osize = itemsize(a.out_dtype)
-    ooff = sy.mul(sy.add(sy.mul(F("bi"), F("Tq")), F("q0"), F("rs")), a.Dv * osize)
+    orows = a.rows[3]
+    ooff = sy.mul(orows.start(F("bi"), sy.add(F("q0"), F("rs"))), osize)
     grid_o = sy.mul(rows, dvp32)
     out = tile if a.out_dtype != "float32" else Ref("acc")
     finish = When(has, [
@@ -420,13 +441,13 @@ def _vector_side(a: AttentionOp, t: AttentionTiling, chip: Chip, fields: dict, g
         T.vbroadcast(tile, Ref("l"), rows, dvp32, "float32", axis=1, dst_row_stride=dvp32),
         T.vbinary("mul", Ref("acc"), Ref("acc"), tile, grid_o, "float32", note="O / l")]
         + ([T.vcast(out, Ref("acc"), grid_o, "float32", a.out_dtype, round="rint")] if out is tile else [])
-        + [T.store(GmRef("out0", ooff), out, a.out_dtype, a.Dv, rows, src_stride=dvp32, dst_stride=a.Dv,
+        + [T.store(GmRef(orows.param, ooff), out, a.out_dtype, a.Dv, rows, src_stride=dvp32, dst_stride=orows.row,
                    note="out rows")])
     item = head + init + [blocks, drain, finish]
     params = [GmParam("chs", "float32", "scratch"), GmParam("chp", a.dtype, "scratch"),
-              GmParam("cho", "float32", "scratch"), GmParam("out0", a.out_dtype, "out")]
+              GmParam("cho", "float32", "scratch"), GmParam(orows.param, a.out_dtype, "out")]
     if a.mask_dtype is not None:
-        params.append(GmParam(a.params[3], a.mask_dtype, "in"))
+        params.append(GmParam(a.mask_param, a.mask_dtype, "in"))
     body = pre + [Loop("w", 0, _count(GROUP), 1, item, note="work items of this group")]
     return TileSchedule(f"{a.name}_softmax", "aiv", params, fields, sy.mul(groups, chip.group_aivs),
                         aiv_buffers(a, t, chip), body, [f"{h} query rows per vector core at most"])

@@ -13,7 +13,8 @@ concern, the way TVM separates its graph partitioner from the pass:
 - partition.py: the groups, merges in a kept topological order, the cycle
   check, duplication, the schedule;
 - fuser.py: the phases over one graph (matmul epilogues, post-dominators,
-  multi-consumer producers: duplicate, extra output or boundary);
+  multi-consumer producers: duplicate, extra output or boundary; an opaque
+  op taking the views of its operands and result, found by views.py);
 - fusion_pass.py: the pass over the root graph and every branch, and the
   one-kernel-per-op fallback (`schedule_for`).
 
@@ -34,7 +35,8 @@ that refused), DUPLICATED, NOT_DUPLICATED, BOUNDARY and OWN_KERNEL for
 data-movement ops and Ifs. Ops are named "exp %2" (op and canonical dump
 name in the graph before fusion; "%1.then_branch/%0" inside a branch).
 
-Rule names: merges "post_dominator", "extra_output", "duplicate"; refusals
+Rule names: merges "post_dominator", "extra_output", "duplicate", "view" (also
+a view chain refused, the refusing rule in its detail); refusals
 "max_ops", "data_movement_member", "two_matmuls", "matmul_with_reduction",
 "matmul_prologue", "matmul_epilogue_shape", "column_reduction_shared",
 "column_reduction_epilogue", "different_rows", "dropped_axes",

@@ -37,6 +37,7 @@ from ..plan import KernelKind, KernelPlan, KernelStructure
 from .analysis import GraphFacts
 from .legality import Limits, classify
 from .partition import Partition
+from .views import view_chains
 
 _ALONE = (Category.INJECTIVE, Category.OPAQUE)
 
@@ -71,7 +72,7 @@ class GraphFuser:
         found = classify(self.facts, order, self.limits)
         if isinstance(found, Rejection):
             return found, None
-        if found.kind in (KernelKind.DATA_MOVEMENT, KernelKind.CONTROL, KernelKind.OPAQUE):
+        if found.kind in (KernelKind.DATA_MOVEMENT, KernelKind.CONTROL, KernelKind.OPAQUE) and len(order) == 1:
             return None, found  # one op alone: always a kernel
         cycle = self.partition.cycle(group, dup)
         if cycle:
@@ -152,9 +153,10 @@ class GraphFuser:
             log(d)
         facts = self.facts
         self._multi_consumer()
+        self._take_views()
         for n in facts.compute:
             p = facts.pattern[n]
-            if p in _ALONE:
+            if p in _ALONE and self.partition.size(self.partition.group[n]) == 1:
                 control = ops.get(n.op).is_control
                 what = "control flow; each branch is fused on its own" if control else (
                     "data movement/opaque ops are not fused (GE buffer fusion fuses elementwise/broadcast ops)")
@@ -242,6 +244,25 @@ class GraphFuser:
         if changed:
             self.graph.sort()
             facts.refresh()
+
+    def _take_views(self) -> None:
+        """Phase 3: an opaque op takes the views of its operands and result (views.py), when the capacity
+        function says its template reads through them; else the chain without its farthest views."""
+        facts, part = self.facts, self.partition
+        for op in [n for n in facts.compute if facts.pattern[n] == Category.OPAQUE]:
+            for chain in view_chains(facts, part, op):
+                for length in range(len(chain), 0, -1):
+                    taken = chain[:length]
+                    gids = {part.group[op]} | part.groups_of(set(taken))
+                    rejection, _ = self.check(part.union(gids), gids=gids)
+                    labels = tuple(facts.labels_of(taken))
+                    if rejection is None:
+                        self._merged(gids)
+                        self.log(FusionDecision(DecisionKind.FUSED, "view", labels[0], facts.label(op), via=labels))
+                        break
+                    if length == len(chain):
+                        self.log(FusionDecision(DecisionKind.NOT_FUSED, "view", labels[0], facts.label(op),
+                                                f"{rejection.rule}: {rejection.reason}", labels))
 
     def _why_not_duplicate(self, n: Node, consumers: list[int]) -> Rejection | None:
         facts, part = self.facts, self.partition

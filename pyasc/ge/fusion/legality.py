@@ -5,7 +5,9 @@ or the `Rejection` of the first rule that refuses it:
 - one data-movement op (transpose, reshape, slice, transdata, ...), one If or
   one opaque op (attention) alone is always a kernel (DATA_MOVEMENT / CONTROL /
   OPAQUE; whether codegen takes the opaque op whole was asked before fusion,
-  see ge/pattern.py); with others, never
+  see ge/pattern.py); with others, never, but an opaque op with views of its
+  operands and result (fusion's view phase, views.py; the capacity function says whether its template reads
+  through them)
   (rule "data_movement_member": GE buffer fusion fuses elementwise/broadcast
   ops only);
 - `elementwise_rule`: elementwise and broadcast ops, any number (up to the size knob), but not a value
@@ -55,6 +57,9 @@ def classify(facts: GraphFacts, order: list[Node], limits: Limits) -> KernelStru
         return Rejection("max_ops", f"the kernel would have {len(order)} ops, more than fusion_max_ops={limits.max_ops}")
     if len(order) == 1 and facts.pattern[order[0]] in _ALONE:
         return lone_structure(order[0])
+    opaque = [n for n in order if facts.pattern[n] == Category.OPAQUE and not ops.get(n.op).is_control]
+    if len(opaque) == 1 and all(n is opaque[0] or ops.get(n.op).strided_view for n in order):
+        return KernelStructure(KernelKind.OPAQUE, opaque[0])   # with views of its operands / result (views.py)
     for n in order:
         p = facts.pattern[n]
         if p in _ALONE:

@@ -1,0 +1,57 @@
+"""Phase 3 of fusion: an opaque op takes the views of its operands and of its result into its kernel.
+
+An opaque op's template may read its operands and write its result by strides (the attention template: a
+row at a time), and then a data move that only re-strides (registry fact `OpDef.strided_view`: slice,
+reshape, transpose, ...) need not be a launch of its own: picoGPT's per-head `slice -> reshape ->
+transpose` of the qkv projection and the `transpose -> reshape` joining the heads, torch's
+`view(B, T, H, D).transpose(1, 2)`. The phase proposes, for each operand, the chain of views above it (each
+read by the next alone, in a kernel of its own, not a graph result), and the chain below the result; the
+capacity function (codegen) answers whether the op's template can address through it, and a refusal keeps
+the chain's moves as they were (the fuser then tries shorter chains, nearest the op first). Decisions:
+FUSED "view" or NOT_FUSED with the refusing rule. This module finds the chains; the fuser checks and merges.
+"""
+from __future__ import annotations
+
+from ... import ops
+from ...ir import Node
+from .analysis import GraphFacts
+from .partition import Partition
+
+
+def _alone_view(facts: GraphFacts, part: Partition, n: Node) -> bool:
+    return n in part.group and ops.get(n.op).strided_view and part.size(part.group[n]) == 1
+
+
+def _returned(facts: GraphFacts, n: Node) -> bool:
+    return any(v in facts.graph_outputs for v in n.values)
+
+
+def operand_chain(facts: GraphFacts, part: Partition, op: Node, index: int) -> list[Node]:
+    """The views above operand `index` of `op`, nearest first (none the graph returns: that one is in GM)."""
+    chain: list[Node] = []
+    reader, p = op, op.inputs[index].node
+    while _alone_view(facts, part, p) and not _returned(facts, p) and facts.users(p) == [reader]:
+        chain.append(p)
+        reader, p = p, p.inputs[0].node
+    return chain
+
+
+def result_chain(facts: GraphFacts, part: Partition, op: Node) -> list[Node]:
+    """The views below `op`'s result, nearest first: the last may be a graph result, none before it."""
+    chain: list[Node] = []
+    n = op
+    while len(n.outputs) == 1 and not _returned(facts, n):
+        users = facts.users(n)
+        if len(users) != 1 or not _alone_view(facts, part, users[0]):
+            break
+        n = users[0]
+        chain.append(n)
+    return chain
+
+
+def view_chains(facts: GraphFacts, part: Partition, op: Node) -> list[list[Node]]:
+    """The chains to propose for opaque op `op`: one per operand and one for its result (empty ones left out)."""
+    if ops.get(op.op).is_control:
+        return []          # an If: its branches are kernels of their own
+    found = [operand_chain(facts, part, op, i) for i in range(len(op.inputs))] + [result_chain(facts, part, op)]
+    return [c for c in found if c]
