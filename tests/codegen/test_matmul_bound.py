@@ -24,9 +24,9 @@ class Exhaustive(tiling.Ranking):
                 Exhaustive.checked.append((bound(c.params), c.score.cycles, c.line()))
 
 
-def _choices(fn, args, chip):
+def _choices(fn, args, chip, options):
     out = []
-    for dk in pyasc.kernel(fn, chip=chip).compile(*args).kernels:
+    for dk in pyasc.kernel(fn, chip=chip, **options).compile(*args).kernels:
         r = dk.tiling
         out.append((dk.name, dk.template, r.params, r.score.cycles,
                     [(o.params, o.score.cycles) for o in r.others], r.unscored))
@@ -62,15 +62,21 @@ CASES = [
     ("910b", K.bias_relu, "float16", 256, 192, 128),
     ("910b", K.mm_residual, "float32", 96, 160, 50),
 ]
+# single buffering (no loop rotates) and a cap on the cores
+OPTIONS = {("tiny", K.mm, "float16", 250, 200, 64): {"buffer_num": 1},
+           ("910b", K.bias_relu, "float16", 256, 192, 128): {"buffer_num": 1, "cores": 3}}
+CASES += [(*case, opts) for case, opts in OPTIONS.items()]
+CASES = [c if len(c) == 7 else (*c, {}) for c in CASES]
 
 
-@pytest.mark.parametrize("chip,fn,dtype,m,n,k", CASES, ids=lambda x: getattr(x, "__name__", str(x)))
-def test_the_bound_never_exceeds_the_score_and_pruning_keeps_the_choice(monkeypatch, chip, fn, dtype, m, n, k):
+@pytest.mark.parametrize("chip,fn,dtype,m,n,k,options", CASES, ids=lambda x: getattr(x, "__name__", str(x)))
+def test_the_bound_never_exceeds_the_score_and_pruning_keeps_the_choice(monkeypatch, chip, fn, dtype, m, n, k,
+                                                                       options):
     args = _args(fn, dtype, m, n, k)
-    pruned = _choices(fn, args, chip)
+    pruned = _choices(fn, args, chip, options)
     Exhaustive.checked = []
     monkeypatch.setattr(lower, "Ranking", Exhaustive)
-    exhaustive = _choices(fn, args, chip)
+    exhaustive = _choices(fn, args, chip, options)
     assert Exhaustive.checked, "no template with a bound tiled this kernel"
     over = [(b, s, what) for b, s, what in Exhaustive.checked if b > s]
     assert not over, f"bounds above the score: {over[:3]}"
