@@ -27,6 +27,10 @@ from simulator import chips  # noqa: E402
 from _report import RESULTS, write_json  # noqa: E402
 
 
+#: the templates of a launch that runs the product (alone, or with its epilogue in one mixed launch)
+CUBE_TEMPLATES = ("matmul", "mixed")
+
+
 def bias_relu_f32(a, b, bias):
     return pyasc.relu(pyasc.matmul(a, b) + bias).astype(np.float32)
 
@@ -49,8 +53,8 @@ def bench(name, fn, args, flops, chip_name="910b"):
     t2 = time.perf_counter()
     minimal = sum(a.nbytes for a in args) + int(np.prod(art.graph.outputs[0].type.shape)) * \
         art.graph.outputs[0].type.itemsize
-    cube = [dk for dk in art.kernels if dk.template == "matmul"][0]
-    launch = [p for p in prof.per_launch if art.kernels[p.kernel].template == "matmul"][0].result
+    cube = [dk for dk in art.kernels if dk.template in CUBE_TEMPLATES][0]
+    launch = [p for p in prof.per_launch if art.kernels[p.kernel].template in CUBE_TEMPLATES][0].result
     core0 = {pipe: c / launch.cycles for pipe, c in launch.core_pipe_busy[0].items()} if launch.core_pipe_busy \
         else {}
     return {

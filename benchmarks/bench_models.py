@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -24,6 +26,9 @@ import numpy as np
 import pyasc
 from _report import RESULTS, write_json
 from pyasc.runtime.roofline import roofline
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # picoGPT's pieces as the test writes them
+from test_gpt2_block_numpy import gelu, layer_norm, softmax  # noqa: E402
 
 
 @dataclass
@@ -128,31 +133,16 @@ def attention_rows(chip: str, heads: int = 8, t: int = 1024, d: int = 128) -> li
     return rows
 
 
-def _layer_norm(x, g, b, eps=1e-5):
-    mean = np.mean(x, axis=-1, keepdims=True)
-    var = np.var(x, axis=-1, keepdims=True)
-    return g * (x - mean) / np.sqrt(var + eps) + b
-
-
-def _gelu(x):
-    return 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x ** 3)))
-
-
-def _softmax(x):
-    e = np.exp(x - np.max(x, axis=-1, keepdims=True))
-    return e / np.sum(e, axis=-1, keepdims=True)
-
-
 def gpt2_block(x, ln1_g, ln1_b, w_attn, b_attn, w_proj, b_proj, ln2_g, ln2_b, w_fc, b_fc, w_out, b_out, n_head: int):
     """picoGPT's transformer block, unchanged numpy but for the mask: float16 cannot hold picoGPT's -1e10
     ((1 - tri) * -1e10 is 0 * -inf = NaN there), so the same triangle is spelt with -inf."""
     t = x.shape[0]
-    h = _layer_norm(x, ln1_g, ln1_b) @ w_attn + b_attn
+    h = layer_norm(x, ln1_g, ln1_b) @ w_attn + b_attn
     heads = [np.split(part, n_head, axis=-1) for part in np.split(h, 3, axis=-1)]
     mask = np.where(np.tri(t, dtype=bool), 0, -np.inf).astype(x.dtype)
-    att = np.hstack([_softmax(q @ k.T / np.sqrt(q.shape[-1]) + mask) @ v for q, k, v in zip(*heads)])
+    att = np.hstack([softmax(q @ k.T / np.sqrt(q.shape[-1]) + mask) @ v for q, k, v in zip(*heads)])
     x = x + (att @ w_proj + b_proj)
-    return x + (_gelu(_layer_norm(x, ln2_g, ln2_b) @ w_fc + b_fc) @ w_out + b_out)
+    return x + (gelu(layer_norm(x, ln2_g, ln2_b) @ w_fc + b_fc) @ w_out + b_out)
 
 
 def gpt2_block_row(chip: str, t: int = 256, c: int = 768, n_head: int = 12) -> Row:

@@ -144,10 +144,7 @@ def _gm_move(path: DmaPath, nbytes: float, gm: GmRef, env: Mapping[str, int], ch
     """Cycles of a GM transfer of `rows` rows `row_bytes` apart: full bandwidth only when every row starts
     on the chip's peak-bandwidth boundary (the simulator's rule). Every byte passes the L2, whose bandwidth
     the cores share; the `miss` fraction (all of a store: the L2 writes through) also shares HBM's."""
-    share = max(1, blocks)
-    bw = min(path.bytes_per_cycle, chip.l2_bytes_per_cycle / share)
-    if miss > 0:
-        bw = min(bw, chip.gm_bytes_per_cycle / (share * miss))
+    bw = gm_bandwidth(path, chip, blocks, miss)
     try:
         aligned = _ev(gm.offset, env) % chip.gm_peak_align == 0
     except sy.UnboundSymbolError:
@@ -158,16 +155,29 @@ def _gm_move(path: DmaPath, nbytes: float, gm: GmRef, env: Mapping[str, int], ch
     return path.startup + nbytes / bw
 
 
-def _cube_cycles(op: TileOp, env: Mapping[str, int], chip: Chip) -> float:
-    a = op.args
-    dt = a["dtype"]
-    c0 = chip.fractal_c0(itemsize(dt))
-    m, k, n = (_ev(a[x], env) for x in ("m", "k", "n"))
+def gm_bandwidth(path: DmaPath, chip: Chip, blocks: int, miss: float = 1.0) -> float:
+    """Bytes per cycle one of `blocks` cores gets on a GM path with every row on the peak-bandwidth boundary:
+    the path's own rate, its share of the L2's, and (for the `miss` fraction that reaches HBM) of HBM's."""
+    share = max(1, blocks)
+    bw = min(path.bytes_per_cycle, chip.l2_bytes_per_cycle / share)
+    if miss > 0:
+        bw = min(bw, chip.gm_bytes_per_cycle / (share * miss))
+    return bw
+
+
+def cube_cycles(dtype: str, m: int, k: int, n: int, chip: Chip) -> float:
+    """One mmad of m x k by k x n `dtype` operands: start-up plus its fractal blocks."""
+    c0 = chip.fractal_c0(itemsize(dtype))
     r0 = chip.cube_block
     blocks = -(-m // r0) * -(-k // c0) * -(-n // r0)
     per = {"float16": chip.cube_fp16_block_cycles, "int8": chip.cube_int8_block_cycles,
-           "float32": chip.cube_fp32_block_cycles}[dt]
+           "float32": chip.cube_fp32_block_cycles}[dtype]
     return chip.cube_startup_cycles + blocks * per
+
+
+def _cube_cycles(op: TileOp, env: Mapping[str, int], chip: Chip) -> float:
+    a = op.args
+    return cube_cycles(a["dtype"], *(_ev(a[x], env) for x in ("m", "k", "n")), chip)
 
 
 class _Walker:
@@ -357,6 +367,16 @@ def estimate(schedule: TileSchedule, dims: Mapping[str, int], chip: Chip) -> Est
         c = _Walker(schedule, chip, blocks, miss).block(schedule.body, env, False)
         gm_total = c.gm_bytes * blocks
         hbm_total = (c.gm_bytes - c.gm_write_bytes) * blocks * miss + c.gm_write_bytes * blocks
-    gm_span = max(hbm_total / chip.gm_bytes_per_cycle, gm_total / chip.l2_bytes_per_cycle)
-    cycles = max(c.span, gm_span) + chip.launch_startup_cycles + chip.launch_core_cycles * blocks
+    cycles = max(c.span, gm_span(gm_total, hbm_total, chip)) + launch_cycles(chip, blocks)
     return Estimate(cycles, c.span, gm_total, blocks, c.busy)
+
+
+def gm_span(gm_total: float, hbm_total: float, chip: Chip) -> float:
+    """The least time a launch moving `gm_total` bytes through the L2, `hbm_total` of them to or from HBM,
+    takes on the chip's aggregate bandwidths."""
+    return max(hbm_total / chip.gm_bytes_per_cycle, gm_total / chip.l2_bytes_per_cycle)
+
+
+def launch_cycles(chip: Chip, cores: int) -> float:
+    """A launch's start-up on `cores` cores, before the first instruction."""
+    return chip.launch_startup_cycles + chip.launch_core_cycles * cores

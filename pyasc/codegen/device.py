@@ -21,6 +21,7 @@ class CodegenOptions:
     cores: int | None = None     # cap on cores used
     sync: str = "flags"          # "flags" or "barrier" (debug)
     decisions: tuple[TilingDecision, ...] = ()   # tilings chosen by autotuning, per device kernel label
+    runners_up: int = 0          # candidates ranked exactly after each choice at least (the tuner asks for more)
 
     def decision(self, label: str) -> TilingDecision | None:
         return next((d for d in self.decisions if d.label == label), None)

@@ -4,7 +4,8 @@ The stages are passes over a `JobState` (so the pass manager's instruments apply
 each stage, statistics, stage capture for dumps):
 
     analyze   the job's template analyses its subject (one analysis per mode it can lower it with)
-    tile      each analysis's tiling records become schedules, scored by the cost model, cheapest first
+    tile      each analysis's tiling records ranked by the cost model's score of their schedules (built and
+              scored only as far as the template's lower bound cannot rule them out)
     sync      flags for the cheapest candidate whose flags fit the chip's event ids: the tiling choice
     emit      the simulator program of the chosen schedule and its flags
 
@@ -25,7 +26,7 @@ from .lowering import no_lowering
 from .schedule import Ref, TileSchedule
 from .template import Job, Template, Unsupported
 from .templates import TEMPLATES
-from .tiling import Candidate, NoLegalTiling, TilingChoice, pick, rank, scoring_dims
+from .tiling import NoLegalTiling, Ranking, TilingChoice, pick, scoring_dims
 
 
 @dataclass
@@ -38,8 +39,7 @@ class JobState:
     options: CodegenOptions
     analyses: list[Any] = field(default_factory=list)
     owner: dict[Any, Any] = field(default_factory=dict)        # tiling record -> the analysis it tiles
-    ranked: list[Candidate] = field(default_factory=list)       # scored, cheapest first
-    rejected: list[Candidate] = field(default_factory=list)
+    ranking: Ranking | None = None                              # the candidates in the cost model's order
     dims: dict[str, int] = field(default_factory=dict)          # the dims the scores are for
     nominal: bool = False
     choice: TilingChoice | None = None
@@ -54,8 +54,8 @@ class JobState:
         lines = [f"{self.job.label} [{self.template.name}]"]
         if self.choice is not None:
             lines += ["  " + x for x in self.choice.text().splitlines()]
-        elif self.ranked:
-            lines += [f"  candidate: {c.line()}" for c in self.ranked[:5]]
+        elif self.ranking is not None:
+            lines += [f"  candidate: {c.line()}" for c in self.ranking.known()[:5]]
         if self.program is not None:
             lines.append(f"  program: {len(self.program)} instructions")
         return "\n".join(lines)
@@ -88,9 +88,11 @@ class Tile(Pass):
             raise st.fail(f"no tile of this kernel fits the chip's memories ({chip.name})")
         symbols = set().union(*(t.symbols(a) for a in st.analyses))
         st.dims, st.nominal = scoring_dims(sorted(symbols))
-        st.ranked, st.rejected = rank(params, lambda p: t.schedule(st.owner[p], p, chip), chip, st.dims)
+        bound = None
+        if t.bound is not None:
+            bound = lambda p: t.bound(st.owner[p], p, chip, st.dims)  # noqa: E731
+        st.ranking = Ranking(params, lambda p: t.schedule(st.owner[p], p, chip), chip, st.dims, bound)
         ctx.stats["candidates"] += len(params)
-        ctx.stats["rejected"] += len(st.rejected)
         return True
 
 
@@ -99,12 +101,15 @@ class Sync(Pass):
 
     def run(self, st: JobState, ctx: PassContext) -> bool:
         try:
-            st.choice = pick(st.ranked, st.rejected, st.chip, st.dims, st.options.sync, st.nominal,
-                             st.options.decision(st.job.label))
+            assert st.ranking is not None
+            st.choice = pick(st.ranking, st.chip, st.dims, st.options.sync, st.nominal,
+                             st.options.decision(st.job.label), st.options.runners_up)
         except NoLegalTiling as e:
             raise st.fail(str(e)) from None
         assert st.choice.chosen.sync is not None
         ctx.stats["flags"] += st.choice.chosen.sync.flags
+        ctx.stats["scored"] += len(st.ranking.scored)
+        ctx.stats["rejected"] += len(st.choice.rejected)
         return True
 
 
@@ -127,7 +132,7 @@ def stage_names() -> list[str]:
 
 def verify_state(st: JobState) -> str | None:
     """What the stages must leave behind; a description of the first problem, or None."""
-    for c in st.ranked:
+    for c in st.ranking.scored if st.ranking is not None else ():
         if c.schedule is None or c.score is None:
             return f"candidate {c.line()} has no schedule or score"
         for side in schedules.sides(c.schedule):

@@ -224,7 +224,8 @@ class Channel:
 class MixedSchedule:
     """A mixed launch: a cube-core schedule and a vector-core schedule run together in groups of one AIC and
     its AIVs, exchanging tiles through `channels`. `blocks` counts groups; `steps` the tiles one group's sides
-    hand each other in turn (how deep its two-stage pipeline runs, for the cost estimate); `fields` and
+    hand each other in turn (how deep its two-stage pipeline runs, for the cost estimate), `round_trip` whether
+    they come back; `fields` and
     `scratch` are both sides' (one tiling record, one workspace)."""
 
     name: str
@@ -235,6 +236,9 @@ class MixedSchedule:
     notes: list[str] = field(default_factory=list)
     core_type: str = "mix"
     steps: IntLike = 1
+    #: 0: tiles flow one way (cube to vector). n > 0: each tile goes round (the cube's result through the vector
+    #: cores and back to the cube), n tiles in flight: every step waits for the one n steps before it
+    round_trip: int = 0
 
     @property
     def sides(self) -> tuple[TileSchedule, TileSchedule]:

@@ -18,7 +18,7 @@ flags and emit. Every tiling record derives from `Tiling`, which holds the slot 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from .. import symbolic as sy
 from ..ir import Value
@@ -98,7 +98,9 @@ class Template:
     """One template (see the module docstring). `ops` are the registry ops it lowers whole when a kernel
     is one of them (`handles` says whether it takes that kernel); `admits` rejects an analysis the chip
     cannot run whatever the tiling (a reason, or ""); `need` is the on-chip bytes of a tiling (fusion's
-    capacity asks for the smallest)."""
+    capacity asks for the smallest); `bound(analysis, tiling, chip, dims)` is a lower bound on the score
+    of the tiling's schedule for those dims, never above it (the tiler then skips the candidates it rules
+    out, `tiling.Ranking`)."""
 
     name: str
     core_type: str
@@ -108,6 +110,7 @@ class Template:
     schedule: Callable[[Any, Tiling, Chip], TileSchedule]
     symbols: Callable[[Any], set[str]]
     need: Callable[[Any, Tiling, Chip], int] | None = None
+    bound: Callable[[Any, Tiling, Chip, Mapping[str, int]], float] | None = None
     admits: Callable[[Any, Chip], str] | None = None
     ops: frozenset[str] = frozenset()
     handles: Callable[[Any], bool] | None = None

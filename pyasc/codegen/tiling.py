@@ -9,6 +9,11 @@ computed from the real dims at launch). The choice records its score, the
 runners-up and the rejected candidates with their reasons, so
 `compile(...).kernels[i].tiling` can show what was picked and why.
 
+A template with many candidates (the cube's) gives a lower bound on a
+candidate's score computed from its tiling record alone; the `Ranking` then
+scores candidates best bound first and never builds one whose bound is above
+the scores it settled: the order, and so the choice, is the exhaustive one.
+
 A `TilingDecision` overrides the cost model for one device kernel: a plain
 record naming the kernel (its label) and the candidate (its tiling record's
 class and fields, as data). Autotuning measures the cost model's top
@@ -20,6 +25,7 @@ with a note saying why).
 from __future__ import annotations
 
 import dataclasses
+import heapq
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
@@ -99,6 +105,7 @@ class TilingChoice:
     nominal: bool = False                                      # symbolic dims were scored at NOMINAL_DIM
     source: str = "cost model"                                 # or "tuned": a TilingDecision chose it
     note: str = ""                                             # why a decision given was not taken
+    unscored: int = 0                                          # candidates a bound ruled out unscored
 
     @property
     def params(self) -> Any:
@@ -114,7 +121,7 @@ class TilingChoice:
         return TilingReport(self.chosen.params, self.chosen.score,
                             tuple(Option(c.params, c.score) for c in self.others),
                             tuple(Option(c.params, rejected=c.rejected) for c in self.rejected),
-                            tuple(sorted(self.dims.items())), self.nominal, self.source, self.note)
+                            tuple(sorted(self.dims.items())), self.nominal, self.source, self.note, self.unscored)
 
     def text(self) -> str:
         return self.report().text()
@@ -142,6 +149,7 @@ class TilingReport:
     nominal: bool = False
     source: str = "cost model"     # "tuned": an autotuning winner (a TilingDecision), not the cheapest score
     note: str = ""
+    unscored: int = 0              # candidates never scored: a lower bound on each is above the scores listed
 
     def text(self) -> str:
         chosen = "chosen (tuned on the emulator)" if self.source == "tuned" else "chosen"
@@ -150,6 +158,8 @@ class TilingReport:
             lines.append(f"  note: {self.note}")
         lines += [f"  runner-up: {_line(o.params, o.score)}" for o in self.others[:4]]
         lines += [f"  {_describe(o.params)}: rejected ({o.rejected})" for o in self.rejected[:6]]
+        if self.unscored:
+            lines.append(f"  ({self.unscored} more candidates not scored: a lower bound on each is above these scores)")
         if self.nominal:
             lines.append(f"  (scored with every symbolic dim = {NOMINAL_DIM}; tiling fields use the real dims)")
         return "\n".join(lines)
@@ -173,80 +183,155 @@ def scoring_dims(symbols: Iterable[str], given: Mapping[str, int] | None = None)
     return out, any(s not in given for s in symbols)
 
 
-def rank(params: Sequence[Any], build: Callable[[Any], AnySchedule], chip: Chip,
-         dims: Mapping[str, int]) -> tuple[list[Candidate], list[Candidate]]:
-    """Build, check and score every candidate: (the legal ones cheapest first, the rejected ones)."""
-    scored: list[Candidate] = []
-    rejected: list[Candidate] = []
-    for p in params:
-        cand = Candidate(p)
+#: a lower bound on a candidate's score (simulated cycles) from its tiling record alone, never above the score
+Bound = Callable[[Any], float]
+
+
+class Ranking:
+    """A kernel's candidates in the cost model's order (cheapest score first, ties in candidate order), built and
+    scored only as far as that order is asked for.
+
+    Without a `bound` every candidate is built, checked and scored at once. With one, candidates are scored in
+    order of their bounds, and the cheapest not yet taken is certain once no unscored candidate has a bound at
+    or below its score (a bound is never above the score it bounds): a candidate whose bound stays above the
+    scores taken is never built. The order is the same either way; `take(n)` settles its first n candidates.
+    Candidates a build rejects (`CapacityError`) are in `rejected`."""
+
+    def __init__(self, params: Sequence[Any], build: Callable[[Any], AnySchedule], chip: Chip,
+                 dims: Mapping[str, int], bound: Bound | None = None):
+        self.params = list(params)
+        self.build, self.chip, self.dims = build, chip, dims
+        self.order: list[Candidate] = []                       # settled, cheapest first
+        self.rejected: list[Candidate] = []
+        self._scored: list[tuple[float, int, Candidate]] = []   # a heap: scored, not yet settled
+        self._unscored: list[tuple[float, int]] = []            # a heap: (bound, index)
+        if bound is None:
+            for i in range(len(self.params)):
+                self._score(i)
+        else:
+            self._unscored = [(bound(p), i) for i, p in enumerate(self.params)]
+            heapq.heapify(self._unscored)
+
+    @property
+    def scored(self) -> list[Candidate]:
+        """Every candidate scored so far, settled or not."""
+        return self.order + [c for _, _, c in self._scored]
+
+    @property
+    def unscored(self) -> int:
+        return len(self._unscored)
+
+    def _score(self, i: int) -> Candidate | None:
+        cand = Candidate(self.params[i])
         try:
-            cand.schedule = build(p)
-            schedules.check(cand.schedule, chip)
-            cand.score = schedules.score(cand.schedule, dims, chip)
+            cand.schedule = self.build(cand.params)
+            schedules.check(cand.schedule, self.chip)
+            cand.score = schedules.score(cand.schedule, self.dims, self.chip)
         except CapacityError as e:
             cand.rejected = str(e)
-            rejected.append(cand)
-            continue
-        scored.append(cand)
-    scored.sort(key=lambda c: c.score.cycles if c.score else 0.0)
-    return scored, rejected
+            self.rejected.append(cand)
+            return None
+        heapq.heappush(self._scored, (cand.score.cycles, i, cand))
+        return cand
+
+    def _settle(self) -> bool:
+        """Settle the next candidate in the order; False when none is left."""
+        while self._unscored and (not self._scored or self._unscored[0][0] <= self._scored[0][0]):
+            self._score(heapq.heappop(self._unscored)[1])
+        if not self._scored:
+            return False
+        self.order.append(heapq.heappop(self._scored)[2])
+        return True
+
+    def take(self, n: int) -> list[Candidate]:
+        """The first n candidates of the order (fewer when fewer are legal)."""
+        while len(self.order) < n and self._settle():
+            pass
+        return self.order[:n]
+
+    def known(self) -> list[Candidate]:
+        """The settled candidates, and after them every scored one whose place is certain already (its score
+        below every unscored bound): the order as far as it is known without scoring more."""
+        limit = self._unscored[0][0] if self._unscored else float("inf")
+        while self._scored and self._scored[0][0] < limit:
+            self.order.append(heapq.heappop(self._scored)[2])
+        return list(self.order)
+
+    def find(self, match: Callable[[Any], bool]) -> Candidate | None:
+        """The legal candidate whose tiling record `match`es, scored now if it was not; None if there is none."""
+        for c in self.scored:
+            if match(c.params):
+                return c
+        for k, (_, i) in enumerate(self._unscored):
+            if match(self.params[i]):
+                self._unscored.pop(k)
+                heapq.heapify(self._unscored)
+                return self._score(i)
+        return None
 
 
-def pick(scored: list[Candidate], rejected: list[Candidate], chip: Chip, dims: Mapping[str, int],
-         sync_mode: str = "flags", nominal: bool = False, decision: TilingDecision | None = None) -> TilingChoice:
+def pick(ranking: Ranking, chip: Chip, dims: Mapping[str, int], sync_mode: str = "flags", nominal: bool = False,
+         decision: TilingDecision | None = None, runners_up: int = 0) -> TilingChoice:
     """The cheapest ranked candidate whose flags fit the chip's event ids (planned here, cheapest first; one
     that does not fit is rejected and the next is tried). When no candidate's flags fit, the cheapest runs with
     a pipe barrier after every tile op (sync mode "barrier": slower, never wrong) rather than refuse a valid
     kernel; raises NoLegalTiling when no candidate is left at all. A `decision` picks its candidate instead
-    when that one is ranked and its flags fit (else a note says why)."""
-    scored, rejected = list(scored), list(rejected)
-    out_of_ids: list[Candidate] = []
+    when that one is legal and its flags fit (else a note says why). The choice's runners-up are at least the
+    next `runners_up` candidates of the order (more when their places are known without scoring more)."""
     note = ""
     if decision is not None:
-        picked = next((c for c in scored if decision.matches(c.params)), None)
+        picked = ranking.find(decision.matches)
         if picked is None:
             note = f"the tuned tiling {decision.describe()} is not a candidate here; the cost model chose"
         else:
             assert picked.schedule is not None
             try:
                 picked.sync = schedules.plan_flags(picked.schedule, chip, sync_mode)
-                others = [c for c in scored if c is not picked]
-                return TilingChoice(picked, others, rejected, dict(dims), nominal, "tuned")
+                ranking.take(runners_up)
+                others = [c for c in ranking.known() if c is not picked]
+                return TilingChoice(picked, others, list(ranking.rejected), dict(dims), nominal, "tuned",
+                                    unscored=ranking.unscored)
             except (SyncAllocationError, CrossSyncError) as e:
                 note = f"the tuned tiling's flags do not fit ({e}); the cost model chose"
-    while scored:
-        best = scored[0]
+    failed: list[Candidate] = []
+    i = 0
+    while len(ranking.take(i + 1)) > i:
+        best = ranking.order[i]
         assert best.schedule is not None
         try:
             best.sync = schedules.plan_flags(best.schedule, chip, sync_mode)
             break
         except (SyncAllocationError, CrossSyncError) as e:
             best.rejected = str(e)
-            out_of_ids.append(scored.pop(0))
-    for fallback in out_of_ids if not scored else ():
-        assert fallback.schedule is not None
-        try:  # barriers stand for a core's own flags (a mixed launch's cross-core flags stay flags)
-            fallback.sync = schedules.plan_flags(fallback.schedule, chip, "barrier")
-        except (SyncAllocationError, CrossSyncError):
-            continue
-        fallback.rejected = ""
-        out_of_ids.remove(fallback)
-        scored = [fallback]
-        break
-    rejected += out_of_ids
-    if not scored:
+            failed.append(best)
+            i += 1
+    if len(ranking.order) <= i:
+        for fallback in failed:
+            assert fallback.schedule is not None
+            try:  # barriers stand for a core's own flags (a mixed launch's cross-core flags stay flags)
+                fallback.sync = schedules.plan_flags(fallback.schedule, chip, "barrier")
+            except (SyncAllocationError, CrossSyncError):
+                continue
+            fallback.rejected = ""
+            failed.remove(fallback)
+            rejected = list(ranking.rejected) + failed
+            return TilingChoice(fallback, [], rejected, dict(dims), nominal, note=note, unscored=ranking.unscored)
+    rejected = list(ranking.rejected) + failed
+    if len(ranking.order) <= i:
         reasons = "; ".join(c.line() for c in rejected) or "no candidates"
         raise NoLegalTiling(f"no legal tiling: {reasons}")
-    return TilingChoice(scored[0], scored[1:], rejected, dict(dims), nominal, note=note)
+    ranking.take(i + 1 + runners_up)
+    order = ranking.known()
+    return TilingChoice(order[i], order[i + 1:], rejected, dict(dims), nominal, note=note,
+                        unscored=ranking.unscored)
 
 
 def choose(params: Sequence[Any], build: Callable[[Any], AnySchedule], chip: Chip, dims: Mapping[str, int],
-           sync_mode: str = "flags", nominal: bool = False, decision: TilingDecision | None = None) -> TilingChoice:
-    """`rank` then `pick`: the cheapest legal tiling with its flags, or the one a `decision` names if legal;
+           sync_mode: str = "flags", nominal: bool = False, decision: TilingDecision | None = None,
+           bound: Bound | None = None) -> TilingChoice:
+    """`Ranking` then `pick`: the cheapest legal tiling with its flags, or the one a `decision` names if legal;
     raises NoLegalTiling when none is legal."""
-    scored, rejected = rank(params, build, chip, dims)
-    return pick(scored, rejected, chip, dims, sync_mode, nominal, decision)
+    return pick(Ranking(params, build, chip, dims, bound), chip, dims, sync_mode, nominal, decision)
 
 
 def largest_fitting(fits: Callable[[int], bool], upper: int) -> int:

@@ -190,10 +190,10 @@ class Kernel:
         params = self._binder.params
         plain = keys.components(self.py_func, params, call.key, self.options, store.root if store else None)
 
-        def compile_with(decisions: tuple[Any, ...]) -> CompiledKernel:
+        def compile_with(decisions: tuple[Any, ...], runners_up: int = 0) -> CompiledKernel:
             comps = plain.with_tuning(decisions) if decisions else plain
             return pipeline.compile_call(self.py_func, self.__name__, params, self.options, call, comps,
-                                         comps.digest(), decisions)
+                                         comps.digest(), decisions, runners_up)
 
         def remember(decisions: tuple[Any, ...]) -> None:
             with self._lock:  # the next call compiles (or loads) the tuned specialisation

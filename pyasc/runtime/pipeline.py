@@ -36,15 +36,17 @@ def guards_digest(guards: GuardSet) -> str:
 
 
 def compile_call(fn: Any, name: str, params: Sequence[Param], options: KernelOptions, call: BoundCall,
-                 components: KeyComponents, components_digest: str, decisions: Sequence[Any] = ()) -> CompiledKernel:
+                 components: KeyComponents, components_digest: str, decisions: Sequence[Any] = (),
+                 runners_up: int = 0) -> CompiledKernel:
     """Compile one call; `decisions` (codegen.tiling.TilingDecision) override the cost model's tiling choice
-    for the device kernels they name (autotuning winners; `components` must record them)."""
+    for the device kernels they name (autotuning winners; `components` must record them). Each kernel's
+    tiling report lists at least `runners_up` candidates after its choice (the tuner measures them)."""
     t0 = time.perf_counter()
     fe = trace_call(fn, name, params, options, call)
     t1 = time.perf_counter()
     with _stage(name, "the frontend's graph (verifier, printer)"):
         guards = from_frontend(fe.guards, fe.hidden, fe.graph.inputs, len(call.arrays))
-    back = compile_graph(fe.graph, name, options, source=fe.source, decisions=decisions)
+    back = compile_graph(fe.graph, name, options, source=fe.source, decisions=decisions, runners_up=runners_up)
     key = full_key(components_digest, guards_digest(guards))
     return CompiledKernel(
         name=name, signature=describe_key(params, call.key), key=call.key, key_hash=key[:12], options=options,
@@ -93,10 +95,10 @@ class BackEnd:
 
 
 def compile_graph(graph: Any, name: str, options: KernelOptions, *, source: str,
-                  decisions: Sequence[Any] = ()) -> BackEnd:
+                  decisions: Sequence[Any] = (), runners_up: int = 0) -> BackEnd:
     """A graph (from the frontend, autodiff or the FX frontend) through the verifier, the optimiser,
-    code generation and the host module. `source` is the "source" stage's text; `decisions` as in
-    `compile_call`. The graph is optimised in place."""
+    code generation and the host module. `source` is the "source" stage's text; `decisions` and
+    `runners_up` as in `compile_call`. The graph is optimised in place."""
     t1 = time.perf_counter()
     limits.check_graph(graph, limits.MemoryLimit(options.chip_config.gm_bytes, options.chip_name))
     with _stage(name, "the frontend's graph (verifier, printer)"):
@@ -131,7 +133,8 @@ def compile_graph(graph: Any, name: str, options: KernelOptions, *, source: str,
     if emulator:
         with _stage(name, "code generation"):
             device = generate(result.graph, result.kernels, result.memory_plan, options.chip_config,
-                              CodegenOptions(options.buffer_num, options.cores, options.sync, tuple(decisions)),
+                              CodegenOptions(options.buffer_num, options.cores, options.sync, tuple(decisions),
+                                             runners_up),
                               name)
         t4 = time.perf_counter()
         with _stage(name, "host code generation"):

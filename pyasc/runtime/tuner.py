@@ -143,7 +143,7 @@ class TuneTarget:
     options: Any                                              # KernelOptions
     call: BoundCall
     components: keys.KeyComponents                            # without tuning: the tuning key's source
-    compile: Callable[[tuple[TilingDecision, ...]], CompiledKernel]   # the call with these decisions only
+    compile: Callable[..., CompiledKernel]    # (decisions, runners_up=0): the call with these decisions only
     hidden: Callable[[CompiledKernel], list[np.ndarray]]      # the lifted arrays a compiled call takes now
     remember: Callable[[tuple[TilingDecision, ...]], None]    # this process compiles the call with them
 
@@ -165,7 +165,7 @@ def tune(target: TuneTarget, top_k: int = 8, executor: str = "process", workers:
     try:
         compiler = keys.compiler_digest(None)
         t1 = time.perf_counter()
-        baseline = target.compile(())
+        baseline = target.compile((), SEARCH_DEPTH * top_k - 1)  # runners-up enough to look SEARCH_DEPTH deep
         arrays = list(target.call.arrays) + target.hidden(baseline)
         compile_seconds = [time.perf_counter() - t1]
         candidates: list[CandidateResult] = []

@@ -5,15 +5,15 @@ import numpy as np
 from test_sync import add_schedule
 
 from pyasc.codegen.emit import emit
-from pyasc.codegen.tiling import Candidate, pick
+from pyasc.codegen.tiling import Ranking, pick
 from simulator import Device, chips
 
 
 def test_a_schedule_needing_more_event_ids_than_the_chip_has_runs_with_barriers():
     chip = chips.get("tiny").replace(event_ids=1)  # double buffering needs 2 ids per pipe pair
-    cand = Candidate("double-buffered add", add_schedule(2))
-    choice = pick([cand], [], chip, {})
-    assert choice.chosen is cand and cand.sync.mode == "barrier" and not cand.rejected
+    choice = pick(Ranking([2], add_schedule, chip, {}), chip, {})
+    cand = choice.chosen
+    assert cand.params == 2 and cand.sync.mode == "barrier" and not cand.rejected and not choice.rejected
     prog = emit(cand.schedule, cand.sync, chip)
     dev = Device(chip)
     x, y = np.arange(256, dtype=np.float32), np.ones(256, np.float32)
@@ -27,6 +27,7 @@ def test_a_schedule_needing_more_event_ids_than_the_chip_has_runs_with_barriers(
 
 def test_a_candidate_whose_flags_fit_is_preferred_to_barriers():
     chip = chips.get("tiny").replace(event_ids=1)
-    double, single = Candidate("double", add_schedule(2)), Candidate("single", add_schedule(1))
-    choice = pick([double, single], [], chip, {})
-    assert choice.chosen is single and single.sync.mode == "flags" and "event ids" in double.rejected
+    choice = pick(Ranking([2, 1], add_schedule, chip, {}), chip, {})
+    (double,) = choice.rejected
+    assert choice.chosen.params == 1 and choice.chosen.sync.mode == "flags"
+    assert double.params == 2 and "event ids" in double.rejected

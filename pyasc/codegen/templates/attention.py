@@ -263,7 +263,7 @@ def schedule(a: AttentionOp, t: AttentionTiling, chip: Chip) -> MixedSchedule:
     # per group: its work items' key blocks (a causal item walks about half of them on average)
     nkb = sy.ceildiv(a.Tk, t.bk)
     steps = sy.mul(sy.ceildiv(fields["W"], groups), sy.ceildiv(sy.add(nkb, 1), 2) if a.causal else nkb)
-    return MixedSchedule(a.name, aic, aiv, chans, groups, notes, steps=steps)
+    return MixedSchedule(a.name, aic, aiv, chans, groups, notes, steps=steps, round_trip=t.lead)
 
 
 def _slot_ref(param: str, who: str, block: IntLike, slots: int, slot_bytes: int, extra: IntLike = 0) -> GmRef:
@@ -339,6 +339,21 @@ def _cube_side(a: AttentionOp, t: AttentionTiling, chip: Chip, fields: dict, gro
                         [f"tiling: {t.describe()}"])
 
 
+def _ramp(buf: str, n: int, chip: Chip) -> list[Stmt]:
+    """0, 1, ..., n-1 (float32) into `buf`: a block's worth by the scalar unit, then doubled by vector adds
+    (a scalar store costs the scalar unit as much as a vector instruction: 128 of them were a tenth of a
+    causal launch)."""
+    first = min(n, chip.ub_align // 4)
+    out: list[Stmt] = [Loop("i", 0, first, 1, [T.tile("st", "ramp", dst=Ref(buf, 0, sy.mul(F("i"), 4)), src=F("i"),
+                                                       dtype="float32")])]
+    done = first
+    while done < n:
+        out.append(T.vscalar("add", Ref(buf, 0, done * 4), Ref(buf), done, min(done, n - done), "float32",
+                             note="ramp: the next stretch"))
+        done *= 2
+    return out
+
+
 def _vector_side(a: AttentionOp, t: AttentionTiling, chip: Chip, fields: dict, groups: IntLike, pads: tuple,
                  sizes: tuple) -> TileSchedule:
     bkp32, bkp16, dvp32 = pads
@@ -353,10 +368,7 @@ def _vector_side(a: AttentionOp, t: AttentionTiling, chip: Chip, fields: dict, g
                        for s in range(t.slots())]
     pre.append(T.vdup(Ref("part"), 0.0, h * dvp32, "float32", note="zero the row padding"))
     if a.causal:   # diag[r, c] = c - r, once: a block's causal cut is then one compare with a number
-        pre += [Loop("c", 0, t.bk, 1, [T.tile("st", "key ramp", dst=Ref("cramp", 0, sy.mul(F("c"), 4)),
-                                                 src=F("c"), dtype="float32")]),
-                Loop("r", 0, h, 1, [T.tile("st", "row ramp", dst=Ref("rramp", 0, sy.mul(F("r"), 4)),
-                                           src=F("r"), dtype="float32")]),
+        pre += _ramp("cramp", t.bk, chip) + _ramp("rramp", h, chip) + [
                 T.vbroadcast(Ref("diag"), Ref("cramp"), h, bkp32, "float32", axis=0, dst_row_stride=bkp32),
                 T.vbroadcast(tile, Ref("rramp"), h, bkp32, "float32", axis=1, dst_row_stride=bkp32),
                 T.vbinary("sub", Ref("diag"), Ref("diag"), tile, h * bkp32, "float32", note="diag = c - r")]

@@ -16,20 +16,24 @@ launches.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Mapping
 
 from ... import symbolic as sy
 from ...symbolic import IntLike
-from ...target import Chip, itemsize
+from ...target import Chip, data_path, itemsize
 from .. import tileops as T
 from ..domain import same_dim
+from ..cost import gm_bandwidth, launch_cycles
 from ..kernel_graph import KernelGraph
 from ..schedule import CORE, GROUP, SUB, Buffer, Channel, GmParam, GmRef, Let, Loop, MixedSchedule, Ref, Stmt, \
     TileSchedule, When
 from ..template import Job, Template, Tiling, Unsupported, align_up, free_symbols, ub_slot
+from ..schedules import two_stage
 from ..tiling import scoring_dims
 from ..vector_ops import Geometry, Space
 from . import matmul, vector_kernel
 from .matmul import CubeMatmul
+from .matmul_bound import cube_bound
 from .matmul_tiling import MatmulTiling
 from .placement import Placement, decompose
 from .vector_kernel import VectorKernel, VectorTiling, in_param, out_param, stride_field, stride_fields
@@ -271,4 +275,54 @@ def _stores(place: Placement, vk: VectorKernel, tnp: int, first_out: int) -> lis
     return out
 
 
-TEMPLATE = Template("mixed", "mix", MixedTiling, analyze, tilings, schedule, _symbols, need=need)
+def bound(a: MixedAnalysis, t: MixedTiling, chip: Chip, dims: Mapping[str, int]) -> float:
+    """A lower bound on the launch's score (`schedules.score`) from the cube side's (`matmul_bound`) and the
+    vector side's (`_vector_floor`), both never above the estimates the score combines."""
+    aic, groups = cube_bound(a.mk, t.cube, chip, dims, sinks=2 if a.keep_product else 1)
+    if not groups:
+        return 0.0
+    blocks = sy.evaluate(a.mk.batch_count, dims) * _count(a.mk.M, t.cube.tm, dims) * _count(a.mk.N, t.cube.tn, dims)
+    steps = -(-blocks // groups)
+    aiv = _vector_floor(a, t, chip, dims, groups, steps)
+    return two_stage(aic, aiv, steps) + launch_cycles(chip, groups * (1 + chip.group_aivs))
+
+
+def _count(extent: IntLike, tile: int, dims: Mapping[str, int]) -> int:
+    return -(-sy.evaluate(extent, dims) // tile)
+
+
+def _vector_floor(a: MixedAnalysis, t: MixedTiling, chip: Chip, dims: Mapping[str, int], groups: int,
+                  steps: int) -> float:
+    """A lower bound on the vector side's estimate without its start-up: what the first AIV of group 0 moves.
+    Per block it loads its rows of the cube's tile and at least one burst of each other input (MTE2) and
+    stores its rows of each result (MTE3); the walker charges its block loop at least the busier of the two
+    per block but the last, whose span holds both (rotating or not; the first two blocks averaged when there
+    are more). Moves at the aligned rate with HBM's share: the vector side's schedule has no L2 model, so
+    the estimate charges its reads as misses too."""
+    mk, ct, vk = a.mk, t.cube, a.vk
+    M, N = sy.evaluate(mk.M, dims), sy.evaluate(mk.N, dims)
+    nmb, nnb = -(-M // ct.tm), -(-N // ct.tn)
+    load, store = data_path("GM", "UB"), data_path("UB", "GM")
+    load_path, store_path = getattr(chip, load.cost), getattr(chip, store.cost)
+    vblocks = groups * chip.group_aivs
+    rbw, wbw = gm_bandwidth(load_path, chip, vblocks), gm_bandwidth(store_path, chip, vblocks)
+    tile = itemsize(next(u for u in vk.per_tile if u.index == 0).buf.dtype)
+    others = sum(1 for u in vk.per_tile if u.index != 0)
+    results = [itemsize(v.type.dtype) for v in vk.kg.outputs]
+
+    def moves(i: int) -> tuple[float, float]:
+        nb, mb = i % nnb, (i // nnb) % nmb
+        mm, nn = min(ct.tm, M - mb * ct.tm), min(ct.tn, N - nb * ct.tn)
+        rows = min(-(-mm // chip.group_aivs), mm)
+        mte2 = (1 + others) * load_path.startup + rows * nn * tile / rbw
+        mte3 = sum(store_path.startup + rows * nn * size / wbw for size in results)
+        return mte2, mte3
+
+    first = moves(0)
+    if steps > 2:
+        first = tuple((x + y) / 2 for x, y in zip(first, moves(1)))
+    last = moves(steps - 1)
+    return (steps - 1) * max(first) + sum(last)
+
+
+TEMPLATE = Template("mixed", "mix", MixedTiling, analyze, tilings, schedule, _symbols, need=need, bound=bound)

@@ -1,0 +1,240 @@
+"""A lower bound, in closed form, on the cost model's score of a cube matmul tiling, without building its schedule.
+
+The tiler scores a matmul's candidates best-first by this bound and stops once every bound left is above the
+cheapest score found (`tiling.Ranking`), so the bound must never exceed `cost.estimate` of the schedule
+`matmul.schedule` builds for the tiling (tests check it on every candidate of many shapes, both chip presets,
+and that the pruned search picks what the exhaustive one picks).
+
+It follows the cost walker's rules (`cost.py`) over what the schedule does, with plain ints:
+- core 0's blocks (it takes the largest share): the mean of its first two when it takes more than two, and its
+  last; in each block the first and the last K chunk; in each chunk the first and the last L0 step;
+- each op charged on its pipe what the chip says: a move its path's start-up plus bytes over bandwidth, an
+  mmad its fractal blocks;
+- a rotating loop (its buffers ping-pong) costs per iteration at least its busiest pipe and its inner loops'
+  steady state, plus its last iteration's serial span; a loop whose inner loop rotates (one L0C slot) at
+  least the least of its iteration's span and of its busiest pipe, inner steady state and L0C chain (the
+  mmads and FixPipes the single accumulator serialises); any other loop the sum of its iterations' spans;
+- the launch: its start-up, and at least the time its GM bytes take through the L2 and its stores through HBM.
+
+What it leaves out can only make the estimate larger: GM reads at the aligned rate and with no share of HBM's
+bandwidth (the estimate may charge the unaligned factor and the L2 misses), the hold-time and issue-queue
+terms of a rotating loop's period, a single bias buffer's chain, the fill copies of short float32/int8
+fractals, and the extra start-ups of an int8 K tail loaded panel by panel (charged as one copy).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from ... import symbolic as sy
+from ...target import Chip, data_path, itemsize
+from ..cost import cube_cycles, gm_bandwidth, gm_span, launch_cycles
+from .matmul_tiling import MatmulTiling, a_mode, b_mode
+
+
+@dataclass
+class _Cost:
+    """What the walker's `cost.Cost` holds, for the part the bound follows."""
+
+    busy: dict[str, float] = field(default_factory=dict)
+    span: float = 0.0
+    steady: float = 0.0
+    gm: float = 0.0          # GM bytes moved
+    gm_write: float = 0.0
+    acc: float = 0.0         # cycles of the ops on the L0C block buffer (mmads and FixPipes)
+
+    def add(self, o: "_Cost", times: float = 1.0) -> None:
+        for p, c in o.busy.items():
+            self.busy[p] = self.busy.get(p, 0.0) + c * times
+        self.steady += o.steady * times
+        self.gm += o.gm * times
+        self.gm_write += o.gm_write * times
+        self.acc += o.acc * times
+
+    @property
+    def busiest(self) -> float:
+        return max(self.busy.values(), default=0.0)
+
+
+def _op(pipe: str, cycles: float, gm: float = 0.0, gm_write: float = 0.0, acc: bool = False) -> _Cost:
+    return _Cost({pipe: cycles}, cycles, 0.0, gm, gm_write, cycles if acc else 0.0)
+
+
+def _serial(*parts: _Cost) -> _Cost:
+    """Statements one after another (a block that is not a rotating loop's body)."""
+    out = _Cost()
+    for p in parts:
+        out.add(p)
+        out.span += p.span
+    return out
+
+
+def _times(c: _Cost, n: int) -> _Cost:
+    """n copies of the same statement in a row (a loop that does not rotate, all iterations alike)."""
+    out = _Cost()
+    out.add(c, n)
+    out.span = c.span * n
+    return out
+
+
+def _loop(first: _Cost, last: _Cost, n: int, rotates: bool) -> _Cost:
+    """A loop of n iterations, charged as the walker does (its hold-time term left out)."""
+    out = _Cost()
+    if n <= 0:
+        return out
+    out.add(first, n - 1)
+    out.add(last)
+    if rotates:
+        period = max(first.busiest, first.steady)
+        out.span = (n - 1) * period + last.span
+        out.steady = n * period
+    else:
+        out.span = (n - 1) * first.span + last.span
+        out.steady = out.span
+    return out
+
+
+def _mean(a: _Cost, b: _Cost) -> _Cost:
+    out = _Cost()
+    out.add(a, 0.5)
+    out.add(b, 0.5)
+    out.span = (a.span + b.span) / 2
+    return out
+
+
+class _Model:
+    """The cube schedule of one tiling, costed block by block."""
+
+    def __init__(self, mk: Any, t: MatmulTiling, chip: Chip, dims: Mapping[str, int], sinks: int):
+        self.mk, self.t, self.chip, self.sinks = mk, t, chip, sinks
+        self.M, self.N, self.K = (sy.evaluate(x, dims) for x in (mk.M, mk.N, mk.K))
+        self.nmb, self.nnb = -(-self.M // t.tm), -(-self.N // t.tn)
+        self.total = sy.evaluate(mk.batch_count, dims) * self.nmb * self.nnb
+        self.blocks = -(-self.total // max(1, -(-self.total // t.cores))) if self.total > 0 else 0
+        self.size = itemsize(mk.dtype)
+        self._paths = {k: data_path(*k) for k in (("GM", "L1"), ("L1", "L0A"), ("L1", "L0B"), ("L1", "BT"),
+                                                   ("L0C", "GM"))}
+        gm_l1 = getattr(chip, self._paths["GM", "L1"].cost)
+        # reads: no HBM share (miss 0) and the aligned rate; stores: the HBM share the estimate charges them
+        self.read_bw = gm_bandwidth(gm_l1, chip, self.blocks, 0.0)
+        self.store_bw = gm_bandwidth(getattr(chip, self._paths["L0C", "GM"].cost), chip, self.blocks, 1.0)
+        self._chunks: dict[tuple[int, int, int], _Cost] = {}
+
+    # ---- ops ---------------------------------------------------------------------------------------
+    def gm_read(self, nbytes: float, copies: int = 1) -> _Cost:
+        p = self._paths["GM", "L1"]
+        return _op(p.pipe, copies * getattr(self.chip, p.cost).startup + nbytes / self.read_bw, gm=nbytes)
+
+    def on_chip(self, src: str, dst: str, nbytes: float) -> _Cost:
+        p = self._paths[src, dst]
+        return _op(p.pipe, getattr(self.chip, p.cost).cycles(nbytes))
+
+    def fixpipe(self, mm: int, nn: int) -> _Cost:
+        p = self._paths["L0C", "GM"]
+        nbytes = mm * nn * itemsize(self.mk.out_dtype)
+        return _op(p.pipe, getattr(self.chip, p.cost).startup + nbytes / self.store_bw, nbytes, nbytes, acc=True)
+
+    def fractal_rows(self, dst: str, kc: int, panels: int) -> _Cost:
+        """LoadData2D per 16-row fractal row of a kc-deep step, `panels` fractals each."""
+        r0 = self.chip.cube_block
+        one = self.on_chip("L1", dst, panels * r0 * self.chip.fractal_row_bytes)
+        return _times(one, -(-kc // r0))
+
+    # ---- one L0 step, one L1 chunk, one block -----------------------------------------------------------
+    def step(self, mm: int, nn: int, kc: int) -> _Cost:
+        mk, t, r0 = self.mk, self.t, self.chip.cube_block
+        if a_mode(mk, t) == "fractals":
+            l0a = self.fractal_rows("L0A", kc, -(-mm // r0))
+        else:
+            l0a = self.on_chip("L1", "L0A", mm * kc * self.size)
+        if b_mode(mk, t) == "fractals":
+            l0b = self.fractal_rows("L0B", kc, -(-nn // r0))
+        else:
+            l0b = self.on_chip("L1", "L0B", self._l0b_bytes(nn, kc))
+        mmad = _op("M", cube_cycles(mk.dtype, mm, kc, nn, self.chip), acc=True)
+        return _serial(l0a, l0b, mmad)
+
+    def _l0b_bytes(self, nn: int, kc: int) -> int:
+        """Bytes of the load_l0 of one B step (matmul._load_b_l0's operands)."""
+        mk = self.mk
+        if mk.transpose_b:
+            if mk.dtype == "float16":
+                return nn * kc * 2
+            return nn * _align(kc, mk.c0) * self.size      # the same bytes as 16-bit pairs
+        if mk.dtype == "float32":
+            return kc * _align(nn, mk.r0) * self.size
+        if mk.dtype == "int8":
+            return _align(kc, mk.k_quantum) * nn * self.size
+        return kc * nn * self.size
+
+    def chunk(self, mm: int, nn: int, kl: int) -> _Cost:
+        key = (mm, nn, kl)
+        if key not in self._chunks:
+            self._chunks[key] = self._chunk(mm, nn, kl)
+        return self._chunks[key]
+
+    def _chunk(self, mm: int, nn: int, kl: int) -> _Cost:
+        mk, t = self.mk, self.t
+        pieces = -(-kl // t.tk) if b_mode(mk, t) == "pieces" else 1
+        load_b = self.gm_read(kl * nn * self.size, pieces)
+        load_a = self.gm_read(mm * kl * self.size)
+        if t.steps == 1:
+            return _serial(load_b, load_a, self.step(mm, nn, kl))
+        n = -(-kl // t.tk)
+        steps = _loop(self.step(mm, nn, min(t.tk, kl)), self.step(mm, nn, kl - (n - 1) * t.tk), n,
+                      rotates=t.buffer_num > 1)
+        return _serial(load_b, load_a, steps)
+
+    def block(self, index: int) -> _Cost:
+        """Output block `index` of the kernel (core 0's i-th block is block i)."""
+        t = self.t
+        nb, mb = index % self.nnb, (index // self.nnb) % self.nmb
+        mm, nn = min(t.tm, self.M - mb * t.tm), min(t.tn, self.N - nb * t.tn)
+        kl1 = t.kl1
+        nk = -(-self.K // kl1)
+        first = self.chunk(mm, nn, min(kl1, self.K))
+        last = self.chunk(mm, nn, self.K - (nk - 1) * kl1) if nk > 0 else first
+        parts = []
+        if self.mk.bias:
+            parts += [self.gm_read(nn * 4), self.on_chip("L1", "BT", nn * 4)]
+        parts.append(_loop(first, last, nk, rotates=t.buffer_num > 1))
+        parts += [self.fixpipe(mm, nn)] * self.sinks
+        return _serial(*parts)
+
+    def core_cycles(self) -> float:
+        """A lower bound on the estimate without the launch's start-up: core 0's span or the GM time."""
+        t = self.t
+        n = -(-self.total // self.blocks) if self.blocks else 0
+        if n <= 0:
+            return 0.0
+        first = self.block(0)
+        if n > 2:
+            first = _mean(first, self.block(1))
+        last = self.block(n - 1) if n > 1 else first
+        total = _Cost()
+        total.add(first, n - 1)
+        total.add(last)
+        if t.l0c_slots > 1:        # the block loop rotates its accumulator
+            span = (n - 1) * max(first.busiest, first.steady) + last.span
+        elif t.buffer_num > 1:     # its K loop rotates: blocks overlap but for the single accumulator's chain
+            span = (n - 1) * min(first.span, max(first.busiest, first.steady, first.acc)) + last.span
+        else:
+            span = (n - 1) * first.span + last.span
+        return max(span, gm_span(total.gm * self.blocks, total.gm_write * self.blocks, self.chip))
+
+
+def _align(n: int, a: int) -> int:
+    return -(-n // a) * a
+
+
+def cube_bound(mk: Any, t: MatmulTiling, chip: Chip, dims: Mapping[str, int], sinks: int = 1) -> tuple[float, int]:
+    """(a lower bound on the cube launch's estimate without its start-up, its cores) for `sinks` FixPipes of
+    each block (the output, a mixed launch's workspace tile, or both)."""
+    m = _Model(mk, t, chip, dims, sinks)
+    return m.core_cycles(), m.blocks
+
+
+def bound(mk: Any, t: MatmulTiling, chip: Chip, dims: Mapping[str, int]) -> float:
+    """A lower bound on `cost.estimate(matmul.schedule(mk, t, chip), dims, chip)`."""
+    core, blocks = cube_bound(mk, t, chip, dims)
+    return core + launch_cycles(chip, blocks) if blocks else 0.0
