@@ -14,6 +14,7 @@ a dynamic tensor is rare in the code this serves.
 """
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass
 from typing import Callable
 
@@ -87,13 +88,22 @@ def _transpose(lay: Layout, n: Node) -> Layout | None:
 
 def _slice(lay: Layout, n: Node) -> Layout | None:
     offset, strides = lay.offset, []
-    for dim, stride, start, step in zip(lay.shape, lay.strides, n.attrs["starts"], n.attrs["steps"]):
-        if not isinstance(step, int) or step < 1 or not isinstance(start if start is not None else 0, int):
+    for stride, start, step in zip(lay.strides, n.attrs["starts"], n.attrs["steps"]):
+        start, step = _integer(0 if start is None else start), _integer(step)
+        if start is None or step is None or step < 1:
             return None        # a reversed axis or a symbolic bound
-        offset += (start or 0) * stride
+        offset += start * stride
         strides.append(stride * step)
     shape = _static(n.out().type.shape)
     return None if shape is None else Layout(shape, tuple(strides), offset)
+
+
+def _integer(v) -> int | None:
+    """`v` as an int (numpy's integers too), or None for a symbolic bound."""
+    try:
+        return operator.index(v)
+    except TypeError:
+        return None
 
 
 def _broadcast(lay: Layout, n: Node) -> Layout | None:
