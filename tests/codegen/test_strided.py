@@ -3,7 +3,8 @@ import numpy as np
 import pytest
 
 from pyasc.codegen.kernel_graph import build_kernel_graph
-from pyasc.codegen.strided import Layout, operand_layout, reshaped, result_layout
+from pyasc import ops
+from pyasc.codegen.strided import VIEW_RULES, Layout, operand_layout, reshaped, result_layout
 from pyasc.ir import Graph, TensorType
 
 
@@ -80,3 +81,8 @@ def test_a_result_written_through_a_transpose_and_a_reshape():
     placed[_elements(np.arange(24), lay).ravel()] = np.arange(24)
     assert index == 0 and (placed.reshape(3, 8) == want).all()
 
+
+
+def test_every_op_the_registry_calls_a_view_has_a_layout_rule():
+    """Fusion proposes the ops the registry marks strided_view; codegen must know how each moves a layout."""
+    assert {n for n in ops.names() if ops.get(n).strided_view} == set(VIEW_RULES)

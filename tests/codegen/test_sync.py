@@ -54,13 +54,9 @@ def test_flags_of_a_ping_pong_loop():
     assert plan.ids_used == {("MTE2", "V"): 2, ("V", "MTE3"): 2, ("V", "MTE2"): 2, ("MTE3", "V"): 2}
 
 
-@pytest.mark.parametrize("slots", [1, 2])
-@pytest.mark.parametrize("mode", ["flags", "barrier"])
-def test_generated_flags_pass_the_sanitizer(slots, mode):
-    s = add_schedule(slots)
-    plan = plan_sync(s.body, s.buffers, CHIP.event_ids, mode)
-    prog = emit(s, plan, CHIP)
-    dev = Device(CHIP)
+def assert_adds(prog, chip) -> None:
+    """`prog` (an add_schedule program) adds two 256-element vectors under the sanitizer."""
+    dev = Device(chip)
     x, y = np.arange(256, dtype=np.float32), np.ones(256, np.float32)
     dev.upload("x", x)
     dev.upload("y", y)
@@ -68,6 +64,14 @@ def test_generated_flags_pass_the_sanitizer(slots, mode):
     dev.launch(prog, 1, {"in0": "x", "in1": "y", "out0": "z"}, {"n": 4, "b_in0": 0, "b_in1": 0, "b_out0": 0},
                sanitize=True)
     np.testing.assert_array_equal(dev.read("z", "float32"), x + y)
+
+
+@pytest.mark.parametrize("slots", [1, 2])
+@pytest.mark.parametrize("mode", ["flags", "barrier"])
+def test_generated_flags_pass_the_sanitizer(slots, mode):
+    s = add_schedule(slots)
+    plan = plan_sync(s.body, s.buffers, CHIP.event_ids, mode)
+    assert_adds(emit(s, plan, CHIP), CHIP)
 
 
 def test_single_buffered_flags_use_one_id_per_pair():

@@ -74,14 +74,13 @@ def operand_of(v: Value, what: str) -> RowOperand:
 
 
 def result_of(kg: KernelGraph, v: Value) -> RowOperand:
-    """Where to write the rows of `v`: a kernel output, or its place in the output views of it make."""
+    """Where to write the rows of `v`: the kernel's one output, or `v`'s place in it through the views after `v`."""
     outputs = kg.graph.outputs
-    if v in outputs and len(outputs) == 1:
-        return _plain(f"out{outputs.index(v)}", v.type.shape)
+    if len(outputs) != 1:
+        raise Unsupported("the kernel would write more than its result")
+    if v == outputs[0]:
+        return _plain("out0", v.type.shape)
     found = result_layout(kg, v)
     if isinstance(found, str):
         raise Unsupported(f"the result: {found}")
-    index, lay = found
-    if len(outputs) != 1:
-        raise Unsupported("the kernel would write more than its result")
-    return _from_layout(f"out{index}", lay, "the result")
+    return _from_layout("out0", found[1], "the result")
