@@ -237,7 +237,7 @@ def _fields(a: AttentionOp, t: AttentionTiling) -> dict[str, IntLike]:
     return fields
 
 
-def _item_lets(a: AttentionOp, t: AttentionTiling, who: str) -> list[Stmt]:
+def _item_lets(t: AttentionTiling, who: str, chunks: int = 1) -> list[Stmt]:
     """The work item of iteration w of this group (`who`: CORE on the AIC, GROUP on an AIV) and its query rows.
     Groups take items in turn, the last query block of each batch first, and every other round in reverse
     (a snake): a causal item's work grows with its query block, and without the reversal a group whose first
@@ -245,9 +245,9 @@ def _item_lets(a: AttentionOp, t: AttentionTiling, who: str) -> list[Stmt]:
     first key block `kb0`) of query item t // chunks."""
     lets = [Let("t", sy.add(sy.mul(F("w"), F("G")), _snake(F("w"), F(who))))]
     item = F("t")
-    if a.chunks > 1:
-        lets += [Let("c", sy.mod(F("t"), a.chunks)), Let("kb0", sy.mul(F("c"), F("BPC")))]
-        item = sy.floordiv(F("t"), a.chunks)
+    if chunks > 1:
+        lets += [Let("c", sy.mod(F("t"), chunks)), Let("kb0", sy.mul(F("c"), F("BPC")))]
+        item = sy.floordiv(F("t"), chunks)
     return lets + [Let("qb", sy.add(F("NQB"), -1, sy.mul(-1, sy.mod(item, F("NQB"))))),
                    Let("bi", sy.floordiv(item, F("NQB"))), Let("q0", sy.mul(F("qb"), t.bq)),
                    Let("qm", sy.min_(t.bq, sy.add(F("Tq"), sy.mul(-1, F("q0")))))]
@@ -367,7 +367,7 @@ def _cube_side(a: AttentionOp, t: AttentionTiling, chip: Chip, fields: dict, gro
                       dst_row_stride=dvp32, note="P V -> workspace")]
 
     nkb, j = F("nkb"), F("j")
-    item: list[Stmt] = _item_lets(a, t, CORE) + [Let("nkb", _key_blocks(a, t))]
+    item: list[Stmt] = _item_lets(t, CORE, a.chunks) + [Let("nkb", _key_blocks(a, t))]
     item.append(T.copy_nd2nz(Ref("q"), GmRef(qrows.param, qoff), dt, F("qm"), a.D, src_row_stride=qrows.row,
                              note="Q block"))
     # S runs `lead` blocks ahead of P V: iteration j computes S_j and P_{j-lead} V_{j-lead}, so the cube works
@@ -416,7 +416,7 @@ def _vector_side(a: AttentionOp, t: AttentionTiling, chip: Chip, fields: dict, g
                 T.vbroadcast(Ref("diag"), Ref("cramp"), h, bkp32, "float32", axis=0, dst_row_stride=bkp32),
                 T.vbroadcast(tile, Ref("rramp"), h, bkp32, "float32", axis=1, dst_row_stride=bkp32),
                 T.vbinary("sub", Ref("diag"), Ref("diag"), tile, h * bkp32, "float32", note="diag = c - r")]
-    head = _item_lets(a, t, GROUP) + [
+    head = _item_lets(t, GROUP, a.chunks) + [
         Let("nkb", _key_blocks(a, t)), Let("per", sy.ceildiv(F("qm"), chip.group_aivs)),
         Let("rs", sy.mul(F(SUB), F("per"))), Let("rows", sy.max_(0, sy.min_(F("per"), sy.add(F("qm"),
                                                                                        sy.mul(-1, F("rs"))))))]
