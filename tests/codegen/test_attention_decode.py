@@ -14,21 +14,8 @@ import pytest
 import pyasc
 from pyasc.codegen import decode
 from conftest import assert_close
+from test_attention_kernel import TOL, attend, attend_causal, attend_masked
 from test_attention_op import reference
-
-TOL = dict(rtol=2e-3, atol=2e-3, check_dtype=False)   # a float16 result against float64
-
-
-def attend(q, k, v):
-    return pyasc.attention(q, k, v)
-
-
-def attend_causal(q, k, v):
-    return pyasc.attention(q, k, v, causal=True)
-
-
-def attend_masked(q, k, v, mask):
-    return pyasc.attention(q, k, v, mask=mask)
 
 
 def _qkv(rng, b, h, tq, tk, d):
