@@ -189,12 +189,14 @@ def analyze(job: Job, chip: Chip) -> list[AttentionOp]:
     return [a]
 
 
-def partials(batch: IntLike, chunks: int, Tq: IntLike, Dv: int) -> tuple[RowOperand, RowOperand, RowOperand]:
-    """Where the split form writes the rows of its partial results, batch index b * chunks + c for run c: O
-    (batch, chunks, Tq, Dv), m and l (batch, chunks, Tq), all float32 (`out0`, `out1`, `out2`)."""
+def partials(batch: IntLike, chunks: int, Tq: IntLike, Dv: int,
+             params: tuple[str, str, str] = ("out0", "out1", "out2")) -> tuple[RowOperand, RowOperand, RowOperand]:
+    """Where the split form's partial results lie (the split launch writes them, the combine reads them from
+    `params`): row q of run c of batch index b is row q of batch index b * chunks + c of O (batch, chunks, Tq,
+    Dv), m and l (batch, chunks, Tq), all float32."""
     n = sy.mul(batch, chunks)
-    return (RowOperand("out0", (n,), (sy.mul(Tq, Dv),), Dv), RowOperand("out1", (n,), (Tq,), 1),
-            RowOperand("out2", (n,), (Tq,), 1))
+    return (RowOperand(params[0], (n,), (sy.mul(Tq, Dv),), Dv), RowOperand(params[1], (n,), (Tq,), 1),
+            RowOperand(params[2], (n,), (Tq,), 1))
 
 
 def tilings(a: AttentionOp, chip: Chip, buffer_num: int, cores: int) -> list[AttentionTiling]:
@@ -335,7 +337,8 @@ def _cube_side(a: AttentionOp, t: AttentionTiling, chip: Chip, fields: dict, gro
     def keys(j: IntLike, who: str) -> list[Stmt]:
         """The key block j: its first key `<who>0` and its length `<who>n` (one name each for the S and the
         P V blocks of a loop body, which walk different blocks)."""
-        return [Let(f"{who}0", _key0(a, t, j)), Let(f"{who}n", sy.min_(t.bk, sy.add(F("Tk"), sy.mul(-1, F(f"{who}0")))))]
+        return [Let(f"{who}0", _key0(a, t, j)),
+                Let(f"{who}n", sy.min_(t.bk, sy.add(F("Tk"), sy.mul(-1, F(f"{who}0")))))]
 
     def s_block(j: IntLike) -> list[Stmt]:
         slot = sy.mod(j, 2)
@@ -487,32 +490,33 @@ def _vector_side(a: AttentionOp, t: AttentionTiling, chip: Chip, fields: dict, g
     # the last `lead` blocks' P V (fewer when the item has fewer blocks)
     drain = Loop("i", sy.max_(0, sy.add(F("nkb"), -t.lead)), F("nkb"), 1,
                  [When(has, fold(F("i"), sy.lt(F("i"), sy.add(F("nkb"), -1))))], note="the blocks still to fold")
-    osize = itemsize(a.out_dtype)
-    orows = a.rows[3]
-    ooff = sy.mul(orows.start(F("bi"), sy.add(F("q0"), F("rs"))), osize)
-    grid_o = sy.mul(rows, dvp32)
-    out = tile if a.out_dtype != "float32" else Ref("acc")
-    finish = When(has, [
-        T.vunary("reciprocal", Ref("l"), Ref("l"), rows, "float32"),
-        T.vbroadcast(tile, Ref("l"), rows, dvp32, "float32", axis=1, dst_row_stride=dvp32),
-        T.vbinary("mul", Ref("acc"), Ref("acc"), tile, grid_o, "float32", note="O / l")]
-        + ([T.vcast(out, Ref("acc"), grid_o, "float32", a.out_dtype, round="rint")] if out is tile else [])
-        + [T.store(GmRef(orows.param, ooff), out, a.out_dtype, a.Dv, rows, src_stride=dvp32, dst_stride=orows.row,
-                   note="out rows")])
-    if a.chunks > 1:
-        finish = When(has, _store_partials(a, dvp32))
+    finish = When(has, _store_partials(a, dvp32) if a.chunks > 1 else _store_result(a, dvp32))
     item = head + init + [blocks, drain, finish]
     params = [GmParam("chs", "float32", "scratch"), GmParam("chp", a.dtype, "scratch"),
               GmParam("cho", "float32", "scratch")]
     if a.chunks > 1:
         params += [GmParam(r.param, "float32", "out") for r in partials(a.batch, a.chunks, a.Tq, a.Dv)]
     else:
-        params.append(GmParam(orows.param, a.out_dtype, "out"))
+        params.append(GmParam(a.rows[3].param, a.out_dtype, "out"))
     if a.mask_dtype is not None:
         params.append(GmParam(a.mask_param, a.mask_dtype, "in"))
     body = pre + [Loop("w", 0, _count(GROUP), 1, item, note="work items of this group")]
     return TileSchedule(f"{a.name}_softmax", "aiv", params, fields, sy.mul(groups, chip.group_aivs),
                         aiv_buffers(a, t, chip), body, [f"{h} query rows per vector core at most"])
+
+
+def _store_result(a: AttentionOp, dvp32: int) -> list[Stmt]:
+    """The end of an item: its rows of O / l, in the result's dtype."""
+    rows, tile, osize, orows = F("rows"), Ref("tile"), itemsize(a.out_dtype), a.rows[3]
+    ooff = sy.mul(orows.start(F("bi"), sy.add(F("q0"), F("rs"))), osize)
+    grid_o = sy.mul(rows, dvp32)
+    out = tile if a.out_dtype != "float32" else Ref("acc")
+    return [T.vunary("reciprocal", Ref("l"), Ref("l"), rows, "float32"),
+            T.vbroadcast(tile, Ref("l"), rows, dvp32, "float32", axis=1, dst_row_stride=dvp32),
+            T.vbinary("mul", Ref("acc"), Ref("acc"), tile, grid_o, "float32", note="O / l")] \
+        + ([T.vcast(out, Ref("acc"), grid_o, "float32", a.out_dtype, round="rint")] if out is tile else []) \
+        + [T.store(GmRef(orows.param, ooff), out, a.out_dtype, a.Dv, rows, src_stride=dvp32, dst_stride=orows.row,
+                   note="out rows")]
 
 
 def _store_partials(a: AttentionOp, dvp32: int) -> list[Stmt]:

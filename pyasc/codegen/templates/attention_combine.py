@@ -27,6 +27,7 @@ from ..domain import dims, prod
 from ..kernel_graph import KernelGraph
 from ..schedule import BLOCKS, CORE, Buffer, GmParam, GmRef, Let, Loop, Ref, Stmt, TileSchedule
 from ..template import Job, Template, Tiling, Unsupported, align_up, buffer_nums, free_symbols, ub_slot
+from .attention import partials
 from .row_operands import RowOperand, result_of
 
 F = sy.sym
@@ -113,8 +114,9 @@ def schedule(c: CombineOp, t: CombineTiling, chip: Chip) -> TileSchedule:
     count = sy.max_(0, sy.min_(per, sy.add(F("T"), sy.mul(-1, begin))))
     rp, dvp = align_up(t.rows, chip.ub_align // 4), _row_pad(c, chip)
     C, rn = c.chunks, F("rn")
-    run0 = sy.mul(F("bi"), C)                               # the item's first run, as a batch index of O, m, l
-    part = lambda k: sy.mul(sy.add(sy.mul(sy.add(run0, k), F("Tq")), F("r0")), 4)  # noqa: E731 - run k's m, l
+    po, pm, pl = partials(c.batch, C, F("Tq"), c.Dv, ("in0", "in1", "in2"))
+    # run k's rows from r0 on: the batch index bi * C + k of the partial results (as bytes)
+    at = lambda r, k: GmRef(r.param, sy.mul(r.start(sy.add(sy.mul(F("bi"), C), k), F("r0")), 4))  # noqa: E731
     row = lambda buf, k: Ref(buf, 0, sy.mul(k, rp * 4))     # noqa: E731 - run k's row of a (runs, rows) grid
     grid = C * rp
     pre: list[Stmt] = [T.vdup(Ref(b), 0.0, grid, "float32", note="zero the row padding") for b in ("m", "l")]
@@ -123,8 +125,10 @@ def schedule(c: CombineOp, t: CombineTiling, chip: Chip) -> TileSchedule:
                         Let("r0", sy.mul(sy.mod(F("t"), F("NQB")), t.rows)),
                         Let("rn", sy.min_(t.rows, sy.add(F("Tq"), sy.mul(-1, F("r0")))))]
     weights: list[Stmt] = [
-        T.load(Ref("m"), GmRef("in1", part(0)), "float32", rn, C, src_stride=F("Tq"), dst_stride=rp, note="m rows"),
-        T.load(Ref("l"), GmRef("in2", part(0)), "float32", rn, C, src_stride=F("Tq"), dst_stride=rp, note="l rows"),
+        T.load(Ref("m"), at(pm, 0), "float32", rn, C, src_stride=pm.batch_strides[0], dst_stride=rp,
+               note="m of every run"),
+        T.load(Ref("l"), at(pl, 0), "float32", rn, C, src_stride=pl.batch_strides[0], dst_stride=rp,
+               note="l of every run"),
         T.vcopy(Ref("mx"), Ref("m"), rp, "float32"),
         Loop("k", 1, C, 1, [T.vbinary("max", Ref("mx"), Ref("mx"), row("m", F("k")), rp, "float32")],
              note="M = max over the runs"),
@@ -138,8 +142,7 @@ def schedule(c: CombineOp, t: CombineTiling, chip: Chip) -> TileSchedule:
         T.vdup(Ref("acc"), 0.0, sy.mul(rn, dvp), "float32", note="O = 0")]
     o, tile, cells = Ref("o", t.slot("k")), Ref("tile"), sy.mul(rn, dvp)
     runs = Loop("k", 0, C, 1, [
-        T.load(o, GmRef("in0", sy.mul(part(F("k")), c.Dv)), "float32", c.Dv, rn, src_stride=c.Dv, dst_stride=dvp,
-               note="O rows of run k"),
+        T.load(o, at(po, F("k")), "float32", c.Dv, rn, src_stride=po.row, dst_stride=dvp, note="O rows of run k"),
         T.vbroadcast(tile, row("w", F("k")), rn, dvp, "float32", axis=1, dst_row_stride=dvp),
         T.vbinary("mul", tile, tile, o, cells, "float32"),
         T.vbinary("add", Ref("acc"), Ref("acc"), tile, cells, "float32", note="O += w O_k")], note="the runs")
@@ -153,8 +156,7 @@ def schedule(c: CombineOp, t: CombineTiling, chip: Chip) -> TileSchedule:
         finish.append(T.vcast(y, Ref("acc"), cells, "float32", c.out_dtype, round="rint"))
     finish.append(T.store(GmRef(c.out.param, sy.mul(c.out.start(F("bi"), F("r0")), size)), y, c.out_dtype, c.Dv,
                           rn, src_stride=dvp, dst_stride=c.out.row, note="out rows"))
-    params = [GmParam("in0", "float32", "in"), GmParam("in1", "float32", "in"), GmParam("in2", "float32", "in"),
-              GmParam(c.out.param, c.out_dtype, "out")]
+    params = [GmParam(r.param, "float32", "in") for r in (po, pm, pl)] + [GmParam(c.out.param, c.out_dtype, "out")]
     notes = [f"combine {C} runs of split-keys attention ({c.batch} x {c.Tq} queries, Dv={c.Dv})",
              f"tiling: {t.describe()}"]
     body = pre + [Loop("i", 0, count, 1, lets + weights + [runs] + finish, note="items of this core")]
