@@ -41,11 +41,12 @@ def _run_split(fn, args):
     return out
 
 
-@pytest.mark.parametrize("b,h,tk,runs,causal", [(1, 2, 200, 2, False), (2, 1, 77, 3, True)])
-def test_split_keys_golden(rng, split, b, h, tk, runs, causal):
-    """A decode step (one query row per head; causal: it sees the whole cache) in 2 or 3 runs of its keys."""
+@pytest.mark.parametrize("b,h,tk,d,runs,causal", [(1, 2, 200, 64, 2, False), (2, 1, 77, 40, 3, True)])
+def test_split_keys_golden(rng, split, b, h, tk, d, runs, causal):
+    """A decode step (one query row per head; causal: it sees the whole cache) in 2 or 3 runs of its keys; the
+    combine loads every run's O at once (D = 64) or run by run (D = 40: rows padded in UB)."""
     split(runs)
-    args = _qkv(rng, b, h, 1, tk, 64)
+    args = _qkv(rng, b, h, 1, tk, d)
     out = _run_split(attend_causal if causal else attend, args)
     assert_close(out, reference(*args, causal=causal), **TOL)
 

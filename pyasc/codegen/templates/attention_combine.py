@@ -53,9 +53,11 @@ class CombineTiling(Tiling):
     rows: int            # query rows per work item
     buffer_num: int
     cores: int
+    whole: bool = False  # every run's O rows of an item in one load (rows of whole UB blocks: no padding)
 
     def describe(self) -> str:
-        return f"{self.rows} query rows per item, buffer_num={self.buffer_num}, cores<={self.cores}"
+        how = ", every run's O in one load" if self.whole else ""
+        return f"{self.rows} query rows per item{how}, buffer_num={self.buffer_num}, cores<={self.cores}"
 
 
 def analyze(job: Job, chip: Chip) -> list[CombineOp]:
@@ -83,7 +85,8 @@ def buffers(c: CombineOp, t: CombineTiling, chip: Chip) -> list[Buffer]:
            Buffer("l", "UB", "float32", grid, 1, "l of every run, then w l"),
            Buffer("w", "UB", "float32", grid, 1, "M over the runs, then w = exp(m - M)"),
            Buffer("mx", "UB", "float32", ub(rp * 4), 1, "M, then sum_c w l"),
-           Buffer("o", "UB", "float32", ub(t.rows * dvp * 4), t.slots(), "O of one run"),
+           Buffer("o", "UB", "float32", ub(t.rows * dvp * 4 * (c.chunks if t.whole else 1)),
+                  1 if t.whole else t.slots(), "O of every run" if t.whole else "O of one run"),
            Buffer("acc", "UB", "float32", ub(t.rows * dvp * 4), 1, "sum_c w O"),
            Buffer("tile", "UB", "float32", ub(t.rows * dvp * 4), 1, "a per-row value over the row")]
     if c.out_dtype != "float32":
@@ -95,12 +98,15 @@ def tilings(c: CombineOp, chip: Chip, buffer_num: int, cores: int) -> list[Combi
     limit = chip.max_repeats * chip.vector_repeat_bytes      # one instruction per tile
     most = max(SIZES[0], align_up(c.Tq, SIZES[0])) if isinstance(c.Tq, int) else SIZES[-1]
     out = []
-    for bn in buffer_nums(buffer_num, most=2):
+    kinds = [(bn, False) for bn in buffer_nums(buffer_num, most=2)]
+    if _row_pad(c, chip) == c.Dv:    # a run's rows are one run of GM and of UB: all runs in one load
+        kinds.append((1, True))
+    for bn, whole in kinds:
         for rows in SIZES:
-            t = CombineTiling(rows, bn, max(1, min(cores, chip.aiv_cores)))
+            t = CombineTiling(rows, bn, max(1, min(cores, chip.aiv_cores)), whole)
             bufs = buffers(c, t, chip)
             if rows <= most and sum(b.nbytes for b in bufs) <= chip.ub_bytes and \
-                    all(b.slot_bytes <= limit for b in bufs):
+                    all(b.slot_bytes <= limit for b in bufs if b.name != "o" or not whole):
                 out.append(t)
     return out
 
@@ -120,7 +126,9 @@ def schedule(c: CombineOp, t: CombineTiling, chip: Chip) -> TileSchedule:
     row = lambda buf, k: Ref(buf, 0, sy.mul(k, rp * 4))     # noqa: E731 - run k's row of a (runs, rows) grid
     grid = C * rp
     pre: list[Stmt] = [T.vdup(Ref(b), 0.0, grid, "float32", note="zero the row padding") for b in ("m", "l")]
-    pre += [T.vdup(Ref("o", s), 0.0, t.rows * dvp, "float32", note="zero the row padding") for s in range(t.slots())]
+    if not t.whole:
+        pre += [T.vdup(Ref("o", s), 0.0, t.rows * dvp, "float32", note="zero the row padding")
+                for s in range(t.slots())]
     lets: list[Stmt] = [Let("t", sy.add(begin, F("i"))), Let("bi", sy.floordiv(F("t"), F("NQB"))),
                         Let("r0", sy.mul(sy.mod(F("t"), F("NQB")), t.rows)),
                         Let("rn", sy.min_(t.rows, sy.add(F("Tq"), sy.mul(-1, F("r0")))))]
@@ -140,9 +148,17 @@ def schedule(c: CombineOp, t: CombineTiling, chip: Chip) -> TileSchedule:
         Loop("k", 1, C, 1, [T.vbinary("add", Ref("mx"), Ref("mx"), row("l", F("k")), rp, "float32")],
              note="sum_c w l"),
         T.vdup(Ref("acc"), 0.0, sy.mul(rn, dvp), "float32", note="O = 0")]
-    o, tile, cells = Ref("o", t.slot("k")), Ref("tile"), sy.mul(rn, dvp)
-    runs = Loop("k", 0, C, 1, [
-        T.load(o, at(po, F("k")), "float32", c.Dv, rn, src_stride=po.row, dst_stride=dvp, note="O rows of run k"),
+    tile, cells = Ref("tile"), sy.mul(rn, dvp)
+    if t.whole:
+        o = Ref("o", 0, sy.mul(F("k"), t.rows * dvp * 4))
+        weights.insert(2, T.load(Ref("o"), at(po, 0), "float32", sy.mul(rn, c.Dv), C, src_stride=po.batch_strides[0],
+                                 dst_stride=t.rows * dvp, note="O rows of every run"))
+        load: list[Stmt] = []
+    else:
+        o = Ref("o", t.slot("k"))
+        load = [T.load(o, at(po, F("k")), "float32", c.Dv, rn, src_stride=po.row, dst_stride=dvp,
+                       note="O rows of run k")]
+    runs = Loop("k", 0, C, 1, load + [
         T.vbroadcast(tile, row("w", F("k")), rn, dvp, "float32", axis=1, dst_row_stride=dvp),
         T.vbinary("mul", tile, tile, o, cells, "float32"),
         T.vbinary("add", Ref("acc"), Ref("acc"), tile, cells, "float32", note="O += w O_k")], note="the runs")
