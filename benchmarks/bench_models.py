@@ -137,7 +137,7 @@ def _decode_step(q, k, v):
     return pyasc.attention(q, k, v)
 
 
-def decode_rows(chip: str, heads: Sequence[int] = (8, 32), t: int = 4096, d: int = 128) -> list[Row]:
+def decode_rows(chip: str, heads: Sequence[int] = (1, 8, 32), t: int = 4096, d: int = 128) -> list[Row]:
     """One decode step: a query row per head against a KV cache of t keys (memory-bound: K and V read once).
     The note says which form the cost model launched (codegen/decode.py: one launch, or the keys split over
     the cores and a combine launch)."""
