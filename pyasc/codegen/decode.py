@@ -70,7 +70,8 @@ def cheapest(forms: list[Form]) -> Form:
 
 def attention_forms(label: str, kg: KernelGraph, plan: KernelPlan, chip: Chip, buffer_num: int,
                     cores: int = 0) -> list[Form]:
-    """The one-launch form first, then the split forms worth scoring, each scored."""
+    """The one-launch form first, then the split forms worth scoring, each scored (none is when there is no
+    split to weigh against)."""
     node = next(n for n in kg.nodes if n.op == "attention")
     where = {"op": node.op, "loc": node.loc}
     groups = min(cores or chip.aic_cores, chip.aic_cores)
@@ -83,7 +84,7 @@ def attention_forms(label: str, kg: KernelGraph, plan: KernelPlan, chip: Chip, b
         combine = Job("attention_combine", f"{label}_combine", kg, parts, list(kg.outputs), plan,
                       {"chunks": chunks}, **where)
         forms.append(Form(f"keys split in {chunks} runs + a combine launch", [split, combine]))
-    for f in forms:
+    for f in forms if len(forms) > 1 else ():
         f.parts = [c for c in (best_cycles(j, chip, buffer_num, cores) for j in f.jobs) if c is not None]
         f.cycles = sum(f.parts) if len(f.parts) == len(f.jobs) else None
     return forms
