@@ -6,9 +6,10 @@ The rules, in order (first match wins):
    identity), computed now and written by vector fill kernels;
 3. a plan anchored on an op some template lowers whole (`templates.TEMPLATE_OPS`): that template, when it
    takes the kernel (`Template.handles`); an attention in one launch or, when the cost model says so, with
-   its keys split over the cores and a combine launch (`decode`); a matmul plan is planned by `matmul_plan` into its launches (vector
-   casts and transposes of the operands, then one mixed launch of the cube and its epilogue when `ge.mixed`
-   marked it and the mixed template tiles it, else the cube kernel and a vector epilogue);
+   its keys split over the cores and a combine launch (`decode`); a matmul plan is planned by `matmul_plan`
+   into its launches (vector casts and transposes of the operands, then one mixed launch of the cube and its
+   epilogue when `ge.mixed` marked it and the mixed template tiles it, else the cube kernel and a vector
+   epilogue);
 4. otherwise by the plan's kind (`BY_KIND`): pointwise and row kernels to the vector template, column
    reductions to the column template.
 """
