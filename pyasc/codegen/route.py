@@ -25,6 +25,7 @@ from .domain import dims
 from .kernel_graph import KernelGraph, build_kernel_graph
 from .lowering import no_lowering
 from . import blocked, conv_plan, matmul_plan
+from .templates import mixed_prologue
 from .template import Job, Unsupported
 from .templates import TEMPLATES, template_of_op
 from .templates.mixed import MixedMatmul
@@ -102,19 +103,28 @@ def matmul_jobs(label: str, plan: KernelPlan, chip: Chip, buffer_num: int, mixed
     why = ""
     if mixed:
         r = _matmul_route(label, plan, mixed=True)
-        if r.epilogue is not None:
+        why = mixed_prologue.refusal(r, plan)
+        if r.epilogue is not None and not why:
             e = r.epilogue
             keep = r.result in plan.outputs   # the product is a result of the plan too
-            job = Job("mixed", label, MixedMatmul(label, r.cube, e, keep), list(r.operands) + list(e.inputs[1:]),
+            pro = None if r.prologue is None else mixed_prologue.Prologue(
+                r.prologue, _rows_of(plan.prologue), plan.prologue.k if plan.prologue.kind is KernelKind.ROW_REDUCE
+                else 0)
+            inputs = list(r.operands) + list(e.inputs[1:])
+            if pro is not None:   # the launch reads the prologue's inputs; A itself is its own workspace
+                inputs = [pro.kg.inputs[0]] + inputs[1:] + list(pro.kg.inputs[1:])
+            job = Job("mixed", label, MixedMatmul(label, r.cube, e, keep, pro), inputs,
                       [r.result] * keep + list(e.outputs), plan,
                       {"scratch": [v for v in r.scratch if v is not r.result]}, **where)
             why = _mixed_refusal(job, chip, buffer_num)
             if not why:
                 job.options["notes"] = ["one mixed launch: the product reaches the vector cores through an "
                                         "L2-resident workspace tile (no second launch, no HBM round trip)"]
+                if pro is not None:
+                    job.options["notes"].append(mixed_prologue.NOTE)
                 return _pre_jobs(r, plan, where) + [job]
     r = _matmul_route(label, plan, mixed=False)
-    jobs = _pre_jobs(r, plan, where)
+    jobs = _prologue_jobs(r, plan, where) + _pre_jobs(r, plan, where)
     jobs.append(Job("matmul", label, r.cube, list(r.operands), [r.result], plan, {"scratch": list(r.scratch)},
                     **where))
     if why:
@@ -153,6 +163,19 @@ def conv_jobs(label: str, plan: KernelPlan, chip: Chip, buffer_num: int, mixed: 
     if why:
         jobs[-1].options["notes"] = [f"not one launch with its weight conversion: {why}"]
     return jobs
+
+
+def _rows_of(st: KernelStructure) -> tuple | None:
+    return dims(st.rows) if st.kind is KernelKind.ROW_REDUCE else None
+
+
+def _prologue_jobs(r: matmul_plan.MatmulRoute, plan: KernelPlan, where: dict) -> list[Job]:
+    """The plan's A producer as a vector launch of its own (when it does not share the cube's launch)."""
+    if r.prologue is None:
+        return []
+    kg, st = r.prologue, plan.prologue
+    options = {"rows": _rows_of(st), "k": st.k} if st.kind is KernelKind.ROW_REDUCE else {}
+    return [Job("vector", kg.graph.name, kg, list(kg.inputs), list(kg.outputs), plan, options, **where)]
 
 
 def _pre_jobs(r: matmul_plan.MatmulRoute, plan: KernelPlan, where: dict) -> list[Job]:

@@ -131,7 +131,8 @@ def matmul_rule(facts: GraphFacts, mm: Node, order: list[Node]) -> KernelStructu
             continue
         if n not in after and mm in facts.descendants(n, group):
             return Rejection("matmul_prologue", f"{facts.label(n)} would be a prologue of matmul {facts.label(mm)}: "
-                             "the cube reads its operands from GM through L1, only an epilogue fuses")
+                             "the cube reads its operands from GM through L1, only an epilogue fuses (the matmul_prologue "
+                             "pass may take in A's producer kernel later)")
         if n.outputs[0].shape != out_shape:
             return Rejection("matmul_epilogue_shape", f"{facts.label(n)} has shape {n.outputs[0].shape}, not the "
                              f"matmul output shape {out_shape}: not an elementwise epilogue")
