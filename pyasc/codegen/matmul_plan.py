@@ -63,9 +63,12 @@ class MatmulRoute:
     notes: list[str] = field(default_factory=list)
 
 
-def route(label: str, plan: KernelPlan, mixed: bool = False) -> MatmulRoute:
+def route(label: str, plan: KernelPlan, mixed: bool = False, prologue_inside: bool | None = None) -> MatmulRoute:
     """`mixed`: the epilogue runs in the same launch (templates/mixed.py), so a bias of another dtype than
-    float32 joins the epilogue (the vector cores cast it) instead of a cast pre-launch."""
+    float32 joins the epilogue (the vector cores cast it) instead of a cast pre-launch. `prologue_inside`
+    (default: `mixed`): the plan's A producer runs in that launch too (A needs no workspace location of its
+    own)."""
+    inside = mixed if prologue_inside is None else prologue_inside
     node = plan.anchor_node
     if node.op not in MATMUL_OPS:
         raise UnsupportedDomain(f"the matmul plan's anchor is {node.op}, not a matmul")
@@ -99,7 +102,7 @@ def route(label: str, plan: KernelPlan, mixed: bool = False) -> MatmulRoute:
         pro = [n for n in plan.nodes if n in before]
         prologue = build_kernel_graph(f"{label}_prologue", pro, list(dict.fromkeys(
             v for n in pro for v in n.inputs if v.node not in before)), [a])
-        if not mixed:
+        if not inside:
             scratch.append(a)   # a launch of its own writes A to the workspace (mixed: the launch's own scratch)
             notes.append("A's producer (the plan's prologue) by a vector pre-launch")
     operands = [as_dtype(a, cube_dtype, "A"), as_dtype(b, cube_dtype, "B")]

@@ -61,9 +61,11 @@ BY_KIND: dict[KernelKind, Callable[[str, KernelGraph, KernelStructure, KernelPla
 }
 
 
-def route(label: str, plan: KernelPlan, chip: Chip, buffer_num: int = 2, mixed: bool | None = None) -> list[Job]:
+def route(label: str, plan: KernelPlan, chip: Chip, buffer_num: int = 2, mixed: bool | None = None,
+          prologue_apart: bool = False) -> list[Job]:
     """The device kernels of one kernel plan (see the module docstring); `mixed=False` keeps a matmul and its
-    epilogue apart whatever the plan says."""
+    epilogue apart whatever the plan says; `prologue_apart` runs a matmul plan's A producer as a launch of its
+    own before the mixed launch (the alternative the generator prices, `generate.compile_plan`)."""
     kg = build_kernel_graph(label, plan.nodes, plan.inputs, plan.outputs)
     if all(any(d == 0 for d in v.type.shape) for v in kg.outputs):
         return []
@@ -71,7 +73,7 @@ def route(label: str, plan: KernelPlan, chip: Chip, buffer_num: int = 2, mixed: 
         return fill_jobs(label, kg, plan)
     whole = template_of_op(plan.anchor)
     if whole is TEMPLATES["matmul"]:
-        return matmul_jobs(label, plan, chip, buffer_num, plan.mixed if mixed is None else mixed)
+        return matmul_jobs(label, plan, chip, buffer_num, plan.mixed if mixed is None else mixed, prologue_apart)
     if whole is TEMPLATES["conv"]:
         return conv_jobs(label, plan, chip, buffer_num, plan.mixed if mixed is None else mixed)
     if whole is not None and whole.handles is not None and whole.handles(kg):
@@ -95,19 +97,20 @@ def kernel_job(template: str, label: str, kg: KernelGraph, plan: KernelPlan | No
                dict(options), op, loc)
 
 
-def matmul_jobs(label: str, plan: KernelPlan, chip: Chip, buffer_num: int, mixed: bool) -> list[Job]:
+def matmul_jobs(label: str, plan: KernelPlan, chip: Chip, buffer_num: int, mixed: bool,
+                prologue_apart: bool = False) -> list[Job]:
     """One mixed launch of the cube and its epilogue when the plan is marked for one (`ge.mixed`) and the mixed
     template can tile it; else vector casts of the operands (if any), transposes, the cube kernel and a vector
     launch of the epilogue (if any), the first job's notes saying why."""
     where = {"op": plan.anchor, "loc": plan.anchor_node.loc}
     why = ""
     if mixed:
-        r = _matmul_route(label, plan, mixed=True)
-        why = mixed_prologue.refusal(r, plan)
+        r = _planned(matmul_plan.route, label, plan, mixed=True, prologue_inside=not prologue_apart)
+        why = "" if prologue_apart else mixed_prologue.refusal(r, plan)
         if r.epilogue is not None and not why:
             e = r.epilogue
             keep = r.result in plan.outputs   # the product is a result of the plan too
-            pro = None if r.prologue is None else mixed_prologue.Prologue(
+            pro = None if r.prologue is None or prologue_apart else mixed_prologue.Prologue(
                 r.prologue, _rows_of(plan.prologue), plan.prologue.k if plan.prologue.kind is KernelKind.ROW_REDUCE
                 else 0)
             inputs = list(r.operands) + list(e.inputs[1:])
@@ -122,7 +125,7 @@ def matmul_jobs(label: str, plan: KernelPlan, chip: Chip, buffer_num: int, mixed
                                         "L2-resident workspace tile (no second launch, no HBM round trip)"]
                 if pro is not None:
                     job.options["notes"].append(mixed_prologue.NOTE)
-                return _pre_jobs(r, plan, where) + [job]
+                return (_prologue_jobs(r, plan, where) if pro is None else []) + _pre_jobs(r, plan, where) + [job]
     r = _matmul_route(label, plan, mixed=False)
     jobs = _prologue_jobs(r, plan, where) + _pre_jobs(r, plan, where)
     jobs.append(Job("matmul", label, r.cube, list(r.operands), [r.result], plan, {"scratch": list(r.scratch)},

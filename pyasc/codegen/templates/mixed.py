@@ -15,7 +15,7 @@ launches.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Mapping
 
 from ... import symbolic as sy
@@ -23,7 +23,7 @@ from ...symbolic import IntLike
 from ...target import Chip, data_path, itemsize
 from .. import tileops as T
 from ..domain import same_dim
-from ..cost import gm_bandwidth, launch_cycles
+from ..cost import estimate, gm_bandwidth, launch_cycles
 from ..kernel_graph import KernelGraph
 from ..schedule import CORE, GROUP, SUB, Buffer, Channel, GmParam, GmRef, Let, Loop, MixedSchedule, Ref, Stmt, \
     TileSchedule, When
@@ -62,6 +62,8 @@ class MixedAnalysis:
     batch_outer: bool          # the epilogue's outer dims are the product's batch (else folded into its rows)
     keep_product: bool
     pro: VectorKernel | None = None   # the prologue's analysis (mixed_prologue.py)
+    # the prologue's schedule per (its tiling, the group count): the same for every cube tiling sharing them
+    memo: dict = field(default_factory=dict, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -142,11 +144,15 @@ def tilings(a: MixedAnalysis, chip: Chip, buffer_num: int, cores: int) -> list[M
     """The cube template's tilings whose vector side fits the UB."""
     dims, _ = scoring_dims(sorted(_symbols(a)))
     out = []
+    pro: dict[int, list] = {}   # the prologue's candidates per vector core count
     for ct in matmul.tilings(a.mk, chip, buffer_num, min(cores, chip.aic_cores), dims):
         t = MixedTiling(ct, min(2, buffer_num), ct.cores)
         if a.pro is not None:
             left = chip.ub_bytes - sum(b.nbytes for b in aiv_buffers(a, t, chip))
-            pt = mixed_prologue.tiling(a.pro, chip, buffer_num, ct.cores * chip.group_aivs, left)
+            aivs = ct.cores * chip.group_aivs
+            if aivs not in pro:
+                pro[aivs] = mixed_prologue.candidates(a.pro, chip, buffer_num, aivs)
+            pt = mixed_prologue.tiling(pro[aivs], left)
             if pt is None:
                 continue
             t = MixedTiling(ct, t.buffer_num, t.cores, pt)
@@ -187,8 +193,7 @@ def _with_prologue(a: MixedAnalysis, t: MixedTiling, chip: Chip, aic: TileSchedu
     at the barrier, then the cube reads A from there (mixed_prologue.py)."""
     assert a.pro is not None and t.prologue is not None
     mk = a.mk
-    first_other = (3 if mk.bias else 2) + len(a.vk.kg.inputs) - 1   # after the cube's and the epilogue's inputs
-    pro = mixed_prologue.schedule(a.pro, t.prologue, chip, first_other)
+    pro = _prologue(a, t, chip, aic.blocks)
     aic = mixed_prologue.renamed_side(aic, {}, {cube_in(0): mixed_prologue.WSA})
     aic.body = [T.sync_all(note="wait for A from the vector cores")] + aic.body
     aic.scratch[mixed_prologue.WSA] = sy.mul(mk.batch_count, mk.M, mk.K, itemsize(mk.dtype))
@@ -321,7 +326,31 @@ def bound(a: MixedAnalysis, t: MixedTiling, chip: Chip, dims: Mapping[str, int])
     blocks = sy.evaluate(a.mk.batch_count, dims) * _count(a.mk.M, t.cube.tm, dims) * _count(a.mk.N, t.cube.tn, dims)
     steps = -(-blocks // groups)
     aiv = _vector_floor(a, t, chip, dims, groups, steps)
-    return two_stage(aic, aiv, steps) + launch_cycles(chip, groups * (1 + chip.group_aivs))
+    return _prologue_floor(a, t, chip, dims) + two_stage(aic, aiv, steps) + launch_cycles(chip, groups * (1 + chip.group_aivs))
+
+
+def _prologue(a: MixedAnalysis, t: MixedTiling, chip: Chip, groups: IntLike) -> TileSchedule:
+    """The prologue's renamed schedule on the launch's vector cores (its statements are shared by the
+    candidates that share its tiling and group count: a schedule never holds one statement twice)."""
+    assert a.pro is not None and t.prologue is not None
+    key = (t.prologue, groups)
+    if key not in a.memo:
+        first_other = (3 if a.mk.bias else 2) + len(a.vk.kg.inputs) - 1   # after the cube's and the epilogue's
+        pro = mixed_prologue.schedule(a.pro, t.prologue, chip, first_other)
+        a.memo[key] = replace(pro, blocks=sy.mul(groups, chip.group_aivs))
+    return a.memo[key]
+
+
+def _prologue_floor(a: MixedAnalysis, t: MixedTiling, chip: Chip, dims: Mapping[str, int]) -> float:
+    """The prologue's estimate before the barrier (`schedules.score` puts it in front of the pipeline), or 0."""
+    if a.pro is None or t.prologue is None:
+        return 0.0
+    groups = matmul.schedule_blocks(a.mk, t.cube)
+    key = ("floor", t.prologue, groups, tuple(sorted(dims.items())))
+    if key not in a.memo:
+        p = estimate(_prologue(a, t, chip, groups), dims, chip)
+        a.memo[key] = p.cycles - launch_cycles(chip, p.blocks) + chip.sync_all_cycles
+    return a.memo[key]
 
 
 def _count(extent: IntLike, tile: int, dims: Mapping[str, int]) -> int:

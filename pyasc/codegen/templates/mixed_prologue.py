@@ -68,12 +68,9 @@ def analyze(label: str, pro: Prologue, dtype: str, chip: Chip) -> VectorKernel:
         raise Unsupported(f"the prologue does not tile in whole rows of A: {e}") from None
 
 
-def tiling(vk: VectorKernel, chip: Chip, buffer_num: int, cores: int, ub_left: int) -> VectorTiling | None:
-    """The prologue's tiling over `cores` vector cores within `ub_left` bytes of UB: the fewest rows per core
-    (the cube waits for the last), then the largest tiles; None when none fits."""
-    fitting = [t for t in vector.tilings(vk, chip, buffer_num, cores) if need(vk, t, chip) <= ub_left]
-    if not fitting:
-        return None
+def candidates(vk: VectorKernel, chip: Chip, buffer_num: int, cores: int) -> list[tuple[int, VectorTiling]]:
+    """The prologue's tilings over `cores` vector cores with their UB bytes, the best first: the fewest rows
+    per core (the cube waits for the last), then the largest tiles."""
     rows = vk.domain.R if isinstance(vk.domain.R, int) else None
     outer = vk.domain.outer_count if isinstance(vk.domain.outer_count, int) else 1
 
@@ -81,7 +78,13 @@ def tiling(vk: VectorKernel, chip: Chip, buffer_num: int, cores: int, ub_left: i
         tiles = outer * -(-(rows or t.rows) // t.rows)
         return -(-tiles // cores) * t.rows
 
-    return min(fitting, key=lambda t: (per_core(t), -t.rows))
+    found = sorted(vector.tilings(vk, chip, buffer_num, cores), key=lambda t: (per_core(t), -t.rows))
+    return [(need(vk, t, chip), t) for t in found]
+
+
+def tiling(found: Sequence[tuple[int, VectorTiling]], ub_left: int) -> VectorTiling | None:
+    """The best of the `candidates` within `ub_left` bytes of UB; None when none fits."""
+    return next((t for n, t in found if n <= ub_left), None)
 
 
 def need(vk: VectorKernel, t: VectorTiling, chip: Chip) -> int:
