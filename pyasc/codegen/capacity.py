@@ -123,6 +123,6 @@ def _with_prologue(c: FusionCandidate, chip: Chip, buffer_num: int) -> CapacityV
     used = (epi.working_set or 0) if epi is not None else 0
     sizes = [mixed_prologue.need(vk, t, chip) for t in vector.tilings(vk, chip, min(2, buffer_num), chip.aiv_cores)]
     if not sizes or used + min(sizes) > chip.ub_bytes:
-        return CapacityVerdict(False, None, f"no tile of whole rows of A fits the chip's {chip.ub_bytes} B UB beside "
-                                            f"the epilogue's {used} B")
+        return CapacityVerdict(False, None, f"no tile of whole rows of A ({a.type.shape[-1]} elements a row) fits "
+                                            f"the chip's {chip.ub_bytes} B UB beside the epilogue's {used} B")
     return CapacityVerdict(True, used + min(sizes))
