@@ -78,7 +78,9 @@ def refusal(plan: KernelPlan, producer: KernelPlan, a: Value, names: dict[Node, 
     """Why the kernel `producer` (which computes A) may not run as `plan`'s prologue, or ""."""
     st = producer.structure
     if st.kind not in (KernelKind.ELEMENTWISE, KernelKind.ROW_REDUCE):
-        return f"not row-local: A comes from a {st.kind.value} kernel (a prologue is elementwise or a row reduction)"
+        kind = st.kind.value.replace("_", " ")
+        article = "an" if kind[0] in "aeiou" else "a"
+        return f"not row-local: A comes from {article} {kind} kernel (a prologue is elementwise or a row reduction)"
     if st.kind is KernelKind.ROW_REDUCE and (st.k != 1 or tuple(st.rows) != tuple(a.type.shape)):
         return (f"not row-local: the kernel reduces the last {st.k} axes of {tuple(st.rows)}, not the rows of A "
                 f"{tuple(a.type.shape)} along K")
