@@ -101,13 +101,19 @@ def matmul_jobs(label: str, plan: KernelPlan, chip: Chip, buffer_num: int, mixed
                 prologue_apart: bool = False) -> list[Job]:
     """One mixed launch of the cube and its epilogue when the plan is marked for one (`ge.mixed`) and the mixed
     template can tile it; else vector casts of the operands (if any), transposes, the cube kernel and a vector
-    launch of the epilogue (if any), the first job's notes saying why."""
+    launch of the epilogue (if any), the first job's notes saying why. A plan's A producer (`KernelPlan.prologue`)
+    runs in the mixed launch before the cube (templates/mixed_prologue.py), else (`prologue_apart`, or when the
+    launch cannot take it: the notes say why) as a vector launch of its own first."""
     where = {"op": plan.anchor, "loc": plan.anchor_node.loc}
     why = ""
     if mixed:
         r = _planned(matmul_plan.route, label, plan, mixed=True, prologue_inside=not prologue_apart)
-        why = "" if prologue_apart else mixed_prologue.refusal(r, plan)
-        if r.epilogue is not None and not why:
+        apart = "" if prologue_apart else _prologue_refusal(r, plan)
+        if apart:   # A's producer a launch of its own, the rest as without one
+            jobs = matmul_jobs(label, plan, chip, buffer_num, mixed, prologue_apart=True)
+            jobs[0].options.setdefault("notes", []).append(apart)
+            return jobs
+        if r.epilogue is not None:
             e = r.epilogue
             keep = r.result in plan.outputs   # the product is a result of the plan too
             pro = None if r.prologue is None or prologue_apart else mixed_prologue.Prologue(
@@ -120,6 +126,10 @@ def matmul_jobs(label: str, plan: KernelPlan, chip: Chip, buffer_num: int, mixed
                       [r.result] * keep + list(e.outputs), plan,
                       {"scratch": [v for v in r.scratch if v is not r.result]}, **where)
             why = _mixed_refusal(job, chip, buffer_num)
+            if why and pro is not None:   # the mixed launch without A's producer may still tile
+                jobs = matmul_jobs(label, plan, chip, buffer_num, mixed, prologue_apart=True)
+                jobs[0].options.setdefault("notes", []).append(f"A's producer as a launch of its own: {why}")
+                return jobs
             if not why:
                 job.options["notes"] = ["one mixed launch: the product reaches the vector cores through an "
                                         "L2-resident workspace tile (no second launch, no HBM round trip)"]
@@ -166,6 +176,17 @@ def conv_jobs(label: str, plan: KernelPlan, chip: Chip, buffer_num: int, mixed: 
     if why:
         jobs[-1].options["notes"] = [f"not one launch with its weight conversion: {why}"]
     return jobs
+
+
+def _prologue_refusal(r: matmul_plan.MatmulRoute, plan: KernelPlan) -> str:
+    """Why the route's prologue (the plan's A producer) cannot share the mixed launch, or ""."""
+    if r.prologue is None:
+        return ""
+    if r.epilogue is None:
+        return "the product has no vector epilogue (the cube runs alone), so its A producer runs as a launch of its own"
+    if r.operands[0] != plan.anchor_node.inputs[0]:
+        return "A needs a cast or a transpose before the cube, so its producer runs as a launch of its own"
+    return ""
 
 
 def _rows_of(st: KernelStructure) -> tuple | None:

@@ -22,7 +22,6 @@ from dataclasses import dataclass, replace
 from typing import Any, Mapping, Sequence
 
 from ... import symbolic as sy
-from ...ge.plan import KernelPlan
 from ...symbolic import IntLike
 from ...target import Chip
 from ..kernel_graph import KernelGraph
@@ -44,17 +43,6 @@ class Prologue:
     kg: KernelGraph
     rows: tuple | None
     k: int
-
-
-def refusal(r: Any, plan: KernelPlan) -> str:
-    """Why a matmul route's prologue cannot share the mixed launch (`matmul_plan.MatmulRoute`), or ""."""
-    if r.prologue is None:
-        return ""
-    if r.epilogue is None:
-        return "the product has no vector epilogue (the cube runs alone), so its A producer runs as a launch of its own"
-    if r.operands[0] != plan.anchor_node.inputs[0]:
-        return "A needs a cast or a transpose before the cube, so its producer runs as a launch of its own"
-    return ""
 
 
 def analyze(label: str, pro: Prologue, dtype: str, chip: Chip) -> VectorKernel:
@@ -160,9 +148,10 @@ class _Renamer:
         return out
 
 
-def renamed_side(s: TileSchedule, params: Mapping[str, str], scratch: Mapping[str, str]) -> TileSchedule:
-    """`s` (a cube side) with its GM parameters renamed (`scratch`: renamed to a workspace of the launch)."""
-    r = _Renamer({}, {}, {**params, **scratch})
+def reading_workspace(s: TileSchedule, scratch: Mapping[str, str]) -> TileSchedule:
+    """`s` (the cube side) reading the launch's workspaces for some of its GM parameters (`scratch`: parameter
+    -> workspace name)."""
+    r = _Renamer({}, {}, scratch)
     return replace(s, params=[GmParam(r.params.get(p.name, p.name), p.dtype,
                                       "scratch" if p.name in scratch else p.role) for p in s.params],
                    body=r.body(s.body))

@@ -15,7 +15,8 @@ or the `Rejection` of the first rule that refuses it:
 - `matmul_rule`: one matmul with an elementwise epilogue of its output shape (side inputs of the epilogue
   computed in it too)
   (what FixPipe and the vector unit apply on the way out), never a prologue
-  ("matmul_prologue", "matmul_epilogue_shape"), never two matmuls
+  ("matmul_prologue": the kernel computing A may join later, in the `matmul_prologue` pass, ge/prologue.py;
+  "matmul_epilogue_shape"), never two matmuls
   ("two_matmuls") or a matmul with a reduction ("matmul_with_reduction");
 - `reduction_rule`: reductions with their elementwise/broadcast prologue;
   reductions over the trailing axes ("rows") also with epilogues and further
