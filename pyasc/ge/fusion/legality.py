@@ -15,7 +15,8 @@ or the `Rejection` of the first rule that refuses it:
 - `matmul_rule`: one matmul with an elementwise epilogue of its output shape (side inputs of the epilogue
   computed in it too)
   (what FixPipe and the vector unit apply on the way out), never a prologue
-  ("matmul_prologue", "matmul_epilogue_shape"), never two matmuls
+  ("matmul_prologue": the kernel computing A may join later, in the `matmul_prologue` pass, ge/prologue.py;
+  "matmul_epilogue_shape"), never two matmuls
   ("two_matmuls") or a matmul with a reduction ("matmul_with_reduction");
 - `reduction_rule`: reductions with their elementwise/broadcast prologue;
   reductions over the trailing axes ("rows") also with epilogues and further
@@ -131,7 +132,8 @@ def matmul_rule(facts: GraphFacts, mm: Node, order: list[Node]) -> KernelStructu
             continue
         if n not in after and mm in facts.descendants(n, group):
             return Rejection("matmul_prologue", f"{facts.label(n)} would be a prologue of matmul {facts.label(mm)}: "
-                             "the cube reads its operands from GM through L1, only an epilogue fuses")
+                             "the cube reads its operands from GM through L1, only an epilogue fuses (the matmul_prologue "
+                             "pass may take in A's producer kernel later)")
         if n.outputs[0].shape != out_shape:
             return Rejection("matmul_epilogue_shape", f"{facts.label(n)} has shape {n.outputs[0].shape}, not the "
                              f"matmul output shape {out_shape}: not an elementwise epilogue")
