@@ -6,7 +6,9 @@ turns them into graph values with `cx.value` (numbers become constants of the dt
 registry ops with `cx.op`. Arithmetic computes in the dtype torch gives the result (`cx.out_dtype`),
 comparisons in the dtype torch promotes their operands to (`cx.promoted`). An entry raises
 `Unsupported` for arguments it cannot express; ops missing here run in eager PyTorch (a reported
-graph break). Attention (scaled_dot_product_attention) has its own module, attention.py.
+graph break). Attention (scaled_dot_product_attention), convolutions and indexing have their own modules
+(attention.py, aten_conv.py, aten_index.py). int64 values are computed as int32 (convert.NARROWED): arithmetic
+that could carry them out of int32's range is refused (GROWING).
 """
 from __future__ import annotations
 

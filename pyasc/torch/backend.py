@@ -142,9 +142,9 @@ class PyascSubgraph(torch.nn.Module):
         for t, name in zip(tensors, self.inputs):
             if t.dtype in NARROWED and not narrow_fits(t):
                 _REPORTS.report(GraphBreak(
-                    f"pyasc kernel {self.graph.name}", self.where,
+                    f"a call of pyasc kernel {self.graph.name}", self.where,
                     f"its {t.dtype} input {name} holds values in [{int(t.min())}, {int(t.max())}], outside "
-                    f"{NARROWED[t.dtype]}, the chip's widest integer: the call"))
+                    f"{NARROWED[t.dtype]}, the chip's widest integer"))
                 return self.eager(*tensors)
         arrays = [to_numpy(t.to(NARROWED[t.dtype]) if t.dtype in NARROWED else t) for t in tensors]
         record = _PROFILE.get()

@@ -7,8 +7,10 @@ straight to the optimiser (runtime.GraphKernel), like a graph from pyasc's own f
 
 Types follow torch, not numpy: an entry computes in the dtype torch gives the node's result (Python
 numbers become constants of that dtype), and after every node the value is cast to torch's dtype if
-pyasc's inference differs (a shape that differs is `Unsupported`: the node stays in PyTorch). Nodes
-carry the user's source line from FX's `stack_trace`, so a pyasc error points at the model's code.
+pyasc's inference differs (a shape that differs is `Unsupported`: the node stays in PyTorch). torch's int64
+(token ids, labels, indices) is computed as int32 (convert.NARROWED; the backend checks and narrows the
+graph's int64 inputs, widens its int64 outputs). Nodes carry the user's source line from FX's
+`stack_trace`, so a pyasc error points at the model's code.
 A pyasc op registered with `pyasc.torch.custom_op` is inlined: its kernel's graph (or, for its
 derived backward op, the backward graph) is spliced in, so it fuses with its neighbours.
 """
@@ -312,8 +314,7 @@ def node_support(node: torch.fx.Node, table: dict[Any, Entry]) -> str | None:
                 if isinstance(a.meta.get("val"), torch.Tensor) and constant_value(a) is None]
     for t in tensors:
         if graph_dtype(t.dtype) is None:
-            return f"dtype {t.dtype} (the NPU has float16, float32, int8, int16, int32, uint8, bool; int64 " \
-                   "is computed as int32)"
+            return f"dtype {t.dtype} (the NPU has float16, float32, int8, int16, int32, uint8, bool)"
         if any(not isinstance(d, int) for d in t.shape):
             return "a symbolic shape (pyasc's FX frontend compiles static shapes)"
         if t.device.type not in ("cpu", "meta"):
