@@ -7,14 +7,16 @@ Every entry is a registry op pyasc's numpy frontend already uses for integer-arr
   reads it);
 - index.Tensor(x, [None.., i0, i1, .., None..]) -> one take along the indexed dims flattened into one (the
   index tensors broadcast together, negative indices counted from the end); the index tensors must be
-  adjacent, as torch then keeps the result's dims in place; bool masks (a result size known only from the
-  values) and index tensors apart are refused with a graph break that says so;
+  adjacent, as torch then keeps the result's dims in place; bool masks (how many elements they select is
+  known only from the values) and index tensors apart are refused with a graph break that says so;
 - embedding_dense_backward and index_put (accumulate or not, the index tensors leading) -> scatter_rows, the
   rows of the grad added (or written) at the ids; rows at padding_idx get nothing; scatter.value / scatter.src /
   scatter_add along a dim -> a one-hot placement (the last of duplicate indices wins a "set", as numpy's);
 - argmax / argmin -> the registry ops (int32 indices; the backend widens an int64 graph output back).
 Index tensors are int64 in torch and int32 in the graph (convert.NARROWED). An index out of range selects
-zeros (a gather) or nothing (a scatter): torch raises, a kernel cannot.
+zeros (a gather) or nothing (a scatter): torch raises, a kernel cannot. The gathers and scatters are one-hot
+products, their work (ids) x (table rows) x (row size): right for the small vocabularies and label sets
+of tests and small models; a large embedding table needs a DMA gather/scatter, which pyasc does not have.
 """
 from __future__ import annotations
 
@@ -33,7 +35,7 @@ aten = torch.ops.aten
 def _index(cx: Lowering, a: Any) -> Value:
     """An index tensor as int32 (torch's int64 is narrowed already; bool masks are refused)."""
     if isinstance(a, torch.fx.Node) and a.meta["val"].dtype == torch.bool:
-        raise Unsupported("a bool mask index (its result's size depends on the values)")
+        raise Unsupported("a bool mask index (how many elements it selects depends on the values)")
     return cx.value(a, "int32")
 
 
