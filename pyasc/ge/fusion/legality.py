@@ -116,6 +116,8 @@ def read_views(facts: GraphFacts, order: list[Node]) -> list[Node]:
     squeeze) in its chain, not a graph result (readers outside the candidate get copies of it, fusion's phase
     4); `codegen.strided.is_input_view` names the same nodes in the kernel graph. Empty when the candidate
     holds no data move of that kind."""
+    if not any(facts.pattern[n] == Category.INJECTIVE for n in order):
+        return []   # the common case, answered without a walk
     group = set(order)
     found: dict[Node, None] = {}
     changed = True
