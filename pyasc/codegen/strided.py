@@ -9,6 +9,10 @@ the tensor. `VIEW_RULES` says how each view op moves a layout (a table, as the l
 rules cannot express (a reshape merging axes a slice made non-adjacent, a negative step) is None, and the
 template refuses the kernel, which fusion then leaves as separate data moves.
 
+Elementwise and row kernels read inputs through views too (fusion's phase 4, ge/fusion/views.py): a view of a
+kernel input there (`is_input_view`) is read by the vector template in the placement its reader needs
+(`view_read`), through the layout, by strided copies of whole contiguous rows (codegen/domain.py).
+
 Only static shapes are laid out: a symbolic stride would make every address a runtime product, and a view of
 a dynamic tensor is rare in the code this serves.
 """
