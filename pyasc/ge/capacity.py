@@ -36,7 +36,8 @@ buffer that spans the reduced axes (one block for per-row values), plus one
 fp32 row of scratch per row composite; for a matmul kernel one cube_block x cube_block output
 fractal per epilogue buffer (its operands sit in L1/L0A/L0B, the bias in the
 bias table). Scalar constants are immediates, not buffers. An If step needs
-nothing on chip.
+nothing on chip. An elementwise or row kernel reading an input through views (a slice, a transpose, ...:
+fusion's phase 4) is refused: whether a template can read through them is codegen's to say.
 """
 from __future__ import annotations
 
@@ -45,6 +46,7 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from .. import ops
+from ..ops import Category
 from ..ir import Graph, Node, Sym, Value
 from ..target import DEFAULT_CHIP, Chip, get_chip  # noqa: F401  (DEFAULT_CHIP: part of this face)
 from .plan import KernelKind, KernelStructure
@@ -95,6 +97,11 @@ def default_capacity(chip: Chip) -> CapacityFn:
     fractal = _positive_int(chip, "cube_block") ** 2
 
     def capacity(candidate: FusionCandidate) -> CapacityVerdict:
+        moves = [n.op for n in candidate.nodes if ops.get(n.op).category == Category.INJECTIVE]
+        if moves and candidate.structure.kind in (KernelKind.ELEMENTWISE, KernelKind.ROW_REDUCE):
+            # views read through by strides (fusion's phase 4): only codegen's templates know whether they can
+            return CapacityVerdict(False, None, f"the built-in estimate does not read inputs through views "
+                                                f"({', '.join(moves)}); codegen's capacity function does")
         ws = working_set(candidate, block, fractal)
         if ws is None:
             return CapacityVerdict(True, None)
