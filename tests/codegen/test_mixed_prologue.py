@@ -110,3 +110,16 @@ def test_the_pass_turns_off(rng, off):
     art, prof = _run(ln_mm_gelu, *args, disable_passes=[off])
     assert "as the prologue" not in _log(art)
     assert prof.launches == (2 if off == "matmul_prologue" else 4)   # apart: the bias cast is a launch too
+
+
+def sliced_scaled_mm(x, w, bias):
+    return pyasc.relu(x[:, :40] * 0.5 @ w + bias)   # the prologue reads a slice of x through strides
+
+
+def test_a_prologue_reading_a_view_of_its_input(rng):
+    args = (_vals(rng, (6, 48)), _vals(rng, (40, 24)), _vals(rng, (24,)))
+    kern, prof = run_mixed(sliced_scaled_mm, *args)
+    assert prof.launches == 1
+    log = kern.compile(*args).fusion_log
+    assert any(d.startswith("fused: views slice") for d in log)
+    assert any("as the prologue of its A operand" in d for d in log)
