@@ -46,6 +46,10 @@ numpy functions as composites whose eager function is numpy's own (numpy_composi
   cumsum (a) axis [None], dtype [None]                                            scan.py
   arange linspace eye tri () (numpy's attributes); tril triu (m) k [0]; outer (a, b)   constructors.py
   roll (a) shift, axis [None]; diff (a[, prepend][, append]) n [1], axis [-1]      shifts.py
+  flip (m) axis [None]; fliplr flipud (m)                                         flips.py
+  isclose allclose (a, b) rtol, atol, equal_nan; heaviside (x1, x2);
+  select (internal, variadic: conds then choices) n, default; sugar select        closeness.py
+  nansum nanmean nanmax nanmin ptp (a) axis [None], keepdims; nanvar nanstd (a) + ddof [0]   nanreduce.py
   concat (internal, variadic) axis, kind; split (internal, one output per piece) sections, axis, equal:
   sugar concatenate concat stack hstack vstack / split array_split                 joining.py
 
@@ -78,6 +82,7 @@ from .registry import (  # noqa: F401
 from . import elementwise, reduce, shape, matmul, creation, composite, dimvalue, loop, update  # noqa: F401,E402  (registers ops)
 from . import elementary, statistics, like, joining, arrange, dot, search, scan, constructors  # noqa: F401,E402  (numpy functions as composites)
 from . import npmath, special, accumulate, linalg, einsum, sorting, scatter, shifts  # noqa: F401,E402  (more numpy, scipy.special)
+from . import flips, closeness, nanreduce  # noqa: F401,E402  (numpy functions, issue 22 part 3)
 from . import attention  # noqa: F401,E402  (registers the attention op)
 from . import conv  # noqa: F401,E402  (conv2d, pooling, batch_norm)
 from . import vjp_elementwise, vjp_structure, vjp_composite  # noqa: F401,E402  (VJP rules, keyed by op)
