@@ -219,6 +219,11 @@ def _hashable(v: Any) -> bool:
 
 def numpy_twin_of(callee: Any, func: ast.AST | None) -> tuple[str, Any] | None:
     """(op name, pyasc public function or None) a numpy function means (`np.exp` -> "exp"), or None."""
+    owner = getattr(callee, "__self__", None)
+    if isinstance(owner, np.ufunc) and getattr(np, owner.__name__, None) is owner:  # np.add.reduce, np.minimum.outer
+        method = f"{owner.__name__}.{getattr(callee, '__name__', '')}"
+        twin = ops.numpy_twin(method)
+        return None if twin is None else (twin, ops.numpy_function(method))
     candidates = []
     if isinstance(func, ast.Attribute):
         candidates.append(func.attr)

@@ -82,7 +82,7 @@ from .registry import (  # noqa: F401
 from . import elementwise, reduce, shape, matmul, creation, composite, dimvalue, loop, update  # noqa: F401,E402  (registers ops)
 from . import elementary, statistics, like, joining, arrange, dot, search, scan, constructors  # noqa: F401,E402  (numpy functions as composites)
 from . import npmath, special, accumulate, linalg, einsum, sorting, scatter, shifts  # noqa: F401,E402  (more numpy, scipy.special)
-from . import flips, closeness, nanreduce  # noqa: F401,E402  (numpy functions, issue 22 part 3)
+from . import flips, closeness, nanreduce, ufuncs  # noqa: F401,E402  (numpy functions, issue 22 part 3)
 from . import attention  # noqa: F401,E402  (registers the attention op)
 from . import conv  # noqa: F401,E402  (conv2d, pooling, batch_norm)
 from . import vjp_elementwise, vjp_structure, vjp_composite  # noqa: F401,E402  (VJP rules, keyed by op)
