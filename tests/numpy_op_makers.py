@@ -107,7 +107,8 @@ DTYPES_ISSUE22 = {
     "diff": ("float16", "int32", "bool"),
     **{n: ("float32", "int32") for n in ("flip", "isclose", "allclose", "heaviside", "nansum", "nanmean", "nanmax",
                                          "nanvar", "ptp")},
-    **{n: ("float32",) for n in ("fliplr", "flipud", "nanmin", "nanstd")},
+    **{n: ("float32",) for n in ("fliplr", "flipud", "nanmin", "nanstd", "inner")},
+    **{n: ("float32", "int32") for n in ("tensordot", "kron", "cross", "matrix_power")},
 }
 
 
@@ -148,6 +149,11 @@ def makers_numpy3(values: Callable[..., np.ndarray]) -> dict[str, list[Any]]:
         "nanmax": [with_nan((3, 4), axis=1)], "nanmin": [with_nan((4, 3), axis=None)],
         "nanvar": [with_nan((3, 4), axis=1, ddof=1)], "nanstd": [with_nan((3, 4), axis=0)],
         "ptp": [un(shape=(3, 5), axis=1)],
+        "tensordot": [lambda rng, d: ([values(rng, d, (2, 3, 4)), values(rng, d, (4, 3, 5))], {"axes": ([1, 2], [1, 0])})],
+        "inner": [lambda rng, d: ([values(rng, d, (3, 4)), values(rng, d, (2, 4))], {})],
+        "kron": [lambda rng, d: ([values(rng, d, (2, 3)), values(rng, d, (3,))], {})],
+        "cross": [lambda rng, d: ([values(rng, d, (4, 3)), values(rng, d, (3,))], {})],
+        "matrix_power": [un("small", shape=(2, 3, 3), n=5), un(shape=(3, 3), n=0)],
     }
 
 
