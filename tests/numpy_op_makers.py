@@ -108,7 +108,9 @@ DTYPES_ISSUE22 = {
     **{n: ("float32", "int32") for n in ("flip", "isclose", "allclose", "heaviside", "nansum", "nanmean", "nanmax",
                                          "nanvar", "ptp")},
     **{n: ("float32",) for n in ("fliplr", "flipud", "nanmin", "nanstd", "inner")},
-    **{n: ("float32", "int32") for n in ("tensordot", "kron", "cross", "matrix_power")},
+    **{n: ("float32", "int32") for n in ("tensordot", "kron", "cross", "matrix_power", "median", "quantile",
+                                         "searchsorted")},
+    **{n: ("float32",) for n in ("percentile", "interp")},
 }
 
 
@@ -154,6 +156,12 @@ def makers_numpy3(values: Callable[..., np.ndarray]) -> dict[str, list[Any]]:
         "kron": [lambda rng, d: ([values(rng, d, (2, 3)), values(rng, d, (3,))], {})],
         "cross": [lambda rng, d: ([values(rng, d, (4, 3)), values(rng, d, (3,))], {})],
         "matrix_power": [un("small", shape=(2, 3, 3), n=5), un(shape=(3, 3), n=0)],
+        "median": [with_nan((3, 4), axis=1), un(shape=(2, 3, 4), axis=(0, 2), keepdims=True)],
+        "quantile": [un(shape=(3, 5), q=(0.0, 0.3, 1.0), axis=0)], "percentile": [with_nan((4, 3), q=75)],
+        "searchsorted": [lambda rng, d: ([np.sort(values(rng, d, (6,))), values(rng, d, (2, 3))], {"side": "right"}),
+                         lambda rng, d: ([np.sort(values(rng, d, (5,))), values(rng, d, (4,))], {})],
+        "interp": [lambda rng, d: ([values(rng, d, (3, 4)), np.sort(values(rng, d, (5,))), values(rng, d, (5,))],
+                                   {"right": 9.0})],
     }
 
 

@@ -127,7 +127,7 @@ def test_decomposition_with_symbolic_dims():
 #: the composites of the numpy3 modules (flips.py, closeness.py, nanreduce.py, ...)
 NUMPY3 = {"flip", "fliplr", "flipud", "isclose", "allclose", "heaviside", "select", "nansum", "nanmean", "nanmax",
           "nanmin", "nanvar", "nanstd", "ptp", "ufunc_accumulate", "ufunc_outer", "tensordot", "inner", "kron", "cross",
-          "matrix_power"}
+          "matrix_power", "median", "quantile", "percentile", "searchsorted", "interp"}
 
 
 def test_every_composite_has_a_case():

@@ -54,6 +54,8 @@ numpy functions as composites whose eager function is numpy's own (numpy_composi
   the internal ufunc_accumulate (array) ufunc, axis; ufunc_outer (A, B) ufunc        ufuncs.py
   tensordot (a, b) axes [2]; inner kron (a, b); cross (a, b) axisa, axisb, axisc, axis;
   matrix_power (a) n                                                              products.py
+  quantile percentile (a) q, axis [None], keepdims; median (a) axis, keepdims;
+  searchsorted (a, v) side ["left"]; interp (x, xp, fp) left, right, period       quantiles.py
   concat (internal, variadic) axis, kind; split (internal, one output per piece) sections, axis, equal:
   sugar concatenate concat stack hstack vstack / split array_split                 joining.py
 
@@ -86,7 +88,7 @@ from .registry import (  # noqa: F401
 from . import elementwise, reduce, shape, matmul, creation, composite, dimvalue, loop, update  # noqa: F401,E402  (registers ops)
 from . import elementary, statistics, like, joining, arrange, dot, search, scan, constructors  # noqa: F401,E402  (numpy functions as composites)
 from . import npmath, special, accumulate, linalg, einsum, sorting, scatter, shifts  # noqa: F401,E402  (more numpy, scipy.special)
-from . import flips, closeness, nanreduce, ufuncs, products  # noqa: F401,E402  (numpy functions, issue 22 part 3)
+from . import flips, closeness, nanreduce, ufuncs, products, quantiles  # noqa: F401,E402  (numpy functions, issue 22 part 3)
 from . import attention  # noqa: F401,E402  (registers the attention op)
 from . import conv  # noqa: F401,E402  (conv2d, pooling, batch_norm)
 from . import vjp_elementwise, vjp_structure, vjp_composite  # noqa: F401,E402  (VJP rules, keyed by op)
