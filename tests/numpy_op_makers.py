@@ -111,6 +111,7 @@ DTYPES_ISSUE22 = {
     **{n: ("float32", "int32") for n in ("tensordot", "kron", "cross", "matrix_power", "median", "quantile",
                                          "searchsorted")},
     **{n: ("float32",) for n in ("percentile", "interp")},
+    **{n: ("float32", "int32") for n in ("convolve", "correlate", "trapezoid")},
 }
 
 
@@ -162,6 +163,12 @@ def makers_numpy3(values: Callable[..., np.ndarray]) -> dict[str, list[Any]]:
                          lambda rng, d: ([np.sort(values(rng, d, (5,))), values(rng, d, (4,))], {})],
         "interp": [lambda rng, d: ([values(rng, d, (3, 4)), np.sort(values(rng, d, (5,))), values(rng, d, (5,))],
                                    {"right": 9.0})],
+        "convolve": [lambda rng, d: ([values(rng, d, (7,)), values(rng, d, (3,))], {"mode": "same"}),
+                     lambda rng, d: ([values(rng, d, (2,)), values(rng, d, (5,))], {})],
+        "correlate": [lambda rng, d: ([values(rng, d, (3,)), values(rng, d, (6,))], {"mode": "full"}),
+                      lambda rng, d: ([values(rng, d, (6,)), values(rng, d, (4,))], {})],
+        "trapezoid": [lambda rng, d: ([values(rng, d, (3, 5)), None], {"dx": 0.5}),
+                      lambda rng, d: ([values(rng, d, (4, 3)), np.sort(values(rng, d, (4,)))], {"axis": 0})],
     }
 
 

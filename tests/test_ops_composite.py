@@ -127,7 +127,8 @@ def test_decomposition_with_symbolic_dims():
 #: the composites of the numpy3 modules (flips.py, closeness.py, nanreduce.py, ...)
 NUMPY3 = {"flip", "fliplr", "flipud", "isclose", "allclose", "heaviside", "select", "nansum", "nanmean", "nanmax",
           "nanmin", "nanvar", "nanstd", "ptp", "ufunc_accumulate", "ufunc_outer", "tensordot", "inner", "kron", "cross",
-          "matrix_power", "median", "quantile", "percentile", "searchsorted", "interp"}
+          "matrix_power", "median", "quantile", "percentile", "searchsorted", "interp", "convolve",
+          "correlate", "trapezoid", "meshgrid"}
 
 
 def test_every_composite_has_a_case():
@@ -149,7 +150,7 @@ def test_every_composite_has_a_case():
     numpy_eager |= {"attention"}
     # roll and diff (shifts.py): compared with numpy by test_golden_ops (numpy_op_makers.makers_issue22)
     numpy_eager |= {"roll", "diff"}
-    # numpy3's (flips, closeness, nanreduce, ...): test_golden_ops (numpy_op_makers.makers_numpy3); select, ufunc_accumulate and
-    # ufunc_outer (no public api: numpy's spellings are sugar) by test_ops_numpy3.py
+    # numpy3's (flips, closeness, nanreduce, ...): test_golden_ops (numpy_op_makers.makers_numpy3); select, meshgrid,
+    # ufunc_accumulate and ufunc_outer (no public api: numpy's spellings are sugar) by test_ops_numpy3.py
     numpy_eager |= NUMPY3
     assert {n for n in ops.names() if ops.get(n).composite} == set(COMPOSITES) | numpy_eager

@@ -56,6 +56,8 @@ numpy functions as composites whose eager function is numpy's own (numpy_composi
   matrix_power (a) n                                                              products.py
   quantile percentile (a) q, axis [None], keepdims; median (a) axis, keepdims;
   searchsorted (a, v) side ["left"]; interp (x, xp, fp) left, right, period       quantiles.py
+  convolve (a, v) mode ["full"]; correlate (a, v) mode ["valid"]; trapezoid (y[, x]) dx [1.0], axis [-1];
+  meshgrid (internal, variadic, one output per input) sparse, indexing; sugar meshgrid   signal.py
   concat (internal, variadic) axis, kind; split (internal, one output per piece) sections, axis, equal:
   sugar concatenate concat stack hstack vstack / split array_split                 joining.py
 
@@ -88,7 +90,7 @@ from .registry import (  # noqa: F401
 from . import elementwise, reduce, shape, matmul, creation, composite, dimvalue, loop, update  # noqa: F401,E402  (registers ops)
 from . import elementary, statistics, like, joining, arrange, dot, search, scan, constructors  # noqa: F401,E402  (numpy functions as composites)
 from . import npmath, special, accumulate, linalg, einsum, sorting, scatter, shifts  # noqa: F401,E402  (more numpy, scipy.special)
-from . import flips, closeness, nanreduce, ufuncs, products, quantiles  # noqa: F401,E402  (numpy functions, issue 22 part 3)
+from . import flips, closeness, nanreduce, ufuncs, products, quantiles, signal  # noqa: F401,E402  (numpy functions, issue 22 part 3)
 from . import attention  # noqa: F401,E402  (registers the attention op)
 from . import conv  # noqa: F401,E402  (conv2d, pooling, batch_norm)
 from . import vjp_elementwise, vjp_structure, vjp_composite  # noqa: F401,E402  (VJP rules, keyed by op)

@@ -18,7 +18,8 @@ from .registry import Category
 from .shape import normalize_index
 
 
-def _reversed(b: Builder, m: Any, axes: Sequence[int]) -> Any:
+def reversed_axes(b: Builder, m: Any, axes: Sequence[int]) -> Any:
+    """m with `axes` reversed (shared with correlate)."""
     if not axes:
         return m
     shape = b.shape(m)
@@ -27,15 +28,15 @@ def _reversed(b: Builder, m: Any, axes: Sequence[int]) -> Any:
 
 
 def _flip(b: Builder, m: Any, *, axis: Any = None) -> list[Any]:
-    return [_reversed(b, m, normalize_axis(axis, len(b.shape(m))) if b.shape(m) else ())]
+    return [reversed_axes(b, m, normalize_axis(axis, len(b.shape(m))) if b.shape(m) else ())]
 
 
 def _fliplr(b: Builder, m: Any) -> list[Any]:
-    return [_reversed(b, m, (1,))]
+    return [reversed_axes(b, m, (1,))]
 
 
 def _flipud(b: Builder, m: Any) -> list[Any]:
-    return [_reversed(b, m, (0,))]
+    return [reversed_axes(b, m, (0,))]
 
 
 def _check_rank(least: int):
