@@ -158,6 +158,26 @@ def attention_rows(chip: str, heads: int = 8, t: int = 1024, d: int = 128) -> li
     return rows
 
 
+def _decode_step(q, k, v):
+    return pyasc.attention(q, k, v)
+
+
+def decode_rows(chip: str, heads: Sequence[int] = (1, 8, 32), t: int = 4096, d: int = 128) -> list[Row]:
+    """One decode step: a query row per head against a KV cache of t keys (memory-bound: K and V read once).
+    The note says which form the cost model launched (codegen/decode.py: one launch, or the keys split over
+    the cores and a combine launch)."""
+    rng = np.random.default_rng(0)
+    rows = []
+    for h in heads:
+        args = [(rng.standard_normal((1, h, n, d)) * 0.5).astype(np.float16) for n in (1, t, t)]
+        k = pyasc.kernel(_decode_step, chip=chip)
+        row = measure(f"decode step 1x{h}x1x{t}x{d} f16", k, args)
+        form = [dk.template for dk in k.compile(*args).kernels]
+        row.note = "keys split + combine" if "attention_combine" in form else "one launch"
+        rows.append(row)
+    return rows
+
+
 def gpt2_block(x, ln1_g, ln1_b, w_attn, b_attn, w_proj, b_proj, ln2_g, ln2_b, w_fc, b_fc, w_out, b_out, n_head: int):
     """picoGPT's transformer block, unchanged numpy but for the mask: float16 cannot hold picoGPT's -1e10
     ((1 - tri) * -1e10 is 0 * -inf = NaN there), so the same triangle is spelt with -inf."""
@@ -272,6 +292,7 @@ WORKLOADS: dict[str, Callable[[str], list[Row]]] = {
     "gpt2_block": lambda chip: [gpt2_block_row(chip)],
     "resnet_basic_block": lambda chip: [resnet_basic_block(chip)],
     "attention": attention_rows,
+    "decode": decode_rows,
 }
 
 
