@@ -61,7 +61,8 @@ def _kernel(body, dynamic=False):
 
 
 @pytest.mark.parametrize("body, message", [
-    (lambda x: np.linalg.matrix_power(x[:, :3], -1), r"matrix_power: a negative exponent \(-1\) needs the matrix inverse"),
+    (lambda x: np.linalg.matrix_power(x[:, :3], -1),
+     r"matrix_power: a negative exponent \(-1\) needs the matrix inverse"),
     (lambda x: np.linalg.matrix_power(x, 2), r"Last 2 dimensions of the array must be square, got shape \(3, 4\)"),
     (lambda x: np.select([x], [x]), r"invalid entry 0 in condlist: should be boolean ndarray"),
     (lambda x: np.select([x > 0], [x], default=x), r"select\(\): default must be a compile-time scalar"),
@@ -73,7 +74,9 @@ def _kernel(body, dynamic=False):
     (lambda x: np.tensordot(x, x, axes=([0], [1])), r"tensordot: shape-mismatch for sum"),
     (lambda x: np.meshgrid(x[0], indexing="yx"), r"Valid values for `indexing` are 'xy' and 'ij'"),
     (lambda x: np.fliplr(x[0]), r"Input must be >= 2-d"),
-    (lambda x: np.add.reduceat(x, [0, 2]), r"`np.add.reduceat` has no pyasc lowering; lowered methods of np.add: np.add.accumulate, np.add.outer, np.add.reduce"),
+    (lambda x: np.add.reduceat(x, [0, 2]),
+     r"`np.add.reduceat` has no pyasc lowering; lowered methods of np.add: np.add.accumulate, np.add.outer, "
+     r"np.add.reduce"),
 ])
 def test_errors_name_the_op_and_the_line(body, message):
     with pytest.raises(CompileError, match=message) as e:

@@ -84,15 +84,16 @@ NUMPY3_CATEGORY = {
 NUMPY3_INTERNAL = {"select", "meshgrid", "ufunc_accumulate", "ufunc_outer"}
 NUMPY3_CHEAP = {"roll", "diff", "flip", "fliplr", "flipud", "meshgrid", "select", "ufunc_outer"}
 #: binary elementwise ufuncs with a two-tensor twin: each has np.<u>.outer
-OUTER_UFUNCS = ("add subtract multiply divide true_divide floor_divide mod remainder power pow maximum minimum fmax fmin "
-                "less less_equal greater greater_equal equal not_equal bitwise_and bitwise_or bitwise_xor logical_and "
+OUTER_UFUNCS = ("add subtract multiply divide true_divide floor_divide mod remainder power pow maximum minimum fmax "
+                "fmin less less_equal greater greater_equal equal not_equal bitwise_and bitwise_or bitwise_xor logical_and "
                 "logical_or logical_xor logaddexp heaviside").split()
 NUMPY3_TWINS = {
     **{n: n for n in NUMPY3_CATEGORY if n not in NUMPY3_INTERNAL and n != "matrix_power"},
     "linalg.matrix_power": "matrix_power", "select": "select", "meshgrid": "meshgrid",
     "add.reduce": "sum", "multiply.reduce": "prod", "maximum.reduce": "max", "minimum.reduce": "min",
     "logical_and.reduce": "all", "logical_or.reduce": "any", "add.accumulate": "cumsum",
-    "multiply.accumulate": "cumprod", "maximum.accumulate": "ufunc_accumulate", "minimum.accumulate": "ufunc_accumulate",
+    "multiply.accumulate": "cumprod", "maximum.accumulate": "ufunc_accumulate",
+    "minimum.accumulate": "ufunc_accumulate",
     **{f"{u}.outer": "ufunc_outer" for u in OUTER_UFUNCS},
 }
 NUMPY_OPS |= set(NUMPY3_CATEGORY)

@@ -12,6 +12,7 @@ select(condlist, choicelist, default=0): the choice of the first true condition,
 """
 from __future__ import annotations
 
+import inspect
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -124,10 +125,11 @@ def select(condlist, choicelist, default=0):  # noqa: ANN001, ANN201 - numpy's s
     return np.select(condlist, choicelist, default)
 
 
-def _bind_select(args: Sequence[Any], kwargs: Mapping[str, Any]) -> tuple[list[Any], dict[str, Any]]:
-    import inspect  # only here: the sugar's signature
+_SELECT_SIG = inspect.signature(select)
 
-    arguments = sugar_arguments(select, inspect.signature(select), args, kwargs)
+
+def _bind_select(args: Sequence[Any], kwargs: Mapping[str, Any]) -> tuple[list[Any], dict[str, Any]]:
+    arguments = sugar_arguments(select, _SELECT_SIG, args, kwargs)
     conds, choices, default = arguments["condlist"], arguments["choicelist"], arguments["default"]
     if not isinstance(conds, (list, tuple)) or not isinstance(choices, (list, tuple)):
         raise TypeError("select(): condlist and choicelist must be lists of arrays")

@@ -110,7 +110,8 @@ def _move_last(b: Builder, x: Any, axis: int) -> Any:
     return x if axis % nd == nd - 1 else b.op("moveaxis", x, source=axis, destination=-1)
 
 
-def _cross(b: Builder, a: Any, y: Any, *, axisa: int = -1, axisb: int = -1, axisc: int = -1, axis: Any = None) -> list[Any]:
+def _cross(b: Builder, a: Any, y: Any, *, axisa: int = -1, axisb: int = -1, axisc: int = -1,
+           axis: Any = None) -> list[Any]:
     if axis is not None:
         axisa = axisb = axisc = axis
     dt = b.result_type(b.dtype(a), b.dtype(y))

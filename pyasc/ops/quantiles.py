@@ -114,7 +114,8 @@ def _check_order(name: str, scale: float):
         if "q" in attrs:
             qs, _ = _qs(attrs["q"])
             if any(not 0.0 <= v / scale <= 1.0 for v in qs):
-                raise InferError(f"{'Percentiles must be in the range [0, 100]' if scale == 100 else 'Quantiles must be in the range [0, 1]'}")
+                raise InferError("Percentiles must be in the range [0, 100]" if scale == 100.0
+                                 else "Quantiles must be in the range [0, 1]")
     return check
 
 
@@ -154,7 +155,8 @@ def _searchsorted(b: Builder, a: Any, v: Any, *, side: str = "left") -> list[Any
 def _check_searchsorted(ts: Sequence[TensorType], attrs: Mapping[str, Any]) -> None:
     a, _ = ts
     if a.ndim != 1:
-        raise InferError(f"object too deep for desired array: searchsorted needs a 1-D a, got shape {fmt_shape(a.shape)}")
+        raise InferError(f"object too deep for desired array: searchsorted needs a 1-D a, got shape "
+                         f"{fmt_shape(a.shape)}")
     if isinstance(a.shape[0], Sym):
         raise InferError(f"searchsorted: a of shape {fmt_shape(a.shape)} has a size only known at launch; "
                          "searchsorted needs a static size")

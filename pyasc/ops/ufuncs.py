@@ -100,7 +100,8 @@ register(OpDef("ufunc_accumulate", Category.INJECTIVE, named("ufunc_accumulate",
                _eager_accumulate, decompose=decompose_of(_accumulate), expensive=True,
                doc="running op along an axis (internal: np.<ufunc>.accumulate is its sugar)"))
 register(OpDef("ufunc_outer", Category.BROADCAST, named("ufunc_outer", _infer_outer), _eager_outer,
-               decompose=decompose_of(_outer), doc="op(A[..., None, ...], B) (internal: np.<ufunc>.outer is its sugar)"))
+               decompose=decompose_of(_outer),
+               doc="op(A[..., None, ...], B) (internal: np.<ufunc>.outer is its sugar)"))
 
 
 # ---- the sugar: one public function per table entry -----------------------------------------------
@@ -121,7 +122,10 @@ def _outer_api(A, B):  # noqa: ANN001, ANN201, N803
 _APIS = {"reduce": _reduce_api, "accumulate": _accumulate_api, "outer": _outer_api}
 
 
-def _binder(ufunc: str, method: str, op: str) -> Callable[[Sequence[Any], Mapping[str, Any]], tuple[list[Any], dict[str, Any]]]:
+Binder = Callable[[Sequence[Any], Mapping[str, Any]], "tuple[list[Any], dict[str, Any]]"]
+
+
+def _binder(ufunc: str, method: str, op: str) -> Binder:
     api = _APIS[method]
     sig = inspect.signature(api)
     where = f"np.{ufunc}.{method}()"
@@ -161,7 +165,8 @@ def _sugar_api(ufunc: str, method: str) -> Callable[..., Any]:
 
 #: binary elementwise ufuncs (no gufunc signature: not matmul) whose registry twin takes two tensors
 _OUTER = tuple(sorted(u for u in dir(np) if isinstance(getattr(np, u, None), np.ufunc) and getattr(np, u).nin == 2
-                      and getattr(np, u).signature is None and numpy_twin(u) is not None and len(get(numpy_twin(u)).tensor_params) == 2))
+                      and getattr(np, u).signature is None and numpy_twin(u) is not None
+                      and len(get(numpy_twin(u)).tensor_params) == 2))
 METHODS.update({(u, "outer"): "ufunc_outer" for u in _OUTER})
 
 for (_ufunc, _method), _op in METHODS.items():
