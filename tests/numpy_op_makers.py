@@ -105,13 +105,13 @@ DTYPES_ISSUE22 = {
     **{n: ("float32", "int32") for n in ("round", "trunc", "fmax", "fmin", "nan_to_num", "cumprod", "prod",
                                          "trace", "take_along_axis", "roll")},
     "diff": ("float16", "int32", "bool"),
-    **{n: ("float32", "int32") for n in ("flip", "isclose", "allclose", "heaviside", "nansum", "nanmean", "nanmax",
-                                         "nanvar", "ptp")},
-    **{n: ("float32",) for n in ("fliplr", "flipud", "nanmin", "nanstd", "inner")},
-    **{n: ("float32", "int32") for n in ("tensordot", "kron", "cross", "matrix_power", "median", "quantile",
-                                         "searchsorted")},
-    **{n: ("float32",) for n in ("percentile", "interp")},
-    **{n: ("float32", "int32") for n in ("convolve", "correlate", "trapezoid")},
+    # numpy3's: float32 (NaN, infinities), and int32 where products take another path (np.dot's exact int32 sum,
+    # matmul's cast back to the operand dtype); the suite's time is tight, so one dtype elsewhere
+    **{n: ("float32", "int32") for n in ("tensordot", "matrix_power")},
+    **{n: ("float32",) for n in ("flip", "fliplr", "flipud", "isclose", "allclose", "heaviside", "nansum", "nanmean",
+                                 "nanmax", "nanmin", "nanvar", "nanstd", "ptp", "inner", "kron", "cross", "median",
+                                 "quantile", "percentile", "searchsorted", "interp", "convolve", "correlate",
+                                 "trapezoid")},
 }
 
 
@@ -145,7 +145,7 @@ def makers_numpy3(values: Callable[..., np.ndarray]) -> dict[str, list[Any]]:
         return [x, values(rng, d, (4,))], {}
 
     return {
-        "flip": [un(shape=(2, 3, 4), axis=(0, 2)), un(axis=None)], "fliplr": [un()], "flipud": [un(shape=(5,))],
+        "flip": [un(shape=(2, 3, 4), axis=(0, 2))], "fliplr": [un()], "flipud": [un(shape=(5,))],
         "isclose": [near, lambda rng, d: near(rng, d, rtol=0.0, atol=1e-3, equal_nan=True)],
         "allclose": [near, lambda rng, d: ([values(rng, d, (3, 4))] * 2, {})], "heaviside": [step],
         "nansum": [with_nan((3, 4), axis=1)], "nanmean": [with_nan((3, 4), axis=1, keepdims=True)],
@@ -157,17 +157,14 @@ def makers_numpy3(values: Callable[..., np.ndarray]) -> dict[str, list[Any]]:
         "inner": [lambda rng, d: ([values(rng, d, (3, 4)), values(rng, d, (2, 4))], {})],
         "kron": [lambda rng, d: ([values(rng, d, (2, 3)), values(rng, d, (3,))], {})],
         "cross": [lambda rng, d: ([values(rng, d, (4, 3)), values(rng, d, (3,))], {})],
-        "matrix_power": [un("small", shape=(2, 3, 3), n=5), un(shape=(3, 3), n=0)],
-        "median": [with_nan((3, 4), axis=1), un(shape=(2, 3, 4), axis=(0, 2), keepdims=True)],
+        "matrix_power": [un("small", shape=(2, 3, 3), n=5)],
+        "median": [with_nan((3, 2, 4), axis=(0, 2), keepdims=True)],
         "quantile": [un(shape=(3, 5), q=(0.0, 0.3, 1.0), axis=0)], "percentile": [with_nan((4, 3), q=75)],
-        "searchsorted": [lambda rng, d: ([np.sort(values(rng, d, (6,))), values(rng, d, (2, 3))], {"side": "right"}),
-                         lambda rng, d: ([np.sort(values(rng, d, (5,))), values(rng, d, (4,))], {})],
-        "interp": [lambda rng, d: ([values(rng, d, (3, 4)), np.sort(values(rng, d, (5,))), values(rng, d, (5,))],
+        "searchsorted": [lambda rng, d: ([np.sort(values(rng, d, (6,))), values(rng, d, (2, 3))], {"side": "right"})],
+        "interp": [lambda rng, d: ([values(rng, d, (6,)), np.sort(values(rng, d, (3,))), values(rng, d, (3,))],
                                    {"right": 9.0})],
-        "convolve": [lambda rng, d: ([values(rng, d, (7,)), values(rng, d, (3,))], {"mode": "same"}),
-                     lambda rng, d: ([values(rng, d, (2,)), values(rng, d, (5,))], {})],
-        "correlate": [lambda rng, d: ([values(rng, d, (3,)), values(rng, d, (6,))], {"mode": "full"}),
-                      lambda rng, d: ([values(rng, d, (6,)), values(rng, d, (4,))], {})],
+        "convolve": [lambda rng, d: ([values(rng, d, (6,)), values(rng, d, (3,))], {"mode": "same"})],
+        "correlate": [lambda rng, d: ([values(rng, d, (3,)), values(rng, d, (5,))], {"mode": "full"})],
         "trapezoid": [lambda rng, d: ([values(rng, d, (3, 5)), None], {"dx": 0.5}),
                       lambda rng, d: ([values(rng, d, (4, 3)), np.sort(values(rng, d, (4,)))], {"axis": 0})],
     }

@@ -21,7 +21,10 @@ def methods(x, v, n):
             np.minimum.reduce(x, axis=None), np.logical_or.reduce(x > 1, axis=0), np.add.accumulate(x, axis=1),
             np.multiply.accumulate(v), np.maximum.accumulate(v), np.minimum.accumulate(x, axis=1),
             np.minimum.outer(v, v), np.subtract.outer(x, v[:2]), np.greater.outer(v, v),
-            np.add.reduce(n), np.add.accumulate(n, axis=1), np.maximum.accumulate(n[0]))
+            np.add.reduce(n), np.add.accumulate(n, axis=1), np.maximum.accumulate(n[0]),
+            # integer paths of functions golden_ops runs on float32 only
+            np.convolve(n[0], n[1, :3], "same"), np.searchsorted(np.sort(n[0]), n[1]), np.quantile(n, 0.5, axis=1),
+            np.ptp(n, axis=0), np.flip(n, axis=1))
 
 
 def test_ufunc_methods_match_numpy(rng):
@@ -30,7 +33,7 @@ def test_ufunc_methods_match_numpy(rng):
     v, n = x[2].copy(), rng.integers(-100, 100, (3, 6)).astype(np.int8)
     for got, want in zip(methods(x, v, n), methods.py_func(x, v, n)):
         assert got.shape == np.shape(want)
-        assert_close(got, np.asarray(want), check_dtype=False)  # int8 sums: int32 without wrapping (numpy: int64)
+        assert_close(got, np.asarray(want), check_dtype=False)  # int8 sums: int32 (numpy: int64), no wrapping
 
 
 @pyasc.kernel(chip="tiny")
@@ -40,7 +43,8 @@ def grids_and_choices(x, v, w):
     picked = np.select([x < -1, x > 1], [x * 2, x / 2], default=0)
     first = np.select([v > 0, v > -1], [v, -v], default=np.nan)  # the first true condition wins
     same = np.allclose(x, x + 1e-9)
-    return gx, gy, ix, iy, picked, first, np.where(same, x, -x), same
+    swapped = np.correlate(w, v[:3], "valid")  # numpy slides the shorter sequence (golden_ops: the full mode)
+    return gx, gy, ix, iy, picked, first, np.where(same, x, -x), swapped, np.linalg.matrix_power(x[:, :3], 0), same
 
 
 def test_meshgrid_select_and_allclose_match_numpy(rng):
