@@ -47,7 +47,7 @@ class Replay:
     _addrs: dict[str, tuple[int, int]] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
-        self.steps = [bind_action(exe, g, vals) for exe, g, vals in self.actions]
+        self.steps = _bind_all(self.actions)
         by_buf: dict[int, list] = {}
         for buf, off, nrows, stride, width in self.ctx.gm_writes:
             by_buf.setdefault(id(buf), []).append((off, nrows, stride, width))
@@ -61,7 +61,9 @@ class Replay:
         if not self._forwarded:  # on the first replay: a launch run once never pays for the analysis
             self._forwarded = True
             ub = self.ctx.mems.get("aiv", {}).get("UB")
-            if ub is not None:
+            # a launch that repeats its steps (a loop over the same tiles: a device loop) is not a streaming
+            # kernel, which touches each tile once: the analysis would cost more than forwarding saves
+            if ub is not None and len({id(step) for step in self.steps}) == len(self.steps):
                 self.steps = forward(self.steps, ub, self.ctx.args, self._addrs)
         self.ctx.args.update(args)  # the dict every recorded group and bound step reads its buffers from
         with np.errstate(all="ignore"):  # as every vector instruction does (IEEE results, no warnings)
@@ -74,6 +76,39 @@ class Replay:
             if marked.get(p) != (id(buf), buf.version):
                 buf.add_written(ranges)
                 marked[p] = (id(buf), buf.version)
+
+
+def _bind_all(actions: list) -> list[Callable[[], None]]:
+    """The steps of the recorded actions; an action repeated with the same values by the same group (a loop in
+    the program, run over the same on-chip operands) shares one step, bound once."""
+    steps: list[Callable[[], None]] = []
+    bound: dict[tuple, Callable[[], None]] = {}
+    for exe, g, vals in actions:
+        try:
+            key = (exe, id(g), _frozen(vals))
+            step = bound.get(key)
+        except TypeError:  # values that are not hashable (per-core arrays): bound on their own
+            steps.append(bind_action(exe, g, vals))
+            continue
+        if step is None:
+            step = bound[key] = bind_action(exe, g, vals)
+        steps.append(step)
+    return steps
+
+
+def _frozen(vals: Any) -> Any:
+    """Recorded values as a dict key: tuples of ints and scalars, a float or 0-d array (a scalar operand) by its
+    bytes; any other array raises TypeError (its action is not shared)."""
+    if vals.__class__ is tuple:
+        return tuple(_frozen(v) for v in vals)
+    if vals.__class__ is np.ndarray or isinstance(vals, np.generic):
+        if vals.ndim:
+            raise TypeError("an array operand")
+        return ("0d", vals.dtype.str, vals.tobytes())  # by bytes: -0.0 and 0.0 (equal as keys) differ
+    if vals.__class__ is float:
+        return ("f", vals.hex())
+    hash(vals)
+    return vals
 
 
 def bind_action(exe: Callable, g: Any, vals: Any) -> Callable[[], None]:
