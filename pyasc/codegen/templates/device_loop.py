@@ -77,13 +77,36 @@ def _counter_ops(vk: VectorKernel, ctr: VBuf) -> tuple[list[VOp], list[VOp]]:
     return moved, kept
 
 
+def _allocate(vk: VectorKernel, ops: list[VOp], step: list[VOp], prologue: list[VOp],
+              nexts: list[tuple[int, VBuf, VBuf]]) -> tuple[list[VOp], Any]:
+    """The iteration's ops and their buffers. First try: a carried value's buffer is free once the iteration
+    no longer reads it, so the ops may compute in place and the new value may land in it (then it needs no
+    copy); that holds when no new value sits in another carried value's buffer (a copy into that buffer would
+    overwrite it before it is copied). Else every loaded value lives to the end and each new value is copied."""
+    loaded, resident = [u.buf for u in vk.per_tile], [u.buf for u in vk.resident]
+    carried = {x.id for _, x, _ in nexts}
+    invariant = [b for b in loaded if b.id not in carried]
+    alloc = assign(ops + step, loaded, resident, invariant + [y for _, _, y in nexts], prologue)
+    at = alloc.of
+    if all(at[y.id] is at[x.id] or all(at[y.id] is not at[x2.id] for _, x2, _ in nexts) for _, x, y in nexts):
+        copies = [_copy(j, x, y) for j, x, y in nexts if at[y.id] is not at[x.id]]
+        return ops + copies + step, alloc
+    copies = [_copy(j, x, y) for j, x, y in nexts]
+    body = ops + copies + step
+    return body, assign(body, loaded, resident, loaded, prologue)
+
+
+def _copy(j: int, x: VBuf, y: VBuf) -> VOp:
+    return VOp(VKind.COPY, x, (y,), dtype=x.dtype, note=f"carried value {j} for the next iteration")
+
+
 def repeat(vk: VectorKernel, carry: LoopCarry) -> VectorKernel:
     """The body's vector kernel turned into the loop's (see the module docstring); Unsupported says why not."""
     outs = dict(vk.plan.outputs)
     if sorted(outs) != sorted(o for _, o in carry.pairs):
         raise Unsupported("the body's kernel writes values the loop does not carry")
     per_tile = {u.buf.id for u in vk.per_tile}
-    stored, copies = [], []
+    stored, nexts = [], []
     for j, (i_in, i_out) in enumerate(carry.pairs):
         uses = [u for u in vk.plan.inputs if u.index == i_in]
         x = uses[0].buf if len(uses) == 1 else None
@@ -95,8 +118,7 @@ def repeat(vk: VectorKernel, carry: LoopCarry) -> VectorKernel:
         if y.space != Space.FULL or y.dtype != x.dtype:
             raise Unsupported(f"carried value {j} is not computed as a full {x.dtype} tile")
         stored.append((i_out, x))
-        if y.id != x.id:
-            copies.append(VOp(VKind.COPY, x, (y,), dtype=x.dtype, note=f"carried value {j} for the next iteration"))
+        nexts.append((j, x, y))
     moved, prologue, reset, step = [], list(vk.prologue), [], []
     if carry.counter is not None:
         c_in, start, inc = carry.counter
@@ -107,10 +129,7 @@ def repeat(vk: VectorKernel, carry: LoopCarry) -> VectorKernel:
         moved, prologue = _counter_ops(vk, ctr)
         reset = [VOp(VKind.DUP, ctr, (start,), dtype=ctr.dtype, note="the loop index starts")]
         step = [VOp(VKind.SCALAR, ctr, (ctr, inc), fn="add", dtype=ctr.dtype, note="the loop index steps")]
-    body = moved + list(vk.body) + copies + step
-    # every loaded value lives to the end of the tile: the next iteration reads it again
-    alloc = assign(body, [u.buf for u in vk.per_tile], [u.buf for u in vk.resident], [u.buf for u in vk.per_tile],
-                   prologue)
+    body, alloc = _allocate(vk, moved + list(vk.body), step, prologue, nexts)
     plan = replace(vk.plan, outputs=stored)
     return replace(vk, plan=plan, prologue=prologue, body=body, alloc=alloc, out_spaces=[Space.FULL] * len(stored),
                    repeat=Repeat(tuple(reset)))
