@@ -155,6 +155,7 @@ def _elementwise(rt: ProgramInfo, idx: int, ins: isa.Instr, dst_dtype: str, ub_s
         return step
 
     exe.bind = bind  # type: ignore[attr-defined]
+    exe.shareable = True  # type: ignore[attr-defined]  # on UB alone: its bound step is the action (replay.py)
     return h
 
 
