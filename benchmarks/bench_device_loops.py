@@ -25,17 +25,8 @@ from _report import RESULTS, write_json  # noqa: E402
 
 import pyasc  # noqa: E402
 
-
-def halve_and_add(x, n):
-    for _ in range(n):
-        x = x * 0.5 + 1.0
-    return x
-
-
-def softmax_step(x, w, n):
-    for _ in range(n):
-        x = pyasc.softmax(x * w, axis=-1) * 3.0
-    return x
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the loops as the tests write them
+from test_device_loops import halve_and_add, normalise as softmax_step  # noqa: E402
 
 
 def _softmax_np(x, w, n):

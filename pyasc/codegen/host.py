@@ -4,7 +4,10 @@ Given the runtime dims, the module computes every launch's block count and
 tiling data (the schedule's field expressions and the GM base offsets — the
 same `pyasc.symbolic` expressions the compiler evaluated), calls back into
 the emulator to launch each kernel in order, and reads each If condition
-through a second callback to pick the branch it runs. A third function
+through a second callback to pick the branch it runs. A host-driven runtime
+loop is a loop here (one launch per body kernel an iteration); a device loop
+is one launch whose tiling fields read the trip count, bound to the symbol
+`launch.TRIP` after the host computed it or read it back. A third function
 reports the workspace and output sizes.
 
     i64 pyasc_run(i64* dims, i64 (i64 step, i64 blocks, i64* fields, i64 n)* launch,

@@ -1,4 +1,7 @@
-"""A Loop node as a host-driven launch sequence (`launch.LoopStep`).
+"""A Loop node as a host-driven launch sequence (`launch.LoopStep`), when it cannot run inside one kernel.
+
+A `for` loop whose body is one vector kernel runs on the device instead (`device_loop_step`: one launch);
+every other loop is driven by the host as below, and the launch plan says why.
 
 The carried values live in the Loop's output buffers for the whole loop:
 the step first copies the initial values there, then each iteration runs
