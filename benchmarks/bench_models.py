@@ -160,7 +160,90 @@ def gpt2_block_row(chip: str, t: int = 256, c: int = 768, n_head: int = 12) -> R
     return row
 
 
+def matmul_alone(a, b):
+    return a @ b
+
+
+def matmul_relu_f32_bias(a, b, bias):
+    """The product as float32 plus a float32 bias, then ReLU (the bias has another dtype than the product)."""
+    return np.maximum((a @ b).astype(np.float32) + bias, 0)
+
+
+def matmul_gelu_bias(a, b, bias):
+    return gelu(a @ b + bias)
+
+
+def mlp(x, w1, b1, w2, b2):
+    return gelu(x @ w1 + b1) @ w2 + b2
+
+
+def matmul_rows(chip: str, n: int = 1024) -> list[Row]:
+    """A 1024^3 float16 product alone and with the epilogues of issue 18's table (the notes give the time over
+    the product's alone), and the MLP 512x768x3072."""
+    rng = np.random.default_rng(0)
+    a, b = ((rng.standard_normal((n, n)) / np.sqrt(n) ** 0.5).astype(np.float16) for _ in range(2))
+    base = measure(f"matmul {n}^3 f16", pyasc.kernel(matmul_alone, chip=chip), (a, b))
+    rows = [base]
+    for label, fn, bias in ((f"relu(a@b as f32 + f32 bias) {n}^3", matmul_relu_f32_bias,
+                             rng.standard_normal(n).astype(np.float32)),
+                            (f"gelu(a@b + f16 bias) {n}^3", matmul_gelu_bias, rng.standard_normal(n).astype(np.float16))):
+        row = measure(label, pyasc.kernel(fn, chip=chip), (a, b, bias))
+        row.note = f"{row.simulated_us / base.simulated_us:.2f}x the matmul alone"
+        rows.append(row)
+    m, c, h = 512, 768, 3072
+    w = lambda *shape: (rng.standard_normal(shape) * 0.02).astype(np.float16)  # noqa: E731 - a local shorthand
+    args = (w(m, c) * 50, w(c, h), w(h), w(h, c), w(c))
+    row = measure(f"MLP gelu(x@W1+b1)@W2+b2 {m}x{c}x{h} f16", pyasc.kernel(mlp, chip=chip), args)
+    row.note = "kernels: " + " ".join(kk.template for kk in pyasc.kernel(mlp, chip=chip).compile(*args).kernels)
+    rows.append(row)
+    return rows
+
+
+def rms_norm(x, w, eps=1e-5):
+    return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps) * w
+
+
+def rotate_half(x):
+    half = x.shape[-1] // 2
+    return np.concatenate((-x[..., half:], x[..., :half]), axis=-1)
+
+
+def llama_block(x, g1, wq, wk, wv, wo, g2, w_gate, w_up, w_down, cos, sin, n_head: int):
+    """A Llama decoder block as numpy ports write it: RMSNorm, q/k/v projections, RoPE by rotate_half, causal
+    attention per head (heads as a reshape and transpose), output projection, RMSNorm, SwiGLU."""
+    t, c = x.shape
+    d = c // n_head
+    h = rms_norm(x, g1)
+    q, k, v = ((h @ w).reshape(t, n_head, d).transpose(1, 0, 2) for w in (wq, wk, wv))
+    q, k = (z * cos + rotate_half(z) * sin for z in (q, k))
+    s = q @ k.transpose(0, 2, 1) / np.sqrt(d) + np.where(np.tri(t, dtype=bool), 0, -np.inf).astype(x.dtype)
+    att = softmax(s) @ v
+    x = x + att.transpose(1, 0, 2).reshape(t, c) @ wo
+    h = rms_norm(x, g2)
+    gate = h @ w_gate
+    return x + (gate / (1 + np.exp(-gate)) * (h @ w_up)) @ w_down
+
+
+def llama_block_row(chip: str, t: int = 256, c: int = 768, n_head: int = 12, hidden: int = 2048) -> Row:
+    rng = np.random.default_rng(0)
+
+    def w(*shape, scale=0.02):
+        return (rng.standard_normal(shape) * scale).astype(np.float16)
+
+    d = c // n_head
+    angles = np.arange(t)[:, None] / 10000 ** (np.arange(d // 2) * 2 / d)
+    cos, sin = (np.concatenate([f(angles)] * 2, axis=-1).astype(np.float16) for f in (np.cos, np.sin))
+    args = [w(t, c, scale=1.0), (1 + w(c)).astype(np.float16), w(c, c), w(c, c), w(c, c), w(c, c),
+            (1 + w(c)).astype(np.float16), w(c, hidden), w(c, hidden), w(hidden, c), cos, sin, n_head]
+    k = pyasc.kernel(llama_block, chip=chip)
+    row = measure(f"Llama block T={t} C={c} {n_head} heads f16", k, args)
+    row.note = "kernels: " + " ".join(kk.template for kk in k.compile(*args).kernels)
+    return row
+
+
 WORKLOADS: dict[str, Callable[[str], list[Row]]] = {
+    "matmul": matmul_rows,
+    "llama_block": lambda chip: [llama_block_row(chip)],
     "gpt2_block": lambda chip: [gpt2_block_row(chip)],
     "resnet_basic_block": lambda chip: [resnet_basic_block(chip)],
     "attention": attention_rows,
