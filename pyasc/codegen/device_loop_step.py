@@ -59,8 +59,8 @@ def _counter(node: Node, body: Graph, j: int) -> tuple[int, int] | None:
 
 def _read_after(gen: Any, v: Value) -> bool:
     """Whether a value (a Loop's result) is read by a kernel or returned by a graph."""
-    return any(v in p.inputs for p in gen.plans) or any(v in g.outputs for g in {id(p.graph): p.graph for p in gen.plans}.values()) \
-        or v in gen.graph.outputs
+    graphs = {id(g): g for g in [gen.graph, *(p.graph for p in gen.plans)]}
+    return any(v in p.inputs for p in gen.plans) or any(v in g.outputs for g in graphs.values())
 
 
 def decide(gen: Any, plan: Any) -> LoopDecision:

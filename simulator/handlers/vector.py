@@ -233,6 +233,10 @@ def _repeated(rt: ProgramInfo, idx: int, ins: isa.Instr, dst_dtype: str, ub_srcs
 
 
 def _scalar_getter(x: Any, dtype: str) -> Callable[[Group], Any]:
+    if not isinstance(x, isa.Reg):  # an immediate: converted once, the same (read-only) operand every run
+        value = vector_math.scalar_value(x, dtype)
+        value.flags.writeable = False
+        return lambda g: value
     get = get_scalar(x)
     return lambda g: vector_math.scalar_value(get(g), dtype)
 
