@@ -101,9 +101,8 @@ class Recording(list):
         self.steps.append(step)
         if step is None:
             exe(g, vals)
-            return
-        with np.errstate(all="ignore"):  # as in a replay: a bound step leaves float errors to its caller
-            step()
+        else:
+            step()  # (a recording runs under errstate(ignore), as a replay does: `Device._run`)
 
 
 def _bind_all(actions: list) -> list[Callable[[], None]]:
