@@ -126,6 +126,19 @@ def test_bodies_that_stay_on_the_host_say_why(rng):
         assert why in k.compile(A, v, _trip(3)).stages["launch"]
 
 
+def test_a_body_reading_a_carried_value_at_other_positions_stays_on_the_host(rng):
+    def mirror(x, n):
+        for _ in range(n):
+            x = x * 0.5 + x[::-1] * 0.25
+        return x
+
+    k = pyasc.kernel(chip="tiny")(mirror)
+    x = rng.standard_normal((8, 16)).astype(np.float32)
+    out, prof = k.profile(x, _trip(3))
+    assert_close(out, k.py_func(x, 3))
+    assert prof.device_loops == set() and "times:  # on the host: " in k.compile(x, _trip(3)).stages["launch"]
+
+
 def test_a_device_loop_round_trips_the_disk_cache(disk_cache, rng):
     x = rng.standard_normal((4, 8)).astype(np.float32)
     first = pyasc.kernel(chip="tiny")(halve_and_add)

@@ -110,10 +110,10 @@ def repeat(vk: VectorKernel, carry: LoopCarry) -> VectorKernel:
     for j, (i_in, i_out) in enumerate(carry.pairs):
         uses = [u for u in vk.plan.inputs if u.index == i_in]
         x = uses[0].buf if len(uses) == 1 else None
-        if x is None or x.id not in per_tile or uses[0].space != Space.FULL or not _same_dims(uses[0].shape,
-                                                                                              vk.domain.shape):
+        if x is None or x.id not in per_tile or uses[0].space != Space.FULL or uses[0].view is not None or \
+                not _same_dims(uses[0].shape, vk.domain.shape):
             raise Unsupported(f"carried value {j} is not read tile by tile at its own positions (it is broadcast, "
-                              "read per row or read twice)")
+                              "read per row, through a view or twice)")
         y = outs[i_out]
         if y.space != Space.FULL or y.dtype != x.dtype:
             raise Unsupported(f"carried value {j} is not computed as a full {x.dtype} tile")
