@@ -21,7 +21,7 @@ from .crossflags import CrossFlags, Layout
 from .mixed import JSON_FORMAT as MIXED_FORMAT
 from .mixed import MixedKernel
 from .program import Program
-from .replay import Replay, ReplayCache
+from .replay import Recording, Replay, ReplayCache
 
 BufferRef = Union[str, GmBuffer]
 
@@ -245,8 +245,11 @@ class Device:
         ctx = Launch(dict(bound), tiles, mems, {p.dec.core_type: p.count for p in parts}, block_dim, san)
         ctx.xflags = CrossFlags(layout, self.chip.cross_flag_limit)
         if replayable:
-            ctx.record = []
-        with blas.single_threaded() if pl.cube else contextlib.nullcontext():
+            ctx.record = Recording()
+        # a recording runs its vector actions as bound steps, which leave float errors to their caller: ignored
+        # (IEEE results, no warnings), as in every replay of it
+        with blas.single_threaded() if pl.cube else contextlib.nullcontext(), \
+                np.errstate(all="ignore") if replayable else contextlib.nullcontext():
             res, groups = launcher.run(self.chip, parts, ctx, self.l2, block_dim, kernel.name, lockstep,
                                        schedule_seed)
         if replayable:

@@ -29,6 +29,10 @@ import numpy as np
 
 Range = tuple[int, int]  # (UB byte address, bytes)
 
+#: forwarding drops only loads and stores, and its analysis follows every step: a launch whose loads and stores
+#: are under 1/MOVES_WORTH_IT of its steps (a device loop: many iterations on tiles loaded once) is left as it is
+MOVES_WORTH_IT = 8
+
 
 @dataclass(frozen=True)
 class UbMove:
@@ -82,6 +86,8 @@ def forward(steps: list[Callable[[], None]], ub: np.ndarray, args: dict[str, Any
     infos: list[Optional[Info]] = [getattr(s, "info", None) for s in steps]
     if not infos or any(i is None for i in infos) or not any(isinstance(i, UbUfunc) for i in infos):
         return steps
+    if sum(1 for i in infos if isinstance(i, UbMove)) * MOVES_WORTH_IT < len(infos):
+        return steps  # few moves among many UB steps (a loop on chip): little to drop, a long flow to follow
     per_core: dict[int, list[int]] = {}
     for k, i in enumerate(infos):
         for c in i.cores:

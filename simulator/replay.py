@@ -47,7 +47,7 @@ class Replay:
     _addrs: dict[str, tuple[int, int]] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
-        self.steps = [bind_action(exe, g, vals) for exe, g, vals in self.actions]
+        self.steps = _bind_all(self.actions)
         by_buf: dict[int, list] = {}
         for buf, off, nrows, stride, width in self.ctx.gm_writes:
             by_buf.setdefault(id(buf), []).append((off, nrows, stride, width))
@@ -76,12 +76,66 @@ class Replay:
                 marked[p] = (id(buf), buf.version)
 
 
-def bind_action(exe: Callable, g: Any, vals: Any) -> Callable[[], None]:
+class Recording(list):
+    """A launch's memory actions as they run, (exe, group, vals) each, for its replay. An action whose handler
+    marks it `shareable` (a vector action on UB alone) runs as the step it binds to, and an action repeating
+    the values of an earlier one of the same group (a loop over the same tiles: a device loop's iterations)
+    runs that one's step: no decoding of its operands again, and its replay binds nothing more."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.steps: list[Optional[Callable[[], None]]] = []    # per action: the step it ran as, or None
+        self._shared: dict[tuple, Optional[Callable[[], None]]] = {}
+
+    def run(self, exe: Callable, g: Any, vals: Any) -> None:
+        self.append((exe, g, vals))
+        step = None
+        if getattr(exe, "shareable", False):
+            try:
+                key = (exe, id(g), _frozen(vals))
+            except TypeError:  # values that are not hashable (per-core arrays): bound on their own
+                key = None
+            step = self._shared.get(key, False) if key is not None else None
+            if step is False:
+                step = self._shared[key] = bind_action(exe, g, vals, run_as_recorded=False)
+        self.steps.append(step)
+        if step is None:
+            exe(g, vals)
+        else:
+            step()  # (a recording runs under errstate(ignore), as a replay does: `Device._run`)
+
+
+def _bind_all(actions: list) -> list[Callable[[], None]]:
+    """The steps of the recorded actions: those it ran as (`Recording`), the others bound now."""
+    ran = actions.steps if isinstance(actions, Recording) else [None] * len(actions)
+    return [step if step is not None else bind_action(exe, g, vals) for (exe, g, vals), step in zip(actions, ran)]
+
+
+def _frozen(vals: Any) -> Any:
+    """Recorded values as a dict key: tuples of ints and scalars, a float or 0-d array (a scalar operand) by its
+    bytes (-0.0 and 0.0, equal as keys, differ); any other array raises TypeError (its action is not shared)."""
+    if vals.__class__ is not tuple:
+        return _frozen_leaf(vals)
+    return tuple([v if v.__class__ is int else _frozen(v) if v.__class__ is tuple else _frozen_leaf(v) for v in vals])
+
+
+def _frozen_leaf(v: Any) -> Any:
+    if v.__class__ is np.ndarray or isinstance(v, np.generic):
+        if v.ndim:
+            raise TypeError("an array operand")
+        return ("0d", v.dtype.str, v.tobytes())
+    if v.__class__ is float:
+        return ("f", v.hex())
+    hash(v)
+    return v
+
+
+def bind_action(exe: Callable, g: Any, vals: Any, run_as_recorded: bool = True) -> Optional[Callable[[], None]]:
     """A step running one recorded action: the handler's bound form when it has one (`exe.bind(g, vals)`
-    returns a step or None), else the action as recorded."""
+    returns a step or None), else the action as recorded (or None, without `run_as_recorded`)."""
     bind = getattr(exe, "bind", None)
     step: Optional[Callable[[], None]] = bind(g, vals) if bind is not None else None
-    return step if step is not None else partial(exe, g, vals)
+    return step if step is not None or not run_as_recorded else partial(exe, g, vals)
 
 
 class ReplayCache:

@@ -53,7 +53,9 @@ def test_nested_runtime_loops_count_separately(rng):
     out, prof = k.profile(x, np.array(3, np.int32), np.array(2, np.int32))
     assert_close(out, f(x, 3, 2))
     assert prof.iterations == {0: 3, 1: 6}
-    assert prof.launches_per_iteration(1) == 1.0  # the multiply, in place
+    # the inner loop runs on the device: one launch per outer iteration runs its 2 iterations
+    assert prof.device_loops == {1} and prof.loop_launches(1) == 3
+    assert "runtime loop 1: 6 iteration(s) on the device, in 3 launch(es)" in prof.summary()
 
 
 def test_dumps_show_loop_bodies_like_branches(tmp_path, monkeypatch, rng):

@@ -93,7 +93,7 @@ def test_a_static_loop_past_the_unroll_budget_is_a_runtime_loop():
     (loop,) = _loops(art.graph)
     assert "a static loop of 100000 iterations exceeds the unroll budget" in loop.attrs["_note"]
     assert "exceeds the unroll budget" in art.stages["notes"]
-    assert "repeat host: 100000 times:" in art.stages["launch"]
+    assert "repeat host: 100000 times on the device:" in art.stages["launch"]
     ref = pyasc.kernel(chip="tiny", backend="reference")(count_up)
     assert_close(ref(np.zeros(4, np.float32)), np.full(4, 100000.0, np.float32))
 

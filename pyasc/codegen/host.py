@@ -4,7 +4,10 @@ Given the runtime dims, the module computes every launch's block count and
 tiling data (the schedule's field expressions and the GM base offsets — the
 same `pyasc.symbolic` expressions the compiler evaluated), calls back into
 the emulator to launch each kernel in order, and reads each If condition
-through a second callback to pick the branch it runs. A third function
+through a second callback to pick the branch it runs. A host-driven runtime
+loop is a loop here (one launch per body kernel an iteration); a device loop
+is one launch whose tiling fields read the trip count, bound to the symbol
+`launch.TRIP` after the host computed it or read it back. A third function
 reports the workspace and output sizes.
 
     i64 pyasc_run(i64* dims, i64 (i64 step, i64 blocks, i64* fields, i64 n)* launch,
@@ -28,8 +31,9 @@ import llvmlite
 import llvmlite.binding as llvm
 from llvmlite import ir
 
+from .. import symbolic as sy
 from ..symbolic import IntLike, Renderer, folded
-from .launch import IfStep, Launch, LaunchPlan, LoopKind, LoopStep, Step, base_field
+from .launch import TRIP, DeviceLoopStep, IfStep, Launch, LaunchPlan, LoopKind, LoopStep, Step, base_field
 
 I64 = ir.IntType(64)
 I64P = I64.as_pointer()
@@ -52,6 +56,7 @@ class LaunchSite:
     args: dict[str, str]          # GM parameter -> device buffer name
     fields: tuple[str, ...]       # tiling data order (the program's declared fields)
     loops: tuple[int, ...] = ()   # the runtime loops around this launch, outermost first (for the profile)
+    trip: int = -1                # a device loop's launch: the index in `fields` of its trip count (else -1)
 
 
 class CondKind(enum.Enum):
@@ -161,6 +166,8 @@ def build_host_source(plan: LaunchPlan, kernels: Sequence[Any], output_bytes: Se
                 emit_launch(s)
             elif isinstance(s, LoopStep):
                 emit_loop(s)
+            elif isinstance(s, DeviceLoopStep):
+                emit_device_loop(s)
             else:
                 emit_if(s)
 
@@ -209,10 +216,27 @@ def build_host_source(plan: LaunchPlan, kernels: Sequence[Any], output_bytes: Se
         b.branch(head)
         b.position_at_end(exit_bb)
 
-    def emit_launch(s: Launch) -> None:
+    def emit_device_loop(s: DeviceLoopStep) -> None:
+        """One launch whose kernel runs the loop: the trip count (computed, or read back; at least 0) is bound
+        to the symbol its tiling fields read, in a region of its own so no expression over it outlives it."""
+        first = ex(s.first_expr) if s.first_expr is not None else read_back(s.first, s.first_dtype, CondKind.INT,
+                                                                             "first")
+        trip = b.select(b.icmp_signed("<", first, ir.Constant(I64, 0)), ir.Constant(I64, 0), first)
+        loop_id = loop_count[0]
+        loop_count[0] += 1
+        loop_stack.append(loop_id)
+        ex.push()
+        ex.bind(sy.sym(TRIP), trip)
+        emit_launch(s.launch, device_loop=True)
+        ex.pop()
+        loop_stack.pop()
+
+    def emit_launch(s: Launch, device_loop: bool = False) -> None:
         k = kernels[s.kernel]
         order = tuple(k.program.tiling_fields)
-        site = LaunchSite(len(sites), s.kernel, {p: loc.buffer for p, loc in s.args.items()}, order, tuple(loop_stack))
+        trip = next((i for i, f in enumerate(order) if k.fields.get(f) == sy.sym(TRIP)), -1) if device_loop else -1
+        site = LaunchSite(len(sites), s.kernel, {p: loc.buffer for p, loc in s.args.items()}, order, tuple(loop_stack),
+                          trip)
         sites.append(site)
         exprs = dict(k.fields)
         for p, loc in s.args.items():

@@ -91,9 +91,29 @@ class LoopStep:
     body_steps: list["Step"]
     cond: Loc | None = None
     cond_dtype: str = "bool"
+    why: str = ""                    # why the loop is not run on the device (shown in the launch plan)
 
 
-Step = Union[Launch, IfStep, LoopStep]
+#: the symbol a device loop's kernel reads its trip count through (a tiling field over it): not a dim, the host
+#: binds it to the trip count it computed or read back just before the launch
+TRIP = "loop.trip"
+
+
+@dataclass
+class DeviceLoopStep:
+    """A runtime `for` loop run inside one kernel (`launch`): each core loads its tiles of the carried values
+    once, runs the body the trip count's times on chip and stores the final values once. `first`/`first_expr`
+    is the trip count as in a `LoopStep`; the host passes it (at least 0) to the kernel as the symbol `TRIP`
+    its tiling fields read. `why` says why the loop could run on the device (shown in the launch plan)."""
+
+    first: Loc | None
+    first_dtype: str
+    first_expr: IntLike | None
+    launch: Launch
+    why: str = ""
+
+
+Step = Union[Launch, IfStep, LoopStep, DeviceLoopStep]
 
 
 def base_field(param: str) -> str:
@@ -130,13 +150,18 @@ def _step_lines(steps: Sequence[Step], names: Sequence[str], indent: str) -> lis
         if isinstance(s, Launch):
             args = ", ".join(f"{p}={loc}" for p, loc in s.args.items())
             out.append(f"{indent}launch k{s.kernel} {names[s.kernel]}({args})")
+        elif isinstance(s, DeviceLoopStep):
+            first = f"host: {s.first_expr}" if s.first_expr is not None else f"{s.first} ({s.first_dtype})"
+            out.append(f"{indent}repeat {first} times on the device:  # {s.why}")
+            out += _step_lines([s.launch], names, indent + "  ")
         elif isinstance(s, LoopStep):
             out += _step_lines(s.init_steps, names, indent)
             first = f"host: {s.first_expr}" if s.first_expr is not None else f"{s.first} ({s.first_dtype})"
             if s.kind is LoopKind.FOR:
-                out.append(f"{indent}repeat {first} times:")
+                out.append(f"{indent}repeat {first} times:" + (f"  # on the host: {s.why}" if s.why else ""))
             else:
-                out.append(f"{indent}while {first} != 0, then {s.cond} ({s.cond_dtype}) != 0:")
+                out.append(f"{indent}while {first} != 0, then {s.cond} ({s.cond_dtype}) != 0:"
+                           + (f"  # on the host: {s.why}" if s.why else ""))
             out += _step_lines(s.body_steps, names, indent + "  ")
         else:
             test = f"{s.cond} ({s.cond_dtype}) != 0" if s.predicate is None else f"host: {s.predicate}"
@@ -343,6 +368,7 @@ def dim_symbols(exprs: Iterable[IntLike]) -> list[str]:
     out: set[str] = set()
     for e in exprs:
         out |= sy.free_symbols(e)
+    out.discard(TRIP)  # bound by the host code itself, at a device loop's launch
     return sorted(out)
 
 
@@ -362,13 +388,19 @@ def reference_launches(plan: LaunchPlan, kernels: Sequence[Any], env: Mapping[st
     """
     out: list[tuple[int, int, dict[str, int]]] = []
 
+    def launch(s: Launch, env: Mapping[str, int]) -> None:
+        k = kernels[s.kernel]
+        blocks = sy.evaluate(k.blocks, env)
+        if blocks > 0:
+            out.append((s.kernel, blocks, evaluate_fields(k.fields, s.args, env)))
+
     def walk(steps: Sequence[Step]) -> None:
         for s in steps:
             if isinstance(s, Launch):
-                k = kernels[s.kernel]
-                blocks = sy.evaluate(k.blocks, env)
-                if blocks > 0:
-                    out.append((s.kernel, blocks, evaluate_fields(k.fields, s.args, env)))
+                launch(s, env)
+            elif isinstance(s, DeviceLoopStep):
+                trip = sy.evaluate(s.first_expr, env) if s.first_expr is not None else int(cond(s.first, s.first_dtype))
+                launch(s.launch, {**env, TRIP: max(trip, 0)})
             elif isinstance(s, LoopStep):
                 walk(s.init_steps)
                 if s.kind is LoopKind.FOR:

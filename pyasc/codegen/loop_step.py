@@ -1,4 +1,7 @@
-"""A Loop node as a host-driven launch sequence (`launch.LoopStep`).
+"""A Loop node as a host-driven launch sequence (`launch.LoopStep`), when it cannot run inside one kernel.
+
+A `for` loop whose body is one vector kernel runs on the device instead (`device_loop_step`: one launch);
+every other loop is driven by the host as below, and the launch plan says why.
 
 The carried values live in the Loop's output buffers for the whole loop:
 the step first copies the initial values there, then each iteration runs
@@ -18,7 +21,8 @@ from ..ge.plan import KernelKind
 from ..ir import Graph, Node, Value
 from .domain import dim
 from .kernel_graph import KernelGraph, is_scalar_const
-from .launch import Launch, LoopKind, LoopStep, loop_locations
+from .device_loop_step import try_device_loop
+from .launch import DeviceLoopStep, Launch, LoopKind, LoopStep, loop_locations
 from .route import kernel_job
 from .templates import vector_kernel
 
@@ -74,7 +78,12 @@ def _pointwise_in_place(plan: Any, old: Value, out: Value) -> bool:
         old.type.dtype == out.type.dtype and len(plan.outputs) == 1
 
 
-def loop_step(gen: Any, plan: Any, loc: Any, memory_plan: Any) -> LoopStep:
+def loop_step(gen: Any, plan: Any, loc: Any, memory_plan: Any) -> LoopStep | DeviceLoopStep:
+    """The Loop of control plan `plan`: one launch when its body fits one kernel (`device_loop_step`), else
+    host-driven (the module docstring); either way the launch plan says why."""
+    device, why = try_device_loop(gen, plan, loc, memory_plan)
+    if device is not None:
+        return device
     node: Node = plan.nodes[0]
     body: Graph = node.attrs["body"]
     k, kind = node.attrs["carried"], LoopKind(node.attrs["kind"])
@@ -106,4 +115,4 @@ def loop_step(gen: Any, plan: Any, loc: Any, memory_plan: Any) -> LoopStep:
         if cond_loc is None:
             raise gen.unsupported_loop(node, "its condition is a constant of the body, so it never changes")
     return LoopStep(kind, first_loc, first.type.dtype, first_expr, init, steps, cond_loc,
-                    cond.type.dtype if cond is not None else "bool")
+                    cond.type.dtype if cond is not None else "bool", why)

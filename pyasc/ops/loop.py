@@ -13,7 +13,8 @@ branch's do): indices 0..k-1 are the loop-carried values (the previous
 iteration's results; the initial values on the first), the rest are values
 the body only reads. Its first k outputs are the next carried values, with
 exactly their types. The node's outputs are the carried values after the
-last iteration. The body is compiled once; the host code runs it.
+last iteration. The body is compiled once; the host code runs it, or, for a `for` loop whose body is one
+vector kernel, that kernel runs every iteration on chip in one launch (`codegen/device_loop_step.py`).
 """
 from __future__ import annotations
 

@@ -202,6 +202,8 @@ class EmulatorRunner:
         res = pl(sanitize=self.sanitize, timing=prof is not None)
         if prof is not None:
             prof.per_launch.append(LaunchProfile(site.kernel, k.name, blocks, res, site.loops))
+            if site.trip >= 0:  # a loop that ran inside this launch
+                prof.count_iteration(site.loops[-1], fields[site.trip], device=True)
 
     def read_cond(self, site: CondSite, offset: int) -> Any:
         if site.kind is CondKind.TICK:  # a runtime loop starts an iteration: nothing to read

@@ -30,8 +30,13 @@ class Profile:
     iterations: dict[int, int] = field(default_factory=dict)  # runtime loop (host order) -> iterations run
     l2_peak_bytes_per_s: float = 0.0    # the L2's bandwidth on a hit (0: unknown)
 
-    def count_iteration(self, loop: int) -> None:
-        self.iterations[loop] = self.iterations.get(loop, 0) + 1
+    device_loops: set[int] = field(default_factory=set)  # runtime loops that ran inside one launch (on chip)
+
+    def count_iteration(self, loop: int, n: int = 1, device: bool = False) -> None:
+        """`n` more iterations of runtime loop `loop`: one the host ran, or `n` a device loop's launch ran."""
+        self.iterations[loop] = self.iterations.get(loop, 0) + n
+        if device:
+            self.device_loops.add(loop)
 
     def loop_launches(self, loop: int = 0) -> int:
         """Launches made inside runtime loop `loop` (numbered in host-code order), over all its iterations."""
@@ -112,6 +117,10 @@ class Profile:
         lines = [f"{self.launches} launch(es), {self.cycles:,} cycles = {self.time_s * 1e6:,.2f} us simulated",
                  self.traffic()]
         for loop in sorted(self.iterations):
+            if loop in self.device_loops:
+                lines.append(f"runtime loop {loop}: {self.iterations[loop]} iteration(s) on the device, in "
+                             f"{self.loop_launches(loop)} launch(es)")
+                continue
             lines.append(f"runtime loop {loop}: {self.iterations[loop]} iteration(s), {self.loop_launches(loop)} "
                          f"launch(es), {self.launches_per_iteration(loop):.1f} per iteration")
         header = (f"{'#':>3}  {'kernel':<28}{'core':>5}{'blocks':>7}{'cycles':>12}{'us':>10}{'HBM bytes':>14}"

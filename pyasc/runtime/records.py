@@ -58,7 +58,7 @@ for _cls in (KernelPlan, KernelStructure, MemoryPlan, BufferAssignment, FusionDe
              # plan, the host tables
              device.DeviceModule, device.DeviceKernel, tiling.TilingReport, tiling.Option, cost.Estimate,
              *{t.tiling_type for t in TEMPLATES.values()}, launch.LaunchPlan, launch.Launch,
-             launch.IfStep, launch.LoopStep, launch.Loc, launch.OutputSource, host.HostSource, host.LaunchSite, host.CondSite):
+             launch.IfStep, launch.LoopStep, launch.DeviceLoopStep, launch.Loc, launch.OutputSource, host.HostSource, host.LaunchSite, host.CondSite):
     register_record(_cls)
 
 

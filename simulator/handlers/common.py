@@ -207,10 +207,9 @@ class PipeSetup:
 
 
 def _recorded(g: Group, v: tuple) -> None:
-    """Run a memory action and note it for replays (see replay.py)."""
+    """Run a memory action and note it for replays (see replay.py: `Recording.run`)."""
     exe, vals = v
-    g.ctx.record.append((exe, g, vals))
-    exe(g, vals)
+    g.ctx.record.run(exe, g, vals)
 
 
 def flat(a: int, n: int) -> tuple:

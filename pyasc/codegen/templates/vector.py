@@ -107,7 +107,8 @@ def schedule(vk: VectorKernel, tiling: VectorTiling, chip: Chip) -> TileSchedule
         ctx.params.append(GmParam(out_param(i), v.type.dtype, "out"))
     fields.update(stride_fields(vk))
     pre: list[Stmt] = place.prologue()
-    tile: list[Stmt] = lets + place.loads() + place.compute(vk.body) + place.stores()
+    work = place.compute(vk.body) if vk.repeat is None else vk.repeat.tile_work(place)
+    tile: list[Stmt] = lets + place.loads() + work + place.stores()
     loop = Loop("i", 0, count, 1, tile, note="tiles of this core")
     buffers = buffers_for(vk, tiling, chip)
     notes = [f"domain {tuple(d.shape)} -> outer {tuple(d.outer)}, R={d.R}, C={d.C}", f"tiling: {tiling.describe()}"]

@@ -44,6 +44,9 @@ class VectorKernel:
     reduces: bool
     mode: str
     block: int                               # bytes of a UB block (the chip's ub_align): rows start on one
+    # a device loop's repetition (`device_loop.Repeat`): what each tile runs between its loads and its stores
+    # instead of the body once
+    repeat: Any = None
 
     @property
     def buffer_counts(self) -> dict[tuple, int]:
