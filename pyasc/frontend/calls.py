@@ -133,16 +133,16 @@ def call_value(b: KernelBuilder, callee: Any, args: list[Any], kwargs: dict[str,
     twin = numpy_twin_of(callee, at.func if isinstance(at, ast.Call) else None)
     if twin is not None:
         return op_call(b, twin[1], twin[0], args, kwargs, at, name, numpy_fn=callee)
+    special = npfuncs.handler_for(callee)   # (np.add.at among them: a ufunc method with a handler of its own)
+    if special is not None:
+        out = special(b, callee, args, kwargs, at, name, op_call)
+        if out is not npfuncs.NUMPY:
+            return out
     method = ufunc_method(callee)
     if method is not None:
         lowered = [n for n in ops.numpy_names() if n.startswith(method.split(".")[0] + ".")]
         raise b.error(f"`np.{method}` has no pyasc lowering; lowered methods of np.{method.split('.')[0]}: "
                       f"{', '.join('np.' + n for n in lowered) or 'none'}", at)
-    special = npfuncs.handler_for(callee)
-    if special is not None:
-        out = special(b, callee, args, kwargs, at, name, op_call)
-        if out is not npfuncs.NUMPY:
-            return out
     if is_dtype_like(callee) and callee not in (int, float, bool):
         return dtype_call(b, callee, args, kwargs, at, name)
     if _numpy_compile_time(callee):
