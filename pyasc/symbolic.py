@@ -17,11 +17,13 @@ rounds up, comparisons give 0 or 1, `select(c, a, b)` is `a if c != 0 else b`.
     evaluate(blocks, {"n": 10000})   # 3
     str(align_up(n, 16))             # "ceildiv(n, 16)*16"
 
-This module is a leaf: it imports nothing from pyasc.
+This module is a leaf: it imports nothing from pyasc but `pyasc.memo` (itself a leaf).
 """
 from __future__ import annotations
 
 from typing import Any, Callable, Iterable, Mapping, Union
+
+from .memo import memoised
 
 #: ops with their arity; "add"/"mul"/"min"/"max" take two or more arguments
 BINARY = ("floordiv", "ceildiv", "mod", "lt", "le", "eq", "ne")
@@ -32,7 +34,7 @@ OPS = ("sym", *VARIADIC, *BINARY, "select")
 class Expr:
     """A symbolic integer. Build with `sym` and the functions below; compare structurally with ==."""
 
-    __slots__ = ("op", "args", "_hash", "_text")
+    __slots__ = ("op", "args", "_hash", "_text", "_free")
 
     def __init__(self, op: str, args: tuple) -> None:
         # only the simplifying constructors below call this
@@ -40,6 +42,7 @@ class Expr:
         self.args = args
         self._hash = hash((op, args))
         self._text: str | None = None
+        self._free: frozenset[str] | None = None   # free_symbols, computed once
 
     # structural identity -------------------------------------------------
     def __eq__(self, other: object) -> bool:
@@ -385,6 +388,23 @@ def select(cond: IntLike, a: IntLike, b: IntLike) -> IntLike:
     return Expr("select", (cond, a, b))
 
 
+# the compiler builds the same formulas again for every tiling candidate and every kernel (97-99% of the
+# constructor calls of a compile repeat an earlier one): the constructors remember their recent results
+_memoised = memoised(1 << 15)
+sym = _memoised(sym)
+add = _memoised(add)
+mul = _memoised(mul)
+floordiv = _memoised(floordiv)
+ceildiv = _memoised(ceildiv)
+mod = _memoised(mod)
+min_ = _memoised(min_)
+max_ = _memoised(max_)
+lt = _memoised(lt)
+le = _memoised(le)
+eq = _memoised(eq)
+ne = _memoised(ne)
+select = _memoised(select)
+
 _BUILDERS: dict[str, Callable[..., IntLike]] = {
     "sym": sym, "add": add, "mul": mul, "floordiv": floordiv, "ceildiv": ceildiv, "mod": mod,
     "min": min_, "max": max_, "lt": lt, "le": le, "eq": eq, "ne": ne, "select": select,
@@ -467,19 +487,24 @@ def _binary(fn: Callable[[int, int], int]) -> Callable[..., int]:
     return lambda render, a, b: fn(render(a), render(b))
 
 
-#: the Python back end: Python's semantics on unbounded integers
+#: Python's semantics of every op but `select` on unbounded integers (a variadic op as the step of a left fold)
+INT_OPS: dict[str, Callable[[int, int], int]] = {
+    "add": lambda a, b: a + b,
+    "mul": lambda a, b: a * b,
+    "min": min,
+    "max": max,
+    "floordiv": lambda a, b: a // b,
+    "ceildiv": lambda a, b: -(-a // b),
+    "mod": lambda a, b: a % b,
+    "lt": lambda a, b: int(a < b),
+    "le": lambda a, b: int(a <= b),
+    "eq": lambda a, b: int(a == b),
+    "ne": lambda a, b: int(a != b),
+}
+
+#: the Python back end as a Renderer table (the ops of INT_OPS; `select` evaluates one branch)
 EVAL_TABLE: dict[str, Callable[..., int]] = {
-    "add": folded(lambda a, b: a + b),
-    "mul": folded(lambda a, b: a * b),
-    "min": folded(min),
-    "max": folded(max),
-    "floordiv": _binary(lambda a, b: a // b),
-    "ceildiv": _binary(lambda a, b: -(-a // b)),
-    "mod": _binary(lambda a, b: a % b),
-    "lt": _binary(lambda a, b: int(a < b)),
-    "le": _binary(lambda a, b: int(a <= b)),
-    "eq": _binary(lambda a, b: int(a == b)),
-    "ne": _binary(lambda a, b: int(a != b)),
+    **{op: (folded if op in VARIADIC else _binary)(fn) for op, fn in INT_OPS.items()},
     "select": lambda render, c, a, b: render(a) if render(c) != 0 else render(b),
 }
 
@@ -489,17 +514,36 @@ class UnboundSymbolError(KeyError):
 
 
 def evaluate(v: IntLike, bindings: Mapping[str, int]) -> int:
-    """The int value of `v` with every symbol bound; raises UnboundSymbolError naming a missing one."""
+    """The int value of `v` with every symbol bound; raises UnboundSymbolError naming a missing one.
+
+    The cost model evaluates expressions by the thousand per compile, so this walks INT_OPS directly rather
+    than through a `Renderer` (which gives the same values: a test checks the two agree)."""
     if isinstance(v, int):
         return v
+    try:
+        return _value(v, bindings)
+    except UnboundSymbolError:
+        raise
+    except KeyError as e:
+        if not e.args or not isinstance(e.args[0], str) or e.args[0] in bindings:
+            raise
+        raise UnboundSymbolError(f"symbol {e.args[0]!r} of {v} is not bound "
+                                 f"(bound: {', '.join(sorted(bindings)) or 'none'})") from None
 
-    def symbol(name: str) -> int:
-        try:
-            return int(bindings[name])
-        except KeyError:
-            raise UnboundSymbolError(f"symbol {name!r} of {v} is not bound "
-                                     f"(bound: {', '.join(sorted(bindings)) or 'none'})") from None
-    return Renderer(EVAL_TABLE, int, symbol, memo=False)(v)
+
+def _value(v: IntLike, bindings: Mapping[str, int]) -> int:
+    if isinstance(v, int):
+        return v
+    op, args = v.op, v.args
+    if op == "sym":
+        return int(bindings[args[0]])
+    if op == "select":
+        return _value(args[1] if _value(args[0], bindings) != 0 else args[2], bindings)
+    fn = INT_OPS[op]
+    out = _value(args[0], bindings)
+    for a in args[1:]:
+        out = fn(out, _value(a, bindings))
+    return out
 
 
 def substitute(v: IntLike, mapping: Mapping[str, IntLike]) -> IntLike:
@@ -513,13 +557,19 @@ def substitute(v: IntLike, mapping: Mapping[str, IntLike]) -> IntLike:
 
 def free_symbols(v: IntLike) -> frozenset[str]:
     if isinstance(v, int):
-        return frozenset()
-    if v.op == "sym":
-        return frozenset((v.args[0],))
-    out: set[str] = set()
-    for a in v.args:
-        out |= free_symbols(a)
-    return frozenset(out)
+        return _NO_SYMBOLS
+    if v._free is None:
+        if v.op == "sym":
+            v._free = frozenset((v.args[0],))
+        else:
+            out: set[str] = set()
+            for a in v.args:
+                out |= free_symbols(a)
+            v._free = frozenset(out)
+    return v._free
+
+
+_NO_SYMBOLS: frozenset[str] = frozenset()
 
 
 def is_static(v: Any) -> bool:

@@ -1,0 +1,43 @@
+"""Memos of compile-time facts (pyasc.memo): a memoised result equals what the function computes now, for
+every chip and dtype it is asked about (a memo keyed on immutable values is never stale)."""
+from __future__ import annotations
+
+import pytest
+
+from pyasc.codegen.templates import matmul as matmul_template
+from pyasc.codegen.templates import matmul_tiling
+from pyasc.memo import memoised
+from simulator import chips
+
+
+def test_memoised_keys_on_values_and_types_and_passes_unhashable_arguments_through():
+    calls = []
+
+    @memoised(8)
+    def double(x):
+        calls.append(x)
+        if isinstance(x, list):
+            raise TypeError("lists are refused")
+        return 2 * x
+
+    assert double(2) == 4 and double(2) == 4 and calls == [2]
+    assert double(True) == 2 and calls == [2, True]       # a bool is not the int 1's entry
+    with pytest.raises(TypeError, match="lists are refused"):
+        double([1])
+    assert double.cache_info().currsize == 2
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32"])
+def test_matmul_tilings_memo_follows_the_chip_and_the_dtype(dtype):
+    """The router and the tiler ask for the same candidates; the memo answers per chip, per chip variant
+    (a smaller L1 tiles differently) and per dtype exactly what a fresh enumeration gives."""
+    big = chips.get("910b")
+    seen = []
+    for chip in (chips.get("tiny"), big, big.replace(l1_bytes=big.l1_bytes // 8)):
+        mk = matmul_template.CubeMatmul("probe", 256, 256, 512, (), dtype, "float32").for_chip(chip)
+        cores = chip.cores_of("aic")
+        got = matmul_tiling.tilings(mk, chip, 2, cores, {})
+        assert got == matmul_tiling.tilings(mk, chip, 2, cores, {})
+        assert got == list(matmul_tiling._tilings.__wrapped__(mk, chip, 2, min(cores, chip.aic_cores), 256, 256, 512))
+        seen.append(got)
+    assert seen[0] != seen[1] and seen[1] != seen[2]
