@@ -41,3 +41,33 @@ def test_matmul_tilings_memo_follows_the_chip_and_the_dtype(dtype):
         assert got == list(matmul_tiling._tilings.__wrapped__(mk, chip, 2, min(cores, chip.aic_cores), 256, 256, 512))
         seen.append(got)
     assert seen[0] != seen[1] and seen[1] != seen[2]
+
+
+def add(x, y):
+    return x + y
+
+
+def mul_add(x, y):
+    return x * y + 1.0
+
+
+def test_kernels_with_the_same_host_code_share_its_object_code_and_each_runs_right():
+    """Host modules differ by the kernel's name only when their launches are alike: they share object code
+    and the JIT linked from it (host functions keep no state), and each kernel still computes its own result;
+    a kernel with other launch fields gets its own."""
+    import numpy as np
+    import pyasc
+    from pyasc.testing import assert_close
+
+    rng = np.random.default_rng(0)
+    x, y = rng.standard_normal((3, 4)).astype(np.float32), rng.standard_normal(4).astype(np.float32)
+    k1, k2 = pyasc.kernel(add, chip="tiny"), pyasc.kernel(mul_add, chip="tiny")
+    a1, a2 = k1.compile(x, y), k2.compile(x, y)
+    assert a1.host_ir != a2.host_ir          # the module names differ
+    assert a1.host.object_code == a2.host.object_code and a1.host._run is a2.host._run
+    assert_close(k1(x, y), x + y)
+    assert_close(k2(x, y), x * y + 1.0)
+    big = rng.standard_normal((64, 300)).astype(np.float32)
+    a3 = k1.compile(big, big)
+    assert a3.host.object_code != a1.host.object_code and a3.host._run is not a1.host._run
+    assert_close(k1(big, big), big + big)
