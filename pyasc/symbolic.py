@@ -516,12 +516,13 @@ class UnboundSymbolError(KeyError):
 def evaluate(v: IntLike, bindings: Mapping[str, int]) -> int:
     """The int value of `v` with every symbol bound; raises UnboundSymbolError naming a missing one.
 
-    The cost model evaluates expressions by the thousand per compile, so this walks INT_OPS directly rather
-    than through a `Renderer` (which gives the same values: a test checks the two agree)."""
+    The cost model evaluates the same formulas thousands of times per compile (every statement of every
+    candidate's schedule), so each expression is compiled once into a Python function of the bindings with
+    INT_OPS's semantics (`_compiled`); it gives what a `Renderer` over EVAL_TABLE gives (a test checks)."""
     if isinstance(v, int):
         return v
     try:
-        return _value(v, bindings)
+        return _compiled(v)(bindings)
     except UnboundSymbolError:
         raise
     except KeyError as e:
@@ -529,6 +530,41 @@ def evaluate(v: IntLike, bindings: Mapping[str, int]) -> int:
             raise
         raise UnboundSymbolError(f"symbol {e.args[0]!r} of {v} is not bound "
                                  f"(bound: {', '.join(sorted(bindings)) or 'none'})") from None
+
+
+#: Python source of each op over its arguments' sources (INT_OPS's semantics; `select` evaluates one branch)
+_PY_OPS: dict[str, Callable[[list[str]], str]] = {
+    "add": lambda a: "(" + " + ".join(a) + ")",
+    "mul": lambda a: "(" + " * ".join(a) + ")",
+    "min": lambda a: "_min(" + ", ".join(a) + ")",
+    "max": lambda a: "_max(" + ", ".join(a) + ")",
+    "floordiv": lambda a: f"({a[0]} // {a[1]})",
+    "ceildiv": lambda a: f"(-(-{a[0]} // {a[1]}))",
+    "mod": lambda a: f"({a[0]} % {a[1]})",
+    "lt": lambda a: f"_int({a[0]} < {a[1]})",
+    "le": lambda a: f"_int({a[0]} <= {a[1]})",
+    "eq": lambda a: f"_int({a[0]} == {a[1]})",
+    "ne": lambda a: f"_int({a[0]} != {a[1]})",
+    "select": lambda a: f"({a[1]} if {a[0]} != 0 else {a[2]})",
+}
+_PY_NAMES = {"_int": int, "_min": min, "_max": max}
+
+
+def _source(v: IntLike) -> str:
+    if isinstance(v, int):
+        return f"({v!r})"
+    if v.op == "sym":
+        return f"_int(b[{v.args[0]!r}])"
+    return _PY_OPS[v.op]([_source(a) for a in v.args])
+
+
+@memoised(1 << 14)
+def _compiled(e: Expr) -> Callable[[Mapping[str, int]], int]:
+    """`e` as a Python function of the bindings; an expression too deep for Python's parser is walked."""
+    try:
+        return eval(f"lambda b: {_source(e)}", dict(_PY_NAMES))  # noqa: S307 - source built above from ints and names
+    except (SyntaxError, RecursionError, MemoryError):
+        return lambda b: _value(e, b)
 
 
 def _value(v: IntLike, bindings: Mapping[str, int]) -> int:

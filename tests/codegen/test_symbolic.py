@@ -117,8 +117,9 @@ def test_simplified_expressions_keep_python_semantics(tree, n, m):
 
 @given(exprs(), st.integers(-20, 40), st.integers(1, 40))
 def test_evaluate_agrees_with_the_renderer_table(tree, n, m):
-    """`evaluate` walks INT_OPS directly (the cost model's hot path); the Renderer over EVAL_TABLE is the
-    one walk the other back ends share: both give the same value, or both raise the same error."""
+    """`evaluate` runs each expression compiled to a Python function (the cost model's hot path); the
+    Renderer over EVAL_TABLE is the one walk the other back ends share: both give the same value, or both
+    raise the same error."""
     try:
         e = _sym_tree(tree)
     except ZeroDivisionError:
@@ -156,3 +157,13 @@ def test_free_symbols_are_computed_once_per_expression():
     assert sy.free_symbols(e) == {"n", "m"} and sy.free_symbols(e) is sy.free_symbols(e)
     assert sy.free_symbols(sy.substitute(e, {"m": 3})) == {"n"}
     assert sy.free_symbols(7) == frozenset()
+
+
+def test_an_expression_too_deep_to_compile_is_still_evaluated():
+    e, want, n = N, 7, 7
+    for i in range(400):  # 400 nested parentheses: past what Python's parser takes
+        e = sy.floordiv(e + i, 2)
+        want = (want + i) // 2
+    assert sy.evaluate(e, {"n": n}) == want
+    with pytest.raises(sy.UnboundSymbolError, match="symbol 'n'"):
+        sy.evaluate(e, {})
