@@ -71,3 +71,33 @@ def test_kernels_with_the_same_host_code_share_its_object_code_and_each_runs_rig
     a3 = k1.compile(big, big)
     assert a3.host.object_code != a1.host.object_code and a3.host._run is not a1.host._run
     assert_close(k1(big, big), big + big)
+
+
+def test_vector_op_cycles_memo_follows_the_chip_and_the_dtype():
+    """The cost model's memo of a vector op's cycles is keyed on the chip's vector costs and the op's dtype:
+    a chip with a slower vector unit, or a wider dtype, is charged more."""
+    from pyasc.codegen import cost, tileops
+    from pyasc.codegen.schedule import Ref
+
+    chip = chips.get("910b")
+    slow = chip.replace(vector_binary_cycles=chip.vector_binary_cycles * 3)
+
+    def cycles(c, dtype):
+        op = tileops.vbinary("add", Ref("c"), Ref("a"), Ref("b"), 4096, dtype)
+        return cost._vector_cycles(op, {}, c)
+
+    assert cycles(chip, "float16") == cycles(chip, "float16") < cycles(slow, "float16")
+    assert cycles(chip, "float16") < cycles(chip, "float32")
+
+
+def test_ufunc_dtype_memo_answers_per_dtype():
+    import numpy as np
+    from pyasc.errors import InferError
+    from pyasc.ops.common import ufunc_dtype
+
+    assert ufunc_dtype(np.add, "add", "float16", "float32") == "float32"
+    assert ufunc_dtype(np.add, "add", "int8", "uint8") == "int16"
+    assert ufunc_dtype(np.add, "add", "float16", "float16") == "float16"
+    for _ in range(2):  # a refusal is never remembered as an answer
+        with pytest.raises(InferError, match="does not accept"):
+            ufunc_dtype(np.bitwise_and, "bitwise_and", "float32", "float32")
