@@ -103,7 +103,8 @@ DTYPES_ISSUE22 = {
                                                  "logical_xor", "logical_not", "any", "all", "count_nonzero",
                                                  "sort", "argsort", "diag", "diagflat", "append")},
     **{n: ("float32", "int32") for n in ("round", "trunc", "fmax", "fmin", "nan_to_num", "cumprod", "prod",
-                                         "trace", "take_along_axis")},
+                                         "trace", "take_along_axis", "roll")},
+    "diff": ("float16", "int32", "bool"),
 }
 
 
@@ -176,4 +177,7 @@ def makers_issue22(values: Callable[..., np.ndarray]) -> dict[str, list[Any]]:
         "take_along_axis": [along, along_none],
         "append": [lambda rng, d: ([values(rng, d, (2, 3)), values(rng, d, (4,))], {"axis": None}),
                    lambda rng, d: ([values(rng, d, (2, 3)), values(rng, d, (1, 3))], {"axis": 0})],
+        "roll": [un(shape=(3, 5), shift=-7, axis=None), un(shape=(2, 3, 4), shift=(1, 5, -1), axis=(0, 2, 0))],
+        "diff": [un(shape=(3, 5), n=2), un(shape=(4, 3), axis=0),
+                 lambda rng, d: ([values(rng, d, (2, 4)), values(rng, d, ()), values(rng, d, (2, 2))], {"n": 3})],
     }

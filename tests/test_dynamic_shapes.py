@@ -270,3 +270,31 @@ def test_split_of_a_symbolic_axis(fn, shapes, chip, rng):
         for got, want in zip(k(x), fn(x)):
             assert_close(got, want)
     assert k.cache_info().misses == 1
+
+
+@pyasc.kernel(chip="tiny", dynamic=True)
+def _fill_and_spread(a, b):
+    b[:] = 0.5             # a scalar broadcasts to any region
+    a[...] = a[0:1] * 2    # (1, a_d1) into (a_d0, a_d1): the same symbol, so numpy broadcasts for every size
+    return a + b
+
+
+def test_whole_region_writes_that_broadcast_for_every_size(rng):
+    for shape in ((4, 6), (3, 5)):
+        a, b = (rng.standard_normal(shape).astype(np.float32) for _ in range(2))
+        a2, b2 = a.copy(), b.copy()
+        assert_close(_fill_and_spread(a, b), _fill_and_spread.py_func(a2, b2))
+        assert_close(a, a2)
+        assert_close(b, b2)
+    assert _fill_and_spread.cache_info().misses == 1
+
+
+def test_a_write_whose_broadcast_depends_on_the_sizes_is_refused():
+    @pyasc.kernel(chip="tiny", dynamic=True)
+    def spread(a, b):
+        a[...] = b[0:1]  # b's columns and a's are different symbols: numpy raises unless they agree
+        return a
+
+    with pytest.raises(pyasc.CompileError, match=r"stores a value of shape \(1, b_d1\) into a region of shape "
+                                                 r"\(a_d0, a_d1\); with symbolic dims"):
+        spread(np.ones((2, 3), np.float32), np.ones((2, 3), np.float32))

@@ -297,6 +297,11 @@ class _Walker:
             # alternates between neighbours (a block on or off the 512-byte GM boundary) is seen at its average
             second = self.block(lp.body, {**env, lp.var: start + step}, False)
             first = _mean(first, second)
+        elif n > 2 and any(isinstance(s, When) for s in lp.body):
+            # steps that run conditional work (a software pipeline's fill and drain steps, e.g. attention's
+            # first S blocks and last P V blocks) are not the steady state: the steps between are charged as the
+            # middle one
+            first = self.block(lp.body, {**env, lp.var: start + (n // 2) * step}, False)
         self.depth -= 1
         out.add(first, n - 1)
         out.add(last)

@@ -161,14 +161,14 @@ class _Generator:
     # ---- one kernel plan ----------------------------------------------------------------------------
     def compile_plan(self, plan: KernelPlan) -> list[DeviceKernel]:
         label = f"{self.name}_k{plan.group}"
-        jobs = route(label, plan, self.chip, self.options.buffer_num)
+        jobs = route(label, plan, self.chip, self.options.buffer_num, cores=self.options.cores or 0)
         try:
             lowered = [lower(job, self.chip, self.options) for job in jobs]
         except CompileError as e:
             if not any(job.template == "mixed" for job in jobs):
                 raise
             # no tiling of the mixed launch is legal (its flags do not fit): the cube and its epilogue apart
-            jobs = route(label, plan, self.chip, self.options.buffer_num, mixed=False)
+            jobs = route(label, plan, self.chip, self.options.buffer_num, mixed=False, cores=self.options.cores or 0)
             jobs[0].options.setdefault("notes", []).append(f"not a mixed launch: {_first_reason(e)}")
             lowered = [lower(job, self.chip, self.options) for job in jobs]
         for job in jobs:  # values that exist only between the launches of this plan (a cube result, a cast)

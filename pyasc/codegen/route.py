@@ -5,9 +5,11 @@ The rules, in order (first match wins):
 2. an input is empty and the outputs are static: the results are constants (a reduction over nothing is its
    identity), computed now and written by vector fill kernels;
 3. a plan anchored on an op some template lowers whole (`templates.TEMPLATE_OPS`): that template, when it
-   takes the kernel (`Template.handles`); a matmul plan is planned by `matmul_plan` into its launches (vector
-   casts and transposes of the operands, then one mixed launch of the cube and its epilogue when `ge.mixed`
-   marked it and the mixed template tiles it, else the cube kernel and a vector epilogue);
+   takes the kernel (`Template.handles`); an attention in one launch or, when the cost model says so, with
+   its keys split over the cores and a combine launch (`decode`); a matmul plan is planned by `matmul_plan`
+   into its launches (vector casts and transposes of the operands, then one mixed launch of the cube and its
+   epilogue when `ge.mixed` marked it and the mixed template tiles it, else the cube kernel and a vector
+   epilogue);
 4. otherwise by the plan's kind (`BY_KIND`): pointwise and row kernels to the vector template, column
    reductions to the column template.
 """
@@ -24,7 +26,7 @@ from ..target import Chip
 from .domain import dims
 from .kernel_graph import KernelGraph, build_kernel_graph
 from .lowering import no_lowering
-from . import blocked, conv_plan, matmul_plan
+from . import blocked, conv_plan, decode, matmul_plan
 from .template import Job, Unsupported
 from .templates import TEMPLATES, template_of_op
 from .templates.mixed import MixedMatmul
@@ -60,9 +62,10 @@ BY_KIND: dict[KernelKind, Callable[[str, KernelGraph, KernelStructure, KernelPla
 }
 
 
-def route(label: str, plan: KernelPlan, chip: Chip, buffer_num: int = 2, mixed: bool | None = None) -> list[Job]:
+def route(label: str, plan: KernelPlan, chip: Chip, buffer_num: int = 2, mixed: bool | None = None,
+          cores: int = 0) -> list[Job]:
     """The device kernels of one kernel plan (see the module docstring); `mixed=False` keeps a matmul and its
-    epilogue apart whatever the plan says."""
+    epilogue apart whatever the plan says; `cores` is the kernel's cap on the cores of a type (0: all)."""
     kg = build_kernel_graph(label, plan.nodes, plan.inputs, plan.outputs)
     if all(any(d == 0 for d in v.type.shape) for v in kg.outputs):
         return []
@@ -73,6 +76,8 @@ def route(label: str, plan: KernelPlan, chip: Chip, buffer_num: int = 2, mixed: 
         return matmul_jobs(label, plan, chip, buffer_num, plan.mixed if mixed is None else mixed)
     if whole is TEMPLATES["conv"]:
         return conv_jobs(label, plan, chip, buffer_num, plan.mixed if mixed is None else mixed)
+    if whole is TEMPLATES["attention"] and whole.handles(kg):
+        return decode.attention_jobs(label, kg, plan, chip, buffer_num, cores)
     if whole is not None and whole.handles is not None and whole.handles(kg):
         return [kernel_job(whole.name, label, kg, plan)]
     if plan.kind is KernelKind.ELEMENTWISE and blocked.is_blocked(kg):

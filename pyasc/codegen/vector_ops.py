@@ -150,6 +150,8 @@ class _Builder:
             src = self.load(v.node.inputs[0], min(space, self.space_of(v, shape)), shape)
         else:
             src = self.env[v]
+            if not isinstance(src, VBuf):  # an identity of a constant (a size-1 argsort, ...) is its immediate
+                return _scalar(src, dtype)
         return self.convert(src, space, dtype)
 
     def read_shape(self, v: Value) -> tuple:

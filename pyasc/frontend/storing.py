@@ -108,13 +108,14 @@ def coerce(b: Any, value: Any, shape: Any, dtype: str, at: ast.AST, target: ast.
     if lead:
         v = b.emit("reshape", [v], {"shape": vshape[lead:]}, at)[0]
         vshape = vshape[lead:]
-    if vshape != shape and not all(isinstance(d, int) for d in (*vshape, *shape)):
+    if vshape != shape and not all(isinstance(d, int) for d in (*vshape, *shape)) \
+            and not _broadcasts_whatever_the_sizes(vshape, shape):
         raise b.error(f"`{b.text(at)}` stores a value of shape {_dims(vshape)} into a region of shape {_dims(shape)}; "
                       "with symbolic dims (dynamic=True) pyasc cannot tell whether numpy would broadcast them, so "
                       "slice writes need the same shape or static shapes", at)
     if vshape != shape:
         try:
-            ok = np.broadcast_shapes(vshape, shape) == shape
+            ok = _broadcasts_whatever_the_sizes(vshape, shape) or np.broadcast_shapes(vshape, shape) == shape
         except (ValueError, TypeError):
             ok = False
         if not ok:
@@ -122,6 +123,14 @@ def coerce(b: Any, value: Any, shape: Any, dtype: str, at: ast.AST, target: ast.
                           f"`{b.text(at)}` (numpy raises ValueError here)", at)
         v = b.emit("broadcast_to", [v], {"shape": shape}, at)[0]
     return v
+
+
+def _broadcasts_whatever_the_sizes(vshape: tuple, shape: tuple) -> bool:
+    """A value of `vshape` broadcasts to `shape` for every launch size: aligned from the right, each of its dims
+    is 1 or the region's own (the same int or the same symbol), e.g. a scalar or a (1, N) row into (M, N)."""
+    if len(vshape) > len(shape):
+        return False
+    return all(v == 1 or v == s for v, s in zip(reversed(vshape), reversed(shape)))
 
 
 def _stacked(b: Any, items: Any, dtype: str, at: ast.AST) -> Value:

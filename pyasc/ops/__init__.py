@@ -45,6 +45,7 @@ numpy functions as composites whose eager function is numpy's own (numpy_composi
   argmax argmin (a) axis [None], keepdims [False]; take (a, indices) axis [None]  search.py
   cumsum (a) axis [None], dtype [None]                                            scan.py
   arange linspace eye tri () (numpy's attributes); tril triu (m) k [0]; outer (a, b)   constructors.py
+  roll (a) shift, axis [None]; diff (a[, prepend][, append]) n [1], axis [-1]      shifts.py
   concat (internal, variadic) axis, kind; split (internal, one output per piece) sections, axis, equal:
   sugar concatenate concat stack hstack vstack / split array_split                 joining.py
 
@@ -76,7 +77,7 @@ from .registry import (  # noqa: F401
 )
 from . import elementwise, reduce, shape, matmul, creation, composite, dimvalue, loop, update  # noqa: F401,E402  (registers ops)
 from . import elementary, statistics, like, joining, arrange, dot, search, scan, constructors  # noqa: F401,E402  (numpy functions as composites)
-from . import npmath, special, accumulate, linalg, einsum, sorting, scatter  # noqa: F401,E402  (more numpy, scipy.special)
+from . import npmath, special, accumulate, linalg, einsum, sorting, scatter, shifts  # noqa: F401,E402  (more numpy, scipy.special)
 from . import attention  # noqa: F401,E402  (registers the attention op)
 from . import conv  # noqa: F401,E402  (conv2d, pooling, batch_norm)
 from . import vjp_elementwise, vjp_structure, vjp_composite  # noqa: F401,E402  (VJP rules, keyed by op)

@@ -96,6 +96,11 @@ def attention(q, k, v, mask=None, scale=None, causal=False):  # noqa: ANN001, AN
     takes c = 0 there instead of forming exp(-inf - -inf); the first visible key then starts the sums, and a
     row with no visible key ends as O / l = 0 / 0 = NaN, as the formula gives. Causal blocks wholly above the
     diagonal contribute nothing and can be skipped.
+
+    The keys may also be cut into runs walked apart (a decode step's one query row spread over the cores): run
+    c ends with its own (m_c, l_c, O_c), and with M = max_c m_c the result is sum_c exp(m_c - M) O_c / sum_c
+    exp(m_c - M) l_c, the same rescaling taken once more over the runs. A run with no visible key has weight 0
+    (a kernel starts m at the lowest finite number, not -inf, so no exp(-inf + inf) appears).
     """
     return _eager(q, k, v, *(() if mask is None else (mask,)), scale=scale, causal=causal,
                   has_mask=mask is not None)

@@ -41,7 +41,9 @@ def _kernels(ck: CompiledKernel, profile: Any) -> list[str]:
         by_category[k.category.name] = by_category.get(k.category.name, 0) + 1
     lines = [f"{len(ck.plans)} planned: " + ", ".join(f"{n} {c}" for c, n in by_category.items())]
     lines += [k.describe() for k in ck.plans]
-    lines += [f"launched: k{k.index} {k.name} [{k.template}] {k.core_type.upper()} x {k.blocks}" for k in ck.kernels]
+    for k in ck.kernels:   # each with its notes: which form a plan took and why (a mixed launch, split keys)
+        lines.append(f"launched: k{k.index} {k.name} [{k.template}] {k.core_type.upper()} x {k.blocks}")
+        lines += [f"  note: {n}" for n in k.notes]
     return lines
 
 

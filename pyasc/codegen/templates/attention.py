@@ -18,6 +18,11 @@ the item's last row):
 The recurrence gives O = sum_j exp(x_j - m) V_j and l = sum_j rowsum(exp(x_j - m)) for the final m, so O / l
 is the softmax-weighted sum of v: the formula, up to rounding (`ops.attention` states it with the op). No
 T x T matrix reaches HBM: S and P live in L2-resident workspace tiles, `lead` + 1 per group and channel.
+
+The split-keys form (`AttentionOp.chunks` > 1, FlashDecoding's idea, for a decode step whose few query rows
+leave most groups idle): a work item is also one of `chunks` runs of key blocks, and instead of O / l it stores
+the unnormalised O of its run, its m and its l (float32 scratch); `attention_combine` rescales and sums the runs
+(`decode.py` says when this form is used).
 """
 from __future__ import annotations
 
@@ -61,6 +66,7 @@ class AttentionOp:
     rows: tuple[RowOperand, ...]
     mask_dtype: str | None = None
     mask_param: str = ""
+    chunks: int = 1        # runs of key blocks per query block: > 1 writes partial O, m, l (the split form)
 
 
 @dataclass(frozen=True)
@@ -145,7 +151,8 @@ def handles(kg: KernelGraph) -> bool:
 
 
 def analyze(job: Job, chip: Chip) -> list[AttentionOp]:
-    """The attention node of the job's kernel graph, for the cube and vector sides (see AttentionOp)."""
+    """The attention node of the job's kernel graph, for the cube and vector sides (see AttentionOp); with
+    `chunks` > 1 in the job's options, the split form (its results: partial O, m and l, see `partials`)."""
     kg: KernelGraph = job.subject
     node = next(n for n in kg.nodes if n.op == "attention")
     q, k, v = node.inputs[:3]
@@ -163,11 +170,14 @@ def analyze(job: Job, chip: Chip) -> list[AttentionOp]:
     D, Dv = sq[-1], sv[-1]
     if not isinstance(D, int) or not isinstance(Dv, int):
         raise Unsupported("the head dims must be known when compiling")
-    rows = tuple(operand_of(x, what) for x, what in zip((q, k, v), "qkv")) + (result_of(kg, node.out()),)
-    a = AttentionOp(job.label, prod(sq[:-2]), sq[-2], sk[-2], D, Dv, q.type.dtype, node.out().type.dtype,
+    chunks = int(job.options.get("chunks", 1))
+    batch = prod(sq[:-2])
+    result = result_of(kg, node.out()) if chunks == 1 else partials(batch, chunks, sq[-2], Dv)[0]
+    rows = tuple(operand_of(x, what) for x, what in zip((q, k, v), "qkv")) + (result,)
+    a = AttentionOp(job.label, batch, sq[-2], sk[-2], D, Dv, q.type.dtype, node.out().type.dtype,
                     float(node.attrs.get("scale") or 1.0 / math.sqrt(D)), bool(node.attrs.get("causal", False)),
                     rows, mask.type.dtype if mask is not None else None,
-                    f"in{mask.node.attrs['index']}" if mask is not None else "")
+                    f"in{mask.node.attrs['index']}" if mask is not None else "", chunks)
     if a.dtype not in ("float16", "float32") or len({q.type.dtype, k.type.dtype, v.type.dtype}) != 1:
         raise Unsupported(f"the fused attention multiplies float16 or float32 on the cube, not {q.type.dtype}, "
                           f"{k.type.dtype}, {v.type.dtype}")
@@ -179,10 +189,23 @@ def analyze(job: Job, chip: Chip) -> list[AttentionOp]:
     return [a]
 
 
+def partials(batch: IntLike, chunks: int, Tq: IntLike, Dv: int,
+             params: tuple[str, str, str] = ("out0", "out1", "out2")) -> tuple[RowOperand, RowOperand, RowOperand]:
+    """Where the split form's partial results lie (the split launch writes them, the combine reads them from
+    `params`): row q of run c of batch index b is row q of batch index b * chunks + c of O (batch, chunks, Tq,
+    Dv), m and l (batch, chunks, Tq), all float32."""
+    n = sy.mul(batch, chunks)
+    return (RowOperand(params[0], (n,), (sy.mul(Tq, Dv),), Dv), RowOperand(params[1], (n,), (Tq,), 1),
+            RowOperand(params[2], (n,), (Tq,), 1))
+
+
 def tilings(a: AttentionOp, chip: Chip, buffer_num: int, cores: int) -> list[AttentionTiling]:
     out = []
+    # query blocks past the smallest that holds every query row do the same work in more memory (a decode
+    # step's one row: one block size, not four)
+    whole = min((s for s in SIZES if s >= a.Tq), default=max(SIZES)) if isinstance(a.Tq, int) else max(SIZES)
     for bn in buffer_nums(buffer_num, most=2):
-        for bq in SIZES:
+        for bq in (s for s in SIZES if s <= whole):
             for bk in SIZES:
                 for lead in LEADS:
                     t = AttentionTiling(bq, bk, bn, max(1, min(cores, chip.aic_cores)), lead)
@@ -210,18 +233,31 @@ def _symbols(a: AttentionOp) -> set[str]:
 
 def _fields(a: AttentionOp, t: AttentionTiling) -> dict[str, IntLike]:
     nqb = sy.ceildiv(a.Tq, t.bq)
-    return {"Tq": a.Tq, "Tk": a.Tk, "W": sy.mul(a.batch, nqb), "NQB": nqb}
+    fields = {"Tq": a.Tq, "Tk": a.Tk, "W": sy.mul(a.batch, nqb, a.chunks), "NQB": nqb}
+    if a.chunks > 1:     # key blocks per run
+        fields["BPC"] = sy.ceildiv(sy.ceildiv(a.Tk, t.bk), a.chunks)
+    return fields
 
 
-def _item_lets(t: AttentionTiling, who: str) -> list[Stmt]:
+def _item_lets(t: AttentionTiling, who: str, chunks: int = 1) -> list[Stmt]:
     """The work item of iteration w of this group (`who`: CORE on the AIC, GROUP on an AIV) and its query rows.
     Groups take items in turn, the last query block of each batch first, and every other round in reverse
     (a snake): a causal item's work grows with its query block, and without the reversal a group whose first
-    item is a long one would get long ones in every round."""
-    return [Let("t", sy.add(sy.mul(F("w"), F("G")), _snake(F("w"), F(who)))),
-            Let("qb", sy.add(F("NQB"), -1, sy.mul(-1, sy.mod(F("t"), F("NQB"))))),
-            Let("bi", sy.floordiv(F("t"), F("NQB"))), Let("q0", sy.mul(F("qb"), t.bq)),
-            Let("qm", sy.min_(t.bq, sy.add(F("Tq"), sy.mul(-1, F("q0")))))]
+    item is a long one would get long ones in every round. In the split form item t is run t mod chunks (its
+    first key block `kb0`) of query item t // chunks."""
+    lets = [Let("t", sy.add(sy.mul(F("w"), F("G")), _snake(F("w"), F(who))))]
+    item = F("t")
+    if chunks > 1:
+        lets += [Let("c", sy.mod(F("t"), chunks)), Let("kb0", sy.mul(F("c"), F("BPC")))]
+        item = sy.floordiv(F("t"), chunks)
+    return lets + [Let("qb", sy.add(F("NQB"), -1, sy.mul(-1, sy.mod(item, F("NQB"))))),
+                   Let("bi", sy.floordiv(item, F("NQB"))), Let("q0", sy.mul(F("qb"), t.bq)),
+                   Let("qm", sy.min_(t.bq, sy.add(F("Tq"), sy.mul(-1, F("q0")))))]
+
+
+def _key0(a: AttentionOp, t: AttentionTiling, j: IntLike) -> IntLike:
+    """The first key of the item's key block j (its run's blocks in the split form)."""
+    return sy.mul(sy.add(F("kb0"), j) if a.chunks > 1 else j, t.bk)
 
 
 def _snake(w: IntLike, who: IntLike) -> IntLike:
@@ -238,11 +274,18 @@ def _count(who: str) -> IntLike:
 
 
 def _key_blocks(a: AttentionOp, t: AttentionTiling) -> IntLike:
+    """The item's key blocks. A causal item stops at the block holding its last row's diagonal (the one-launch
+    form walks at least one block: a row seeing no key must end as 0 / 0). A run of the split form takes its
+    BPC blocks of those, none when they all lie past the diagonal (its m, l, O stay lowest, 0, 0: weight 0
+    in the combine)."""
     total = sy.ceildiv(F("Tk"), t.bk)
-    if not a.causal:
-        return total
-    last = sy.add(F("q0"), F("qm"), F("Tk"), sy.mul(-1, F("Tq")))     # keys the item's last row sees
-    return sy.max_(1, sy.min_(total, sy.ceildiv(last, t.bk)))
+    seen = total
+    if a.causal:
+        last = sy.add(F("q0"), F("qm"), F("Tk"), sy.mul(-1, F("Tq")))     # keys the item's last row sees
+        seen = sy.min_(total, sy.ceildiv(last, t.bk))
+    if a.chunks > 1:
+        return sy.max_(0, sy.min_(F("BPC"), sy.add(seen, sy.mul(-1, F("kb0")))))
+    return sy.max_(1, seen) if a.causal else total
 
 
 def schedule(a: AttentionOp, t: AttentionTiling, chip: Chip) -> MixedSchedule:
@@ -261,7 +304,10 @@ def schedule(a: AttentionOp, t: AttentionTiling, chip: Chip) -> MixedSchedule:
     notes = [f"attention over {a.batch} x {a.Tq} queries x {a.Tk} keys (D={a.D}, Dv={a.Dv}), "
              f"{'causal, ' if a.causal else ''}scale {a.scale:g}; S and P in L2-resident workspace tiles"]
     # per group: its work items' key blocks (a causal item walks about half of them on average)
-    nkb = sy.ceildiv(a.Tk, t.bk)
+    if a.chunks > 1:
+        notes.append(f"split keys: {a.chunks} runs of {fields['BPC']} key blocks per query block, partial O, m "
+                     "and l to scratch (attention_combine finishes)")
+    nkb = fields["BPC"] if a.chunks > 1 else sy.ceildiv(a.Tk, t.bk)
     steps = sy.mul(sy.ceildiv(fields["W"], groups), sy.ceildiv(sy.add(nkb, 1), 2) if a.causal else nkb)
     return MixedSchedule(a.name, aic, aiv, chans, groups, notes, steps=steps, round_trip=t.lead)
 
@@ -291,7 +337,8 @@ def _cube_side(a: AttentionOp, t: AttentionTiling, chip: Chip, fields: dict, gro
     def keys(j: IntLike, who: str) -> list[Stmt]:
         """The key block j: its first key `<who>0` and its length `<who>n` (one name each for the S and the
         P V blocks of a loop body, which walk different blocks)."""
-        return [Let(f"{who}0", sy.mul(j, t.bk)), Let(f"{who}n", sy.min_(t.bk, sy.add(F("Tk"), sy.mul(-1, F(f"{who}0")))))]
+        return [Let(f"{who}0", _key0(a, t, j)),
+                Let(f"{who}n", sy.min_(t.bk, sy.add(F("Tk"), sy.mul(-1, F(f"{who}0")))))]
 
     def s_block(j: IntLike) -> list[Stmt]:
         slot = sy.mod(j, 2)
@@ -323,7 +370,7 @@ def _cube_side(a: AttentionOp, t: AttentionTiling, chip: Chip, fields: dict, gro
                       dst_row_stride=dvp32, note="P V -> workspace")]
 
     nkb, j = F("nkb"), F("j")
-    item: list[Stmt] = _item_lets(t, CORE) + [Let("nkb", _key_blocks(a, t))]
+    item: list[Stmt] = _item_lets(t, CORE, a.chunks) + [Let("nkb", _key_blocks(a, t))]
     item.append(T.copy_nd2nz(Ref("q"), GmRef(qrows.param, qoff), dt, F("qm"), a.D, src_row_stride=qrows.row,
                              note="Q block"))
     # S runs `lead` blocks ahead of P V: iteration j computes S_j and P_{j-lead} V_{j-lead}, so the cube works
@@ -372,7 +419,7 @@ def _vector_side(a: AttentionOp, t: AttentionTiling, chip: Chip, fields: dict, g
                 T.vbroadcast(Ref("diag"), Ref("cramp"), h, bkp32, "float32", axis=0, dst_row_stride=bkp32),
                 T.vbroadcast(tile, Ref("rramp"), h, bkp32, "float32", axis=1, dst_row_stride=bkp32),
                 T.vbinary("sub", Ref("diag"), Ref("diag"), tile, h * bkp32, "float32", note="diag = c - r")]
-    head = _item_lets(t, GROUP) + [
+    head = _item_lets(t, GROUP, a.chunks) + [
         Let("nkb", _key_blocks(a, t)), Let("per", sy.ceildiv(F("qm"), chip.group_aivs)),
         Let("rs", sy.mul(F(SUB), F("per"))), Let("rows", sy.max_(0, sy.min_(F("per"), sy.add(F("qm"),
                                                                                        sy.mul(-1, F("rs"))))))]
@@ -435,7 +482,7 @@ def _vector_side(a: AttentionOp, t: AttentionTiling, chip: Chip, fields: dict, g
 
     has = sy.lt(0, rows)
     lag = sy.add(F("j"), -t.lead)
-    blocks = Loop("j", 0, F("nkb"), 1, [Let("k0", sy.mul(F("j"), t.bk)),
+    blocks = Loop("j", 0, F("nkb"), 1, [Let("k0", _key0(a, t, F("j"))),
                                         Let("kn", sy.min_(t.bk, sy.add(F("Tk"), sy.mul(-1, F("k0"))))),
                                         When(has, [take]), When(has, soft),
                                         When(sy.lt(t.lead - 1, F("j")), [When(has, fold(lag, 1))])],
@@ -443,26 +490,44 @@ def _vector_side(a: AttentionOp, t: AttentionTiling, chip: Chip, fields: dict, g
     # the last `lead` blocks' P V (fewer when the item has fewer blocks)
     drain = Loop("i", sy.max_(0, sy.add(F("nkb"), -t.lead)), F("nkb"), 1,
                  [When(has, fold(F("i"), sy.lt(F("i"), sy.add(F("nkb"), -1))))], note="the blocks still to fold")
-    osize = itemsize(a.out_dtype)
-    orows = a.rows[3]
-    ooff = sy.mul(orows.start(F("bi"), sy.add(F("q0"), F("rs"))), osize)
-    grid_o = sy.mul(rows, dvp32)
-    out = tile if a.out_dtype != "float32" else Ref("acc")
-    finish = When(has, [
-        T.vunary("reciprocal", Ref("l"), Ref("l"), rows, "float32"),
-        T.vbroadcast(tile, Ref("l"), rows, dvp32, "float32", axis=1, dst_row_stride=dvp32),
-        T.vbinary("mul", Ref("acc"), Ref("acc"), tile, grid_o, "float32", note="O / l")]
-        + ([T.vcast(out, Ref("acc"), grid_o, "float32", a.out_dtype, round="rint")] if out is tile else [])
-        + [T.store(GmRef(orows.param, ooff), out, a.out_dtype, a.Dv, rows, src_stride=dvp32, dst_stride=orows.row,
-                   note="out rows")])
+    finish = When(has, _store_partials(a, dvp32) if a.chunks > 1 else _store_result(a, dvp32))
     item = head + init + [blocks, drain, finish]
     params = [GmParam("chs", "float32", "scratch"), GmParam("chp", a.dtype, "scratch"),
-              GmParam("cho", "float32", "scratch"), GmParam(orows.param, a.out_dtype, "out")]
+              GmParam("cho", "float32", "scratch")]
+    if a.chunks > 1:
+        params += [GmParam(r.param, "float32", "out") for r in partials(a.batch, a.chunks, a.Tq, a.Dv)]
+    else:
+        params.append(GmParam(a.rows[3].param, a.out_dtype, "out"))
     if a.mask_dtype is not None:
         params.append(GmParam(a.mask_param, a.mask_dtype, "in"))
     body = pre + [Loop("w", 0, _count(GROUP), 1, item, note="work items of this group")]
     return TileSchedule(f"{a.name}_softmax", "aiv", params, fields, sy.mul(groups, chip.group_aivs),
                         aiv_buffers(a, t, chip), body, [f"{h} query rows per vector core at most"])
+
+
+def _store_result(a: AttentionOp, dvp32: int) -> list[Stmt]:
+    """The end of an item: its rows of O / l, in the result's dtype."""
+    rows, tile, osize, orows = F("rows"), Ref("tile"), itemsize(a.out_dtype), a.rows[3]
+    ooff = sy.mul(orows.start(F("bi"), sy.add(F("q0"), F("rs"))), osize)
+    grid_o = sy.mul(rows, dvp32)
+    out = tile if a.out_dtype != "float32" else Ref("acc")
+    return [T.vunary("reciprocal", Ref("l"), Ref("l"), rows, "float32"),
+            T.vbroadcast(tile, Ref("l"), rows, dvp32, "float32", axis=1, dst_row_stride=dvp32),
+            T.vbinary("mul", Ref("acc"), Ref("acc"), tile, grid_o, "float32", note="O / l")] \
+        + ([T.vcast(out, Ref("acc"), grid_o, "float32", a.out_dtype, round="rint")] if out is tile else []) \
+        + [T.store(GmRef(orows.param, ooff), out, a.out_dtype, a.Dv, rows, src_stride=dvp32, dst_stride=orows.row,
+                   note="out rows")]
+
+
+def _store_partials(a: AttentionOp, dvp32: int) -> list[Stmt]:
+    """The split form's end of an item: its rows' unnormalised O, m and l, as they stand."""
+    o, m, l = partials(a.batch, a.chunks, a.Tq, a.Dv)
+    run, row = sy.add(sy.mul(F("bi"), a.chunks), F("c")), sy.add(F("q0"), F("rs"))
+    at = lambda r: GmRef(r.param, sy.mul(r.start(run, row), 4))  # noqa: E731 - a local shorthand
+    return [T.store(at(o), Ref("acc"), "float32", a.Dv, F("rows"), src_stride=dvp32, dst_stride=o.row,
+                    note="partial O rows"),
+            T.store(at(m), Ref("m"), "float32", F("rows"), note="partial m"),
+            T.store(at(l), Ref("l"), "float32", F("rows"), note="partial l")]
 
 
 TEMPLATE = Template("attention", "mix", AttentionTiling, analyze, tilings, schedule, _symbols, need=need,
