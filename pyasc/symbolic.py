@@ -110,6 +110,10 @@ class Expr:
 
 IntLike = Union[int, Expr]
 
+# the compiler builds the same formulas again for every tiling candidate and every kernel (97-99% of the
+# constructor calls of a compile repeat an earlier one): the constructors below remember their recent results
+_memoised = memoised(1 << 15)
+
 
 def _rebuild(op: str, args: tuple) -> IntLike:
     return _BUILDERS[op](*args)
@@ -134,6 +138,7 @@ def _check(v: Any, what: str = "operand") -> IntLike:
     return v
 
 
+@_memoised
 def sym(name: str) -> Expr:
     """The symbol `name` (an identifier, optionally dotted: "x.d0")."""
     if not isinstance(name, str) or not name or not all(p.isidentifier() for p in name.split(".")):
@@ -158,6 +163,7 @@ def _split_coeff(v: IntLike) -> tuple[int, IntLike]:
     return 1, v
 
 
+@_memoised
 def add(*terms: IntLike) -> IntLike:
     """Sum with constants folded and like terms combined (2*n + n -> 3*n)."""
     const = 0
@@ -188,6 +194,7 @@ def add(*terms: IntLike) -> IntLike:
     return Expr("add", tuple(parts))
 
 
+@_memoised
 def mul(*factors: IntLike) -> IntLike:
     """Product with constants folded to one leading coefficient; a product with a sum is left as is."""
     const = 1
@@ -234,6 +241,7 @@ def _exact_div(v: IntLike, d: int) -> IntLike:
     return mul(c // d, rest)
 
 
+@_memoised
 def floordiv(a: IntLike, b: IntLike) -> IntLike:
     a, b = _check(a), _check(b)
     if isinstance(b, int):
@@ -252,6 +260,7 @@ def floordiv(a: IntLike, b: IntLike) -> IntLike:
     return Expr("floordiv", (a, b))
 
 
+@_memoised
 def ceildiv(a: IntLike, b: IntLike) -> IntLike:
     a, b = _check(a), _check(b)
     if isinstance(b, int):
@@ -268,6 +277,7 @@ def ceildiv(a: IntLike, b: IntLike) -> IntLike:
     return Expr("ceildiv", (a, b))
 
 
+@_memoised
 def mod(a: IntLike, b: IntLike) -> IntLike:
     a, b = _check(a), _check(b)
     if isinstance(b, int):
@@ -335,10 +345,12 @@ def _split_const(v: Expr) -> tuple[IntLike, int]:
     return v, 0
 
 
+@_memoised
 def min_(*values: IntLike) -> IntLike:
     return _minmax("min", min, values)
 
 
+@_memoised
 def max_(*values: IntLike) -> IntLike:
     return _minmax("max", max, values)
 
@@ -355,10 +367,12 @@ def _compare(op: str, a: IntLike, b: IntLike, fn: Callable[[int, int], bool]) ->
     return Expr(op, (a, b))
 
 
+@_memoised
 def lt(a: IntLike, b: IntLike) -> IntLike:
     return _compare("lt", a, b, lambda x, y: x < y)
 
 
+@_memoised
 def le(a: IntLike, b: IntLike) -> IntLike:
     return _compare("le", a, b, lambda x, y: x <= y)
 
@@ -371,14 +385,17 @@ def ge(a: IntLike, b: IntLike) -> IntLike:
     return le(b, a)
 
 
+@_memoised
 def eq(a: IntLike, b: IntLike) -> IntLike:
     return _compare("eq", a, b, lambda x, y: x == y)
 
 
+@_memoised
 def ne(a: IntLike, b: IntLike) -> IntLike:
     return _compare("ne", a, b, lambda x, y: x != y)
 
 
+@_memoised
 def select(cond: IntLike, a: IntLike, b: IntLike) -> IntLike:
     cond, a, b = _check(cond), _check(a), _check(b)
     if isinstance(cond, int):
@@ -388,22 +405,6 @@ def select(cond: IntLike, a: IntLike, b: IntLike) -> IntLike:
     return Expr("select", (cond, a, b))
 
 
-# the compiler builds the same formulas again for every tiling candidate and every kernel (97-99% of the
-# constructor calls of a compile repeat an earlier one): the constructors remember their recent results
-_memoised = memoised(1 << 15)
-sym = _memoised(sym)
-add = _memoised(add)
-mul = _memoised(mul)
-floordiv = _memoised(floordiv)
-ceildiv = _memoised(ceildiv)
-mod = _memoised(mod)
-min_ = _memoised(min_)
-max_ = _memoised(max_)
-lt = _memoised(lt)
-le = _memoised(le)
-eq = _memoised(eq)
-ne = _memoised(ne)
-select = _memoised(select)
 
 _BUILDERS: dict[str, Callable[..., IntLike]] = {
     "sym": sym, "add": add, "mul": mul, "floordiv": floordiv, "ceildiv": ceildiv, "mod": mod,
