@@ -105,7 +105,69 @@ DTYPES_ISSUE22 = {
     **{n: ("float32", "int32") for n in ("round", "trunc", "fmax", "fmin", "nan_to_num", "cumprod", "prod",
                                          "trace", "take_along_axis", "roll")},
     "diff": ("float16", "int32", "bool"),
+    # numpy3's: float32 (NaN, infinities), and int32 where products take another path (np.dot's exact int32 sum,
+    # matmul's cast back to the operand dtype); the suite's time is tight, so one dtype elsewhere
+    **{n: ("float32", "int32") for n in ("tensordot", "matrix_power")},
+    **{n: ("float32",) for n in ("flip", "fliplr", "flipud", "isclose", "allclose", "heaviside", "nansum", "nanmean",
+                                 "nanmax", "nanmin", "nanvar", "nanstd", "ptp", "inner", "kron", "cross", "median",
+                                 "quantile", "percentile", "searchsorted", "interp", "convolve", "correlate",
+                                 "trapezoid")},
 }
+
+
+def makers_numpy3(values: Callable[..., np.ndarray]) -> dict[str, list[Any]]:
+    """The numpy functions of the numpy3 modules (flips, closeness, nanreduce, ...)."""
+    def un(kind: str = "any", shape: tuple[int, ...] = (3, 4), **attrs: Any):
+        return lambda rng, d: ([values(rng, d, shape, kind)], dict(attrs))
+
+    def with_nan(shape: tuple[int, ...], **attrs: Any):  # a whole NaN row (an all-NaN slice), a NaN and an inf
+        def make(rng, d):
+            x = values(rng, d, shape)
+            if dtypes.is_float(d):
+                x[0] = np.nan
+                x[1, 1], x[-1, 0] = np.nan, np.inf
+            return [x], dict(attrs)
+        return make
+
+    def near(rng, d, **attrs: Any):  # equal, within and beyond the tolerances, infinities and NaN
+        a = values(rng, d, (4, 5))
+        if not dtypes.is_float(d):
+            return [a, a + rng.integers(0, 2, (4, 5)).astype(a.dtype)], attrs
+        b = a * np.array([1.0, 1.0 + 1e-7, 1.0 + 1e-3, 1.0 - 1e-6, 1.5], np.float32)
+        a[0, :3], b[0, :3] = [np.inf, np.nan, -np.inf], [np.inf, np.nan, np.inf]
+        return [a, b.astype(a.dtype)], attrs
+
+    def step(rng, d):
+        x = values(rng, d, (3, 4), "small")
+        x.reshape(-1)[:3] = 0
+        if dtypes.is_float(d):
+            x.reshape(-1)[3] = np.nan
+        return [x, values(rng, d, (4,))], {}
+
+    return {
+        "flip": [un(shape=(2, 3, 4), axis=(0, 2))], "fliplr": [un()], "flipud": [un(shape=(5,))],
+        "isclose": [near, lambda rng, d: near(rng, d, rtol=0.0, atol=1e-3, equal_nan=True)],
+        "allclose": [near, lambda rng, d: ([values(rng, d, (3, 4))] * 2, {})], "heaviside": [step],
+        "nansum": [with_nan((3, 4), axis=1)], "nanmean": [with_nan((3, 4), axis=1, keepdims=True)],
+        "nanmax": [with_nan((3, 4), axis=1)], "nanmin": [with_nan((4, 3), axis=None)],
+        "nanvar": [with_nan((3, 4), axis=1, ddof=1)], "nanstd": [with_nan((3, 4), axis=0)],
+        "ptp": [un(shape=(3, 5), axis=1)],
+        "tensordot": [lambda rng, d: ([values(rng, d, (2, 3, 4)), values(rng, d, (4, 3, 5))],
+                                      {"axes": ([1, 2], [1, 0])})],
+        "inner": [lambda rng, d: ([values(rng, d, (3, 4)), values(rng, d, (2, 4))], {})],
+        "kron": [lambda rng, d: ([values(rng, d, (2, 3)), values(rng, d, (3,))], {})],
+        "cross": [lambda rng, d: ([values(rng, d, (4, 3)), values(rng, d, (3,))], {})],
+        "matrix_power": [un("small", shape=(2, 3, 3), n=5)],
+        "median": [with_nan((3, 2, 4), axis=(0, 2), keepdims=True)],
+        "quantile": [un(shape=(3, 5), q=(0.0, 0.3, 1.0), axis=0)], "percentile": [with_nan((4, 3), q=75)],
+        "searchsorted": [lambda rng, d: ([np.sort(values(rng, d, (6,))), values(rng, d, (2, 3))], {"side": "right"})],
+        "interp": [lambda rng, d: ([values(rng, d, (6,)), np.sort(values(rng, d, (3,))), values(rng, d, (3,))],
+                                   {"right": 9.0})],
+        "convolve": [lambda rng, d: ([values(rng, d, (6,)), values(rng, d, (3,))], {"mode": "same"})],
+        "correlate": [lambda rng, d: ([values(rng, d, (3,)), values(rng, d, (5,))], {"mode": "full"})],
+        "trapezoid": [lambda rng, d: ([values(rng, d, (3, 5)), None], {"dx": 0.5}),
+                      lambda rng, d: ([values(rng, d, (4, 3)), np.sort(values(rng, d, (4,)))], {"axis": 0})],
+    }
 
 
 def makers_issue22(values: Callable[..., np.ndarray]) -> dict[str, list[Any]]:
@@ -177,6 +239,7 @@ def makers_issue22(values: Callable[..., np.ndarray]) -> dict[str, list[Any]]:
         "take_along_axis": [along, along_none],
         "append": [lambda rng, d: ([values(rng, d, (2, 3)), values(rng, d, (4,))], {"axis": None}),
                    lambda rng, d: ([values(rng, d, (2, 3)), values(rng, d, (1, 3))], {"axis": 0})],
+        **makers_numpy3(values),
         "roll": [un(shape=(3, 5), shift=-7, axis=None), un(shape=(2, 3, 4), shift=(1, 5, -1), axis=(0, 2, 0))],
         "diff": [un(shape=(3, 5), n=2), un(shape=(4, 3), axis=0),
                  lambda rng, d: ([values(rng, d, (2, 4)), values(rng, d, ()), values(rng, d, (2, 2))], {"n": 3})],

@@ -124,6 +124,13 @@ def test_decomposition_with_symbolic_dims():
         assert d.output_types == node.outputs == [t]
 
 
+#: the composites of the numpy3 modules (flips.py, closeness.py, nanreduce.py, ...)
+NUMPY3 = {"flip", "fliplr", "flipud", "isclose", "allclose", "heaviside", "select", "nansum", "nanmean", "nanmax",
+          "nanmin", "nanvar", "nanstd", "ptp", "ufunc_accumulate", "ufunc_outer", "tensordot", "inner", "kron", "cross",
+          "matrix_power", "median", "quantile", "percentile", "searchsorted", "interp", "convolve",
+          "correlate", "trapezoid", "meshgrid"}
+
+
 def test_every_composite_has_a_case():
     assert {c[0] for c in CASES} == set(COMPOSITES)
     # the numpy ops of issue 11 are composites too, but their eager function is numpy's own (not the body):
@@ -143,4 +150,7 @@ def test_every_composite_has_a_case():
     numpy_eager |= {"attention"}
     # roll and diff (shifts.py): compared with numpy by test_golden_ops (numpy_op_makers.makers_issue22)
     numpy_eager |= {"roll", "diff"}
+    # numpy3's (flips, closeness, nanreduce, ...): test_golden_ops (numpy_op_makers.makers_numpy3); select, meshgrid,
+    # ufunc_accumulate and ufunc_outer (no public api: numpy's spellings are sugar) by test_ops_numpy3.py
+    numpy_eager |= NUMPY3
     assert {n for n in ops.names() if ops.get(n).composite} == set(COMPOSITES) | numpy_eager

@@ -68,6 +68,36 @@ CONV_PUBLIC = {"conv2d", "max_pool2d", "avg_pool2d", "batch_norm"}
 CONV_OPS = CONV_PUBLIC | {"fused_conv2d"}
 NUMPY_OPS |= CONV_OPS  # registered beside the brief's list, like the numpy ops
 INTERNAL |= {"fused_conv2d"}
+
+# np.roll/np.diff (shifts.py) and numpy3's modules (flips, closeness, nanreduce, ufuncs, products, quantiles,
+# signal); select, meshgrid and the ufunc-method ops are internal (numpy's spellings are sugar over them)
+NUMPY3_CATEGORY = {
+    **{n: Category.INJECTIVE for n in ("roll", "diff", "flip", "fliplr", "flipud", "kron", "cross", "meshgrid",
+                                      "ufunc_accumulate")},
+    **{n: Category.ELEMWISE for n in ("isclose", "heaviside", "select")},
+    **{n: Category.REDUCE for n in ("allclose", "nansum", "nanmean", "nanmax", "nanmin", "nanvar", "nanstd", "ptp",
+                                   "trapezoid")},
+    **{n: Category.OPAQUE for n in ("tensordot", "inner", "matrix_power", "median", "quantile", "percentile",
+                                   "searchsorted", "interp", "convolve", "correlate")},
+    "ufunc_outer": Category.BROADCAST,
+}
+NUMPY3_INTERNAL = {"select", "meshgrid", "ufunc_accumulate", "ufunc_outer"}
+NUMPY3_CHEAP = {"roll", "diff", "flip", "fliplr", "flipud", "meshgrid", "select", "ufunc_outer"}
+#: binary elementwise ufuncs with a two-tensor twin: each has np.<u>.outer
+OUTER_UFUNCS = ("add subtract multiply divide true_divide floor_divide mod remainder power pow maximum minimum fmax "
+                "fmin less less_equal greater greater_equal equal not_equal bitwise_and bitwise_or bitwise_xor logical_and "
+                "logical_or logical_xor logaddexp heaviside").split()
+NUMPY3_TWINS = {
+    **{n: n for n in NUMPY3_CATEGORY if n not in NUMPY3_INTERNAL and n != "matrix_power"},
+    "linalg.matrix_power": "matrix_power", "select": "select", "meshgrid": "meshgrid",
+    "add.reduce": "sum", "multiply.reduce": "prod", "maximum.reduce": "max", "minimum.reduce": "min",
+    "logical_and.reduce": "all", "logical_or.reduce": "any", "add.accumulate": "cumsum",
+    "multiply.accumulate": "cumprod", "maximum.accumulate": "ufunc_accumulate",
+    "minimum.accumulate": "ufunc_accumulate",
+    **{f"{u}.outer": "ufunc_outer" for u in OUTER_UFUNCS},
+}
+NUMPY_OPS |= set(NUMPY3_CATEGORY)
+INTERNAL |= NUMPY3_INTERNAL
 BINARY = "add sub mul div floordiv mod pow maximum minimum lt le gt ge eq ne bitwise_and bitwise_or bitwise_xor".split()
 UNARY = "neg invert abs exp log sqrt rsqrt reciprocal sin cos tanh sigmoid relu gelu silu erf floor ceil sign".split()
 REDUCTIONS = "sum max min mean".split()
@@ -87,7 +117,7 @@ EXPECTED_CATEGORY = {
     "dot": Category.MATMUL, "attention": Category.OPAQUE,
     "argmax": Category.REDUCE, "argmin": Category.REDUCE, "take": Category.INJECTIVE, "cumsum": Category.INJECTIVE,
     **{n: Category.ELEMWISE for n in NUMPY_CREATION}, **{n: Category.BROADCAST for n in ("tril", "triu", "outer")},
-    **NUMPY22_CATEGORY,
+    **NUMPY22_CATEGORY, **NUMPY3_CATEGORY,
     **{n: Category.OPAQUE for n in ("conv2d", "fused_conv2d", "max_pool2d", "avg_pool2d")},
     "batch_norm": Category.BROADCAST,
 }
@@ -96,6 +126,7 @@ EXPENSIVE = set("exp log tanh sqrt rsqrt div sigmoid gelu erf sin cos pow".split
 EXPENSIVE |= set(NUMPY_UNARY) | {"logaddexp", "var", "std", "dot"} | NUMPY_GATHER
 EXPENSIVE |= set(NUMPY22_CATEGORY) - NUMPY22_CHEAP
 EXPENSIVE |= {"conv2d", "fused_conv2d", "avg_pool2d", "batch_norm"}
+EXPENSIVE |= set(NUMPY3_CATEGORY) - NUMPY3_CHEAP
 COMPOSITES |= (NUMPY_OPS - CONV_OPS) | {"batch_norm"} | ATTENTION
 EXPENSIVE |= ATTENTION
 COMMUTATIVE = {"add", "mul", "maximum", "minimum", "eq", "ne", "bitwise_and", "bitwise_or", "bitwise_xor"}
@@ -226,14 +257,15 @@ def test_category_order_follows_tvm():
 
 
 def test_numpy_twins():
-    assert {n: ops.numpy_twin(n) for n in ops.numpy_names()} == NUMPY_TWINS
+    assert {n: ops.numpy_twin(n) for n in ops.numpy_names()} == {**NUMPY_TWINS, **NUMPY3_TWINS}
     scipy_special = pytest.importorskip("scipy.special")
-    for np_name in NUMPY_TWINS:
+    for np_name, twin in {**NUMPY_TWINS, **NUMPY3_TWINS}.items():
         module, _, attr = np_name.rpartition(".")
-        home = {"": np, "linalg": np.linalg, "scipy.special": scipy_special}[module]
+        homes = {"": np, "linalg": np.linalg, "scipy.special": scipy_special}
+        home = homes[module] if module in homes else getattr(np, module)  # a ufunc's method: np.add.reduce
         assert hasattr(home, attr), np_name
         fn = ops.numpy_function(np_name)
-        assert fn.__pyasc_op__ == NUMPY_TWINS[np_name]
+        assert fn.__pyasc_op__ == twin
     assert ops.numpy_function("zeros") is pyasc.zeros
     assert ops.numpy_twin("logical_not") == "logical_not"  # its own op: it differs from invert on ints
     assert ops.numpy_twin("dot") == "dot"  # its own op: np.dot differs from matmul for N-D operands

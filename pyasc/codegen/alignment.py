@@ -39,6 +39,7 @@ from ..symbolic import IntLike
 from .domain import UnsupportedDomain, dims
 from .kernel_graph import KernelGraph
 from .lowering import vector_lowering
+from .strided import is_input_view
 
 Shape = tuple[IntLike, ...]
 
@@ -134,7 +135,12 @@ def downstream_of_reductions(kg: KernelGraph) -> set[Value]:
 
 
 def _computed(v: Value) -> bool:
-    return v.node.op not in ("Data", "Const")
+    return v.node.op not in ("Data", "Const") and not is_input_view(v)
+
+
+def _read_through(n: Node) -> bool:
+    """A view of an input the kernel reads through by strides (not expand_dims: it is placed as before)."""
+    return n.op != "expand_dims" and is_input_view(n.out())
 
 
 def _anything_moves(kg: KernelGraph, frozen: set[Value], rank: int | None) -> bool:
@@ -165,6 +171,8 @@ def placements(kg: KernelGraph, rank: int | None = None) -> Placements:
             readers.setdefault(v, []).append(n)
     outputs = set(kg.graph.outputs)
     for n in reversed(kg.nodes):
+        if _read_through(n):
+            continue  # its readers read the input through it in their placement (`strided.view_read`)
         for v in n.values:
             own = dims(v.type.shape)
             if v in frozen:

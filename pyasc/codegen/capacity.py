@@ -14,13 +14,15 @@ from __future__ import annotations
 from typing import Callable
 
 from ..errors import CompileError
-from ..ge.capacity import CapacityVerdict, FusionCandidate, default_capacity
+from ..dtypes import promote
+from ..ge.capacity import CapacityVerdict, FusionCandidate, default_capacity, prologue_split
 from ..ge.plan import KernelKind
 from ..target import Chip
 from .kernel_graph import build_kernel_graph
 from .route import BY_KIND
 from .template import Unsupported
-from .templates import TEMPLATES, mixed, template_of_op, vector_kernel
+from .domain import dims
+from .templates import TEMPLATES, mixed, mixed_prologue, template_of_op, vector, vector_kernel
 
 
 def codegen_capacity(chip: Chip, buffer_num: int = 2) -> Callable[[FusionCandidate], CapacityVerdict]:
@@ -77,6 +79,8 @@ def _matmul(c: FusionCandidate, chip: Chip, buffer_num: int) -> CapacityVerdict 
     """A matmul with an epilogue fits when the epilogue's vector side does for the smallest cube block (a
     mixed launch runs it on the vector cores, rows split between them; `templates/mixed.py`); None when the
     epilogue is not one the mixed template takes (the optimiser's own estimate decides)."""
+    if c.prologue is not None:
+        return _with_prologue(c, chip, buffer_num)
     anchor = c.structure.anchor
     rest = [n for n in c.nodes if n is not anchor]
     if not rest:
@@ -94,3 +98,31 @@ def _matmul(c: FusionCandidate, chip: Chip, buffer_num: int) -> CapacityVerdict 
         return CapacityVerdict(False, need, f"the epilogue's smallest vector tile needs {need} B of the chip's "
                                             f"{chip.ub_bytes} B UB")
     return CapacityVerdict(True, need)
+
+
+def _with_prologue(c: FusionCandidate, chip: Chip, buffer_num: int) -> CapacityVerdict:
+    """A matmul taking in its A operand's producer (ge/prologue.py) fits when it has an epilogue for the mixed
+    launch to carry the prologue (`route.matmul_jobs`), A is in the cube's dtype, and the prologue's smallest
+    tile of whole rows of A fits the UB beside the epilogue's smallest vector tile."""
+    body, pro = prologue_split(c)
+    anchor = c.structure.anchor
+    if len(body.nodes) == 1 and anchor.op == "matmul":
+        return CapacityVerdict(False, None, "the product has no vector epilogue: no mixed launch to run A's producer in")
+    epi = _matmul(body, chip, buffer_num)
+    if epi is not None and not epi.fits:
+        return epi
+    a, b = anchor.inputs[0], anchor.inputs[1]
+    rows = dims(pro.structure.rows) if pro.structure.kind is KernelKind.ROW_REDUCE else None
+    k = pro.structure.k if pro.structure.kind is KernelKind.ROW_REDUCE else 0
+    try:
+        kg = build_kernel_graph("candidate", list(pro.nodes), list(pro.inputs), [a])
+        vk = mixed_prologue.analyze("candidate", mixed_prologue.Prologue(kg, rows, k), promote(a.type.dtype,
+                                                                                              b.type.dtype), chip)
+    except (Unsupported, CompileError) as e:
+        return CapacityVerdict(False, None, f"codegen cannot run the prologue on the vector cores: {e}")
+    used = (epi.working_set or 0) if epi is not None else 0
+    sizes = [mixed_prologue.need(vk, t, chip) for t in vector.tilings(vk, chip, min(2, buffer_num), chip.aiv_cores)]
+    if not sizes or used + min(sizes) > chip.ub_bytes:
+        return CapacityVerdict(False, None, f"no tile of whole rows of A ({a.type.shape[-1]} elements a row) fits "
+                                            f"the chip's {chip.ub_bytes} B UB beside the epilogue's {used} B")
+    return CapacityVerdict(True, used + min(sizes))

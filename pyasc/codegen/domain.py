@@ -10,7 +10,9 @@ into `C` and the kept leading axes into `outer` and `R`.
 Each input then has a class relative to (R, C) — "full" (rows of C
 contiguous elements), "rowvec" (one row broadcast over R), "col" (one value
 per row) or "scalar" (one value) — and element strides over the outer dims
-(0 where it broadcasts).
+(0 where it broadcasts). An input read through a view (a slice, a transpose, ... of it that fusion put
+into the kernel, `strided.view_read`) has the view's strides and a first-element offset instead of its own
+row-major ones; dims the view does not lay out contiguously never collapse together (`view_cuts`).
 """
 from __future__ import annotations
 
@@ -70,6 +72,7 @@ class InputLayout:
     cls: str                        # "full" | "rowvec" | "col" | "scalar"
     o_strides: tuple[IntLike, ...]  # elements per step of each outer dim (0: broadcast)
     r_stride: IntLike               # elements between rows (0: broadcast)
+    offset: IntLike = 0             # elements before the first one read (a view's start)
 
     @property
     def outer_dependent(self) -> bool:
@@ -109,19 +112,22 @@ def _masks(shape: Sequence[IntLike], operand: Sequence[IntLike]) -> list[int]:
     return out
 
 
-def _collapse(dims_idx: list[int], masks: list[list[int]]) -> list[list[int]]:
+def _collapse(dims_idx: list[int], masks: list[list[int]], cuts: frozenset[int] = frozenset()) -> list[list[int]]:
+    """Runs of dims every operand treats alike; a dim in `cuts` starts a new run (a view strides it apart)."""
     groups: list[list[int]] = []
     for i in dims_idx:
         col = [m[i] for m in masks]
-        if groups and [m[groups[-1][-1]] for m in masks] == col:
+        if groups and i not in cuts and [m[groups[-1][-1]] for m in masks] == col:
             groups[-1].append(i)
         else:
             groups.append([i])
     return groups
 
 
-def make_domain(shape: Sequence[IntLike], lead: int, operands: Sequence[Sequence[IntLike]]) -> Domain:
-    """Collapse `shape` (rows = its first `lead` dims) by the broadcast patterns of `operands`.
+def make_domain(shape: Sequence[IntLike], lead: int, operands: Sequence[Sequence[IntLike]],
+                cuts: frozenset[int] = frozenset()) -> Domain:
+    """Collapse `shape` (rows = its first `lead` dims) by the broadcast patterns of `operands`, never joining a
+    dim in `cuts` to the one before it.
 
     lead == len(shape) - 1 with no reduction means "pointwise": then rows and row may collapse together.
     """
@@ -130,10 +136,11 @@ def make_domain(shape: Sequence[IntLike], lead: int, operands: Sequence[Sequence
     keep = [i for i, d in enumerate(shape) if d != 1]
     lead_dims = [i for i in keep if i < lead]
     row_dims = [i for i in keep if i >= lead]
-    lead_groups = _collapse(lead_dims, masks)
-    row_groups = _collapse(row_dims, masks)
+    lead_groups = _collapse(lead_dims, masks, cuts)
+    row_groups = _collapse(row_dims, masks, cuts)
     if len(row_groups) > 1:
-        raise UnsupportedDomain(f"operands broadcast differently inside the reduced axes of {shape}")
+        raise UnsupportedDomain(f"operands broadcast (or a view strides) differently inside the reduced axes of "
+                                f"{shape}")
     c_group = row_groups[0] if row_groups else []
     r_group = lead_groups[-1] if lead_groups else []
     outer_groups = lead_groups[:-1]
@@ -142,38 +149,53 @@ def make_domain(shape: Sequence[IntLike], lead: int, operands: Sequence[Sequence
                   tuple(tuple(g) for g in (*outer_groups, r_group, c_group)))
 
 
-def pointwise_domain(shape: Sequence[IntLike], operands: Sequence[Sequence[IntLike]]) -> Domain:
+def pointwise_domain(shape: Sequence[IntLike], operands: Sequence[Sequence[IntLike]],
+                     cuts: frozenset[int] = frozenset()) -> Domain:
     """A domain without a reduction: the last collapsed dim is the row, the one before it the rows."""
     shape = tuple(shape)
     masks = [_masks(shape, op) for op in operands]
     keep = [i for i, d in enumerate(shape) if d != 1]
-    groups = _collapse(keep, masks)
+    groups = _collapse(keep, masks, cuts)
     if not groups:
         return Domain(shape, len(shape), (), 1, 1, ((), ()))
     c_group = groups[-1]
     lead = c_group[0]
-    return make_domain(shape, lead, operands)
+    return make_domain(shape, lead, operands, cuts)
 
 
-def input_layout(domain: Domain, operand: Sequence[IntLike], per_row: bool = False) -> InputLayout:
+def view_cuts(shape: Sequence[IntLike], operand: Sequence[IntLike], strides: Sequence[IntLike]) -> set[int]:
+    """Dims of domain `shape` that may not collapse into the dim before them for an operand read by `strides`
+    (aligned with the domain's trailing axes): the operand steps over both, but not as one block of memory."""
+    off = len(shape) - len(operand)
+    present = [i for i in range(len(shape)) if shape[i] != 1 and i >= off and operand[i - off] != 1]
+    return {b for a, b in zip(present, present[1:])
+            if strides[a - off] != sy.mul(strides[b - off], operand[b - off])}
+
+
+def input_layout(domain: Domain, operand: Sequence[IntLike], per_row: bool = False,
+                 view: tuple[Sequence[IntLike], IntLike] | None = None) -> InputLayout:
     """How an input of shape `operand` maps onto the domain.
 
     `per_row`: the input is read by per-row values, so it aligns with the row dims (keepdims shapes
-    end in ones; dropped shapes are the rows shape itself).
+    end in ones; dropped shapes are the rows shape itself). `view`: (strides, offset) of a read through a
+    view (`strided.view_read`), where the input's own row-major strides would be wrong.
     """
     operand = tuple(operand)
+    start = 0 if view is None else view[1]
     if math.prod(d for d in operand if isinstance(d, int)) == 1 and all(isinstance(d, int) for d in operand):
-        return InputLayout("scalar", tuple(0 for _ in domain.outer), 0)
+        return InputLayout("scalar", tuple(0 for _ in domain.outer), 0, start)
     if per_row:
         # numpy's alignment first (a keepdims shape [R, 1] broadcasts as one value per row); a shape that
         # only makes sense per row (the rows shape itself, beside a reduction without keepdims) aligns with
         # the row dims instead
         try:
-            lay = input_layout(domain, operand)
+            lay = input_layout(domain, operand, view=view)
             if lay.cls in ("col", "scalar"):
                 return lay
         except UnsupportedDomain:
             pass
+        if view is not None:
+            raise UnsupportedDomain(f"a view of shape {operand} read one value per row by the rows' alignment")
         target = domain.shape[: domain.lead]
         off = len(target) - len(operand)
         if off < 0:
@@ -183,7 +205,7 @@ def input_layout(domain: Domain, operand: Sequence[IntLike], per_row: bool = Fal
         off = len(domain.shape) - len(operand)
         aligned = [None] * off + list(operand)
     present = [i for i, d in enumerate(aligned) if d is not None]
-    own = _strides([aligned[i] for i in present])
+    own = _strides([aligned[i] for i in present]) if view is None else list(view[0])
     stride_of = {i: s for i, s in zip(present, own)}
     for i, d in enumerate(aligned):
         if d is not None and d != 1 and not same_dim(d, domain.shape[i]):
@@ -201,6 +223,10 @@ def input_layout(domain: Domain, operand: Sequence[IntLike], per_row: bool = Fal
         if any(aligned[i] in (None, 1) and not same_dim(domain.shape[i], 1) for i in g):
             # its inner dim varies but an outer one of the group is broadcast: no one stride walks the group
             raise UnsupportedDomain(f"operand {operand} broadcasts part of a collapsed dim of {domain.shape}")
+        real = [i for i in g if aligned[i] not in (None, 1)]
+        if view is not None and any(stride_of[a] != sy.mul(stride_of[b], aligned[b]) for a, b in zip(real, real[1:])):
+            raise UnsupportedDomain(f"a view of shape {operand} does not lay out a collapsed dim of {domain.shape} "
+                                    "as one block")
         return stride_of[inner]
 
     *outer_groups, r_group, c_group = domain.groups
@@ -208,12 +234,13 @@ def input_layout(domain: Domain, operand: Sequence[IntLike], per_row: bool = Fal
     r_stride = group_stride(r_group)
     c_stride = group_stride(c_group)
     if c_stride not in (0, 1):
-        raise UnsupportedDomain(f"operand {operand}: its row elements are not contiguous")
+        raise UnsupportedDomain(f"operand {operand}: its row elements are not contiguous"
+                                + (f" (a view strides them {c_stride} apart)" if view is not None else ""))
     if c_stride == 1:
         cls = "full" if r_stride != 0 else "rowvec"
     else:
         cls = "col" if r_stride != 0 else "scalar"
-    return InputLayout(cls, o_strides, r_stride)
+    return InputLayout(cls, o_strides, r_stride, start)
 
 
 def column_domain(shape: Sequence[IntLike], reduced: Sequence[int], operands: Sequence[Sequence[IntLike]]) -> Domain:

@@ -26,6 +26,7 @@ from .route import fill_graph, kernel_job, route
 from .stage_log import add_times, stage_line
 from .template import Job
 from .templates import datamove, vector_kernel
+from .templates.mixed import MixedMatmul
 
 
 class _Generator:
@@ -171,10 +172,37 @@ class _Generator:
             jobs = route(label, plan, self.chip, self.options.buffer_num, mixed=False, cores=self.options.cores or 0)
             jobs[0].options.setdefault("notes", []).append(f"not a mixed launch: {_first_reason(e)}")
             lowered = [lower(job, self.chip, self.options) for job in jobs]
+        if plan.prologue is not None and any(job.template == "mixed" for job in jobs):
+            jobs, lowered = self._priced_prologue(label, plan, jobs, lowered)
         for job in jobs:  # values that exist only between the launches of this plan (a cube result, a cast)
             for v in job.options.get("scratch", ()):
                 self.scratch_value(v)
         return [self.record(job, *done) for job, done in zip(jobs, lowered)]
+
+    def _priced_prologue(self, label: str, plan: KernelPlan, jobs: list[Job], lowered: list[Any]
+                         ) -> tuple[list[Job], list[Any]]:
+        """A matmul's A producer in its mixed launch (ahead of the cube) or as a launch of its own before it,
+        whichever the cost model prices lower (the prologue's UB share can cost the epilogue its best tile);
+        the first job's notes say which and why."""
+        inside = any(isinstance(j.subject, MixedMatmul) and j.subject.prologue is not None for j in jobs)
+        if not inside:
+            return jobs, lowered
+        alt = route(label, plan, self.chip, self.options.buffer_num, prologue_apart=True,
+                    cores=self.options.cores or 0)
+        try:
+            alt_lowered = [lower(job, self.chip, self.options) for job in alt]
+        except CompileError:
+            return jobs, lowered
+        here, apart = (sum(st.choice.score.cycles for st, _ in done) for done in (lowered, alt_lowered))
+        if apart < here:
+            alt[0].options.setdefault("notes", []).append(
+                f"A's producer as a launch of its own: {apart:,.0f} cycles estimated, {here:,.0f} inside the "
+                f"matmul's mixed launch")
+            return alt, alt_lowered
+        jobs[0].options.setdefault("notes", []).append(
+            f"A's producer inside the mixed launch: {here:,.0f} cycles estimated, {apart:,.0f} as a launch of "
+            f"its own")
+        return jobs, lowered
 
     def copy_kernel(self, src: Value, dst: Value, label: str) -> DeviceKernel:
         """A kernel that writes `src` (a branch input or constant) into `dst`."""

@@ -14,7 +14,10 @@ the cube does and what the vector cores must do is decided here, as plain data (
   its bias is per row); a non-float32 bias is cast to float32 first. ReLU and the cast follow on FixPipe
   while every earlier step did (FixPipe casts float32 -> float32/float16, int32 -> int32/float32/float16);
 - everything else (the steps the cube could not take, GELU, a residual add, a scale, ...) is the
-  epilogue: one vector kernel whose first input is the cube's result, read back from GM.
+  epilogue: one vector kernel whose first input is the cube's result, read back from GM;
+- a plan holding the kernel that computes A (`KernelPlan.prologue`, from GE's `matmul_prologue`) has that
+  kernel as its prologue: a vector kernel whose one output is A, run by the mixed launch's vector cores
+  before the cube (templates/mixed_prologue.py), or as a vector pre-launch writing A to workspace scratch.
 
 The cube writes the plan's value straight into its location when it computed all of it; otherwise
 it writes a stand-in value (a `Data` node of a small side graph) that the generator places in
@@ -26,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import dtypes
+from ..ge.capacity import ancestors_within
 from ..ge.plan import KernelPlan
 from ..ir import Graph, Node, TensorType, Value
 from ..ops.matmul import accumulate_dtype
@@ -54,13 +58,17 @@ class MatmulRoute:
     cube: CubeMatmul
     result: Value                     # what the cube writes as out0
     epilogue: KernelGraph | None      # the vector launch after the cube (its input 0 is `result`)
+    prologue: KernelGraph | None = None   # the plan's A producer (ge.prologue): its one output is A
     scratch: list[Value] = field(default_factory=list)   # values that need a workspace location
     notes: list[str] = field(default_factory=list)
 
 
-def route(label: str, plan: KernelPlan, mixed: bool = False) -> MatmulRoute:
+def route(label: str, plan: KernelPlan, mixed: bool = False, prologue_inside: bool | None = None) -> MatmulRoute:
     """`mixed`: the epilogue runs in the same launch (templates/mixed.py), so a bias of another dtype than
-    float32 joins the epilogue (the vector cores cast it) instead of a cast pre-launch."""
+    float32 joins the epilogue (the vector cores cast it) instead of a cast pre-launch. `prologue_inside`
+    (default: `mixed`): the plan's A producer runs in that launch too (A needs no workspace location of its
+    own)."""
+    inside = mixed if prologue_inside is None else prologue_inside
     node = plan.anchor_node
     if node.op not in MATMUL_OPS:
         raise UnsupportedDomain(f"the matmul plan's anchor is {node.op}, not a matmul")
@@ -88,6 +96,15 @@ def route(label: str, plan: KernelPlan, mixed: bool = False) -> MatmulRoute:
         notes.append(f"{what} {v.type.dtype} -> {dtype} by a vector pre-launch")
         return kg.outputs[0]
 
+    before = set(ancestors_within(node, plan.nodes)) if plan.prologue is not None else set()
+    prologue = None
+    if before:
+        pro = [n for n in plan.nodes if n in before]
+        prologue = build_kernel_graph(f"{label}_prologue", pro, list(dict.fromkeys(
+            v for n in pro for v in n.inputs if v.node not in before)), [a])
+        if not inside:
+            scratch.append(a)   # a launch of its own writes A to the workspace (mixed: the launch's own scratch)
+            notes.append("A's producer (the plan's prologue) by a vector pre-launch")
     operands = [as_dtype(a, cube_dtype, "A"), as_dtype(b, cube_dtype, "B")]
     if ta and cube_dtype != "float16":
         # load_l0 transposes 16-bit fractals only, and a 16-bit view of wider or narrower data cannot
@@ -129,7 +146,7 @@ def route(label: str, plan: KernelPlan, mixed: bool = False) -> MatmulRoute:
     cube = CubeMatmul(label, *_mnk(a, b, ta, tb), dtype=cube_dtype, out_dtype=written,
                       transpose_a=ta and not transposes,
                       transpose_b=tb, bias=on_cube_bias, relu=relu)
-    rest = [n for n in plan.nodes if n is not node]
+    rest = [n for n in plan.nodes if n is not node and n not in before]
     if not steps_left:
         result = out
         side: list[Node] = []
@@ -151,7 +168,7 @@ def route(label: str, plan: KernelPlan, mixed: bool = False) -> MatmulRoute:
             scratch.append(result)
     elif result != out or plan.outputs != [out]:
         raise UnsupportedDomain("the matmul plan's outputs are not the matmul's result")
-    return MatmulRoute(casts, transposes, operands, cube, result, epilogue, scratch, notes)
+    return MatmulRoute(casts, transposes, operands, cube, result, epilogue, prologue, scratch, notes)
 
 
 def cast_graph(name: str, v: Value, dtype: str) -> KernelGraph:

@@ -27,6 +27,7 @@ from .domain import dims
 from .kernel_graph import KernelGraph, build_kernel_graph
 from .lowering import no_lowering
 from . import blocked, conv_plan, decode, matmul_plan
+from .templates import mixed_prologue
 from .template import Job, Unsupported
 from .templates import TEMPLATES, template_of_op
 from .templates.mixed import MixedMatmul
@@ -63,9 +64,11 @@ BY_KIND: dict[KernelKind, Callable[[str, KernelGraph, KernelStructure, KernelPla
 
 
 def route(label: str, plan: KernelPlan, chip: Chip, buffer_num: int = 2, mixed: bool | None = None,
-          cores: int = 0) -> list[Job]:
+          cores: int = 0, prologue_apart: bool = False) -> list[Job]:
     """The device kernels of one kernel plan (see the module docstring); `mixed=False` keeps a matmul and its
-    epilogue apart whatever the plan says; `cores` is the kernel's cap on the cores of a type (0: all)."""
+    epilogue apart whatever the plan says; `cores` is the kernel's cap on the cores of a type (0: all);
+    `prologue_apart` runs a matmul plan's A producer as a launch of its own before the mixed launch (the
+    alternative the generator prices, `generate.compile_plan`)."""
     kg = build_kernel_graph(label, plan.nodes, plan.inputs, plan.outputs)
     if all(any(d == 0 for d in v.type.shape) for v in kg.outputs):
         return []
@@ -73,7 +76,7 @@ def route(label: str, plan: KernelPlan, chip: Chip, buffer_num: int = 2, mixed: 
         return fill_jobs(label, kg, plan)
     whole = template_of_op(plan.anchor)
     if whole is TEMPLATES["matmul"]:
-        return matmul_jobs(label, plan, chip, buffer_num, plan.mixed if mixed is None else mixed)
+        return matmul_jobs(label, plan, chip, buffer_num, plan.mixed if mixed is None else mixed, prologue_apart)
     if whole is TEMPLATES["conv"]:
         return conv_jobs(label, plan, chip, buffer_num, plan.mixed if mixed is None else mixed)
     if whole is TEMPLATES["attention"] and whole.handles(kg):
@@ -99,27 +102,47 @@ def kernel_job(template: str, label: str, kg: KernelGraph, plan: KernelPlan | No
                dict(options), op, loc)
 
 
-def matmul_jobs(label: str, plan: KernelPlan, chip: Chip, buffer_num: int, mixed: bool) -> list[Job]:
+def matmul_jobs(label: str, plan: KernelPlan, chip: Chip, buffer_num: int, mixed: bool,
+                prologue_apart: bool = False) -> list[Job]:
     """One mixed launch of the cube and its epilogue when the plan is marked for one (`ge.mixed`) and the mixed
     template can tile it; else vector casts of the operands (if any), transposes, the cube kernel and a vector
-    launch of the epilogue (if any), the first job's notes saying why."""
+    launch of the epilogue (if any), the first job's notes saying why. A plan's A producer (`KernelPlan.prologue`)
+    runs in the mixed launch before the cube (templates/mixed_prologue.py), else (`prologue_apart`, or when the
+    launch cannot take it: the notes say why) as a vector launch of its own first."""
     where = {"op": plan.anchor, "loc": plan.anchor_node.loc}
     why = ""
     if mixed:
-        r = _matmul_route(label, plan, mixed=True)
+        r = _planned(matmul_plan.route, label, plan, mixed=True, prologue_inside=not prologue_apart)
+        apart = "" if prologue_apart else _prologue_refusal(r, plan)
+        if apart:   # A's producer a launch of its own, the rest as without one
+            jobs = matmul_jobs(label, plan, chip, buffer_num, mixed, prologue_apart=True)
+            jobs[0].options.setdefault("notes", []).append(apart)
+            return jobs
         if r.epilogue is not None:
             e = r.epilogue
             keep = r.result in plan.outputs   # the product is a result of the plan too
-            job = Job("mixed", label, MixedMatmul(label, r.cube, e, keep), list(r.operands) + list(e.inputs[1:]),
+            pro = None if r.prologue is None or prologue_apart else mixed_prologue.Prologue(
+                r.prologue, _rows_of(plan.prologue), plan.prologue.k if plan.prologue.kind is KernelKind.ROW_REDUCE
+                else 0)
+            inputs = list(r.operands) + list(e.inputs[1:])
+            if pro is not None:   # the launch reads the prologue's inputs; A itself is its own workspace
+                inputs = [pro.kg.inputs[0]] + inputs[1:] + list(pro.kg.inputs[1:])
+            job = Job("mixed", label, MixedMatmul(label, r.cube, e, keep, pro), inputs,
                       [r.result] * keep + list(e.outputs), plan,
                       {"scratch": [v for v in r.scratch if v is not r.result]}, **where)
             why = _mixed_refusal(job, chip, buffer_num)
+            if why and pro is not None:   # the mixed launch without A's producer may still tile
+                jobs = matmul_jobs(label, plan, chip, buffer_num, mixed, prologue_apart=True)
+                jobs[0].options.setdefault("notes", []).append(f"A's producer as a launch of its own: {why}")
+                return jobs
             if not why:
                 job.options["notes"] = ["one mixed launch: the product reaches the vector cores through an "
                                         "L2-resident workspace tile (no second launch, no HBM round trip)"]
-                return _pre_jobs(r, plan, where) + [job]
+                if pro is not None:
+                    job.options["notes"].append(mixed_prologue.NOTE)
+                return (_prologue_jobs(r, plan, where) if pro is None else []) + _pre_jobs(r, plan, where) + [job]
     r = _matmul_route(label, plan, mixed=False)
-    jobs = _pre_jobs(r, plan, where)
+    jobs = _prologue_jobs(r, plan, where) + _pre_jobs(r, plan, where)
     jobs.append(Job("matmul", label, r.cube, list(r.operands), [r.result], plan, {"scratch": list(r.scratch)},
                     **where))
     if why:
@@ -158,6 +181,30 @@ def conv_jobs(label: str, plan: KernelPlan, chip: Chip, buffer_num: int, mixed: 
     if why:
         jobs[-1].options["notes"] = [f"not one launch with its weight conversion: {why}"]
     return jobs
+
+
+def _prologue_refusal(r: matmul_plan.MatmulRoute, plan: KernelPlan) -> str:
+    """Why the route's prologue (the plan's A producer) cannot share the mixed launch, or ""."""
+    if r.prologue is None:
+        return ""
+    if r.epilogue is None:
+        return "the product has no vector epilogue (the cube runs alone), so its A producer runs as a launch of its own"
+    if r.operands[0] != plan.anchor_node.inputs[0]:
+        return "A needs a cast or a transpose before the cube, so its producer runs as a launch of its own"
+    return ""
+
+
+def _rows_of(st: KernelStructure) -> tuple | None:
+    return dims(st.rows) if st.kind is KernelKind.ROW_REDUCE else None
+
+
+def _prologue_jobs(r: matmul_plan.MatmulRoute, plan: KernelPlan, where: dict) -> list[Job]:
+    """The plan's A producer as a vector launch of its own (when it does not share the cube's launch)."""
+    if r.prologue is None:
+        return []
+    kg, st = r.prologue, plan.prologue
+    options = {"rows": _rows_of(st), "k": st.k} if st.kind is KernelKind.ROW_REDUCE else {}
+    return [Job("vector", kg.graph.name, kg, list(kg.inputs), list(kg.outputs), plan, options, **where)]
 
 
 def _pre_jobs(r: matmul_plan.MatmulRoute, plan: KernelPlan, where: dict) -> list[Job]:

@@ -239,6 +239,9 @@ class MixedSchedule:
     #: 0: tiles flow one way (cube to vector). n > 0: each tile goes round (the cube's result through the vector
     #: cores and back to the cube), n tiles in flight: every step waits for the one n steps before it
     round_trip: int = 0
+    #: vector work the AIVs finish before the cube starts (a prologue computing the cube's A operand, behind an
+    #: all-core barrier): already in `aiv`'s body, here as a schedule of its own for the cost estimate
+    prologue: "TileSchedule | None" = None
 
     @property
     def sides(self) -> tuple[TileSchedule, TileSchedule]:

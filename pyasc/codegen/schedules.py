@@ -66,7 +66,13 @@ def score(s: AnySchedule, dims: Mapping[str, int], chip: Chip) -> Estimate:
     a, v = estimate(s.aic, dims, chip), estimate(s.aiv, dims, chip)
     start = launch_cycles(chip, a.blocks + v.blocks)
     aic, aiv = (e.cycles - launch_cycles(chip, e.blocks) for e in (a, v))
-    core = two_stage(aic, aiv, sy.evaluate(s.steps, dims))
+    first = 0.0
+    if s.prologue is not None:
+        # the vector cores' prologue runs before the barrier the cube waits at: in front of the pipeline, not in it
+        p = estimate(s.prologue, dims, chip)
+        first = min(aiv, p.cycles - launch_cycles(chip, p.blocks)) + chip.sync_all_cycles
+        aiv -= first - chip.sync_all_cycles
+    core = first + two_stage(aic, aiv, sy.evaluate(s.steps, dims))
     if s.round_trip:
         # a tile that goes round waits for both sides' work on it: with n in flight, each step takes at least
         # 1/n of a step of both (one in flight: the sides take turns). Measured on attention (910b, causal

@@ -9,6 +9,10 @@ the tensor. `VIEW_RULES` says how each view op moves a layout (a table, as the l
 rules cannot express (a reshape merging axes a slice made non-adjacent, a negative step) is None, and the
 template refuses the kernel, which fusion then leaves as separate data moves.
 
+Elementwise and row kernels read inputs through views too (fusion's phase 4, ge/fusion/views.py): a view of a
+kernel input there (`is_input_view`) is read by the vector template in the placement its reader needs
+(`view_read`), through the layout, by strided copies of whole contiguous rows (codegen/domain.py).
+
 Only static shapes are laid out: a symbolic stride would make every address a runtime product, and a view of
 a dynamic tensor is rare in the code this serves.
 """
@@ -176,3 +180,51 @@ def result_layout(kg: KernelGraph, v: Value) -> tuple[int, Layout] | str:
         if lay is None:
             return f"{n.op} makes a result that strides cannot express"
     return outputs.index(v), lay
+
+
+# ---- views of kernel inputs read by a vector kernel ------------------------------------------------
+
+
+def is_input_view(v: Value) -> bool:
+    """Whether `v` is a view of a kernel input that a vector kernel reads from GM through its layout instead of
+    computing: an expand_dims of an input (size-1 axes inserted: the input's own bytes), or a chain of views
+    from an input with at least one data move in it (a slice, transpose, reshape or squeeze: fusion put the
+    chain into the kernel, `ge/fusion/views.py`). A chain of broadcasts alone stays computed, as before."""
+    n = v.node
+    if not is_view(n):
+        return False
+    if n.op == "expand_dims" and n.inputs[0].node.op == "Data":
+        return True
+    moves = False
+    while is_view(n):
+        moves = moves or ops.get(n.op).category == ops.Category.INJECTIVE
+        n = n.inputs[0].node
+    return moves and n.op == "Data"
+
+
+@dataclass(frozen=True)
+class ViewRead:
+    """How a vector kernel reads an input view: the input (a Data value of the kernel graph), the shape the
+    read is aligned with the domain by (the view's placement, with its broadcast axes as size 1), and the
+    layout of that shape in the input (None: the input's own bytes in order, read as that shape)."""
+
+    root: Value
+    shape: Shape
+    layout: Layout | None
+
+
+def view_read(v: Value, shape: Shape) -> ViewRead | str:
+    """The read of input view `v` in placement `shape` (`v`'s shape with size-1 axes inserted), or why the
+    view cannot be read by strides."""
+    found = operand_layout(v)
+    if isinstance(found, str):
+        return found
+    root, lay = found
+    placed = reshaped(lay, tuple(shape)) if tuple(shape) != lay.shape else lay
+    if placed is None:
+        return f"a view of shape {lay.shape} read as {tuple(shape)}"
+    # an axis of stride 0 repeats one element: the read broadcasts it, as numpy broadcasts a size-1 axis
+    read = tuple(1 if s == 0 else d for d, s in zip(placed.shape, placed.strides))
+    plain = Layout.row_major(read)
+    in_order = placed.offset == 0 and all(s == p for d, s, p in zip(read, placed.strides, plain.strides) if d != 1)
+    return ViewRead(root, read, None if in_order else Layout(read, placed.strides, placed.offset))

@@ -22,7 +22,9 @@ from .. import dtypes, ops
 from ..ir import Node, Value, is_annotation
 from ..symbolic import IntLike
 from .alignment import Placements
+from .domain import UnsupportedDomain
 from .kernel_graph import KernelGraph
+from .strided import Layout, is_input_view, view_read
 from .lowering import BOOL_FN, INT_IDENTITY, REDUCE, VectorLowering, no_lowering, vector_lowering
 
 
@@ -96,7 +98,8 @@ class InputUse:
     value: Value            # the local Data value
     space: Space
     buf: VBuf
-    shape: tuple = ()       # the shape its layout is read as (an expand_dims view of it; else its own)
+    shape: tuple = ()       # the shape its layout is read as (a view of it: the view's placement; else its own)
+    view: Layout | None = None  # a view's strides into it (`strided.view_read`); None: its bytes in order
 
 
 @dataclass
@@ -122,7 +125,7 @@ class _Builder:
         self.ops: list[VOp] = []
         self.bufs: list[VBuf] = []
         self.env: dict[Value, Any] = {}              # value -> VBuf or immediate scalar
-        self.inputs: dict[tuple[Value, Space], InputUse] = {}
+        self.inputs: dict[tuple, InputUse] = {}  # (input, space, shape, view) -> its load
         self.cache: dict[tuple, VBuf] = {}           # (buf id, space, dtype) -> converted buffer
         self.data_index = {n.out(): n.attrs["index"] for n in kg.graph.nodes if n.op == "Data"}
         self.reductions: list[VOp] = []
@@ -145,9 +148,11 @@ class _Builder:
             shape = self.read_shape(v)
             src = self.load(v, min(space, self.space_of(v, shape)), shape)
         elif v not in self.env and is_input_view(v):
-            # expand_dims of an input only inserts size-1 dims: read the input's bytes with the view's shape
-            shape = self.read_shape(v)
-            src = self.load(v.node.inputs[0], min(space, self.space_of(v, shape)), shape)
+            # a view of an input (expand_dims; a slice, transpose, ... fusion put here): read through its strides
+            read = view_read(v, self.read_shape(v))
+            if isinstance(read, str):
+                raise UnsupportedDomain(f"{_label(v.node)}: {read}")
+            src = self.load(read.root, min(space, self.space_of(v, read.shape)), read.shape, read.layout)
         else:
             src = self.env[v]
             if not isinstance(src, VBuf):  # an identity of a constant (a size-1 argsort, ...) is its immediate
@@ -163,11 +168,11 @@ class _Builder:
             return tuple(self.placed.shape(v))
         return tuple(self.placed.operand_shape(self.reader, v))
 
-    def load(self, v: Value, space: Space, shape: tuple) -> VBuf:
-        key = (v, space, shape)
+    def load(self, v: Value, space: Space, shape: tuple, view: Layout | None = None) -> VBuf:
+        key = (v, space, shape, view)
         if key not in self.inputs:
             buf = self.new(space, v.type.dtype, v.node.name or f"in{self.data_index[v]}")
-            self.inputs[key] = InputUse(self.data_index[v], v, space, buf, shape)
+            self.inputs[key] = InputUse(self.data_index[v], v, space, buf, shape, view)
         return self.inputs[key].buf
 
     def convert(self, src: VBuf, space: Space, dtype: str) -> VBuf:
@@ -287,11 +292,6 @@ class _Builder:
             res = self.emit(VOp(VKind.FINALIZE_MEAN, self.new(Space.ROW, out_dtype, label + " / n"), (res,),
                                 "div", out_dtype, note="mean: divide by the row length"))
         self.env[n.out()] = res
-
-
-def is_input_view(v: Value) -> bool:
-    """expand_dims of a kernel input: a view of the input's bytes with size-1 dims inserted."""
-    return v.node.op == "expand_dims" and v.node.inputs[0].node.op == "Data"
 
 
 _SWAPPED = {"lt": "gt", "gt": "lt", "le": "ge", "ge": "le", "eq": "eq", "ne": "ne"}

@@ -133,6 +133,11 @@ def call_value(b: KernelBuilder, callee: Any, args: list[Any], kwargs: dict[str,
     twin = numpy_twin_of(callee, at.func if isinstance(at, ast.Call) else None)
     if twin is not None:
         return op_call(b, twin[1], twin[0], args, kwargs, at, name, numpy_fn=callee)
+    method = ufunc_method(callee)
+    if method is not None:
+        lowered = [n for n in ops.numpy_names() if n.startswith(method.split(".")[0] + ".")]
+        raise b.error(f"`np.{method}` has no pyasc lowering; lowered methods of np.{method.split('.')[0]}: "
+                      f"{', '.join('np.' + n for n in lowered) or 'none'}", at)
     special = npfuncs.handler_for(callee)
     if special is not None:
         out = special(b, callee, args, kwargs, at, name, op_call)
@@ -219,6 +224,10 @@ def _hashable(v: Any) -> bool:
 
 def numpy_twin_of(callee: Any, func: ast.AST | None) -> tuple[str, Any] | None:
     """(op name, pyasc public function or None) a numpy function means (`np.exp` -> "exp"), or None."""
+    method = ufunc_method(callee)
+    if method is not None:  # np.add.reduce, np.minimum.outer: registered as "add.reduce", "minimum.outer"
+        twin = ops.numpy_twin(method)
+        return None if twin is None else (twin, ops.numpy_function(method))
     candidates = []
     if isinstance(func, ast.Attribute):
         candidates.append(func.attr)
@@ -231,6 +240,14 @@ def numpy_twin_of(callee: Any, func: ast.AST | None) -> tuple[str, Any] | None:
                 twin = ops.numpy_twin(prefix + cand)
                 if twin is not None:
                     return twin, ops.numpy_function(prefix + cand)
+    return None
+
+
+def ufunc_method(callee: Any) -> str | None:
+    """"<ufunc>.<method>" for a bound method of a numpy ufunc (`np.add.reduce`), else None."""
+    owner = getattr(callee, "__self__", None)
+    if isinstance(owner, np.ufunc) and getattr(np, owner.__name__, None) is owner:
+        return f"{owner.__name__}.{getattr(callee, '__name__', '')}"
     return None
 
 

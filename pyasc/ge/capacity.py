@@ -19,7 +19,9 @@ number taken from the chip config.
   holding per-row values without the reduced axes);
 - `inputs`: values it reads from outside (graph inputs, constants, other kernels);
 - `outputs`: values used outside it, or graph outputs;
-- `chip`: the chip config (capacities and alignments).
+- `chip`: the chip config (capacities and alignments);
+- `prologue`: for a MATMUL candidate holding the kernel that computes its A operand (ge/prologue.py), that
+  kernel's structure (its nodes: the candidate's nodes the matmul depends on); None otherwise.
 
 `CapacityVerdict` fields: `fits` (may these nodes be one kernel), `working_set`
 (on-chip bytes it needs, double-buffered; None when it cannot be estimated,
@@ -34,7 +36,8 @@ buffer that spans the reduced axes (one block for per-row values), plus one
 fp32 row of scratch per row composite; for a matmul kernel one cube_block x cube_block output
 fractal per epilogue buffer (its operands sit in L1/L0A/L0B, the bias in the
 bias table). Scalar constants are immediates, not buffers. An If step needs
-nothing on chip.
+nothing on chip. An elementwise or row kernel reading an input through views (a slice, a transpose, ...:
+fusion's phase 4) is refused: whether a template can read through them is codegen's to say.
 """
 from __future__ import annotations
 
@@ -43,6 +46,7 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from .. import ops
+from ..ops import Category
 from ..ir import Graph, Node, Sym, Value
 from ..target import DEFAULT_CHIP, Chip, get_chip  # noqa: F401  (DEFAULT_CHIP: part of this face)
 from .plan import KernelKind, KernelStructure
@@ -57,6 +61,7 @@ class FusionCandidate:
     inputs: Sequence[Value]
     outputs: Sequence[Value]
     chip: Chip
+    prologue: KernelStructure | None = None   # MATMUL: the structure of its A operand's producer (ge.prologue)
 
 
 @dataclass(frozen=True)
@@ -92,6 +97,11 @@ def default_capacity(chip: Chip) -> CapacityFn:
     fractal = _positive_int(chip, "cube_block") ** 2
 
     def capacity(candidate: FusionCandidate) -> CapacityVerdict:
+        moves = [n.op for n in candidate.nodes if ops.get(n.op).category == Category.INJECTIVE]
+        if moves and candidate.structure.kind in (KernelKind.ELEMENTWISE, KernelKind.ROW_REDUCE):
+            # views read through by strides (fusion's phase 4): only codegen's templates know whether they can
+            return CapacityVerdict(False, None, f"the built-in estimate does not read inputs through views "
+                                                f"({', '.join(moves)}); codegen's capacity function does")
         ws = working_set(candidate, block, fractal)
         if ws is None:
             return CapacityVerdict(True, None)
@@ -117,6 +127,11 @@ def working_set(candidate: FusionCandidate, block: int, fractal: int) -> int | N
     st = candidate.structure
     if st.kind is KernelKind.CONTROL:
         return 0
+    if st.kind is KernelKind.MATMUL and candidate.prologue is not None:
+        # the A operand's producer runs first on the vector cores (a kernel of its own there): the larger of the two
+        split = prologue_split(candidate)
+        parts = [working_set(c, block, fractal) for c in split]
+        return None if None in parts else max(p for p in parts if p is not None)
     buffers: dict[Value, None] = {}
     for v in candidate.inputs:
         if not is_scalar_const(v):
@@ -146,6 +161,34 @@ def working_set(candidate: FusionCandidate, block: int, fractal: int) -> int | N
         if ops.get(n.op).row_composite:  # one fp32 row of scratch for the composite's internal steps
             total += _align(math.prod(row) * 4, block)
     return total
+
+
+def prologue_split(candidate: FusionCandidate) -> tuple[FusionCandidate, FusionCandidate]:
+    """A MATMUL candidate with a prologue as (the matmul and its epilogue, the prologue alone): the prologue's
+    nodes are the ones the matmul depends on; its one output is the matmul's A operand."""
+    assert candidate.prologue is not None
+    anchor = candidate.structure.anchor
+    before = set(ancestors_within(anchor, candidate.nodes))
+    pro = [n for n in candidate.nodes if n in before]
+    rest = [n for n in candidate.nodes if n not in before]
+    a = anchor.inputs[0]
+    pro_in = list(dict.fromkeys(v for n in pro for v in n.inputs if v.node not in before))
+    rest_in = list(dict.fromkeys([v for v in candidate.inputs if any(v in n.inputs for n in rest)] + [a]))
+    return (FusionCandidate(candidate.graph, rest, candidate.structure, rest_in, candidate.outputs, candidate.chip),
+            FusionCandidate(candidate.graph, pro, candidate.prologue, pro_in, [a], candidate.chip))
+
+
+def ancestors_within(node: Node, nodes: Sequence[Node]) -> list[Node]:
+    """The members of `nodes` that `node` depends on (its prologue inside a kernel), in the order given."""
+    members = set(nodes)
+    seen: set[Node] = set()
+    stack = [v.node for v in node.inputs]
+    while stack:
+        n = stack.pop()
+        if n in members and n not in seen:
+            seen.add(n)
+            stack.extend(v.node for v in n.inputs)
+    return [n for n in nodes if n in seen]
 
 
 def _align(n: int, a: int) -> int:

@@ -18,7 +18,8 @@ from ..ir import TensorType
 
 
 class DecisionKind(enum.Enum):
-    FUSED = "fused"                    # merged into one kernel (rule: post_dominator | extra_output)
+    FUSED = "fused"                    # merged into one kernel (rule: post_dominator | extra_output | view |
+                                       # prologue)
     NOT_FUSED = "not fused"            # a merge a legality rule refused (rule: that rule)
     DUPLICATED = "duplicated"          # a cheap producer recomputed in each consumer kernel
     NOT_DUPLICATED = "not duplicated"  # why not (rule: the refusal, or the consumer kernel's legality rule)
@@ -68,6 +69,11 @@ class FusionDecision:
         if k is DecisionKind.FUSED and self.rule == "extra_output":
             return (f"fused: {self.producer} into the kernel of {self.consumer} as an extra output; "
                     f"{self.consumers - 1} other consumer kernel(s) read it from GM")
+        if self.rule == "prologue":   # ge/prologue.py
+            if k is DecisionKind.FUSED:
+                return f"fused: {self.producer} into the kernel of {self.consumer} as the prologue of its A operand " \
+                       f"({self.detail})"
+            return f"not fused: {self.producer} as the prologue of {self.consumer}: {self.detail}"
         if self.rule == "view":      # fusion's view phase (ge/fusion/views.py)
             verdict = "fused" if k is DecisionKind.FUSED else "not fused"
             why = f": {self.detail}" if k is DecisionKind.NOT_FUSED else " (its template reads or writes through them)"

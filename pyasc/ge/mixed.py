@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from .. import ops
 from ..ir import Graph
+from .capacity import ancestors_within
 from .decisions import DecisionKind, FusionDecision
 from .passes import Pass, PassContext
 from .plan import KernelKind
@@ -38,12 +39,15 @@ class MixedKernelsPass(Pass):
             if plan.kind is not KernelKind.MATMUL:
                 continue
             plan.mixed = True
-            rest = [n.op for n in plan.nodes if n is not plan.anchor_node]
+            before = set(ancestors_within(plan.anchor_node, plan.nodes)) if plan.prologue is not None else set()
+            rest = [n.op for n in plan.nodes if n is not plan.anchor_node and n not in before]
             if not rest:
                 continue
+            pro = f"; its A operand's producer ({', '.join(n.op for n in plan.nodes if n in before)}) runs on the " \
+                  "vector cores first" if before else ""
             ctx.state.fusion_decisions.append(FusionDecision(
                 DecisionKind.MIXED, "mixed_kernels", producer=f"{plan.anchor} (k{plan.group})",
-                consumer=", ".join(rest), detail="its result stays in an L2-resident workspace tile"))
+                consumer=", ".join(rest), detail=f"its result stays in an L2-resident workspace tile{pro}"))
             ctx.stats["mixed"] += 1
         return False
 

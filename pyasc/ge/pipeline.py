@@ -24,6 +24,8 @@ Order (GE's, as in reference/graph-optimizer-references.md §3):
         transpose_sinking                         opt 3
     simplify (again: clean up after pattern fusion and layout)
     fusion                                        opt 0  (ge.fusion) kernels, one op each at opt 0
+    matmul_prologue                               opt 2  (ge.prologue) a matmul kernel takes in the kernel
+                                                         computing its A operand (layer norm, cast, scale)
     mixed_kernels                                 opt 2  (ge.mixed) a matmul and its epilogue share a launch
     memory_planning                               opt 0  (ge.memory) GM workspace plan
 
@@ -51,6 +53,7 @@ from .conv import BlockedLayout, ConvBatchNormFold, ConvEpilogueFusion, ConvGrou
 from .layout import layout_passes
 from .memory import MemoryPlanningPass
 from .mixed import MixedKernelsPass
+from .prologue import MatmulProloguePass
 from .instruments import PassVerificationError, StageCapture
 from .passes import Pass, PassContext, PassGroup, PassManager, PassRecord, walk_passes
 from .pattern import DEFAULT_DEDICATED_LOWERINGS, DecomposeComposites, SplitReductions, pattern_passes
@@ -114,8 +117,9 @@ class OptimizeResult:
 
 
 def _backend_passes() -> list[Pass]:
-    """Kernel formation, mixed launches and memory planning (ge.fusion, ge.mixed, ge.memory), run last."""
-    return [FusionPass(), MixedKernelsPass(), MemoryPlanningPass()]
+    """Kernel formation, mixed launches and memory planning (ge.fusion, ge.prologue, ge.mixed, ge.memory), run
+    last."""
+    return [FusionPass(), MatmulProloguePass(), MixedKernelsPass(), MemoryPlanningPass()]
 
 
 def build_pipeline() -> list[Pass]:

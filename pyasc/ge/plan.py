@@ -66,6 +66,9 @@ class KernelPlan:
     structure: KernelStructure     # kind, anchor node, rows/k/reduced axes/dropped for reductions
     working_set: int | None = None  # UB bytes with double buffering, from the capacity model (None: unknown)
     mixed: bool = False            # a matmul whose vector work on its result may share its launch (ge.mixed)
+    # a MATMUL plan holding the kernel that produces its A operand (ge.prologue): that kernel's structure (its
+    # nodes are the plan's nodes the matmul depends on)
+    prologue: KernelStructure | None = None
 
     @property
     def kind(self) -> KernelKind:

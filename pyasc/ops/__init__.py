@@ -46,6 +46,18 @@ numpy functions as composites whose eager function is numpy's own (numpy_composi
   cumsum (a) axis [None], dtype [None]                                            scan.py
   arange linspace eye tri () (numpy's attributes); tril triu (m) k [0]; outer (a, b)   constructors.py
   roll (a) shift, axis [None]; diff (a[, prepend][, append]) n [1], axis [-1]      shifts.py
+  flip (m) axis [None]; fliplr flipud (m)                                         flips.py
+  isclose allclose (a, b) rtol, atol, equal_nan; heaviside (x1, x2);
+  select (internal, variadic: conds then choices) n, default; sugar select        closeness.py
+  nansum nanmean nanmax nanmin ptp (a) axis [None], keepdims; nanvar nanstd (a) + ddof [0]   nanreduce.py
+  np.<ufunc>.reduce/accumulate/outer: sugar <ufunc>_<method> over sum prod max min all any cumsum cumprod and
+  the internal ufunc_accumulate (array) ufunc, axis; ufunc_outer (A, B) ufunc        ufuncs.py
+  tensordot (a, b) axes [2]; inner kron (a, b); cross (a, b) axisa, axisb, axisc, axis;
+  matrix_power (a) n                                                              products.py
+  quantile percentile (a) q, axis [None], keepdims; median (a) axis, keepdims;
+  searchsorted (a, v) side ["left"]; interp (x, xp, fp) left, right, period       quantiles.py
+  convolve (a, v) mode ["full"]; correlate (a, v) mode ["valid"]; trapezoid (y[, x]) dx [1.0], axis [-1];
+  meshgrid (internal, variadic, one output per input) sparse, indexing; sugar meshgrid   signal.py
   concat (internal, variadic) axis, kind; split (internal, one output per piece) sections, axis, equal:
   sugar concatenate concat stack hstack vstack / split array_split                 joining.py
 
@@ -78,6 +90,7 @@ from .registry import (  # noqa: F401
 from . import elementwise, reduce, shape, matmul, creation, composite, dimvalue, loop, update  # noqa: F401,E402  (registers ops)
 from . import elementary, statistics, like, joining, arrange, dot, search, scan, constructors  # noqa: F401,E402  (numpy functions as composites)
 from . import npmath, special, accumulate, linalg, einsum, sorting, scatter, shifts  # noqa: F401,E402  (more numpy, scipy.special)
+from . import flips, closeness, nanreduce, ufuncs, products, quantiles, signal  # noqa: F401,E402  (numpy functions, issue 22 part 3)
 from . import attention  # noqa: F401,E402  (registers the attention op)
 from . import conv  # noqa: F401,E402  (conv2d, pooling, batch_norm)
 from . import vjp_elementwise, vjp_structure, vjp_composite  # noqa: F401,E402  (VJP rules, keyed by op)

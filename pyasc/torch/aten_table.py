@@ -6,7 +6,9 @@ turns them into graph values with `cx.value` (numbers become constants of the dt
 registry ops with `cx.op`. Arithmetic computes in the dtype torch gives the result (`cx.out_dtype`),
 comparisons in the dtype torch promotes their operands to (`cx.promoted`). An entry raises
 `Unsupported` for arguments it cannot express; ops missing here run in eager PyTorch (a reported
-graph break). Attention (scaled_dot_product_attention) has its own module, attention.py.
+graph break). Attention (scaled_dot_product_attention), convolutions and indexing have their own modules
+(attention.py, aten_conv.py, aten_index.py). int64 values are computed as int32 (convert.NARROWED): arithmetic
+that could carry them out of int32's range is refused (GROWING).
 """
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ import numpy as np
 import torch
 
 from .aten_conv import TABLE as CONV
+from .aten_index import TABLE as INDEXING
 from .attention import ATTENTION
 from .fx_graph import Entry, Lowering, Unsupported
 
@@ -25,6 +28,17 @@ aten = torch.ops.aten
 
 
 # ---- elementwise --------------------------------------------------------------------------------
+
+
+def _int64_in_range(entry: Entry) -> Entry:
+    """Arithmetic that can grow values: an int64 result (computed as int32, convert.NARROWED) is refused unless
+    it counts bools (the sum of a mask), so an int64 value is never wrapped inside a graph."""
+    def guarded(cx: Lowering) -> Any:
+        if cx.node.meta["val"].dtype == torch.int64 and any(
+                a.meta["val"].dtype != torch.bool for a in cx.node.all_input_nodes):
+            raise Unsupported("int64 arithmetic (computed in int32 on the chip, its values could wrap)")
+        return entry(cx)
+    return guarded
 
 
 def _arith(op: str) -> Entry:
@@ -380,8 +394,14 @@ TABLE: dict[Any, Entry] = {
     aten.native_layer_norm.default: _layer_norm,
     aten.split.Tensor: _split, aten.split_with_sizes.default: _split,
     aten.slice.Tensor: _slice, aten.select.int: _select, aten.cat.default: _cat,
-    **ATTENTION, **CONV,
+    **ATTENTION, **CONV, **INDEXING,
 }
+
+#: arithmetic whose int64 result could leave int32's range: lowered only when it counts bools (_int64_in_range)
+GROWING = (aten.add.Tensor, aten.add.Scalar, aten.sub.Tensor, aten.sub.Scalar, aten.rsub.Scalar, aten.rsub.Tensor,
+           aten.mul.Tensor, aten.mul.Scalar, aten.pow.Tensor_Scalar, aten.pow.Tensor_Tensor, aten.pow.Scalar,
+           aten.sum.dim_IntList, aten.sum.default)
+TABLE.update({op: _int64_in_range(TABLE[op]) for op in GROWING})
 
 #: ops that only rename memory: a piece made of nothing else stays in PyTorch (a kernel would only copy)
 FREE = {aten.view.default, aten._unsafe_view.default, aten.reshape.default, aten.t.default, aten.transpose.int,

@@ -29,9 +29,10 @@ from ..runtime import make_options
 from ..runtime.graph_kernel import GraphKernel
 from ..runtime.profile import Profile
 from .aten_table import FREE, TABLE
+from .aten_index import KEPT as KEPT_INDEXING
 from .attention import KEPT
-from .convert import from_numpy, to_numpy
-from .fx_graph import FxGraphBuilder, Unsupported, node_support, op_name, where
+from .convert import NARROWED, from_numpy, narrow_fits, to_numpy
+from .fx_graph import FxGraphBuilder, Unsupported, node_support, op_name, vals, where
 
 
 class PyascGraphBreak(UserWarning):
@@ -116,20 +117,36 @@ def profile() -> Iterator[ProfileRecord]:
 class PyascSubgraph(torch.nn.Module):
     """One lowered piece of an aten graph: CPU tensors in, the pyasc graph's kernel on the emulator, tensors
     out. `graph`: the pyasc graph the FX frontend built (before optimisation); `source`: the piece's FX code
-    (the "source" stage of its dumps); `phase`: "forward", "backward" or "inference"."""
+    (the "source" stage of its dumps); `phase`: "forward", "backward" or "inference"; `eager`: the piece as
+    torch ops; `out_dtypes`: torch's dtype of each result.
 
-    def __init__(self, graph: ir.Graph, source: str, results: int, tuple_out: bool, options: dict[str, Any],
-                 phase: str):
+    Tensors of a dtype the chip lacks (int64: convert.NARROWED) go in narrowed and come out widened back to
+    torch's dtype. A call whose int64 input holds a value outside int32 runs `eager` instead (exact, in
+    PyTorch), with a `PyascGraphBreak` warning that says so: values are never wrapped."""
+
+    def __init__(self, graph: ir.Graph, source: str, eager: torch.fx.GraphModule, out_dtypes: list[torch.dtype],
+                 tuple_out: bool, options: dict[str, Any], phase: str):
         super().__init__()
         self.graph = graph
         self.source = source
+        self.eager = eager
         self.kernel = GraphKernel(graph, make_options(**options), name=graph.name, source=source)
-        self.results = results
+        self.out_dtypes = out_dtypes
+        self.results = len(out_dtypes)
         self.tuple_out = tuple_out
         self.phase = phase
+        self.inputs = [n.name for n in eager.graph.nodes if n.op == "placeholder"]
+        self.where = where(next(n for n in eager.graph.nodes if n.op == "call_function"))
 
     def forward(self, *tensors: torch.Tensor) -> Any:
-        arrays = [to_numpy(t) for t in tensors]
+        for t, name in zip(tensors, self.inputs):
+            if t.dtype in NARROWED and not narrow_fits(t):
+                _REPORTS.report(GraphBreak(
+                    f"a call of pyasc kernel {self.graph.name}", self.where,
+                    f"its {t.dtype} input {name} holds values in [{int(t.min())}, {int(t.max())}], outside "
+                    f"{NARROWED[t.dtype]}, the chip's widest integer"))
+                return self.eager(*tensors)
+        arrays = [to_numpy(t.to(NARROWED[t.dtype]) if t.dtype in NARROWED else t) for t in tensors]
         record = _PROFILE.get()
         if record is None:
             out = self.kernel(*arrays)
@@ -138,8 +155,13 @@ class PyascSubgraph(torch.nn.Module):
             record.calls.append((self.kernel.__name__, prof))
             record.phases.append(self.phase)
             record.artifacts.append(self.kernel.compile())  # a cache hit: the artifact just run
-        outs = [from_numpy(o) for o in out]
+        outs = [_widened(from_numpy(o), dt) for o, dt in zip(out, self.out_dtypes)]
         return tuple(outs) if self.tuple_out else outs[0]
+
+
+def _widened(t: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """A result computed in a NARROWED dtype, back in torch's (int32 -> int64)."""
+    return t.to(dtype) if t.dtype != dtype and NARROWED.get(dtype) == t.dtype else t
 
 
 class _Support(OperatorSupport):
@@ -196,8 +218,8 @@ def _lower_piece(sub: torch.fx.GraphModule, options: dict[str, Any], phase: str)
     graph.name = f"fx_{hashlib.sha256(ir.to_json(graph).encode()).hexdigest()[:10]}"
     out_node = next(n for n in sub.graph.nodes if n.op == "output")
     tuple_out = isinstance(out_node.args[0], (tuple, list))
-    results = len(out_node.args[0]) if tuple_out else 1
-    return PyascSubgraph(graph, sub.code, results, tuple_out, options, phase)
+    outs = list(out_node.args[0]) if tuple_out else [out_node.args[0]]
+    return PyascSubgraph(graph, sub.code, sub, [vals(o)[0].dtype for o in outs], tuple_out, options, phase)
 
 
 def pyasc_backend(gm: torch.fx.GraphModule, example_inputs: list[Any], options: dict[str, Any] | None = None,
@@ -253,7 +275,7 @@ def _compile_static(gm: torch.fx.GraphModule, example_inputs: list[Any], opts: d
 
         return compile_graph
 
-    decompositions = {op: fn for op, fn in core_aten_decompositions().items() if op not in KEPT}
+    decompositions = {op: fn for op, fn in core_aten_decompositions().items() if op not in KEPT + KEPT_INDEXING}
     training = torch.is_grad_enabled() and any(isinstance(v, torch.Tensor) and v.requires_grad
                                                for v in example_inputs)
     return aot_autograd(fw_compiler=compiler("forward" if training else "inference"),

@@ -16,8 +16,28 @@ SUPPORTED_TORCH_DTYPES: tuple[torch.dtype, ...] = tuple(_TO_PYASC)
 SUPPORTED_TEXT = ", ".join(str(d) for d in SUPPORTED_TORCH_DTYPES)
 
 
+#: torch dtypes the chip lacks that a captured graph computes in a narrower one (int64 token ids, labels and
+#: indices as int32): a graph input's values are checked to fit when the pyasc kernel is called
+#: (backend.PyascSubgraph), an output is widened back, constants are narrowed when they fit
+NARROWED: dict[torch.dtype, torch.dtype] = {torch.int64: torch.int32}
+
+
 def pyasc_dtype(dt: torch.dtype) -> str | None:
     return _TO_PYASC.get(dt)
+
+
+def graph_dtype(dt: torch.dtype) -> str | None:
+    """The dtype a captured graph computes torch's `dt` in: its own, or its NARROWED one (None: neither)."""
+    return _TO_PYASC.get(NARROWED.get(dt, dt))
+
+
+def narrow_fits(t: torch.Tensor) -> bool:
+    """Whether the values of a tensor of a NARROWED dtype fit the narrower one (min and max: one pass each)."""
+    narrow = NARROWED[t.dtype]
+    if t.numel() == 0:
+        return True
+    info = torch.iinfo(narrow)
+    return bool(t.min() >= info.min) and bool(t.max() <= info.max)
 
 
 def torch_dtype(name: str) -> torch.dtype:

@@ -7,8 +7,10 @@ straight to the optimiser (runtime.GraphKernel), like a graph from pyasc's own f
 
 Types follow torch, not numpy: an entry computes in the dtype torch gives the node's result (Python
 numbers become constants of that dtype), and after every node the value is cast to torch's dtype if
-pyasc's inference differs (a shape that differs is `Unsupported`: the node stays in PyTorch). Nodes
-carry the user's source line from FX's `stack_trace`, so a pyasc error points at the model's code.
+pyasc's inference differs (a shape that differs is `Unsupported`: the node stays in PyTorch). torch's int64
+(token ids, labels, indices) is computed as int32 (convert.NARROWED; the backend checks and narrows the
+graph's int64 inputs, widens its int64 outputs). Nodes carry the user's source line from FX's
+`stack_trace`, so a pyasc error points at the model's code.
 A pyasc op registered with `pyasc.torch.custom_op` is inlined: its kernel's graph (or, for its
 derived backward op, the backward graph) is spliced in, so it fuses with its neighbours.
 """
@@ -26,7 +28,7 @@ from torch._subclasses.fake_tensor import unset_fake_temporarily
 from ..errors import CompileError, InferError, SourceLoc
 from ..ir.graph import Graph, Value
 from ..tensor_type import TensorType
-from .convert import pyasc_dtype
+from .convert import NARROWED, graph_dtype, narrow_fits
 from .custom_op import inlinable
 from .peephole import BatchedLinear, batched_linears
 from .splice import splice
@@ -63,17 +65,17 @@ def vals(node: torch.fx.Node) -> list[Any]:
 
 
 def tensor_type(t: torch.Tensor) -> TensorType:
-    dtype = pyasc_dtype(t.dtype)
+    """The graph type of a torch tensor (an int64 one: int32, convert.NARROWED)."""
+    dtype = graph_dtype(t.dtype)
     if dtype is None:
         raise Unsupported(f"dtype {t.dtype}")
     return TensorType(tuple(int(d) for d in t.shape), dtype)
 
 
 #: a node computed from constants only (arange, full, the masks torch's decompositions build from them) is
-#: evaluated by torch at compile time and becomes a Const (int64 values as int32), up to this many elements;
-#: random ops (torch's nondeterministic_seeded tag) never are
+#: evaluated by torch at compile time and becomes a Const (int64 values as int32 when they fit), up to this
+#: many elements; random ops (torch's nondeterministic_seeded tag) never are
 CONSTANT_LIMIT = 1 << 16
-_NARROW = {torch.int64: torch.int32}
 
 
 def constant_value(node: Any) -> np.ndarray | None:
@@ -92,12 +94,12 @@ def constant_value(node: Any) -> np.ndarray | None:
             with torch.no_grad():
                 out = node.target(*args[0], **args[1])
             if isinstance(out, torch.Tensor) and out.numel() <= CONSTANT_LIMIT:
-                narrow = _NARROW.get(out.dtype)
-                if narrow is not None and out.numel() and (out.min() < torch.iinfo(narrow).min or
-                                                           out.max() > torch.iinfo(narrow).max):
-                    raise _NotConstant
-                out = out.to(narrow) if narrow is not None else out
-                if pyasc_dtype(out.dtype) is not None and out.dtype != torch.int64:
+                narrow = NARROWED.get(out.dtype)
+                if narrow is not None:
+                    if not narrow_fits(out):
+                        raise _NotConstant
+                    out = out.to(narrow)
+                if graph_dtype(out.dtype) is not None:
                     value = out.detach().cpu().numpy()
         except _NotConstant:
             value = None
@@ -158,7 +160,7 @@ class Lowering:
     @property
     def out_dtype(self) -> str:
         t = vals(self.node)[0]
-        dt = pyasc_dtype(t.dtype)
+        dt = graph_dtype(t.dtype)
         if dt is None:
             raise Unsupported(f"dtype {t.dtype}")
         return dt
@@ -166,7 +168,7 @@ class Lowering:
     def promoted(self, *args: Any) -> str:
         """The dtype torch computes a binary op of these arguments in (torch.result_type)."""
         operands = [a.meta["val"] if isinstance(a, torch.fx.Node) else a for a in args]
-        dt = pyasc_dtype(torch.result_type(*operands))
+        dt = graph_dtype(torch.result_type(*operands))
         if dt is None:
             raise Unsupported(f"operands promote to {torch.result_type(*operands)}")
         return dt
@@ -311,7 +313,7 @@ def node_support(node: torch.fx.Node, table: dict[Any, Entry]) -> str | None:
     tensors += [a.meta.get("val") for a in node.all_input_nodes
                 if isinstance(a.meta.get("val"), torch.Tensor) and constant_value(a) is None]
     for t in tensors:
-        if pyasc_dtype(t.dtype) is None:
+        if graph_dtype(t.dtype) is None:
             return f"dtype {t.dtype} (the NPU has float16, float32, int8, int16, int32, uint8, bool)"
         if any(not isinstance(d, int) for d in t.shape):
             return "a symbolic shape (pyasc's FX frontend compiles static shapes)"

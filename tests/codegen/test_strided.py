@@ -86,3 +86,34 @@ def test_a_result_written_through_a_transpose_and_a_reshape():
 def test_every_op_the_registry_calls_a_view_has_a_layout_rule():
     """Fusion proposes the ops the registry marks strided_view; codegen must know how each moves a layout."""
     assert {n for n in ops.names() if ops.get(n).strided_view} == set(VIEW_RULES)
+
+
+def test_a_vector_kernel_reads_a_view_in_its_placement():
+    """view_read: the view placed with a size-1 axis inserted, its broadcast axes as size 1 (numpy broadcasts
+    them), and no layout when the strides are the input's own (the input is read as it is)."""
+    from pyasc.codegen.strided import is_input_view, view_read
+    g, x, v = _chain((6, 8), [("slice", dict(starts=(1, 4), stops=(6, 8), steps=(1, 1))),
+                              ("broadcast_to", dict(shape=(3, 5, 4)))])
+    assert is_input_view(v)
+    read = view_read(v, (3, 5, 1, 4))
+    assert read.root is x and read.shape == (1, 5, 1, 4)
+    assert (read.layout.strides[1], read.layout.strides[3], read.layout.offset) == (8, 1, 12)
+    base = np.arange(48.0).reshape(6, 8)
+    assert np.array_equal(_elements(base, read.layout)[0, :, 0, :], base[1:, 4:])
+    g, x, v = _chain((6, 8), [("slice", dict(starts=(2, 0), stops=(6, 8), steps=(1, 1)))])
+    assert view_read(v, (4, 8)).layout is not None              # starts two rows in
+    g, x, v = _chain((6, 8), [("reshape", dict(shape=(3, 2, 8)))])
+    assert view_read(v, (3, 2, 8)).layout is None               # the input's bytes in order
+    g, x, v = _chain((6, 8), [("broadcast_to", dict(shape=(2, 6, 8)))])
+    assert not is_input_view(v)                                 # broadcasts alone stay computed
+
+
+def test_dims_a_view_strides_apart_never_collapse():
+    from pyasc.codegen.domain import input_layout, pointwise_domain, view_cuts
+    # x (5, 21) read as x.reshape(5, 3, 7).transpose(1, 0, 2): strides (7, 21, 1)
+    cuts = view_cuts((3, 5, 7), (3, 5, 7), (7, 21, 1))
+    assert cuts == {1, 2}
+    d = pointwise_domain((3, 5, 7), [(3, 5, 7)], frozenset(cuts))
+    assert (d.outer, d.R, d.C) == ((3,), 5, 7)
+    lay = input_layout(d, (3, 5, 7), view=((7, 21, 1), 0))
+    assert (lay.cls, lay.o_strides, lay.r_stride) == ("full", (7,), 21)

@@ -18,6 +18,7 @@ from pyasc.ge.integer_matmul import VectorIntegerMatmul
 from pyasc.ge.layout import LayoutAssign, TransdataElimination, TransposeSinking
 from pyasc.ge.memory import MemoryPlanningPass
 from pyasc.ge.mixed import MixedKernelsPass
+from pyasc.ge.prologue import MatmulProloguePass
 from pyasc.ge.pattern import DecomposeComposites, MatmulEpilogueFusion, MatmulTransposeFold, SplitReductions
 from pyasc.ge.simplify import CSE, DCE, AlgebraicSimplify, ConstantFolding
 from pyasc.ir import Graph, TensorType, format_graph
@@ -274,6 +275,23 @@ def fusion_expected():
     return g
 
 
+def prologue_before():
+    g = Graph()
+    x, w = g.add_input(t(4, 8), "x"), g.add_input(t(8, 6), "w")
+    g.set_outputs([op(g, "exp", op(g, "matmul", op(g, "relu", x), w))])
+    return g
+
+
+def prologue_expected():
+    # fusion keeps relu apart (a matmul takes no prologue there); matmul_prologue merges it into the matmul's
+    # kernel (A's only producer and reader): all three in group 1
+    g = Graph()
+    x, w = g.add_input(t(4, 8), "x"), g.add_input(t(8, 6), "w")
+    g.set_outputs([op(g, "exp", op(g, "matmul", op(g, "relu", x, fusion_group=1), w, fusion_group=1),
+                      fusion_group=1)])
+    return g
+
+
 def conv_graph(*ops_after_conv: str, groups: int = 1, norm: bool = False):
     """x, w (and a batch norm's mean, var, gamma, beta) -> conv2d -> [batch_norm] -> the named unary ops."""
     g = Graph()
@@ -349,6 +367,7 @@ CASES = {
     "fusion": ([FusionPass()], fusion_before, fusion_expected),
     "memory_planning": ([FusionPass(), MemoryPlanningPass()], fusion_before, fusion_expected),  # analysis only
     "mixed_kernels": ([FusionPass(), MixedKernelsPass()], fusion_before, fusion_expected),  # marks kernel plans only
+    "matmul_prologue": ([FusionPass(), MatmulProloguePass()], prologue_before, prologue_expected),
 }
 
 

@@ -96,6 +96,8 @@ def analyze(name: str, kg: KernelGraph, shape: Any, reduced: tuple[int, ...]) ->
         raise UnsupportedDomain("a column reduction takes no epilogue")
     layouts = {}
     for use in plan.inputs:
+        if use.view is not None:  # fusion offers views to elementwise and row kernels only (ge/fusion/views.py)
+            raise UnsupportedDomain("a column reduction reads its inputs whole, not through views")
         lay = input_layout(domain, dims(use.shape))
         if lay.cls == "col" and lay.r_stride != 1:
             raise UnsupportedDomain(f"input of shape {use.value.type.shape}: per-row values are not contiguous")

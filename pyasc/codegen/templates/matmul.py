@@ -167,7 +167,7 @@ def schedule(mk: CubeMatmul, t: MatmulTiling, chip: Chip,
     fields["nK"] = sy.ceildiv(mk.K, t.kl1)
     if t.steps > 1:
         fields["kl1"] = t.kl1
-    blocks = sy.ceildiv(total, sy.max_(1, sy.ceildiv(total, t.cores)))
+    blocks = schedule_blocks(mk, t)
     per = sy.ceildiv(F("T"), F(BLOCKS))
     begin = sy.mul(F(CORE), per)
     count = sy.max_(0, sy.min_(per, sy.add(F("T"), sy.mul(-1, begin))))
@@ -211,6 +211,12 @@ def schedule(mk: CubeMatmul, t: MatmulTiling, chip: Chip,
     sched = TileSchedule(mk.name, "aic", params, fields, blocks, buffers(mk, t), body, notes)
     sched.l2_miss = lambda f, cores: l2_miss(mk, t, f, cores, chip)
     return sched
+
+
+def schedule_blocks(mk: CubeMatmul, t: MatmulTiling) -> IntLike:
+    """The cores the block loop runs on (over dims): each takes a contiguous run of the output blocks."""
+    total = sy.mul(mk.batch_count, sy.ceildiv(mk.M, t.tm), sy.ceildiv(mk.N, t.tn))
+    return sy.ceildiv(total, sy.max_(1, sy.ceildiv(total, t.cores)))
 
 
 def buffers(mk: CubeMatmul, t: MatmulTiling) -> list[Buffer]:

@@ -15,7 +15,7 @@ launches.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Mapping
 
 from ... import symbolic as sy
@@ -23,7 +23,7 @@ from ...symbolic import IntLike
 from ...target import Chip, data_path, itemsize
 from .. import tileops as T
 from ..domain import same_dim
-from ..cost import gm_bandwidth, launch_cycles
+from ..cost import estimate, gm_bandwidth, launch_cycles
 from ..kernel_graph import KernelGraph
 from ..schedule import CORE, GROUP, SUB, Buffer, Channel, GmParam, GmRef, Let, Loop, MixedSchedule, Ref, Stmt, \
     TileSchedule, When
@@ -31,11 +31,12 @@ from ..template import Job, Template, Tiling, Unsupported, align_up, free_symbol
 from ..schedules import two_stage
 from ..tiling import scoring_dims
 from ..vector_ops import Geometry, Space
-from . import matmul, vector_kernel
-from .matmul import CubeMatmul
+from . import matmul, mixed_prologue, vector_kernel
+from .matmul import CubeMatmul, in_param as cube_in
 from .matmul_bound import cube_bound
 from .matmul_tiling import MatmulTiling
 from .placement import Placement, decompose
+from .mixed_prologue import Prologue
 from .vector_kernel import VectorKernel, VectorTiling, in_param, out_param, stride_field, stride_fields
 
 F = sy.sym
@@ -51,6 +52,7 @@ class MixedMatmul:
     cube: CubeMatmul
     epilogue: KernelGraph
     keep_product: bool = False  # the product is a result too: FixPipe also writes it out (the launch's out0)
+    prologue: Prologue | None = None  # the kernel computing A, run on the vector cores first (mixed_prologue.py)
 
 
 @dataclass(frozen=True)
@@ -59,6 +61,9 @@ class MixedAnalysis:
     vk: VectorKernel
     batch_outer: bool          # the epilogue's outer dims are the product's batch (else folded into its rows)
     keep_product: bool
+    pro: VectorKernel | None = None   # the prologue's analysis (mixed_prologue.py)
+    # the prologue's schedule per (its tiling, the group count): the same for every cube tiling sharing them
+    memo: dict = field(default_factory=dict, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -66,9 +71,11 @@ class MixedTiling(Tiling):
     cube: MatmulTiling
     buffer_num: int            # slots of the vector side's rotating buffers
     cores: int
+    prologue: VectorTiling | None = None
 
     def describe(self) -> str:
-        return f"{self.cube.describe()}; epilogue on the vector cores, buffer_num={self.buffer_num}"
+        pro = "" if self.prologue is None else f"; A's prologue on the vector cores first: {self.prologue.describe()}"
+        return f"{self.cube.describe()}; epilogue on the vector cores, buffer_num={self.buffer_num}{pro}"
 
 
 def analyze(job: Job, chip: Chip) -> list[MixedAnalysis]:
@@ -89,7 +96,8 @@ def analyze(job: Job, chip: Chip) -> list[MixedAnalysis]:
     first = next((u for u in vk.per_tile if u.index == 0), None)
     if first is None or first.space != Space.FULL:   # (a one-row product reads as a row vector: the same tile)
         raise Unsupported("the epilogue does not read the whole product")
-    return [MixedAnalysis(mk, vk, batch_outer, mm.keep_product)]
+    pro = None if mm.prologue is None else mixed_prologue.analyze(job.label, mm.prologue, mk.dtype, chip)
+    return [MixedAnalysis(mk, vk, batch_outer, mm.keep_product, pro)]
 
 
 def _symbols(a: MixedAnalysis) -> set[str]:
@@ -122,7 +130,10 @@ def epilogue_buffers(vk: VectorKernel, tm: int, tn: int, t: Tiling, chip: Chip) 
 
 
 def aiv_buffers(a: MixedAnalysis, t: MixedTiling, chip: Chip) -> list[Buffer]:
-    return epilogue_buffers(a.vk, t.cube.tm, t.cube.tn, t, chip)
+    out = epilogue_buffers(a.vk, t.cube.tm, t.cube.tn, t, chip)
+    if a.pro is not None and t.prologue is not None:
+        out += mixed_prologue.buffer_names(vector_kernel.buffers_for(a.pro, t.prologue, chip))
+    return out
 
 
 def need(a: MixedAnalysis, t: MixedTiling, chip: Chip) -> int:
@@ -133,8 +144,18 @@ def tilings(a: MixedAnalysis, chip: Chip, buffer_num: int, cores: int) -> list[M
     """The cube template's tilings whose vector side fits the UB."""
     dims, _ = scoring_dims(sorted(_symbols(a)))
     out = []
+    pro: dict[int, list] = {}   # the prologue's candidates per vector core count
     for ct in matmul.tilings(a.mk, chip, buffer_num, min(cores, chip.aic_cores), dims):
         t = MixedTiling(ct, min(2, buffer_num), ct.cores)
+        if a.pro is not None:
+            left = chip.ub_bytes - sum(b.nbytes for b in aiv_buffers(a, t, chip))
+            aivs = ct.cores * chip.group_aivs
+            if aivs not in pro:
+                pro[aivs] = mixed_prologue.candidates(a.pro, chip, buffer_num, aivs)
+            pt = mixed_prologue.tiling(pro[aivs], left)
+            if pt is None:
+                continue
+            t = MixedTiling(ct, t.buffer_num, t.cores, pt)
         bufs = aiv_buffers(a, t, chip)
         if sum(b.nbytes for b in bufs) <= chip.ub_bytes and \
                 all(b.slot_bytes <= chip.max_repeats * chip.vector_repeat_bytes for b in bufs):
@@ -159,7 +180,28 @@ def schedule(a: MixedAnalysis, t: MixedTiling, chip: Chip) -> MixedSchedule:
     ch = Channel(CHANNEL, "aic", slot_bytes, SLOTS)
     notes = [f"the cube's {ct.tm}x{ct.tn} blocks reach the vector cores through {SLOTS} workspace tiles per group "
              f"({slot_bytes} B each, L2-resident)"]
-    return MixedSchedule(mk.name, aic, aiv, [ch], groups, notes, steps=sy.ceildiv(aic.fields["T"], groups))
+    pro = None
+    if a.pro is not None and t.prologue is not None:
+        aic, aiv, pro = _with_prologue(a, t, chip, aic, aiv)
+    return MixedSchedule(mk.name, aic, aiv, [ch], groups, notes, steps=sy.ceildiv(aic.fields["T"], groups),
+                         prologue=pro)
+
+
+def _with_prologue(a: MixedAnalysis, t: MixedTiling, chip: Chip, aic: TileSchedule, aiv: TileSchedule
+                   ) -> tuple[TileSchedule, TileSchedule, TileSchedule]:
+    """Both sides with the prologue in front: the vector cores compute A into the workspace, every core meets
+    at the barrier, then the cube reads A from there (mixed_prologue.py)."""
+    assert a.pro is not None and t.prologue is not None
+    mk = a.mk
+    pro = _prologue(a, t, chip, aic.blocks)
+    aic = mixed_prologue.reading_workspace(aic, {cube_in(0): mixed_prologue.WSA})
+    aic.body = [T.sync_all(note="wait for A from the vector cores")] + aic.body
+    aic.scratch[mixed_prologue.WSA] = sy.mul(mk.batch_count, mk.M, mk.K, itemsize(mk.dtype))
+    aiv.body = pro.body + [T.sync_all(note="A is in the workspace: the cube cores may read it")] + aiv.body
+    aiv.fields.update(pro.fields)
+    known = {p.name for p in aiv.params}
+    aiv.params += [p for p in pro.params if p.name not in known]
+    return aic, aiv, pro
 
 
 def _to_channel(blk: matmul.Block, tnp: int, slot_bytes: int) -> list[Stmt]:
@@ -284,7 +326,31 @@ def bound(a: MixedAnalysis, t: MixedTiling, chip: Chip, dims: Mapping[str, int])
     blocks = sy.evaluate(a.mk.batch_count, dims) * _count(a.mk.M, t.cube.tm, dims) * _count(a.mk.N, t.cube.tn, dims)
     steps = -(-blocks // groups)
     aiv = _vector_floor(a, t, chip, dims, groups, steps)
-    return two_stage(aic, aiv, steps) + launch_cycles(chip, groups * (1 + chip.group_aivs))
+    return _prologue_floor(a, t, chip, dims) + two_stage(aic, aiv, steps) + launch_cycles(chip, groups * (1 + chip.group_aivs))
+
+
+def _prologue(a: MixedAnalysis, t: MixedTiling, chip: Chip, groups: IntLike) -> TileSchedule:
+    """The prologue's renamed schedule on the launch's vector cores (its statements are shared by the
+    candidates that share its tiling and group count: a schedule never holds one statement twice)."""
+    assert a.pro is not None and t.prologue is not None
+    key = (t.prologue, groups)
+    if key not in a.memo:
+        first_other = (3 if a.mk.bias else 2) + len(a.vk.kg.inputs) - 1   # after the cube's and the epilogue's
+        pro = mixed_prologue.schedule(a.pro, t.prologue, chip, first_other)
+        a.memo[key] = replace(pro, blocks=sy.mul(groups, chip.group_aivs))
+    return a.memo[key]
+
+
+def _prologue_floor(a: MixedAnalysis, t: MixedTiling, chip: Chip, dims: Mapping[str, int]) -> float:
+    """The prologue's estimate before the barrier (`schedules.score` puts it in front of the pipeline), or 0."""
+    if a.pro is None or t.prologue is None:
+        return 0.0
+    groups = matmul.schedule_blocks(a.mk, t.cube)
+    key = ("floor", t.prologue, groups, tuple(sorted(dims.items())))
+    if key not in a.memo:
+        p = estimate(_prologue(a, t, chip, groups), dims, chip)
+        a.memo[key] = p.cycles - launch_cycles(chip, p.blocks) + chip.sync_all_cycles
+    return a.memo[key]
 
 
 def _count(extent: IntLike, tile: int, dims: Mapping[str, int]) -> int:

@@ -45,7 +45,7 @@ class Placement:
 
     def _gm_in(self, use: InputUse, col: IntLike, row: IntLike, per_tile: bool) -> GmRef:
         lay = self.vk.layouts[use.buf.id]
-        off: IntLike = 0
+        off: IntLike = lay.offset     # a view of the input starts there (0 for the input itself)
         if per_tile:
             for j, idx in enumerate(self.o_index):
                 if lay.o_strides[j] != 0:
@@ -114,7 +114,7 @@ class Placement:
         src = self._gm_in(use, self.c0, self.r0, True)
         if not self.rows_mode:
             return T.load(dst, src, dt, g.cols, note=use.buf.what)
-        if self._contiguous_rows():
+        if self._contiguous_rows() and self.vk.layouts[use.buf.id].r_stride == self.vk.domain.C:
             return T.load(dst, src, dt, sy.mul(g.rows, F("C")), note=use.buf.what)
         return T.load(dst, src, dt, F("C"), g.rows, src_stride=self._r_stride(use), dst_stride=F("Cp"),
                       note=use.buf.what)

@@ -194,7 +194,7 @@ def _analyze(job: Job, chip: Chip) -> list[VectorKernel]:
         except UnsupportedDomain as e:
             errors.append(str(e))
     if not out:
-        raise Unsupported("; ".join(errors))
+        raise Unsupported("; ".join(dict.fromkeys(errors)))   # each mode's reason once (they often agree)
     return out
 
 

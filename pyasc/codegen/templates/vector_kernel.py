@@ -14,9 +14,10 @@ from ...ir import Value
 from ...symbolic import IntLike
 from ..alignment import Placements, placements
 from ..domain import (Domain, InputLayout, UnsupportedDomain, dims, input_layout, make_domain, pointwise_domain,
-                      same_dim)
+                      same_dim, view_cuts)
 from ..kernel_graph import KernelGraph
 from ..schedule import Buffer
+from ..strided import Layout, view_read
 from ..template import Tiling, ub_slot
 from ..ub_alloc import Assignment, assign
 from ..vector_ops import build_vector_plan, InputUse, is_input_view, Space, VectorPlan, VKind, VOp
@@ -68,20 +69,47 @@ class VectorTiling(Tiling):
 # ---- analysis --------------------------------------------------------------------------------
 
 
-def read_shapes(kg: KernelGraph, placed: Placements) -> list[tuple[IntLike, ...]]:
-    """Every shape an input of the kernel is read with (its placements for its readers, its own shape where
-    it is an output too): the broadcast patterns the domain collapses by. One-element inputs are left out."""
+def _reads(kg: KernelGraph, placed: Placements) -> list[tuple[tuple[IntLike, ...], Layout | None]]:
+    """Every (shape, view layout) an input of the kernel is read with: its placements for its readers (an input
+    view: through `strided.view_read`), its own shape where it is an output too. One-element reads are left out."""
     seen: dict[tuple, None] = {}
+
+    def add(v: Value, shape: tuple) -> None:
+        if v.type.numel == 1:
+            return
+        if v.node.op == "Data":
+            seen.setdefault((tuple(shape), None), None)
+            return
+        read = view_read(v, tuple(shape))
+        if isinstance(read, str):
+            raise UnsupportedDomain(f"{v.node.op}: {read}")
+        seen.setdefault((tuple(dims(read.shape)), read.layout), None)
+
     for n in kg.nodes:
         if is_input_view(n.out()):
             continue  # read through by its own readers
         for v in n.inputs:
-            if (v.node.op == "Data" or is_input_view(v)) and v.type.numel != 1:
-                seen.setdefault(tuple(placed.operand_shape(n, v)), None)
+            if v.node.op == "Data" or is_input_view(v):
+                add(v, placed.operand_shape(n, v))
     for v in kg.graph.outputs:
-        if (v.node.op == "Data" or is_input_view(v)) and v.type.numel != 1:
-            seen.setdefault(tuple(dims(v.type.shape)), None)
+        if v.node.op == "Data" or is_input_view(v):
+            add(v, dims(v.type.shape))
     return list(seen)
+
+
+def read_shapes(kg: KernelGraph, placed: Placements) -> list[tuple[IntLike, ...]]:
+    """Every shape an input of the kernel is read with (its placements for its readers, its own shape where
+    it is an output too): the broadcast patterns the domain collapses by. One-element inputs are left out."""
+    return list(dict.fromkeys(shape for shape, _ in _reads(kg, placed)))
+
+
+def _cuts(reads: list[tuple[tuple[IntLike, ...], Layout | None]], shape: Sequence[IntLike]) -> frozenset[int]:
+    """Domain dims that views read apart from the dim before them (they stay separate dims of the domain)."""
+    cuts: set[int] = set()
+    for operand, view in reads:
+        if view is not None and _broadcastable(operand, shape):
+            cuts |= view_cuts(shape, operand, view.strides)
+    return frozenset(cuts)
 
 
 def analyze(name: str, kg: KernelGraph, reduce_rows: Sequence[Any] | None, k: int, mode: str,
@@ -91,17 +119,19 @@ def analyze(name: str, kg: KernelGraph, reduce_rows: Sequence[Any] | None, k: in
     a UB block; `rows_of_last_axis`: a pointwise kernel whose row is the last axis (a matmul's epilogue walks
     the product's blocks), not the longest run the inputs allow."""
     placed = placements(kg, None if reduce_rows is None else len(reduce_rows))
-    in_shapes = read_shapes(kg, placed)
+    reads = _reads(kg, placed)
+    in_shapes = list(dict.fromkeys(shape for shape, _ in reads))
     if reduce_rows is None:
         shape = _domain_shape(kg)
         operands = [s for s in in_shapes if _broadcastable(s, shape)]
-        domain = make_domain(shape, len(shape) - 1, operands) if rows_of_last_axis and shape else \
-            pointwise_domain(shape, operands)
+        cuts = _cuts(reads, shape)
+        domain = make_domain(shape, len(shape) - 1, operands, cuts) if rows_of_last_axis and shape else \
+            pointwise_domain(shape, operands, cuts)
         reduces = False
     else:
         shape = dims(reduce_rows)
         full_inputs = [s for s in in_shapes if _broadcastable(s, shape)]
-        domain = make_domain(shape, len(shape) - k, full_inputs)
+        domain = make_domain(shape, len(shape) - k, full_inputs, _cuts(reads, shape))
         reduces = True
 
     reduced = placed.frozen
@@ -145,7 +175,8 @@ def analyze(name: str, kg: KernelGraph, reduce_rows: Sequence[Any] | None, k: in
     per_tile: list[InputUse] = []
     for use in plan.inputs:
         shp = dims(use.shape)
-        lay = input_layout(domain, shp, per_row=use.space == Space.ROW)
+        view = None if use.view is None else (use.view.strides, use.view.offset)
+        lay = input_layout(domain, shp, per_row=use.space == Space.ROW, view=view)
         if use.space == Space.ROW and lay.cls not in ("col", "scalar"):
             raise UnsupportedDomain(f"input of shape {tuple(shp)} is read per row but is not one value per row")
         if lay.cls == "col" and lay.r_stride != 1:
@@ -191,7 +222,7 @@ def _same_dims(a: Sequence[Any], b: Sequence[Any]) -> bool:
 
 def _domain_shape(kg: KernelGraph) -> tuple[IntLike, ...]:
     shapes = [dims(v.type.shape) for v in kg.graph.outputs]
-    shapes += [dims(n.outputs[0].shape) for n in kg.nodes]
+    shapes += [dims(n.outputs[0].shape) for n in kg.nodes if not is_input_view(n.out())]
     best: tuple[IntLike, ...] = ()
     for s in shapes:
         if len(s) > len(best) or (len(s) == len(best) and _numel_known(s) > _numel_known(best)):

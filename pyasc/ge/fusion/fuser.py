@@ -38,9 +38,9 @@ from ..capacity import CapacityFn, FusionCandidate, is_scalar_const
 from ..decisions import DecisionKind, FusionDecision, Rejection
 from ..plan import KernelKind, KernelPlan, KernelStructure
 from .analysis import GraphFacts
-from .legality import Limits, classify
+from .legality import Limits, classify, read_views
 from .partition import Partition
-from .views import view_chains
+from .views import read_view, view_chains
 
 _ALONE = (Category.INJECTIVE, Category.OPAQUE)
 
@@ -85,7 +85,7 @@ class GraphFuser:
             if base and len(order) <= 2 * base:
                 return None, found  # checked once phase 1 is over (_verify)
         self.asked = True
-        verdict = self.capacity(self.candidate(order, found))
+        verdict = self.capacity(self.candidate(order, found, dup))
         if not verdict.fits:
             return Rejection("capacity", verdict.reason), found
         return None, found
@@ -134,8 +134,11 @@ class GraphFuser:
             self.checked[gid] = len(members)
         return True
 
-    def candidate(self, order: list[Node], structure: KernelStructure) -> FusionCandidate:
+    def candidate(self, order: list[Node], structure: KernelStructure, dup: Node | None = None) -> FusionCandidate:
+        """`dup`: a member whose readers outside get copies of it: its result is not written."""
         inputs, outputs = self.facts.boundary(order)
+        if dup is not None and not any(v in self.facts.graph_outputs for v in dup.values):
+            outputs = [v for v in outputs if v.node is not dup]
         return FusionCandidate(self.graph, order, structure, inputs, outputs, self.chip)
 
     # -- the phases ----------------------------------------------------------------
@@ -157,6 +160,7 @@ class GraphFuser:
         facts = self.facts
         self._multi_consumer()
         self._take_views()
+        self._read_views()
         for n in facts.compute:
             p = facts.pattern[n]
             if p in _ALONE and self.partition.size(self.partition.group[n]) == 1:
@@ -267,6 +271,46 @@ class GraphFuser:
                         self.log(FusionDecision(DecisionKind.NOT_FUSED, "view", labels[0], facts.label(op),
                                                 f"{rejection.rule}: {rejection.reason}", labels))
 
+    def _read_views(self) -> None:
+        """Phase 4: each lone view goes, as a private copy, into every elementwise or row kernel reading it that
+        can read its input through it (views.py); it stays a kernel of its own for the other readers."""
+        facts, part = self.facts, self.partition
+        changed = False
+        for n in reversed(list(facts.compute)):  # readers first: a chain of views joins one view at a time
+            if not read_view(facts, part, n):
+                continue
+            taken: list[int] = []
+            refused: list[tuple[int, Rejection]] = []
+            for c in self._consumer_groups(n):
+                found = classify(facts, facts.ordered(part.members[c]), self.limits)
+                if isinstance(found, Rejection) or found.kind not in (KernelKind.ELEMENTWISE, KernelKind.ROW_REDUCE):
+                    refused.append((c, Rejection("view_member", "not an elementwise or row kernel")))
+                    continue
+                rejection, _ = self.check(part.members[c] | {n}, dup=n)
+                if rejection is None:
+                    taken.append(c)
+                else:
+                    refused.append((c, rejection))
+            label = facts.label(n)
+            for c in taken:
+                self.log(FusionDecision(DecisionKind.FUSED, "view", label, self._reader_label(c), via=(label,)))
+            for c, r in refused:
+                if r.rule != "view_member" or taken:
+                    self.log(FusionDecision(DecisionKind.NOT_FUSED, "view", label, self._reader_label(c),
+                                            f"{r.rule}: {r.reason}", (label,)))
+            if taken:
+                part.duplicate(n, taken, keep=bool(refused))
+                changed = True
+        if changed:
+            self.graph.sort()
+            facts.refresh()
+
+    def _reader_label(self, gid: int) -> str:
+        """A kernel named by its first op that is not a view (the views it reads through come first)."""
+        members = self.partition.members[gid]
+        ops_ = [m for m in members if not ops.get(m.op).strided_view] or list(members)
+        return self.facts.label(min(ops_, key=self.facts.pos.__getitem__))
+
     def _why_not_duplicate(self, n: Node, consumers: list[int]) -> Rejection | None:
         facts, part = self.facts, self.partition
         if not self.duplicate:
@@ -303,7 +347,8 @@ class GraphFuser:
         if isinstance(structure, Rejection):  # every kept group passed these rules when it was formed
             raise AssertionError(f"fusion kept a kernel its own rule {structure.rule!r} refuses: {structure.reason}")
         candidate = self.candidate(nodes, structure)
-        category = max(self.facts.pattern[n] for n in nodes)
+        views = set(read_views(self.facts, nodes))  # read through by strides: they do not make it a data move
+        category = max(self.facts.pattern[n] for n in ([n for n in nodes if n not in views] or nodes))
         working_set = self.capacity(candidate).working_set
         return KernelPlan(gid, self.graph, nodes, list(candidate.inputs), list(candidate.outputs), category,
                           structure, working_set)

@@ -9,13 +9,16 @@ or the `Rejection` of the first rule that refuses it:
   operands and result (fusion's view phase, views.py; the capacity function says whether its template reads
   through them)
   (rule "data_movement_member": GE buffer fusion fuses elementwise/broadcast
-  ops only);
+  ops only), but views an elementwise or row kernel reads an input through (`read_views`: fusion's
+  input-view phase offers them, views.py; the vector template reads the input by the chain's strides; rule
+  "view_member" when the rest is not such a kernel);
 - `elementwise_rule`: elementwise and broadcast ops, any number (up to the size knob), but not a value
   computed in the kernel and expanded along two different axes ("broadcast_two_ways");
 - `matmul_rule`: one matmul with an elementwise epilogue of its output shape (side inputs of the epilogue
   computed in it too)
   (what FixPipe and the vector unit apply on the way out), never a prologue
-  ("matmul_prologue", "matmul_epilogue_shape"), never two matmuls
+  ("matmul_prologue": the kernel computing A may join later, in the `matmul_prologue` pass, ge/prologue.py;
+  "matmul_epilogue_shape"), never two matmuls
   ("two_matmuls") or a matmul with a reduction ("matmul_with_reduction");
 - `reduction_rule`: reductions with their elementwise/broadcast prologue;
   reductions over the trailing axes ("rows") also with epilogues and further
@@ -60,6 +63,17 @@ def classify(facts: GraphFacts, order: list[Node], limits: Limits) -> KernelStru
     opaque = [n for n in order if facts.pattern[n] == Category.OPAQUE and not ops.get(n.op).is_control]
     if len(opaque) == 1 and all(n is opaque[0] or ops.get(n.op).strided_view for n in order):
         return KernelStructure(KernelKind.OPAQUE, opaque[0])   # with views of its operands / result (views.py)
+    views = read_views(facts, order)
+    if views:
+        rest = [n for n in order if n not in views]
+        found = classify(facts, rest, limits) if rest else None
+        if isinstance(found, Rejection):
+            return found
+        if found is None or found.kind not in _VIEW_READERS:
+            what = found.kind.name.lower() if found is not None else "no"
+            return Rejection("view_member", f"{facts.joined_labels(views)} would be read through by a {what} "
+                             "kernel: only elementwise and row kernels read an input through views")
+        return _users_limit(facts, order, limits) or found
     for n in order:
         p = facts.pattern[n]
         if p in _ALONE:
@@ -80,13 +94,48 @@ def classify(facts: GraphFacts, order: list[Node], limits: Limits) -> KernelStru
         found = elementwise_rule(facts, order)
     if isinstance(found, Rejection):
         return found
+    return _users_limit(facts, order, limits) or found
+
+
+def _users_limit(facts: GraphFacts, order: list[Node], limits: Limits) -> Rejection | None:
     group = set(order)
     for n in order:
         inside = sum(1 for u in facts.users(n) if u in group)
         if inside > limits.max_users:
             return Rejection("max_users", f"{facts.label(n)} would feed {inside} ops inside one kernel, more than "
                              f"fusion_max_users={limits.max_users}")
-    return found
+    return None
+
+
+#: kernels whose (vector) template reads an input through a chain of views
+_VIEW_READERS = (KernelKind.ELEMENTWISE, KernelKind.ROW_REDUCE)
+
+
+def read_views(facts: GraphFacts, order: list[Node]) -> list[Node]:
+    """The views of a candidate that a vector kernel reads an input through: each a strided view whose operand
+    comes from outside the candidate or is another such view, with a data move (slice, transpose, reshape,
+    squeeze) in its chain, not a graph result (readers outside the candidate get copies of it, fusion's phase
+    4); `codegen.strided.is_input_view` names the same nodes in the kernel graph. Empty when the candidate
+    holds no data move of that kind."""
+    if not any(facts.pattern[n] == Category.INJECTIVE for n in order):
+        return []   # the common case, answered without a walk
+    group = set(order)
+    found: dict[Node, None] = {}
+    changed = True
+    while changed:  # order-independent: a duplicated view is appended after the nodes that read it
+        changed = False
+        for n in order:
+            if n in found or not ops.get(n.op).strided_view:
+                continue
+            src = n.inputs[0].node
+            chained = src in found
+            if (src in group and not chained) or (facts.pattern[n] != Category.INJECTIVE and not chained):
+                continue
+            if any(v in facts.graph_outputs for v in n.values):
+                continue
+            found[n] = None
+            changed = True
+    return [n for n in order if n in found]
 
 
 def lone_structure(node: Node) -> KernelStructure:
@@ -131,7 +180,8 @@ def matmul_rule(facts: GraphFacts, mm: Node, order: list[Node]) -> KernelStructu
             continue
         if n not in after and mm in facts.descendants(n, group):
             return Rejection("matmul_prologue", f"{facts.label(n)} would be a prologue of matmul {facts.label(mm)}: "
-                             "the cube reads its operands from GM through L1, only an epilogue fuses")
+                             "the cube reads its operands from GM through L1, only an epilogue fuses (the matmul_prologue "
+                             "pass may take in A's producer kernel later)")
         if n.outputs[0].shape != out_shape:
             return Rejection("matmul_epilogue_shape", f"{facts.label(n)} has shape {n.outputs[0].shape}, not the "
                              f"matmul output shape {out_shape}: not an elementwise epilogue")

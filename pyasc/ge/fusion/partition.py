@@ -132,11 +132,12 @@ class Partition:
             stack.extend((u, origin, exit_) for m in self.exits[g] for u in users(m) if self.group[u] != g)
         return None
 
-    def duplicate(self, n: Node, consumers: list[int]) -> None:
-        """Give each consumer kernel but the first its own copy of `n`, then merge `n` into the first."""
+    def duplicate(self, n: Node, consumers: list[int], keep: bool = False) -> None:
+        """Give each consumer kernel but the first its own copy of `n`, then merge `n` into the first; `keep`:
+        every consumer kernel gets a copy and `n` stays where it is (for its other readers)."""
         facts = self.facts
         base = facts.label(n)
-        for j, c in enumerate(consumers[1:], start=1):
+        for j, c in enumerate(consumers if keep else consumers[1:], start=1):
             attrs = {k: v for k, v in n.attrs.items() if k != "fusion_group"}
             copy = Node(n.op, list(n.inputs), attrs, list(n.outputs), n.loc, f"{n.name}_dup{j}" if n.name else None)
             facts.graph.append(copy)
@@ -153,7 +154,8 @@ class Partition:
                 g = self.group.get(v.node)
                 if g is not None and g != c:
                     self.exits[g].add(v.node)
-        self.merge({self.group[n], consumers[0]})
+        if not keep:
+            self.merge({self.group[n], consumers[0]})
 
     def schedule(self) -> list[list[Node]]:
         """Groups in a topological order of the kernel DAG (ties: earliest first op), each in node order."""

@@ -9,11 +9,20 @@ read by the next alone, in a kernel of its own, not a graph result), and the cha
 capacity function (codegen) answers whether the op's template can address through it, and a refusal keeps
 the chain's moves as they were (the fuser then tries shorter chains, nearest the op first). Decisions:
 FUSED "view" or NOT_FUSED with the refusing rule. This module finds the chains; the fuser checks and merges.
+
+Phase 4 does the same for the elementwise and row kernels (the vector template reads an input through a
+chain of views by strided copies, `codegen/strided.py`): a lone data move that only re-strides (`read_view`:
+the per-head `reshape -> transpose` of a projection, the two halves RoPE's `rotate_half` slices) goes into
+each vector kernel that reads it and can read through it, as a private copy (a view costs nothing to
+repeat: each kernel reads the input at its own strides), consumers first, so a chain joins view by view.
+It stays a launch of its own only for readers that cannot (legality's rule "view_member", or the template's
+refusal through the capacity function, e.g. a reversed axis or a transposed last axis).
 """
 from __future__ import annotations
 
 from ... import ops
 from ...ir import Node
+from ...ops import Category
 from .analysis import GraphFacts
 from .partition import Partition
 
@@ -55,3 +64,9 @@ def view_chains(facts: GraphFacts, part: Partition, op: Node) -> list[list[Node]
         return []          # an If: its branches are kernels of their own
     found = [operand_chain(facts, part, op, i) for i in range(len(op.inputs))] + [result_chain(facts, part, op)]
     return [c for c in found if c]
+
+
+def read_view(facts: GraphFacts, part: Partition, n: Node) -> bool:
+    """Whether `n` is a lone data move that only re-strides (a slice, transpose, reshape or squeeze in a kernel
+    of its own), not a graph result: phase 4 offers it to the vector kernels that read it."""
+    return facts.pattern[n] == Category.INJECTIVE and _alone_view(facts, part, n) and not _returned(facts, n)

@@ -1,0 +1,174 @@
+"""ufunc methods: np.<ufunc>.reduce, .accumulate and .outer, from one table onto registry ops.
+
+`METHODS` says what each (ufunc, method) means:
+- reduce(array, axis=0, dtype=None, out=None, keepdims=False) -> the reduction op (add: sum, multiply: prod,
+  maximum: max, minimum: min, logical_and: all, logical_or: any); note numpy's default axis 0;
+- accumulate(array, axis=0, dtype=None, out=None) -> add: cumsum, multiply: cumprod (numpy widens ints there
+  too); maximum / minimum: the internal op `ufunc_accumulate` (attr `ufunc`), a Hillis-Steele scan of
+  ceil(log2 n) steps y = op(y, y shifted by 1, 2, 4, ...) with the dtype's lowest / highest value shifted in;
+- outer(A, B) -> the internal op `ufunc_outer` (attr `ufunc`): every binary ufunc np.<u> whose registry twin
+  takes two tensors, applied to A with B.ndim trailing axes of size 1 against B.
+Each is registry sugar named `<ufunc>_<method>` (numpy name "<ufunc>.<method>", which the frontend looks up for a
+bound method of a numpy ufunc). out= is refused (a kernel returns its results), and dtype= where the op has none.
+"""
+from __future__ import annotations
+
+import inspect
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+
+from ..errors import InferError
+from ..tensor_type import Sym, TensorType
+from .builder import Builder, decompose_of, types_of
+from .common import fmt_shape, named, normalize_axis, sugar_arguments
+from .joining import place, slice_axis
+from .registry import Category, OpDef, canonical_attr, get, numpy_twin, register, register_sugar
+
+#: accumulate's binary op and the identity it shifts in (the dtype's lowest / highest value)
+_SCANS: dict[str, tuple[str, str]] = {"maximum": ("maximum", "lowest"), "minimum": ("minimum", "highest")}
+
+#: (ufunc, method) -> registry op; outer is added below for every binary ufunc with a two-tensor twin
+METHODS: dict[tuple[str, str], str] = {
+    ("add", "reduce"): "sum", ("multiply", "reduce"): "prod", ("maximum", "reduce"): "max",
+    ("minimum", "reduce"): "min", ("logical_and", "reduce"): "all", ("logical_or", "reduce"): "any",
+    ("add", "accumulate"): "cumsum", ("multiply", "accumulate"): "cumprod",  # numpy widens ints there, as cumsum
+    **{(u, "accumulate"): "ufunc_accumulate" for u in _SCANS},
+}
+
+
+def _identity(dt: str, which: str) -> Any:
+    if dt == "bool":
+        return which == "highest"
+    if np.dtype(dt).kind == "f":
+        return -np.inf if which == "lowest" else np.inf
+    info = np.iinfo(dt)
+    return int(info.min if which == "lowest" else info.max)
+
+
+def _accumulate(b: Builder, array: Any, *, ufunc: str, axis: Any = 0) -> list[Any]:
+    op, which = _SCANS[ufunc]
+    x = array
+    ax = normalize_axis(axis, len(b.shape(x)))[0]
+    n, step = b.shape(x)[ax], 1
+    fill = b.const(_identity(b.dtype(x), which), b.dtype(x))
+    while step < n:
+        x = b.op(op, x, slice_axis(b, place(b, x, ax, step, 0, fill), ax, 0, n))
+        step *= 2
+    return [x]
+
+
+def _infer_accumulate(ts: Sequence[TensorType], attrs: Mapping[str, Any]) -> tuple[TensorType, ...]:
+    (a,) = ts
+    ufunc = attrs.get("ufunc")
+    if ufunc not in _SCANS:
+        raise InferError(f"np.{ufunc}.accumulate has no pyasc lowering; accumulate is lowered for "
+                         f"{', '.join(f'np.{u}' for u in _SCANS)}")
+    if a.ndim == 0:
+        raise InferError("cannot accumulate on a scalar")
+    axis = attrs.get("axis", 0)
+    if not isinstance(axis, (int, np.integer)) or isinstance(axis, bool):
+        raise InferError(f"accumulate: axis must be an int, got {axis!r}")
+    ax = normalize_axis(axis, a.ndim)[0]
+    if isinstance(a.shape[ax], Sym):
+        raise InferError(f"np.{ufunc}.accumulate: axis {ax} of shape {fmt_shape(a.shape)} has a size only known at "
+                         "launch; accumulate needs a static size there")
+    return tuple(types_of(_accumulate, ts, dict(attrs)))
+
+
+def _eager_accumulate(a: Any, *, ufunc: str, axis: Any = 0) -> Any:
+    return getattr(np, ufunc).accumulate(a, axis=axis)
+
+
+def _outer(b: Builder, a: Any, y: Any, *, ufunc: str) -> list[Any]:
+    shape = tuple(b.shape(a))
+    left = b.op("reshape", a, shape=shape + (1,) * len(b.shape(y))) if b.shape(y) else a
+    return [b.op(numpy_twin(ufunc), left, y)]
+
+
+def _infer_outer(ts: Sequence[TensorType], attrs: Mapping[str, Any]) -> tuple[TensorType, ...]:
+    if attrs.get("ufunc") not in _OUTER:
+        raise InferError(f"np.{attrs.get('ufunc')}.outer has no pyasc lowering")
+    return tuple(types_of(_outer, ts, dict(attrs)))
+
+
+def _eager_outer(a: Any, y: Any, *, ufunc: str) -> Any:
+    return getattr(np, ufunc).outer(a, y)
+
+
+register(OpDef("ufunc_accumulate", Category.INJECTIVE, named("ufunc_accumulate", _infer_accumulate),
+               _eager_accumulate, decompose=decompose_of(_accumulate), expensive=True,
+               doc="running op along an axis (internal: np.<ufunc>.accumulate is its sugar)"))
+register(OpDef("ufunc_outer", Category.BROADCAST, named("ufunc_outer", _infer_outer), _eager_outer,
+               decompose=decompose_of(_outer),
+               doc="op(A[..., None, ...], B) (internal: np.<ufunc>.outer is its sugar)"))
+
+
+# ---- the sugar: one public function per table entry -----------------------------------------------
+
+
+def _reduce_api(array, axis=0, dtype=None, out=None, keepdims=False):  # noqa: ANN001, ANN201 - numpy's signature
+    """The ufunc applied along `axis` until one element is left (numpy's default axis is 0)."""
+
+
+def _accumulate_api(array, axis=0, dtype=None, out=None):  # noqa: ANN001, ANN201
+    """The running ufunc along `axis`: out[i] = op(out[i - 1], array[i])."""
+
+
+def _outer_api(A, B):  # noqa: ANN001, ANN201, N803
+    """The ufunc of every pair: out[i..., j...] = op(A[i...], B[j...])."""
+
+
+_APIS = {"reduce": _reduce_api, "accumulate": _accumulate_api, "outer": _outer_api}
+
+
+Binder = Callable[[Sequence[Any], Mapping[str, Any]], "tuple[list[Any], dict[str, Any]]"]
+
+
+def _binder(ufunc: str, method: str, op: str) -> Binder:
+    api = _APIS[method]
+    sig = inspect.signature(api)
+    where = f"np.{ufunc}.{method}()"
+
+    def bind(args: Sequence[Any], kwargs: Mapping[str, Any]) -> tuple[list[Any], dict[str, Any]]:
+        try:
+            arguments = sugar_arguments(api, sig, args, kwargs)
+        except TypeError as e:
+            raise TypeError(f"{where}: {str(e).split(': ', 1)[-1]}") from None
+        if method == "outer":
+            return [arguments["A"], arguments["B"]], {"ufunc": ufunc}
+        if arguments["out"] is not None:
+            raise TypeError(f"{where}: out= is not supported in a kernel (a kernel returns its results)")
+        attrs = {"axis": canonical_attr("axis", arguments["axis"])}
+        if arguments["dtype"] is not None:
+            if "dtype" not in get(op).attr_defaults:
+                raise TypeError(f"{where}: dtype= is not supported in a kernel (cast the array first)")
+            attrs["dtype"] = canonical_attr("dtype", arguments["dtype"])
+        if op == "ufunc_accumulate":
+            attrs["ufunc"] = ufunc
+        if method == "reduce":
+            attrs["keepdims"] = bool(arguments["keepdims"])
+        return [arguments["array"]], attrs
+
+    return bind
+
+
+def _sugar_api(ufunc: str, method: str) -> Callable[..., Any]:
+    def api(*args: Any, **kwargs: Any) -> Any:
+        return getattr(getattr(np, ufunc), method)(*args, **kwargs)
+
+    api.__name__ = f"{ufunc}_{method}"
+    api.__doc__ = f"np.{ufunc}.{method}: " + (_APIS[method].__doc__ or "")
+    api.__signature__ = inspect.signature(_APIS[method])  # type: ignore[attr-defined]
+    return api
+
+
+#: binary elementwise ufuncs (no gufunc signature: not matmul) whose registry twin takes two tensors
+_OUTER = tuple(sorted(u for u in dir(np) if isinstance(getattr(np, u, None), np.ufunc) and getattr(np, u).nin == 2
+                      and getattr(np, u).signature is None and numpy_twin(u) is not None
+                      and len(get(numpy_twin(u)).tensor_params) == 2))
+METHODS.update({(u, "outer"): "ufunc_outer" for u in _OUTER})
+
+for (_ufunc, _method), _op in METHODS.items():
+    register_sugar(f"{_ufunc}_{_method}", _op, _sugar_api(_ufunc, _method), _binder(_ufunc, _method, _op),
+                   numpy_names=(f"{_ufunc}.{_method}",))
