@@ -17,11 +17,13 @@ rounds up, comparisons give 0 or 1, `select(c, a, b)` is `a if c != 0 else b`.
     evaluate(blocks, {"n": 10000})   # 3
     str(align_up(n, 16))             # "ceildiv(n, 16)*16"
 
-This module is a leaf: it imports nothing from pyasc.
+This module is a leaf: it imports nothing from pyasc but `pyasc.memo` (itself a leaf).
 """
 from __future__ import annotations
 
 from typing import Any, Callable, Iterable, Mapping, Union
+
+from .memo import memoised
 
 #: ops with their arity; "add"/"mul"/"min"/"max" take two or more arguments
 BINARY = ("floordiv", "ceildiv", "mod", "lt", "le", "eq", "ne")
@@ -32,7 +34,7 @@ OPS = ("sym", *VARIADIC, *BINARY, "select")
 class Expr:
     """A symbolic integer. Build with `sym` and the functions below; compare structurally with ==."""
 
-    __slots__ = ("op", "args", "_hash", "_text")
+    __slots__ = ("op", "args", "_hash", "_text", "_free")
 
     def __init__(self, op: str, args: tuple) -> None:
         # only the simplifying constructors below call this
@@ -40,6 +42,7 @@ class Expr:
         self.args = args
         self._hash = hash((op, args))
         self._text: str | None = None
+        self._free: frozenset[str] | None = None   # free_symbols, computed once
 
     # structural identity -------------------------------------------------
     def __eq__(self, other: object) -> bool:
@@ -107,6 +110,10 @@ class Expr:
 
 IntLike = Union[int, Expr]
 
+# the compiler builds the same formulas again for every tiling candidate and every kernel (97-99% of the
+# constructor calls of a compile repeat an earlier one): the constructors below remember their recent results
+_memoised = memoised(1 << 15)
+
 
 def _rebuild(op: str, args: tuple) -> IntLike:
     return _BUILDERS[op](*args)
@@ -131,6 +138,7 @@ def _check(v: Any, what: str = "operand") -> IntLike:
     return v
 
 
+@_memoised
 def sym(name: str) -> Expr:
     """The symbol `name` (an identifier, optionally dotted: "x.d0")."""
     if not isinstance(name, str) or not name or not all(p.isidentifier() for p in name.split(".")):
@@ -155,6 +163,7 @@ def _split_coeff(v: IntLike) -> tuple[int, IntLike]:
     return 1, v
 
 
+@_memoised
 def add(*terms: IntLike) -> IntLike:
     """Sum with constants folded and like terms combined (2*n + n -> 3*n)."""
     const = 0
@@ -185,6 +194,7 @@ def add(*terms: IntLike) -> IntLike:
     return Expr("add", tuple(parts))
 
 
+@_memoised
 def mul(*factors: IntLike) -> IntLike:
     """Product with constants folded to one leading coefficient; a product with a sum is left as is."""
     const = 1
@@ -231,6 +241,7 @@ def _exact_div(v: IntLike, d: int) -> IntLike:
     return mul(c // d, rest)
 
 
+@_memoised
 def floordiv(a: IntLike, b: IntLike) -> IntLike:
     a, b = _check(a), _check(b)
     if isinstance(b, int):
@@ -249,6 +260,7 @@ def floordiv(a: IntLike, b: IntLike) -> IntLike:
     return Expr("floordiv", (a, b))
 
 
+@_memoised
 def ceildiv(a: IntLike, b: IntLike) -> IntLike:
     a, b = _check(a), _check(b)
     if isinstance(b, int):
@@ -265,6 +277,7 @@ def ceildiv(a: IntLike, b: IntLike) -> IntLike:
     return Expr("ceildiv", (a, b))
 
 
+@_memoised
 def mod(a: IntLike, b: IntLike) -> IntLike:
     a, b = _check(a), _check(b)
     if isinstance(b, int):
@@ -332,10 +345,12 @@ def _split_const(v: Expr) -> tuple[IntLike, int]:
     return v, 0
 
 
+@_memoised
 def min_(*values: IntLike) -> IntLike:
     return _minmax("min", min, values)
 
 
+@_memoised
 def max_(*values: IntLike) -> IntLike:
     return _minmax("max", max, values)
 
@@ -352,10 +367,12 @@ def _compare(op: str, a: IntLike, b: IntLike, fn: Callable[[int, int], bool]) ->
     return Expr(op, (a, b))
 
 
+@_memoised
 def lt(a: IntLike, b: IntLike) -> IntLike:
     return _compare("lt", a, b, lambda x, y: x < y)
 
 
+@_memoised
 def le(a: IntLike, b: IntLike) -> IntLike:
     return _compare("le", a, b, lambda x, y: x <= y)
 
@@ -368,14 +385,17 @@ def ge(a: IntLike, b: IntLike) -> IntLike:
     return le(b, a)
 
 
+@_memoised
 def eq(a: IntLike, b: IntLike) -> IntLike:
     return _compare("eq", a, b, lambda x, y: x == y)
 
 
+@_memoised
 def ne(a: IntLike, b: IntLike) -> IntLike:
     return _compare("ne", a, b, lambda x, y: x != y)
 
 
+@_memoised
 def select(cond: IntLike, a: IntLike, b: IntLike) -> IntLike:
     cond, a, b = _check(cond), _check(a), _check(b)
     if isinstance(cond, int):
@@ -383,6 +403,7 @@ def select(cond: IntLike, a: IntLike, b: IntLike) -> IntLike:
     if a == b:
         return a
     return Expr("select", (cond, a, b))
+
 
 
 _BUILDERS: dict[str, Callable[..., IntLike]] = {
@@ -467,19 +488,24 @@ def _binary(fn: Callable[[int, int], int]) -> Callable[..., int]:
     return lambda render, a, b: fn(render(a), render(b))
 
 
-#: the Python back end: Python's semantics on unbounded integers
+#: Python's semantics of every op but `select` on unbounded integers (a variadic op as the step of a left fold)
+INT_OPS: dict[str, Callable[[int, int], int]] = {
+    "add": lambda a, b: a + b,
+    "mul": lambda a, b: a * b,
+    "min": min,
+    "max": max,
+    "floordiv": lambda a, b: a // b,
+    "ceildiv": lambda a, b: -(-a // b),
+    "mod": lambda a, b: a % b,
+    "lt": lambda a, b: int(a < b),
+    "le": lambda a, b: int(a <= b),
+    "eq": lambda a, b: int(a == b),
+    "ne": lambda a, b: int(a != b),
+}
+
+#: the Python back end as a Renderer table (the ops of INT_OPS; `select` evaluates one branch)
 EVAL_TABLE: dict[str, Callable[..., int]] = {
-    "add": folded(lambda a, b: a + b),
-    "mul": folded(lambda a, b: a * b),
-    "min": folded(min),
-    "max": folded(max),
-    "floordiv": _binary(lambda a, b: a // b),
-    "ceildiv": _binary(lambda a, b: -(-a // b)),
-    "mod": _binary(lambda a, b: a % b),
-    "lt": _binary(lambda a, b: int(a < b)),
-    "le": _binary(lambda a, b: int(a <= b)),
-    "eq": _binary(lambda a, b: int(a == b)),
-    "ne": _binary(lambda a, b: int(a != b)),
+    **{op: (folded if op in VARIADIC else _binary)(fn) for op, fn in INT_OPS.items()},
     "select": lambda render, c, a, b: render(a) if render(c) != 0 else render(b),
 }
 
@@ -489,17 +515,72 @@ class UnboundSymbolError(KeyError):
 
 
 def evaluate(v: IntLike, bindings: Mapping[str, int]) -> int:
-    """The int value of `v` with every symbol bound; raises UnboundSymbolError naming a missing one."""
+    """The int value of `v` with every symbol bound; raises UnboundSymbolError naming a missing one.
+
+    The cost model evaluates the same formulas thousands of times per compile (every statement of every
+    candidate's schedule), so each expression is compiled once into a Python function of the bindings with
+    INT_OPS's semantics (`_compiled`); it gives what a `Renderer` over EVAL_TABLE gives (a test checks)."""
     if isinstance(v, int):
         return v
+    try:
+        return _compiled(v)(bindings)
+    except UnboundSymbolError:
+        raise
+    except KeyError as e:
+        if not e.args or not isinstance(e.args[0], str) or e.args[0] in bindings:
+            raise
+        raise UnboundSymbolError(f"symbol {e.args[0]!r} of {v} is not bound "
+                                 f"(bound: {', '.join(sorted(bindings)) or 'none'})") from None
 
-    def symbol(name: str) -> int:
-        try:
-            return int(bindings[name])
-        except KeyError:
-            raise UnboundSymbolError(f"symbol {name!r} of {v} is not bound "
-                                     f"(bound: {', '.join(sorted(bindings)) or 'none'})") from None
-    return Renderer(EVAL_TABLE, int, symbol, memo=False)(v)
+
+#: Python source of each op over its arguments' sources (INT_OPS's semantics; `select` evaluates one branch)
+_PY_OPS: dict[str, Callable[[list[str]], str]] = {
+    "add": lambda a: "(" + " + ".join(a) + ")",
+    "mul": lambda a: "(" + " * ".join(a) + ")",
+    "min": lambda a: "_min(" + ", ".join(a) + ")",
+    "max": lambda a: "_max(" + ", ".join(a) + ")",
+    "floordiv": lambda a: f"({a[0]} // {a[1]})",
+    "ceildiv": lambda a: f"(-(-{a[0]} // {a[1]}))",
+    "mod": lambda a: f"({a[0]} % {a[1]})",
+    "lt": lambda a: f"_int({a[0]} < {a[1]})",
+    "le": lambda a: f"_int({a[0]} <= {a[1]})",
+    "eq": lambda a: f"_int({a[0]} == {a[1]})",
+    "ne": lambda a: f"_int({a[0]} != {a[1]})",
+    "select": lambda a: f"({a[1]} if {a[0]} != 0 else {a[2]})",
+}
+_PY_NAMES = {"_int": int, "_min": min, "_max": max}
+
+
+def _source(v: IntLike) -> str:
+    if isinstance(v, int):
+        return f"({v!r})"
+    if v.op == "sym":
+        return f"_int(b[{v.args[0]!r}])"
+    return _PY_OPS[v.op]([_source(a) for a in v.args])
+
+
+@memoised(1 << 14)
+def _compiled(e: Expr) -> Callable[[Mapping[str, int]], int]:
+    """`e` as a Python function of the bindings; an expression too deep for Python's parser is walked."""
+    try:
+        return eval(f"lambda b: {_source(e)}", dict(_PY_NAMES))  # noqa: S307 - source built above from ints and names
+    except (SyntaxError, RecursionError, MemoryError):
+        return lambda b: _value(e, b)
+
+
+def _value(v: IntLike, bindings: Mapping[str, int]) -> int:
+    if isinstance(v, int):
+        return v
+    op, args = v.op, v.args
+    if op == "sym":
+        return int(bindings[args[0]])
+    if op == "select":
+        return _value(args[1] if _value(args[0], bindings) != 0 else args[2], bindings)
+    fn = INT_OPS[op]
+    out = _value(args[0], bindings)
+    for a in args[1:]:
+        out = fn(out, _value(a, bindings))
+    return out
 
 
 def substitute(v: IntLike, mapping: Mapping[str, IntLike]) -> IntLike:
@@ -513,13 +594,19 @@ def substitute(v: IntLike, mapping: Mapping[str, IntLike]) -> IntLike:
 
 def free_symbols(v: IntLike) -> frozenset[str]:
     if isinstance(v, int):
-        return frozenset()
-    if v.op == "sym":
-        return frozenset((v.args[0],))
-    out: set[str] = set()
-    for a in v.args:
-        out |= free_symbols(a)
-    return frozenset(out)
+        return _NO_SYMBOLS
+    if v._free is None:
+        if v.op == "sym":
+            v._free = frozenset((v.args[0],))
+        else:
+            out: set[str] = set()
+            for a in v.args:
+                out |= free_symbols(a)
+            v._free = frozenset(out)
+    return v._free
+
+
+_NO_SYMBOLS: frozenset[str] = frozenset()
 
 
 def is_static(v: Any) -> bool:

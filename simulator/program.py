@@ -356,25 +356,24 @@ class Program:
         written: set[str] = set()
         loop_vars: list[str] = []
         for i, instr in enumerate(self.instructions):
-            where = f"program {self.name!r} instruction #{i} ({instr.text()})"
             if isinstance(instr, (EndLoop, Else, EndIf)):
                 if not stack:
-                    raise ProgramError(f"{where}: no open block to close")
+                    raise ProgramError(f"{_where(self.name, i, instr)}: no open block to close")
                 kind, j = stack[-1]
                 if isinstance(instr, EndLoop):
                     if kind != "loop":
-                        raise ProgramError(f"{where}: end_loop closes an {kind} block opened at #{j}")
+                        raise ProgramError(f"{_where(self.name, i, instr)}: end_loop closes an {kind} block opened at #{j}")
                     stack.pop()
                     loop_vars.pop()
                     match[j], match[i] = i, j
                 elif isinstance(instr, Else):
                     if kind != "if":
-                        raise ProgramError(f"{where}: else without a matching if (open block: {kind} at #{j})")
+                        raise ProgramError(f"{_where(self.name, i, instr)}: else without a matching if (open block: {kind} at #{j})")
                     stack[-1] = ("else", j)
                     else_of[j] = i
                 else:
                     if kind not in ("if", "else"):
-                        raise ProgramError(f"{where}: end_if closes a {kind} block opened at #{j}")
+                        raise ProgramError(f"{_where(self.name, i, instr)}: end_if closes a {kind} block opened at #{j}")
                     stack.pop()
                     match[j] = i
                     if j in else_of:
@@ -382,16 +381,16 @@ class Program:
             depth.append(len(stack))
             for r in instr.regs_read():
                 if r.name not in written:
-                    raise ProgramError(f"{where}: reads register {r.name} before any instruction writes it")
+                    raise ProgramError(f"{_where(self.name, i, instr)}: reads register {r.name} before any instruction writes it")
             for r in instr.regs_written():
                 if r.name in loop_vars:
-                    raise ProgramError(f"{where}: writes loop counter {r.name} inside its loop")
+                    raise ProgramError(f"{_where(self.name, i, instr)}: writes loop counter {r.name} inside its loop")
                 written.add(r.name)
             if isinstance(instr, Tiling) and instr.field not in self.tiling_fields:
-                raise ProgramError(f"{where}: tiling field {instr.field!r} is not declared")
+                raise ProgramError(f"{_where(self.name, i, instr)}: tiling field {instr.field!r} is not declared")
             for m in instr.mems():
                 if m.space == "GM" and m.arg not in self.params:
-                    raise ProgramError(f"{where}: GM argument {m.arg!r} is not a declared parameter")
+                    raise ProgramError(f"{_where(self.name, i, instr)}: GM argument {m.arg!r} is not a declared parameter")
             if isinstance(instr, Loop):
                 stack.append(("loop", i))
                 loop_vars.append(instr.var.name)
@@ -539,3 +538,9 @@ def _builder(cls: type) -> Any:
 for _cls in isa.INSTRUCTIONS.values():
     if _cls.SPEC.is_pipe_work():
         setattr(Program, _cls.OP, _builder(_cls))
+
+
+def _where(program: str, i: int, instr: Any) -> str:
+    """Where a structure error is, for its message (formatting every instruction up front costs more than the
+    checks themselves)."""
+    return f"program {program!r} instruction #{i} ({instr.text()})"

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 from .. import symbolic as sy
+from ..memo import memoised
 from ..target import Chip, DmaPath, data_path, itemsize, repeats, vector_passes
 from .schedule import BLOCKS, CORE, GROUP, SUB, GmRef, Let, Loop, Ref, Stmt, TileOp, TileSchedule, When
 
@@ -75,25 +76,34 @@ def _vector_cycles(op: TileOp, env: Mapping[str, int], chip: Chip) -> float:
     """Start-up plus repeats per pass of what the hardware runs (the simulator's cost table: an instruction
     the 910B lacks is charged its decomposition), over the units of work the instruction's shape says."""
     a = op.args
-    per = {"simple": chip.vector_simple_cycles, "binary": chip.vector_binary_cycles,
-           "complex": chip.vector_complex_cycles, "composite": chip.vector_composite_cycles}
-    rb = chip.vector_repeat_bytes
     # the width is the widest element named by a dtype field (not a mask's or an index list's fixed type)
-    sizes = [itemsize(a[m.elem]) for m in op.spec.mems if m.elem in a]
+    sizes = tuple(itemsize(a[m.elem]) for m in op.spec.mems if m.elem in a)
     shape = op.spec.shape
     if shape == "rows":
-        units = [(_ev(a["rows"], env), _ev(a["cols"], env))]
+        units = ((_ev(a["rows"], env), _ev(a["cols"], env)),)
     elif shape == "transpose":
-        units = [(1, _ev(a["rows"], env) * _ev(a["cols"], env))]
+        units = ((1, _ev(a["rows"], env) * _ev(a["cols"], env)),)
     else:
-        units = [(1, _ev(a["count"], env))]
+        units = ((1, _ev(a["count"], env)),)
+    costs = (chip.vector_simple_cycles, chip.vector_binary_cycles, chip.vector_complex_cycles,
+             chip.vector_composite_cycles, chip.vector_repeat_bytes, chip.max_repeats, chip.vector_startup_cycles)
+    return _vector_work(op.instr, a.get("fn"), a.get("dtype"), sizes, units, costs)
+
+
+@memoised(4096)
+def _vector_work(instr: str, fn: Any, dtype: Any, sizes: tuple[int, ...], units: tuple[tuple[int, int], ...],
+                 costs: tuple[int, ...]) -> float:
+    """`_vector_cycles` once the operands are evaluated: a pure function of ints and names (the same ops
+    over the same tile recur in every candidate and every kernel)."""
+    simple, binary, complex_, composite, rb, max_repeats, startup = costs
+    per = {"simple": simple, "binary": binary, "complex": complex_, "composite": composite}
     total = 0.0
-    for p in vector_passes(op.instr, a.get("fn"), a.get("dtype")):
+    for p in vector_passes(instr, fn, dtype):
         width = p.width or max(sizes)
         for rows, n in units:
             reps = rows * repeats(n * width, rb)
-            instrs = -(-reps // chip.max_repeats)
-            total += instrs * chip.vector_startup_cycles + reps * per[p.cls]
+            instrs = -(-reps // max_repeats)
+            total += instrs * startup + reps * per[p.cls]
     return total
 
 

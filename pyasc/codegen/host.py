@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import ctypes
 import enum
+import re
+import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
@@ -32,6 +34,7 @@ import llvmlite.binding as llvm
 from llvmlite import ir
 
 from .. import symbolic as sy
+from ..memo import memoised
 from ..symbolic import IntLike, Renderer, folded
 from .launch import TRIP, DeviceLoopStep, IfStep, Launch, LaunchPlan, LoopKind, LoopStep, Step, base_field
 
@@ -297,17 +300,35 @@ def build_host_source(plan: LaunchPlan, kernels: Sequence[Any], output_bytes: Se
 # ---- compilation and loading ----------------------------------------------------------------------
 
 
+_THREAD = threading.local()
+
+
 def _target_machine() -> Any:
-    llvm.initialize_native_target()
-    llvm.initialize_native_asmprinter()
-    target = llvm.Target.from_default_triple()
-    # opt 0: the host code is a few stores and calls back into Python; optimising it only costs compile time
-    return target.create_target_machine(reloc="pic", codemodel="default", opt=0)
+    """This machine's target (one per thread: LLVM does not promise that two threads may emit with one)."""
+    tm = getattr(_THREAD, "target_machine", None)
+    if tm is None:
+        llvm.initialize_native_target()
+        llvm.initialize_native_asmprinter()
+        target = llvm.Target.from_default_triple()
+        # opt 0: the host code is a few stores and calls back into Python; optimising it only costs compile time
+        tm = _THREAD.target_machine = target.create_target_machine(reloc="pic", codemodel="default", opt=0)
+    return tm
 
 
 def compile_object(source: HostSource) -> bytes:
     """Object code of the host module for this machine (what the disk cache stores)."""
-    mod = llvm.parse_assembly(source.ir)
+    return _object_code(_MODULE_ID.sub("; ModuleID = \"pyasc_host\"", source.ir, count=1))
+
+
+# the module's name is the kernel's: left out, kernels with the same launch structure (many are) compile to the
+# same object code
+_MODULE_ID = re.compile(r"^; ModuleID = .*$", re.M)
+
+
+@memoised(256)
+def _object_code(ir_text: str) -> bytes:
+    """Object code of an IR text: a pure function of the text (and of this process's LLVM and CPU)."""
+    mod = llvm.parse_assembly(ir_text)
     mod.verify()
     return _target_machine().emit_object(mod)
 
@@ -317,6 +338,21 @@ def toolchain_id() -> str:
     llvm.initialize_native_target()
     return f"llvmlite {llvmlite.__version__}, LLVM {'.'.join(map(str, llvm.llvm_version_info))}, " \
            f"{llvm.get_process_triple()} {llvm.get_host_cpu_name()}"
+
+
+@memoised(256)
+def _linked(obj: bytes) -> tuple[Any, Any, Any, Any]:
+    """(JIT, its resource tracker, pyasc_run, pyasc_sizes) of object code linked into a JIT of its own: a pure
+    function of the code (the host functions keep no state between calls: no globals, everything in their
+    arguments and callbacks), so kernels whose host code is the same share one."""
+    jit = llvm.create_lljit_compiler(_target_machine())
+    tracker = (llvm.JITLibraryBuilder().add_object_img(obj).export_symbol("pyasc_run")
+               .export_symbol("pyasc_sizes").link(jit, "pyasc_host"))
+    run = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.POINTER(ctypes.c_int64), LaunchCallback,
+                           CondCallback)(tracker["pyasc_run"])
+    sizes = ctypes.CFUNCTYPE(None, ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(ctypes.c_int64))(
+        tracker["pyasc_sizes"])
+    return jit, tracker, run, sizes
 
 
 class HostError(RuntimeError):
@@ -338,13 +374,7 @@ class HostProgram:
     def load(cls, source: HostSource, object_code: bytes | None = None) -> "HostProgram":
         obj = object_code if object_code is not None else compile_object(source)
         prog = cls(source, obj)
-        prog._jit = llvm.create_lljit_compiler(_target_machine())
-        prog._tracker = (llvm.JITLibraryBuilder().add_object_img(obj).export_symbol("pyasc_run")
-                         .export_symbol("pyasc_sizes").link(prog._jit, "pyasc_host"))
-        prog._run = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.POINTER(ctypes.c_int64), LaunchCallback,
-                                     CondCallback)(prog._tracker["pyasc_run"])
-        prog._sizes = ctypes.CFUNCTYPE(None, ctypes.POINTER(ctypes.c_int64),
-                                       ctypes.POINTER(ctypes.c_int64))(prog._tracker["pyasc_sizes"])
+        prog._jit, prog._tracker, prog._run, prog._sizes = _linked(obj)
         return prog
 
     def _dims(self, env: dict[str, int]) -> Any:

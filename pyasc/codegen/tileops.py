@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Optional, Union
 
+from ..memo import memoised
 from ..symbolic import IntLike
 from ..target import DATA_PATHS, InstrSpec, spec
 from .schedule import GmRef, Ref, TileOp
@@ -42,15 +43,20 @@ def _pipe(sp: InstrSpec, args: dict[str, Any]) -> str:
     Ref one of the operand's on-chip spaces); every path they allow runs on the same pipe."""
     if not sp.move:
         return sp.pipe
-    ends = []
-    for name in sp.move:
-        m = sp.mem(name)
-        ends.append(("GM",) if isinstance(args.get(name), GmRef) else tuple(s for s in m.spaces if s != "GM"))
-    pipes = {DATA_PATHS[(a, b)].pipe for a in ends[0] for b in ends[1] if (a, b) in DATA_PATHS}
+    pipes = _move_pipes(sp.op, tuple(isinstance(args.get(name), GmRef) for name in sp.move))
     if len(pipes) != 1:
         raise ValueError(f"{sp.op}: operands {args.get(sp.move[0])} -> {args.get(sp.move[1])} do not name one data "
                          f"path (pipes {sorted(pipes)})")
-    return pipes.pop()
+    return next(iter(pipes))
+
+
+@memoised(256)  # every tile op a template builds asks: a fact of the spec and of which ends are GM
+def _move_pipes(op: str, gm: tuple[bool, ...]) -> frozenset[str]:
+    """The pipes of the paths a move `op` may take, given which of its two ends are GM."""
+    sp = spec(op)
+    ends = [("GM",) if is_gm else tuple(s for s in sp.mem(name).spaces if s != "GM")
+            for name, is_gm in zip(sp.move, gm)]
+    return frozenset(DATA_PATHS[(a, b)].pipe for a in ends[0] for b in ends[1] if (a, b) in DATA_PATHS)
 
 
 def load(dst: Ref, src: GmRef, dtype: str, burst: IntLike, nburst: IntLike = 1, *,

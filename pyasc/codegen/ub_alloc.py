@@ -58,6 +58,11 @@ def assign(ops: Sequence[VOp], loaded: Sequence[VBuf], resident: Sequence[VBuf],
     of: dict[int, PhysBuf] = {}
     pool: dict[tuple, list[PhysBuf]] = {}
     out_ids = {b.id for b in outputs}
+    holders: dict[int, list[int]] = {}   # id(physical buffer) -> the values assigned to it (of, inverted)
+
+    def put(v_id: int, p: PhysBuf) -> None:
+        of[v_id] = p
+        holders.setdefault(id(p), []).append(v_id)
 
     def new(kind: str, v: VBuf, rotating: bool) -> PhysBuf:
         # named by role ("ld": MTE2 fills it, "st": MTE3 drains it), never like the GM parameters in0/out0
@@ -66,12 +71,12 @@ def assign(ops: Sequence[VOp], loaded: Sequence[VBuf], resident: Sequence[VBuf],
         return p
 
     for v in resident:
-        of[v.id] = new("res", v, False)
+        put(v.id, new("res", v, False))
     for op in prologue:
         if op.dst.id not in of:
-            of[op.dst.id] = new("res", op.dst, False)
+            put(op.dst.id, new("res", op.dst, False))
     for v in loaded:
-        of[v.id] = new("in", v, True)
+        put(v.id, new("in", v, True))
     last = _last_uses(ops, out_ids, loops)
     for i, op in enumerate(ops):
         dst = op.dst
@@ -95,13 +100,13 @@ def assign(ops: Sequence[VOp], loaded: Sequence[VBuf], resident: Sequence[VBuf],
                 chosen = free.pop()
         if chosen is None:
             chosen = new("out" if want_rot else "tmp", dst, want_rot)
-        of[dst.id] = chosen
+        put(dst.id, chosen)
         # operands that die here (and were not taken over) go back to the pool
         # (an op may read one value twice, `x * x`: the buffer is released once)
         for s in {s.id: s for s in op.reads}.values():
             p = of.get(s.id)
             if p is not None and p is not chosen and p.kind != "res" and last.get(s.id) == i \
-                    and not _still_held(p, of, last, i) and p not in pool.get(p.key, []):
+                    and not _still_held(holders[id(p)], last, i) and all(q is not p for q in pool.get(p.key, [])):
                 pool.setdefault(p.key, []).append(p)
     for v_id, p in of.items():
         p.holds.append(str(v_id))
@@ -134,6 +139,6 @@ def _read_later_in_op(op: VOp, s: VBuf, p: PhysBuf, of: dict[int, PhysBuf]) -> b
     return any(o is not s and of.get(o.id) is p for o in op.reads)
 
 
-def _still_held(p: PhysBuf, of: dict[int, PhysBuf], last: dict[int, int], i: int) -> bool:
-    """Whether some value still alive after op i lives in `p`."""
-    return any(q is p and last.get(v_id, -1) > i for v_id, q in of.items())
+def _still_held(held: Sequence[int], last: dict[int, int], i: int) -> bool:
+    """Whether some value still alive after op i lives in the buffer that `held` (its values) were given."""
+    return any(last.get(v_id, -1) > i for v_id in held)

@@ -10,6 +10,7 @@ import numpy as np
 
 from .. import dtypes
 from ..errors import InferError
+from ..memo import memoised
 from ..tensor_type import Dim, Sym, TensorType
 
 FLOATS = ("float16", "float32")
@@ -148,6 +149,7 @@ def named(op: str, infer: Callable[[Sequence[TensorType], Mapping[str, Any]], Se
 # ---- dtype rules ---------------------------------------------------------------
 
 
+@memoised(4096)  # asked at every node built and verified: numpy's resolution is slow, its answer fixed
 def ufunc_dtype(ufunc: np.ufunc, op: str, *in_dtypes: str) -> str:
     """The dtype numpy's `ufunc` gives for tensors of `in_dtypes`, narrowed; InferError if numpy has no loop."""
     try:

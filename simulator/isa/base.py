@@ -218,10 +218,10 @@ class Instr:
 
     def regs_read(self) -> list[Reg]:
         out = []
-        for f in fields(self):
-            if f.name in self.WRITES:
+        for name in _field_names(type(self)):
+            if name in self.WRITES:
                 continue
-            v = getattr(self, f.name)
+            v = getattr(self, name)
             if isinstance(v, Reg):
                 out.append(v)
             elif isinstance(v, Mem) and isinstance(v.offset, Reg):
@@ -232,7 +232,7 @@ class Instr:
         return [getattr(self, n) for n in self.WRITES]
 
     def mems(self) -> list[Mem]:
-        return [getattr(self, f.name) for f in fields(self) if isinstance(getattr(self, f.name), Mem)]
+        return [v for v in (getattr(self, n) for n in _field_names(type(self))) if isinstance(v, Mem)]
 
     def check(self, core_type: str) -> None:
         """Static rules (operand kinds, spaces, dtypes); raises ProgramError."""
@@ -276,6 +276,13 @@ class Instr:
 
 def _field_default(instr: Instr, name: str) -> Any:
     return _defaults(type(instr)).get(name, MISSING)
+
+
+@lru_cache(maxsize=None)
+def _field_names(cls: type) -> tuple[str, ...]:
+    """An instruction class's field names in order (dataclasses.fields rebuilds its tuple on every call, and
+    every instruction emitted, validated and decoded asks for them)."""
+    return tuple(f.name for f in fields(cls))
 
 
 @lru_cache(maxsize=None)

@@ -113,3 +113,57 @@ def test_simplified_expressions_keep_python_semantics(tree, n, m):
     except ZeroDivisionError:
         return  # a constant zero divisor is reported when the expression is built or evaluated
     assert got == want
+
+
+@given(exprs(), st.integers(-20, 40), st.integers(1, 40))
+def test_evaluate_agrees_with_the_renderer_table(tree, n, m):
+    """`evaluate` runs each expression compiled to a Python function (the cost model's hot path); the
+    Renderer over EVAL_TABLE is the one walk the other back ends share: both give the same value, or both
+    raise the same error."""
+    try:
+        e = _sym_tree(tree)
+    except ZeroDivisionError:
+        return
+    env = {"n": n, "m": m}
+    renderer = sy.Renderer(sy.EVAL_TABLE, int, lambda name: env[name], memo=False)
+    try:
+        want = renderer(e)
+    except ZeroDivisionError:
+        with pytest.raises(ZeroDivisionError):
+            sy.evaluate(e, env)
+        return
+    assert sy.evaluate(e, env) == want
+
+
+def test_constructor_memo_keys_on_operand_types():
+    """The constructors remember results by operands and their types: a bool never reuses an int's entry
+    (it is refused as before), a numpy integer gives the int's result, an unhashable operand meets the
+    constructor's own check."""
+    np = pytest.importorskip("numpy")
+    assert sy.add(N, 1) == sy.add(N, 1) and str(sy.add(N, 1)) == "n + 1"
+    with pytest.raises(TypeError, match="must be an int or an Expr, got bool"):
+        sy.add(N, True)
+    assert sy.add(N, np.int64(1)) == sy.add(N, 1)
+    with pytest.raises(TypeError, match="must be an int or an Expr, got list"):
+        sy.mul(N, [2])
+    assert sy.mul(N, 2) == 2 * N
+    with pytest.raises(ValueError, match="identifier"):
+        sy.sym("1x")
+    assert sy.sym("x") == sy.sym("x")
+
+
+def test_free_symbols_are_computed_once_per_expression():
+    e = sy.max_(N * 2, M + 1)
+    assert sy.free_symbols(e) == {"n", "m"} and sy.free_symbols(e) is sy.free_symbols(e)
+    assert sy.free_symbols(sy.substitute(e, {"m": 3})) == {"n"}
+    assert sy.free_symbols(7) == frozenset()
+
+
+def test_an_expression_too_deep_to_compile_is_still_evaluated():
+    e, want, n = N, 7, 7
+    for i in range(400):  # 400 nested parentheses: past what Python's parser takes
+        e = sy.floordiv(e + i, 2)
+        want = (want + i) // 2
+    assert sy.evaluate(e, {"n": n}) == want
+    with pytest.raises(sy.UnboundSymbolError, match="symbol 'n'"):
+        sy.evaluate(e, {})

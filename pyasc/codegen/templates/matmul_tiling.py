@@ -25,6 +25,7 @@ from typing import Any, Mapping
 from ...target import Chip, itemsize
 
 from ... import symbolic as sy
+from ...memo import memoised
 from ..template import Tiling, buffer_nums, fits_memories
 
 #: base block sizes the tiler tries (multiples of the 16-row fractal)
@@ -136,10 +137,17 @@ def tilings(mk: Any, chip: Chip, buffer_num: int, cores: int, dims: Mapping[str,
     read at launch)."""
     cores = max(1, min(cores, chip.aic_cores))
     M, N, K = (sy.evaluate(x, dims) for x in (mk.M, mk.N, mk.K))
+    return list(_tilings(mk, chip, buffer_num, cores, M, N, K))
+
+
+@memoised(64)
+def _tilings(mk: Any, chip: Chip, buffer_num: int, cores: int, M: int, N: int, K: int) -> tuple[MatmulTiling, ...]:
+    """`tilings` for the scored extents: a pure function of frozen records and ints, asked for twice per
+    matmul (the router's check that the mixed launch tiles, then the tiler)."""
     k_cap = _ceil(max(K, 1), mk.k_quantum)
     out = _candidates(mk, chip, buffer_num, cores, _base_sizes(M, cores), _base_sizes(N, cores), k_cap)
     # a small chip may fit none of the few large blocks a large (or nominal) extent asks for
-    return out or _candidates(mk, chip, buffer_num, cores, _base_sizes(M, 0), _base_sizes(N, 0), k_cap)
+    return tuple(out or _candidates(mk, chip, buffer_num, cores, _base_sizes(M, 0), _base_sizes(N, 0), k_cap))
 
 
 def _candidates(mk: Any, chip: Chip, buffer_num: int, cores: int, ms: list[int], ns: list[int],

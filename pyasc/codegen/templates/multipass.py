@@ -143,14 +143,17 @@ class _Builder:
         self.vk_alloc = vk_view
         self.reduces = [op for p in self.pp.passes for op in p.loop_ops if op.kind is VKind.REDUCE]
 
-    def buffers(self) -> list[Buffer]:
-        tw = self.tiling.width
+    def buffers(self, tiling: VectorTiling | None = None) -> list[Buffer]:
+        """The UB buffers for this builder's tiling, or for another of the same kernel (the pass plan and the
+        buffer assignment do not depend on the chunk width or the slots: the tiler sizes chunks with one)."""
+        tiling = tiling or self.tiling
+        tw = tiling.width
         out = []
         chip = self.chip
         for p in self.alloc.buffers:
             n = tw if p.space == Space.FULL else 1
             out.append(Buffer(p.name, "UB", _dtype_of_size(p.itemsize), ub_slot(n * p.itemsize, chip),
-                              self.tiling.slots(p.rotating), p.kind))
+                              tiling.slots(p.rotating), p.kind))
         out.append(Buffer("partial", "UB", "float32", ub_slot(4, chip), 1, "chunk partial"))
         if self.split:
             n = max(1, chip.aiv_cores)
@@ -364,10 +367,10 @@ def tilings(vk: VectorKernel, chip: Chip, buffer_num: int, cores: int) -> list[V
     out: list[VectorTiling] = []
     cap = chip.max_repeats * chip.vector_repeat_bytes
     c = vk.domain.C if isinstance(vk.domain.C, int) else None
+    plan = _Builder(vk, VectorTiling("multipass", 1, 1, 1, cores), chip, False)
     for bn in buffer_nums(buffer_num):
         def fits(w: int) -> bool:
-            b = _Builder(vk, VectorTiling("multipass", 1, w, bn, cores), chip, False)
-            bufs = b.buffers()
+            bufs = plan.buffers(VectorTiling("multipass", 1, w, bn, cores))
             return all(x.slot_bytes <= cap for x in bufs) and sum(x.nbytes for x in bufs) <= chip.ub_bytes
         best = largest_fitting(fits, c if c else cap)
         if best < 1:

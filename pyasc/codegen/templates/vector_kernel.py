@@ -138,8 +138,18 @@ def analyze(name: str, kg: KernelGraph, reduce_rows: Sequence[Any] | None, k: in
         reduces = True
 
     reduced = placed.frozen
+    known: dict[tuple[Value, tuple[IntLike, ...] | None], Space] = {}
 
     def space_of(v: Value, read_as: Sequence[IntLike] | None = None) -> Space:
+        # asked once per read of a value (a long chain reads the same input at every op): the answer only
+        # depends on this analysis's domain and placements, fixed while it runs
+        key = (v, None if read_as is None else tuple(read_as))
+        space = known.get(key)
+        if space is None:
+            space = known[key] = _space_of(v, read_as)
+        return space
+
+    def _space_of(v: Value, read_as: Sequence[IntLike] | None) -> Space:
         t = v.type
         if v.node.op in ("Data", "Const") and t.numel == 1 and t.is_static:
             return Space.SCALAR
