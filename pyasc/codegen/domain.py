@@ -57,6 +57,9 @@ class Domain:
     R: IntLike                          # rows per outer index
     C: IntLike                          # elements per row
     groups: tuple[tuple[int, ...], ...]  # domain dims of each collapsed dim: outer..., R, C
+    # R is not the last collapsed dim before C (`longest_rows`): outputs are stored by their strides, not as
+    # R * C blocks one after the other
+    reordered: bool = False
 
     @property
     def outer_count(self) -> IntLike:
@@ -160,7 +163,31 @@ def pointwise_domain(shape: Sequence[IntLike], operands: Sequence[Sequence[IntLi
         return Domain(shape, len(shape), (), 1, 1, ((), ()))
     c_group = groups[-1]
     lead = c_group[0]
-    return make_domain(shape, lead, operands, cuts)
+    return longest_rows(make_domain(shape, lead, operands, cuts))
+
+
+#: a pointwise domain whose rows of one outer index hold fewer elements than this takes its longest outer dim
+#: as the rows instead (`longest_rows`)
+SHORT_ROWS = 2048
+
+
+def longest_rows(d: Domain) -> Domain:
+    """`d` with its longest collapsed outer dim as the rows when its rows of one outer index are few and short
+    (fewer than SHORT_ROWS elements): a tile is rows of one outer index, so a domain like (12, 256, 2, 32), whose
+    size-2 axis a broadcast keeps apart (a concatenate's stacked pieces), would otherwise move 64 elements a
+    tile. Each input and output is then read and written by its strides over the new rows; static shapes
+    only."""
+    *outer_groups, r_group, c_group = d.groups
+    sizes = list(d.outer)
+    if not outer_groups or not all(isinstance(x, int) for x in (*sizes, d.R, d.C)) or d.R * d.C >= SHORT_ROWS:
+        return d
+    best = max(range(len(sizes)), key=lambda j: sizes[j])
+    if sizes[best] <= d.R:
+        return d
+    rest = sorted([g for j, g in enumerate(outer_groups) if j != best] + [r_group], key=lambda g: g[0] if g else -1)
+    size = lambda g: prod([d.shape[i] for i in g])  # noqa: E731 - a local shorthand
+    return Domain(d.shape, d.lead, tuple(size(g) for g in rest), sizes[best], d.C,
+                  (*map(tuple, rest), tuple(outer_groups[best]), tuple(c_group)), reordered=True)
 
 
 def view_cuts(shape: Sequence[IntLike], operand: Sequence[IntLike], strides: Sequence[IntLike]) -> set[int]:

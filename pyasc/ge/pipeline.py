@@ -22,6 +22,9 @@ Order (GE's, as in reference/graph-optimizer-references.md §3):
         layout_assign                             opt 0  transdata where formats disagree
         transdata_elimination                     opt 1  inverse pairs, siblings, transposes
         transpose_sinking                         opt 3
+    reshape_sinking                               opt 2  (ge.reshape_sinking) elementwise readers of a reshaped
+                                                         computed value compute in its shape (a concatenate's
+                                                         merge reshape no longer splits the kernel)
     simplify (again: clean up after pattern fusion and layout)
     fusion                                        opt 0  (ge.fusion) kernels, one op each at opt 0
     matmul_prologue                               opt 2  (ge.prologue) a matmul kernel takes in the kernel
@@ -54,6 +57,7 @@ from .layout import layout_passes
 from .memory import MemoryPlanningPass
 from .mixed import MixedKernelsPass
 from .prologue import MatmulProloguePass
+from .reshape_sinking import ReshapeSinking
 from .instruments import PassVerificationError, StageCapture
 from .passes import Pass, PassContext, PassGroup, PassManager, PassRecord, walk_passes
 from .pattern import DEFAULT_DEDICATED_LOWERINGS, DecomposeComposites, SplitReductions, pattern_passes
@@ -134,6 +138,7 @@ def build_pipeline() -> list[Pass]:
         simplify_group(),
         PassGroup("pattern_fusion", [*pattern_passes(), ConvEpilogueFusion()]),
         PassGroup("layout", [BlockedLayout(), *layout_passes()]),
+        ReshapeSinking(),
         simplify_group(),
         *_backend_passes(),
     ]

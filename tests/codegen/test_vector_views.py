@@ -62,10 +62,10 @@ def test_rope_reads_both_halves_and_the_heads_of_one_input(rng):
     x = rng.standard_normal((5, 36)).astype(np.float16)
     cos, sin = (rng.standard_normal((5, 12)).astype(np.float16) for _ in range(2))
     templates, log = _run(heads_rope, x, cos, sin)
-    assert "datamove" not in templates and len(templates) == 2   # the halves joined, then the rotation
+    # one kernel: the halves joined and rotated in the joined shape (ge/reshape_sinking.py)
+    assert templates == ["vector"]
     assert all(line.startswith("fused: views") for line in log)
     assert any(line.startswith("fused: views slice") for line in log)
-    assert sum("transpose %1" in line for line in log) == 2       # one copy in each kernel
 
 
 def sliced_broadcast(x, y):

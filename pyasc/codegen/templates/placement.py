@@ -12,6 +12,7 @@ from ...target import itemsize
 from ... import symbolic as sy
 from ...symbolic import IntLike
 from .. import tileops as T
+from ..domain import dims, input_layout
 from ..schedule import GmRef, Ref, Stmt
 from ..vector_ops import Geometry, InputUse, Space, VBuf, VKind, VOp
 from .vector_kernel import VectorKernel, VectorTiling, in_param, out_param, padded_row, stride_field
@@ -149,6 +150,9 @@ class Placement:
                 off = sy.add(sy.mul(o_off, F("R")), self.r0)
                 out.append(T.store(GmRef(out_param(i), sy.mul(off, size)), src, dt, g.rows, note=f"out{i} per row"))
                 continue
+            if self.vk.domain.reordered:
+                out.append(self._store_by_strides(i, v, src, dt))
+                continue
             for j, idx in enumerate(self.o_index):
                 o_off = sy.add(sy.mul(o_off, F(f"O{j}")), idx)
             off = sy.add(sy.mul(sy.add(sy.mul(o_off, F("R")), self.r0), F("C")), self.c0)
@@ -161,6 +165,19 @@ class Placement:
                 out.append(T.store(dst, src, dt, F("C"), g.rows, src_stride=F("Cp"), dst_stride=F("C"),
                                    note=f"out{i}"))
         return out
+
+    def _store_by_strides(self, i: int, v, src: Ref, dt: str) -> Stmt:
+        """Output `i` of a domain whose rows are not its last outer dim (`domain.longest_rows`): the tile's rows
+        go to the output by its own strides over the collapsed dims (static, as the domain's are)."""
+        lay = input_layout(self.vk.domain, dims(v.type.shape))
+        off: IntLike = sy.add(sy.mul(self.r0, lay.r_stride), self.c0)
+        for idx, s in zip(self.o_index, lay.o_strides):
+            off = sy.add(off, sy.mul(idx, s))
+        dst = GmRef(out_param(i), sy.mul(off, itemsize(dt)))
+        if not self.rows_mode:
+            return T.store(dst, src, dt, self.geom.cols, note=f"out{i}")
+        return T.store(dst, src, dt, F("C"), self.geom.rows, src_stride=F("Cp"), dst_stride=lay.r_stride,
+                       note=f"out{i} (by its strides)")
 
     # -- one vector op ----------------------------------------------------------------------------
     def resident_geometry(self) -> Geometry:
