@@ -39,7 +39,7 @@ from ..symbolic import IntLike
 from .domain import UnsupportedDomain, dims
 from .kernel_graph import KernelGraph
 from .lowering import vector_lowering
-from .strided import is_input_view
+from .strided import is_input_view, output_view_nodes, output_views
 
 Shape = tuple[IntLike, ...]
 
@@ -169,16 +169,18 @@ def placements(kg: KernelGraph, rank: int | None = None) -> Placements:
     for n in kg.nodes:
         for v in n.inputs:
             readers.setdefault(v, []).append(n)
-    outputs = set(kg.graph.outputs)
+    heads = output_views(kg)
+    written = output_view_nodes(kg, heads)   # the value is stored through them in its own shape
+    outputs = set(kg.graph.outputs) | set(heads)
     for n in reversed(kg.nodes):
-        if _read_through(n):
+        if _read_through(n) or n in written:
             continue  # its readers read the input through it in their placement (`strided.view_read`)
         for v in n.values:
             own = dims(v.type.shape)
             if v in frozen:
                 continue
             wanted = {own} if v in outputs else set()
-            wanted.update(result.operand_shape(r, v) for r in readers.get(v, []))
+            wanted.update(result.operand_shape(r, v) for r in readers.get(v, []) if r not in written)
             distinct: dict[Shape, Shape] = {}
             for w in sorted(wanted, key=len, reverse=True):
                 distinct.setdefault(_trimmed(w), w)

@@ -13,6 +13,11 @@ Elementwise and row kernels read inputs through views too (fusion's phase 4, ge/
 kernel input there (`is_input_view`) is read by the vector template in the placement its reader needs
 (`view_read`), through the layout, by strided copies of whole contiguous rows (codegen/domain.py).
 
+The result side is the mirror image: a chain of reshapes and transposes below a value a vector kernel
+computes (fusion's phase 5, ge/fusion/views.py: picoGPT's `transpose -> reshape` joining heads written by the
+kernel that computed them) is no computation; the kernel stores the value's tile through the chain's strides
+into the output (`output_views`, by `result_layout`).
+
 Only static shapes are laid out: a symbolic stride would make every address a runtime product, and a view of
 a dynamic tensor is rare in the code this serves.
 """
@@ -228,3 +233,39 @@ def view_read(v: Value, shape: Shape) -> ViewRead | str:
     plain = Layout.row_major(read)
     in_order = placed.offset == 0 and all(s == p for d, s, p in zip(read, placed.strides, plain.strides) if d != 1)
     return ViewRead(root, read, None if in_order else Layout(read, placed.strides, placed.offset))
+
+
+# ---- views a vector kernel writes its result through ----------------------------------------------
+
+
+def _computed(v: Value) -> bool:
+    return v.node.op not in ("Data", "Const") and not is_view(v.node)
+
+
+def output_views(kg: KernelGraph) -> dict[Value, tuple[int, Layout]]:
+    """Computed values of the kernel that reach an output only through a chain of reshapes and transposes
+    (fusion's phase 5 put the chain into the kernel): value -> (the output's index, where the value's elements
+    lie in it). A chain strides cannot express is left out (the template then refuses the view nodes)."""
+    found: dict[Value, tuple[int, Layout]] = {}
+    for n in kg.nodes:
+        if not is_view(n) or ops.get(n.op).category != ops.Category.INJECTIVE or not _computed(n.inputs[0]):
+            continue
+        head = n.inputs[0]
+        if head in kg.graph.outputs:
+            continue
+        placed = result_layout(kg, head)
+        if not isinstance(placed, str):
+            found[head] = placed
+    return found
+
+
+def output_view_nodes(kg: KernelGraph, heads: dict[Value, tuple[int, Layout]]) -> set[Node]:
+    """The view nodes of the chains `output_views` found: written through, never computed."""
+    nodes: set[Node] = set()
+    outputs = kg.graph.outputs
+    for v in heads:
+        while v not in outputs:
+            n = next(u for u in kg.nodes if v in u.inputs)
+            nodes.add(n)
+            v = n.out()
+    return nodes

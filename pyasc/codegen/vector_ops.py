@@ -24,7 +24,7 @@ from ..symbolic import IntLike
 from .alignment import Placements
 from .domain import UnsupportedDomain
 from .kernel_graph import KernelGraph
-from .strided import Layout, is_input_view, view_read
+from .strided import Layout, is_input_view, output_view_nodes, output_views, view_read
 from .lowering import BOOL_FN, INT_IDENTITY, REDUCE, VectorLowering, no_lowering, vector_lowering
 
 
@@ -129,6 +129,8 @@ class _Builder:
         self.cache: dict[tuple, VBuf] = {}           # (buf id, space, dtype) -> converted buffer
         self.data_index = {n.out(): n.attrs["index"] for n in kg.graph.nodes if n.op == "Data"}
         self.reductions: list[VOp] = []
+        # views the result is written through (strided.output_views): the value's buffer is the output's
+        self.written_through = output_view_nodes(kg, output_views(kg))
 
     def new(self, space: Space, dtype: str, what: str) -> VBuf:
         b = VBuf(len(self.bufs), space, dtype, what)
@@ -196,6 +198,9 @@ class _Builder:
     def node(self, n: Node) -> None:
         if is_input_view(n.out()):
             return  # read through when used (see operand)
+        if n in self.written_through:
+            self.env[n.out()] = self.env[n.inputs[0]]  # stored through its strides (placement.stores)
+            return
         self.reader = n
         if n.op in REDUCE:
             self.reduce(n)

@@ -284,7 +284,9 @@ def test_reduction_followed_by_a_non_elementwise_op_is_not_fused():
     g.set_outputs([t])
     ctx = fuse(g)
     assert kernel_ops(ctx) == [["sum"], ["transpose"]]
-    decided(ctx, NOT_FUSED, "data_movement_member", producer="sum %0", consumer="transpose %1")
+    d = decided(ctx, NOT_FUSED, "view_member", producer="sum %0", consumer="transpose %1")
+    assert d.detail == ("transpose %1 would be written through by a row_reduce kernel: only an elementwise kernel "
+                        "writes its result through views")
 
 
 def test_column_reduction_takes_a_prologue_but_no_epilogue():

@@ -19,6 +19,7 @@ from pyasc.ge.layout import LayoutAssign, TransdataElimination, TransposeSinking
 from pyasc.ge.memory import MemoryPlanningPass
 from pyasc.ge.mixed import MixedKernelsPass
 from pyasc.ge.prologue import MatmulProloguePass
+from pyasc.ge.reshape_sinking import ReshapeSinking
 from pyasc.ge.pattern import DecomposeComposites, MatmulEpilogueFusion, MatmulTransposeFold, SplitReductions
 from pyasc.ge.simplify import CSE, DCE, AlgebraicSimplify, ConstantFolding
 from pyasc.ir import Graph, TensorType, format_graph
@@ -198,6 +199,25 @@ def sinking_expected():
     return g
 
 
+def reshape_sinking_before():
+    g = Graph()
+    x = g.add_input(t(4, 6), "x")
+    b = g.add_input(t(24), "b")
+    g.set_outputs([op(g, "add", op(g, "reshape", op(g, "mul", x, c(g, 2.0)), shape=(24,)), b)])
+    return g
+
+
+def reshape_sinking_expected():
+    # the add computed in (4, 6), b reshaped to match, the reshape after it (the old one dead until DCE)
+    g = Graph()
+    x = g.add_input(t(4, 6), "x")
+    b = g.add_input(t(24), "b")
+    m = op(g, "mul", x, c(g, 2.0))
+    op(g, "reshape", m, shape=(24,))
+    g.set_outputs([op(g, "reshape", op(g, "add", m, op(g, "reshape", b, shape=(4, 6))), shape=(24,))])
+    return g
+
+
 def split_before():
     g = Graph()
     x = g.add_input(t(2, 3, 4), "x")
@@ -364,6 +384,7 @@ CASES = {
     "layout_assign": ([LayoutAssign()], layout_before, layout_expected),
     "transdata_elimination": ([TransdataElimination()], transdata_before, transdata_expected),
     "transpose_sinking": ([TransposeSinking()], sinking_before, sinking_expected),
+    "reshape_sinking": ([ReshapeSinking()], reshape_sinking_before, reshape_sinking_expected),
     "fusion": ([FusionPass()], fusion_before, fusion_expected),
     "memory_planning": ([FusionPass(), MemoryPlanningPass()], fusion_before, fusion_expected),  # analysis only
     "mixed_kernels": ([FusionPass(), MixedKernelsPass()], fusion_before, fusion_expected),  # marks kernel plans only

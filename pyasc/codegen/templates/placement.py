@@ -150,7 +150,7 @@ class Placement:
                 off = sy.add(sy.mul(o_off, F("R")), self.r0)
                 out.append(T.store(GmRef(out_param(i), sy.mul(off, size)), src, dt, g.rows, note=f"out{i} per row"))
                 continue
-            if self.vk.domain.reordered:
+            if self.vk.domain.reordered or i in self.vk.out_views:
                 out.append(self._store_by_strides(i, v, src, dt))
                 continue
             for j, idx in enumerate(self.o_index):
@@ -167,10 +167,15 @@ class Placement:
         return out
 
     def _store_by_strides(self, i: int, v, src: Ref, dt: str) -> Stmt:
-        """Output `i` of a domain whose rows are not its last outer dim (`domain.longest_rows`): the tile's rows
-        go to the output by its own strides over the collapsed dims (static, as the domain's are)."""
-        lay = input_layout(self.vk.domain, dims(v.type.shape))
-        off: IntLike = sy.add(sy.mul(self.r0, lay.r_stride), self.c0)
+        """Output `i` of a domain whose rows are not its last outer dim (`domain.longest_rows`), or written through
+        views (`strided.output_views`): the tile's rows go to the output by its strides over the collapsed dims
+        (static, as the domain's and the views' are)."""
+        if i in self.vk.out_views:
+            shape, view = self.vk.out_views[i]
+            lay = input_layout(self.vk.domain, shape, view=(view.strides, view.offset))
+        else:
+            lay = input_layout(self.vk.domain, dims(v.type.shape))
+        off: IntLike = sy.add(lay.offset, sy.mul(self.r0, lay.r_stride), self.c0)
         for idx, s in zip(self.o_index, lay.o_strides):
             off = sy.add(off, sy.mul(idx, s))
         dst = GmRef(out_param(i), sy.mul(off, itemsize(dt)))

@@ -4,20 +4,20 @@ UB each tiling needs. Shared by the single-pass template (`vector`) and the mult
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from ...target import Chip, itemsize
 
 from ... import symbolic as sy
-from ...ir import Value
+from ...ir import Node, Value
 from ...symbolic import IntLike
 from ..alignment import Placements, placements
 from ..domain import (Domain, InputLayout, UnsupportedDomain, dims, input_layout, make_domain, pointwise_domain,
                       same_dim, view_cuts)
 from ..kernel_graph import KernelGraph
 from ..schedule import Buffer
-from ..strided import Layout, view_read
+from ..strided import Layout, output_view_nodes, output_views, view_read
 from ..template import Tiling, ub_slot
 from ..ub_alloc import Assignment, assign
 from ..vector_ops import build_vector_plan, InputUse, is_input_view, Space, VectorPlan, VKind, VOp
@@ -47,6 +47,9 @@ class VectorKernel:
     # a device loop's repetition (`device_loop.Repeat`): what each tile runs between its loads and its stores
     # instead of the body once
     repeat: Any = None
+    # outputs written through views (strided.output_views): output index -> (the computed value's shape, where
+    # its elements lie in the output)
+    out_views: dict[int, tuple[tuple, Layout]] = field(default_factory=dict)
 
     @property
     def buffer_counts(self) -> dict[tuple, int]:
@@ -124,10 +127,14 @@ def analyze(name: str, kg: KernelGraph, reduce_rows: Sequence[Any] | None, k: in
     placed = placements(kg, None if reduce_rows is None else len(reduce_rows))
     reads = _reads(kg, placed)
     in_shapes = list(dict.fromkeys(shape for shape, _ in reads))
+    heads = output_views(kg)
+    written = {i: (dims(v.type.shape), lay) for v, (i, lay) in heads.items()}
+    if written and (reduce_rows is not None or rows_of_last_axis):
+        raise UnsupportedDomain("only a pointwise kernel writes its result through views")
     if reduce_rows is None:
-        shape = _domain_shape(kg)
+        shape = _domain_shape(kg, output_view_nodes(kg, heads))
         operands = [s for s in in_shapes if _broadcastable(s, shape)]
-        cuts = _cuts(reads, shape)
+        cuts = _cuts(reads + [(own, lay) for own, lay in written.values()], shape)
         domain = make_domain(shape, len(shape) - 1, operands, cuts) if rows_of_last_axis and shape else \
             pointwise_domain(shape, operands, cuts)
         reduces = False
@@ -189,7 +196,12 @@ def analyze(name: str, kg: KernelGraph, reduce_rows: Sequence[Any] | None, k: in
     out_spaces = []
     for i, buf in plan.outputs:
         v = kg.graph.outputs[i]
-        out_shape = dims(v.type.shape)
+        out_shape = written[i][0] if i in written else dims(v.type.shape)
+        if i in written:   # stored through the view's strides: its rows must be contiguous runs of the output
+            try:
+                input_layout(domain, out_shape, view=(written[i][1].strides, written[i][1].offset))
+            except UnsupportedDomain as e:
+                raise UnsupportedDomain(f"its result written through views to output {i}: {e}") from None
         if buf.space == Space.SCALAR or (buf.space == Space.FULL and not (
                 len(out_shape) == len(domain.shape) and all(map(same_dim, out_shape, domain.shape)))):
             raise UnsupportedDomain(f"output {i} of shape {v.type.shape} is not a full tile of the domain "
@@ -212,7 +224,7 @@ def analyze(name: str, kg: KernelGraph, reduce_rows: Sequence[Any] | None, k: in
     alloc = assign(body, [u.buf for u in per_tile], [u.buf for u in resident], out_bufs, prologue)
     sizes = [itemsize(b.dtype) for b in plan.buffers] or [4]
     return VectorKernel(name, kg, domain, plan, layouts, resident, per_tile, prologue, body, alloc, out_spaces,
-                        min(sizes), reduces, mode, block)
+                        min(sizes), reduces, mode, block, out_views=written)
 
 
 def _unit_free(shape: Sequence[Any]) -> tuple[Any, ...]:
@@ -223,9 +235,11 @@ def _same_dims(a: Sequence[Any], b: Sequence[Any]) -> bool:
     return len(a) == len(b) and all(map(same_dim, a, b))
 
 
-def _domain_shape(kg: KernelGraph) -> tuple[IntLike, ...]:
-    shapes = [dims(v.type.shape) for v in kg.graph.outputs]
-    shapes += [dims(n.outputs[0].shape) for n in kg.nodes if not is_input_view(n.out())]
+def _domain_shape(kg: KernelGraph, written_through: set[Node] = frozenset()) -> tuple[IntLike, ...]:
+    """The shape the kernel's values are computed in: its largest output or computed value (views it reads
+    through or writes its result through are neither)."""
+    shapes = [dims(v.type.shape) for v in kg.graph.outputs if v.node not in written_through]
+    shapes += [dims(n.outputs[0].shape) for n in kg.nodes if not is_input_view(n.out()) and n not in written_through]
     best: tuple[IntLike, ...] = ()
     for s in shapes:
         if len(s) > len(best) or (len(s) == len(best) and _numel_known(s) > _numel_known(best)):

@@ -14,7 +14,9 @@ concern, the way TVM separates its graph partitioner from the pass:
   check, duplication, the schedule;
 - fuser.py: the phases over one graph (matmul epilogues, post-dominators,
   multi-consumer producers: duplicate, extra output or boundary; an opaque
-  op taking the views of its operands and result, found by views.py);
+  op taking the views of its operands and result, vector kernels the views
+  they read and (elementwise) the views they write their result through,
+  found by views.py);
 - fusion_pass.py: the pass over the root graph and every branch, and the
   one-kernel-per-op fallback (`schedule_for`).
 

@@ -7,7 +7,11 @@ kernels is duplicated into each of them when cheap (not `OpDef.expensive`,
 elementwise/broadcast, effectively unary, not a graph output; knob
 `fusion_duplicate`), otherwise its output goes to GM: it is fused into the
 first consumer kernel that can take it, as an extra output the others read
-(knob `fusion_multi_output`), or stays a kernel of its own.
+(knob `fusion_multi_output`), or stays a kernel of its own. Phases 3 to 5 take
+data moves that only re-stride into kernels whose templates address through
+them (views.py): an opaque op's operand and result views, the views an
+elementwise or row kernel reads, the views an elementwise kernel writes its
+result through.
 
 A candidate kernel is legal (legality.py), creates no cycle between kernels
 (partition.py) and fits the chip (the capacity function), checked in that
@@ -38,9 +42,9 @@ from ..capacity import CapacityFn, FusionCandidate, is_scalar_const
 from ..decisions import DecisionKind, FusionDecision, Rejection
 from ..plan import KernelKind, KernelPlan, KernelStructure
 from .analysis import GraphFacts
-from .legality import Limits, classify, read_views
+from .legality import Limits, classify, read_views, write_views
 from .partition import Partition
-from .views import read_view, view_chains
+from .views import read_view, view_chains, write_chain
 
 _ALONE = (Category.INJECTIVE, Category.OPAQUE)
 
@@ -161,6 +165,7 @@ class GraphFuser:
         self._multi_consumer()
         self._take_views()
         self._read_views()
+        self._write_views()
         for n in facts.compute:
             p = facts.pattern[n]
             if p in _ALONE and self.partition.size(self.partition.group[n]) == 1:
@@ -305,6 +310,34 @@ class GraphFuser:
             self.graph.sort()
             facts.refresh()
 
+    def _write_views(self) -> None:
+        """Phase 5: an elementwise kernel takes the lone views below a value it computes and writes its result
+        through them (views.py `write_chain`), when the capacity function says its template can; else the chain
+        without its farthest views."""
+        facts, part = self.facts, self.partition
+        for n in list(facts.compute):
+            gid = part.group[n]
+            if facts.pattern[n] > Category.INJECTIVE or part.size(gid) == 1:
+                continue   # n: computed, or the last view a kernel already writes through (phase 1 may add one)
+            chain = write_chain(facts, part, n)
+            if not chain:
+                continue
+            found = classify(facts, facts.ordered(part.members[gid]), self.limits)
+            if isinstance(found, Rejection) or found.kind is not KernelKind.ELEMENTWISE:
+                continue
+            for length in range(len(chain), 0, -1):
+                taken = chain[:length]
+                gids = {gid} | part.groups_of(set(taken))
+                rejection, _ = self.check(part.union(gids))
+                labels = tuple(facts.labels_of(taken))
+                if rejection is None:
+                    self._merged(gids)
+                    self.log(FusionDecision(DecisionKind.FUSED, "view", labels[0], self._reader_label(gid), via=labels))
+                    break
+                if length == len(chain):
+                    self.log(FusionDecision(DecisionKind.NOT_FUSED, "view", labels[0], self._reader_label(gid),
+                                            f"{rejection.rule}: {rejection.reason}", labels))
+
     def _reader_label(self, gid: int) -> str:
         """A kernel named by its first op that is not a view (the views it reads through come first)."""
         members = self.partition.members[gid]
@@ -347,7 +380,8 @@ class GraphFuser:
         if isinstance(structure, Rejection):  # every kept group passed these rules when it was formed
             raise AssertionError(f"fusion kept a kernel its own rule {structure.rule!r} refuses: {structure.reason}")
         candidate = self.candidate(nodes, structure)
-        views = set(read_views(self.facts, nodes))  # read through by strides: they do not make it a data move
+        # read or written through by strides: they do not make it a data move
+        views = set(read_views(self.facts, nodes)) | set(write_views(self.facts, nodes))
         category = max(self.facts.pattern[n] for n in ([n for n in nodes if n not in views] or nodes))
         working_set = self.capacity(candidate).working_set
         return KernelPlan(gid, self.graph, nodes, list(candidate.inputs), list(candidate.outputs), category,

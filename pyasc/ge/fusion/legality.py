@@ -11,7 +11,8 @@ or the `Rejection` of the first rule that refuses it:
   (rule "data_movement_member": GE buffer fusion fuses elementwise/broadcast
   ops only), but views an elementwise or row kernel reads an input through (`read_views`: fusion's
   input-view phase offers them, views.py; the vector template reads the input by the chain's strides; rule
-  "view_member" when the rest is not such a kernel);
+  "view_member" when the rest is not such a kernel), and views an elementwise kernel writes its result
+  through (`write_views`: fusion's phase 5, a `transpose -> reshape` joining heads);
 - `elementwise_rule`: elementwise and broadcast ops, any number (up to the size knob), but not a value
   computed in the kernel and expanded along two different axes ("broadcast_two_ways");
 - `matmul_rule`: one matmul with an elementwise epilogue of its output shape (side inputs of the epilogue
@@ -64,15 +65,21 @@ def classify(facts: GraphFacts, order: list[Node], limits: Limits) -> KernelStru
     if len(opaque) == 1 and all(n is opaque[0] or ops.get(n.op).strided_view for n in order):
         return KernelStructure(KernelKind.OPAQUE, opaque[0])   # with views of its operands / result (views.py)
     views = read_views(facts, order)
-    if views:
-        rest = [n for n in order if n not in views]
+    writes = write_views(facts, order)
+    if views or writes:
+        rest = [n for n in order if n not in views and n not in writes]
         found = classify(facts, rest, limits) if rest else None
         if isinstance(found, Rejection):
             return found
         if found is None or found.kind not in _VIEW_READERS:
             what = found.kind.name.lower() if found is not None else "no"
-            return Rejection("view_member", f"{facts.joined_labels(views)} would be read through by a {what} "
-                             "kernel: only elementwise and row kernels read an input through views")
+            return Rejection("view_member", f"{facts.joined_labels(views or writes)} would be read or written "
+                             f"through by a {what} kernel: only elementwise and row kernels read an input through "
+                             "views")
+        if writes and found.kind is not KernelKind.ELEMENTWISE:
+            return Rejection("view_member", f"{facts.joined_labels(writes)} would be written through by a "
+                             f"{found.kind.name.lower()} kernel: only an elementwise kernel writes its result "
+                             "through views")
         return _users_limit(facts, order, limits) or found
     for n in order:
         p = facts.pattern[n]
@@ -136,6 +143,28 @@ def read_views(facts: GraphFacts, order: list[Node]) -> list[Node]:
             found[n] = None
             changed = True
     return [n for n in order if n in found]
+
+
+def write_views(facts: GraphFacts, order: list[Node]) -> list[Node]:
+    """The views of a candidate that a vector kernel writes its result through (fusion's phase 5, views.py):
+    a chain of data moves (transpose, reshape, squeeze) below a value computed in the candidate, each the only
+    reader of the value before it; `codegen.strided.output_views` names the same chains in the kernel graph.
+    Whether strides express the chain is the template's question (the capacity function)."""
+    if not any(facts.pattern[n] == Category.INJECTIVE for n in order):
+        return []
+    group = set(order)
+    found: dict[Node, None] = {}
+    for n in order:  # topological: a chain's earlier views come first
+        if facts.pattern[n] != Category.INJECTIVE or not ops.get(n.op).strided_view:
+            continue
+        src = n.inputs[0].node
+        computed = src in group and not ops.get(src.op).strided_view
+        if not (computed or src in found) or facts.users(src) != [n]:
+            continue
+        if any(v in facts.graph_outputs for v in src.values):
+            continue
+        found[n] = None
+    return list(found)
 
 
 def lone_structure(node: Node) -> KernelStructure:

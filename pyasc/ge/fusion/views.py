@@ -17,6 +17,11 @@ each vector kernel that reads it and can read through it, as a private copy (a v
 repeat: each kernel reads the input at its own strides), consumers first, so a chain joins view by view.
 It stays a launch of its own only for readers that cannot (legality's rule "view_member", or the template's
 refusal through the capacity function, e.g. a reversed axis or a transposed last axis).
+
+Phase 5 is the result side: a chain of lone reshapes and transposes below a value an elementwise kernel
+computes (`write_chain`: picoGPT's `transpose -> reshape` joining heads, a rotated k returned as (T, C))
+joins that kernel, which stores its tile through the chain's strides (codegen/strided.py `output_views`),
+when the capacity function accepts it; else the chain without its farthest views, else it stays a launch.
 """
 from __future__ import annotations
 
@@ -70,3 +75,24 @@ def read_view(facts: GraphFacts, part: Partition, n: Node) -> bool:
     """Whether `n` is a lone data move that only re-strides (a slice, transpose, reshape or squeeze in a kernel
     of its own), not a graph result: phase 4 offers it to the vector kernels that read it."""
     return facts.pattern[n] == Category.INJECTIVE and _alone_view(facts, part, n) and not _returned(facts, n)
+
+
+def write_chain(facts: GraphFacts, part: Partition, n: Node) -> list[Node]:
+    """The lone data moves (reshape, transpose, squeeze) below computed `n`, nearest first, each the only
+    reader of the value before it; the last may be a graph result, `n` may not be (it is in GM anyway)."""
+    if _returned(facts, n) or len(n.outputs) != 1:
+        return []
+    chain: list[Node] = []
+    cur = n
+    while True:
+        users = facts.users(cur)
+        if len(users) != 1:
+            break
+        u = users[0]
+        if facts.pattern[u] != Category.INJECTIVE or not _alone_view(facts, part, u):
+            break
+        chain.append(u)
+        if _returned(facts, u):
+            break
+        cur = u
+    return chain
