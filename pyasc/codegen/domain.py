@@ -163,7 +163,7 @@ def pointwise_domain(shape: Sequence[IntLike], operands: Sequence[Sequence[IntLi
         return Domain(shape, len(shape), (), 1, 1, ((), ()))
     c_group = groups[-1]
     lead = c_group[0]
-    return longest_rows(make_domain(shape, lead, operands, cuts))
+    return longest_rows(make_domain(shape, lead, operands, cuts), operands)
 
 
 #: a pointwise domain whose rows of one outer index hold fewer elements than this takes its longest outer dim
@@ -171,18 +171,22 @@ def pointwise_domain(shape: Sequence[IntLike], operands: Sequence[Sequence[IntLi
 SHORT_ROWS = 2048
 
 
-def longest_rows(d: Domain) -> Domain:
+def longest_rows(d: Domain, operands: Sequence[Sequence[IntLike]] = ()) -> Domain:
     """`d` with its longest collapsed outer dim as the rows when its rows of one outer index are few and short
     (fewer than SHORT_ROWS elements): a tile is rows of one outer index, so a domain like (12, 256, 2, 32), whose
     size-2 axis a broadcast keeps apart (a concatenate's stacked pieces), would otherwise move 64 elements a
     tile. Each input and output is then read and written by its strides over the new rows; static shapes
-    only."""
+    only. Not when an operand holds one value per row of the new rows (broadcast along the row): those
+    values would not be contiguous."""
     *outer_groups, r_group, c_group = d.groups
     sizes = list(d.outer)
     if not outer_groups or not all(isinstance(x, int) for x in (*sizes, d.R, d.C)) or d.R * d.C >= SHORT_ROWS:
         return d
     best = max(range(len(sizes)), key=lambda j: sizes[j])
     if sizes[best] <= d.R:
+        return d
+    masks = [_masks(d.shape, op) for op in operands]
+    if any(not any(m[i] for i in c_group) and any(m[i] for i in outer_groups[best]) for m in masks):
         return d
     rest = sorted([g for j, g in enumerate(outer_groups) if j != best] + [r_group], key=lambda g: g[0] if g else -1)
     size = lambda g: prod([d.shape[i] for i in g])  # noqa: E731 - a local shorthand

@@ -30,6 +30,7 @@ from typing import Callable
 from .. import ops
 from ..ir import Node, Value
 from ..ops.shape import permutation
+from .domain import UnsupportedDomain
 from .kernel_graph import KernelGraph
 
 Shape = tuple[int, ...]
@@ -245,7 +246,8 @@ def _computed(v: Value) -> bool:
 def output_views(kg: KernelGraph) -> dict[Value, tuple[int, Layout]]:
     """Computed values of the kernel that reach an output only through a chain of reshapes and transposes
     (fusion's phase 5 put the chain into the kernel): value -> (the output's index, where the value's elements
-    lie in it). A chain strides cannot express is left out (the template then refuses the view nodes)."""
+    lie in it). UnsupportedDomain for a move of a computed value that is not such a chain (the capacity
+    function's refusal)."""
     found: dict[Value, tuple[int, Layout]] = {}
     for n in kg.nodes:
         if not is_view(n) or ops.get(n.op).category != ops.Category.INJECTIVE or not _computed(n.inputs[0]):
@@ -254,8 +256,10 @@ def output_views(kg: KernelGraph) -> dict[Value, tuple[int, Layout]]:
         if head in kg.graph.outputs:
             continue
         placed = result_layout(kg, head)
-        if not isinstance(placed, str):
-            found[head] = placed
+        if isinstance(placed, str):
+            # a move of a computed value the kernel cannot write through: the template refuses the kernel
+            raise UnsupportedDomain(f"{n.op} of a value the kernel computes: {placed}")
+        found[head] = placed
     return found
 
 
