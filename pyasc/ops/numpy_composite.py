@@ -14,6 +14,8 @@ from __future__ import annotations
 import inspect
 from typing import Any, Callable, Mapping, Sequence
 
+import numpy as np
+
 from ..tensor_type import TensorType
 from .builder import decompose_of, types_of
 from .common import arity, named, sugar_arguments
@@ -44,11 +46,17 @@ def numpy_composite(name: str, body: Any, api: Callable[..., Any], eager: Callab
                           unpromoted=unpromoted))
 
 
+#: what a compile-time parameter may hold (anything else, a tensor above all, is refused by `static` reasons)
+_COMPILE_TIME = (bool, int, float, str, list, tuple, slice, type(None), np.ndarray, np.generic)
+
+
 def signature_binder(api: Callable[..., Any], tensor_params: tuple[str, ...], optional: tuple[str, ...] = (),
-                     variadic: str | None = None) -> Callable[..., tuple[list[Any], dict[str, Any]]]:
+                     variadic: str | None = None, static: Mapping[str, str] | None = None
+                     ) -> Callable[..., tuple[list[Any], dict[str, Any]]]:
     """Bind a call of `api` (numpy's signature) onto an internal op: its tensor parameters in order (an
     `optional` one left out when None, with attribute has_<param>), a `variadic` one (a list of tensors)
-    spread in, and every other parameter a canonical attribute (`n_<variadic>` counts the spread ones)."""
+    spread in, and every other parameter a canonical attribute (`n_<variadic>` counts the spread ones).
+    `static` names compile-time parameters with the reason a run-time value cannot be taken there."""
     sig = inspect.signature(api)
 
     def bind(args: Sequence[Any], kwargs: Mapping[str, Any]) -> tuple[list[Any], dict[str, Any]]:
@@ -70,6 +78,8 @@ def signature_binder(api: Callable[..., Any], tensor_params: tuple[str, ...], op
                     raise TypeError(f"{api.__name__}(): argument {pname!r} must be a tensor or a scalar, got None")
                 tensors.append(value)
             else:
+                if static and pname in static and not isinstance(value, _COMPILE_TIME):
+                    raise TypeError(f"{pname} must be known at compile time: {static[pname]}")
                 attrs[pname] = canonical_attr(pname, value)
         return tensors, attrs
 
@@ -80,7 +90,8 @@ def numpy_sugar_op(name: str, body: Any, api: Callable[..., Any], eager: Callabl
                    category: Category = Category.ELEMWISE, tensor_params: tuple[str, ...] = ("x",),
                    optional: tuple[str, ...] = (), variadic: str | None = None, numpy_names: tuple[str, ...] = (),
                    check: Check = _no_check, expensive: bool = True, reduce_axes: ReduceAxesFn | None = None,
-                   returns_sequence: bool = False, unpromoted: tuple[str, ...] = ()) -> OpDef:
+                   returns_sequence: bool = False, unpromoted: tuple[str, ...] = (),
+                   static: Mapping[str, str] | None = None) -> OpDef:
     """Register internal op `name` (decomposition and types = `body`, eager = numpy's `eager`) and the public
     sugar `name` binding `api`'s signature onto it (signature_binder), so `np.<numpy_names>` compiles.
 
@@ -96,5 +107,5 @@ def numpy_sugar_op(name: str, body: Any, api: Callable[..., Any], eager: Callabl
     op = register(OpDef(name, category, named(name, infer), eager, expensive=expensive,
                         decompose=decompose_of(body, optional), doc=api.__doc__ or "", reduce_axes=reduce_axes,
                         returns_sequence=returns_sequence, tensor_params=tensor_params, unpromoted=unpromoted))
-    register_sugar(name, name, api, signature_binder(api, tensor_params, optional, variadic), numpy_names)
+    register_sugar(name, name, api, signature_binder(api, tensor_params, optional, variadic, static), numpy_names)
     return op

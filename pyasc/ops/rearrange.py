@@ -369,6 +369,8 @@ def unravel_index(indices, shape, order="C"):  # noqa: ANN001, ANN201
     return np.unravel_index(indices, shape, order)
 
 
+_DATA_SIZED = ("a tensor would make the result's size depend on the data; np.where(condition, a, fill) keeps the "
+               "shape")
 numpy_sugar_op("rot90", _rot90, rot90, lambda m, k=1, axes=(0, 1): np.rot90(m, k, axes).copy(),
                category=Category.INJECTIVE, tensor_params=("m",), numpy_names=("rot90",), check=_check_rot90,
                expensive=False)
@@ -380,10 +382,10 @@ numpy_sugar_op("resize", _resize, resize, lambda a, new_shape: np.resize(a, new_
                tensor_params=("a",), numpy_names=("resize",), check=_all_static("resize"), expensive=False)
 numpy_sugar_op("delete", _delete, delete, lambda arr, obj, axis=None: np.delete(arr, obj, axis),
                category=Category.INJECTIVE, tensor_params=("arr",), numpy_names=("delete",),
-               check=_all_static("delete"), expensive=False)
+               check=_all_static("delete"), expensive=False, static={"obj": _DATA_SIZED})
 numpy_sugar_op("compress", _compress, compress, lambda a, condition, axis=None: np.compress(condition, a, axis),
                category=Category.INJECTIVE, tensor_params=("a",), numpy_names=("compress",),
-               check=_all_static("compress"), expensive=False)
+               check=_all_static("compress"), expensive=False, static={"condition": _DATA_SIZED})
 numpy_sugar_op("insert", _insert, insert, lambda arr, values, obj, axis=None: np.insert(arr, obj, values, axis),
                category=Category.INJECTIVE, tensor_params=("arr", "values"), numpy_names=("insert",),
                check=_all_static("insert"), expensive=False)
