@@ -91,7 +91,8 @@ def numpy_sugar_op(name: str, body: Any, api: Callable[..., Any], eager: Callabl
                    optional: tuple[str, ...] = (), variadic: str | None = None, numpy_names: tuple[str, ...] = (),
                    check: Check = _no_check, expensive: bool = True, reduce_axes: ReduceAxesFn | None = None,
                    returns_sequence: bool = False, unpromoted: tuple[str, ...] = (),
-                   static: Mapping[str, str] | None = None) -> OpDef:
+                   static: Mapping[str, str] | None = None,
+                   binder: Callable[..., tuple[list[Any], dict[str, Any]]] | None = None) -> OpDef:
     """Register internal op `name` (decomposition and types = `body`, eager = numpy's `eager`) and the public
     sugar `name` binding `api`'s signature onto it (signature_binder), so `np.<numpy_names>` compiles.
 
@@ -107,5 +108,6 @@ def numpy_sugar_op(name: str, body: Any, api: Callable[..., Any], eager: Callabl
     op = register(OpDef(name, category, named(name, infer), eager, expensive=expensive,
                         decompose=decompose_of(body, optional), doc=api.__doc__ or "", reduce_axes=reduce_axes,
                         returns_sequence=returns_sequence, tensor_params=tensor_params, unpromoted=unpromoted))
-    register_sugar(name, name, api, signature_binder(api, tensor_params, optional, variadic, static), numpy_names)
+    register_sugar(name, name, api, binder or signature_binder(api, tensor_params, optional, variadic, static),
+                   numpy_names)
     return op

@@ -1,4 +1,4 @@
-"""Tensor products: np.inner, np.tensordot, np.kron, np.cross, np.linalg.matrix_power, as composites.
+"""Tensor products: np.inner, np.tensordot, np.kron, np.cross, np.vdot, np.linalg.matrix_power, as composites.
 
 tensordot(a, b, axes=2): a's free axes first and its contracted axes last, flattened to (M, K); b's contracted
   axes first, (K, N); one np.dot (cube for floats, exact int32 on the vector unit for ints) reshaped to
@@ -8,6 +8,7 @@ kron(a, b): both at the same rank (leading 1s), a with a size-1 axis after each 
   before each of its, reshaped: out[i*p + k, ...] = a[i, ...] * b[k, ...].
 cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None): 3-vectors by slices, c = a1 b2 - a2 b1, ..., joined along
   the vector axis (moved to axisc); 2-vectors give the z component (numpy 2 deprecates them, but computes it).
+vdot(a, b): np.dot of the flattened operands (real tensors: nothing to conjugate).
 matrix_power(a, n): a compile-time int n >= 0 by repeated squaring (ceil(log2 n) + popcount(n) matmuls), n = 0
   the identity in a's dtype; a negative n needs an inverse, a located error.
 Dtypes are numpy's (result_type; integer products wrap in the operand dtype as numpy's do).
@@ -25,7 +26,7 @@ from ..tensor_type import Sym, TensorType
 from .builder import Builder
 from .common import fmt_shape
 from .joining import join, slice_axis
-from .numpy_composite import numpy_composite
+from .numpy_composite import numpy_composite, numpy_sugar_op
 from .registry import Category
 
 
@@ -203,6 +204,22 @@ def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):  # noqa: ANN001, ANN20
         return np.cross(a, b, axisa, axisb, axisc, axis)
 
 
+def _vdot(b: Builder, a: Any, y: Any) -> list[Any]:
+    return [b.op("dot", b.op("reshape", a, shape=(-1,)), b.op("reshape", y, shape=(-1,)))]
+
+
+def _check_vdot(ts: Sequence[TensorType], attrs: Mapping[str, Any]) -> None:
+    _static("vdot", *ts)
+    if ts[0].numel != ts[1].numel:
+        raise InferError(f"cannot reshape: vdot needs as many elements in a {fmt_shape(ts[0].shape)} as in b "
+                         f"{fmt_shape(ts[1].shape)}")
+
+
+def vdot(a, b):  # noqa: ANN001, ANN201
+    """The dot product of the flattened a and b (real tensors: no conjugate to take)."""
+    return np.vdot(a, b)
+
+
 def matrix_power(a, n):  # noqa: ANN001, ANN201
     """The square matrix a (or a stack of them) raised to the integer power n >= 0."""
     return np.linalg.matrix_power(a, n)
@@ -219,3 +236,5 @@ numpy_composite("cross", _cross, cross, lambda a, b, **k: cross(a, b, **k), cate
 numpy_composite("matrix_power", _matrix_power, matrix_power, lambda a, **k: np.linalg.matrix_power(a, **k),
                 category=Category.OPAQUE, tensor_params=("a",), numpy_names=("linalg.matrix_power",),
                 check=_check_matrix_power)
+numpy_sugar_op("vdot", _vdot, vdot, np.vdot, category=Category.OPAQUE, tensor_params=("a", "b"), numpy_names=("vdot",),
+               check=_check_vdot)
