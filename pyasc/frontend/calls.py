@@ -31,7 +31,7 @@ from ..errors import CompileError, Note
 from .. import markers, tensor_type
 from ..tensor_type import Sym
 from . import aliasing, bitops, checks, comptime, dtype_rules, effects, guards, loops, masked, npfuncs, npkwargs, \
-    objects, pybuiltins, pytree, source
+    objects, piecewise, pybuiltins, pytree, source
 from .protocol import KernelBuilder
 from .scope import Scope, assigned_names
 from .tensors import as_operand, mark_weak, strong_dtypes
@@ -134,6 +134,8 @@ def call_value(b: KernelBuilder, callee: Any, args: list[Any], kwargs: dict[str,
     twin = numpy_twin_of(callee, at.func if isinstance(at, ast.Call) else None)
     if twin is not None:
         return op_call(b, twin[1], twin[0], args, kwargs, at, name, numpy_fn=callee)
+    if callee is np.piecewise and args and is_tensor(args[0]):  # its functions are compiled calls (piecewise.py)
+        return piecewise.piecewise_call(b, args, kwargs, at, name, op_call, call_value)
     special = npfuncs.handler_for(callee)   # (np.add.at among them: a ufunc method with a handler of its own)
     if special is not None:
         out = special(b, callee, args, kwargs, at, name, op_call)

@@ -15,16 +15,15 @@ choose(a, choices, out=None, mode="raise"): per element the choice a names, as a
 """
 from __future__ import annotations
 
-import math
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 
 from .. import dtypes
 from ..errors import InferError
-from ..tensor_type import Sym, TensorType
+from ..tensor_type import TensorType
 from .builder import Builder
-from .common import FLOATS, fmt_shape
+from .common import FLOATS, fmt_shape, require_static, require_static_axis
 from .numpy_composite import numpy_sugar_op
 from .registry import Category
 
@@ -54,9 +53,7 @@ def _check_digitize(ts: Sequence[TensorType], attrs: Mapping[str, Any]) -> None:
     bins = ts[1]
     if bins.ndim != 1:
         raise InferError(f"bins must be one-dimensional, got shape {fmt_shape(bins.shape)}")
-    if isinstance(bins.shape[0], Sym):
-        raise InferError(f"bins of shape {fmt_shape(bins.shape)} has a size only known at launch; digitize needs "
-                         "a static number of bins")
+    require_static_axis("digitize", bins.shape, 0)
 
 
 def digitize(x, bins, right=False):  # noqa: ANN001, ANN201 - numpy's signature
@@ -106,8 +103,7 @@ def _histogram(b: Builder, a: Any, weights: Any = None, *, bins: Any = 10, range
 def _check_histogram(ts: Sequence[TensorType], attrs: Mapping[str, Any]) -> None:
     a = ts[0]
     bins, range_ = attrs.get("bins", 10), attrs.get("range")
-    if any(isinstance(d, Sym) for d in a.shape):
-        raise InferError(f"shape {fmt_shape(a.shape)} has sizes only known at launch; histogram needs static sizes")
+    require_static("histogram", a)
     if isinstance(bins, str):
         raise InferError(f"bins={bins!r} chooses the bins from the data, known only at run time; give an int "
                          "and range=(lo, hi), or the edges")
@@ -143,9 +139,7 @@ def _isin(b: Builder, element: Any, test_elements: Any, *, assume_unique: bool =
 
 
 def _check_isin(ts: Sequence[TensorType], attrs: Mapping[str, Any]) -> None:
-    if any(isinstance(d, Sym) for d in ts[1].shape):
-        raise InferError(f"test_elements of shape {fmt_shape(ts[1].shape)} has sizes only known at launch; isin "
-                         "needs a static number of test elements")
+    require_static("isin", ts[1])
 
 
 def isin(element, test_elements, assume_unique=False, invert=False, *, kind=None):  # noqa: ANN001, ANN201

@@ -14,9 +14,9 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from ..errors import InferError
-from ..tensor_type import Sym, TensorType
+from ..tensor_type import TensorType
 from .builder import Builder
-from .common import attr_dtype, fmt_shape
+from .common import attr_dtype, fmt_shape, require_static
 from .joining import join
 from .numpy_composite import numpy_sugar_op
 from .registry import Category
@@ -78,12 +78,10 @@ def _corrcoef(b: Builder, x: Any, y: Any = None, *, rowvar: bool = True, dtype: 
 
 def _check(name: str):
     def check(ts: Sequence[TensorType], attrs: Mapping[str, Any]) -> None:
+        require_static(name, *ts)
         for t in ts:
             if t.ndim > 2:
                 raise InferError(f"m has more than 2 dimensions: shape {fmt_shape(t.shape)}")
-            if any(isinstance(d, Sym) for d in t.shape):
-                raise InferError(f"shape {fmt_shape(t.shape)} has sizes only known at launch; {name} needs static "
-                                 "sizes")
         for key in ("fweights", "aweights"):
             if attrs.get(key) is not None:
                 raise InferError(f"{key} is not supported in a kernel (weigh the observations before calling cov)")

@@ -202,7 +202,7 @@ def _vdot(b: Builder, a: Any, y: Any) -> list[Any]:
 
 
 def _check_vdot(ts: Sequence[TensorType], attrs: Mapping[str, Any]) -> None:
-    _static("vdot", *ts)
+    require_static("vdot", *ts)
     if ts[0].numel != ts[1].numel:
         raise InferError(f"cannot reshape: vdot needs as many elements in a {fmt_shape(ts[0].shape)} as in b "
                          f"{fmt_shape(ts[1].shape)}")

@@ -22,9 +22,9 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from ..errors import InferError
-from ..tensor_type import Sym, TensorType
+from ..tensor_type import TensorType
 from .builder import Builder
-from .common import fmt_shape, normalize_axis
+from .common import fmt_shape, normalize_axis, require_static
 from .flips import reversed_axes
 from .joining import join
 from .numpy_composite import numpy_sugar_op
@@ -70,20 +70,9 @@ def static_gather(b: Builder, x: Any, axis: int, index: Sequence[int]) -> Any:
     return join(b, [_run(b, x, axis, s, st, n) for s, st, n in _runs(index)], axis)
 
 
-def _static_axis(t: TensorType, ax: int, name: str) -> int:
-    n = t.shape[ax]
-    if isinstance(n, Sym):
-        raise InferError(f"{name}: axis {ax} of shape {fmt_shape(t.shape)} has a size only known at launch; "
-                         f"{name} needs a static size there")
-    return int(n)
-
-
 def _all_static(name: str):
     def check(ts: Sequence[TensorType], attrs: Mapping[str, Any]) -> None:
-        for t in ts:
-            if any(isinstance(d, Sym) for d in t.shape):
-                raise InferError(f"{name}: shape {fmt_shape(t.shape)} has sizes only known at launch; {name} needs "
-                                 "static sizes")
+        require_static(name, *ts)
     return check
 
 

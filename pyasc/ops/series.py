@@ -23,19 +23,12 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from ..errors import InferError
-from ..tensor_type import Sym, TensorType
+from ..tensor_type import TensorType
 from .builder import Builder
-from .common import FLOATS, fmt_shape, normalize_axis
+from .common import FLOATS, fmt_shape, normalize_axis, require_static, require_static_axis
 from .joining import join, slice_axis
 from .numpy_composite import numpy_sugar_op
 from .registry import Category
-
-
-def _static(t: TensorType, ax: int, name: str) -> int:
-    if isinstance(t.shape[ax], Sym):
-        raise InferError(f"axis {ax} of shape {fmt_shape(t.shape)} has a size only known at launch; {name} needs a "
-                         "static size there")
-    return int(t.shape[ax])
 
 
 def _float_work(b: Builder, x: Any) -> tuple[Any, str, str]:
@@ -61,7 +54,7 @@ def _polyval(b: Builder, p: Any, x: Any) -> list[Any]:
 def _check_polyval(ts: Sequence[TensorType], attrs: Mapping[str, Any]) -> None:
     if ts[0].ndim != 1:
         raise InferError(f"the coefficients p must be 1-D, got shape {fmt_shape(ts[0].shape)}")
-    _static(ts[0], 0, "polyval")
+    require_static_axis("polyval", ts[0].shape, 0)
 
 
 def polyval(p, x):  # noqa: ANN001, ANN201 - numpy's signature
@@ -125,7 +118,7 @@ def _check_gradient(ts: Sequence[TensorType], attrs: Mapping[str, Any]) -> None:
     axes = _gradient_axes(f.ndim, attrs.get("axis"))
     _spacings(attrs.get("varargs"), len(axes))
     for ax in axes:
-        if _static(f, ax, "gradient") < order + 1:
+        if require_static_axis("gradient", f.shape, ax) < order + 1:
             raise InferError("Shape of array too small to calculate a numerical gradient, at least (edge_order + 1) "
                              "elements are required.")
 
@@ -157,8 +150,7 @@ def _ediff1d(b: Builder, ary: Any, to_end: Any = None, to_begin: Any = None) -> 
 def _check_ediff1d(ts: Sequence[TensorType], attrs: Mapping[str, Any]) -> None:
     if ts[0].dtype == "bool":
         raise InferError("numpy boolean subtract, the `-` operator, is not supported")
-    if any(isinstance(d, Sym) for d in ts[0].shape):
-        raise InferError(f"shape {fmt_shape(ts[0].shape)} has sizes only known at launch; ediff1d needs static sizes")
+    require_static("ediff1d", ts[0])
 
 
 def ediff1d(ary, to_end=None, to_begin=None):  # noqa: ANN001, ANN201
@@ -199,7 +191,7 @@ def _check_unwrap(ts: Sequence[TensorType], attrs: Mapping[str, Any]) -> None:
     p = ts[0]
     if p.ndim == 0:
         raise InferError("unwrap: p must be at least 1-D")
-    _static(p, normalize_axis(attrs.get("axis", -1), p.ndim)[0], "unwrap")
+    require_static_axis("unwrap", p.shape, normalize_axis(attrs.get("axis", -1), p.ndim)[0])
     for key in ("discont", "period"):
         v = attrs.get(key)
         if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating))):
