@@ -5,10 +5,10 @@ conv2d of its input and weight with a height of 1; max_pool2d(_with_indices) -> 
 (the indices are not computed: a node whose indices are read stays in PyTorch); avg_pool2d -> avg_pool2d
 (no divisor_override); _adaptive_avg_pool2d -> avg_pool2d when the bins are even (the input size a multiple
 of the output size), else each bin's sum (torch's bins: start floor(i*H/out), end ceil((i+1)*H/out), which
-may overlap) summed rows then columns, over the constant bin sizes; batch norm in inference (running
-statistics) -> batch_norm, which GE folds into a preceding conv. Arguments the ops do not take raise
-`Unsupported` (a reported graph break). The ops compute in the dtype torch gives the result, like the
-table's other entries.
+may overlap) summed rows then columns, over the constant bin sizes (its backward spreads each bin's grad
+back likewise); batch norm in inference (running statistics) -> batch_norm, which GE folds into a preceding
+conv. Arguments the ops do not take raise `Unsupported` (a reported graph break). The ops compute in the
+dtype torch gives the result, like the table's other entries.
 """
 from __future__ import annotations
 
@@ -140,6 +140,29 @@ def _bin_sums(cx: Lowering, v: Any, axis: int, bins: list[tuple[int, int]]) -> A
     return cx.op("concat", *sums, axis=ax, kind="concatenate") if len(sums) > 1 else sums[0]
 
 
+def _adaptive_avg_pool_backward(cx: Lowering) -> Any:
+    """_adaptive_avg_pool2d_backward(grad, x): each input position gets grad / bin size of every bin holding
+    it; the bins are separable, so the rows then the columns are spread with constant membership masks."""
+    grad, x = cx.arg(0), cx.arg(1)
+    *_, h, w = cx.shape(x)
+    oh, ow = cx.shape(grad)[-2:]
+    dt = cx.out_dtype
+    rows, cols = _bins(h, oh), _bins(w, ow)
+    sizes = np.outer([e - s for s, e in rows], [e - s for s, e in cols]).astype(np.float32)
+    g = cx.op("div", cx.value(grad, dt), cx.graph.const(sizes, dt, cx.loc))
+    zero = cx.value(0, dt)
+    in_row = cx.graph.const(_membership(rows, h)[:, :, None], "bool", cx.loc)             # (H, oh, 1)
+    g = cx.op("sum", cx.op("where", in_row, cx.op("expand_dims", g, axis=-3), zero), axis=-2)  # (.., H, ow)
+    in_col = cx.graph.const(_membership(cols, w), "bool", cx.loc)                           # (W, ow)
+    return cx.op("sum", cx.op("where", in_col, cx.op("expand_dims", g, axis=-2), zero), axis=-1)
+
+
+def _membership(bins: list[tuple[int, int]], size: int) -> np.ndarray:
+    """(size, bins) bool: position p lies in bin i."""
+    pos = np.arange(size)[:, None]
+    return (pos >= np.array([s for s, _ in bins])) & (pos < np.array([e for _, e in bins]))
+
+
 def _batch_norm(cx: Lowering, eps_at: int) -> list[Any]:
     """(y, None, None): batch norm with running statistics (x, weight, bias, mean, var, ...); the saved
     statistics are not computed (nothing reads them in inference)."""
@@ -166,6 +189,7 @@ TABLE: dict[Any, Entry] = {
     aten.convolution.default: _convolution, aten.conv2d.default: lambda cx: _conv(cx, 6),
     aten.max_pool2d.default: _max_pool, aten.max_pool2d_with_indices.default: _max_pool_with_indices,
     aten.avg_pool2d.default: _avg_pool, aten._adaptive_avg_pool2d.default: _adaptive_avg_pool,
+    aten._adaptive_avg_pool2d_backward.default: _adaptive_avg_pool_backward,
     aten._native_batch_norm_legit_no_training.default: lambda cx: _batch_norm(cx, 6),
     aten.native_batch_norm.default: _native_batch_norm,
 }

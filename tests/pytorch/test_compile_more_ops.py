@@ -39,16 +39,60 @@ def ops_ran() -> set[str]:
     return {n.op for g in pt.last_graphs() for s in g.subgraphs for n in s.graph.nodes}
 
 
-def test_instance_norm_and_uneven_adaptive_pooling_match_eager():
+def test_norms_pools_sorts_scans_distances_and_bags_match_eager():
     torch.manual_seed(0)
     inorm = nn.InstanceNorm2d(8, affine=True)
     inorm.weight.data.uniform_(0.5, 1.5)
     inorm.bias.data.uniform_(-0.5, 0.5)
-    x = torch.randn(2, 8, 7, 5, generator=G)
-    got, want = no_break(lambda t: (inorm(t), F.adaptive_avg_pool2d(t, (3, 2)), F.adaptive_avg_pool2d(t, (7, 1))), x)
-    for g, w in zip(got, want):
-        torch.testing.assert_close(g, w, rtol=1e-5, atol=1e-5)
-    assert "avg_pool2d" in ops_ran()  # (7, 1): even bins, one pooling window
+    x4 = torch.randn(2, 8, 7, 5, generator=G)
+    x = torch.randn(6, 10, generator=G)  # distinct values: every sort's indices are determined
+    ties = torch.randint(0, 4, (6, 10), generator=G).float()
+    weight, scale = torch.randn(10, 4, generator=G), torch.rand(8, generator=G)
+    ids, offsets = torch.tensor([1, 2, 3, 4, 2, 9, 0, 7]), torch.tensor([0, 3, 3, 5])  # bag 1 is empty
+
+    def f(t4, t, r, w, i, o, s):
+        return {
+            "instance_norm": inorm(t4), "adaptive_uneven": F.adaptive_avg_pool2d(t4, (3, 2)),
+            "adaptive_even": F.adaptive_avg_pool2d(t4, (7, 1)),
+            "sort_desc_dim0": torch.sort(t, dim=0, descending=True), "sort_values": torch.sort(t)[0],
+            "topk_smallest": torch.topk(t, 3, largest=False),
+            "sort_ties_desc": torch.sort(r, stable=True, descending=True),
+            "scans_elementwise": torch.cumsum(t, -1) + torch.cumprod(t, 0) + t.flip(0, 1)
+            + torch.ops.aten.elu(t, 1.5, 2.0, 0.5) + torch.selu(t) + t.clamp(t[0], t[1]),
+            "prod": t.prod(-1, keepdim=True), "prod_all": t[:2, :3].prod(),
+            "var_mean": torch.var_mean(t, -1, correction=0),
+            "norm_dims": torch.linalg.vector_norm(t, dim=(0, 1), keepdim=True),
+            "norm_1": torch.linalg.vector_norm(t, 1, dim=0), "norm_inf": torch.linalg.vector_norm(t, math.inf, dim=-1),
+            "norm_3": torch.linalg.vector_norm(t, 3), "cdist_2": torch.cdist(t, t[:4] * 0.5 + 1.0),
+            "cdist_1": torch.cdist(t, t, p=1),
+            "bag_sum_weighted": F.embedding_bag(i, w, o, mode="sum", per_sample_weights=s),
+            "bag_max_last_offset": F.embedding_bag(i, w, torch.cat([o, torch.tensor([8])]), mode="max",
+                                                   include_last_offset=True),
+            "bag_mean_2d_padding": F.embedding_bag(i.reshape(2, 4), w, mode="mean", padding_idx=2),
+        }
+
+    got, want = no_break(f, x4, x, ties, weight, ids, offsets, scale)
+    for name, w in want.items():
+        for g, e in zip(*((got[name], w) if isinstance(w, tuple) else ((got[name],), (w,)))):
+            if e.dtype == torch.int64:
+                assert torch.equal(g, e), name  # indices, ties in index order as torch's stable sort
+            else:
+                torch.testing.assert_close(g, e, rtol=1e-5, atol=1e-5, msg=lambda m, n=name: f"{n}: {m}")
+    assert {"sort", "argsort", "cumsum", "cumprod", "prod", "flip", "norm", "avg_pool2d"} <= ops_ran()
+
+
+def test_the_gradient_of_uneven_adaptive_pooling_is_lowered_and_matches_eager():
+    x = torch.randn(1, 2, 7, 5, generator=G)
+    w = torch.randn(1, 2, 3, 2, generator=G)
+    torch._dynamo.reset()
+    compiled = torch.compile(lambda t: F.adaptive_avg_pool2d(t, (3, 2)) * w, backend="pyasc", options=OPTIONS)
+    got, want = x.clone().requires_grad_(), x.clone().requires_grad_()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", pt.PyascGraphBreak)
+        compiled(got).sum().backward()
+    (F.adaptive_avg_pool2d(want, (3, 2)) * w).sum().backward()
+    torch.testing.assert_close(got.grad, want.grad, rtol=1e-6, atol=1e-6)
+    assert [s.phase for g in pt.last_graphs() for s in g.subgraphs] == ["forward", "backward"]
 
 
 def test_conv1d_and_group_norm_run_on_the_emulator_and_match_eager():
@@ -59,45 +103,6 @@ def test_conv1d_and_group_norm_run_on_the_emulator_and_match_eager():
     got, want = no_break(lambda t: gn(conv(t)), torch.randn(2, 8, 15, generator=G), options=EMULATED)
     torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
     assert {"conv2d", "layer_norm"} <= ops_ran()
-
-
-def test_sorts_scans_norms_and_elementwise_ops_match_eager():
-    x = torch.randn(6, 10, generator=G)  # distinct values: every sort's indices are determined
-    ties = torch.randint(0, 4, (6, 10), generator=G).float()
-
-    def f(t, r):
-        return (torch.sort(t, dim=0, descending=True), torch.sort(t)[0], torch.topk(t, 3, largest=False),
-                torch.sort(r, stable=True, descending=True), torch.cumsum(t, -1) + torch.cumprod(t, 0) + t.flip(0, 1)
-                + torch.ops.aten.elu(t, 1.5, 2.0, 0.5) + torch.selu(t) + t.clamp(t[0], t[1]),
-                t.prod(-1, keepdim=True), t[:2, :3].prod(), torch.var_mean(t, dim=-1, correction=0),
-                torch.linalg.vector_norm(t, dim=(0, 1), keepdim=True), torch.linalg.vector_norm(t, 1, dim=0),
-                torch.linalg.vector_norm(t, math.inf, dim=-1), torch.linalg.vector_norm(t, 3),
-                torch.cdist(t, t[:4] * 0.5 + 1.0), torch.cdist(t, t, p=1))
-
-    got, want = no_break(f, x, ties)
-    flat = [(g, w) for gs, ws in zip(got, want) for g, w in (zip(gs, ws) if isinstance(gs, tuple) else [(gs, ws)])]
-    for g, w in flat:
-        if w.dtype == torch.int64:
-            assert torch.equal(g, w)  # indices, ties in index order as torch's stable sort
-        else:
-            torch.testing.assert_close(g, w, rtol=1e-5, atol=1e-5)
-    assert {"sort", "argsort", "cumsum", "cumprod", "prod", "flip", "norm"} <= ops_ran()
-
-
-def test_embedding_bags_sum_mean_max_match_eager():
-    weight = torch.randn(10, 4, generator=G)
-    ids = torch.tensor([1, 2, 3, 4, 2, 9, 0, 7])
-    offsets = torch.tensor([0, 3, 3, 5])  # bag 1 is empty
-    scale = torch.rand(8, generator=G)
-
-    def f(w, i, o, s):
-        return (F.embedding_bag(i, w, o, mode="sum", per_sample_weights=s),
-                F.embedding_bag(i, w, torch.cat([o, torch.tensor([8])]), mode="max", include_last_offset=True),
-                F.embedding_bag(i.reshape(2, 4), w, mode="mean", padding_idx=2))  # offsets made by torch
-
-    got, want = no_break(f, weight, ids, offsets, scale)
-    for g, w in zip(got, want):
-        torch.testing.assert_close(g, w, rtol=1e-6, atol=1e-6)
 
 
 def test_an_embedding_bag_whose_bag_sizes_are_read_stays_in_pytorch_and_says_why():
