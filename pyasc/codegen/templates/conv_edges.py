@@ -59,17 +59,24 @@ def buffers(e: ConvEdge, t: MoveTiling) -> list[Buffer]:
         return formats.buffers(cv, t)
     bn, c0, size = t.slots(), cv.c0, cv.itemsize
     chw = c0 * cv.padded(t.rows) * size
-    out = [Buffer("acc", "UB", e.src_dtype, t.rows * c0 * itemsize(e.src_dtype), bn, "the cube's result, pixels x c0"),
+    # the tile's two loads (the cube's result, the residual's channel rows) share one buffer: one event per
+    # slot hands both to the vector unit (the phases of a conv launch share the vector cores' event ids)
+    loaded = _acc_bytes(e, t) + (chw if e.residual else 0)
+    out = [Buffer("tin", "UB", e.src_dtype, loaded, bn, "the cube's result, pixels x c0"
+                  + (" | the residual's channel rows" if e.residual else "")),
            Buffer("chw", "UB", cv.dtype, chw, bn, "channel rows")]
     if e.src_dtype != cv.dtype:
         out.append(Buffer("hwc", "UB", cv.dtype, t.rows * c0 * size, bn, f"the result in {cv.dtype}, pixels x c0"))
     if e.residual:
-        out += [Buffer("rchw", "UB", cv.dtype, chw, bn, "residual channel rows"),
-                Buffer("rhwc", "UB", cv.dtype, t.rows * c0 * size, bn, "residual, pixels x c0")]
+        out.append(Buffer("rhwc", "UB", cv.dtype, t.rows * c0 * size, bn, "residual, pixels x c0"))
         if e.src_dtype != cv.dtype:
             out.append(Buffer("rwide", "UB", e.src_dtype, t.rows * c0 * itemsize(e.src_dtype), bn,
                               f"residual in {e.src_dtype}"))
     return out
+
+
+def _acc_bytes(e: ConvEdge, t: MoveTiling) -> int:
+    return t.rows * e.cv.c0 * itemsize(e.src_dtype)
 
 
 def need(e: ConvEdge, t: MoveTiling) -> int:
@@ -104,10 +111,20 @@ def tilings(e: ConvEdge, chip: Chip, buffer_num: int, cores: int, ub_bytes: int 
     return sorted(out, key=lambda t: (-t.buffer_num, -t.rows))
 
 
-def per_core_rows(e: ConvEdge, t: MoveTiling, cores: int) -> int:
-    """Pixel rows the busiest core converts (what the cube waits for, or the launch's end)."""
-    tiles = e.cv.batch * e.cv.blocks_of_cols * -(-e.cv.rows // t.rows)
-    return -(-tiles // max(1, cores)) * t.rows
+def per_core_cycles(e: ConvEdge, t: MoveTiling, cores: int, chip: Chip) -> float:
+    """A rough time of the busiest core (what the cube waits for, or the launch's end), to rank tiles: its
+    tiles' moves (each with its start-up), one after the other single-buffered, overlapped double-buffered
+    (the slower direction's pace after the first tile)."""
+    cv = e.cv
+    tiles = -(-(cv.batch * cv.blocks_of_cols * -(-cv.rows // t.rows)) // max(1, cores))
+    pixels = t.rows * cv.c0
+    inward = chip.gm_to_ub.cycles(pixels * itemsize(e.src_dtype))
+    if e.residual:
+        inward += chip.gm_to_ub.cycles(pixels * cv.itemsize)
+    outward = chip.ub_to_gm.cycles(pixels * cv.itemsize)
+    if t.buffer_num > 1:
+        return inward + outward + (tiles - 1) * max(inward, outward)
+    return tiles * (inward + outward)
 
 
 def schedule(e: ConvEdge, t: MoveTiling, chip: Chip) -> TileSchedule:
@@ -137,12 +154,12 @@ def _to_nd(e: ConvEdge, t: MoveTiling, slot: IntLike) -> list[Stmt]:
     nchw, blocked = formats.nc_offsets(cv)
     c0, hp = cv.c0, cv.padded(t.rows)
     wide = e.src_dtype
-    acc, hwc, chw = Ref("acc", slot), Ref("hwc", slot), Ref("chw", slot)
+    acc, hwc, chw = Ref("tin", slot), Ref("hwc", slot), Ref("chw", slot)
     n = sy.mul(F("rows"), c0)
     out: list[Stmt] = [T.load(acc, GmRef(in_param(0), sy.mul(blocked, itemsize(wide))), wide, n,
                               note="the cube's NC1HWC0 rows")]
     if e.residual:
-        rchw, rhwc = Ref("rchw", slot), Ref("rhwc", slot)
+        rchw, rhwc = Ref("tin", slot).at(_acc_bytes(e, t)), Ref("rhwc", slot)
         pad = sy.add(c0, sy.mul(-1, F("vcols")))
         out += [When(sy.lt(0, pad), [T.vdup(rchw.at(sy.mul(F("vcols"), hp * cv.itemsize)), 0, sy.mul(pad, hp),
                                             cv.dtype, note="zero the padding channels")]),

@@ -27,7 +27,7 @@ from typing import Mapping, Sequence
 from ... import symbolic as sy
 from ...target import Chip, itemsize
 from .. import tileops as T
-from ..schedule import GmParam, GmRef, Loop, MixedSchedule, Stmt, TileOp, TileSchedule, When
+from ..schedule import BLOCKS, CORE, GmParam, GmRef, Loop, MixedSchedule, Stmt, TileOp, TileSchedule, When
 from ..template import Job, Template, Tiling
 from . import conv, conv_edges, conv_weights
 from .conv import ConvTiling, CubeConv
@@ -63,6 +63,7 @@ class ConvLaunchTiling(Tiling):
     cores: int
     edge_in: MoveTiling | None = None
     edge_out: MoveTiling | None = None
+    weight_cores: int = 0   # with edge_in: the vector cores converting the weights (the others convert the map)
 
     def describe(self) -> str:
         edges = "".join(f"; {what} on the vector cores: {t.describe()}" for what, t in
@@ -84,24 +85,37 @@ def tilings(a: ConvLaunch, chip: Chip, buffer_num: int, cores: int) -> list[Conv
     """Each conv tiling with the conversion spread over its groups' vector cores (an even share of the rows,
     or fewer where the edges' tiles need the UB) and the edges' tiles."""
     out = []
-    vector_side: dict[int, tuple | None] = {}
+    vector_side: dict[tuple[int, int], tuple | None] = {}
+    # the vector side's phases draw on one set of event ids: a double-buffered tail with a residual (two loads
+    # per tile) may leave the weights' too few, so it comes single-buffered too (the sync planner refuses what
+    # does not fit, the cost model picks among the rest)
+    edge_bns = (buffer_num, 1) if a.edge_out is not None and a.edge_out.residual and buffer_num > 1 else (buffer_num,)
     for ct in conv.tilings(a.cube, chip, buffer_num, cores):
         aivs = _groups(a.cube, ct, chip) * chip.group_aivs
-        if aivs not in vector_side:
-            vector_side[aivs] = _vector_side(a, chip, buffer_num, aivs)
-        found = vector_side[aivs]
-        if found is not None:
-            out.append(ConvLaunchTiling(ct, found[0], ct.buffer_num, ct.cores, *found[1:]))
+        for bn in edge_bns:
+            if (aivs, bn) not in vector_side:
+                vector_side[aivs, bn] = _vector_side(a, chip, bn, aivs)
+            found = vector_side[aivs, bn]
+            if found is not None:
+                out.append(ConvLaunchTiling(ct, found[0], ct.buffer_num, ct.cores, *found[1:]))
     return out
 
 
+def weight_cores(a: ConvLaunch, aivs: int) -> int:
+    """Vector cores converting the weights: all of them, or, when the map is converted too, three quarters
+    (the others convert the map at the same time: a weight tile is a chain of short dependent moves, the map
+    a stream, so a few cores take it in about the weights' time)."""
+    return aivs - max(1, aivs // 4) if a.edge_in is not None and aivs >= 2 else aivs
+
+
 def _vector_side(a: ConvLaunch, chip: Chip, buffer_num: int, aivs: int
-                 ) -> tuple[MoveTiling, MoveTiling | None, MoveTiling | None] | None:
+                 ) -> tuple[MoveTiling, MoveTiling | None, MoveTiling | None, int] | None:
     """The weights' tile and the edges' over `aivs` vector cores: the evenest share of the weight rows (the
     vector cores work while the cube cores wait at the barrier), single-buffered (a core converts one tile, or
     few, and each parameter load would take two event ids), halved until the edges' tiles fit next to it (the
-    phases run one after the other, each with its own buffers); None when nothing fits."""
-    even = min(conv_weights.tilings(a.weights, chip, 1, aivs), key=lambda w: w.rows, default=None)
+    phases' buffers are all in one UB layout); None when nothing fits."""
+    kw = weight_cores(a, aivs)
+    even = min(conv_weights.tilings(a.weights, chip, 1, kw), key=lambda w: w.rows, default=None)
     rows = even.rows if even is not None else 0
     while rows >= 1:
         pick = MoveTiling(rows, even.cols, 1, even.cores)
@@ -109,7 +123,7 @@ def _vector_side(a: ConvLaunch, chip: Chip, buffer_num: int, aivs: int
         if not conv_weights.fits(a.weights, pick, chip):
             continue
         left = chip.ub_bytes - sum(b.nbytes for b in conv_weights.buffers(a.weights, pick, chip))
-        first = _edge_tiling(a.edge_in, chip, buffer_num, aivs, left)
+        first = _edge_tiling(a.edge_in, chip, buffer_num, max(1, aivs - kw), left)
         if a.edge_in is not None:
             if first is None:
                 continue
@@ -117,17 +131,16 @@ def _vector_side(a: ConvLaunch, chip: Chip, buffer_num: int, aivs: int
         second = _edge_tiling(a.edge_out, chip, buffer_num, aivs, left)
         if a.edge_out is not None and second is None:
             continue
-        return pick, first, second
+        return pick, first, second, kw
     return None
 
 
 def _edge_tiling(e: ConvEdge | None, chip: Chip, buffer_num: int, cores: int, ub_bytes: int) -> MoveTiling | None:
-    """The edge's tile that leaves the busiest core the fewest rows within `ub_bytes`, double-buffered where
-    that does not cost rows."""
+    """The edge's tile that the busiest core gets through soonest within `ub_bytes`."""
     if e is None or ub_bytes <= 0:
         return None
     found = conv_edges.tilings(e, chip, buffer_num, cores, ub_bytes)
-    return min(found, key=lambda t: (conv_edges.per_core_rows(e, t, cores), -t.buffer_num), default=None)
+    return min(found, key=lambda t: (conv_edges.per_core_cycles(e, t, cores, chip), -t.rows), default=None)
 
 
 def schedule(a: ConvLaunch, t: ConvLaunchTiling, chip: Chip) -> MixedSchedule:
@@ -148,8 +161,16 @@ def schedule(a: ConvLaunch, t: ConvLaunchTiling, chip: Chip) -> MixedSchedule:
              f"the workspace at an all-core barrier (one launch)"]
     params = {WEIGHTS: cw.dtype, BIAS: "float32"}
     if a.edge_in is not None and t.edge_in is not None:
+        aivs, kw = sy.mul(groups, chip.group_aivs), t.weight_cores
+        core = sy.sym(CORE)
         x_in = prefixed(conv_edges.schedule(a.edge_in, t.edge_in, chip), "xi_",
-                        {"in0": _name(a.edge_in_input), "out0": MAP}, WORKSPACES)
+                        {"in0": _name(a.edge_in_input), "out0": MAP}, WORKSPACES,
+                        {CORE: sy.add(core, -kw), BLOCKS: sy.add(aivs, -kw)})
+        if isinstance(aivs, int) and kw < aivs:  # the weights on the first kw cores, the map on the others
+            aiv = prefixed(aiv, "w_", {}, WORKSPACES, {BLOCKS: kw})
+            aiv.body = [When(sy.lt(core, kw), aiv.body)]
+            x_in.body = [When(sy.lt(kw - 1, core), x_in.body)]
+            notes.append(f"the weights on {kw} vector cores, the map on the others")
         aiv = _joined(x_in, aiv)
         scratch[MAP] = _blocked_bytes(a.edge_in)
         params[MAP] = a.edge_in.cv.dtype
