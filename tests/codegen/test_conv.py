@@ -141,6 +141,39 @@ def test_resnet_basic_block(chip, rng):
     assert [k.template for k in block.compile(*args).kernels] == ["conv_launch", "conv_launch"]
 
 
+def test_a_block_of_two_images_with_odd_sizes_in_two_launches(rng):
+    c, o = 5, 17   # channels not multiples of 16, odd H and W, a strided first conv, batch 2
+    x, b1 = data(rng, (2, c, 9, 7), np.float16), data(rng, (o,), np.float16, 0.1)
+    w1, w2 = data(rng, (o, c, 3, 3), np.float16, 0.3), data(rng, (o, o, 3, 3), np.float16, 0.2)
+    r = data(rng, (2, o, 5, 4), np.float16)
+
+    @pyasc.kernel(chip="tiny")
+    def block(x, w1, b1, w2, r):
+        y = pyasc.relu(pyasc.conv2d(x, w1, b1, stride=2, padding=1))
+        return pyasc.relu(pyasc.conv2d(y, w2, padding=1) + r)
+
+    assert_close(block(x, w1, b1, w2, r), block.py_func(x, w1, b1, w2, r))
+    # x converted on the way into the first conv's launch, the residual added on the way out of the second's
+    assert [k.template for k in block.compile(x, w1, b1, w2, r).kernels] == ["conv_launch", "conv_launch"]
+
+
+def test_edge_conversions_run_as_launches_of_their_own_when_the_conv_launch_cannot_take_them(rng, monkeypatch):
+    from pyasc.codegen.templates import conv_launch
+    monkeypatch.setattr(conv_launch, "_vector_side", lambda *a: None)   # as if nothing fitted the UB
+    x, w = data(rng, (1, 20, 7, 5), np.float16), data(rng, (18, 20, 3, 3), np.float16, 0.2)
+    b, r = data(rng, (18,), np.float16), data(rng, (1, 18, 7, 5), np.float16)
+
+    @pyasc.kernel(chip="tiny")
+    def residual_apart(x, w, b, r):
+        return pyasc.relu(pyasc.conv2d(x, w, b, padding=1) + r)
+
+    assert_close(residual_apart(x, w, b, r), residual_apart.py_func(x, w, b, r))
+    art = residual_apart.compile(x, w, b, r)
+    assert [k.template for k in art.kernels] == ["conv_edge", "conv_weights", "conv", "conv_edge"]
+    conv_kernel = [k for k in art.kernels if k.template == "conv"][0]
+    assert any("no tiling of the vector side fits" in n for n in conv_kernel.notes)
+
+
 @pytest.mark.parametrize("dtype", ["float16", "float32"])
 @pytest.mark.parametrize("fuse", [True, False])
 def test_a_residual_add_on_the_cube_or_as_an_nc1hwc0_vector_kernel(dtype, fuse, rng):
