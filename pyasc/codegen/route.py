@@ -183,8 +183,8 @@ def conv_jobs(label: str, plan: KernelPlan, chip: Chip, buffer_num: int, mixed: 
     jobs.append(Job("conv_weights", r.weights.name, r.weights, r.weight_inputs, r.weight_outputs, plan, {}, **where))
     jobs.append(Job("conv", label, r.cube, r.operands, [r.cube_result], plan, {"scratch": list(r.scratch)}, **where))
     if why:
-        jobs[-1].options["notes"] = [f"not one launch with its weight conversion{' and edges' if r.x or r.edge_out else ''}: "
-                                     f"{why}"]
+        edges = " and its edge conversions" if r.edge_in is not None or r.edge_out is not None else ""
+        jobs[-1].options["notes"] = [f"not one launch with its weight conversion{edges}: {why}"]
     if r.edge_out is not None:
         jobs.append(Job("conv_edge", r.edge_out.name, r.edge_out, r.edge_out_inputs, [r.result], plan, {}, **where))
     return jobs

@@ -16,7 +16,7 @@ The same schedules run as launches of their own when the conv's launch cannot ta
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from ... import symbolic as sy
 from ...symbolic import IntLike
@@ -189,10 +189,6 @@ def _tilings(e: ConvEdge, chip: Chip, buffer_num: int, cores: int) -> list[MoveT
     if e.plain:
         return formats.tilings(e.cv, chip, buffer_num, cores)
     return tilings(e, chip, buffer_num, cores)
-
-
-def with_name(e: ConvEdge, name: str) -> ConvEdge:
-    return replace(e, cv=replace(e.cv, name=name, notes=list(e.cv.notes)))
 
 
 TEMPLATE = Template("conv_edge", "aiv", MoveTiling, lambda job, chip: [job.subject], _tilings, schedule,
