@@ -190,3 +190,15 @@ def test_the_cost_model_charges_the_round_trip_through_the_vector_cores():
     sides = [estimate(side, {}, chip) for side in s.sides]
     own = [e.cycles - launch_cycles(chip, e.blocks) for e in sides]
     assert schedules.score(s, {}, chip).core_cycles >= sum(own) / lead - 1e-6
+
+
+def test_per_row_values_are_read_in_place_by_repeat_addressing():
+    """x - m', O *= alpha and O / l read each row's value from one UB block with a source block stride of 0 (no
+    row-wide broadcast copy) where the rows are whole repeats; the results stay those of the formula."""
+    rng = np.random.default_rng(7)
+    args = _qkv(rng, 2, 40, 72, 64)
+    kern = pyasc.kernel(attend, chip="tiny", sanitize=True)
+    aiv = kern.compile(*args).kernels[0].program.aiv.listing()
+    strided = [ln for ln in aiv.splitlines() if "vmul" in ln and "srcs=((1, 8), (0, 1))" in ln]
+    assert strided, aiv                       # O (64 float32 columns: one repeat a row) scaled in place
+    assert_close(kern(*args), reference(*args), **TOL)
