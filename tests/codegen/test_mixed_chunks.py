@@ -69,3 +69,18 @@ def test_chunk_counts_keep_whole_fractals_and_the_flag_limit():
     assert mixed.chunk_counts(128, chip) == [1, 2]          # 4 chunks of 32 columns are narrower than allowed
     assert mixed.chunk_counts(256, chip) == [1, 2, 4]
     assert mixed.chunk_counts(48, chip) == [1]              # 48 = 3 fractals: no even split into whole ones
+
+
+def f32_bias_relu(a, b, bias):
+    return np.maximum((a @ b).astype(np.float32) + bias, 0)
+
+
+@pytest.mark.parametrize("m,k,n", [(1, 16, 20), (7, 31, 33)])
+def test_a_float32_bias_and_relu_after_the_cast_need_no_vector_epilogue(rng, m, k, n):
+    args = [_vals(rng, (m, k)), _vals(rng, (k, n)), _vals(rng, (n,), "float32")]
+    kern = pyasc.kernel(f32_bias_relu, chip="tiny", sanitize=True)
+    out = kern(*args)
+    assert [d.template for d in kern.compile(*args).kernels] == ["matmul"]   # bias table and FixPipe's ReLU
+    ref = kern.py_func(*args)
+    assert out.dtype == np.float32
+    assert_close(out, ref, rtol=2e-3, atol=2e-3)
