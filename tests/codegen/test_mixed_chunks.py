@@ -37,6 +37,7 @@ def only_chunks(monkeypatch):
         monkeypatch.setenv("PYASC_CACHE", "0")   # a cached kernel would not be compiled with the narrowed set
         monkeypatch.setattr(mixed, "CHUNKS", (n,))
         monkeypatch.setattr(mixed, "MIN_CHUNK_FRACTALS", 1)
+        monkeypatch.setattr(mixed, "MIN_CHUNK_SHARE_ROWS", 1)
     return narrow
 
 

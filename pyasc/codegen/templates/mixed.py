@@ -46,6 +46,10 @@ CHUNKS = (1, 2, 4)   # the column chunk counts a block may cross over in
 # narrower chunks pay more in transfer start-ups than they save, more than the estimates see (910b, a 1024^3
 # product with a GELU epilogue: 128x64 blocks in 2 chunks of 32 ran 1.16x the 128x128 blocks in 2 chunks of 64)
 MIN_CHUNK_FRACTALS = 4
+# and each vector core's share of a chunk at least this many rows: every chunk pays a GM transfer start-up per
+# input on each side, which shorter shares do not earn back (910b, the GPT-2 block's 64-row blocks, 32 rows
+# per vector core: chunked ran 1.03-1.06x whole blocks; 128-row blocks in 64-column chunks ran 0.97x)
+MIN_CHUNK_SHARE_ROWS = 64
 
 
 @dataclass(frozen=True)
@@ -166,7 +170,8 @@ def tilings(a: MixedAnalysis, chip: Chip, buffer_num: int, cores: int) -> list[M
     out = []
     pro: dict[int, list] = {}   # the prologue's candidates per vector core count
     for ct, chunks in ((ct, n) for ct in matmul.tilings(a.mk, chip, buffer_num, min(cores, chip.aic_cores), dims)
-                       for n in chunk_counts(ct.tn, chip)):
+                       for n in chunk_counts(ct.tn, chip)
+                       if n == 1 or _rows_per_aiv(ct.tm, chip) >= MIN_CHUNK_SHARE_ROWS):
         t = MixedTiling(ct, min(2, buffer_num), ct.cores, chunks=chunks)
         if a.pro is not None:
             left = chip.ub_bytes - sum(b.nbytes for b in aiv_buffers(a, t, chip))
