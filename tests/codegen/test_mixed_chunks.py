@@ -11,7 +11,7 @@ import pytest
 
 import pyasc
 from conftest import assert_close
-from pyasc.codegen.templates import mixed
+from pyasc.codegen.templates import mixed_chunks
 from pyasc.target import get_chip
 
 
@@ -35,9 +35,9 @@ def chunk_batched(x, w, b):
 def only_chunks(monkeypatch):
     def narrow(n: int) -> None:
         monkeypatch.setenv("PYASC_CACHE", "0")   # a cached kernel would not be compiled with the narrowed set
-        monkeypatch.setattr(mixed, "CHUNKS", (n,))
-        monkeypatch.setattr(mixed, "MIN_CHUNK_FRACTALS", 1)
-        monkeypatch.setattr(mixed, "MIN_CHUNK_SHARE_ROWS", 1)
+        monkeypatch.setattr(mixed_chunks, "CHUNKS", (n,))
+        monkeypatch.setattr(mixed_chunks, "MIN_CHUNK_FRACTALS", 1)
+        monkeypatch.setattr(mixed_chunks, "MIN_CHUNK_SHARE_ROWS", 1)
     return narrow
 
 
@@ -67,9 +67,10 @@ def test_chunked_hand_over_golden(rng, only_chunks, chunks, fn, shapes):
 
 def test_chunk_counts_keep_whole_fractals_and_the_flag_limit():
     chip = get_chip("910b")
-    assert mixed.chunk_counts(128, chip) == [1, 2]          # 4 chunks of 32 columns are narrower than allowed
-    assert mixed.chunk_counts(256, chip) == [1, 2, 4]
-    assert mixed.chunk_counts(48, chip) == [1]              # 48 = 3 fractals: no even split into whole ones
+    assert mixed_chunks.chunk_counts(128, 64, chip) == [1, 2]     # 4 chunks of 32 columns: narrower than allowed
+    assert mixed_chunks.chunk_counts(256, 64, chip) == [1, 2, 4]
+    assert mixed_chunks.chunk_counts(256, 32, chip) == [1]        # shares of 32 rows: too short to chunk
+    assert mixed_chunks.chunk_counts(48, 64, chip) == [1]         # 48 = 3 fractals: no even split into whole ones
 
 
 def f32_bias_relu(a, b, bias):

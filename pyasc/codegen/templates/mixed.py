@@ -9,6 +9,13 @@ the epilogue's vector ops (the vector template's analysis and op translation, `p
 stores the result. The cross-core flags between the two (the block is in the channel; the AIVs have read it)
 come from `cross_sync`, each side's own from `sync`.
 
+A block may cross over in column chunks (`MixedTiling.chunks`): FixPipe writes L0C's 16-column panels a chunk at
+a time, each chunk into a slot of its own (2 per chunk of a block), and the vector cores take, compute and store
+chunk by chunk, so they start on a block before the cube has written all of it and finish sooner after its
+last one. Loads of the epilogue's other inputs come before the wait for the cube's tile. The cost model weighs
+the chunk counts (more flags, FixPipes and vector ops against a shorter drain); chunks narrower than 64 columns
+or shares under 64 rows are not offered (measured slower than their estimates).
+
 The epilogue must be elementwise over the product's (batch..., M, N) output with N as its row (rows M, the
 batch outer or folded into the rows); anything else is `Unsupported` and the router falls back to separate
 launches.
@@ -36,20 +43,13 @@ from .matmul import CubeMatmul, in_param as cube_in
 from .matmul_bound import cube_bound
 from .matmul_tiling import MatmulTiling
 from .placement import Placement, decompose
+from .mixed_chunks import Chunk, chunk, chunk_counts, chunked
 from .mixed_prologue import Prologue
 from .vector_kernel import VectorKernel, VectorTiling, in_param, out_param, stride_field, stride_fields
 
 F = sy.sym
 CHANNEL = "ws"
 SLOTS = 2            # workspace tiles per chunk of a block (double buffering)
-CHUNKS = (1, 2, 4)   # the column chunk counts a block may cross over in
-# narrower chunks pay more in transfer start-ups than they save, more than the estimates see (910b, a 1024^3
-# product with a GELU epilogue: 128x64 blocks in 2 chunks of 32 ran 1.16x the 128x128 blocks in 2 chunks of 64)
-MIN_CHUNK_FRACTALS = 4
-# and each vector core's share of a chunk at least this many rows: every chunk pays a GM transfer start-up per
-# input on each side, which shorter shares do not earn back (910b, the GPT-2 block's 64-row blocks, 32 rows
-# per vector core: chunked ran 1.03-1.06x whole blocks; 128-row blocks in 64-column chunks ran 0.97x)
-MIN_CHUNK_SHARE_ROWS = 64
 
 
 @dataclass(frozen=True)
@@ -154,14 +154,6 @@ def need(a: MixedAnalysis, t: MixedTiling, chip: Chip) -> int:
     return sum(b.nbytes for b in aiv_buffers(a, t, chip))
 
 
-def chunk_counts(tn: int, chip: Chip) -> list[int]:
-    """How many column chunks a tn-wide block may cross over in: a chunk is whole cube fractals (FixPipe takes
-    L0C's 16-column panels), at least MIN_CHUNK_FRACTALS of them, and 2 * chunks workspace slots stay within
-    what a cross-core flag counts."""
-    return [n for n in CHUNKS if tn % (n * chip.cube_block) == 0
-            and (n == 1 or tn // n >= MIN_CHUNK_FRACTALS * chip.cube_block) and 2 * n < chip.cross_flag_limit]
-
-
 def tilings(a: MixedAnalysis, chip: Chip, buffer_num: int, cores: int) -> list[MixedTiling]:
     """The cube template's tilings whose vector side fits the UB, each with the column chunks it may hand over
     in (finer chunks: the vector cores start sooner and finish sooner after the cube's last block, for more
@@ -170,8 +162,7 @@ def tilings(a: MixedAnalysis, chip: Chip, buffer_num: int, cores: int) -> list[M
     out = []
     pro: dict[int, list] = {}   # the prologue's candidates per vector core count
     for ct, chunks in ((ct, n) for ct in matmul.tilings(a.mk, chip, buffer_num, min(cores, chip.aic_cores), dims)
-                       for n in chunk_counts(ct.tn, chip)
-                       if n == 1 or _rows_per_aiv(ct.tm, chip) >= MIN_CHUNK_SHARE_ROWS):
+                       for n in chunk_counts(ct.tn, _rows_per_aiv(ct.tm, chip), chip)):
         t = MixedTiling(ct, min(2, buffer_num), ct.cores, chunks=chunks)
         if a.pro is not None:
             left = chip.ub_bytes - sum(b.nbytes for b in aiv_buffers(a, t, chip))
@@ -196,7 +187,8 @@ def schedule(a: MixedAnalysis, t: MixedTiling, chip: Chip) -> MixedSchedule:
     slot_bytes = ct.tm * ncp * itemsize(ws_dtype)
     slots = SLOTS * t.chunks
     if a.keep_product:
-        aic = matmul.schedule(mk, ct, chip, sink=lambda blk: matmul.to_output(blk) + _to_channel(blk, t, ncp, slot_bytes, chip))
+        aic = matmul.schedule(mk, ct, chip,
+                              sink=lambda blk: matmul.to_output(blk) + _to_channel(blk, t, ncp, slot_bytes, chip))
     else:
         aic = matmul.schedule(mk, ct, chip, sink=lambda blk: _to_channel(blk, t, ncp, slot_bytes, chip))
         aic.params = [p for p in aic.params if p.role != "out"]
@@ -232,41 +224,6 @@ def _with_prologue(a: MixedAnalysis, t: MixedTiling, chip: Chip, aic: TileSchedu
     return aic, aiv, pro
 
 
-@dataclass(frozen=True)
-class Chunk:
-    """Column chunk `c` of the block in `t`/`i` (n0, nn), as both sides name it: its first column `n0`, its
-    width `nn` and `k`, the group's running chunk count, which picks the workspace slot (the cube's k-th write
-    is the vector cores' k-th read). `lets` define them; a block in one chunk needs none (the block's names)."""
-
-    lets: list[Stmt]
-    n0: IntLike
-    nn: IntLike
-    k: IntLike
-
-
-def _chunk(t: MixedTiling, c: IntLike) -> Chunk:
-    """Chunk `c` (a loop variable or a number). A block on the N edge may have fewer chunks: k counts those of
-    the group's earlier edge blocks (t // nnb - (t - i) // nnb of them) so every slot is written in turn."""
-    n, nc = t.chunks, t.chunk_cols
-    if n == 1:
-        return Chunk([], F("n0"), F("nn"), F("i"))
-    nnb = sy.ceildiv(F("N"), F("tn"))
-    edge_chunks = sy.ceildiv(sy.add(F("N"), sy.mul(-1, sy.add(nnb, -1), F("tn"))), nc)
-    edges = sy.add(sy.floordiv(F("t"), nnb), sy.mul(-1, sy.floordiv(sy.add(F("t"), sy.mul(-1, F("i"))), nnb)))
-    k = sy.add(sy.mul(F("i"), n), sy.mul(-1, edges, sy.add(n, sy.mul(-1, edge_chunks))), c)
-    n0, nn = sy.add(F("n0"), sy.mul(c, nc)), sy.min_(nc, sy.add(F("nn"), sy.mul(-1, c, nc)))
-    if isinstance(c, int):   # an unrolled chunk: its own expressions (a name bound twice in one body would not be)
-        return Chunk([], n0, nn, k)
-    return Chunk([Let("cn0", n0), Let("cw", nn), Let("k", k)], F("cn0"), F("cw"), F("k"))
-
-
-def _chunked(t: MixedTiling, body: list[Stmt], note: str) -> list[Stmt]:
-    """`body` (after its `Chunk.lets`) once per column chunk of the block; no loop for a block in one chunk."""
-    if t.chunks == 1:
-        return body
-    return [Loop("c", 0, sy.ceildiv(F("nn"), t.chunk_cols), 1, body, note=note)]
-
-
 def _to_channel(blk: matmul.Block, t: MixedTiling, ncp: int, slot_bytes: int, chip: Chip) -> list[Stmt]:
     """FixPipe of one output block into this group's channel slots, a column chunk at a time (the AIC's core
     index is its group). L0C holds the block as 16-column panels of ceil16(mm) rows: chunk c starts c * nc
@@ -275,11 +232,12 @@ def _to_channel(blk: matmul.Block, t: MixedTiling, ncp: int, slot_bytes: int, ch
     rows16 = sy.mul(sy.ceildiv(blk.mm, chip.cube_block), chip.cube_block)
 
     def fix(c: int) -> list[Stmt]:
-        ch = _chunk(t, c)
+        ch = chunk(t.chunks, t.chunk_cols, c)
         off = sy.mul(sy.add(sy.mul(F(CORE), slots), sy.mod(ch.k, slots)), slot_bytes)
         src = blk.acc.at(sy.mul(c * t.chunk_cols, rows16, itemsize(mk.acc_dtype))) if c else blk.acc
+        note = "L0C -> workspace tile" + (f" (chunk {c})" if t.chunks > 1 else "")
         return ch.lets + [T.fixpipe(GmRef(CHANNEL, off), src, blk.mm, ch.nn, mk.out_dtype, mk.acc_dtype,
-                                    relu=mk.relu, dst_row_stride=ncp, note="L0C -> workspace tile" + (f" (chunk {c})" if t.chunks > 1 else ""))]
+                                    relu=mk.relu, dst_row_stride=ncp, note=note)]
 
     # unrolled, the later chunks only where the block reaches them: the FixPipes queue back to back on FIX
     # (the cost model estimates a loop as a serial unit)
@@ -319,7 +277,7 @@ def _vector_side(a: MixedAnalysis, t: MixedTiling, chip: Chip, tnp: int, slot_by
         row0 = sy.add(sy.mul(F("bi"), M), F("m0"), F("rs"))
         o_index = []
     lets.append(Let("row0", row0))
-    ch = _chunk(t, F("c"))
+    ch = chunk(t.chunks, t.chunk_cols, F("c"))
     geom = Geometry(full=sy.mul(F("rows"), tnp), row=F("rows"), rows=F("rows"), cols=ch.nn, stride=tnp)
     tiling = VectorTiling("chunks", h, tnp, t.buffer_num, t.cores)
     ncube = 3 if mk.bias else 2   # the cube reads in0 (A), in1 (B)[, in2 (bias)]; the epilogue's inputs follow
@@ -338,8 +296,10 @@ def _vector_side(a: MixedAnalysis, t: MixedTiling, chip: Chip, tnp: int, slot_by
     others = _loads(place, vk, tnp, ch)
     work = place.compute(vk.body) + _stores(place, vk, tnp, first_out, ch)
     has_rows = sy.lt(0, F("rows"))
-    chunk = ch.lets + ([When(has_rows, others)] if others else []) + [When(has_rows, [take]), When(has_rows, work)]
-    body = lets + _chunked(t, chunk, "column chunks of the block, as the cube hands them over")
+    body_of_chunk = ch.lets + ([When(has_rows, others)] if others else []) + [When(has_rows, [take]),
+                                                                            When(has_rows, work)]
+    body = lets + chunked(t.chunks, t.chunk_cols, body_of_chunk,
+                          "column chunks of the block, as the cube hands them over")
     pre = _zero_padding(vk, t, h, tnp) + place.prologue()
     params = [GmParam(CHANNEL, first.buf.dtype, "scratch")]
     params += [GmParam(place.in_name(u.index), u.buf.dtype, "in") for u in vk.resident + vk.per_tile if u.index != 0]
