@@ -219,16 +219,11 @@ def _analyze(job: Job, chip: Chip) -> list[VectorKernel]:
     multi-pass for a row reduction (`job.options["rows"]`: its input shape, "k": the axes it reduces)."""
     rows = job.options.get("rows")
     modes = ("rows", "multipass") if rows is not None else ("rows", "chunks")
-    out, errors = [], []
-    for mode in modes:
-        try:
-            out.append(vector_kernel.analyze(job.label, job.subject, rows, job.options.get("k", 0), mode,
-                                             chip.ub_align))
-        except UnsupportedDomain as e:
-            errors.append(str(e))
-    if not out:
-        raise Unsupported("; ".join(dict.fromkeys(errors)))   # each mode's reason once (they often agree)
-    return out
+    try:
+        return vector_kernel.analyze_modes(job.label, job.subject, rows, job.options.get("k", 0), modes,
+                                           chip.ub_align)
+    except UnsupportedDomain as e:   # the reason is the same in every mode
+        raise Unsupported(str(e)) from None
 
 
 def _tilings(vk: VectorKernel, chip: Chip, buffer_num: int, cores: int) -> list[VectorTiling]:
