@@ -122,7 +122,8 @@ def resnet_basic_block(chip: str, n: int = 1, c: int = 64, hw: int = 56) -> Row:
     k = pyasc.kernel(basic_block, chip=chip)
     row = measure(f"resnet basic block {n}x{c}x{hw}x{hw} f16", k, args)
     transdata = [kd.template for kd in k.compile(*args).kernels].count("transdata")
-    row.note = f"{transdata} transdata launches (block edges)"
+    row.note = (f"{transdata} transdata launches (block edges)" if transdata else
+                "no transdata launch: the edge conversions run on the conv launches' vector cores")
     return row
 
 
@@ -153,9 +154,17 @@ def attention_rows(chip: str, heads: int = 8, t: int = 1024, d: int = 128) -> li
             continue
         _, prof = k.profile(*args)
         hbm = getattr(prof, "hbm_bytes", None)  # (a baseline checkout may predate the HBM/L2 split)
-        row.note = "" if hbm is None else f"HBM bytes {hbm / row.min_bytes:.2f}x min (the workspace stays in L2)"
+        row.note = "" if hbm is None else f"HBM bytes {hbm / row.min_bytes:.2f}x min" + _workspace_note(k, args, row)
         rows.append(row)
     return rows
+
+
+def _workspace_note(kernel: Any, args: Sequence[Any], row: Row) -> str:
+    """The launches' GM workspace over the minimum: the HBM bytes above the minimum are its footprint, not re-reads
+    (K and V read again by later query blocks hit in L2; each workspace line's first write allocates a dirty L2
+    line, written back once however often the tile is rewritten)."""
+    scratch = sum(loc.nbytes for kd in kernel.compile(*args).kernels for loc in getattr(kd, "scratch", {}).values())
+    return f", {scratch / row.min_bytes:.2f}x of it the workspace's footprint" if scratch else ""
 
 
 def _decode_step(q, k, v):

@@ -23,7 +23,7 @@ import numpy as np
 
 from .. import symbolic as sy
 from ..symbolic import Expr, IntLike
-from ..target import Chip, Mem, Program, Reg, itemsize, repeats
+from ..target import Chip, Mem, Program, Reg, VRepeat, itemsize, repeats
 from .cross_sync import CrossKind, CrossOp, SideCross
 from .launch import base_field
 from .scalar_exprs import scalar_table
@@ -243,7 +243,9 @@ class Emitter:
     def op(self, t: TileOp) -> None:
         t = replace(t, args=self.fold_args(t.args))
         shape = t.spec.shape  # vector work over more than the repeat limit is split by its shape
-        if shape == "elementwise":
+        if "rep_strides" in t.args:
+            self._call_repeated(t)
+        elif shape == "elementwise":
             self._split_elementwise(t)
         elif shape == "rows":
             self._split_rows(t)
@@ -254,6 +256,15 @@ class Emitter:
 
     def _call(self, instr: str, args: dict[str, Any]) -> None:
         self.p.instr(instr, **{k: self.operand(v) for k, v in args.items()})
+
+    def _call_repeated(self, t: TileOp) -> None:
+        """An elementwise instruction in the hardware's repeat addressing (`tileops.vrepeated`): `rep_count`
+        repeats at the (block stride, repeat stride) pairs `rep_strides` (destination first), `rep_mask` the
+        elements of each repeat computed; `count` only sizes the work for the cost model."""
+        a = dict(t.args)
+        reps, strides, mask = a.pop("rep_count"), a.pop("rep_strides"), a.pop("rep_mask")
+        a["count"], a["rep"] = None, VRepeat(self.value(reps), strides[0], strides[1:], mask)
+        self._call(t.instr, a)
 
     # ---- the repeat limit -------------------------------------------------------------------
     def _max_elems(self, t: TileOp) -> int:

@@ -166,9 +166,10 @@ def _planned(planner: Callable[..., Any], label: str, plan: KernelPlan, **option
 
 
 def conv_jobs(label: str, plan: KernelPlan, chip: Chip, buffer_num: int, mixed: bool) -> list[Job]:
-    """The weights in the cube's layout (and the conv's float32 bias) and the cube kernel: one mixed launch
-    (`conv_launch`) when the plan is marked for one and it tiles, else two launches (the notes say why)."""
-    r = _planned(conv_plan.route, label, plan)
+    """The weights in the cube's layout (and the conv's float32 bias), the cube kernel and the conversions at
+    the conv region's edges (`conv_edge_fold`): one mixed launch (`conv_launch`) when the plan is marked for
+    one and it tiles, else a launch each (the notes say why)."""
+    r = _planned(conv_plan.route, label, plan, chip=chip)
     where = {"op": plan.anchor, "loc": plan.anchor_node.loc}
     why = ""
     if mixed:
@@ -176,10 +177,16 @@ def conv_jobs(label: str, plan: KernelPlan, chip: Chip, buffer_num: int, mixed: 
         why = _mixed_refusal(job, chip, buffer_num)
         if not why:
             return [job]
-    jobs = [Job("conv_weights", r.weights.name, r.weights, r.weight_inputs, r.weight_outputs, plan, {}, **where)]
-    jobs.append(Job("conv", label, r.cube, r.operands, [r.result], plan, {"scratch": list(r.scratch)}, **where))
+    jobs = []
+    if r.edge_in is not None:
+        jobs.append(Job("conv_edge", r.edge_in.name, r.edge_in, [r.x], [r.map], plan, {}, **where))
+    jobs.append(Job("conv_weights", r.weights.name, r.weights, r.weight_inputs, r.weight_outputs, plan, {}, **where))
+    jobs.append(Job("conv", label, r.cube, r.operands, [r.cube_result], plan, {"scratch": list(r.scratch)}, **where))
     if why:
-        jobs[-1].options["notes"] = [f"not one launch with its weight conversion: {why}"]
+        edges = " and its edge conversions" if r.edge_in is not None or r.edge_out is not None else ""
+        jobs[-1].options["notes"] = [f"not one launch with its weight conversion{edges}: {why}"]
+    if r.edge_out is not None:
+        jobs.append(Job("conv_edge", r.edge_out.name, r.edge_out, r.edge_out_inputs, [r.result], plan, {}, **where))
     return jobs
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Optional, Union
 
+from .. import symbolic as sy
 from ..memo import memoised
 from ..symbolic import IntLike
 from ..target import DATA_PATHS, InstrSpec, spec
@@ -77,6 +78,16 @@ def store(dst: GmRef, src: Ref, dtype: str, burst: IntLike, nburst: IntLike = 1,
 
 def vbinary(fn: str, dst: Ref, a: Ref, b: Ref, count: IntLike, dtype: str, note: str = "") -> TileOp:
     return tile("vbinary", note, fn=fn, dst=dst, a=a, b=b, count=count, dtype=dtype)
+
+
+def vrepeated(fn: str, dst: Ref, a: Ref, b: Ref, repeats: IntLike, strides: tuple, dtype: str,
+              mask: Optional[int] = None, elems_per_repeat: int = 0, note: str = "") -> TileOp:
+    """vbinary in the hardware's repeat addressing: `repeats` repeats of 8 UB blocks per operand, at the
+    (block stride, repeat stride) pairs `strides` (dst, a, b; a block stride of 0 re-reads one block: a per-row
+    value broadcast over the row with no scratch copy); `mask` the elements of a repeat computed (all: None).
+    `elems_per_repeat` sizes the work for the cost model (count = repeats x elements of a repeat)."""
+    return tile("vbinary", note, fn=fn, dst=dst, a=a, b=b, count=sy.mul(repeats, elems_per_repeat), dtype=dtype,
+                rep_count=repeats, rep_strides=tuple(strides), rep_mask=mask)
 
 
 def vscalar(fn: str, dst: Ref, src: Ref, scalar: Any, count: IntLike, dtype: str, reverse: bool = False,

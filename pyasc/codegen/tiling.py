@@ -276,7 +276,8 @@ def pick(ranking: Ranking, chip: Chip, dims: Mapping[str, int], sync_mode: str =
     that does not fit is rejected and the next is tried). When no candidate's flags fit, the cheapest runs with
     a pipe barrier after every tile op (sync mode "barrier": slower, never wrong) rather than refuse a valid
     kernel; raises NoLegalTiling when no candidate is left at all. A `decision` picks its candidate instead
-    when that one is legal and its flags fit (else a note says why). The choice's runners-up are at least the
+    when that one is legal and its flags fit (else a note says why); its runners-up then list the cost model's
+    own choice. The choice's runners-up are at least the
     next `runners_up` candidates of the order (more when their places are known without scoring more)."""
     note = ""
     if decision is not None:
@@ -287,7 +288,7 @@ def pick(ranking: Ranking, chip: Chip, dims: Mapping[str, int], sync_mode: str =
             assert picked.schedule is not None
             try:
                 picked.sync = schedules.plan_flags(picked.schedule, chip, sync_mode)
-                ranking.take(runners_up)
+                ranking.take(max(1, runners_up))  # at least the cost model's own choice is listed beside it
                 others = [c for c in ranking.known() if c is not picked]
                 return TilingChoice(picked, others, list(ranking.rejected), dict(dims), nominal, "tuned",
                                     unscored=ranking.unscored)

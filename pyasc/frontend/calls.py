@@ -31,10 +31,10 @@ from ..errors import CompileError, Note
 from .. import markers, tensor_type
 from ..tensor_type import Sym
 from . import aliasing, bitops, checks, comptime, dtype_rules, effects, guards, loops, masked, npfuncs, npkwargs, \
-    objects, pybuiltins, pytree, source
+    objects, piecewise, pybuiltins, pytree, source
 from .protocol import KernelBuilder
 from .scope import Scope, assigned_names
-from .tensors import as_operand, strong_dtypes
+from .tensors import as_operand, mark_weak, strong_dtypes
 from .values import (
     TensorMethod,
     canonical_dtype,
@@ -65,6 +65,7 @@ TENSOR_METHODS = {
     "dot": "dot", "argmax": "argmax", "argmin": "argmin", "take": "take", "cumsum": "cumsum",
     "prod": "prod", "cumprod": "cumprod", "argsort": "argsort", "round": "round", "trace": "trace",
     "any": "any", "all": "all",
+    "item": "reshape",  # of a size-1 tensor: a 0-d tensor, weak in promotion as numpy's Python number
 }
 
 #: numpy functions evaluated at compile time (on compile-time arguments only)
@@ -133,6 +134,8 @@ def call_value(b: KernelBuilder, callee: Any, args: list[Any], kwargs: dict[str,
     twin = numpy_twin_of(callee, at.func if isinstance(at, ast.Call) else None)
     if twin is not None:
         return op_call(b, twin[1], twin[0], args, kwargs, at, name, numpy_fn=callee)
+    if callee is np.piecewise and args and is_tensor(args[0]):  # its functions are compiled calls (piecewise.py)
+        return piecewise.piecewise_call(b, args, kwargs, at, name, op_call, call_value)
     special = npfuncs.handler_for(callee)   # (np.add.at among them: a ufunc method with a handler of its own)
     if special is not None:
         out = special(b, callee, args, kwargs, at, name, op_call)
@@ -387,9 +390,17 @@ def tensor_method(b: KernelBuilder, m: TensorMethod, args: list[Any], kwargs: di
     op_name = TENSOR_METHODS[name]
     display = f".{name}"
     if name in ("flatten", "ravel"):
+        if len(args) > 1 or set(kwargs) - {"order"} or (args and kwargs):
+            raise b.error(f".{name}() takes only the order in a kernel", at)
+        x = npfuncs.in_order(b, x, args[0] if args else kwargs.get("order", "C"), at, display, op_call)
+        args, kwargs = [(-1,)], {}
+    elif name == "item":
         if args or kwargs:
-            raise b.error(f".{name}() takes no arguments in a kernel", at)
-        args = [(-1,)]
+            raise b.error(".item() takes no arguments in a kernel (an index would pick one element: x[i] does)", at)
+        if x.type.numel != 1:
+            raise b.error(f".item() of a tensor of shape {x.type.shape}: can only convert an array of size 1 to a "
+                          "Python scalar (numpy's ValueError); a size-1 tensor's item stays a 0-d tensor", at)
+        args = [()]
     elif name == "reshape":
         if kwargs:
             raise b.error(f".reshape() takes the new shape only, got keyword {', '.join(kwargs)}", at)
@@ -423,6 +434,8 @@ def tensor_method(b: KernelBuilder, m: TensorMethod, args: list[Any], kwargs: di
         else:
             args = [tuple(args)]
     out = op_call(b, None, op_name, [x, *args], kwargs, at, display)
+    if name == "item":
+        return mark_weak(b, out)  # numpy gives a Python number: weak next to arrays
     if name == "flatten" and is_tensor(out):
         aliasing.forget_view(b, out)  # numpy's flatten always copies (ravel and reshape may share)
     return out

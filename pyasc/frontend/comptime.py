@@ -203,6 +203,9 @@ def numpy_call(b: Any, fn: Any, args: list[Any], kwargs: dict[str, Any], at: ast
             qualified = "linalg." + qualified
         elif module.startswith("scipy.special") or (isinstance(fn, np.ufunc) and "scipy" in name):
             qualified = "scipy.special." + qualified
+        why = near.data_dependent(qualified)
+        if why is not None:
+            raise b.error(f"`{name}` has no pyasc lowering: {why}", at)
         found = near.near_names(qualified)
         hint = ", ".join(near.spell(n) for n in found) if found else \
             "nothing close (pyasc.ops.numpy_names() lists the numpy functions a kernel compiles)"

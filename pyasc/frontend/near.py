@@ -82,3 +82,30 @@ def spell(name: str) -> str:
     if ops.numpy_twin(name) is not None:
         return name if name.startswith("scipy.") else f"np.{name}"
     return f"pyasc.{name}"
+
+
+#: numpy functions whose result's size depends on the values (a kernel's shapes are fixed when it compiles), and
+#: what keeps a static shape instead
+_SELECTION = "np.where(condition, x, fill) keeps the shape, and x[mask].sum() (or .max(), ...) reduces a selection"
+DATA_DEPENDENT: dict[str, str] = {
+    "unique": "np.sort keeps every element with equal ones adjacent; np.isin(x, values) tests membership",
+    "unique_values": "np.sort keeps every element with equal ones adjacent",
+    "unique_counts": "(x[..., None] == values).sum(axis=0) counts compile-time values",
+    "unique_inverse": "np.searchsorted(sorted_values, x) indexes compile-time values",
+    "unique_all": "np.sort and np.isin keep static shapes",
+    "nonzero": _SELECTION, "argwhere": _SELECTION, "flatnonzero": _SELECTION, "extract": _SELECTION,
+    "bincount": "np.histogram(x, bins=n, range=(-0.5, n - 0.5))[0] counts the values 0..n-1 for a compile-time n "
+                "(numpy's bincount is max(x) + 1 long even with minlength)",
+    "trim_zeros": "np.where keeps the shape",
+    "intersect1d": "np.isin(a, b) marks the common elements", "setdiff1d": "np.isin(a, b, invert=True) marks them",
+    "union1d": "np.concatenate and np.sort keep every element", "setxor1d": "np.isin marks the elements",
+}
+
+
+def data_dependent(name: str) -> str | None:
+    """Why `np.<name>` cannot compile and what to write instead, when its result's size depends on the values."""
+    why = DATA_DEPENDENT.get(name)
+    if why is None:
+        return None
+    return (f"its result's size depends on the values, and a kernel's shapes are fixed when it compiles; "
+            f"instead: {why}")

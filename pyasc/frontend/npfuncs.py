@@ -151,15 +151,26 @@ def atleast_(n: int) -> Callable[..., Any]:
     return handler
 
 
+def in_order(b: KernelBuilder, x: Any, order: Any, at: ast.AST, display: str, op_call: Callable[..., Any]) -> Any:
+    """x as ravel(order=...) reads it: row-major ('C', and 'A'/'K' of a kernel's row-major tensors) or
+    column-major ('F': the reversed axes, transposed)."""
+    if order in ("C", "A", "K", None):
+        return x
+    if order != "F":
+        raise b.error(f"{display}(): order must be one of 'C', 'F', 'A', or 'K' (got {order!r})", at)
+    nd = x.type.ndim
+    return x if nd < 2 else op_call(b, None, "transpose", [x, tuple(range(nd - 1, -1, -1))], {}, at, display)
+
+
 def ravel_(b: KernelBuilder, fn: Any, args: list, kwargs: dict, at: ast.AST, name: str,
            op_call: Callable[..., Any]) -> Any:
-    """np.ravel(a): the method's flat view (`a.ravel()`)."""
+    """np.ravel(a, order='C'): the method's flat view (`a.ravel()`); order 'F' reads the reversed axes."""
     if not args or not is_tensor(args[0]):
         return NUMPY
-    if len(args) > 2 or set(kwargs) - {"order"} or (kwargs.get("order", "C") != "C") or \
-            (len(args) == 2 and args[1] != "C"):
-        raise b.error(f"{name}(): only order='C' (a kernel's arrays are row-major)", at)
-    return op_call(b, None, "reshape", [args[0], (-1,)], {}, at, name)
+    if len(args) > 2 or set(kwargs) - {"order"} or (len(args) == 2 and kwargs):
+        raise b.error(f"{name}() takes a and order", at)
+    x = in_order(b, args[0], args[1] if len(args) == 2 else kwargs.get("order", "C"), at, name, op_call)
+    return op_call(b, None, "reshape", [x, (-1,)], {}, at, name)
 
 
 def copyto_(b: KernelBuilder, fn: Any, args: list, kwargs: dict, at: ast.AST, name: str,

@@ -21,7 +21,7 @@ from ..ir.graph import Value
 from ..tensor_type import Sym
 from .protocol import KernelBuilder
 from .dtype_rules import is_weak_numpy_scalar
-from .values import describe, is_const_array, is_number, is_tensor
+from .values import contains_tensor, describe, is_const_array, is_number, is_tensor
 
 
 BINARY_OPS: dict[type, tuple[str, str, Any]] = {
@@ -134,6 +134,18 @@ def weak_dtype(values: Sequence[Any], partners: Sequence[str], op: str) -> str:
     return dtypes.promote(*{scalar_const_dtype(x, partners, op) for x in values})
 
 
+def _const_sequence(b: KernelBuilder, v: Any, at: ast.AST, what: str) -> Any:
+    """A compile-time list or tuple of numbers as numpy's array of it (its own dtype: not weak, as numpy's)."""
+    try:
+        arr = np.asarray(v)
+    except ValueError as e:
+        raise b.error(f"{what}: {e} in `{b.text(at)}`", at) from None
+    if arr.dtype.kind not in "biuf":
+        raise b.error(f"{what} must be a tensor, a number or a list of numbers, got {describe(v)} in "
+                      f"`{b.text(at)}`", at)
+    return arr
+
+
 def as_operand(b: KernelBuilder, v: Any, partners: Sequence[str], op: str, at: ast.AST, what: str,
                strong: bool = False) -> Value:
     """A tensor operand of `op`: tensors pass through; numbers and constant arrays become Consts.
@@ -158,6 +170,8 @@ def as_operand(b: KernelBuilder, v: Any, partners: Sequence[str], op: str, at: a
         except OverflowError as e:
             raise b.error(f"{e} in `{b.text(at)}`", at) from None
         return b.const(v, dtype, at)
+    if isinstance(v, (list, tuple)) and v and not contains_tensor(v):
+        v = _const_sequence(b, v, at, what)  # numpy makes an array of a list operand (np.interp(x, [0, 1], ...))
     if is_const_array(v):
         try:
             dtype = dtypes.narrow(v.dtype)

@@ -21,6 +21,8 @@
   zero channel padding to zero (the padding stays zero for the next conv), and its result is converted
   back. `transdata_elimination` then removes every back-to-back pair, so conversions remain only at the
   edges of the conv region.
+- `conv_edge_fold` (opt 2, after transdata_elimination): the conversions at the edges of the conv region
+  move into the convs' launches (ge/conv_edges.py).
 """
 from __future__ import annotations
 
@@ -44,7 +46,7 @@ BLOCKED_MAP_OPS = CONV_OPS + POOL_OPS
 GEOMETRY_ATTRS = ("stride", "padding", "dilation", "groups")
 
 
-def _conv_attrs(node: Node, **changes: Any) -> dict[str, Any]:
+def conv_attrs(node: Node, **changes: Any) -> dict[str, Any]:
     """fused_conv2d's attributes for `node` (conv2d or fused_conv2d) with `changes` applied."""
     a = op_attrs(node)
     out = {k: a[k] for k in GEOMETRY_ATTRS if k in a}
@@ -54,6 +56,8 @@ def _conv_attrs(node: Node, **changes: Any) -> dict[str, Any]:
             out[flag] = True
             if extra is not None:
                 out[extra] = a[extra]
+    if a.get("out_format"):
+        out["out_format"] = a["out_format"]
     out.update(changes)
     return out
 
@@ -112,7 +116,7 @@ def fold_batchnorm(bn: Node, rw: Rewriter) -> Replacement | None:
         gamma = next(params) if a.get("has_weight") else b.const(np.ones(mean.type.shape), mean.type.dtype)
         beta = next(params) if a.get("has_bias") else b.const(np.zeros(mean.type.shape), mean.type.dtype)
         fused = b.op("fused_conv2d", *conv.inputs, mean, var, gamma, beta,
-                     **_conv_attrs(conv, has_bn=True, bn_eps=float(a.get("eps", 1e-5)),
+                     **conv_attrs(conv, has_bn=True, bn_eps=float(a.get("eps", 1e-5)),
                                    out_dtype=bn.outputs[0].dtype))
     except _NoMatch:
         return None
@@ -159,7 +163,7 @@ def split_groups(conv: Node, rw: Rewriter) -> Replacement | None:
                 elif name not in ("x", "eye"):   # w, the bias and the norm's parameters: one per output channel
                     part[name] = _channel_slice(b, v, gi * og, (gi + 1) * og, 0)
             inputs = [part.get(name, arg.get(name)) for name in operand_names(attrs)]
-            parts.append(b.op("fused_conv2d", *inputs, **_conv_attrs(conv, groups=1)))
+            parts.append(b.op("fused_conv2d", *inputs, **conv_attrs(conv, groups=1)))
         joined = b.op("concat", *parts, axis=1)
     except _NoMatch:
         return None
@@ -179,7 +183,7 @@ class ConvEpilogueFusion(RulePass):
 
 def fuse_conv_epilogue(conv: Node, rw: Rewriter) -> Replacement | None:
     """The residual add / ReLU / float cast chain after `conv` folded into one fused_conv2d (a chain rule)."""
-    attrs = _conv_attrs(conv)
+    attrs = conv_attrs(conv)
     chain = [conv]
     cur = conv.out()
     inputs = list(conv.inputs)
@@ -253,8 +257,8 @@ def blocked_feature_map(node: Node, rw: Rewriter) -> Replacement | None:
     """A conv / pool reading an ND feature map reads its NC1HWC0 conversion (a residual too); its result is
     converted back."""
     x = node.inputs[0]
-    if x.type.format != "ND" or x.type.ndim != 4:
-        return None
+    if x.type.format != "ND" or x.type.ndim != 4 or node.attrs.get("out_format"):
+        return None  # (a conv with an out_format converts its edges itself: conv_edge_fold made it)
     b = _Nodes(node.loc)
     try:
         inputs = [_to(b, x, BLOCKED), *node.inputs[1:]]

@@ -48,7 +48,7 @@ from ..ir import Graph, Node, UseIndex, Value, node_names
 from ..target import Chip
 from .capacity import CapacityFn, lone_candidate
 from .decisions import DecisionKind, FusionDecision
-from .edit import build_node, same_type, would_create_cycle
+from .edit import build_node, same_type, uniform_scalar, would_create_cycle
 from .fusion.fusion_pass import capacity_of
 from .passes import Pass, PassContext
 from .rewrite import Replacement, RewriteRule, Rewriter, RulePass
@@ -283,16 +283,21 @@ def fuse_epilogue(mm: Node, uses: UseIndex) -> Replacement | None:
     step = _done_step(state)
     chain: list[Node] = [mm]
     cur = mm.out()
-    while step < len(_STEPS):
+    pending = list(_STEPS[step:])
+    while pending:
         user = uses.sole_reader(cur)
         if user is None:
             break
-        taken = _match_step(_STEPS[step], user, cur, state)
-        step += 1
+        kind = pending.pop(0)
+        taken = _match_step(kind, user, cur, state)
         if taken is None:
             continue  # an optional step that is absent: try the next kind on the same user
         chain.append(user)
         cur = user.out()
+        if kind == "cast" and _casts_to_accumulator(mm, state["out_dtype"]):
+            # a float32 result is the cube's float32 accumulator as it is: a bias and ReLU after the cast are
+            # still FixPipe's (the cast does not round), so the steps not taken yet may follow
+            pending = [k for k, done in (("bias", state["has_bias"]), ("activation", state["activation"])) if not done]
     if len(chain) == 1:
         return None
     a, b = mm.inputs[0], mm.inputs[1]
@@ -325,7 +330,9 @@ def _match_step(kind: str, user: Node, cur: Value, state: dict[str, Any]) -> Nod
         state["has_bias"], state["bias"] = True, other
         return user
     if kind == "activation":
-        if user.op != "relu":
+        zero = user.op == "maximum" and len(user.inputs) == 2 and user.inputs[0] == cur and \
+            uniform_scalar(user.inputs[1]) == 0 and same_type(user.outputs[0], cur.type)
+        if user.op != "relu" and not zero:
             return None
         state["activation"] = "relu"
         return user
@@ -336,6 +343,12 @@ def _match_step(kind: str, user: Node, cur: Value, state: dict[str, Any]) -> Nod
         state["out_dtype"] = dtypes.normalize(target)
         return user
     raise ValueError(f"unknown epilogue step {kind!r}")
+
+
+def _casts_to_accumulator(mm: Node, out_dtype: str | None) -> bool:
+    """A float product cast to float32: what the cube accumulates in (FixPipe writes it without rounding)."""
+    operands = dtypes.promote(mm.inputs[0].type.dtype, mm.inputs[1].type.dtype)
+    return out_dtype == "float32" and dtypes.is_float(operands)
 
 
 def pattern_passes() -> Sequence[Pass]:

@@ -21,6 +21,8 @@ Order (GE's, as in reference/graph-optimizer-references.md §3):
                                                          neighbours in NC1HWC0
         layout_assign                             opt 0  transdata where formats disagree
         transdata_elimination                     opt 1  inverse pairs, siblings, transposes
+        conv_edge_fold                            opt 2  (ge.conv_edges) the region's edge conversions
+                                                         into the convs' launches
         transpose_sinking                         opt 3
     reshape_sinking                               opt 2  (ge.reshape_sinking) elementwise readers of a reshaped
                                                          computed value compute in its shape (a concatenate's
@@ -53,6 +55,7 @@ from .decisions import CubeOperandRoute, FusionDecision
 from .fusion import FusionPass, schedule_for
 from .integer_matmul import VectorIntegerMatmul
 from .conv import BlockedLayout, ConvBatchNormFold, ConvEpilogueFusion, ConvGroupSplit
+from .conv_edges import ConvEdgeFold
 from .layout import layout_passes
 from .memory import MemoryPlanningPass
 from .mixed import MixedKernelsPass
@@ -137,7 +140,7 @@ def build_pipeline() -> list[Pass]:
         SplitReductions(),
         simplify_group(),
         PassGroup("pattern_fusion", [*pattern_passes(), ConvEpilogueFusion()]),
-        PassGroup("layout", [BlockedLayout(), *layout_passes()]),
+        PassGroup("layout", [BlockedLayout(), *layout_passes(), ConvEdgeFold()]),
         ReshapeSinking(),
         simplify_group(),
         *_backend_passes(),

@@ -61,6 +61,22 @@ numpy functions as composites whose eager function is numpy's own (numpy_composi
   concat (internal, variadic) axis, kind; split (internal, one output per piece) sections, axis, equal:
   sugar concatenate concat stack hstack vstack / split array_split                 joining.py
 
+numpy functions as internal ops with a sugar binding numpy's signature (numpy_composite.numpy_sugar_op; their
+values are tested in tests/test_ops_numpy4.py):
+  hypot copysign fmod ldexp float_power left_shift right_shift (x1, x2); cbrt deg2rad rad2deg sinc (x);
+  real imag conj (val)/(x); angle (z) deg; modf frexp (x) and divmod (x1, x2): two outputs   floatmath.py
+  rot90 (m) k, axes; dstack column_stack (variadic); resize (a) new_shape; delete (arr) obj, axis;
+  compress (a) condition, axis; insert (arr, values) obj, axis; diagonal (a) offset, axis1, axis2;
+  unravel_index (indices) shape, order: one output per axis; pad's edge/reflect/symmetric/wrap   rearrange.py
+  cov (m[, y]) rowvar, bias, ddof; corrcoef (x[, y]) rowvar                                   covariance.py
+  polyval (p, x); gradient (f) varargs, axis, edge_order: one output per axis; ediff1d (ary[, to_end][, to_begin]);
+  unwrap (p) discont, axis, period; nancumsum nancumprod (a) axis, dtype;
+  cumulative_sum cumulative_prod (x) axis, dtype, include_initial                             series.py
+  digitize (x, bins) right; histogram (a[, weights]) bins, range, density: (counts, edges);
+  isin (element, test_elements) invert; choose (a, *choices) mode                              binning.py
+  lexsort (*keys) axis                                                                         lexsort.py
+  vdot (a, b)                                                                                  products.py
+
 Facts passes read from each OpDef (see registry.py): structural (Data Const If),
 leaf (Data Const), subgraph_attrs (If), reduce_axes / reduced_axes (REDUCE ops),
 row_composite (softmax log_softmax layer_norm rms_norm), cube_operands and
@@ -91,6 +107,7 @@ from . import elementwise, reduce, shape, matmul, creation, composite, dimvalue,
 from . import elementary, statistics, like, joining, arrange, dot, search, scan, constructors  # noqa: F401,E402  (numpy functions as composites)
 from . import npmath, special, accumulate, linalg, einsum, sorting, scatter, shifts  # noqa: F401,E402  (more numpy, scipy.special)
 from . import flips, closeness, nanreduce, ufuncs, products, quantiles, signal  # noqa: F401,E402  (numpy functions, issue 22 part 3)
+from . import floatmath, rearrange, covariance, series, binning, lexsort  # noqa: F401,E402  (numpy functions, numpy4)
 from . import attention  # noqa: F401,E402  (registers the attention op)
 from . import conv  # noqa: F401,E402  (conv2d, pooling, batch_norm)
 from . import vjp_elementwise, vjp_structure, vjp_composite  # noqa: F401,E402  (VJP rules, keyed by op)

@@ -1,4 +1,4 @@
-"""Rearranging: swapaxes, moveaxis, repeat, tile, pad (constant mode); composites of layout ops.
+"""Rearranging: swapaxes, moveaxis, repeat, tile, pad; composites of layout ops.
 
 - swapaxes / moveaxis are a `transpose` with the permutation numpy computes;
 - repeat(a, repeats, axis) with one count r (an int, or a sequence of one, or of equal counts):
@@ -8,8 +8,9 @@
 - tile(A, reps): the axes with a count r > 1 get a new size-1 axis before them, broadcast to r,
   and each (r, n) pair is merged by one reshape;
 - pad(array, pad_width, mode="constant", constant_values=c): per padded axis, `place` from
-  joining.py (a broadcast over blocks, a where on a constant mask, a reshape and a slice). Only
-  mode "constant" with one scalar constant is supported.
+  joining.py (a broadcast over blocks, a where on a constant mask, a reshape and a slice), one scalar
+  constant; modes "edge", "reflect", "symmetric", "wrap": numpy's own pad of the positions 0..n-1 is the
+  compile-time index map of the axis, gathered as slices (rearrange.static_gather).
 """
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from .builder import Builder
 from .common import fmt_shape, normalize_axis
 from .joining import join, place, slice_axis
 from .numpy_composite import numpy_composite
+from .rearrange import static_gather
 from .registry import Category
 
 
@@ -233,20 +235,29 @@ def pad_pairs(pad_width: Any, ndim: int) -> tuple[tuple[int, int], ...]:
     return tuple((int(p[0]), int(p[1])) for p in pairs)
 
 
+#: modes whose padding copies the array's own elements: a compile-time index map per axis (numpy's own pad of
+#: the positions 0..n-1 says which element each output position copies), gathered as slices
+COPY_MODES = ("edge", "reflect", "symmetric", "wrap")
+
+
 def _pad(b: Builder, array: Any, *, pad_width: Any, mode: str = "constant", constant_values: Any = 0) -> list[Any]:
     shape = b.shape(array)
     fill = b.const(constant_values, b.dtype(array))
     x = array
     for axis, (before, after) in enumerate(pad_pairs(pad_width, len(shape))):
-        x = place(b, x, axis, before, after, fill)
+        if mode == "constant":
+            x = place(b, x, axis, before, after, fill)
+        elif before or after:
+            index = np.pad(np.arange(shape[axis]), (before, after), mode=mode)
+            x = static_gather(b, x, axis, index.tolist())
     return [x]
 
 
 def _check_pad(ts: Sequence[TensorType], attrs: Mapping[str, Any]) -> None:
     (a,) = ts
     mode = attrs.get("mode", "constant")
-    if mode != "constant":
-        raise InferError(f"only mode='constant' is supported, got mode={mode!r}")
+    if mode != "constant" and mode not in COPY_MODES:
+        raise InferError(f"mode must be 'constant' or one of {', '.join(map(repr, COPY_MODES))}, got mode={mode!r}")
     c = attrs.get("constant_values", 0)
     if isinstance(c, (tuple, list)) or not isinstance(c, (bool, int, float, np.bool_, np.integer, np.floating)):
         raise InferError(f"constant_values must be one compile-time scalar, got {c!r}")
@@ -254,14 +265,19 @@ def _check_pad(ts: Sequence[TensorType], attrs: Mapping[str, Any]) -> None:
         if (before or after) and isinstance(a.shape[axis], Sym):
             raise InferError(f"axis {axis} of shape {fmt_shape(a.shape)} has a size only known at launch; "
                              "pad needs a static size on every padded axis")
+        if (before or after) and mode != "constant" and a.shape[axis] == 0:
+            raise InferError(f"can't extend empty axis {axis} using modes other than 'constant' or 'empty'")
 
 
 def pad(array, pad_width, mode="constant", constant_values=0):  # noqa: ANN001, ANN201 - the public signature
-    """`array` with `constant_values` added before and after each axis (np.pad, mode 'constant')."""
-    return np.pad(array, pad_width, mode=mode, constant_values=constant_values)
+    """`array` padded before and after each axis: constant_values (mode 'constant') or copies of its own
+    elements (modes 'edge', 'reflect', 'symmetric', 'wrap', numpy's even reflections)."""
+    return _eager_pad(array, pad_width=pad_width, mode=mode, constant_values=constant_values)
 
 
 def _eager_pad(array: Any, *, pad_width: Any, mode: str = "constant", constant_values: Any = 0) -> Any:
+    if mode != "constant":  # numpy refuses constant_values with the other modes
+        return np.pad(array, pad_width, mode=mode)
     return np.pad(array, pad_width, mode=mode, constant_values=constant_values)
 
 

@@ -20,7 +20,10 @@
       and an optional residual added before the ReLU (`has_residual`: a tensor of the result's shape, and
       the 16 x 16 identity in the cube's dtype the cube adds it with: L0C += residual @ I).
       Inputs x, w[, residual, eye][, bias][, mean, var, gamma, beta] (`conv_operands` names them);
-      attributes: conv2d's, has_bias, has_bn, bn_eps, has_residual, activation (None | "relu"), out_dtype.
+      attributes: conv2d's, has_bias, has_bn, bn_eps, has_residual, activation (None | "relu"), out_dtype, and
+      out_format (ND | NC1HWC0; default: x's): the result's storage format when it differs from x's (GE's
+      `conv_edge_fold`: the launch converts an ND map on its way in, or its result on its way out); a residual
+      is stored like the result.
 
 `ConvGeometry` / `PoolGeometry` are the one place the output size, the four paddings and the windows are
 computed from the attributes; inference, the eager functions, GE and codegen all read them.
@@ -246,11 +249,16 @@ def _infer_conv(ts: Sequence[TensorType], attrs: Mapping[str, Any], op: str) -> 
             raise InferError(f"{op}: {name} has dtype {t.dtype}; batch norm parameters are floats")
     # the batch norm's parameters rescale w and the bias in float32: no part in the promotion
     dtype = _conv_dtype([arg[n] for n in ("x", "w", "bias", "residual") if n in arg], op)
+    # the result is stored like the feature map it is computed from (GE puts the conv region in NC1HWC0),
+    # unless out_format says otherwise
+    fmt = attrs.get("out_format") or (BLOCKED if x.format == BLOCKED else "ND")
+    if fmt not in ("ND", BLOCKED):
+        raise InferError(f"{op}: out_format must be 'ND' or {BLOCKED!r}, got {fmt!r}")
     if "residual" in arg:
         r, eye = arg["residual"], arg["eye"]
-        if tuple(r.shape) != g.out_shape or r.format != x.format:
+        if tuple(r.shape) != g.out_shape or r.format != fmt:
             raise InferError(f"{op}: the residual {r} does not match the result "
-                             f"{TensorType(g.out_shape, dtype, x.format)}")
+                             f"{TensorType(g.out_shape, dtype, fmt)}")
         if tuple(eye.shape) != (16, 16) or eye.dtype != dtypes.promote(x.dtype, w.dtype):
             raise InferError(f"{op}: eye must be the 16 x 16 identity in the cube's dtype, got {eye}")
     out = attrs.get("out_dtype")
@@ -260,8 +268,6 @@ def _infer_conv(ts: Sequence[TensorType], attrs: Mapping[str, Any], op: str) -> 
     if activation not in CONV_ACTIVATIONS:
         raise InferError(f"{op}: unknown activation {activation!r}; known: "
                          f"{', '.join(map(repr, CONV_ACTIVATIONS))}")
-    # the result is stored like the feature map it is computed from (GE puts the conv region in NC1HWC0)
-    fmt = BLOCKED if x.format == BLOCKED else "ND"
     return (TensorType(g.out_shape, dtype, fmt),)
 
 
@@ -291,7 +297,8 @@ def fold_batch_norm(w: np.ndarray, bias: np.ndarray | None, mean: Any, var: Any,
 
 def _conv_eager(x: Any, w: Any, *more: Any, stride: Any = 1, padding: Any = 0, dilation: Any = 1,
                 groups: int = 1, has_bias: bool = False, has_bn: bool = False, bn_eps: float = 1e-5,
-                has_residual: bool = False, activation: str | None = None, out_dtype: str | None = None) -> np.ndarray:
+                has_residual: bool = False, activation: str | None = None, out_dtype: str | None = None,
+                out_format: str | None = None) -> np.ndarray:
     x, w = np.asarray(x), np.asarray(w)
     rest = [np.asarray(v) for v in more]
     ts = [TensorType(v.shape, dtypes.narrow(v.dtype)) for v in (x, w, *rest)]
@@ -353,7 +360,7 @@ register(OpDef("fused_conv2d", Category.OPAQUE,
                operand_formats=(frozenset({"ND", BLOCKED}), frozenset({"ND"}), frozenset({"ND", BLOCKED})),
                doc="activation(conv2d(x, w[, bias]) [batch norm folded] [+ residual]) -> out_dtype; inputs x, "
                    "w[, residual, eye][, bias][, mean, var, gamma, beta]; attrs: conv2d's, has_bias, has_bn, bn_eps, "
-                   "has_residual, activation (None|'relu'), out_dtype. Internal: made by GE."))
+                   "has_residual, activation (None|'relu'), out_dtype, out_format. Internal: made by GE."))
 
 
 # ---- pooling ----------------------------------------------------------------------------------

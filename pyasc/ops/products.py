@@ -1,4 +1,4 @@
-"""Tensor products: np.inner, np.tensordot, np.kron, np.cross, np.linalg.matrix_power, as composites.
+"""Tensor products: np.inner, np.tensordot, np.kron, np.cross, np.vdot, np.linalg.matrix_power, as composites.
 
 tensordot(a, b, axes=2): a's free axes first and its contracted axes last, flattened to (M, K); b's contracted
   axes first, (K, N); one np.dot (cube for floats, exact int32 on the vector unit for ints) reshaped to
@@ -8,6 +8,7 @@ kron(a, b): both at the same rank (leading 1s), a with a size-1 axis after each 
   before each of its, reshaped: out[i*p + k, ...] = a[i, ...] * b[k, ...].
 cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None): 3-vectors by slices, c = a1 b2 - a2 b1, ..., joined along
   the vector axis (moved to axisc); 2-vectors give the z component (numpy 2 deprecates them, but computes it).
+vdot(a, b): np.dot of the flattened operands (real tensors: nothing to conjugate).
 matrix_power(a, n): a compile-time int n >= 0 by repeated squaring (ceil(log2 n) + popcount(n) matmuls), n = 0
   the identity in a's dtype; a negative n needs an inverse, a located error.
 Dtypes are numpy's (result_type; integer products wrap in the operand dtype as numpy's do).
@@ -21,19 +22,12 @@ import numpy as np
 
 from .. import dtypes
 from ..errors import InferError
-from ..tensor_type import Sym, TensorType
+from ..tensor_type import TensorType
 from .builder import Builder
-from .common import fmt_shape
+from .common import fmt_shape, require_static
 from .joining import join, slice_axis
-from .numpy_composite import numpy_composite
+from .numpy_composite import numpy_composite, numpy_sugar_op
 from .registry import Category
-
-
-def _static(name: str, *ts: TensorType) -> None:
-    for t in ts:
-        if any(isinstance(d, Sym) for d in t.shape):
-            raise InferError(f"{name}: shape {fmt_shape(t.shape)} has sizes only known at launch; {name} needs "
-                             "static sizes")
 
 
 def _axes_pair(axes: Any, na: int, nb: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
@@ -73,7 +67,7 @@ def _tensordot(b: Builder, a: Any, y: Any, *, axes: Any = 2) -> list[Any]:
 
 def _check_tensordot(ts: Sequence[TensorType], attrs: Mapping[str, Any]) -> None:
     a, y = ts
-    _static("tensordot", a, y)
+    require_static("tensordot", a, y)
     xa, xb = _axes_pair(attrs.get("axes", 2), a.ndim, y.ndim)
     if any(a.shape[i] != y.shape[j] for i, j in zip(xa, xb)):
         raise InferError(f"tensordot: shape-mismatch for sum: {fmt_shape(a.shape)} axes {xa} against "
@@ -88,7 +82,7 @@ def _inner(b: Builder, a: Any, y: Any) -> list[Any]:
 
 def _check_inner(ts: Sequence[TensorType], attrs: Mapping[str, Any]) -> None:
     a, y = ts
-    _static("inner", a, y)
+    require_static("inner", a, y)
     if a.ndim and y.ndim and a.shape[-1] != y.shape[-1]:
         raise InferError(f"shapes {fmt_shape(a.shape)} and {fmt_shape(y.shape)} not aligned: "
                          f"{a.shape[-1]} (dim {a.ndim - 1}) != {y.shape[-1]} (dim {y.ndim - 1})")
@@ -134,7 +128,7 @@ def _cross(b: Builder, a: Any, y: Any, *, axisa: int = -1, axisb: int = -1, axis
 
 def _check_cross(ts: Sequence[TensorType], attrs: Mapping[str, Any]) -> None:
     a, y = ts
-    _static("cross", a, y)
+    require_static("cross", a, y)
     axis = attrs.get("axis")
     axisa, axisb = (axis, axis) if axis is not None else (attrs.get("axisa", -1), attrs.get("axisb", -1))
     for t, ax, what in ((a, axisa, "axisa"), (y, axisb, "axisb")):
@@ -174,7 +168,7 @@ def _check_matrix_power(ts: Sequence[TensorType], attrs: Mapping[str, Any]) -> N
                          "compute; invert on the host or use n >= 0")
     if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
         raise InferError(f"Last 2 dimensions of the array must be square, got shape {fmt_shape(a.shape)}")
-    _static("matrix_power", a)
+    require_static("matrix_power", a)
     if a.dtype == "bool" and n > 1:
         raise InferError("matrix_power: matmul does not accept dtype bool")
 
@@ -203,6 +197,22 @@ def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):  # noqa: ANN001, ANN20
         return np.cross(a, b, axisa, axisb, axisc, axis)
 
 
+def _vdot(b: Builder, a: Any, y: Any) -> list[Any]:
+    return [b.op("dot", b.op("reshape", a, shape=(-1,)), b.op("reshape", y, shape=(-1,)))]
+
+
+def _check_vdot(ts: Sequence[TensorType], attrs: Mapping[str, Any]) -> None:
+    require_static("vdot", *ts)
+    if ts[0].numel != ts[1].numel:
+        raise InferError(f"cannot reshape: vdot needs as many elements in a {fmt_shape(ts[0].shape)} as in b "
+                         f"{fmt_shape(ts[1].shape)}")
+
+
+def vdot(a, b):  # noqa: ANN001, ANN201
+    """The dot product of the flattened a and b (real tensors: no conjugate to take)."""
+    return np.vdot(a, b)
+
+
 def matrix_power(a, n):  # noqa: ANN001, ANN201
     """The square matrix a (or a stack of them) raised to the integer power n >= 0."""
     return np.linalg.matrix_power(a, n)
@@ -213,9 +223,11 @@ numpy_composite("tensordot", _tensordot, tensordot, lambda a, b, **k: np.tensord
 numpy_composite("inner", _inner, inner, np.inner, category=Category.OPAQUE, tensor_params=("a", "b"),
                 numpy_names=("inner",), check=_check_inner)
 numpy_composite("kron", _kron, kron, np.kron, category=Category.INJECTIVE, tensor_params=("a", "b"),
-                numpy_names=("kron",), check=lambda ts, attrs: _static("kron", *ts))
+                numpy_names=("kron",), check=lambda ts, attrs: require_static("kron", *ts))
 numpy_composite("cross", _cross, cross, lambda a, b, **k: cross(a, b, **k), category=Category.INJECTIVE,
                 tensor_params=("a", "b"), numpy_names=("cross",), check=_check_cross)
 numpy_composite("matrix_power", _matrix_power, matrix_power, lambda a, **k: np.linalg.matrix_power(a, **k),
                 category=Category.OPAQUE, tensor_params=("a",), numpy_names=("linalg.matrix_power",),
                 check=_check_matrix_power)
+numpy_sugar_op("vdot", _vdot, vdot, np.vdot, category=Category.OPAQUE, tensor_params=("a", "b"), numpy_names=("vdot",),
+               check=_check_vdot)

@@ -15,5 +15,5 @@ from __future__ import annotations
 from .chip import DEFAULT_CHIP, Chip, ChipError, DmaPath, get_chip, preset_names  # noqa: F401
 from .instructions import (  # noqa: F401
     CORE_PIPES, CUBE_DTYPES, DATA_PATHS, DTYPES, SPECS, InstrSpec, Mem, MemOperand, MixedKernel, Program, Reg,
-    VectorPass, accumulator_dtype, data_path, itemsize, repeats, spec, vector_passes,
+    VectorPass, VRepeat, accumulator_dtype, data_path, itemsize, repeats, spec, vector_passes,
 )

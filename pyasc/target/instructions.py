@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from simulator.isa import (  # noqa: F401
-    CORE_PIPES, CUBE_DTYPES, DATA_PATHS, DTYPES, SPECS, InstrSpec, Mem, MemOperand, Reg, itemsize, path_of,
+    CORE_PIPES, CUBE_DTYPES, DATA_PATHS, DTYPES, SPECS, InstrSpec, Mem, MemOperand, Reg, VRepeat, itemsize, path_of,
 )
 from simulator.isa import costs as _costs
 from simulator.isa import repeats  # noqa: F401

@@ -12,7 +12,9 @@ Every entry is a registry op pyasc's numpy frontend already uses for integer-arr
 - embedding_dense_backward and index_put (accumulate or not, the index tensors leading) -> scatter_rows, the
   rows of the grad added (or written) at the ids; rows at padding_idx get nothing; scatter.value / scatter.src /
   scatter_add along a dim -> a one-hot placement (the last of duplicate indices wins a "set", as numpy's);
-- argmax / argmin -> the registry ops (int32 indices; the backend widens an int64 graph output back).
+- argmax / argmin -> the registry ops (int32 indices; the backend widens an int64 graph output back);
+- _embedding_bag (sum / mean / max, offsets, padding_idx, per_sample_weights) -> take of the rows, then each
+  bag's reduction over a (bags, ids) membership mask of the offsets.
 Index tensors are int64 in torch and int32 in the graph (convert.NARROWED). An index out of range selects
 zeros (a gather) or nothing (a scatter): torch raises, a kernel cannot. The gathers and scatters are one-hot
 products, their work (ids) x (table rows) x (row size): right for the small vocabularies and label sets
@@ -21,6 +23,7 @@ of tests and small models; a large embedding table needs a DMA gather/scatter, w
 from __future__ import annotations
 
 import math
+import operator
 from typing import Any
 
 import numpy as np
@@ -187,6 +190,54 @@ def _scatter(mode: str) -> Entry:
     return entry
 
 
+_BAG_MODES = {0: "sum", 1: "mean", 2: "max"}
+
+
+def _embedding_bag(cx: Lowering) -> list[Any]:
+    """_embedding_bag(weight, indices, offsets, scale_grad_by_freq, mode, sparse, per_sample_weights,
+    include_last_offset, padding_idx) -> (out, offset2bag, bag_size, max_indices); only `out` is computed.
+    Bag b holds the ids at positions offsets[b] <= j < offsets[b + 1]; the last bag runs to the end, or with
+    include_last_offset to the last offset (torch documents it as len(indices); torch's own kernels disagree
+    by mode on one short of it, and this reads the bag as ending there). Ids equal to padding_idx belong to no
+    bag. A bag's row is the sum, the mean or the max of its weight rows (per_sample_weights scale the rows of
+    a sum); an empty bag's is zeros."""
+    weight, indices, offsets = cx.arg(0), cx.arg(1), cx.arg(2)
+    mode = _BAG_MODES[int(cx.arg(4, "mode", 0))]
+    psw, last_offset = cx.arg(6, "per_sample_weights"), bool(cx.arg(7, "include_last_offset", False))
+    padding_idx = cx.arg(8, "padding_idx", -1)
+    if any(u.target is operator.getitem and u.args[1] != 0 for u in cx.node.users):
+        raise Unsupported("embedding_bag whose offset2bag, bag sizes or max indices are used (training)")
+    if cx.rank(indices) != 1:
+        raise Unsupported("embedding_bag with 2-D indices (torch passes them flattened, with offsets)")
+    dt = cx.out_dtype
+    j, bags = cx.shape(indices)[0], cx.shape()[0]
+    ids = _index(cx, indices)
+    offs = cx.value(offsets, "int32")
+    starts = cx.op("slice", offs, starts=(0,), stops=(bags,), steps=(1,))
+    ends = cx.op("slice", offs, starts=(1,), stops=(bags + 1,), steps=(1,)) if last_offset else cx.op(
+        "concat", cx.op("slice", offs, starts=(1,), stops=(bags,), steps=(1,)),
+        cx.graph.const(np.array([j], np.int32), "int32", cx.loc), axis=0, kind="concatenate")
+    pos = cx.graph.const(np.arange(j, dtype=np.int32), "int32", cx.loc)                     # (J,)
+    member = cx.op("bitwise_and", cx.op("ge", pos, cx.op("expand_dims", starts, axis=-1)),
+                   cx.op("lt", pos, cx.op("expand_dims", ends, axis=-1)))                   # (B, J)
+    if padding_idx is not None and padding_idx >= 0:
+        member = cx.op("bitwise_and", member, cx.op("ne", ids, cx.value(int(padding_idx), "int32")))
+    rows = cx.op("take", cx.value(weight, dt), ids, axis=0)                                  # (J, D)
+    if psw is not None:
+        rows = cx.op("mul", rows, cx.op("expand_dims", cx.value(psw, dt), axis=-1))
+    inside = cx.op("expand_dims", member, axis=-1)                                           # (B, J, 1)
+    if mode == "max":
+        lowest = cx.value(-math.inf if dt in ("float16", "float32") else np.iinfo(np.dtype(dt)).min, dt)
+        top = cx.op("max", cx.op("where", inside, rows, lowest), axis=1)
+        filled = cx.op("max", cx.op("cast", inside, dtype="int32"), axis=1)                  # (B, 1): not empty
+        return [cx.op("where", cx.op("gt", filled, cx.value(0, "int32")), top, cx.value(0, dt)), None, None, None]
+    total = cx.op("sum", cx.op("where", inside, rows, cx.value(0, dt)), axis=1)
+    if mode == "mean":
+        count = cx.op("sum", cx.op("cast", inside, dtype=dt), axis=1)                        # (B, 1)
+        total = cx.op("div", total, cx.op("maximum", count, cx.value(1, dt)))
+    return [total, None, None, None]
+
+
 def _arg(op: str) -> Entry:
     def entry(cx: Lowering) -> Any:
         x, dim = cx.arg(0), cx.arg(1, "dim")
@@ -201,6 +252,7 @@ TABLE: dict[Any, Entry] = {
     aten.embedding_dense_backward.default: _embedding_dense_backward,
     aten.scatter.value: _scatter("set"), aten.scatter.src: _scatter("set"), aten.scatter_add.default: _scatter("add"),
     aten.argmax.default: _arg("argmax"), aten.argmin.default: _arg("argmin"),
+    aten._embedding_bag.default: _embedding_bag, aten._embedding_bag_forward_only.default: _embedding_bag,
 }
 
 #: kept whole by the decompositions: one scatter of the grad rows instead of torch's masks, clamp and index_put

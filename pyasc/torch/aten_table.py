@@ -6,14 +6,14 @@ turns them into graph values with `cx.value` (numbers become constants of the dt
 registry ops with `cx.op`. Arithmetic computes in the dtype torch gives the result (`cx.out_dtype`),
 comparisons in the dtype torch promotes their operands to (`cx.promoted`). An entry raises
 `Unsupported` for arguments it cannot express; ops missing here run in eager PyTorch (a reported
-graph break). Attention (scaled_dot_product_attention), convolutions and indexing have their own modules
-(attention.py, aten_conv.py, aten_index.py). int64 values are computed as int32 (convert.NARROWED): arithmetic
-that could carry them out of int32's range is refused (GROWING).
+graph break). Attention (scaled_dot_product_attention), convolutions, indexing, statistics and norms, and
+sorting have their own modules (attention.py, aten_conv.py, aten_index.py, aten_norms.py, aten_sorting.py).
+int64 values are computed as int32 (convert.NARROWED): arithmetic that could carry them out of int32's
+range is refused (GROWING).
 """
 from __future__ import annotations
 
 import math
-import operator
 from typing import Any
 
 import numpy as np
@@ -21,6 +21,8 @@ import torch
 
 from .aten_conv import TABLE as CONV
 from .aten_index import TABLE as INDEXING
+from .aten_norms import TABLE as NORMS, reduced_axes
+from .aten_sorting import TABLE as SORTING
 from .attention import ATTENTION
 from .fx_graph import Entry, Lowering, Unsupported
 
@@ -106,6 +108,19 @@ def _leaky_relu(cx: Lowering) -> Any:
     x = cx.value(cx.arg(0), cx.out_dtype)
     slope = cx.arg(1, "negative_slope", 0.01)
     return cx.op("where", cx.op("gt", x, cx.value(0.0, x.type.dtype)), x, cx.op("mul", x, cx.value(slope, x.type.dtype)))
+
+
+def _elu(cx: Lowering) -> Any:
+    """elu(x, alpha=1, scale=1, input_scale=1): scale * x above 0, else scale * alpha * expm1(x * input_scale)."""
+    x = cx.value(cx.arg(0), cx.out_dtype)
+    dt = x.type.dtype
+    alpha, scale, input_scale = (float(cx.arg(i, name, 1.0)) for i, name in
+                                 ((1, "alpha"), (2, "scale"), (3, "input_scale")))
+    below = cx.op("expm1", x if input_scale == 1 else cx.op("mul", x, cx.value(input_scale, dt)))
+    if alpha * scale != 1:
+        below = cx.op("mul", below, cx.value(alpha * scale, dt))
+    above = x if scale == 1 else cx.op("mul", x, cx.value(scale, dt))
+    return cx.op("where", cx.op("gt", x, cx.value(0.0, dt)), above, below)
 
 
 def _pow(cx: Lowering) -> Any:
@@ -197,6 +212,16 @@ def _squeeze(cx: Lowering) -> Any:
     return x if tuple(x.type.shape) == cx.shape() else cx.op("reshape", x, shape=cx.shape())
 
 
+def _flip(cx: Lowering) -> Any:
+    x = cx.arg(0)
+    return cx.op("flip", cx.value(x), axis=tuple(cx.axis(d, x) for d in cx.arg(1)))
+
+
+def _repeat(cx: Lowering) -> Any:
+    """torch's repeat (the whole tensor tiled; numpy's tile, not its repeat)."""
+    return cx.op("tile", cx.value(cx.arg(0)), reps=tuple(int(r) for r in cx.arg(1)))
+
+
 def _identity(cx: Lowering) -> Any:
     return cx.value(cx.arg(0))
 
@@ -253,70 +278,37 @@ def _cat(cx: Lowering) -> Any:
 # ---- reductions and rows --------------------------------------------------------------------------------
 
 
-def _dims(cx: Lowering, x: Any, dims: Any) -> Any:
-    if dims is None or dims == []:
-        return None
-    dims = [dims] if isinstance(dims, int) else list(dims)
-    return tuple(cx.axis(d, x) for d in dims)
-
-
 def _reduce(op: str) -> Entry:
     def entry(cx: Lowering) -> Any:
         x = cx.arg(0)
         v = cx.value(x, cx.out_dtype) if op in ("sum", "mean") else cx.value(x)
-        return cx.op(op, v, axis=_dims(cx, x, cx.arg(1, "dim")), keepdims=bool(cx.arg(2, "keepdim", False)))
+        return cx.op(op, v, axis=reduced_axes(cx, x, cx.arg(1, "dim")), keepdims=bool(cx.arg(2, "keepdim", False)))
     return entry
+
+
+def _along(op: str) -> Entry:
+    """cumsum / cumprod(x, dim, dtype=None), prod.dim_int(x, dim, keepdim=False, dtype=None): the registry op
+    on the input in the result's dtype."""
+    def entry(cx: Lowering) -> Any:
+        x = cx.arg(0)
+        keep = {} if op != "prod" else {"keepdims": bool(cx.arg(2, "keepdim", False))}
+        return cx.op(op, cx.value(x, cx.out_dtype), axis=cx.axis(cx.arg(1), x), **keep)
+    return entry
+
+
+def _prod_all(cx: Lowering) -> Any:
+    return cx.op("prod", cx.value(cx.arg(0), cx.out_dtype), axis=None)
 
 
 def _softmax(op: str) -> Entry:
     return lambda cx: cx.op(op, cx.value(cx.arg(0), cx.out_dtype), axis=cx.axis(cx.arg(1), cx.arg(0)))
 
 
-def _layer_norm(cx: Lowering) -> Any:
-    """native_layer_norm -> (y, mean, rstd). In inference only y is used: pyasc's layer_norm op (one row
-    kernel). When training keeps mean and rstd for the backward, y is computed from them, so the three
-    come from one set of row reductions."""
-    x, shape = cx.arg(0), cx.arg(1)
-    w, b, eps = cx.arg(2, "weight"), cx.arg(3, "bias"), cx.arg(4, "eps", 1e-5)
-    if len(shape) != 1:
-        raise Unsupported("layer norm over more than the last axis")
-    xs = cx.value(x)
-    used = {u.args[1] for u in cx.node.users if u.target is operator.getitem}
-    if not used & {1, 2}:
-        tensors = [xs] + [cx.value(t) for t in (w, b) if t is not None]
-        y = cx.op("layer_norm", *tensors, eps=float(eps), has_weight=w is not None, has_bias=b is not None)
-        return [y, None, None]
-    xf = cx.cast(xs, "float32")
-    mean = cx.op("mean", xf, axis=-1, keepdims=True)
-    d = cx.op("sub", xf, mean)
-    rstd = cx.op("rsqrt", cx.op("add", cx.op("mean", cx.op("mul", d, d), axis=-1, keepdims=True),
-                                cx.value(float(eps), "float32")))
-    y = cx.op("mul", d, rstd)
-    if w is not None:
-        y = cx.op("mul", y, cx.value(w, "float32"))
-    if b is not None:
-        y = cx.op("add", y, cx.value(b, "float32"))
-    return [y, mean, rstd]
-
-
-def _var(cx: Lowering) -> Any:
-    x = cx.arg(0)
-    axes = _dims(cx, x, cx.arg(1, "dim")) or tuple(range(cx.rank(x)))
-    correction = cx.node.kwargs.get("correction", 1)
-    correction = 1 if correction is None else correction
-    keep = bool(cx.node.kwargs.get("keepdim", False))
-    count = int(np.prod([cx.shape(x)[a] for a in axes]))
-    xs = cx.value(x, cx.out_dtype)
-    centred = cx.op("sub", xs, cx.op("mean", xs, axis=axes, keepdims=True))
-    total = cx.op("sum", cx.op("mul", centred, centred), axis=axes, keepdims=keep)
-    return cx.op("div", total, cx.value(float(count - correction), cx.out_dtype))
-
-
 def _any(cx: Lowering) -> Any:
     """any over bool (or numbers: non-zero): the max of the truth values as float32, compared with 0."""
     x = cx.arg(0)
     truth = cx.cast(_truth(cx, x), "float32")
-    m = cx.op("max", truth, axis=_dims(cx, x, cx.arg(1, "dim")), keepdims=bool(cx.arg(2, "keepdim", False)))
+    m = cx.op("max", truth, axis=reduced_axes(cx, x, cx.arg(1, "dim")), keepdims=bool(cx.arg(2, "keepdim", False)))
     return cx.op("gt", m, cx.value(0.0, "float32"))
 
 
@@ -363,7 +355,8 @@ TABLE: dict[Any, Entry] = {
     aten.clamp.default: _clamp("min", "max"),
     aten.clamp_min.default: _bound("maximum"), aten.clamp_max.default: _bound("minimum"),
     aten.hardtanh.default: _clamp("min_val", "max_val", -1.0, 1.0),
-    aten.leaky_relu.default: _leaky_relu, aten.var.correction: _var,
+    aten.leaky_relu.default: _leaky_relu, aten.elu.default: _elu,
+    aten.clamp.Tensor: _clamp("min", "max"),
     aten.full.default: _full, aten.full_like.default: _full, aten.scalar_tensor.default: _scalar_tensor,
     aten.arange.start_step: _arange, aten.arange.start: _arange, aten.arange.default: _arange,
     aten.logical_not.default: _not, aten.logical_and.default: _logical("bitwise_and"),
@@ -387,23 +380,27 @@ TABLE: dict[Any, Entry] = {
     aten.expand.default: _expand, aten.unsqueeze.default: _unsqueeze,
     aten.squeeze.dim: _squeeze, aten.squeeze.dims: _squeeze, aten.squeeze.default: _squeeze,
     aten.clone.default: _identity, aten.alias.default: _identity, aten.detach.default: _identity,
+    aten.lift_fresh_copy.default: _identity, aten.flip.default: _flip, aten.repeat.default: _repeat,
     aten._to_copy.default: _to_copy,
     aten.sum.dim_IntList: _reduce("sum"), aten.sum.default: _reduce("sum"), aten.mean.dim: _reduce("mean"),
     aten.mean.default: _reduce("mean"), aten.amax.default: _reduce("max"), aten.amin.default: _reduce("min"),
+    aten.cumsum.default: _along("cumsum"), aten.cumprod.default: _along("cumprod"),
+    aten.prod.dim_int: _along("prod"), aten.prod.default: _prod_all,
     aten._softmax.default: _softmax("softmax"), aten._log_softmax.default: _softmax("log_softmax"),
-    aten.native_layer_norm.default: _layer_norm,
     aten.split.Tensor: _split, aten.split_with_sizes.default: _split,
     aten.slice.Tensor: _slice, aten.select.int: _select, aten.cat.default: _cat,
-    **ATTENTION, **CONV, **INDEXING,
+    **ATTENTION, **CONV, **INDEXING, **NORMS, **SORTING,
 }
 
 #: arithmetic whose int64 result could leave int32's range: lowered only when it counts bools (_int64_in_range)
 GROWING = (aten.add.Tensor, aten.add.Scalar, aten.sub.Tensor, aten.sub.Scalar, aten.rsub.Scalar, aten.rsub.Tensor,
            aten.mul.Tensor, aten.mul.Scalar, aten.pow.Tensor_Scalar, aten.pow.Tensor_Tensor, aten.pow.Scalar,
-           aten.sum.dim_IntList, aten.sum.default)
+           aten.sum.dim_IntList, aten.sum.default, aten.cumsum.default, aten.cumprod.default, aten.prod.dim_int,
+           aten.prod.default)
 TABLE.update({op: _int64_in_range(TABLE[op]) for op in GROWING})
 
 #: ops that only rename memory: a piece made of nothing else stays in PyTorch (a kernel would only copy)
 FREE = {aten.view.default, aten._unsafe_view.default, aten.reshape.default, aten.t.default, aten.transpose.int,
         aten.permute.default, aten.expand.default, aten.unsqueeze.default, aten.squeeze.dim, aten.squeeze.dims,
-        aten.squeeze.default, aten.clone.default, aten.alias.default, aten.detach.default}
+        aten.squeeze.default, aten.clone.default, aten.alias.default, aten.detach.default,
+        aten.lift_fresh_copy.default}

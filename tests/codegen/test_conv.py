@@ -62,8 +62,9 @@ def test_a_conv_is_one_launch_with_its_weight_conversion_or_two(mixed, rng):
     assert_close(conv(x, w), conv.py_func(x, w))
     art = conv.compile(x, w)
     kinds = [(k.template, k.core_type) for k in art.kernels]
-    if mixed:  # the vector cores convert the weights, the cube cores wait for them at an all-core barrier
-        assert kinds == [("transdata", "aiv"), ("conv_launch", "mix"), ("transdata", "aiv")]
+    if mixed:  # the vector cores convert the weights (and the map), the cube cores wait at an all-core barrier,
+        # and the vector cores convert the result after a second one (GE's conv_edge_fold)
+        assert kinds == [("conv_launch", "mix")]
     else:
         assert kinds == [("transdata", "aiv"), ("conv_weights", "aiv"), ("conv", "aic"), ("transdata", "aiv")]
     text = [k for k in art.kernels if "conv" in k.template][-1].schedule.text()
@@ -111,7 +112,8 @@ def test_float32_avg_pool_and_conv_pool_conv(rng):
 
     assert_close(net(x, w), net.py_func(x, w))
     kinds = [k.template for k in net.compile(x, w).kernels]
-    assert kinds == ["transdata", "conv_launch", "pool", "conv_launch", "transdata"]
+    # the region's edge conversions run in the convs' launches (GE's conv_edge_fold), the pool between stays
+    assert kinds == ["conv_launch", "pool", "conv_launch"]
 
 
 def batch_norm_params(rng, c):
@@ -133,10 +135,43 @@ def test_resnet_basic_block(chip, rng):
 
     args = (x, w1, *batch_norm_params(rng, c), w2, *batch_norm_params(rng, c))
     check(block, *args)
-    # x converted once (both convs read it), each norm folded into its conv's weight conversion (on the vector
-    # cores of the conv's own launch), the residual add and the last ReLU on the second conv's cube
-    assert [k.template for k in block.compile(*args).kernels] == [
-        "transdata", "conv_launch", "conv_launch", "transdata"]
+    # x converted into NC1HWC0 on the vector cores of the first conv's launch, each norm folded into its conv's
+    # weight conversion (on the vector cores of the conv's own launch), the residual add and the last ReLU on
+    # the vector cores of the second conv's launch, where its result is converted back to ND
+    assert [k.template for k in block.compile(*args).kernels] == ["conv_launch", "conv_launch"]
+
+
+def test_a_block_of_two_images_with_odd_sizes_in_two_launches(rng):
+    c, o = 5, 17   # channels not multiples of 16, odd H and W, a strided first conv, batch 2
+    x, b1 = data(rng, (2, c, 9, 7), np.float16), data(rng, (o,), np.float16, 0.1)
+    w1, w2 = data(rng, (o, c, 3, 3), np.float16, 0.3), data(rng, (o, o, 3, 3), np.float16, 0.2)
+    r = data(rng, (2, o, 5, 4), np.float16)
+
+    @pyasc.kernel(chip="tiny")
+    def block(x, w1, b1, w2, r):
+        y = pyasc.relu(pyasc.conv2d(x, w1, b1, stride=2, padding=1))
+        return pyasc.relu(pyasc.conv2d(y, w2, padding=1) + r)
+
+    assert_close(block(x, w1, b1, w2, r), block.py_func(x, w1, b1, w2, r))
+    # x converted on the way into the first conv's launch, the residual added on the way out of the second's
+    assert [k.template for k in block.compile(x, w1, b1, w2, r).kernels] == ["conv_launch", "conv_launch"]
+
+
+def test_edge_conversions_run_as_launches_of_their_own_when_the_conv_launch_cannot_take_them(rng, monkeypatch):
+    from pyasc.codegen.templates import conv_launch
+    monkeypatch.setattr(conv_launch, "_vector_side", lambda *a: None)   # as if nothing fitted the UB
+    x, w = data(rng, (1, 20, 7, 5), np.float16), data(rng, (18, 20, 3, 3), np.float16, 0.2)
+    b, r = data(rng, (18,), np.float16), data(rng, (1, 18, 7, 5), np.float16)
+
+    @pyasc.kernel(chip="tiny")
+    def residual_apart(x, w, b, r):
+        return pyasc.relu(pyasc.conv2d(x, w, b, padding=1) + r)
+
+    assert_close(residual_apart(x, w, b, r), residual_apart.py_func(x, w, b, r))
+    art = residual_apart.compile(x, w, b, r)
+    assert [k.template for k in art.kernels] == ["conv_edge", "conv_weights", "conv", "conv_edge"]
+    conv_kernel = [k for k in art.kernels if k.template == "conv"][0]
+    assert any("no tiling of the vector side fits" in n for n in conv_kernel.notes)
 
 
 @pytest.mark.parametrize("dtype", ["float16", "float32"])
@@ -152,7 +187,7 @@ def test_a_residual_add_on_the_cube_or_as_an_nc1hwc0_vector_kernel(dtype, fuse, 
 
     assert_close(residual(x, w, b, r), residual.py_func(x, w, b, r))
     kinds = [k.template for k in residual.compile(x, w, b, r).kernels]
-    # fused, r is read in NC1HWC0 (converted); unfused, converting r would cost what computing the add in
-    # NC1HWC0 saves, so the conv's result is converted back and the add runs on ND values
-    assert kinds == (["transdata", "transdata", "conv_launch", "transdata"] if fuse else
-                     ["transdata", "conv_launch", "transdata", "vector"])
+    # fused, r is added in ND on the vector cores of the conv's launch, after its result is converted back;
+    # unfused, converting r would cost what computing the add in NC1HWC0 saves, so the conv's launch converts
+    # its result back and the add runs on ND values (the input's conversion is in the conv's launch either way)
+    assert kinds == (["conv_launch"] if fuse else ["conv_launch", "vector"])

@@ -10,27 +10,7 @@ import pyasc
 from pyasc.codegen import lower, tiling
 
 import matmul_kernels as K
-
-
-class Exhaustive(tiling.Ranking):
-    """Scores every candidate (no pruning) and checks the template's bound against each score."""
-
-    checked: list[tuple[float, float, str]] = []
-
-    def __init__(self, params, build, chip, dims, bound=None):
-        super().__init__(params, build, chip, dims, None)
-        if bound is not None:
-            for c in self.scored:
-                Exhaustive.checked.append((bound(c.params), c.score.cycles, c.line()))
-
-
-def _choices(fn, args, chip, options):
-    out = []
-    for dk in pyasc.kernel(fn, chip=chip, **options).compile(*args).kernels:
-        r = dk.tiling
-        out.append((dk.name, dk.template, r.params, r.score.cycles,
-                    [(o.params, o.score.cycles) for o in r.others], r.unscored))
-    return out
+from ranking_check import assert_pruning_keeps_the_choice
 
 
 def _args(fn, dtype, m, n, k):
@@ -72,19 +52,7 @@ CASES = [c if len(c) == 7 else (*c, {}) for c in CASES]
 @pytest.mark.parametrize("chip,fn,dtype,m,n,k,options", CASES, ids=lambda x: getattr(x, "__name__", str(x)))
 def test_the_bound_never_exceeds_the_score_and_pruning_keeps_the_choice(monkeypatch, chip, fn, dtype, m, n, k,
                                                                        options):
-    args = _args(fn, dtype, m, n, k)
-    pruned = _choices(fn, args, chip, options)
-    Exhaustive.checked = []
-    monkeypatch.setattr(lower, "Ranking", Exhaustive)
-    exhaustive = _choices(fn, args, chip, options)
-    assert Exhaustive.checked, "no template with a bound tiled this kernel"
-    over = [(b, s, what) for b, s, what in Exhaustive.checked if b > s]
-    assert not over, f"bounds above the score: {over[:3]}"
-    assert len(pruned) == len(exhaustive)
-    for p, e in zip(pruned, exhaustive):
-        assert p[:4] == e[:4]                      # the same kernel, template, tiling and score
-        assert p[4] == e[4][:len(p[4])]            # the runners-up listed are the exhaustive order's first ones
-        assert e[5] == 0
+    assert_pruning_keeps_the_choice(monkeypatch, lower, fn, _args(fn, dtype, m, n, k), chip, options)
 
 
 def test_pruning_scores_a_fraction_of_a_large_products_candidates():

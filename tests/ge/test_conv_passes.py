@@ -8,6 +8,7 @@ from ge_equiv import check_equivalent, count, ops_of, run_passes
 from pyasc.errors import InferError
 from pyasc.ge import optimize
 from pyasc.ge.conv import BlockedLayout, ConvBatchNormFold, ConvEpilogueFusion, ConvGroupSplit
+from pyasc.ge.conv_edges import ConvEdgeFold
 from pyasc.ge.layout import layout_passes
 from pyasc.ge.simplify import DCE
 from pyasc.ir import Graph, TensorType, format_graph
@@ -174,7 +175,7 @@ def transdatas(g: Graph) -> list[str]:
 
 def test_a_two_conv_block_converts_only_at_its_edges():
     g = two_conv_block()
-    optimize(g, dots=False)
+    optimize(g, dots=False, disabled_passes=["conv_edge_fold"])  # (the conversions as nodes of their own)
     text = body(g)
     assert [ln.split(" = ")[1].split(" {")[0] for ln in text if "(" in ln and "return" not in ln] == [
         "transdata(%x)", "fused_conv2d(%0, %w1)", "conv2d(%1, %w2)", "transdata(%2)"]
@@ -208,13 +209,56 @@ def basic_block() -> Graph:
 
 def test_the_residual_add_and_relu_join_the_second_conv_reading_the_shared_conversion_of_x():
     g = basic_block()
-    optimize(g, dots=False)
+    optimize(g, dots=False, disabled_passes=["conv_edge_fold"])
     (x_in,) = [n for n in g.nodes if n.op == "transdata" and n.inputs[0].node.op == "Data"]
     first, second = [n for n in g.nodes if n.op == "fused_conv2d"]
     assert first.inputs[0] == x_in.out() and second.inputs[2] == x_in.out()   # x once in NC1HWC0, for both
     assert second.attrs["has_residual"] and second.attrs["activation"] == "relu" and second.attrs["has_bn"]
     assert [n.op for n in g.nodes if n.op not in ("Data", "Const")] == [
         "transdata", "fused_conv2d", "fused_conv2d", "transdata"]
+
+
+def test_the_edge_conversions_move_into_the_convs():
+    g, changed = check_equivalent(two_conv_block, [BlockedLayout(), *layout_passes(), ConvEdgeFold(), DCE()])
+    assert changed and count(g, "transdata") == 0
+    first, second = [n for n in g.nodes if n.op == "fused_conv2d"]
+    # the first reads x as it is and keeps its result in the region, the second gives the ND result
+    assert first.inputs[0].node.op == "Data" and first.outputs[0].format == "NC1HWC0"
+    assert first.attrs["out_format"] == "NC1HWC0"
+    assert second.inputs[0].node.inputs[0] == first.out()   # through the relu, in NC1HWC0
+    assert second.attrs["out_format"] == "ND" and second.outputs[0].format == "ND"
+
+
+def test_the_block_reads_x_in_nd_for_its_map_and_its_residual():
+    g = basic_block()
+    result = optimize(g, dots=False)
+    first, second = [n for n in g.nodes if n.op == "fused_conv2d"]
+    x = first.inputs[0]
+    assert count(g, "transdata") == 0 and x.node.op == "Data" and second.inputs[2] == x   # the residual
+    assert second.attrs["has_residual"] and second.attrs["activation"] == "relu" and second.outputs[0].format == "ND"
+    log = "\n".join(result.fusion_log)
+    assert "conv_edge_fold: found load_map_nd" in log and "conv_edge_fold: found store_result_nd" in log
+    assert "the residual is added there" in log
+
+
+@pytest.mark.parametrize("disabled", ["conv_edge_fold", "mixed_kernels"])
+def test_the_edge_conversions_stay_when_the_fold_or_mixed_launches_are_off(disabled):
+    g = basic_block()
+    optimize(g, dots=False, disabled_passes=[disabled])
+    assert count(g, "transdata") == 2 and not any(n.attrs.get("out_format") for n in g.nodes)
+
+
+def test_a_conversion_another_op_reads_too_stays_a_node():
+    def build() -> Graph:  # x's conversion is read by the conv and by a pool: folding it would convert twice
+        g = Graph("main")
+        x, w = g.add_input(T(1, 4, 6, 6), "x"), g.add_input(T(4, 4, 3, 3), "w")
+        g.set_outputs([conv(g, x, w, padding=1), op(g, "max_pool2d", x, kernel_size=2)])
+        return g
+
+    g, _ = check_equivalent(build, [BlockedLayout(), *layout_passes(), ConvEdgeFold(), DCE()])
+    (into,) = [n for n in g.nodes if n.op == "transdata" and n.inputs[0].node.op == "Data"]
+    (cv,) = [n for n in g.nodes if n.op == "fused_conv2d"]
+    assert cv.inputs[0] == into.out() and cv.attrs["out_format"] == "ND"   # its result still folds
 
 
 def test_without_the_epilogue_fusion_the_residual_add_computes_in_nc1hwc0():

@@ -1,6 +1,7 @@
 """Pattern fusion: matmul epilogues, transpose flags, composite decomposition."""
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from ge_equiv import check_equivalent, count, ops_of, run_passes
 
@@ -302,3 +303,28 @@ def test_a_reduction_or_matmul_over_nothing_is_a_fill_at_opt_level_0(name, fill)
     assert changed and count(g, name) == 0 and ops_of(g) == ["full", "add"]
     full = next(n for n in g.nodes if n.op == "full")
     assert str(full.attrs["fill_value"]) == str(fill) and full.outputs[0] == g.nodes[-1].inputs[0].type
+
+
+def accumulator_epilogue(cast="float32", floor=0.0, bias_dtype="float32") -> Graph:
+    """relu-like max(cast(a @ b) + bias, floor): the product cast before its bias (numpy's `.astype` first)."""
+    g, (a, b, bias) = graph(t((4, 8), "float16"), t((8, 6), "float16"), t((6,), bias_dtype))
+    y = op(g, "add", op(g, "cast", op(g, "matmul", a, b), dtype=cast), bias)
+    g.set_outputs([op(g, "maximum", y, g.const(np.array(floor, dtype=y.type.dtype)))])
+    return g
+
+
+def test_a_bias_and_relu_after_a_cast_to_float32_stay_on_the_cube():
+    g, changed = check_equivalent(accumulator_epilogue, [MatmulEpilogueFusion()])
+    assert changed and [o for o in ops_of(g) if o != "Const"] == ["fused_matmul"]
+    fused = next(n for n in g.nodes if n.op == "fused_matmul")
+    assert {k: fused.attrs[k] for k in ("has_bias", "activation", "out_dtype")} == \
+        {"has_bias": True, "activation": "relu", "out_dtype": "float32"}
+
+
+@pytest.mark.parametrize("kw, left", [
+    ({"cast": "float16", "bias_dtype": "float16"}, ["add", "maximum"]),   # a rounding cast ends the chain
+    ({"floor": 1.0}, ["maximum"]),                                          # max(x, 1) is not a ReLU
+])
+def test_steps_after_a_cast_stay_apart_unless_it_keeps_the_accumulator(kw, left):
+    g, changed = check_equivalent(lambda: accumulator_epilogue(**kw), [MatmulEpilogueFusion()])
+    assert changed and [o for o in ops_of(g) if o != "Const"] == ["fused_matmul"] + left

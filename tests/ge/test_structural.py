@@ -13,6 +13,7 @@ from ge_equiv import run_passes
 
 from pyasc.ge.attention import AttentionPass
 from pyasc.ge.conv import BlockedLayout, ConvBatchNormFold, ConvEpilogueFusion, ConvGroupSplit
+from pyasc.ge.conv_edges import ConvEdgeFold
 from pyasc.ge.fusion import FusionPass
 from pyasc.ge.integer_matmul import VectorIntegerMatmul
 from pyasc.ge.layout import LayoutAssign, TransdataElimination, TransposeSinking
@@ -366,12 +367,21 @@ def blocked_layout_expected():
     return g
 
 
+def conv_edge_expected():  # both edge conversions in the conv's launch: it reads and gives ND
+    g = Graph()
+    x, w = g.add_input(t(1, 4, 5, 5), "x"), g.add_input(t(4, 4, 3, 3), "w")
+    g.set_outputs([op(g, "fused_conv2d", x, w, activation=None, groups=1, has_bias=False, out_dtype=None,
+                      out_format="ND", padding=1)])
+    return g
+
+
 CASES = {
     "attention": ([AttentionPass()], attention_before, attention_expected),
     "conv_batchnorm_fold": ([ConvBatchNormFold()], lambda: conv_graph(norm=True)[0], bn_fold_expected),
     "conv_group_split": ([ConvGroupSplit()], lambda: conv_graph(groups=2)[0], group_split_expected),
     "conv_epilogue_fusion": ([ConvEpilogueFusion()], lambda: conv_graph("relu")[0], conv_epilogue_expected),
     "blocked_layout": ([BlockedLayout()], lambda: conv_graph()[0], blocked_layout_expected),
+    "conv_edge_fold": ([ConvEdgeFold(), DCE()], blocked_layout_expected, conv_edge_expected),
     "decompose_composites": ([DecomposeComposites()], silu_before, silu_expected),
     "split_reductions": ([SplitReductions()], split_before, split_expected),
     "vector_integer_matmul": ([VectorIntegerMatmul()], int_matmul_before, int_matmul_expected),

@@ -117,13 +117,25 @@ def aic_buffers(a: AttentionOp, t: AttentionTiling, chip: Chip) -> list[Buffer]:
     ]
 
 
+def _row_wise(width: int, chip: Chip) -> bool:
+    """Whether rows of `width` float32 (padded) take a per-row operand in the vector unit's repeat addressing
+    (`_per_row`): whole repeats per row, a row stride the stride field holds."""
+    epr = chip.vector_repeat_bytes // 4
+    return width % epr == 0 and width * 4 // chip.dma_block_bytes <= chip.max_vector_stride
+
+
 def aiv_buffers(a: AttentionOp, t: AttentionTiling, chip: Chip) -> list[Buffer]:
     h = -(-t.bq // chip.group_aivs)
     bkp, dvp = _padded(t.bk, "float32", chip), _o_row(a, chip)
     ub = lambda n: ub_slot(n, chip)  # noqa: E731 - a local shorthand
+    # the scratch tile holds a per-row value broadcast over a row of S (unless the repeat addressing reads it in
+    # place), the causal cut's ramp and the mask rows (float32), and O on its way out
+    wide = not _row_wise(bkp, chip) or a.causal or a.mask_dtype is not None
     bufs = [
         Buffer("x", "UB", "float32", ub(h * bkp * 4), t.slots(), "S rows, then exp"),
-        Buffer("tile", "UB", "float32", ub(h * max(bkp, dvp) * 4), 1, "a per-row value over the row; O out"),
+        Buffer("tile", "UB", "float32", ub(h * (max(bkp, dvp) if wide else dvp) * 4), 1,
+               "a per-row value over the row; O out"),
+        Buffer("rowv", "UB", "float32", ub(h * chip.dma_block_bytes), 1, "a per-row value, a UB block per row"),
         Buffer("acc", "UB", "float32", ub(h * dvp * 4), 1, "O rows (running)"),
         Buffer("part", "UB", "float32", ub(h * dvp * 4), 1, "P V rows"),
         Buffer("m", "UB", "float32", ub(h * 4), 1, "running max"),
@@ -132,7 +144,7 @@ def aiv_buffers(a: AttentionOp, t: AttentionTiling, chip: Chip) -> list[Buffer]:
         Buffer("alpha", "UB", "float32", ub(h * 4), t.lead, "rescale of the blocks not folded yet"),
     ]
     if a.dtype != "float32":
-        bufs.append(Buffer("p16", "UB", a.dtype, ub(h * bkp * itemsize(a.dtype)), t.slots(), "P rows"))
+        bufs.append(Buffer("p16", "UB", a.dtype, ub(h * bkp * itemsize(a.dtype)), 1, "P rows"))
     if a.causal:
         bufs += [Buffer("cramp", "UB", "float32", ub(bkp * 4), 1, "0 .. bk-1"),
                  Buffer("rramp", "UB", "float32", ub(h * 4), 1, "0 .. h-1"),
@@ -233,7 +245,7 @@ def _symbols(a: AttentionOp) -> set[str]:
 
 def _fields(a: AttentionOp, t: AttentionTiling) -> dict[str, IntLike]:
     nqb = sy.ceildiv(a.Tq, t.bq)
-    fields = {"Tq": a.Tq, "Tk": a.Tk, "W": sy.mul(a.batch, nqb, a.chunks), "NQB": nqb}
+    fields = {"Tq": a.Tq, "Tk": a.Tk, "W": sy.mul(a.batch, nqb, a.chunks), "NQB": nqb, "B": a.batch}
     if a.chunks > 1:     # key blocks per run
         fields["BPC"] = sy.ceildiv(sy.ceildiv(a.Tk, t.bk), a.chunks)
     return fields
@@ -241,17 +253,19 @@ def _fields(a: AttentionOp, t: AttentionTiling) -> dict[str, IntLike]:
 
 def _item_lets(t: AttentionTiling, who: str, chunks: int = 1) -> list[Stmt]:
     """The work item of iteration w of this group (`who`: CORE on the AIC, GROUP on an AIV) and its query rows.
-    Groups take items in turn, the last query block of each batch first, and every other round in reverse
-    (a snake): a causal item's work grows with its query block, and without the reversal a group whose first
-    item is a long one would get long ones in every round. In the split form item t is run t mod chunks (its
-    first key block `kb0`) of query item t // chunks."""
+    Items are numbered longest first: the last query block of every batch index, then the one before, ... (a
+    causal item's work grows with its query block); groups take them in turn, every other round in reverse (a
+    snake). Longest first with a snake is the classic balanced partition: a group that took a long item in one
+    round takes a short one in the next (8 heads x 8 causal blocks on 24 groups: 13 key blocks on the busiest
+    group against 12 on average; numbered by batch first, 20 against 12). In the split form item t is run
+    t mod chunks (its first key block `kb0`) of query item t // chunks."""
     lets = [Let("t", sy.add(sy.mul(F("w"), F("G")), _snake(F("w"), F(who))))]
     item = F("t")
     if chunks > 1:
         lets += [Let("c", sy.mod(F("t"), chunks)), Let("kb0", sy.mul(F("c"), F("BPC")))]
         item = sy.floordiv(F("t"), chunks)
-    return lets + [Let("qb", sy.add(F("NQB"), -1, sy.mul(-1, sy.mod(item, F("NQB"))))),
-                   Let("bi", sy.floordiv(item, F("NQB"))), Let("q0", sy.mul(F("qb"), t.bq)),
+    return lets + [Let("qb", sy.add(F("NQB"), -1, sy.mul(-1, sy.floordiv(item, F("B"))))),
+                   Let("bi", sy.mod(item, F("B"))), Let("q0", sy.mul(F("qb"), t.bq)),
                    Let("qm", sy.min_(t.bq, sy.add(F("Tq"), sy.mul(-1, F("q0")))))]
 
 
@@ -409,7 +423,7 @@ def _vector_side(a: AttentionOp, t: AttentionTiling, chip: Chip, fields: dict, g
     rows, kn = F("rows"), F("kn")
     slot = t.slot("j")                  # the vector core's own buffers rotate with buffer_num
     alpha = Ref("alpha", sy.mod(F("j"), t.lead) if t.lead > 1 else 0)
-    x, tile, p16 = Ref("x", slot), Ref("tile"), Ref("p16", slot)
+    x, tile, p16 = Ref("x", slot), Ref("tile"), Ref("p16")
     grid = sy.mul(rows, bkp32)            # a block of rows in UB: rows of bkp32 floats
     pre: list[Stmt] = [T.vdup(Ref("x", s), 0.0, h * bkp32, "float32", note="zero the row padding")
                        for s in range(t.slots())]
@@ -456,8 +470,7 @@ def _vector_side(a: AttentionOp, t: AttentionTiling, chip: Chip, fields: dict, g
         T.vbinary("sub", alpha, Ref("m"), Ref("mx"), rows, "float32"),
         T.vunary("exp", alpha, alpha, rows, "float32", note="alpha = exp(m - m')"),
         T.vcopy(Ref("m"), Ref("mx"), rows, "float32", note="m = m'"),
-        T.vbroadcast(tile, Ref("mx"), rows, bkp32, "float32", axis=1, dst_row_stride=bkp32),
-        T.vbinary("sub", x, x, tile, grid, "float32"),
+        *_per_row("sub", x, Ref("mx"), rows, bkp32, chip, note="x - m'"),
         T.vunary("exp", x, x, grid, "float32", note="P = exp(x - m')"),
         T.vreduce("sum", Ref("mx"), x, rows, kn, "float32", src_row_stride=bkp32, note="row sum"),
         T.vbinary("mul", Ref("l"), Ref("l"), alpha, rows, "float32"),
@@ -477,8 +490,7 @@ def _vector_side(a: AttentionOp, t: AttentionTiling, chip: Chip, fields: dict, g
         return [T.load(Ref("part"), _slot_ref("cho", GROUP, j, 2, o_bytes, sy.mul(F("rs"), dvp32 * 4)), "float32",
                        a.Dv, rows, src_stride=dvp32, dst_stride=dvp32, note="P V rows"),
                 T.vbinary("add", Ref("acc"), Ref("acc"), Ref("part"), dv, "float32", note="O += P V"),
-                When(rescale, [T.vbroadcast(tile, nxt, rows, dvp32, "float32", axis=1, dst_row_stride=dvp32),
-                               T.vbinary("mul", Ref("acc"), Ref("acc"), tile, dv, "float32", note="O *= alpha")])]
+                When(rescale, _per_row("mul", Ref("acc"), nxt, rows, dvp32, chip, note="O *= alpha"))]
 
     has = sy.lt(0, rows)
     lag = sy.add(F("j"), -t.lead)
@@ -490,7 +502,7 @@ def _vector_side(a: AttentionOp, t: AttentionTiling, chip: Chip, fields: dict, g
     # the last `lead` blocks' P V (fewer when the item has fewer blocks)
     drain = Loop("i", sy.max_(0, sy.add(F("nkb"), -t.lead)), F("nkb"), 1,
                  [When(has, fold(F("i"), sy.lt(F("i"), sy.add(F("nkb"), -1))))], note="the blocks still to fold")
-    finish = When(has, _store_partials(a, dvp32) if a.chunks > 1 else _store_result(a, dvp32))
+    finish = When(has, _store_partials(a, dvp32) if a.chunks > 1 else _store_result(a, dvp32, chip))
     item = head + init + [blocks, drain, finish]
     params = [GmParam("chs", "float32", "scratch"), GmParam("chp", a.dtype, "scratch"),
               GmParam("cho", "float32", "scratch")]
@@ -505,15 +517,30 @@ def _vector_side(a: AttentionOp, t: AttentionTiling, chip: Chip, fields: dict, g
                         aiv_buffers(a, t, chip), body, [f"{h} query rows per vector core at most"])
 
 
-def _store_result(a: AttentionOp, dvp32: int) -> list[Stmt]:
+def _per_row(fn: str, dst: Ref, vals: Ref, rows: IntLike, width: int, chip: Chip, note: str = "") -> list[Stmt]:
+    """dst[r, :] = fn(dst[r, :], vals[r]) over `rows` rows of `width` float32 (padded): each row's value copied
+    over one UB block (`rowv`), then one instruction per 256-byte column of the rows, a repeat per row, its value
+    read with a block stride of 0 (the hardware's broadcast operand: no row-wide scratch copy). Rows the repeat
+    addressing cannot step through (`_row_wise`) take the broadcast tile instead."""
+    if not _row_wise(width, chip):
+        return [T.vbroadcast(Ref("tile"), vals, rows, width, "float32", axis=1, dst_row_stride=width),
+                T.vbinary(fn, dst, dst, Ref("tile"), sy.mul(rows, width), "float32", note=note)]
+    blk = chip.dma_block_bytes // 4
+    epr = chip.vector_repeat_bytes // 4
+    step = ((1, width // blk), (1, width // blk), (0, 1))
+    return [T.vbroadcast(Ref("rowv"), vals, rows, blk, "float32", axis=1, dst_row_stride=blk)] + \
+        [T.vrepeated(fn, dst.at(c * epr * 4), dst.at(c * epr * 4), Ref("rowv"), rows, step, "float32",
+                     elems_per_repeat=epr, note=note) for c in range(width // epr)]
+
+
+def _store_result(a: AttentionOp, dvp32: int, chip: Chip) -> list[Stmt]:
     """The end of an item: its rows of O / l, in the result's dtype."""
     rows, tile, osize, orows = F("rows"), Ref("tile"), itemsize(a.out_dtype), a.rows[3]
     ooff = sy.mul(orows.start(F("bi"), sy.add(F("q0"), F("rs"))), osize)
     grid_o = sy.mul(rows, dvp32)
     out = tile if a.out_dtype != "float32" else Ref("acc")
     return [T.vunary("reciprocal", Ref("l"), Ref("l"), rows, "float32"),
-            T.vbroadcast(tile, Ref("l"), rows, dvp32, "float32", axis=1, dst_row_stride=dvp32),
-            T.vbinary("mul", Ref("acc"), Ref("acc"), tile, grid_o, "float32", note="O / l")] \
+            *_per_row("mul", Ref("acc"), Ref("l"), rows, dvp32, chip, note="O / l")] \
         + ([T.vcast(out, Ref("acc"), grid_o, "float32", a.out_dtype, round="rint")] if out is tile else []) \
         + [T.store(GmRef(orows.param, ooff), out, a.out_dtype, a.Dv, rows, src_stride=dvp32, dst_stride=orows.row,
                    note="out rows")]

@@ -203,10 +203,22 @@ def fits(cv: CubeConv, t: ConvTiling, chip: Chip) -> bool:
 
 def tilings(cv: CubeConv, chip: Chip, buffer_num: int, cores: int) -> list[ConvTiling]:
     """For every block shape worth scoring: the deepest L1 chunk and L0 step that fit, weights resident or
-    streamed, double-buffered where the cap allows (and single-buffered)."""
+    streamed, double-buffered where the cap allows (and single-buffered); blocks of all the output channels
+    (up to 256) when the blocks of positions alone occupy the cores."""
     cores = max(1, min(cores, chip.aic_cores))
-    mp, op = align_up(cv.m, 16), align_up(cv.g.o, 16)
-    tns = sorted({s for s in CHANNEL_BLOCKS if s < op} | {min(op, CHANNEL_BLOCKS[-1])})
+    op = align_up(cv.g.o, 16)
+    widest = min(op, CHANNEL_BLOCKS[-1])
+    narrower = sorted(s for s in CHANNEL_BLOCKS if s < op)
+    # every block of tn channels cuts its own img2col out of the map (Load3D, MTE1): narrower blocks multiply
+    # that work by O / tn, worth it only when the blocks of positions alone cannot occupy the cores
+    if cv.g.n * -(-cv.m // POSITION_BLOCKS[0]) >= cores:
+        out = _candidates(cv, chip, buffer_num, cores, [widest])
+        if out:
+            return out
+    return _candidates(cv, chip, buffer_num, cores, narrower + [widest])
+
+
+def _candidates(cv: CubeConv, chip: Chip, buffer_num: int, cores: int, tns: list[int]) -> list[ConvTiling]:
     out: list[ConvTiling] = []
     for bn in buffer_nums(buffer_num, most=2):
         for tn in tns:

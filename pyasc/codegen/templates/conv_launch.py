@@ -12,6 +12,12 @@ overlap the cube's.
 The two schedules are the templates' own, with their GM parameters renamed into one set: the launch's
 inputs in the job's order (x, w, the batch norm's parameters, the bias, the residual, the identity) and
 its output, and the workspace tensors `wsw` (the weights) and `wsb` (the float32 bias).
+
+A conv at an edge of its NC1HWC0 region (GE's `conv_edge_fold`, templates/conv_edges.py) converts there too:
+an ND feature map goes into the workspace `wsx` on the vector cores next to the weights, before the barrier;
+an ND result is written by the cube into the workspace `wsy`, and after a second all-core barrier the vector
+cores convert it into the output (adding an ND residual and applying the ReLU on the way). Their schedules'
+names are prefixed (`xi_`, `yo_`) so the three share the vector side's body.
 """
 from __future__ import annotations
 
@@ -21,14 +27,17 @@ from typing import Mapping, Sequence
 from ... import symbolic as sy
 from ...target import Chip, itemsize
 from .. import tileops as T
-from ..schedule import GmParam, GmRef, Loop, MixedSchedule, Stmt, TileOp, TileSchedule, When
+from ..schedule import BLOCKS, CORE, GmParam, GmRef, Loop, MixedSchedule, Stmt, TileOp, TileSchedule, When
 from ..template import Job, Template, Tiling
-from . import conv, conv_weights
+from . import conv, conv_edges, conv_weights
 from .conv import ConvTiling, CubeConv
+from .conv_edges import ConvEdge
 from .conv_weights import ConvWeights
+from .mixed_prologue import prefixed
 from .moves import MoveTiling
 
-WEIGHTS, BIAS = "wsw", "wsb"
+WEIGHTS, BIAS, MAP, RESULT = "wsw", "wsb", "wsx", "wsy"
+WORKSPACES = (WEIGHTS, BIAS, MAP, RESULT)
 
 
 @dataclass(frozen=True)
@@ -40,6 +49,10 @@ class ConvLaunch:
     cube: CubeConv
     weight_inputs: tuple[int, ...]      # launch input index of conv_weights' in0, in1, ...
     cube_inputs: tuple[int | str, ...]  # launch input index (or workspace tensor) of conv's in0, in1, ...
+    edge_in: ConvEdge | None = None     # the ND feature map (launch input `edge_in_input`) into `MAP`
+    edge_in_input: int | None = None
+    edge_out: ConvEdge | None = None    # `RESULT` [+ a residual] into the output
+    edge_out_inputs: tuple[int | str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -48,9 +61,14 @@ class ConvLaunchTiling(Tiling):
     weights: MoveTiling
     buffer_num: int
     cores: int
+    edge_in: MoveTiling | None = None
+    edge_out: MoveTiling | None = None
+    weight_cores: int = 0   # with edge_in: the vector cores converting the weights (the others convert the map)
 
     def describe(self) -> str:
-        return f"{self.conv.describe()}; weights on the vector cores: {self.weights.describe()}"
+        edges = "".join(f"; {what} on the vector cores: {t.describe()}" for what, t in
+                        (("the map into NC1HWC0", self.edge_in), ("the result into ND", self.edge_out)) if t)
+        return f"{self.conv.describe()}; weights on the vector cores: {self.weights.describe()}{edges}"
 
 
 def analyze(job: Job, chip: Chip) -> list[ConvLaunch]:
@@ -64,17 +82,65 @@ def _groups(cv: CubeConv, t: ConvTiling, chip: Chip) -> int:
 
 
 def tilings(a: ConvLaunch, chip: Chip, buffer_num: int, cores: int) -> list[ConvLaunchTiling]:
-    """Each conv tiling with the conversion spread over its groups' vector cores (the most rows a core can
-    take, or an even share)."""
+    """Each conv tiling with the conversion spread over its groups' vector cores (an even share of the rows,
+    or fewer where the edges' tiles need the UB) and the edges' tiles."""
     out = []
+    vector_side: dict[tuple[int, int], tuple | None] = {}
+    # the vector side's phases draw on one set of event ids: a double-buffered tail with a residual (two loads
+    # per tile) may leave the weights' too few, so it comes single-buffered too (the sync planner refuses what
+    # does not fit, the cost model picks among the rest)
+    edge_bns = (buffer_num, 1) if a.edge_out is not None and a.edge_out.residual and buffer_num > 1 else (buffer_num,)
     for ct in conv.tilings(a.cube, chip, buffer_num, cores):
         aivs = _groups(a.cube, ct, chip) * chip.group_aivs
-        # the evenest share of the rows (the vector cores work while the cube cores wait at the barrier),
-        # single-buffered: a core converts one tile, or few (and each parameter load would take two event ids)
-        pick = min(conv_weights.tilings(a.weights, chip, 1, aivs), key=lambda w: w.rows, default=None)
-        if pick is not None:
-            out.append(ConvLaunchTiling(ct, pick, ct.buffer_num, ct.cores))
+        for bn in edge_bns:
+            if (aivs, bn) not in vector_side:
+                vector_side[aivs, bn] = _vector_side(a, chip, bn, aivs)
+            found = vector_side[aivs, bn]
+            if found is not None:
+                out.append(ConvLaunchTiling(ct, found[0], ct.buffer_num, ct.cores, *found[1:]))
     return out
+
+
+def weight_cores(a: ConvLaunch, aivs: int) -> int:
+    """Vector cores converting the weights: all of them, or, when the map is converted too, three quarters
+    (the others convert the map at the same time: a weight tile is a chain of short dependent moves, the map
+    a stream, so a few cores take it in about the weights' time)."""
+    return aivs - max(1, aivs // 4) if a.edge_in is not None and aivs >= 2 else aivs
+
+
+def _vector_side(a: ConvLaunch, chip: Chip, buffer_num: int, aivs: int
+                 ) -> tuple[MoveTiling, MoveTiling | None, MoveTiling | None, int] | None:
+    """The weights' tile and the edges' over `aivs` vector cores: the evenest share of the weight rows (the
+    vector cores work while the cube cores wait at the barrier), single-buffered (a core converts one tile, or
+    few, and each parameter load would take two event ids), halved until the edges' tiles fit next to it (the
+    phases' buffers are all in one UB layout); None when nothing fits."""
+    kw = weight_cores(a, aivs)
+    even = min(conv_weights.tilings(a.weights, chip, 1, kw), key=lambda w: w.rows, default=None)
+    rows = even.rows if even is not None else 0
+    while rows >= 1:
+        pick = MoveTiling(rows, even.cols, 1, even.cores)
+        rows //= 2
+        if not conv_weights.fits(a.weights, pick, chip):
+            continue
+        left = chip.ub_bytes - sum(b.nbytes for b in conv_weights.buffers(a.weights, pick, chip))
+        first = _edge_tiling(a.edge_in, chip, buffer_num, max(1, aivs - kw), left)
+        if a.edge_in is not None:
+            if first is None:
+                continue
+            left -= conv_edges.need(a.edge_in, first)
+        second = _edge_tiling(a.edge_out, chip, buffer_num, aivs, left)
+        if a.edge_out is not None and second is None:
+            continue
+        return pick, first, second, kw
+    return None
+
+
+def _edge_tiling(e: ConvEdge | None, chip: Chip, buffer_num: int, cores: int, ub_bytes: int) -> MoveTiling | None:
+    """The edge's tile that the busiest core gets through soonest within `ub_bytes`."""
+    if e is None or ub_bytes <= 0:
+        return None
+    found = conv_edges.tilings(e, chip, buffer_num, cores, ub_bytes)
+    return min(found, key=lambda t: (conv_edges.per_core_cycles(e, t, cores, chip), -t.rows), default=None)
 
 
 def schedule(a: ConvLaunch, t: ConvLaunchTiling, chip: Chip) -> MixedSchedule:
@@ -86,18 +152,62 @@ def schedule(a: ConvLaunch, t: ConvLaunchTiling, chip: Chip) -> MixedSchedule:
     prep_names = {f"in{i}": _name(v) for i, v in enumerate(a.weight_inputs)}
     prep_names.update({"out0": WEIGHTS, "out1": BIAS})
     cube_names = {f"in{i}": _name(v) for i, v in enumerate(a.cube_inputs)}
+    if a.edge_out is not None:
+        cube_names["out0"] = RESULT
     if cw.emits_bias:
         scratch[BIAS] = cw.o * 4
     aiv = _renamed(prep, prep_names)
+    notes = [f"{cw.o} output channels' weights converted on the vector cores, handed to the cube cores through "
+             f"the workspace at an all-core barrier (one launch)"]
+    params = {WEIGHTS: cw.dtype, BIAS: "float32"}
+    if a.edge_in is not None and t.edge_in is not None:
+        aivs, kw = sy.mul(groups, chip.group_aivs), t.weight_cores
+        core = sy.sym(CORE)
+        x_in = prefixed(conv_edges.schedule(a.edge_in, t.edge_in, chip), "xi_",
+                        {"in0": _name(a.edge_in_input), "out0": MAP}, WORKSPACES,
+                        {CORE: sy.add(core, -kw), BLOCKS: sy.add(aivs, -kw)})
+        if isinstance(aivs, int) and kw < aivs:  # the weights on the first kw cores, the map on the others
+            aiv = prefixed(aiv, "w_", {}, WORKSPACES, {BLOCKS: kw})
+            aiv.body = [When(sy.lt(core, kw), aiv.body)]
+            x_in.body = [When(sy.lt(kw - 1, core), x_in.body)]
+            notes.append(f"the weights on {kw} vector cores, the map on the others")
+        aiv = _joined(x_in, aiv)
+        scratch[MAP] = _blocked_bytes(a.edge_in)
+        params[MAP] = a.edge_in.cv.dtype
+        notes.append("the ND feature map converted into NC1HWC0 on the vector cores before the barrier (no "
+                     "transdata launch)")
     aiv.body = aiv.body + [T.sync_all(note="the weights are in the workspace: the cube cores may read them")]
     aiv.blocks = sy.mul(groups, chip.group_aivs)
     aic = _renamed(cube, cube_names)
     aic.body = [T.sync_all(note="wait for the weights")] + aic.body
-    aic.params += [GmParam(name, cw.dtype if name == WEIGHTS else "float32", "scratch") for name in scratch]
+    if a.edge_out is not None and t.edge_out is not None:
+        names = {f"in{i}": _name(v) for i, v in enumerate(a.edge_out_inputs)}
+        y_out = prefixed(conv_edges.schedule(a.edge_out, t.edge_out, chip), "yo_", names, WORKSPACES)
+        aic.body = aic.body + [T.sync_all(note="the result is in the workspace: the vector cores convert it")]
+        aiv.body = aiv.body + [T.sync_all(note="wait for the cube's result")]
+        aiv = _joined(aiv, y_out)
+        scratch[RESULT] = _blocked_bytes(a.edge_out)
+        params[RESULT] = a.edge_out.src_dtype
+        notes.append("the result converted to ND on the vector cores after a second barrier"
+                     + (", the residual added and the ReLU applied on the way" if a.edge_out.residual else "")
+                     + " (no transdata launch)")
+    aic.params += [GmParam(name, params[name], "scratch") for name in scratch]
     aic.scratch.update(scratch)
-    notes = [f"{cw.o} output channels' weights converted on the vector cores, handed to the cube cores through "
-             f"the workspace at an all-core barrier (one launch)"]
     return MixedSchedule(cv.name, aic, aiv, [], groups, notes)
+
+
+def _blocked_bytes(e: ConvEdge) -> int:
+    """Bytes of an edge's NC1HWC0 side."""
+    cv = e.cv
+    return cv.batch * cv.blocks_of_cols * cv.rows * cv.c0 * itemsize(e.src_dtype)
+
+
+def _joined(first: TileSchedule, then: TileSchedule) -> TileSchedule:
+    """One vector-side schedule running `first`, then `then` (names already apart); `first`'s block count."""
+    params = list(first.params) + [p for p in then.params if p.name not in {q.name for q in first.params}]
+    return replace(first, params=params, fields={**first.fields, **then.fields},
+                   buffers=list(first.buffers) + list(then.buffers), body=list(first.body) + list(then.body),
+                   notes=list(first.notes) + list(then.notes), scratch={**first.scratch, **then.scratch})
 
 
 def _name(v: int | str) -> str:
@@ -106,7 +216,7 @@ def _name(v: int | str) -> str:
 
 def _renamed(s: TileSchedule, names: Mapping[str, str]) -> TileSchedule:
     """`s` with its GM parameters renamed (a parameter missing from `names` keeps its name)."""
-    params = [GmParam(names.get(p.name, p.name), p.dtype, "scratch" if names.get(p.name) in (WEIGHTS, BIAS)
+    params = [GmParam(names.get(p.name, p.name), p.dtype, "scratch" if names.get(p.name) in WORKSPACES
                       else p.role) for p in s.params]
     return replace(s, params=params, body=_rename_body(s.body, names), scratch=dict(s.scratch))
 

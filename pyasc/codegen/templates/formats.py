@@ -27,6 +27,7 @@ from ... import symbolic as sy
 from ...symbolic import IntLike
 from .. import tileops as T
 from ..kernel_graph import KernelGraph
+from ...ir import TensorType
 from ..schedule import Buffer, GmParam, GmRef, Let, Loop, Ref, Stmt, TileSchedule, When
 from .moves import MoveTiling
 from .tiles import FieldSet, UnsupportedMove, clamp_extent, decompose, split_over_cores
@@ -100,6 +101,19 @@ def analyze(name: str, kg: KernelGraph, chip: Chip) -> Conversion:
         conv = Conversion(name, s_fmt, d_fmt, src.dtype, src.itemsize, n_, h * w, c, storage[-1], 1, block)
     conv.notes.append(f"transdata {s_fmt} -> {d_fmt} of {src}: batch {conv.batch}, rows {conv.rows}, "
                       f"cols {conv.cols}, c0 {conv.c0}")
+    return conv
+
+
+def nc1hwc0_conversion(name: str, t: TensorType, to_nd: bool, chip: Chip) -> Conversion:
+    """The conversion of an (N, C, H, W) tensor of type `t` (its shape and dtype) to NC1HWC0, or back (`to_nd`):
+    what a conv launch does at the edges of its region (templates/conv_edges.py)."""
+    n, c, h, w = (int(d) for d in t.shape)
+    blocked = TensorType(t.shape, t.dtype, "NC1HWC0")
+    src, dst = ("NC1HWC0", "ND") if to_nd else ("ND", "NC1HWC0")
+    conv = Conversion(name, src, dst, t.dtype, blocked.itemsize, n, h * w, c, blocked.storage_shape[-1], 1,
+                      chip.space_align("UB"))
+    conv.notes.append(f"transdata {src} -> {dst} of {t.dtype}[{n},{c},{h},{w}]: batch {n}, rows {h * w}, cols {c}, "
+                      f"c0 {conv.c0}")
     return conv
 
 
@@ -202,7 +216,7 @@ def _nz_to_nd(cv: Conversion, t: MoveTiling, slot: IntLike) -> list[Stmt]:
 # ---- NC1HWC0 ---------------------------------------------------------------------------------
 
 
-def _nc_offsets(cv: Conversion) -> tuple[IntLike, IntLike]:
+def nc_offsets(cv: Conversion) -> tuple[IntLike, IntLike]:
     """(NCHW element, NC1HWC0 element) of the tile's first pixel (pixel r0 of channel block s of image b)."""
     b, s, r0 = F("b"), F("s"), F("r0")
     nchw = sy.add(sy.mul(b, cv.cols * cv.rows), sy.mul(s, cv.c0 * cv.rows), r0)
@@ -211,7 +225,7 @@ def _nc_offsets(cv: Conversion) -> tuple[IntLike, IntLike]:
 
 
 def _nd_to_nc1hwc0(cv: Conversion, t: MoveTiling, slot: IntLike) -> list[Stmt]:
-    nchw, blocked = _nc_offsets(cv)
+    nchw, blocked = nc_offsets(cv)
     c0, size = cv.c0, cv.itemsize
     hp = cv.padded(t.rows)
     chw, hwc = Ref("chw", slot), Ref("hwc", slot)
@@ -228,7 +242,7 @@ def _nd_to_nc1hwc0(cv: Conversion, t: MoveTiling, slot: IntLike) -> list[Stmt]:
 
 
 def _nc1hwc0_to_nd(cv: Conversion, t: MoveTiling, slot: IntLike) -> list[Stmt]:
-    nchw, blocked = _nc_offsets(cv)
+    nchw, blocked = nc_offsets(cv)
     c0 = cv.c0
     hp = cv.padded(t.rows)
     chw, hwc = Ref("chw", slot), Ref("hwc", slot)

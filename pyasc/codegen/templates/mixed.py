@@ -9,6 +9,13 @@ the epilogue's vector ops (the vector template's analysis and op translation, `p
 stores the result. The cross-core flags between the two (the block is in the channel; the AIVs have read it)
 come from `cross_sync`, each side's own from `sync`.
 
+A block may cross over in column chunks (`MixedTiling.chunks`): FixPipe writes L0C's 16-column panels a chunk at
+a time, each chunk into a slot of its own (2 per chunk of a block), and the vector cores take, compute and store
+chunk by chunk, so they start on a block before the cube has written all of it and finish sooner after its
+last one. Loads of the epilogue's other inputs come before the wait for the cube's tile. The cost model weighs
+the chunk counts (more flags, FixPipes and vector ops against a shorter drain); chunks narrower than 64 columns
+or shares under 64 rows are not offered (measured slower than their estimates).
+
 The epilogue must be elementwise over the product's (batch..., M, N) output with N as its row (rows M, the
 batch outer or folded into the rows); anything else is `Unsupported` and the router falls back to separate
 launches.
@@ -36,12 +43,13 @@ from .matmul import CubeMatmul, in_param as cube_in
 from .matmul_bound import cube_bound
 from .matmul_tiling import MatmulTiling
 from .placement import Placement, decompose
+from .mixed_chunks import Chunk, chunk, chunk_counts, chunked
 from .mixed_prologue import Prologue
 from .vector_kernel import VectorKernel, VectorTiling, in_param, out_param, stride_field, stride_fields
 
 F = sy.sym
 CHANNEL = "ws"
-SLOTS = 2
+SLOTS = 2            # workspace tiles per chunk of a block (double buffering)
 
 
 @dataclass(frozen=True)
@@ -72,10 +80,16 @@ class MixedTiling(Tiling):
     buffer_num: int            # slots of the vector side's rotating buffers
     cores: int
     prologue: VectorTiling | None = None
+    chunks: int = 1            # column chunks a block crosses over in (`tn` a multiple of 16 * chunks)
+
+    @property
+    def chunk_cols(self) -> int:
+        return self.cube.tn // self.chunks
 
     def describe(self) -> str:
         pro = "" if self.prologue is None else f"; A's prologue on the vector cores first: {self.prologue.describe()}"
-        return f"{self.cube.describe()}; epilogue on the vector cores, buffer_num={self.buffer_num}{pro}"
+        split = "" if self.chunks == 1 else f" in {self.chunks} column chunks of {self.chunk_cols}"
+        return f"{self.cube.describe()}; epilogue on the vector cores{split}, buffer_num={self.buffer_num}{pro}"
 
 
 def analyze(job: Job, chip: Chip) -> list[MixedAnalysis]:
@@ -130,7 +144,7 @@ def epilogue_buffers(vk: VectorKernel, tm: int, tn: int, t: Tiling, chip: Chip) 
 
 
 def aiv_buffers(a: MixedAnalysis, t: MixedTiling, chip: Chip) -> list[Buffer]:
-    out = epilogue_buffers(a.vk, t.cube.tm, t.cube.tn, t, chip)
+    out = epilogue_buffers(a.vk, t.cube.tm, t.chunk_cols, t, chip)
     if a.pro is not None and t.prologue is not None:
         out += mixed_prologue.buffer_names(vector_kernel.buffers_for(a.pro, t.prologue, chip))
     return out
@@ -141,12 +155,15 @@ def need(a: MixedAnalysis, t: MixedTiling, chip: Chip) -> int:
 
 
 def tilings(a: MixedAnalysis, chip: Chip, buffer_num: int, cores: int) -> list[MixedTiling]:
-    """The cube template's tilings whose vector side fits the UB."""
+    """The cube template's tilings whose vector side fits the UB, each with the column chunks it may hand over
+    in (finer chunks: the vector cores start sooner and finish sooner after the cube's last block, for more
+    cross-core flags, FixPipes and vector ops; the cost model weighs them)."""
     dims, _ = scoring_dims(sorted(_symbols(a)))
     out = []
     pro: dict[int, list] = {}   # the prologue's candidates per vector core count
-    for ct in matmul.tilings(a.mk, chip, buffer_num, min(cores, chip.aic_cores), dims):
-        t = MixedTiling(ct, min(2, buffer_num), ct.cores)
+    for ct, chunks in ((ct, n) for ct in matmul.tilings(a.mk, chip, buffer_num, min(cores, chip.aic_cores), dims)
+                       for n in chunk_counts(ct.tn, _rows_per_aiv(ct.tm, chip), chip)):
+        t = MixedTiling(ct, min(2, buffer_num), ct.cores, chunks=chunks)
         if a.pro is not None:
             left = chip.ub_bytes - sum(b.nbytes for b in aiv_buffers(a, t, chip))
             aivs = ct.cores * chip.group_aivs
@@ -155,7 +172,7 @@ def tilings(a: MixedAnalysis, chip: Chip, buffer_num: int, cores: int) -> list[M
             pt = mixed_prologue.tiling(pro[aivs], left)
             if pt is None:
                 continue
-            t = MixedTiling(ct, t.buffer_num, t.cores, pt)
+            t = MixedTiling(ct, t.buffer_num, t.cores, pt, chunks)
         bufs = aiv_buffers(a, t, chip)
         if sum(b.nbytes for b in bufs) <= chip.ub_bytes and \
                 all(b.slot_bytes <= chip.max_repeats * chip.vector_repeat_bytes for b in bufs):
@@ -165,26 +182,29 @@ def tilings(a: MixedAnalysis, chip: Chip, buffer_num: int, cores: int) -> list[M
 
 def schedule(a: MixedAnalysis, t: MixedTiling, chip: Chip) -> MixedSchedule:
     mk, ct = a.mk, t.cube
-    tnp = _tnp(a.vk, ct.tn, chip)
+    ncp = _tnp(a.vk, t.chunk_cols, chip)
     ws_dtype = mk.out_dtype
-    slot_bytes = ct.tm * tnp * itemsize(ws_dtype)
+    slot_bytes = ct.tm * ncp * itemsize(ws_dtype)
+    slots = SLOTS * t.chunks
     if a.keep_product:
-        aic = matmul.schedule(mk, ct, chip, sink=lambda blk: matmul.to_output(blk) + _to_channel(blk, tnp, slot_bytes))
+        aic = matmul.schedule(mk, ct, chip,
+                              sink=lambda blk: matmul.to_output(blk) + _to_channel(blk, t, ncp, slot_bytes, chip))
     else:
-        aic = matmul.schedule(mk, ct, chip, sink=lambda blk: _to_channel(blk, tnp, slot_bytes))
+        aic = matmul.schedule(mk, ct, chip, sink=lambda blk: _to_channel(blk, t, ncp, slot_bytes, chip))
         aic.params = [p for p in aic.params if p.role != "out"]
     groups = aic.blocks
     aic.params.append(GmParam(CHANNEL, ws_dtype, "scratch"))
-    aic.scratch[CHANNEL] = sy.mul(groups, SLOTS * slot_bytes)
-    aiv = _vector_side(a, t, chip, tnp, slot_bytes, groups)
-    ch = Channel(CHANNEL, "aic", slot_bytes, SLOTS)
-    notes = [f"the cube's {ct.tm}x{ct.tn} blocks reach the vector cores through {SLOTS} workspace tiles per group "
-             f"({slot_bytes} B each, L2-resident)"]
+    aic.scratch[CHANNEL] = sy.mul(groups, slots * slot_bytes)
+    aiv = _vector_side(a, t, chip, ncp, slot_bytes, groups)
+    ch = Channel(CHANNEL, "aic", slot_bytes, slots)
+    split = "" if t.chunks == 1 else f" in {t.chunks} column chunks of {t.chunk_cols}"
+    notes = [f"the cube's {ct.tm}x{ct.tn} blocks reach the vector cores{split} through {slots} workspace tiles per "
+             f"group ({slot_bytes} B each, L2-resident)"]
     pro = None
     if a.pro is not None and t.prologue is not None:
         aic, aiv, pro = _with_prologue(a, t, chip, aic, aiv)
-    return MixedSchedule(mk.name, aic, aiv, [ch], groups, notes, steps=sy.ceildiv(aic.fields["T"], groups),
-                         prologue=pro)
+    steps = sy.mul(sy.ceildiv(aic.fields["T"], groups), t.chunks)
+    return MixedSchedule(mk.name, aic, aiv, [ch], groups, notes, steps=steps, prologue=pro)
 
 
 def _with_prologue(a: MixedAnalysis, t: MixedTiling, chip: Chip, aic: TileSchedule, aiv: TileSchedule
@@ -204,13 +224,27 @@ def _with_prologue(a: MixedAnalysis, t: MixedTiling, chip: Chip, aic: TileSchedu
     return aic, aiv, pro
 
 
-def _to_channel(blk: matmul.Block, tnp: int, slot_bytes: int) -> list[Stmt]:
-    """FixPipe of one output block into this group's channel slot (the AIC's core index is its group)."""
-    slot = sy.mod(F("i"), SLOTS)
-    off = sy.mul(sy.add(sy.mul(F(CORE), SLOTS), slot), slot_bytes)
-    mk = blk.mk
-    return [T.fixpipe(GmRef(CHANNEL, off), blk.acc, blk.mm, blk.nn, mk.out_dtype, mk.acc_dtype, relu=mk.relu,
-                      dst_row_stride=tnp, note="L0C -> workspace tile")]
+def _to_channel(blk: matmul.Block, t: MixedTiling, ncp: int, slot_bytes: int, chip: Chip) -> list[Stmt]:
+    """FixPipe of one output block into this group's channel slots, a column chunk at a time (the AIC's core
+    index is its group). L0C holds the block as 16-column panels of ceil16(mm) rows: chunk c starts c * nc
+    columns in."""
+    mk, slots = blk.mk, SLOTS * t.chunks
+    rows16 = sy.mul(sy.ceildiv(blk.mm, chip.cube_block), chip.cube_block)
+
+    def fix(c: int) -> list[Stmt]:
+        ch = chunk(t.chunks, t.chunk_cols, c)
+        off = sy.mul(sy.add(sy.mul(F(CORE), slots), sy.mod(ch.k, slots)), slot_bytes)
+        src = blk.acc.at(sy.mul(c * t.chunk_cols, rows16, itemsize(mk.acc_dtype))) if c else blk.acc
+        note = "L0C -> workspace tile" + (f" (chunk {c})" if t.chunks > 1 else "")
+        return ch.lets + [T.fixpipe(GmRef(CHANNEL, off), src, blk.mm, ch.nn, mk.out_dtype, mk.acc_dtype,
+                                    relu=mk.relu, dst_row_stride=ncp, note=note)]
+
+    # unrolled, the later chunks only where the block reaches them: the FixPipes queue back to back on FIX
+    # (the cost model estimates a loop as a serial unit)
+    out = fix(0)
+    for c in range(1, t.chunks):
+        out.append(When(sy.lt(c * t.chunk_cols, blk.nn), fix(c)))
+    return out
 
 
 def _vector_side(a: MixedAnalysis, t: MixedTiling, chip: Chip, tnp: int, slot_bytes: int,
@@ -243,20 +277,29 @@ def _vector_side(a: MixedAnalysis, t: MixedTiling, chip: Chip, tnp: int, slot_by
         row0 = sy.add(sy.mul(F("bi"), M), F("m0"), F("rs"))
         o_index = []
     lets.append(Let("row0", row0))
-    slot = t.slot("i")
-    geom = Geometry(full=sy.mul(F("rows"), tnp), row=F("rows"), rows=F("rows"), cols=F("nn"), stride=tnp)
+    ch = chunk(t.chunks, t.chunk_cols, F("c"))
+    geom = Geometry(full=sy.mul(F("rows"), tnp), row=F("rows"), rows=F("rows"), cols=ch.nn, stride=tnp)
     tiling = VectorTiling("chunks", h, tnp, t.buffer_num, t.cores)
     ncube = 3 if mk.bias else 2   # the cube reads in0 (A), in1 (B)[, in2 (bias)]; the epilogue's inputs follow
-    place = Placement(vk, tiling, geom, slot, F("row0"), F("n0"), o_index, False, lambda j: in_param(ncube + j - 1))
+    # UB slots rotate with the chunks; the sync analysis reads a slot's rotation off the loop variables
+    tile = F("i") if t.chunks == 1 else sy.add(sy.mul(F("i"), t.chunks), F("c"))
+    place = Placement(vk, tiling, geom, t.slot(tile), F("row0"), ch.n0, o_index, False,
+                      lambda j: in_param(ncube + j - 1))
     first = next(u for u in vk.per_tile if u.index == 0)
-    ws_src = GmRef(CHANNEL, sy.add(sy.mul(sy.add(sy.mul(F(GROUP), SLOTS), sy.mod(F("i"), SLOTS)), slot_bytes),
+    slots = SLOTS * t.chunks
+    ws_src = GmRef(CHANNEL, sy.add(sy.mul(sy.add(sy.mul(F(GROUP), slots), sy.mod(ch.k, slots)), slot_bytes),
                                    sy.mul(F("rs"), tnp * itemsize(first.buf.dtype))))
-    take = T.load(place.ref(first.buf), ws_src, first.buf.dtype, F("nn"), F("rows"), src_stride=tnp, dst_stride=tnp,
+    take = T.load(place.ref(first.buf), ws_src, first.buf.dtype, ch.nn, F("rows"), src_stride=tnp, dst_stride=tnp,
                   note="rows of the cube's block")
     first_out = 1 if a.keep_product else 0   # out0 is the product the cube writes
-    work = _loads(place, vk, tnp) + place.compute(vk.body) + _stores(place, vk, tnp, first_out)
+    # the epilogue's other inputs do not wait for the cube: their loads go first, under the wait for its block
+    others = _loads(place, vk, tnp, ch)
+    work = place.compute(vk.body) + _stores(place, vk, tnp, first_out, ch)
     has_rows = sy.lt(0, F("rows"))
-    body = lets + [When(has_rows, [take]), When(has_rows, work)]
+    body_of_chunk = ch.lets + ([When(has_rows, others)] if others else []) + [When(has_rows, [take]),
+                                                                            When(has_rows, work)]
+    body = lets + chunked(t.chunks, t.chunk_cols, body_of_chunk,
+                          "column chunks of the block, as the cube hands them over")
     pre = _zero_padding(vk, t, h, tnp) + place.prologue()
     params = [GmParam(CHANNEL, first.buf.dtype, "scratch")]
     params += [GmParam(place.in_name(u.index), u.buf.dtype, "in") for u in vk.resident + vk.per_tile if u.index != 0]
@@ -279,9 +322,9 @@ def _zero_padding(vk: VectorKernel, t: MixedTiling, h: int, tnp: int) -> list[St
     return out
 
 
-def _loads(place: Placement, vk: VectorKernel, tnp: int) -> list[Stmt]:
+def _loads(place: Placement, vk: VectorKernel, tnp: int, ch: Chunk) -> list[Stmt]:
     out: list[Stmt] = []
-    rows, nn = F("rows"), F("nn")
+    rows, nn = F("rows"), ch.nn
     for use in vk.per_tile:
         if use.index == 0:
             continue
@@ -292,26 +335,26 @@ def _loads(place: Placement, vk: VectorKernel, tnp: int) -> list[Stmt]:
             out.append(T.load(dst, place._gm_in(use, 0, 0, True), dt, 1, note=use.buf.what))
         elif lay.cls == "rowvec":
             stage = Ref(f"rv{use.buf.id}", place.slot)
-            out.append(T.load(stage, place._gm_in(use, F("n0"), 0, True), dt, nn, note=f"{use.buf.what} (columns)"))
+            out.append(T.load(stage, place._gm_in(use, ch.n0, 0, True), dt, nn, note=f"{use.buf.what} (columns)"))
             out.append(T.vbroadcast(dst, stage, rows, nn, dt, axis=0, dst_row_stride=tnp,
                                     note=f"{use.buf.what} over the rows"))
         else:
             r = lay.r_stride
             stride = r if r in (0, 1) else F(stride_field(use.buf.id, "r"))
-            out.append(T.load(dst, place._gm_in(use, F("n0"), F("row0"), True), dt, nn, rows, src_stride=stride,
+            out.append(T.load(dst, place._gm_in(use, ch.n0, F("row0"), True), dt, nn, rows, src_stride=stride,
                               dst_stride=tnp, note=use.buf.what))
     return out
 
 
-def _stores(place: Placement, vk: VectorKernel, tnp: int, first_out: int) -> list[Stmt]:
+def _stores(place: Placement, vk: VectorKernel, tnp: int, first_out: int, ch: Chunk) -> list[Stmt]:
     out: list[Stmt] = []
     for (i, buf), _ in zip(vk.plan.outputs, vk.out_spaces):
         dt = vk.kg.graph.outputs[i].type.dtype
         o_off: IntLike = 0
         for j, idx in enumerate(place.o_index):
             o_off = sy.add(sy.mul(o_off, F(f"O{j}")), idx)
-        off = sy.add(sy.mul(sy.add(sy.mul(o_off, F("R")), F("row0")), F("C")), F("n0"))
-        out.append(T.store(GmRef(out_param(first_out + i), sy.mul(off, itemsize(dt))), place.ref(buf), dt, F("nn"),
+        off = sy.add(sy.mul(sy.add(sy.mul(o_off, F("R")), F("row0")), F("C")), ch.n0)
+        out.append(T.store(GmRef(out_param(first_out + i), sy.mul(off, itemsize(dt))), place.ref(buf), dt, ch.nn,
                            F("rows"),
                            src_stride=tnp, dst_stride=F("C"), note=f"out{i}"))
     return out
@@ -326,7 +369,8 @@ def bound(a: MixedAnalysis, t: MixedTiling, chip: Chip, dims: Mapping[str, int])
     blocks = sy.evaluate(a.mk.batch_count, dims) * _count(a.mk.M, t.cube.tm, dims) * _count(a.mk.N, t.cube.tn, dims)
     steps = -(-blocks // groups)
     aiv = _vector_floor(a, t, chip, dims, groups, steps)
-    return _prologue_floor(a, t, chip, dims) + two_stage(aic, aiv, steps) + launch_cycles(chip, groups * (1 + chip.group_aivs))
+    return _prologue_floor(a, t, chip, dims) + two_stage(aic, aiv, steps * t.chunks) + \
+        launch_cycles(chip, groups * (1 + chip.group_aivs))
 
 
 def _prologue(a: MixedAnalysis, t: MixedTiling, chip: Chip, groups: IntLike) -> TileSchedule:
@@ -388,7 +432,8 @@ def _vector_floor(a: MixedAnalysis, t: MixedTiling, chip: Chip, dims: Mapping[st
     if steps > 2:
         first = tuple((x + y) / 2 for x, y in zip(first, moves(1)))
     last = moves(steps - 1)
-    return (steps - 1) * max(first) + sum(last)
+    # a block in column chunks: its moves pipeline within the chunk loop, the last block's too
+    return (steps - 1) * max(first) + (sum(last) if t.chunks == 1 else max(last))
 
 
 TEMPLATE = Template("mixed", "mix", MixedTiling, analyze, tilings, schedule, _symbols, need=need, bound=bound)

@@ -96,6 +96,21 @@ def schedule(vk: VectorKernel, t: VectorTiling, chip: Chip, first_other: int) ->
                    body=r.body(s.body), notes=[f"prologue: {n}" for n in s.notes])
 
 
+def prefixed(s: TileSchedule, prefix: str, params: Mapping[str, str], scratch: Sequence[str] = (),
+             symbols: Mapping[str, IntLike] | None = None) -> TileSchedule:
+    """`s` with its fields, loop and Let variables and buffers prefixed and its GM parameters renamed
+    (`params`; those renamed to a `scratch` name become workspace parameters), so that it can share one
+    side's body with another schedule (conv_launch's phases); `symbols` replaces free symbols too (a phase on
+    a range of the cores: the core index and the core count it sees)."""
+    names = set(s.fields) | _bound_names(s.body)
+    r = _Renamer({**{n: sy.sym(prefix + n) for n in names}, **(symbols or {})},
+                 {b.name: prefix + b.name for b in s.buffers}, params)
+    return replace(s, params=[GmParam(params.get(p.name, p.name), p.dtype,
+                                      "scratch" if params.get(p.name) in scratch else p.role) for p in s.params],
+                   fields={prefix + k: r.expr(v) for k, v in s.fields.items()},
+                   buffers=[replace(b, name=prefix + b.name) for b in s.buffers], body=r.body(s.body))
+
+
 def _bound_names(body: Sequence[Stmt]) -> set[str]:
     out: set[str] = set()
     for st in body:

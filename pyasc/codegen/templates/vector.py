@@ -18,10 +18,12 @@ the tile loop.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Mapping
 
 from ... import symbolic as sy
 from ...symbolic import IntLike
-from ...target import Chip, itemsize
+from ...target import Chip, data_path, itemsize
+from ..cost import launch_cycles
 from ..domain import UnsupportedDomain
 from ..kernel_graph import kernel_symbols
 from ..schedule import BLOCKS, CORE, GmParam, Let, Loop, Stmt, TileSchedule
@@ -53,17 +55,12 @@ def schedule(vk: VectorKernel, tiling: VectorTiling, chip: Chip) -> TileSchedule
     for j, o in enumerate(d.outer):
         fields[f"O{j}"] = o
     fields["tr"] = tiling.rows
-    n_rt = sy.ceildiv(d.R, tiling.rows)
     if rows_mode:
         fields["Cp"] = padded_row(vk)
-        n_ct: IntLike = 1
     else:
         fields["tw"] = tiling.width
-        n_ct = sy.ceildiv(d.C, tiling.width)
-    total = sy.mul(d.outer_count, n_rt, n_ct)
+    total, blocks = launch_shape(vk, tiling, chip)
     fields["T"] = total
-    cores = min(tiling.cores, chip.aiv_cores)
-    blocks = sy.ceildiv(total, sy.max_(1, sy.ceildiv(total, cores)))
     # the expressions of the body, over fields, the core index, loop variables and named values (Let)
     R, C, tr, Tn = F("R"), F("C"), F("tr"), F("T")
     per = sy.ceildiv(Tn, F(BLOCKS))
@@ -113,6 +110,41 @@ def schedule(vk: VectorKernel, tiling: VectorTiling, chip: Chip) -> TileSchedule
     buffers = buffers_for(vk, tiling, chip)
     notes = [f"domain {tuple(d.shape)} -> outer {tuple(d.outer)}, R={d.R}, C={d.C}", f"tiling: {tiling.describe()}"]
     return TileSchedule(vk.name, "aiv", ctx.params, fields, blocks, buffers, pre + [loop], notes)
+
+
+def launch_shape(vk: VectorKernel, tiling: VectorTiling, chip: Chip) -> tuple[IntLike, IntLike]:
+    """(tiles, cores launched) over the dims: tiles in row-major order split over the cores in contiguous runs."""
+    d = vk.domain
+    n_ct: IntLike = 1 if tiling.mode == "rows" else sy.ceildiv(d.C, tiling.width)
+    total = sy.mul(d.outer_count, sy.ceildiv(d.R, tiling.rows), n_ct)
+    cores = min(tiling.cores, chip.aiv_cores)
+    return total, sy.ceildiv(total, sy.max_(1, sy.ceildiv(total, cores)))
+
+
+# ---- a lower bound on the score -----------------------------------------------------------------------
+
+
+def bound(vk: VectorKernel, tiling: VectorTiling, chip: Chip, dims: Mapping[str, int]) -> float:
+    """A lower bound on `cost.estimate(schedule(vk, tiling, chip), dims, chip)` from the launch shape alone.
+
+    What `schedule` certainly does: core 0 (the largest share) runs n tiles, each loading every per-tile input
+    once and storing every output once (plain moves, whatever the body between), after one load per resident
+    input. The cost walker charges a GM move at least its path's start-up, a loop of n iterations at least
+    n - 1 times an iteration's busiest pipe plus its last iteration's span (the sum of its ops), a block the
+    sum of its statements; the launch its start-up for the cores. Everything else (bytes over bandwidth,
+    vector work, the GM time of the whole launch) only adds. Multi-pass tilings get 0: no bound."""
+    if tiling.mode not in ("rows", "chunks"):
+        return 0.0
+    total, blocks = launch_shape(vk, tiling, chip)
+    t, b = sy.evaluate(total, dims), sy.evaluate(blocks, dims)
+    if b <= 0:
+        return 0.0
+    n = max(0, min(-(-t // b), t))
+    load = getattr(chip, data_path("GM", "UB").cost).startup
+    store = getattr(chip, data_path("UB", "GM").cost).startup
+    loads, stores = len(vk.per_tile) * load, len(vk.plan.outputs) * store
+    tiles = (n - 1) * max(loads, stores) + loads + stores if n else 0
+    return launch_cycles(chip, b) + len(vk.resident) * load + tiles
 
 
 # ---- candidates ---------------------------------------------------------------------------------------
@@ -187,16 +219,11 @@ def _analyze(job: Job, chip: Chip) -> list[VectorKernel]:
     multi-pass for a row reduction (`job.options["rows"]`: its input shape, "k": the axes it reduces)."""
     rows = job.options.get("rows")
     modes = ("rows", "multipass") if rows is not None else ("rows", "chunks")
-    out, errors = [], []
-    for mode in modes:
-        try:
-            out.append(vector_kernel.analyze(job.label, job.subject, rows, job.options.get("k", 0), mode,
-                                             chip.ub_align))
-        except UnsupportedDomain as e:
-            errors.append(str(e))
-    if not out:
-        raise Unsupported("; ".join(dict.fromkeys(errors)))   # each mode's reason once (they often agree)
-    return out
+    try:
+        return vector_kernel.analyze_modes(job.label, job.subject, rows, job.options.get("k", 0), modes,
+                                           chip.ub_align)
+    except UnsupportedDomain as e:   # the reason is the same in every mode
+        raise Unsupported(str(e)) from None
 
 
 def _tilings(vk: VectorKernel, chip: Chip, buffer_num: int, cores: int) -> list[VectorTiling]:
@@ -225,4 +252,4 @@ def _symbols(vk: VectorKernel) -> set[str]:
 
 
 TEMPLATE = Template("vector", "aiv", VectorTiling, _analyze, _tilings, _schedule, _symbols, need=_need,
-                    admits=_admits)
+                    bound=bound, admits=_admits)

@@ -124,6 +124,15 @@ def analyze(name: str, kg: KernelGraph, reduce_rows: Sequence[Any] | None, k: in
     mode: "rows" or "chunks" (a row broadcast over all rows is resident only in rows mode); `block`: bytes of
     a UB block; `rows_of_last_axis`: a pointwise kernel whose row is the last axis (a matmul's epilogue walks
     the product's blocks), not the longest run the inputs allow."""
+    return analyze_modes(name, kg, reduce_rows, k, (mode,), block, rows_of_last_axis)[0]
+
+
+def analyze_modes(name: str, kg: KernelGraph, reduce_rows: Sequence[Any] | None, k: int, modes: Sequence[str],
+                  block: int, rows_of_last_axis: bool = False) -> list[VectorKernel]:
+    """`analyze` in each of `modes`, sharing what does not depend on the mode (the domain, the vector ops and
+    the inputs' layouts: only which inputs are resident, and so the ops before the tile loop and the buffers,
+    does). Raises UnsupportedDomain when the kernel cannot be analysed (in any mode: the reasons are the
+    mode-independent part's)."""
     placed = placements(kg, None if reduce_rows is None else len(reduce_rows))
     reads = _reads(kg, placed)
     in_shapes = list(dict.fromkeys(shape for shape, _ in reads))
@@ -181,8 +190,6 @@ def analyze(name: str, kg: KernelGraph, reduce_rows: Sequence[Any] | None, k: in
 
     plan = build_vector_plan(kg, kg.nodes, space_of, name, placed=placed)
     layouts: dict[int, InputLayout] = {}
-    resident: list[InputUse] = []
-    per_tile: list[InputUse] = []
     for use in plan.inputs:
         shp = dims(use.shape)
         view = None if use.view is None else (use.view.strides, use.view.offset)
@@ -192,7 +199,6 @@ def analyze(name: str, kg: KernelGraph, reduce_rows: Sequence[Any] | None, k: in
         if lay.cls == "col" and lay.r_stride != 1:
             raise UnsupportedDomain(f"input of shape {tuple(shp)}: its per-row values are not contiguous")
         layouts[use.buf.id] = lay
-        (resident if _is_resident(use, lay, mode) else per_tile).append(use)
     out_spaces = []
     for i, buf in plan.outputs:
         v = kg.graph.outputs[i]
@@ -211,20 +217,25 @@ def analyze(name: str, kg: KernelGraph, reduce_rows: Sequence[Any] | None, k: in
             raise UnsupportedDomain(f"output {i} of shape {v.type.shape} holds one value per row of only some of "
                                     f"the domain's rows {domain.rows_shape}")
         out_spaces.append(buf.space)
-    # ops that only expand resident inputs run once, before the tile loop
-    res_ids = {u.buf.id for u in resident}
-    prologue, body = [], []
-    for op in plan.ops:
-        if op.kind in (VKind.EXPAND, VKind.CAST) and all(s.id in res_ids for s in op.reads):
-            prologue.append(op)
-            res_ids.add(op.dst.id)
-        else:
-            body.append(op)
-    out_bufs = [b for _, b in plan.outputs]
-    alloc = assign(body, [u.buf for u in per_tile], [u.buf for u in resident], out_bufs, prologue)
-    sizes = [itemsize(b.dtype) for b in plan.buffers] or [4]
-    return VectorKernel(name, kg, domain, plan, layouts, resident, per_tile, prologue, body, alloc, out_spaces,
-                        min(sizes), reduces, mode, block, out_views=written)
+    min_size = min([itemsize(b.dtype) for b in plan.buffers] or [4])
+    out = []
+    for mode in modes:
+        resident = [u for u in plan.inputs if _is_resident(u, layouts[u.buf.id], mode)]
+        per_tile = [u for u in plan.inputs if not _is_resident(u, layouts[u.buf.id], mode)]
+        # ops that only expand resident inputs run once, before the tile loop
+        res_ids = {u.buf.id for u in resident}
+        prologue, body = [], []
+        for op in plan.ops:
+            if op.kind in (VKind.EXPAND, VKind.CAST) and all(s.id in res_ids for s in op.reads):
+                prologue.append(op)
+                res_ids.add(op.dst.id)
+            else:
+                body.append(op)
+        out_bufs = [b for _, b in plan.outputs]
+        alloc = assign(body, [u.buf for u in per_tile], [u.buf for u in resident], out_bufs, prologue)
+        out.append(VectorKernel(name, kg, domain, plan, layouts, resident, per_tile, prologue, body, alloc,
+                                list(out_spaces), min_size, reduces, mode, block, out_views=written))
+    return out
 
 
 def _unit_free(shape: Sequence[Any]) -> tuple[Any, ...]:

@@ -38,7 +38,7 @@ from ...target import Chip
 from ... import ops
 from ...ir import Graph, Node
 from ...ops import Category
-from ..capacity import CapacityFn, FusionCandidate, is_scalar_const
+from ..capacity import CapacityFn, CapacityVerdict, FusionCandidate, is_scalar_const
 from ..decisions import DecisionKind, FusionDecision, Rejection
 from ..plan import KernelKind, KernelPlan, KernelStructure
 from .analysis import GraphFacts
@@ -68,6 +68,7 @@ class GraphFuser:
         self.checked: dict[int, int] = {}  # group id -> its size when it last passed a capacity check
         self.asked = False               # whether the last `check` asked the capacity function
         self.pure: dict[int, bool] = {}  # group id -> all its ops elementwise or broadcast
+        self.verdicts: dict[tuple, CapacityVerdict] = {}  # candidate key -> the capacity function's verdict
 
     # -- one candidate ----------------------------------------------------------
     def check(self, group: set[Node], dup: Node | None = None, gids: set[int] | None = None
@@ -89,7 +90,7 @@ class GraphFuser:
             if base and len(order) <= 2 * base:
                 return None, found  # checked once phase 1 is over (_verify)
         self.asked = True
-        verdict = self.capacity(self.candidate(order, found, dup))
+        verdict = self.verdict(self.candidate(order, found, dup))
         if not verdict.fits:
             return Rejection("capacity", verdict.reason), found
         return None, found
@@ -133,10 +134,23 @@ class GraphFuser:
                 continue
             order = self.facts.ordered(members)
             found = classify(self.facts, order, self.limits)
-            if isinstance(found, Rejection) or not self.capacity(self.candidate(order, found)).fits:
+            if isinstance(found, Rejection) or not self.verdict(self.candidate(order, found)).fits:
                 return False
             self.checked[gid] = len(members)
         return True
+
+    def verdict(self, c: FusionCandidate) -> CapacityVerdict:
+        """The capacity function's verdict on `c`, asked once per distinct candidate (the same group comes back:
+        a kernel's plan asks about the group its last merge checked, a later phase retries a merge). The key is
+        everything the verdict reads that can differ within one fuser: the nodes with their operands (phases 2
+        and 4 rewire readers to private copies), the boundary and the structure; graph, chip and the capacity
+        function are the fuser's own."""
+        key = (tuple(c.nodes), tuple(tuple(n.inputs) for n in c.nodes), tuple(c.inputs), tuple(c.outputs),
+               c.structure, c.prologue)
+        found = self.verdicts.get(key)
+        if found is None:
+            found = self.verdicts[key] = self.capacity(c)
+        return found
 
     def candidate(self, order: list[Node], structure: KernelStructure, dup: Node | None = None) -> FusionCandidate:
         """`dup`: a member whose readers outside get copies of it: its result is not written."""
@@ -383,6 +397,6 @@ class GraphFuser:
         # read or written through by strides: they do not make it a data move
         views = set(read_views(self.facts, nodes)) | set(write_views(self.facts, nodes))
         category = max(self.facts.pattern[n] for n in ([n for n in nodes if n not in views] or nodes))
-        working_set = self.capacity(candidate).working_set
+        working_set = self.verdict(candidate).working_set
         return KernelPlan(gid, self.graph, nodes, list(candidate.inputs), list(candidate.outputs), category,
                           structure, working_set)
