@@ -45,6 +45,7 @@ class Replay:
     _marked: dict[str, tuple[int, int]] = field(default_factory=dict, repr=False)  # param -> (id(buf), version)
     _forwarded: bool = field(default=False, repr=False)
     _addrs: dict[str, tuple[int, int]] = field(default_factory=dict, repr=False)
+    _args_from: Any = field(default=None, repr=False)  # the args dict `run` last took its buffers from
 
     def __post_init__(self) -> None:
         self.steps = _bind_all(self.actions)
@@ -63,7 +64,9 @@ class Replay:
             ub = self.ctx.mems.get("aiv", {}).get("UB")
             if ub is not None:
                 self.steps = forward(self.steps, ub, self.ctx.args, self._addrs)
-        self.ctx.args.update(args)  # the dict every recorded group and bound step reads its buffers from
+        if args is not self._args_from:  # (a prepared launch passes the same dict, of the same buffers, each run)
+            self.ctx.args.update(args)  # the dict every recorded group and bound step reads its buffers from
+            self._args_from = args
         with np.errstate(all="ignore"):  # as every vector instruction does (IEEE results, no warnings)
             for step in self.steps:
                 step()
@@ -169,3 +172,4 @@ class ReplayCache:
             for p, b in r.ctx.args.items():
                 if b is buf:
                     r.ctx.args[p] = None
+                    r._args_from = None
