@@ -10,7 +10,8 @@ from earlier launches of the same kernel call, and nothing at all when no
 timing is wanted. Sanitized launches never replay.
 
 Replaying does no decoding and no bookkeeping nobody reads: each recorded
-action is bound once into a step whose on-chip operands are fixed views
+action is bound once (on the first replay: a launch run once never pays for
+it) into a step whose on-chip operands are fixed views
 (on-chip memory lives as long as the device) and whose GM operands are
 views made from the buffer's current bytes (a buffer may be given new bytes
 between launches: `Device.attach`); an action whose handler cannot bind it
@@ -46,21 +47,23 @@ class Replay:
     _forwarded: bool = field(default=False, repr=False)
     _addrs: dict[str, tuple[int, int]] = field(default_factory=dict, repr=False)
     _args_from: Any = field(default=None, repr=False)  # the args dict `run` last took its buffers from
+    _stores: list[tuple[str, list]] = field(default_factory=list, repr=False)  # (param, the recorded stores)
 
     def __post_init__(self) -> None:
-        self.steps = _bind_all(self.actions)
         by_buf: dict[int, list] = {}
         for buf, off, nrows, stride, width in self.ctx.gm_writes:
             by_buf.setdefault(id(buf), []).append((off, nrows, stride, width))
         self.ctx.gm_writes.clear()
         params = {id(b): p for p, b in self.ctx.args.items()}
         self._addrs = {p: (b.addr, b.nbytes) for p, b in self.ctx.args.items()}  # the same for every replay
-        self.writes = [(params[k], coalesce(*store_ranges(stores))) for k, stores in by_buf.items()]
+        self._stores = [(params[k], stores) for k, stores in by_buf.items()]
 
     def run(self, args: dict[str, Any]) -> None:
         """Replay with `args` (buffers at the recorded addresses and sizes, maybe new objects)."""
-        if not self._forwarded:  # on the first replay: a launch run once never pays for the analysis
+        if not self._forwarded:  # on the first replay: a launch run once never pays for binding or the analysis
             self._forwarded = True
+            self.steps = _bind_all(self.actions)
+            self.writes = [(p, coalesce(*store_ranges(stores))) for p, stores in self._stores]
             ub = self.ctx.mems.get("aiv", {}).get("UB")
             if ub is not None:
                 self.steps = forward(self.steps, ub, self.ctx.args, self._addrs)
