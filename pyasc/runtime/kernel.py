@@ -116,7 +116,9 @@ class Kernel:
         """Compile for these argument types (once per specialisation) and run; returns numpy array(s)."""
         __tracebackhide__ = True  # noqa: F841 - pytest/IPython: the boundary frame is not the user's concern
         try:
-            call = self._specialize(args, kwargs)
+            binder = self._binder  # (`_specialize`, inlined: this is every warm call's path)
+            values = binder.bind(args, kwargs)
+            call = specialize(self.__name__, binder.params, values, self.options.dynamic, self._limit)
             compiled, hidden = self._lookup(call)
             if compiled.effects is None:
                 result = compiled.launch(call.arrays + hidden if hidden else call.arrays)
@@ -286,7 +288,8 @@ class Kernel:
             return None  # a value the kernel read at compile time has changed: never run a stale graph
         with self._lock:
             self._hits += 1
-            cachestats.count(self._stats_root, self.__qualname__, "hits")
+            if self._stats_root is not None:
+                cachestats.count(self._stats_root, self.__qualname__, "hits")
         if _DUMP_DIR() is not None:
             self._dump(compiled)
         return compiled, hidden
