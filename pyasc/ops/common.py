@@ -85,6 +85,23 @@ def normalize_axis(axis: Any, ndim: int, what: str = "axis") -> tuple[int, ...]:
     return tuple(sorted(out))
 
 
+def require_static(op: str, *ts: TensorType) -> None:
+    """Refuse shapes with sizes only known at launch (dynamic=True) for an op whose lowering needs them."""
+    for t in ts:
+        if any(isinstance(d, Sym) for d in t.shape):
+            raise InferError(f"{op}: shape {fmt_shape(t.shape)} has sizes only known at launch; {op} needs "
+                             "static sizes")
+
+
+def require_static_axis(op: str, shape: Sequence[Dim], ax: int) -> int:
+    """The size of axis `ax`, refused when it is only known at launch (the op's lowering depends on it)."""
+    n = shape[ax]
+    if not isinstance(n, (int, np.integer)):
+        raise InferError(f"{op}: axis {ax} of shape {fmt_shape(shape)} has a size only known at launch; "
+                         f"{op} needs a static size there")
+    return int(n)
+
+
 def require_dtype(t: TensorType, allowed: Sequence[str], op: str) -> None:
     if t.dtype not in allowed:
         raise InferError(f"{op}: does not accept dtype {t.dtype}; it takes {', '.join(allowed)}")

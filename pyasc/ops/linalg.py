@@ -18,9 +18,9 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from ..errors import InferError
-from ..tensor_type import Sym, TensorType
+from ..tensor_type import TensorType
 from .builder import Builder
-from .common import FLOATS, attr_bool, fmt_shape, normalize_axis
+from .common import FLOATS, attr_bool, normalize_axis, require_static
 from .numpy_composite import numpy_composite
 from .reduce import axis_arg
 from .registry import Category
@@ -145,14 +145,8 @@ def _trace(b: Builder, a: Any, *, offset: int = 0, axis1: int = 0, axis2: int = 
     return [b.op("sum", picked, axis=(nd - 2, nd - 1))]
 
 
-def _check_static(name: str, ts: Sequence[TensorType]) -> None:
-    if any(isinstance(d, Sym) for d in ts[0].shape):
-        raise InferError(f"{name}: shape {fmt_shape(ts[0].shape)} has sizes only known at launch; {name} needs "
-                         "static sizes")
-
-
 def _check_diag(ts: Sequence[TensorType], attrs: Mapping[str, Any]) -> None:
-    _check_static("diag", ts)
+    require_static("diag", ts[0])
     if ts[0].ndim not in (1, 2):
         raise InferError("Input must be 1- or 2-d.")
     k = attrs.get("k", 0)
@@ -161,11 +155,11 @@ def _check_diag(ts: Sequence[TensorType], attrs: Mapping[str, Any]) -> None:
 
 
 def _check_diagflat(ts: Sequence[TensorType], attrs: Mapping[str, Any]) -> None:
-    _check_static("diagflat", ts)
+    require_static("diagflat", ts[0])
 
 
 def _check_trace(ts: Sequence[TensorType], attrs: Mapping[str, Any]) -> None:
-    _check_static("trace", ts)
+    require_static("trace", ts[0])
     (a,) = ts
     if a.ndim < 2:
         raise InferError("diag requires an array of at least two dimensions")

@@ -21,19 +21,12 @@ import numpy as np
 
 from .. import dtypes
 from ..errors import InferError
-from ..tensor_type import Sym, TensorType
+from ..tensor_type import TensorType
 from .builder import Builder
-from .common import fmt_shape
+from .common import fmt_shape, require_static
 from .joining import join, slice_axis
 from .numpy_composite import numpy_composite
 from .registry import Category
-
-
-def _static(name: str, *ts: TensorType) -> None:
-    for t in ts:
-        if any(isinstance(d, Sym) for d in t.shape):
-            raise InferError(f"{name}: shape {fmt_shape(t.shape)} has sizes only known at launch; {name} needs "
-                             "static sizes")
 
 
 def _axes_pair(axes: Any, na: int, nb: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
@@ -73,7 +66,7 @@ def _tensordot(b: Builder, a: Any, y: Any, *, axes: Any = 2) -> list[Any]:
 
 def _check_tensordot(ts: Sequence[TensorType], attrs: Mapping[str, Any]) -> None:
     a, y = ts
-    _static("tensordot", a, y)
+    require_static("tensordot", a, y)
     xa, xb = _axes_pair(attrs.get("axes", 2), a.ndim, y.ndim)
     if any(a.shape[i] != y.shape[j] for i, j in zip(xa, xb)):
         raise InferError(f"tensordot: shape-mismatch for sum: {fmt_shape(a.shape)} axes {xa} against "
@@ -88,7 +81,7 @@ def _inner(b: Builder, a: Any, y: Any) -> list[Any]:
 
 def _check_inner(ts: Sequence[TensorType], attrs: Mapping[str, Any]) -> None:
     a, y = ts
-    _static("inner", a, y)
+    require_static("inner", a, y)
     if a.ndim and y.ndim and a.shape[-1] != y.shape[-1]:
         raise InferError(f"shapes {fmt_shape(a.shape)} and {fmt_shape(y.shape)} not aligned: "
                          f"{a.shape[-1]} (dim {a.ndim - 1}) != {y.shape[-1]} (dim {y.ndim - 1})")
@@ -134,7 +127,7 @@ def _cross(b: Builder, a: Any, y: Any, *, axisa: int = -1, axisb: int = -1, axis
 
 def _check_cross(ts: Sequence[TensorType], attrs: Mapping[str, Any]) -> None:
     a, y = ts
-    _static("cross", a, y)
+    require_static("cross", a, y)
     axis = attrs.get("axis")
     axisa, axisb = (axis, axis) if axis is not None else (attrs.get("axisa", -1), attrs.get("axisb", -1))
     for t, ax, what in ((a, axisa, "axisa"), (y, axisb, "axisb")):
@@ -174,7 +167,7 @@ def _check_matrix_power(ts: Sequence[TensorType], attrs: Mapping[str, Any]) -> N
                          "compute; invert on the host or use n >= 0")
     if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
         raise InferError(f"Last 2 dimensions of the array must be square, got shape {fmt_shape(a.shape)}")
-    _static("matrix_power", a)
+    require_static("matrix_power", a)
     if a.dtype == "bool" and n > 1:
         raise InferError("matrix_power: matmul does not accept dtype bool")
 
@@ -213,7 +206,7 @@ numpy_composite("tensordot", _tensordot, tensordot, lambda a, b, **k: np.tensord
 numpy_composite("inner", _inner, inner, np.inner, category=Category.OPAQUE, tensor_params=("a", "b"),
                 numpy_names=("inner",), check=_check_inner)
 numpy_composite("kron", _kron, kron, np.kron, category=Category.INJECTIVE, tensor_params=("a", "b"),
-                numpy_names=("kron",), check=lambda ts, attrs: _static("kron", *ts))
+                numpy_names=("kron",), check=lambda ts, attrs: require_static("kron", *ts))
 numpy_composite("cross", _cross, cross, lambda a, b, **k: cross(a, b, **k), category=Category.INJECTIVE,
                 tensor_params=("a", "b"), numpy_names=("cross",), check=_check_cross)
 numpy_composite("matrix_power", _matrix_power, matrix_power, lambda a, **k: np.linalg.matrix_power(a, **k),

@@ -14,18 +14,10 @@ import numpy as np
 
 from ..errors import InferError
 from .builder import Builder
-from .common import fmt_shape, normalize_axis
+from .common import normalize_axis, require_static_axis
 from .joining import join, slice_axis
 from .numpy_composite import numpy_composite
 from .registry import Category
-
-
-def _static_size(b: Builder, x: Any, ax: int, what: str) -> int:
-    n = b.shape(x)[ax]
-    if not isinstance(n, (int, np.integer)):
-        raise InferError(f"{what}: axis {ax} of shape {fmt_shape(b.shape(x))} has a size only known at launch; "
-                         f"{what} needs a static size there")
-    return int(n)
 
 
 def _ints(v: Any, what: str) -> tuple[int, ...]:
@@ -57,7 +49,7 @@ def _roll(b: Builder, a: Any, *, shift: Any, axis: Any = None) -> list[Any]:
         total[ax] = total.get(ax, 0) + s
     x = a
     for ax, s in total.items():
-        n = _static_size(b, x, ax, "roll")
+        n = require_static_axis("roll", b.shape(x), ax)
         k = s % n if n else 0
         if k:
             x = join(b, [slice_axis(b, x, ax, n - k, n), slice_axis(b, x, ax, 0, n - k)], ax)
@@ -105,7 +97,7 @@ def _diff(b: Builder, a: Any, prepend: Any = None, append: Any = None, *, n: Any
                  + ([_edge(b, a, append, ax, dt)] if append is not None else []), ax)
     op = "ne" if b.dtype(x) == "bool" else "sub"
     for _ in range(int(n)):
-        size = _static_size(b, x, ax, "diff")
+        size = require_static_axis("diff", b.shape(x), ax)
         if size == 0:
             break
         x = b.op(op, slice_axis(b, x, ax, 1, size), slice_axis(b, x, ax, 0, size - 1))

@@ -22,7 +22,7 @@ import numpy as np
 from ..errors import InferError
 from ..tensor_type import Sym, TensorType
 from .builder import Builder, decompose_of, types_of
-from .common import fmt_shape, named, normalize_axis, sugar_arguments
+from .common import fmt_shape, named, normalize_axis, require_static_axis, sugar_arguments
 from .flips import reversed_axes
 from .joining import place, slice_axis
 from .numpy_composite import numpy_composite
@@ -115,9 +115,7 @@ def _check_trapezoid(ts: Sequence[TensorType], attrs: Mapping[str, Any]) -> None
     if y.ndim == 0:
         raise InferError("trapezoid: y must have at least one dimension")
     ax = normalize_axis(attrs.get("axis", -1), y.ndim)[0]
-    if isinstance(y.shape[ax], Sym):
-        raise InferError(f"trapezoid: axis {ax} of shape {fmt_shape(y.shape)} has a size only known at launch; "
-                         "trapezoid needs a static size there")
+    require_static_axis("trapezoid", y.shape, ax)
     if y.dtype == "bool":
         raise InferError("trapezoid: numpy boolean subtract, the `-` operator, is not supported")
     if len(ts) == 2 and ts[1].ndim == 1 and ts[1].shape[0] != y.shape[ax]:

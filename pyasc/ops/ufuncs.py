@@ -163,9 +163,10 @@ def _sugar_api(ufunc: str, method: str) -> Callable[..., Any]:
     return api
 
 
-#: binary elementwise ufuncs (no gufunc signature: not matmul) whose registry twin takes two tensors
-_OUTER = tuple(sorted(u for u in dir(np) if isinstance(getattr(np, u, None), np.ufunc) and getattr(np, u).nin == 2
-                      and getattr(np, u).signature is None and numpy_twin(u) is not None
+#: binary elementwise ufuncs (no gufunc signature: not matmul) whose registry twin takes two tensors; numpy's
+#: own namespace dict, not dir()+getattr, which would import its lazy submodules (testing, f2py: ~0.5 s per process)
+_OUTER = tuple(sorted(u for u, f in vars(np).items() if isinstance(f, np.ufunc) and f.nin == 2
+                      and f.signature is None and numpy_twin(u) is not None
                       and len(get(numpy_twin(u)).tensor_params) == 2))
 METHODS.update({(u, "outer"): "ufunc_outer" for u in _OUTER})
 

@@ -32,6 +32,7 @@ from .aten_table import FREE, TABLE
 from .aten_index import KEPT as KEPT_INDEXING
 from .attention import KEPT
 from .convert import NARROWED, from_numpy, narrow_fits, to_numpy
+from .fastpath import DECOMPOSITIONS as FASTPATH
 from .fx_graph import FxGraphBuilder, Unsupported, node_support, op_name, vals, where
 
 
@@ -276,6 +277,7 @@ def _compile_static(gm: torch.fx.GraphModule, example_inputs: list[Any], opts: d
         return compile_graph
 
     decompositions = {op: fn for op, fn in core_aten_decompositions().items() if op not in KEPT + KEPT_INDEXING}
+    decompositions.update(FASTPATH)
     training = torch.is_grad_enabled() and any(isinstance(v, torch.Tensor) and v.requires_grad
                                                for v in example_inputs)
     return aot_autograd(fw_compiler=compiler("forward" if training else "inference"),
