@@ -13,6 +13,7 @@ from . import isa
 from .chips import ChipConfig
 from .handlers import compile_instruction
 from .program import Program, Structure
+from .tripcount import trip_loop
 
 DATA_READS: tuple[type, ...] = (isa.ScalarLoad,)  # instructions that load a register from on-chip memory
 
@@ -35,6 +36,8 @@ class Decoded:
         # so such a program is never replayed (replay.py)
         self.data_dependent = any(isinstance(i, DATA_READS) for i in instrs)
         # the kernel arguments it may store to (the others it only reads: their buffers may be read-only)
+        # the loop whose trip count is a tiling field, when a recording at one count gives the replay at another
+        self.trip_loop = trip_loop(program, structure)
         self.gm_stores = frozenset(d.arg for d in (getattr(i, "dst", None) for i in instrs)
                                    if isinstance(d, isa.Mem) and d.space == "GM")
 

@@ -22,6 +22,7 @@ from .mixed import JSON_FORMAT as MIXED_FORMAT
 from .mixed import MixedKernel
 from .program import Program
 from .replay import Recording, Replay, ReplayCache
+from .tripcount import LoopMarks
 
 BufferRef = Union[str, GmBuffer]
 
@@ -227,13 +228,28 @@ class Device:
             raise LaunchError("a randomly ordered run (schedule_seed) cannot be sanitized; run them separately")
         replayable = not sanitize and lockstep and schedule_seed is None and pl.replayable
         if replayable:
-            rep = self._replays.get(pl.replay_key)
+            rep = pl.replay
+            if rep is None:
+                rep = self._replays.get(pl.replay_key)
+                if rep is None and not timing and pl.trip_key is not None:  # recorded at another trip count?
+                    rep = self._replays.at_trip(pl.trip_key, pl.tiles[pl.trip_loop.field])
+                    if rep is not None:
+                        self._replays.put(pl.replay_key, rep)
+                pl.replay = rep
+            if rep is not None and timing and not rep.timed:
+                rep = None  # a replay made at another trip count has no timing of its own: run the full model
             if rep is not None:
-                with blas.single_threaded() if pl.cube else contextlib.nullcontext():
+                if pl.cube:
+                    with blas.single_threaded():
+                        rep.run(bound)
+                else:
                     rep.run(bound)
                 if not timing:
                     return None
-                if not self.in_call:  # an empty L2 at the start: the very same schedule
+                if not self.in_call:  # an empty L2 at the start: the very same schedule, made once
+                    if rep.result is None:
+                        rep.result = launcher.schedule(self.chip, parts, rep.groups, rep.ctx, self.l2, block_dim,
+                                                       kernel.name)
                     return rep.result.copy()
                 return launcher.schedule(self.chip, parts, rep.groups, rep.ctx, self.l2, block_dim, kernel.name)
         mems, spaces = {}, {}
@@ -245,16 +261,23 @@ class Device:
         ctx = Launch(dict(bound), tiles, mems, {p.dec.core_type: p.count for p in parts}, block_dim, san)
         ctx.xflags = CrossFlags(layout, self.chip.cross_flag_limit)
         if replayable:
-            ctx.record = Recording()
+            ctx.record = Recording(LoopMarks(pl.trip_loop.loop) if pl.trip_key is not None else None)
         # a recording runs its vector actions as bound steps, which leave float errors to their caller: ignored
         # (IEEE results, no warnings), as in every replay of it
         with blas.single_threaded() if pl.cube else contextlib.nullcontext(), \
                 np.errstate(all="ignore") if replayable else contextlib.nullcontext():
+            # an untimed launch that is recorded is scheduled when a replay of it asks for timing (the schedule
+            # is a function of the recorded groups): a first call that wants only the outputs does not pay for it
             res, groups = launcher.run(self.chip, parts, ctx, self.l2, block_dim, kernel.name, lockstep,
-                                       schedule_seed)
+                                       schedule_seed, timed=timing or not replayable)
         if replayable:
             ctx.record, actions = None, ctx.record
-            self._replays.put(pl.replay_key, Replay(actions, groups, ctx, res.copy()))
+            # the result a replay outside a kernel call gives: this one's when it started with an empty L2
+            start_empty = res is not None and not self.in_call
+            pl.replay = Replay(actions, groups, ctx, res.copy() if start_empty else None, marks=actions.marks)
+            self._replays.put(pl.replay_key, pl.replay)
+            if pl.trip_key is not None and actions.marks.usable:
+                self._replays.put_trip(pl.trip_key, pl.replay)
         return res if timing else None
 
     def stored_params(self, program: Union[Program, MixedKernel]) -> frozenset[str]:
@@ -374,6 +397,12 @@ class PreparedLaunch:
         self.replayable = not any(d.data_dependent for d in decs)
         self.cube = any(d.core_type == "aic" for d in decs)  # tile products: BLAS on one thread (blas.py)
         self.replay_key = ReplayCache.key(decs, block_dim, tiles, bound)
+        # a loop whose trip count is a tiling field (tripcount.py): replays at other trip counts come from a
+        # recording at one, found by the key without that field
+        self.trip_loop = decs[0].trip_loop if len(decs) == 1 and self.replayable else None
+        self.trip_key = None if self.trip_loop is None else ReplayCache.key(
+            decs, block_dim, {f: v for f, v in tiles.items() if f != self.trip_loop.field}, bound)
+        self.replay: Optional[Replay] = None  # its recorded launch, once found (no cache lookup per run)
         self._stamp = self._now()
 
     def _now(self) -> tuple:

@@ -27,13 +27,16 @@ class Part:
 
 
 def run(chip: ChipConfig, parts: list[Part], ctx: Launch, l2: L2Cache, block_dim: int, name: str,
-        lockstep: bool = True, seed: Optional[int] = None) -> tuple[result.LaunchResult, list]:
-    """Run the launch functionally (in a random legal order when `seed` is given), then schedule it;
-    returns the result and the final groups."""
+        lockstep: bool = True, seed: Optional[int] = None, timed: bool = True
+        ) -> tuple[Optional[result.LaunchResult], list]:
+    """Run the launch functionally (in a random legal order when `seed` is given), then schedule it (unless
+    `timed` is False: the result is then None); returns the result and the final groups."""
     pairs = [(p.dec, p.count) for p in parts]
     groups = (RandomRunner(ctx, pairs, seed) if seed is not None else Runner(ctx, pairs, lockstep)).run()
     for buf, off, nrows, stride, width in ctx.gm_writes:
         buf.note_store(off, nrows, stride, width)
+    if not timed:
+        return None, groups
     return schedule(chip, parts, groups, ctx, l2, block_dim, name), groups
 
 

@@ -10,7 +10,8 @@ from earlier launches of the same kernel call, and nothing at all when no
 timing is wanted. Sanitized launches never replay.
 
 Replaying does no decoding and no bookkeeping nobody reads: each recorded
-action is bound once into a step whose on-chip operands are fixed views
+action is bound once (on the first replay: a launch run once never pays for
+it) into a step whose on-chip operands are fixed views
 (on-chip memory lives as long as the device) and whose GM operands are
 views made from the buffer's current bytes (a buffer may be given new bytes
 between launches: `Device.attach`); an action whose handler cannot bind it
@@ -21,6 +22,7 @@ forwarded (forward.py): they read and write GM themselves.
 """
 from __future__ import annotations
 
+import copy
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from functools import partial
@@ -30,6 +32,7 @@ import numpy as np
 
 from .forward import forward
 from .memory import coalesce, store_ranges
+from .tripcount import LoopMarks, at_trip
 
 
 @dataclass
@@ -45,28 +48,38 @@ class Replay:
     _marked: dict[str, tuple[int, int]] = field(default_factory=dict, repr=False)  # param -> (id(buf), version)
     _forwarded: bool = field(default=False, repr=False)
     _addrs: dict[str, tuple[int, int]] = field(default_factory=dict, repr=False)
+    # the args dict `run` last took its buffers from, in a box shared by the replays of one `ctx` (at_trip)
+    _args_from: list = field(default_factory=lambda: [None], repr=False)
+    _stores: list[tuple[str, list]] = field(default_factory=list, repr=False)  # (param, the recorded stores)
+    marks: Optional[LoopMarks] = field(default=None, repr=False)  # where the runs of a trip-count loop sat
+    timed: bool = True  # False: made by `at_trip`, its groups are the recording's (timing runs the full model)
+    _bound: Optional[list] = field(default=None, repr=False)  # one step per action, before forwarding
 
     def __post_init__(self) -> None:
-        self.steps = _bind_all(self.actions)
         by_buf: dict[int, list] = {}
         for buf, off, nrows, stride, width in self.ctx.gm_writes:
             by_buf.setdefault(id(buf), []).append((off, nrows, stride, width))
         self.ctx.gm_writes.clear()
         params = {id(b): p for p, b in self.ctx.args.items()}
         self._addrs = {p: (b.addr, b.nbytes) for p, b in self.ctx.args.items()}  # the same for every replay
-        self.writes = [(params[k], coalesce(*store_ranges(stores))) for k, stores in by_buf.items()]
+        self._stores = [(params[k], stores) for k, stores in by_buf.items()]
 
     def run(self, args: dict[str, Any]) -> None:
         """Replay with `args` (buffers at the recorded addresses and sizes, maybe new objects)."""
-        if not self._forwarded:  # on the first replay: a launch run once never pays for the analysis
+        if not self._forwarded:  # on the first replay: a launch run once never pays for binding or the analysis
             self._forwarded = True
+            self.steps = self._bound_steps()
+            if self.marks is None:
+                self._bound = None  # (kept only to make replays at other trip counts)
+            self.writes = [(p, coalesce(*store_ranges(stores))) for p, stores in self._stores]
             ub = self.ctx.mems.get("aiv", {}).get("UB")
             if ub is not None:
                 self.steps = forward(self.steps, ub, self.ctx.args, self._addrs)
-        self.ctx.args.update(args)  # the dict every recorded group and bound step reads its buffers from
-        with np.errstate(all="ignore"):  # as every vector instruction does (IEEE results, no warnings)
-            for step in self.steps:
-                step()
+        box = self._args_from
+        if args is not box[0]:  # (a prepared launch passes the same dict, of the same buffers, each run)
+            self.ctx.args.update(args)  # the dict every recorded group and bound step reads its buffers from
+            box[0] = args
+        _run_steps(self.steps)
         self.ctx.gm_writes.clear()  # actions run as recorded note their stores: `writes` has them all
         marked = self._marked
         for p, ranges in self.writes:
@@ -76,16 +89,42 @@ class Replay:
                 marked[p] = (id(buf), buf.version)
 
 
+    def _bound_steps(self) -> list[Callable[[], None]]:
+        if self._bound is None:
+            self._bound = _bind_all(self.actions)
+        return self._bound
+
+    def at_trip(self, trip: int) -> Optional["Replay"]:
+        """This recorded launch's replay at trip count `trip` of its trip-count loop (tripcount.py), for untimed
+        runs only; None where it cannot be made (then the launch runs in full)."""
+        if self.marks is None or not self.timed:
+            return None
+        steps = at_trip(self.marks, self.actions, self._bound_steps(), trip)
+        if steps is None:
+            return None
+        rep = copy.copy(self)  # the same ctx, buffers, stores and args box
+        rep.actions, rep.result, rep.marks, rep.timed = [], None, None, False
+        rep._bound, rep.steps, rep._forwarded, rep._marked = steps, [], False, {}
+        return rep
+
+
+@np.errstate(all="ignore")  # as every vector instruction does (IEEE results, no warnings); the decorator's
+def _run_steps(steps: list[Callable[[], None]]) -> None:  # form costs less per call than a `with` block
+    for step in steps:
+        step()
+
+
 class Recording(list):
     """A launch's memory actions as they run, (exe, group, vals) each, for its replay. An action whose handler
     marks it `shareable` (a vector action on UB alone) runs as the step it binds to, and an action repeating
     the values of an earlier one of the same group (a loop over the same tiles: a device loop's iterations)
     runs that one's step: no decoding of its operands again, and its replay binds nothing more."""
 
-    def __init__(self) -> None:
+    def __init__(self, marks: Optional[LoopMarks] = None) -> None:
         super().__init__()
         self.steps: list[Optional[Callable[[], None]]] = []    # per action: the step it ran as, or None
         self._shared: dict[tuple, Optional[Callable[[], None]]] = {}
+        self.marks = marks  # the runs of a trip-count loop, noted by its loop and end_loop handlers
 
     def run(self, exe: Callable, g: Any, vals: Any) -> None:
         self.append((exe, g, vals))
@@ -144,6 +183,9 @@ class ReplayCache:
     def __init__(self, size: int = 16):
         self.size = size
         self._entries: OrderedDict[tuple, Replay] = OrderedDict()
+        # recordings with a trip-count loop, keyed as above without that field: the source of replays at other
+        # trip counts (Replay.at_trip)
+        self._by_trip: OrderedDict[tuple, Replay] = OrderedDict()
 
     @staticmethod
     def key(decs: tuple, block_dim: int, tiling: dict[str, int], args: dict[str, Any]) -> tuple:
@@ -163,9 +205,22 @@ class ReplayCache:
         while len(self._entries) > self.size:
             self._entries.popitem(last=False)
 
+    def put_trip(self, key: tuple, replay: Replay) -> None:
+        """Keep a recording that has trip-count loop marks, under its key without the trip-count field."""
+        self._by_trip[key] = replay
+        self._by_trip.move_to_end(key)
+        while len(self._by_trip) > self.size:
+            self._by_trip.popitem(last=False)
+
+    def at_trip(self, key: tuple, trip: int) -> Optional[Replay]:
+        """A replay at trip count `trip` made from the recording kept under `key` (put_trip), or None."""
+        source = self._by_trip.get(key)
+        return source.at_trip(trip) if source is not None else None
+
     def forget(self, buf: Any) -> None:
         """Let go of a buffer being freed (a replay binds the buffers of its own launch)."""
-        for r in self._entries.values():
+        for r in [*self._entries.values(), *self._by_trip.values()]:
             for p, b in r.ctx.args.items():
                 if b is buf:
                     r.ctx.args[p] = None
+                    r._args_from[0] = None

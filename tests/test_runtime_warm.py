@@ -111,17 +111,17 @@ def test_the_inputs_are_read_in_place_and_not_kept_after_the_call(rng):
     k(x, y)  # compiled and recorded
     runner = k.compile(x, y)._runner
     seen = []
-    inner = runner.launch
+    inner = runner.device._run
 
-    def spy(site, blocks, fields):  # the input buffers are the caller's memory while the kernel runs
+    def spy(*args):  # the input buffers are the caller's memory while the kernel runs
         seen.append(any(np.shares_memory(b.data, x) for b in runner.device.gm))
-        inner(site, blocks, fields)
+        return inner(*args)
 
-    runner.launch = spy
+    runner.device._run = spy
     try:
         assert_close(k(x, y), x * y + 1.0)
     finally:
-        del runner.launch
+        del runner.device._run
     assert seen and all(seen)
     ref = weakref.ref(x)
     del x
@@ -152,3 +152,23 @@ def test_warm_replays_are_bit_exact_against_full_runs(name):
         got, want = warm(*args), full(*args)
         for g, w in zip(got if isinstance(got, tuple) else (got,), want if isinstance(want, tuple) else (want,)):
             assert g.dtype == w.dtype and np.array_equal(g, w, equal_nan=True)
+
+
+def test_a_device_loop_at_a_new_trip_count_replays_without_running_the_model_again(rng, monkeypatch):
+    """The first call at a new trip count replays the recording at another (simulator/tripcount.py): the outputs
+    of a full run; a profile at that count still runs the full model and gives a fresh kernel's figures."""
+    import simulator.launcher as launcher
+
+    k = pyasc.kernel(looped, chip="tiny", sanitize=False)
+    x = rng.standard_normal(300).astype(np.float32)
+    k(x, np.array(2, np.int32))  # compiled and recorded at 2
+    runs = []
+    inner = launcher.run
+    monkeypatch.setattr(launcher, "run", lambda *a, **kw: runs.append(1) or inner(*a, **kw))
+    for n in (5, 1, 8):
+        assert_close(k(x, np.array(n, np.int32)), k.py_func(x, n))
+    assert runs == []
+    out, prof = k.profile(x, np.array(8, np.int32))
+    assert runs == [1]
+    fresh_out, fresh = pyasc.kernel(looped, chip="tiny", sanitize=False).profile(x, np.array(8, np.int32))
+    assert np.array_equal(out, fresh_out) and _figures(prof) == _figures(fresh)

@@ -23,6 +23,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from simulator import Device
+from simulator.hostio import CallIO
 
 from .. import symbolic as sy
 from ..codegen.device import DeviceModule
@@ -51,7 +52,9 @@ class CallShape:
     workspace: int
     outputs: list[int]                          # bytes per output buffer (plan.outputs order)
     results: list[tuple]                        # per result: (kind, what, dtype, shape, offset, as a view)
-    launches: list[tuple[LaunchSite, int, list[int]]] | None = None
+    fresh: list[str]                            # output buffers given new zeroed memory per call
+    launches: list[tuple[LaunchSite, list[int], Any]] | None = None  # (site, tiling, the prepared launch)
+    io: CallIO | None = None                    # the host I/O, its buffers looked up once (made on first use)
 
 
 class EmulatorRunner:
@@ -68,6 +71,9 @@ class EmulatorRunner:
         for site in host.source.sites:  # buffers some kernel stores to are never the caller's own memory
             stored |= {site.args[p] for p in self.device.stored_params(module.kernels[site.kernel].program)}
         self._stored = frozenset(stored)
+        # per input: its GM buffer, and whether a C-contiguous array may be that buffer's memory (no kernel stores
+        # to it, so the caller's array is only read)
+        self._inputs = [(loc.buffer, loc.buffer not in self._stored) for loc in module.launch.inputs]
         self._sizes: dict[str, int] = {}
         self._sized: tuple | None = None  # the dims the buffers were last sized for
         self._shapes: dict[tuple, CallShape] = {}
@@ -113,16 +119,20 @@ class EmulatorRunner:
                 handed.add(what.buffer)
                 results.append((kind, what.buffer, dtype, tuple(sy.evaluate(d, env) for d in dims),
                                 sy.evaluate(what.offset, env), view))
-            shape = self._shapes[key] = CallShape(ws, outs, results)
+            fresh = [loc.buffer for loc in self.module.launch.outputs if loc is not None]
+            shape = self._shapes[key] = CallShape(ws, outs, results, fresh)
         return shape
 
     def _run(self, arrays: Sequence[np.ndarray], prof: Profile | None) -> list[np.ndarray]:
-        plan = self.module.launch
-        env = self.dims(arrays)
-        key = tuple(env.values())
+        if self.bindings:
+            env = self.dims(arrays)
+            key = tuple(env.values())
+        else:  # static shapes: one call shape
+            env, key = {}, ()
         shape = self._shape(env, key)
-        dev, stored = self.device, self._stored
+        dev = self.device
         if key != self._sized:  # the buffers' sizes are those of the last call's dims otherwise
+            plan = self.module.launch
             self._check_sizes(arrays, shape.workspace, shape.outputs)
             for loc, arr in zip(plan.inputs, arrays):
                 self._buffer(loc.buffer, arr.nbytes)
@@ -131,22 +141,24 @@ class EmulatorRunner:
                     self._buffer(loc.buffer, n)
             self._buffer(WORKSPACE, shape.workspace)
             self._sized = key
-        attached = []
-        for loc, arr in zip(plan.inputs, arrays):
-            if arr.nbytes and arr.flags.c_contiguous and loc.buffer not in stored:
-                attached.append(dev.attach(loc.buffer, arr))  # read in place: no copy
-            else:
-                dev.write(loc.buffer, np.ascontiguousarray(arr))
-        for loc, n in zip(plan.outputs, shape.outputs):
-            if loc is not None:
-                # fresh bytes: the results of the last call (views of the old ones) stay as they are
-                dev.attach(loc.buffer, np.zeros(max(n, 1), np.uint8), written=False)
+        io = shape.io
+        if io is None or io.stale:
+            reads = [(what, dtype, dims, offset, view) for kind, what, dtype, dims, offset, view in shape.results
+                     if kind is SourceKind.BUFFER]
+            io = shape.io = CallIO(dev, self._inputs, shape.fresh, reads)
+        # inputs read in place where they may be, and fresh bytes for the results: the results of the last call
+        # (views of the old ones) stay as they are
+        io.begin(arrays)
         self._prof = prof
         dev.begin_call()  # the call's launches share the L2 (an intermediate may still be there)
         try:
             if shape.launches is not None:
-                for site, blocks, fields in shape.launches:
-                    self.launch(site, blocks, fields)
+                if prof is None:  # untimed: a repeat replays its memory actions
+                    for _, _, pl in shape.launches:
+                        pl(self.sanitize, True, None, False)
+                else:
+                    for site, fields, pl in shape.launches:
+                        self._fire(site, fields, pl)
             elif self._straight:
                 shape.launches = self._recorded_run(env)
             else:
@@ -154,25 +166,29 @@ class EmulatorRunner:
         finally:
             dev.end_call()
             self._prof = None
-            for buf in attached:  # the caller's arrays are not kept alive by the device
-                dev.detach(buf)
+            io.release()  # the caller's arrays are not kept alive by the device
+        read = io.results()
+        if len(read) == len(shape.results):
+            return read
+        it = iter(read)
         out = []
-        for kind, what, dtype, dims, offset, view in shape.results:
+        for kind, what, *_ in shape.results:
             if kind is SourceKind.INPUT:
                 out.append(np.array(arrays[what], copy=True))
             elif kind is SourceKind.CONST:
                 out.append(np.array(what, copy=True))
             else:
-                out.append(dev.read(what, dtype, dims, offset=offset, copy=not view))
+                out.append(next(it))
         return out
 
-    def _recorded_run(self, env: dict[str, int]) -> list[tuple[LaunchSite, int, list[int]]]:
+    def _recorded_run(self, env: dict[str, int]) -> list[tuple[LaunchSite, list[int], Any]]:
         """Run the host code and return the launches it made (host code without Ifs and Loops only)."""
-        made: list[tuple[LaunchSite, int, list[int]]] = []
+        made: list[tuple[LaunchSite, list[int], Any]] = []
 
         def recording(site: LaunchSite, blocks: int, fields: list[int]) -> None:
-            made.append((site, blocks, fields))
-            self.launch(site, blocks, fields)
+            pl = self._prepared_launch(site, blocks, fields)
+            made.append((site, fields, pl))
+            self._fire(site, fields, pl)
 
         self.host.run(env, recording, self.read_cond)
         return made
@@ -190,18 +206,25 @@ class EmulatorRunner:
         check_launch(self.name, parts, host, limit)
 
     def launch(self, site: LaunchSite, blocks: int, fields: list[int]) -> None:
+        """One launch the host code makes."""
+        self._fire(site, fields, self._prepared_launch(site, blocks, fields))
+
+    def _prepared_launch(self, site: LaunchSite, blocks: int, fields: list[int]) -> Any:
         key = (site.index, blocks, tuple(fields))
         pl = self._prepared.get(key)
-        k = self.module.kernels[site.kernel]
         if pl is None:
             if len(self._prepared) >= 1024:  # bounded, like the call shapes
                 self._prepared.clear()
-            pl = self._prepared[key] = self.device.prepare(k.program, blocks, site.args,
-                                                            dict(zip(site.fields, fields)))
+            pl = self._prepared[key] = self.device.prepare(self.module.kernels[site.kernel].program, blocks,
+                                                            site.args, dict(zip(site.fields, fields)))
+        return pl
+
+    def _fire(self, site: LaunchSite, fields: list[int], pl: Any) -> None:
         prof = self._prof
-        res = pl(sanitize=self.sanitize, timing=prof is not None)
+        res = pl(self.sanitize, True, None, prof is not None)
         if prof is not None:
-            prof.per_launch.append(LaunchProfile(site.kernel, k.name, blocks, res, site.loops))
+            prof.per_launch.append(LaunchProfile(site.kernel, self.module.kernels[site.kernel].name, pl.block_dim,
+                                                 res, site.loops))
             if site.trip >= 0:  # a loop that ran inside this launch
                 prof.count_iteration(site.loops[-1], fields[site.trip], device=True)
 

@@ -39,8 +39,28 @@ class DumpWarning(UserWarning):
     """PYASC_DUMP_DIR could not be written (the call's result is returned all the same)."""
 
 
-def _env_flag(name: str) -> bool:
-    return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
+def _environ_reader(name: str) -> Callable[[], str | None]:
+    """A reader of one environment variable for every call: `os.environ.get` of an unset variable raises and
+    catches a KeyError inside (about 1 us, on each of a warm call's reads), so where the platform's
+    `os.environ` keeps its encoded mapping, the variable is looked up there by its encoded name."""
+    data, encode, decode = (getattr(os.environ, a, None) for a in ("_data", "encodekey", "decodevalue"))
+    if not isinstance(data, dict) or encode is None or decode is None:
+        return lambda: os.environ.get(name)
+    key = encode(name)
+
+    def read() -> str | None:
+        value = data.get(key)
+        return None if value is None else decode(value)
+    return read
+
+
+_ALWAYS_COMPILE = _environ_reader("PYASC_ALWAYS_COMPILE")
+_DUMP_DIR = _environ_reader("PYASC_DUMP_DIR")
+
+
+def _env_flag(read: Callable[[], str | None]) -> bool:
+    value = read()
+    return value is not None and value.strip().lower() in ("1", "true", "yes", "on")
 
 
 class Kernel:
@@ -96,7 +116,9 @@ class Kernel:
         """Compile for these argument types (once per specialisation) and run; returns numpy array(s)."""
         __tracebackhide__ = True  # noqa: F841 - pytest/IPython: the boundary frame is not the user's concern
         try:
-            call = self._specialize(args, kwargs)
+            binder = self._binder  # (`_specialize`, inlined: this is every warm call's path)
+            values = binder.bind(args, kwargs)
+            call = specialize(self.__name__, binder.params, values, self.options.dynamic, self._limit)
             compiled, hidden = self._lookup(call)
             if compiled.effects is None:
                 result = compiled.launch(call.arrays + hidden if hidden else call.arrays)
@@ -238,7 +260,7 @@ class Kernel:
     # ---- cache -----------------------------------------------------------------
     def _lookup(self, call: BoundCall) -> tuple[CompiledKernel, list[np.ndarray]]:
         """The artifact for a call and its hidden inputs (the lifted arrays as they are now)."""
-        always = _env_flag("PYASC_ALWAYS_COMPILE")
+        always = _env_flag(_ALWAYS_COMPILE)
         if not always:
             found = self._memory_hit(call.key)
             if found is not None:
@@ -266,8 +288,9 @@ class Kernel:
             return None  # a value the kernel read at compile time has changed: never run a stale graph
         with self._lock:
             self._hits += 1
-            cachestats.count(self._stats_root, self.__qualname__, "hits")
-        if "PYASC_DUMP_DIR" in os.environ:
+            if self._stats_root is not None:
+                cachestats.count(self._stats_root, self.__qualname__, "hits")
+        if _DUMP_DIR() is not None:
             self._dump(compiled)
         return compiled, hidden
 

@@ -137,11 +137,12 @@ class ArgBinder:
                 self._build()
                 return self.bind(args, kwargs)
             raise ArgumentTypeError(str(e)) from None
-        if any(v is _DEFAULT for v in values):  # identity test: `in` would compare arrays elementwise
-            if self._stale():
-                self._build()
-                return self.bind(args, kwargs)
-            values = tuple(p.default if v is _DEFAULT else v for v, p in zip(values, state[2]))
+        for v in values:  # identity test: `in` would compare arrays elementwise
+            if v is _DEFAULT:
+                if self._stale():
+                    self._build()
+                    return self.bind(args, kwargs)
+                return tuple(p.default if v is _DEFAULT else v for v, p in zip(values, state[2]))
         return values
 
 
@@ -241,17 +242,18 @@ def to_array(kernel: str, name: str, value: Any, limit: MemoryLimit | None = Non
             raise ArgumentTypeError(f"{kernel}() argument {name!r}: could not convert {type(value).__name__} to a "
                             f"numpy array ({type(e).__name__}: {e})") from e
     dt = arr.dtype
-    copy = dt not in _NAME_OF or not arr.flags.c_contiguous
+    contiguous = arr.flags.c_contiguous
+    copy = dt not in _NAME_OF or not contiguous
     if limit is not None and (arr.nbytes > limit.gm_bytes or (copy and arr.nbytes >= HOST_CHECK_BYTES)):
         check_argument(kernel, name, arr.shape, dt.name, dt.itemsize, limit, copy)  # (sizes from the shape only)
     if dt not in _NAME_OF:
         if dt.name not in dtypes.NUMPY:
             raise _unsupported_dtype(kernel, name, dt)
         arr = arr.astype(dt.newbyteorder("="))  # a supported type in the other byte order
-    if not arr.flags.c_contiguous:
+    if not contiguous:
         arr = np.ascontiguousarray(arr)
     view = arr.view()
-    view.flags.writeable = False
+    view.setflags(write=False)  # (cheaper than through `.flags`, which makes a flags object)
     return view
 
 
@@ -313,37 +315,24 @@ def specialize(kernel: str, params: Sequence[Param], values: Sequence[Any], dyna
                limit: MemoryLimit | None = None) -> BoundCall:
     """Classify and convert every argument; raise TypeError for ones pyasc cannot take (and ValueError for a
     tensor larger than `limit` allows: see `to_array`)."""
-    key: list[ArgKey] = []
-    arrays: list[np.ndarray] = []
-    objects: list[Any] = []
+    call = BoundCall([], [], tuple(values), None, [])
+    key = call.key
     seen: dict[int, int] = {}  # id of a caller's array -> its input index (the same array passed twice)
-    foreign = None
-
-    def tensor_key(label: str, v: Any) -> TensorKey:
-        nonlocal foreign
-        if foreign is None and type(v) is not np.ndarray and is_foreign(v):
-            foreign = v
-        arr = to_array(kernel, label, v, limit)
-        scalar = isinstance(v, np.generic)
-        same = -1 if scalar else seen.setdefault(id(v), len(arrays))
-        arrays.append(arr)
-        objects.append(v)
-        return TensorKey(_NAME_OF[arr.dtype], tensor_dims(arr.shape, dynamic), scalar,
-                         same if same != len(arrays) - 1 else -1)
-
-    def leaf_key(label: str, v: Any) -> ArgKey:
-        if is_tensor_value(v):
-            return tensor_key(label, v)
-        try:
-            return ConstKey(const_key(v))
-        except TypeError:
-            raise _unsupported_object(kernel, label, v) from None
-
     for p, v in zip(params, values):
-        if not p.constexpr and is_tensor_value(v):
-            key.append(tensor_key(p.name, v))
+        if p.constexpr:
+            pass
+        elif v.__class__ is np.ndarray or is_tensor_value(v):
+            key.append(_tensor_key(kernel, p.name, v, call, seen, dynamic, limit))
             continue
-        if not p.constexpr and is_tree_argument(v, is_tensor_value):
+        elif is_tree_argument(v, is_tensor_value):
+            def leaf_key(label: str, leaf: Any) -> ArgKey:
+                if is_tensor_value(leaf):
+                    return _tensor_key(kernel, label, leaf, call, seen, dynamic, limit)
+                try:
+                    return ConstKey(const_key(leaf))
+                except TypeError:
+                    raise _unsupported_object(kernel, label, leaf) from None
+
             key.append(tree_key(kernel, p.name, v, is_tensor_value, leaf_key))
             continue
         try:
@@ -357,7 +346,24 @@ def specialize(kernel: str, params: Sequence[Param], values: Sequence[Any], dyna
                                 f"{type(v).__qualname__}; a compile-time value must be a bool, int, float, str, "
                                 "None, tuple, dtype or numpy array") from None
             raise _unsupported_object(kernel, p.name, v) from None
-    return BoundCall(tuple(key), arrays, tuple(values), foreign, objects)
+    call.key = tuple(key)
+    return call
+
+
+def _tensor_key(kernel: str, label: str, v: Any, call: BoundCall, seen: dict[int, int], dynamic: bool,
+                limit: MemoryLimit | None) -> TensorKey:
+    """Convert one tensor argument into `call` (its array and the caller's object) and return its key."""
+    arrays = call.arrays
+    if call.foreign is None and v.__class__ is not np.ndarray and is_foreign(v):
+        call.foreign = v
+    arr = to_array(kernel, label, v, limit)
+    scalar = isinstance(v, np.generic)
+    n = len(arrays)
+    same = -1 if scalar else seen.setdefault(id(v), n)
+    arrays.append(arr)
+    call.objects.append(v)  # type: ignore[union-attr]
+    return TensorKey(_NAME_OF[arr.dtype], arr.shape if not dynamic else tensor_dims(arr.shape, True), scalar,
+                     same if same != n else -1)
 
 
 def tensor_leaves(params: Sequence[Param], key: Sequence[ArgKey]) -> list[tuple[str, str, TensorKey]]:

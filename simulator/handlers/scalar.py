@@ -129,6 +129,11 @@ def _c_loop(rt: ProgramInfo, idx: int, ins: isa.Loop) -> Callable:
             trips = np.broadcast_to(trips, (g.m,))
             trip = g.uniform(None, trips)
         g.scyc += sc  # after a possible split, which re-runs this instruction
+        marks = getattr(g.ctx.record, "marks", None)
+        if marks is not None and marks.loop == idx:  # a trip-count loop of a recorded launch (tripcount.py)
+            marks.begin(g, len(g.ctx.record), trip)
+            if trip <= 0:
+                marks.end(len(g.ctx.record))
         if trip <= 0:
             return end + 1
         g.regs[var] = start
@@ -144,6 +149,14 @@ def _c_end_loop(rt: ProgramInfo, idx: int, ins: isa.EndLoop) -> Callable:
     def h(g: Group) -> Optional[int]:
         top = g.loops[-1]
         g.scyc += sc
+        rec = g.ctx.record
+        if rec is not None:
+            marks = getattr(rec, "marks", None)
+            if marks is not None and marks.loop == begin:  # the end of an iteration of a trip-count loop
+                if top[0] > 0:
+                    marks.next(len(rec))
+                else:
+                    marks.end(len(rec))
         if top[0] > 0:
             top[0] -= 1
             g.regs[top[2]] = g.regs[top[2]] + top[1]

@@ -238,3 +238,27 @@ def test_forwarded_replays_leave_gm_and_ub_as_the_full_model_does(n, block_dim, 
     (rep,) = warm._replays._entries.values()
     if bind == ["x", "y", "z"]:  # tiles before the last ones: one step instead of load, load, add, store
         assert len(rep.steps) <= len(rep.actions) - 3 * (len(rep.actions) // 4 - buffers * block_dim)
+
+
+def test_call_io_attaches_inputs_gives_fresh_results_and_lets_the_inputs_go(rng):
+    from simulator.hostio import CallIO
+
+    dev, prog, t = _add_device()
+    io = CallIO(dev, [("x", True), ("y", False)], ["z"], [("z", "float32", (1000,), 0, True)])
+    x, y = rng.standard_normal(1000).astype(np.float32), rng.standard_normal(1000).astype(np.float32)
+    io.begin([x, y])
+    assert np.shares_memory(dev.buffer("x").data, x) and not np.shares_memory(dev.buffer("y").data, y)
+    dev.launch(prog, 3, ["x", "y", "z"], t, sanitize=True)  # inputs count as written, the result as not yet
+    io.release()
+    (z,) = io.results()
+    assert np.array_equal(z, x + y) and not np.shares_memory(dev.buffer("x").data, x)
+    assert not dev.buffer("x").data.any() and dev.buffer("x").written == []
+    io.begin([y, x])
+    dev.launch(prog, 3, ["x", "y", "z"], t, timing=False)
+    io.release()
+    assert np.array_equal(io.results()[0], x + y) and np.array_equal(z, x + y)  # the earlier result is kept
+    assert not io.stale
+    dev.alloc("w", 64)
+    assert io.stale  # buffers may have moved: make it again
+    with dev.call(), pytest.raises(LaunchError, match="inside a kernel call"):
+        io.begin([x, y])
