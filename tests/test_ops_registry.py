@@ -98,6 +98,26 @@ NUMPY3_TWINS = {
 }
 NUMPY_OPS |= set(NUMPY3_CATEGORY)
 INTERNAL |= NUMPY3_INTERNAL
+# numpy4's modules (floatmath, rearrange, covariance, series, binning, lexsort, vdot): internal ops behind a
+# public wrapper that binds numpy's signature (numpy_sugar_op), each its own numpy twin
+NUMPY4_CATEGORY = {
+    **{n: Category.ELEMWISE for n in ("angle", "cbrt", "choose", "conj", "copysign", "deg2rad", "divmod",
+                                      "float_power", "fmod", "frexp", "hypot", "imag", "ldexp", "left_shift", "modf",
+                                      "rad2deg", "real", "right_shift", "sinc", "unravel_index")},
+    **{n: Category.INJECTIVE for n in ("column_stack", "compress", "delete", "dstack", "ediff1d", "insert", "resize",
+                                       "rot90")},
+    **{n: Category.OPAQUE for n in ("corrcoef", "cov", "cumulative_prod", "cumulative_sum", "diagonal", "digitize",
+                                    "gradient", "histogram", "isin", "lexsort", "nancumprod", "nancumsum", "polyval",
+                                    "unwrap", "vdot")},
+}
+NUMPY4_CHEAP = {n for n, c in NUMPY4_CATEGORY.items() if c == Category.INJECTIVE}
+NUMPY4_TWINS = {**{n: n for n in NUMPY4_CATEGORY}, "bitwise_left_shift": "left_shift",
+                "bitwise_right_shift": "right_shift", "conjugate": "conj", "degrees": "rad2deg", "radians": "deg2rad"}
+#: tensor operands numpy does not promote with the others: choose's index array, isin's test values, ldexp's
+#: integer exponents
+NUMPY4_UNPROMOTED = {"choose": ("a",), "isin": ("test_elements",), "ldexp": ("x2",)}
+NUMPY_OPS |= set(NUMPY4_CATEGORY)
+INTERNAL |= set(NUMPY4_CATEGORY)
 BINARY = "add sub mul div floordiv mod pow maximum minimum lt le gt ge eq ne bitwise_and bitwise_or bitwise_xor".split()
 UNARY = "neg invert abs exp log sqrt rsqrt reciprocal sin cos tanh sigmoid relu gelu silu erf floor ceil sign".split()
 REDUCTIONS = "sum max min mean".split()
@@ -117,7 +137,7 @@ EXPECTED_CATEGORY = {
     "dot": Category.MATMUL, "attention": Category.OPAQUE,
     "argmax": Category.REDUCE, "argmin": Category.REDUCE, "take": Category.INJECTIVE, "cumsum": Category.INJECTIVE,
     **{n: Category.ELEMWISE for n in NUMPY_CREATION}, **{n: Category.BROADCAST for n in ("tril", "triu", "outer")},
-    **NUMPY22_CATEGORY, **NUMPY3_CATEGORY,
+    **NUMPY22_CATEGORY, **NUMPY3_CATEGORY, **NUMPY4_CATEGORY,
     **{n: Category.OPAQUE for n in ("conv2d", "fused_conv2d", "max_pool2d", "avg_pool2d")},
     "batch_norm": Category.BROADCAST,
 }
@@ -127,6 +147,7 @@ EXPENSIVE |= set(NUMPY_UNARY) | {"logaddexp", "var", "std", "dot"} | NUMPY_GATHE
 EXPENSIVE |= set(NUMPY22_CATEGORY) - NUMPY22_CHEAP
 EXPENSIVE |= {"conv2d", "fused_conv2d", "avg_pool2d", "batch_norm"}
 EXPENSIVE |= set(NUMPY3_CATEGORY) - NUMPY3_CHEAP
+EXPENSIVE |= set(NUMPY4_CATEGORY) - NUMPY4_CHEAP
 COMPOSITES |= (NUMPY_OPS - CONV_OPS) | {"batch_norm"} | ATTENTION
 EXPENSIVE |= ATTENTION
 COMMUTATIVE = {"add", "mul", "maximum", "minimum", "eq", "ne", "bitwise_and", "bitwise_or", "bitwise_xor"}
@@ -248,7 +269,7 @@ def test_only_wheres_condition_and_takes_indices_are_outside_promotion():
     for name in ops.names():
         op = ops.get(name)
         assert set(op.unpromoted) <= set(op.tensor_params), name
-        assert name in ("where", "take", "take_along_axis") or not op.unpromoted, name
+        assert name in ("where", "take", "take_along_axis") or op.unpromoted == NUMPY4_UNPROMOTED.get(name, ()), name
 
 
 def test_category_order_follows_tvm():
@@ -257,9 +278,9 @@ def test_category_order_follows_tvm():
 
 
 def test_numpy_twins():
-    assert {n: ops.numpy_twin(n) for n in ops.numpy_names()} == {**NUMPY_TWINS, **NUMPY3_TWINS}
+    assert {n: ops.numpy_twin(n) for n in ops.numpy_names()} == {**NUMPY_TWINS, **NUMPY3_TWINS, **NUMPY4_TWINS}
     scipy_special = pytest.importorskip("scipy.special")
-    for np_name, twin in {**NUMPY_TWINS, **NUMPY3_TWINS}.items():
+    for np_name, twin in {**NUMPY_TWINS, **NUMPY3_TWINS, **NUMPY4_TWINS}.items():
         module, _, attr = np_name.rpartition(".")
         homes = {"": np, "linalg": np.linalg, "scipy.special": scipy_special}
         home = homes[module] if module in homes else getattr(np, module)  # a ufunc's method: np.add.reduce
