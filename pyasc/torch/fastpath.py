@@ -30,7 +30,7 @@ def _additive_mask(mask: torch.Tensor | None, mask_type: int | None, b: int, n: 
     """The mask as sdpa's additive float mask broadcast against (B, H, L, L); True/nonzero masks out."""
     if mask is None:
         return None
-    if mask_type == 1 or (mask_type is None and mask.dim() == 2 and mask.shape == (b, n) and b != n):
+    if mask_type == 1:
         mask = mask.reshape(b, 1, 1, n)
     masked = mask if mask.dtype == torch.bool else mask != 0
     return torch.zeros(masked.shape, dtype=torch.float32, device=mask.device).masked_fill(masked, float("-inf"))
