@@ -77,6 +77,23 @@ def test_every_block_shape_and_lead(rng, monkeypatch, bq, bk, lead, causal):
         assert f"{bq} queries x {bk} keys per block, S {lead} block(s) ahead" in kernels[0].tiling.text()
 
 
+def test_one_pipeline_over_a_groups_items(rng, monkeypatch):
+    """Not causal: a group's items run as one pipeline, the last blocks' P V of an item folded (and the item
+    stored) after the next items' first blocks are softmaxed. Several items per group; one key block per item
+    (the fold two items behind the softmax), and two with a mask. (Lead 1 across items: the block shapes'
+    test.)"""
+    monkeypatch.setattr(template, "SIZES", (16,))
+    monkeypatch.setattr(template, "LEADS", (2,))
+    args = _qkv(rng, 5, 16, 16, 16)
+    kernels, _ = _run(attend, args)
+    assert any(n.startswith("one pipeline over each group's items") for n in kernels[0].notes)
+    args = _qkv(rng, 3, 27, 27, 16)
+    mask = (rng.standard_normal((27, 27)) * 0.5).astype(np.float32)
+    mask[2, :] = -np.inf
+    mask[2, 26] = 0.0
+    _run(attend_masked, args + [mask], mask=mask)
+
+
 @pytest.mark.parametrize("mask_dtype", [np.float32, np.float16])
 def test_additive_mask_with_whole_masked_key_blocks(rng, monkeypatch, mask_dtype):
     """A left-padding mask hides the first keys of some rows, more than a key block: those rows start with
