@@ -11,6 +11,7 @@ import pytest
 
 import pyasc
 from pyasc.codegen.templates import attention as template
+from pyasc.codegen.templates import attention_steps as steps
 from conftest import assert_close
 from test_attention_op import reference
 
@@ -176,11 +177,11 @@ def test_work_items_snake_over_the_groups_each_taken_once():
         taken, work = [], []
         for g in range(groups):
             env = {"W": items, "G": groups, "NQB": nqb, "B": items // nqb, "Tq": 16 * nqb, "core": g, "group": g}
-            count = sy.evaluate(template._count(template.CORE), env)
+            count = sy.evaluate(steps.count(template.CORE), env)
             lets = {}
             mine = 0
             for w in range(count):
-                for let in template._item_lets(template.AttentionTiling(16, 16, 1, groups), template.CORE):
+                for let in steps.item_lets(template.AttentionTiling(16, 16, 1, groups), template.CORE):
                     lets[let.var] = sy.evaluate(let.value, {**env, **lets, "w": w})
                 taken.append(lets["t"])
                 mine += lets["qb"] + 1

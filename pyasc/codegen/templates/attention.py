@@ -39,12 +39,16 @@ from ..strided import is_view
 from ..schedule import CORE, GROUP, SUB, Buffer, Channel, GmParam, GmRef, Let, Loop, MixedSchedule, Ref, Stmt, TileOp, \
     TileSchedule, When
 from ..template import Job, Template, Tiling, Unsupported, align_up, buffer_nums, free_symbols, ub_slot
+from .attention_steps import Steps, count, item_lets, key0, key_blocks, pipelined
 from .row_operands import RowOperand, operand_of, result_of
 
 F = sy.sym
 LOWEST = -3.4028234663852886e38     # the lowest finite float32
 SIZES = (16, 32, 64, 128)
 LEADS = (1, 2)
+#: P V tiles per group: the cube makes the next while the vector cores fold one (with a single tile: 64 KiB a group
+#: less in HBM, 1.86x -> 1.69x the minimum on 910b 8 x 1024 x 128 f16, but 2% slower there and 3% on tiny shapes)
+O_SLOTS = 2
 
 
 @dataclass(frozen=True)
@@ -83,8 +87,11 @@ class AttentionTiling(Tiling):
 
     @property
     def ring(self) -> int:
-        """Workspace tiles per group of the S and P channels: a tile per block in flight."""
-        return self.lead + 1
+        """Workspace tiles per group of the S and P channels: a tile per block in flight, two when one is (the
+        cube's next S waits for the vector cores' read of the one before, not for their P). With `lead` blocks
+        in flight the cube's S of step g waits for the read of S_{g-lead}, done before the vector cores' P of it,
+        which the cube waits for anyway (a tile more ran no faster on 910b and put 96 KiB a group more in HBM)."""
+        return max(2, self.lead)
 
 
 def _padded(n: int, dtype: str, chip: Chip) -> int:
@@ -131,7 +138,7 @@ def aiv_buffers(a: AttentionOp, t: AttentionTiling, chip: Chip) -> list[Buffer]:
     # the scratch tile holds a per-row value broadcast over a row of S (unless the repeat addressing reads it in
     # place), the causal cut's ramp and the mask rows (float32), and O on its way out
     wide = not _row_wise(bkp, chip) or a.causal or a.mask_dtype is not None
-    pairs = t.lead + 1 if _flat(a) else 1     # m and l of each item in flight (see _vector_side)
+    pairs = t.lead + 1 if pipelined(a, t) else 1     # m and l of each item in flight (see _vector_side)
     bufs = [
         Buffer("x", "UB", "float32", ub(h * bkp * 4), t.slots(), "S rows, then exp"),
         Buffer("tile", "UB", "float32", ub(h * (max(bkp, dvp) if wide else dvp) * 4), 1,
@@ -244,72 +251,14 @@ def _symbols(a: AttentionOp) -> set[str]:
     return free_symbols([a.batch, a.Tq, a.Tk])
 
 
-def _flat(a: AttentionOp) -> bool:
-    """Whether every work item walks the same key blocks (all of them: not causal, one launch), so that a group's
-    items run as one pipeline of steps (an item's first blocks overlap the last ones of the item before)."""
-    return not a.causal and a.chunks == 1
-
-
 def _fields(a: AttentionOp, t: AttentionTiling) -> dict[str, IntLike]:
     nqb = sy.ceildiv(a.Tq, t.bq)
     fields = {"Tq": a.Tq, "Tk": a.Tk, "W": sy.mul(a.batch, nqb, a.chunks), "NQB": nqb, "B": a.batch}
-    if _flat(a):         # key blocks per item
+    if pipelined(a, t):     # key blocks per item
         fields["NKB"] = sy.ceildiv(a.Tk, t.bk)
     if a.chunks > 1:     # key blocks per run
         fields["BPC"] = sy.ceildiv(sy.ceildiv(a.Tk, t.bk), a.chunks)
     return fields
-
-
-def _item_lets(t: AttentionTiling, who: str, chunks: int = 1, w: IntLike = F("w"), sfx: str = "") -> list[Stmt]:
-    """The work item of iteration w of this group (`who`: CORE on the AIC, GROUP on an AIV) and its query rows
-    (`sfx` on every name: the item of a step behind, next to the current one's). Items are numbered longest
-    first: the last query block of every batch index, then the one before, ... (a causal item's work grows with
-    its query block); groups take them in turn, every other round in reverse (a snake). Longest first with a
-    snake is the classic balanced partition: a group that took a long item in one round takes a short one in
-    the next (8 heads x 8 causal blocks on 24 groups: 13 key blocks on the busiest group against 12 on average;
-    numbered by batch first, 20 against 12). In the split form item t is run t mod chunks (its first key block
-    `kb0`) of query item t // chunks."""
-    lets = [Let(f"t{sfx}", sy.add(sy.mul(w, F("G")), _snake(w, F(who))))]
-    item = F(f"t{sfx}")
-    if chunks > 1:
-        lets += [Let("c", sy.mod(F("t"), chunks)), Let("kb0", sy.mul(F("c"), F("BPC")))]
-        item = sy.floordiv(F("t"), chunks)
-    return lets + [Let(f"qb{sfx}", sy.add(F("NQB"), -1, sy.mul(-1, sy.floordiv(item, F("B"))))),
-                   Let(f"bi{sfx}", sy.mod(item, F("B"))), Let(f"q0{sfx}", sy.mul(F(f"qb{sfx}"), t.bq)),
-                   Let(f"qm{sfx}", sy.min_(t.bq, sy.add(F("Tq"), sy.mul(-1, F(f"q0{sfx}")))))]
-
-
-def _key0(a: AttentionOp, t: AttentionTiling, j: IntLike) -> IntLike:
-    """The first key of the item's key block j (its run's blocks in the split form)."""
-    return sy.mul(sy.add(F("kb0"), j) if a.chunks > 1 else j, t.bk)
-
-
-def _snake(w: IntLike, who: IntLike) -> IntLike:
-    """Group `who`'s place in round w: its own index in even rounds, counted from the other end in odd whole
-    ones; the last round, when not whole, goes to the first groups (core 0 stays the busiest: the cost
-    model times it)."""
-    whole = sy.lt(w, sy.floordiv(F("W"), F("G")))
-    return sy.select(sy.mod(w, 2), sy.select(whole, sy.add(F("G"), -1, sy.mul(-1, who)), who), who)
-
-
-def _count(who: str) -> IntLike:
-    """Items group `who` takes: one per whole round, and one more if it is among the first of the rest."""
-    return sy.add(sy.floordiv(F("W"), F("G")), sy.lt(F(who), sy.mod(F("W"), F("G"))))
-
-
-def _key_blocks(a: AttentionOp, t: AttentionTiling) -> IntLike:
-    """The item's key blocks. A causal item stops at the block holding its last row's diagonal (the one-launch
-    form walks at least one block: a row seeing no key must end as 0 / 0). A run of the split form takes its
-    BPC blocks of those, none when they all lie past the diagonal (its m, l, O stay lowest, 0, 0: weight 0
-    in the combine)."""
-    total = sy.ceildiv(F("Tk"), t.bk)
-    seen = total
-    if a.causal:
-        last = sy.add(F("q0"), F("qm"), F("Tk"), sy.mul(-1, F("Tq")))     # keys the item's last row sees
-        seen = sy.min_(total, sy.ceildiv(last, t.bk))
-    if a.chunks > 1:
-        return sy.max_(0, sy.min_(F("BPC"), sy.add(seen, sy.mul(-1, F("kb0")))))
-    return sy.max_(1, seen) if a.causal else total
 
 
 def schedule(a: AttentionOp, t: AttentionTiling, chip: Chip) -> MixedSchedule:
@@ -320,14 +269,14 @@ def schedule(a: AttentionOp, t: AttentionTiling, chip: Chip) -> MixedSchedule:
     bkp16 = _padded(t.bk, a.dtype, chip)
     s_bytes, p_bytes, o_bytes = t.bq * bkp32 * 4, t.bq * bkp16 * itemsize(a.dtype), t.bq * dvp32 * 4
     chans = [Channel("chs", "aic", s_bytes, t.ring), Channel("chp", "aiv", p_bytes, t.ring),
-             Channel("cho", "aic", o_bytes, 2)]
+             Channel("cho", "aic", o_bytes, O_SLOTS)]
     aic = _cube_side(a, t, chip, dict(fields), groups, (bkp32, bkp16, dvp32), (s_bytes, p_bytes, o_bytes))
     aiv = _vector_side(a, t, chip, dict(fields), groups, (bkp32, bkp16, dvp32), (s_bytes, p_bytes, o_bytes))
     for c in chans:
         aic.scratch[c.param] = sy.mul(groups, c.slots * c.slot_bytes)
     notes = [f"attention over {a.batch} x {a.Tq} queries x {a.Tk} keys (D={a.D}, Dv={a.Dv}), "
              f"{'causal, ' if a.causal else ''}scale {a.scale:g}; S and P in L2-resident workspace tiles"]
-    if _flat(a):
+    if pipelined(a, t):
         notes.append(f"one pipeline over each group's items: P V {t.lead} step(s) behind S across the items")
     # per group: its work items' key blocks (a causal item walks about half of them on average)
     if a.chunks > 1:
@@ -363,7 +312,7 @@ def _cube_side(a: AttentionOp, t: AttentionTiling, chip: Chip, fields: dict, gro
     def keys(j: IntLike, who: str) -> list[Stmt]:
         """The key block j: its first key `<who>0` and its length `<who>n` (one name each for the S and the
         P V blocks of a loop body, which walk different blocks)."""
-        return [Let(f"{who}0", _key0(a, t, j)),
+        return [Let(f"{who}0", key0(a, t, j)),
                 Let(f"{who}n", sy.min_(t.bk, sy.add(F("Tk"), sy.mul(-1, F(f"{who}0")))))]
 
     def s_block(j: IntLike, step: IntLike) -> list[Stmt]:
@@ -394,38 +343,37 @@ def _cube_side(a: AttentionOp, t: AttentionTiling, chip: Chip, fields: dict, gro
             T.load_l0(Ref("vb"), Ref("v", slot), dt, kn, a.Dv if dt == "float16" else align_up(a.Dv, chip.cube_block),
                       note="V -> L0B"),
             T.mmad(Ref("o"), Ref("pa"), Ref("vb"), qm, kn, a.Dv, dt, note="P V"),
-            T.fixpipe(_slot_ref("cho", CORE, step, 2, o_bytes), Ref("o"), qm, a.Dv, "float32",
+            T.fixpipe(_slot_ref("cho", CORE, step, O_SLOTS, o_bytes), Ref("o"), qm, a.Dv, "float32",
                       dst_row_stride=dvp32, note="P V -> workspace")]
 
     load_q = T.copy_nd2nz(Ref("q"), GmRef(qrows.param, qoff), dt, F("qm"), a.D, src_row_stride=qrows.row,
                           note="Q block")
     # S runs `lead` steps ahead of P V: iteration j computes S_j and P_{j-lead} V_{j-lead}, so the cube works
     # on S while the vector cores turn earlier S blocks into P (the round trip through them is long)
-    if _flat(a):
-        # one pipeline over all the group's items (every item walks NKB key blocks): the group's step
-        # g = w NKB + j is block j of its item w, and P V runs `lead` steps behind across the items, so the S of
-        # an item's first blocks overlaps the P V of the item before (no fill and drain per item)
-        def behind(g: IntLike) -> list[Stmt]:
-            """P V of step g - lead (when there is one): block jb of item wb."""
-            lag = sy.add(g, -t.lead)
-            return [When(sy.lt(t.lead - 1, g), [Let("wb", sy.floordiv(lag, F("NKB"))), Let("jb", sy.mod(lag, F("NKB")))]
-                         + _item_lets(t, CORE, w=F("wb"), sfx="b") + pv_block(F("jb"), lag, "b"))]
+    if pipelined(a, t):
+        # one pipeline over all the group's items (attention_steps): P V runs `lead` steps behind S across the
+        # items, so the S of an item's first blocks overlaps the P V of the item before (no fill and drain per
+        # item); a step's channel tiles are numbered by `Steps.tile`
+        st = Steps(t, CORE)
 
-        g = sy.add(sy.mul(F("w"), F("NKB")), F("j"))
-        steps = Loop("j", 0, F("NKB"), 1, [Let("g", g)] + s_block(F("j"), F("g")) + behind(F("g")),
+        def behind(cond: IntLike, lets: list[Stmt]) -> list[Stmt]:
+            """P V of the step `lets` name (block jb of item wb), when there is one (`cond`)."""
+            return [When(cond, lets + pv_block(F("jb"), st.tile(F("wb"), F("jb")), "b"))]
+
+        j = F("j")
+        steps = Loop("j", 0, F("NKB"), 1, s_block(j, st.tile(F("w"), j)) + behind(*st.behind(F("w"), j)),
                      note=f"key blocks, S {t.lead} ahead of P V")
         body: list[Stmt] = [
-            Loop("w", 0, _count(CORE), 1, _item_lets(t, CORE) + [load_q, steps], note="work items of this group"),
-            Loop("d", 0, t.lead, 1, [Let("g", sy.add(sy.mul(_count(CORE), F("NKB")), F("d")))] + behind(F("g")),
-                 note="the last steps' P V")]
+            Loop("w", 0, count(CORE), 1, item_lets(t, CORE) + [load_q, steps], note="work items of this group"),
+            Loop("d", 0, t.lead, 1, behind(*st.behind(count(CORE), F("d"))), note="the last steps' P V")]
     else:
         nkb, j = F("nkb"), F("j")
         prev = sy.add(j, -t.lead)
-        item: list[Stmt] = _item_lets(t, CORE, a.chunks) + [Let("nkb", _key_blocks(a, t)), load_q]
+        item: list[Stmt] = item_lets(t, CORE, a.chunks) + [Let("nkb", key_blocks(a, t)), load_q]
         item.append(Loop("j", 0, sy.add(nkb, t.lead), 1, [
             When(sy.lt(j, nkb), s_block(j, j)),
             When(sy.lt(t.lead - 1, j), pv_block(prev, prev))], note=f"key blocks, S {t.lead} ahead"))
-        body = [Loop("w", 0, _count(CORE), 1, item, note="work items of this group")]
+        body = [Loop("w", 0, count(CORE), 1, item, note="work items of this group")]
     params = [GmParam(n, dt, "in") for n in dict.fromkeys(r.param for r in a.rows[:3])]   # heads of one tensor: one
     params += [GmParam("chs", "float32", "scratch"), GmParam("chp", dt, "scratch"), GmParam("cho", "float32", "scratch")]
     return TileSchedule(f"{a.name}_cube", "aic", params, fields, groups, aic_buffers(a, t, chip), body,
@@ -453,12 +401,18 @@ def _vector_side(a: AttentionOp, t: AttentionTiling, chip: Chip, fields: dict, g
     s_bytes, p_bytes, o_bytes = sizes
     h = -(-t.bq // chip.group_aivs)
     rows, kn = F("rows"), F("kn")
-    flat = _flat(a)
-    # the step of the current S block: the block's index in its item, or the group's step count in one pipeline;
-    # the vector core's own buffers rotate with it (buffer_num), alpha with it over `lead` slots
-    step = F("g") if flat else F("j")
-    slot = t.slot(step)
-    alpha = Ref("alpha", sy.mod(step, t.lead) if t.lead > 1 else 0)
+    flat = pipelined(a, t)
+    st = Steps(t, GROUP)
+    # the current S block's tile of the channels: its block's index in its item, or (one pipeline) the group's
+    # step; alpha rotates with it over `lead` slots, the vector core's own buffers with the block
+    step = st.tile(F("w"), F("j")) if flat else F("j")
+    slot = t.slot("j")
+
+    def alpha_of(at: IntLike) -> Ref:
+        """alpha of the block of tile `at`."""
+        return Ref("alpha", sy.mod(at, t.lead) if t.lead > 1 else 0)
+
+    alpha = alpha_of(step)
     # m and l of an item: one pair, or (one pipeline) a pair per item in flight: the S of `lead` steps on is
     # softmaxed (maybe of the next items) before an item's last P V is folded and it is divided by l
     ml = sy.mod(F("w"), t.lead + 1) if flat else 0
@@ -522,15 +476,14 @@ def _vector_side(a: AttentionOp, t: AttentionTiling, chip: Chip, fields: dict, g
                         p16 if a.dtype != "float32" else x, a.dtype, kn, rows, src_stride=bkp32, dst_stride=bkp16,
                         note="P rows"))
 
-    def fold(at: IntLike, rescale: IntLike, first: IntLike = 0, sfx: str = "") -> list[Stmt]:
-        """O += the P V of step `at` (from the cube; O = it when `first`), then (when `rescale`) O *= alpha of
-        the step after: O follows the running max of the blocks softmaxed so far while the cube multiplies the
-        earlier ones by V. The rows are those of the item named with `sfx`."""
+    def fold(at: IntLike, nxt: Ref, rescale: IntLike, first: IntLike = 0, sfx: str = "") -> list[Stmt]:
+        """O += tile `at` of the P V channel (from the cube; O = it when `first`), then (when `rescale`) O *= `nxt`,
+        the alpha of the block after: O follows the running max of the blocks softmaxed so far while the cube
+        multiplies the earlier ones by V. The rows are those of the item named with `sfx`."""
         n, rs = F(f"rows{sfx}"), F(f"rs{sfx}")
         dv = sy.mul(n, dvp32)
-        nxt = Ref("alpha", sy.mod(sy.add(at, 1), t.lead) if t.lead > 1 else 0)
         add = T.vbinary("add", Ref("acc"), Ref("acc"), Ref("part"), dv, "float32", note="O += P V")
-        out: list[Stmt] = [T.load(Ref("part"), _slot_ref("cho", GROUP, at, 2, o_bytes, sy.mul(rs, dvp32 * 4)),
+        out: list[Stmt] = [T.load(Ref("part"), _slot_ref("cho", GROUP, at, O_SLOTS, o_bytes, sy.mul(rs, dvp32 * 4)),
                                   "float32", a.Dv, n, src_stride=dvp32, dst_stride=dvp32, note="P V rows")]
         if first == 0:
             out.append(add)
@@ -540,38 +493,40 @@ def _vector_side(a: AttentionOp, t: AttentionTiling, chip: Chip, fields: dict, g
         return out + [When(rescale, _per_row("mul", Ref("acc"), nxt, n, dvp32, chip, note="O *= alpha"))]
 
     has = sy.lt(0, rows)
-    block = [Let("k0", _key0(a, t, F("j"))), Let("kn", sy.min_(t.bk, sy.add(F("Tk"), sy.mul(-1, F("k0"))))),
+    block = [Let("k0", key0(a, t, F("j"))), Let("kn", sy.min_(t.bk, sy.add(F("Tk"), sy.mul(-1, F("k0"))))),
              When(has, [take]), When(has, soft)]
     if flat:
-        # one pipeline over the group's items (see the cube side): step g = w NKB + j softmaxes block j of item
-        # w, then folds the P V of step g - lead (block jb of item wb), finishing item wb after its last block
-        def behind(g: IntLike) -> list[Stmt]:
-            lag, last = sy.add(g, -t.lead), sy.add(F("NKB"), -1)
+        # one pipeline over the group's items (see the cube side): step (w, j) softmaxes block j of item w, then
+        # folds the P V of the step `lead` before (block jb of item wb), finishing item wb after its last block
+        def behind(cond: IntLike, lets: list[Stmt]) -> list[Stmt]:
+            wb, jb, last = F("wb"), F("jb"), sy.add(F("NKB"), -1)
             has_b = sy.lt(0, F("rowsb"))
-            lb = Ref("l", sy.mod(F("wb"), t.lead + 1))
-            return [When(sy.lt(t.lead - 1, g), [Let("wb", sy.floordiv(lag, F("NKB"))), Let("jb", sy.mod(lag, F("NKB")))]
-                         + _item_lets(t, GROUP, w=F("wb"), sfx="b") + rows_lets("b") + [
-                When(has_b, fold(lag, sy.lt(F("jb"), last), sy.eq(F("jb"), 0), "b")),
-                When(sy.eq(F("jb"), last), [When(has_b, _store_result(a, dvp32, chip, lb, "b"))])])]
+            lb = Ref("l", sy.mod(wb, t.lead + 1))
+            return [When(cond, lets + rows_lets("b") + [
+                When(has_b, fold(st.tile(wb, jb), alpha_of(st.tile(wb, sy.add(jb, 1))), sy.lt(jb, last),
+                                 sy.eq(jb, 0), "b")),
+                When(sy.eq(jb, last), [When(has_b, _store_result(a, dvp32, chip, lb, "b"))])])]
 
-        steps = Loop("j", 0, F("NKB"), 1, [Let("g", sy.add(sy.mul(F("w"), F("NKB")), F("j")))] + block
-                     + behind(F("g")), note=f"key blocks, folding P V {t.lead} behind")
-        body = [Loop("w", 0, _count(GROUP), 1, _item_lets(t, GROUP) + rows_lets() + init + [steps],
+        steps = Loop("j", 0, F("NKB"), 1, block + behind(*st.behind(F("w"), F("j"))),
+                     note=f"key blocks, folding P V {t.lead} behind")
+        body = [Loop("w", 0, count(GROUP), 1, item_lets(t, GROUP) + rows_lets() + init + [steps],
                      note="work items of this group"),
-                Loop("d", 0, t.lead, 1, [Let("g", sy.add(sy.mul(_count(GROUP), F("NKB")), F("d")))] + behind(F("g")),
-                     note="the last steps' P V")]
+                Loop("d", 0, t.lead, 1, behind(*st.behind(count(GROUP), F("d"))), note="the last steps' P V")]
     else:
         lag = sy.add(F("j"), -t.lead)
-        blocks = Loop("j", 0, F("nkb"), 1, block + [When(sy.lt(t.lead - 1, F("j")), [When(has, fold(lag, 1))])],
+        blocks = Loop("j", 0, F("nkb"), 1, block + [When(sy.lt(t.lead - 1, F("j")),
+                                                          [When(has, fold(lag, alpha_of(sy.add(lag, 1)), 1))])],
                       note=f"key blocks, folding P V {t.lead} behind")
         # the last `lead` blocks' P V (fewer when the item has fewer blocks)
+        i = F("i")
         drain = Loop("i", sy.max_(0, sy.add(F("nkb"), -t.lead)), F("nkb"), 1,
-                     [When(has, fold(F("i"), sy.lt(F("i"), sy.add(F("nkb"), -1))))], note="the blocks still to fold")
+                     [When(has, fold(i, alpha_of(sy.add(i, 1)), sy.lt(i, sy.add(F("nkb"), -1))))],
+                     note="the blocks still to fold")
         finish = When(has, _store_partials(a, dvp32) if a.chunks > 1 else _store_result(a, dvp32, chip, l))
         zero = T.vdup(Ref("acc"), 0.0, h * dvp32, "float32", note="O = 0")
-        item = _item_lets(t, GROUP, a.chunks) + [Let("nkb", _key_blocks(a, t))] + rows_lets() + init + [
+        item = item_lets(t, GROUP, a.chunks) + [Let("nkb", key_blocks(a, t))] + rows_lets() + init + [
             zero, blocks, drain, finish]
-        body = [Loop("w", 0, _count(GROUP), 1, item, note="work items of this group")]
+        body = [Loop("w", 0, count(GROUP), 1, item, note="work items of this group")]
     params = [GmParam("chs", "float32", "scratch"), GmParam("chp", a.dtype, "scratch"),
               GmParam("cho", "float32", "scratch")]
     if a.chunks > 1:
