@@ -17,7 +17,12 @@ the item's last row):
 
 The recurrence gives O = sum_j exp(x_j - m) V_j and l = sum_j rowsum(exp(x_j - m)) for the final m, so O / l
 is the softmax-weighted sum of v: the formula, up to rounding (`ops.attention` states it with the op). No
-T x T matrix reaches HBM: S and P live in L2-resident workspace tiles, `lead` + 1 per group and channel.
+T x T matrix is ever whole in GM: S and P live in L2-resident workspace tiles, a ring of max(2, `lead`) per group
+and channel (`AttentionTiling.ring`), which reach HBM once each, as any dirty L2 line does.
+
+When every item walks the same key blocks (not causal, one launch) a group's items run as one pipeline: the
+lag of `lead` steps runs across item boundaries, so an item's first S blocks overlap the last P V blocks of the
+item before (`attention_steps` numbers the steps and says why causal items keep a fill and drain each).
 
 The split-keys form (`AttentionOp.chunks` > 1, FlashDecoding's idea, for a decode step whose few query rows
 leave most groups idle): a work item is also one of `chunks` runs of key blocks, and instead of O / l it stores
