@@ -1,4 +1,4 @@
-"""np.linalg.solve, inv, det and slogdet (ops/linsolve.py) against numpy float64, and their located errors."""
+"""np.linalg.solve, inv, det, slogdet and cholesky (ops/linsolve.py) against numpy float64, and their located errors."""
 from __future__ import annotations
 
 import numpy as np
@@ -106,3 +106,17 @@ def test_a_singular_matrix_raises_numpys_linalg_error_at_the_call():
     assert_close(inverse(bad), np.linalg.inv(bad.astype(np.float64)).astype(np.float32))
     unchecked = pyasc.kernel(inverse.py_func, chip="tiny", checks=False)
     assert not np.isfinite(unchecked(a)).all()  # no check built: the zero pivot's inf/nan come back
+
+
+@pyasc.kernel(chip="tiny")
+def factor(a):
+    return np.linalg.cholesky(a), np.linalg.cholesky(a, upper=True)
+
+
+def test_cholesky_matches_numpy_and_refuses_a_matrix_that_is_not_positive_definite(rng):
+    m = rng.standard_normal((2, 3, 3))
+    a = (m @ m.transpose(0, 2, 1) + 3 * np.eye(3)).astype(np.float32)
+    for g, w in zip(factor(a), factor.py_func(a.astype(np.float64))):
+        assert_close(g, w.astype(np.float32))
+    with pytest.raises(np.linalg.LinAlgError, match="Matrix is not positive definite"):
+        factor(np.array([[1, 2, 0], [2, 1, 0], [0, 0, 1]], np.float32))

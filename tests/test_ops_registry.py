@@ -118,8 +118,8 @@ NUMPY4_TWINS = {**{n: n for n in NUMPY4_CATEGORY}, "bitwise_left_shift": "left_s
 NUMPY4_UNPROMOTED = {"choose": ("a",), "isin": ("test_elements",), "ldexp": ("x2",)}
 NUMPY_OPS |= set(NUMPY4_CATEGORY)
 INTERNAL |= set(NUMPY4_CATEGORY)
-# np.linalg.solve, inv, det, slogdet (linsolve.py): internal ops behind numpy's signatures, like numpy4's
-LINSOLVE_CATEGORY = {n: Category.OPAQUE for n in ("solve", "inv", "det", "slogdet")}
+# np.linalg.solve, inv, det, slogdet, cholesky (linsolve.py): internal ops behind numpy's signatures, like numpy4's
+LINSOLVE_CATEGORY = {n: Category.OPAQUE for n in ("solve", "inv", "det", "slogdet", "cholesky")}
 LINSOLVE_TWINS = {f"linalg.{n}": n for n in LINSOLVE_CATEGORY}
 NUMPY_OPS |= set(LINSOLVE_CATEGORY)
 INTERNAL |= set(LINSOLVE_CATEGORY)

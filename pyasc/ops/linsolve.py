@@ -1,5 +1,6 @@
-"""np.linalg.solve, inv, det and slogdet: Gauss-Jordan elimination with partial pivoting, unrolled over the
-columns of a static square matrix (stacks of them batch over the leading axes).
+"""np.linalg.solve, inv, det, slogdet and cholesky: Gauss-Jordan elimination with partial pivoting (and a
+Cholesky factorisation), unrolled over the columns of a static square matrix (stacks of them batch over the
+leading axes).
 
 Step k picks, among the rows not yet used as a pivot, the one with the largest |a[r, k]| (the first on ties,
 as LAPACK's getrf) and subtracts multiples of it from every other row (above and below), so that column k is
@@ -13,6 +14,9 @@ capped at MAX_N and a large system compiles for tens of seconds. Results are flo
 refuses it. A singular matrix gives det 0 (slogdet (0, -inf)) as numpy's; solve and inv divide by its zero
 pivot (inf/nan) where numpy raises LinAlgError, since a kernel's results cannot depend on raising.
 solve(a, b): b of shape (M,) is one vector (numpy 2's rule), else (..., M, K); leading axes broadcast.
+cholesky(a, upper=False): column k of L is a's column k (rows k and below, after the earlier columns'
+rank-one updates) over the square root of its diagonal element (a is taken to be symmetric: its lower
+triangle is read); upper=True gives L's transpose. A matrix that is not positive definite raises LinAlgError after the launch (a non-finite L).
 """
 from __future__ import annotations
 
@@ -148,6 +152,29 @@ def _slogdet(b: Builder, a: Any) -> list[Any]:
     return [sign, b.op("sum", b.op("log", b.op("abs", piv)), axis=-1)]
 
 
+def _cholesky(b: Builder, a: Any, *, upper: bool = False) -> list[Any]:
+    a = _square(b, a)
+    shape = tuple(b.shape(a))
+    n = shape[-1]
+    zero = b.const(0.0, _WORK)
+    low = None
+    for k in range(n):
+        at_k = np.zeros((n, n), dtype=bool)
+        at_k[:, k] = True
+        col = b.op("sum", b.op("where", b.array(at_k), a, zero), axis=-1, keepdims=True)             # (..., n, 1)
+        diag = b.op("sum", b.op("where", b.array(np.arange(n).reshape(n, 1) == k), col, zero), axis=-2,
+                    keepdims=True)                                                                    # (..., 1, 1)
+        lk = b.op("where", b.array(np.arange(n).reshape(n, 1) >= k), b.op("div", col, b.op("sqrt", diag)), zero)
+        low = b.op("mul", lk, b.array(at_k[0:1].astype(np.float32))) if low is None else \
+            b.op("where", b.array(at_k), lk, low)
+        if k + 1 < n:
+            a = b.op("sub", a, b.op("mul", lk, b.op("reshape", lk, shape=shape[:-2] + (1, n))))
+    if low is None:
+        low = a
+    return [b.op("transpose", low, axes=tuple(range(len(shape) - 2)) + (len(shape) - 1, len(shape) - 2))
+            if upper else low]
+
+
 def _check_square(name: str):
     def check(ts: Sequence[TensorType], attrs: Mapping[str, Any]) -> None:
         a = ts[0]
@@ -200,6 +227,11 @@ def slogdet(a):  # noqa: ANN001, ANN201
     return tuple(np.linalg.slogdet(a))
 
 
+def cholesky(a, /, *, upper=False):  # noqa: ANN001, ANN201
+    """The Cholesky factor L (a = L @ L.T) of a symmetric positive definite matrix (np.linalg.cholesky)."""
+    return np.linalg.cholesky(a, upper=upper)
+
+
 numpy_sugar_op("solve", _solve, solve, np.linalg.solve, category=Category.OPAQUE, tensor_params=("a", "b"),
                numpy_names=("linalg.solve",), check=_check_square("solve"))
 numpy_sugar_op("inv", _inv, inv, np.linalg.inv, category=Category.OPAQUE, tensor_params=("a",),
@@ -209,3 +241,6 @@ numpy_sugar_op("det", _det, det, np.linalg.det, category=Category.OPAQUE, tensor
 numpy_sugar_op("slogdet", _slogdet, slogdet, lambda a: tuple(np.linalg.slogdet(a)), category=Category.OPAQUE,
                tensor_params=("a",), numpy_names=("linalg.slogdet",), check=_check_square("slogdet"),
                returns_sequence=True)
+numpy_sugar_op("cholesky", _cholesky, cholesky, lambda a, upper=False: np.linalg.cholesky(a, upper=upper),
+               category=Category.OPAQUE, tensor_params=("a",), numpy_names=("linalg.cholesky",),
+               check=_check_square("cholesky"))
