@@ -49,7 +49,7 @@ class _DotWriter:
 
     def emit_graph(self, graph: Graph, path: str, indent: str) -> list[str]:
         names = node_names(graph)
-        refs = subgraph_paths(graph, path)
+        refs = subgraph_paths(graph, path, names)
         lines: list[str] = []
         groups: dict[str, list[Node]] = {}
         for n in graph.nodes:

@@ -111,8 +111,9 @@ def format_array(value: np.ndarray) -> str:
     """`dtype[shape] values`, abbreviated to first/last 3 values with a content digest when long."""
     arr = np.asarray(value)
     try:
-        type_text = str(TensorType(arr.shape, dtypes.narrow(arr.dtype)))
-        if dtypes.narrow(arr.dtype) != arr.dtype.name:
+        narrow = dtypes.narrow(arr.dtype)
+        type_text = str(TensorType(arr.shape, narrow))
+        if narrow != arr.dtype.name:
             type_text += f"<{arr.dtype.name}>"  # an un-narrowed array: show what it really holds
     except dtypes.DTypeError:
         type_text = f"{arr.dtype.name}[{','.join(map(str, arr.shape))}]"
@@ -243,20 +244,26 @@ def format_graph(graph: Graph, *, show_loc: bool = False) -> str:
     return "\n\n".join(blocks) + "\n"
 
 
-def subgraph_paths(graph: Graph, path: str | None = None) -> dict[int, str]:
-    """id(subgraph) -> its printed path (`main/%3.then_branch`) for every direct subgraph."""
+def subgraph_paths(graph: Graph, path: str | None = None,
+                   names: Mapping[Node, str] | None = None) -> dict[int, str]:
+    """id(subgraph) -> its printed path (`main/%3.then_branch`) for every direct subgraph.
+    `names`: the graph's `node_names`, when the caller has them already."""
     path = graph.name if path is None else path
-    names = node_names(graph)
     refs: dict[int, str] = {}
     for n in graph.nodes:
-        for key in sorted(n.subgraphs):
+        subgraphs = n.subgraphs
+        if not subgraphs:
+            continue
+        if names is None:  # named only when some node holds a subgraph (most graphs have none)
+            names = node_names(graph)
+        for key in sorted(subgraphs):
             refs.setdefault(id(n.attrs[key]), f"{path}/%{names[n]}.{key}")
     return refs
 
 
 def _format_into(graph: Graph, path: str, blocks: list[str], show_loc: bool) -> None:
     names = node_names(graph)
-    refs = subgraph_paths(graph, path)
+    refs = subgraph_paths(graph, path, names)
     lines = [f"graph {path} {{"]
     for n in graph.nodes:
         lines.append("  " + format_node(n, names, refs, show_loc=show_loc))
