@@ -93,6 +93,22 @@ def value_ref(value: Value, names: Mapping[Node, str]) -> str:
     return f"%{base}"
 
 
+def type_text(t: Any) -> str:
+    """`str(t)` of a tensor type, remembered (every dump prints the same few types on every node and edge; a
+    TensorType is frozen and equal types print the same)."""
+    if type(t) is not TensorType:
+        return str(t)
+    text = _TYPE_TEXT.get(t)
+    if text is None:
+        if len(_TYPE_TEXT) >= 20_000:
+            _TYPE_TEXT.clear()
+        text = _TYPE_TEXT[t] = str(t)
+    return text
+
+
+_TYPE_TEXT: dict[TensorType, str] = {}
+
+
 # ---- attribute values ------------------------------------------------------
 
 
@@ -224,7 +240,7 @@ def format_node(node: Node, names: Mapping[Node, str], graph_refs: Mapping[int, 
         text += f"({args})"
     if attrs:
         text += " {" + ", ".join(f"{k}={format_attr(attrs[k], graph_refs)}" for k in sorted(attrs)) + "}"
-    types = [str(t) for t in node.outputs]
+    types = [type_text(t) for t in node.outputs]
     text += " : " + (types[0] if len(types) == 1 else "(" + ", ".join(types) + ")")
     if show_loc:
         notes = []
