@@ -108,7 +108,7 @@ class CubeMatmul:
         """tk is a multiple of this: whole fractals on both the A side (c0) and the B side (r0 rows)."""
         return max(self.r0, self.c0)
 
-    @property
+    @functools.cached_property
     def batch_count(self) -> IntLike:
         return sy.mul(1, *(d.size for d in self.batch))
 

@@ -23,7 +23,7 @@ fractals, and the extra start-ups of an int8 K tail loaded panel by panel (charg
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from ... import symbolic as sy
@@ -45,8 +45,17 @@ class _Cost:
     acc: float = 0.0         # cycles of the ops on the L0C block buffer (mmads and FixPipes)
 
     def add(self, o: "_Cost", times: float = 1.0) -> None:
+        busy = self.busy
+        if times == 1.0:   # (most calls: x * 1.0 is x, the same sums without the products)
+            for p, c in o.busy.items():
+                busy[p] = busy.get(p, 0.0) + c
+            self.steady += o.steady
+            self.gm += o.gm
+            self.gm_write += o.gm_write
+            self.acc += o.acc
+            return
         for p, c in o.busy.items():
-            self.busy[p] = self.busy.get(p, 0.0) + c * times
+            busy[p] = busy.get(p, 0.0) + c * times
         self.steady += o.steady * times
         self.gm += o.gm * times
         self.gm_write += o.gm_write * times
@@ -103,6 +112,10 @@ def _mean(a: _Cost, b: _Cost) -> _Cost:
     return out
 
 
+#: the moves of the cube's schedule: their pipes and cost fields
+_PATHS = {k: data_path(*k) for k in (("GM", "L1"), ("L1", "L0A"), ("L1", "L0B"), ("L1", "BT"), ("L0C", "GM"))}
+
+
 class _Model:
     """The cube schedule of one tiling, costed block by block."""
 
@@ -113,8 +126,7 @@ class _Model:
         self.total = batch * self.nmb * self.nnb
         self.blocks = -(-self.total // max(1, -(-self.total // t.cores))) if self.total > 0 else 0
         self.size = itemsize(mk.dtype)
-        self._paths = {k: data_path(*k) for k in (("GM", "L1"), ("L1", "L0A"), ("L1", "L0B"), ("L1", "BT"),
-                                                   ("L0C", "GM"))}
+        self._paths = _PATHS
         gm_l1 = getattr(chip, self._paths["GM", "L1"].cost)
         # reads: no HBM share (miss 0) and the aligned rate; stores: the HBM share the estimate charges them
         self.read_bw = gm_bandwidth(gm_l1, chip, self.blocks, 0.0)
@@ -256,6 +268,11 @@ def _terms(mk: Any, key: tuple, chip: Chip, extents: tuple[int, int, int, int], 
     return _Model(mk, MatmulTiling(tm, tn, tk, buffer_num, 1, cores, steps), chip, extents, sinks).terms()
 
 
+def _one_slot(t: MatmulTiling) -> MatmulTiling:
+    """The tiling with one L0C slot (what its costed blocks are computed for)."""
+    return MatmulTiling(t.tm, t.tn, t.tk, t.buffer_num, 1, t.cores, t.steps)
+
+
 def _key(t: MatmulTiling) -> tuple[int, ...]:
     """What the costed blocks of a tiling depend on: all of it but its L0C slots (candidates that differ only
     there share them)."""
@@ -277,7 +294,7 @@ def cube_bound(mk: Any, t: MatmulTiling, chip: Chip, dims: Mapping[str, int], si
         key = ("cube terms", _key(t), sinks)
         terms = memo.get(key)
         if terms is None:
-            terms = memo[key] = _Model(mk, replace(t, l0c_slots=1), chip, _extents(mk, dims), sinks).terms()
+            terms = memo[key] = _Model(mk, _one_slot(t), chip, _extents(mk, dims), sinks).terms()
     return terms.core_cycles(t.l0c_slots, chip), terms.blocks
 
 
