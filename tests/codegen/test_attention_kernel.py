@@ -11,6 +11,7 @@ import pytest
 
 import pyasc
 from pyasc.codegen.templates import attention as template
+from pyasc.codegen.templates import attention_steps as steps
 from conftest import assert_close
 from test_attention_op import reference
 
@@ -75,6 +76,23 @@ def test_every_block_shape_and_lead(rng, monkeypatch, bq, bk, lead, causal):
         kernels, _ = _run(attend_causal if causal else attend, args, causal=causal)
         assert kernels[0].template == "attention"
         assert f"{bq} queries x {bk} keys per block, S {lead} block(s) ahead" in kernels[0].tiling.text()
+
+
+def test_one_pipeline_over_a_groups_items(rng, monkeypatch):
+    """Not causal: a group's items run as one pipeline, the last blocks' P V of an item folded (and the item
+    stored) after the next items' first blocks are softmaxed. Several items per group; one key block per item
+    (the fold two items behind the softmax), and two with a mask. (Lead 1 across items: the block shapes'
+    test.)"""
+    monkeypatch.setattr(template, "SIZES", (16,))
+    monkeypatch.setattr(template, "LEADS", (2,))
+    args = _qkv(rng, 5, 16, 16, 16)
+    kernels, _ = _run(attend, args)
+    assert any(n.startswith("one pipeline over each group's items") for n in kernels[0].notes)
+    args = _qkv(rng, 3, 27, 27, 16)
+    mask = (rng.standard_normal((27, 27)) * 0.5).astype(np.float32)
+    mask[2, :] = -np.inf
+    mask[2, 26] = 0.0
+    _run(attend_masked, args + [mask], mask=mask)
 
 
 @pytest.mark.parametrize("mask_dtype", [np.float32, np.float16])
@@ -159,11 +177,11 @@ def test_work_items_snake_over_the_groups_each_taken_once():
         taken, work = [], []
         for g in range(groups):
             env = {"W": items, "G": groups, "NQB": nqb, "B": items // nqb, "Tq": 16 * nqb, "core": g, "group": g}
-            count = sy.evaluate(template._count(template.CORE), env)
+            count = sy.evaluate(steps.count(template.CORE), env)
             lets = {}
             mine = 0
             for w in range(count):
-                for let in template._item_lets(template.AttentionTiling(16, 16, 1, groups), template.CORE):
+                for let in steps.item_lets(template.AttentionTiling(16, 16, 1, groups), template.CORE):
                     lets[let.var] = sy.evaluate(let.value, {**env, **lets, "w": w})
                 taken.append(lets["t"])
                 mine += lets["qb"] + 1

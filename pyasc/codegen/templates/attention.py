@@ -17,7 +17,12 @@ the item's last row):
 
 The recurrence gives O = sum_j exp(x_j - m) V_j and l = sum_j rowsum(exp(x_j - m)) for the final m, so O / l
 is the softmax-weighted sum of v: the formula, up to rounding (`ops.attention` states it with the op). No
-T x T matrix reaches HBM: S and P live in L2-resident workspace tiles, `lead` + 1 per group and channel.
+T x T matrix is ever whole in GM: S and P live in L2-resident workspace tiles, a ring of max(2, `lead`) per group
+and channel (`AttentionTiling.ring`), which reach HBM once each, as any dirty L2 line does.
+
+When every item walks the same key blocks (not causal, one launch) a group's items run as one pipeline: the
+lag of `lead` steps runs across item boundaries, so an item's first S blocks overlap the last P V blocks of the
+item before (`attention_steps` numbers the steps and says why causal items keep a fill and drain each).
 
 The split-keys form (`AttentionOp.chunks` > 1, FlashDecoding's idea, for a decode step whose few query rows
 leave most groups idle): a work item is also one of `chunks` runs of key blocks, and instead of O / l it stores
@@ -39,12 +44,16 @@ from ..strided import is_view
 from ..schedule import CORE, GROUP, SUB, Buffer, Channel, GmParam, GmRef, Let, Loop, MixedSchedule, Ref, Stmt, TileOp, \
     TileSchedule, When
 from ..template import Job, Template, Tiling, Unsupported, align_up, buffer_nums, free_symbols, ub_slot
+from .attention_steps import Steps, count, item_lets, key0, key_blocks, pipelined
 from .row_operands import RowOperand, operand_of, result_of
 
 F = sy.sym
 LOWEST = -3.4028234663852886e38     # the lowest finite float32
 SIZES = (16, 32, 64, 128)
 LEADS = (1, 2)
+#: P V tiles per group: the cube makes the next while the vector cores fold one (with a single tile: 64 KiB a group
+#: less in HBM, 1.86x -> 1.69x the minimum on 910b 8 x 1024 x 128 f16, but 2% slower there and 3% on tiny shapes)
+O_SLOTS = 2
 
 
 @dataclass(frozen=True)
@@ -83,8 +92,11 @@ class AttentionTiling(Tiling):
 
     @property
     def ring(self) -> int:
-        """Workspace tiles per group of the S and P channels: a tile per block in flight."""
-        return self.lead + 1
+        """Workspace tiles per group of the S and P channels: a tile per block in flight, two when one is (the
+        cube's next S waits for the vector cores' read of the one before, not for their P). With `lead` blocks
+        in flight the cube's S of step g waits for the read of S_{g-lead}, done before the vector cores' P of it,
+        which the cube waits for anyway (a tile more ran no faster on 910b and put 96 KiB a group more in HBM)."""
+        return max(2, self.lead)
 
 
 def _padded(n: int, dtype: str, chip: Chip) -> int:
@@ -131,6 +143,7 @@ def aiv_buffers(a: AttentionOp, t: AttentionTiling, chip: Chip) -> list[Buffer]:
     # the scratch tile holds a per-row value broadcast over a row of S (unless the repeat addressing reads it in
     # place), the causal cut's ramp and the mask rows (float32), and O on its way out
     wide = not _row_wise(bkp, chip) or a.causal or a.mask_dtype is not None
+    pairs = t.lead + 1 if pipelined(a, t) else 1     # m and l of each item in flight (see _vector_side)
     bufs = [
         Buffer("x", "UB", "float32", ub(h * bkp * 4), t.slots(), "S rows, then exp"),
         Buffer("tile", "UB", "float32", ub(h * (max(bkp, dvp) if wide else dvp) * 4), 1,
@@ -138,8 +151,8 @@ def aiv_buffers(a: AttentionOp, t: AttentionTiling, chip: Chip) -> list[Buffer]:
         Buffer("rowv", "UB", "float32", ub(h * chip.dma_block_bytes), 1, "a per-row value, a UB block per row"),
         Buffer("acc", "UB", "float32", ub(h * dvp * 4), 1, "O rows (running)"),
         Buffer("part", "UB", "float32", ub(h * dvp * 4), 1, "P V rows"),
-        Buffer("m", "UB", "float32", ub(h * 4), 1, "running max"),
-        Buffer("l", "UB", "float32", ub(h * 4), 1, "running sum"),
+        Buffer("m", "UB", "float32", ub(h * 4), pairs, "running max"),
+        Buffer("l", "UB", "float32", ub(h * 4), pairs, "running sum"),
         Buffer("mx", "UB", "float32", ub(h * 4), 1, "block max"),
         Buffer("alpha", "UB", "float32", ub(h * 4), t.lead, "rescale of the blocks not folded yet"),
     ]
@@ -246,60 +259,11 @@ def _symbols(a: AttentionOp) -> set[str]:
 def _fields(a: AttentionOp, t: AttentionTiling) -> dict[str, IntLike]:
     nqb = sy.ceildiv(a.Tq, t.bq)
     fields = {"Tq": a.Tq, "Tk": a.Tk, "W": sy.mul(a.batch, nqb, a.chunks), "NQB": nqb, "B": a.batch}
+    if pipelined(a, t):     # key blocks per item
+        fields["NKB"] = sy.ceildiv(a.Tk, t.bk)
     if a.chunks > 1:     # key blocks per run
         fields["BPC"] = sy.ceildiv(sy.ceildiv(a.Tk, t.bk), a.chunks)
     return fields
-
-
-def _item_lets(t: AttentionTiling, who: str, chunks: int = 1) -> list[Stmt]:
-    """The work item of iteration w of this group (`who`: CORE on the AIC, GROUP on an AIV) and its query rows.
-    Items are numbered longest first: the last query block of every batch index, then the one before, ... (a
-    causal item's work grows with its query block); groups take them in turn, every other round in reverse (a
-    snake). Longest first with a snake is the classic balanced partition: a group that took a long item in one
-    round takes a short one in the next (8 heads x 8 causal blocks on 24 groups: 13 key blocks on the busiest
-    group against 12 on average; numbered by batch first, 20 against 12). In the split form item t is run
-    t mod chunks (its first key block `kb0`) of query item t // chunks."""
-    lets = [Let("t", sy.add(sy.mul(F("w"), F("G")), _snake(F("w"), F(who))))]
-    item = F("t")
-    if chunks > 1:
-        lets += [Let("c", sy.mod(F("t"), chunks)), Let("kb0", sy.mul(F("c"), F("BPC")))]
-        item = sy.floordiv(F("t"), chunks)
-    return lets + [Let("qb", sy.add(F("NQB"), -1, sy.mul(-1, sy.floordiv(item, F("B"))))),
-                   Let("bi", sy.mod(item, F("B"))), Let("q0", sy.mul(F("qb"), t.bq)),
-                   Let("qm", sy.min_(t.bq, sy.add(F("Tq"), sy.mul(-1, F("q0")))))]
-
-
-def _key0(a: AttentionOp, t: AttentionTiling, j: IntLike) -> IntLike:
-    """The first key of the item's key block j (its run's blocks in the split form)."""
-    return sy.mul(sy.add(F("kb0"), j) if a.chunks > 1 else j, t.bk)
-
-
-def _snake(w: IntLike, who: IntLike) -> IntLike:
-    """Group `who`'s place in round w: its own index in even rounds, counted from the other end in odd whole
-    ones; the last round, when not whole, goes to the first groups (core 0 stays the busiest: the cost
-    model times it)."""
-    whole = sy.lt(w, sy.floordiv(F("W"), F("G")))
-    return sy.select(sy.mod(w, 2), sy.select(whole, sy.add(F("G"), -1, sy.mul(-1, who)), who), who)
-
-
-def _count(who: str) -> IntLike:
-    """Items group `who` takes: one per whole round, and one more if it is among the first of the rest."""
-    return sy.add(sy.floordiv(F("W"), F("G")), sy.lt(F(who), sy.mod(F("W"), F("G"))))
-
-
-def _key_blocks(a: AttentionOp, t: AttentionTiling) -> IntLike:
-    """The item's key blocks. A causal item stops at the block holding its last row's diagonal (the one-launch
-    form walks at least one block: a row seeing no key must end as 0 / 0). A run of the split form takes its
-    BPC blocks of those, none when they all lie past the diagonal (its m, l, O stay lowest, 0, 0: weight 0
-    in the combine)."""
-    total = sy.ceildiv(F("Tk"), t.bk)
-    seen = total
-    if a.causal:
-        last = sy.add(F("q0"), F("qm"), F("Tk"), sy.mul(-1, F("Tq")))     # keys the item's last row sees
-        seen = sy.min_(total, sy.ceildiv(last, t.bk))
-    if a.chunks > 1:
-        return sy.max_(0, sy.min_(F("BPC"), sy.add(seen, sy.mul(-1, F("kb0")))))
-    return sy.max_(1, seen) if a.causal else total
 
 
 def schedule(a: AttentionOp, t: AttentionTiling, chip: Chip) -> MixedSchedule:
@@ -310,13 +274,15 @@ def schedule(a: AttentionOp, t: AttentionTiling, chip: Chip) -> MixedSchedule:
     bkp16 = _padded(t.bk, a.dtype, chip)
     s_bytes, p_bytes, o_bytes = t.bq * bkp32 * 4, t.bq * bkp16 * itemsize(a.dtype), t.bq * dvp32 * 4
     chans = [Channel("chs", "aic", s_bytes, t.ring), Channel("chp", "aiv", p_bytes, t.ring),
-             Channel("cho", "aic", o_bytes, 2)]
+             Channel("cho", "aic", o_bytes, O_SLOTS)]
     aic = _cube_side(a, t, chip, dict(fields), groups, (bkp32, bkp16, dvp32), (s_bytes, p_bytes, o_bytes))
     aiv = _vector_side(a, t, chip, dict(fields), groups, (bkp32, bkp16, dvp32), (s_bytes, p_bytes, o_bytes))
     for c in chans:
         aic.scratch[c.param] = sy.mul(groups, c.slots * c.slot_bytes)
     notes = [f"attention over {a.batch} x {a.Tq} queries x {a.Tk} keys (D={a.D}, Dv={a.Dv}), "
              f"{'causal, ' if a.causal else ''}scale {a.scale:g}; S and P in L2-resident workspace tiles"]
+    if pipelined(a, t):
+        notes.append(f"one pipeline over each group's items: P V {t.lead} step(s) behind S across the items")
     # per group: its work items' key blocks (a causal item walks about half of them on average)
     if a.chunks > 1:
         notes.append(f"split keys: {a.chunks} runs of {fields['BPC']} key blocks per query block, partial O, m "
@@ -351,11 +317,12 @@ def _cube_side(a: AttentionOp, t: AttentionTiling, chip: Chip, fields: dict, gro
     def keys(j: IntLike, who: str) -> list[Stmt]:
         """The key block j: its first key `<who>0` and its length `<who>n` (one name each for the S and the
         P V blocks of a loop body, which walk different blocks)."""
-        return [Let(f"{who}0", _key0(a, t, j)),
+        return [Let(f"{who}0", key0(a, t, j)),
                 Let(f"{who}n", sy.min_(t.bk, sy.add(F("Tk"), sy.mul(-1, F(f"{who}0")))))]
 
-    def s_block(j: IntLike) -> list[Stmt]:
-        slot = sy.mod(j, 2)
+    def s_block(j: IntLike, step: IntLike) -> list[Stmt]:
+        """S of key block j, the group's tile `step` of the S channel."""
+        slot = sy.mod(step, 2)
         koff = sy.mul(krows.start(F("bi"), F("ks0")), size)
         kn = F("ksn")
         return keys(j, "ks") + [
@@ -364,38 +331,56 @@ def _cube_side(a: AttentionOp, t: AttentionTiling, chip: Chip, fields: dict, gro
             _load_kt(a, Ref("kb"), Ref("k", slot), kn, chip),
             T.load_l0(Ref("qa"), Ref("q"), dt, F("qm"), a.D, note="Q -> L0A"),
             T.mmad(Ref("s"), Ref("qa"), Ref("kb"), F("qm"), a.D, kn, dt, note="S = Q K^T"),
-            T.fixpipe(_slot_ref("chs", CORE, j, t.ring, s_bytes), Ref("s"), F("qm"), kn, "float32",
+            T.fixpipe(_slot_ref("chs", CORE, step, t.ring, s_bytes), Ref("s"), F("qm"), kn, "float32",
                       dst_row_stride=bkp32, scale=a.scale, note="S * scale -> workspace")]
 
-    def pv_block(j: IntLike) -> list[Stmt]:
-        slot = sy.mod(j, 2)
-        voff = sy.mul(vrows.start(F("bi"), F("kv0")), size)
-        kn = F("kvn")
+    def pv_block(j: IntLike, step: IntLike, sfx: str = "") -> list[Stmt]:
+        """P V of key block j of the item named with `sfx`, the group's tile `step` of the P and P V channels."""
+        slot = sy.mod(step, 2)
+        voff = sy.mul(vrows.start(F(f"bi{sfx}"), F("kv0")), size)
+        kn, qm = F("kvn"), F(f"qm{sfx}")
         return keys(j, "kv") + [
-            T.copy_nd2nz(Ref("p", slot), _slot_ref("chp", CORE, j, t.ring, p_bytes), dt, F("qm"), kn,
+            T.copy_nd2nz(Ref("p", slot), _slot_ref("chp", CORE, step, t.ring, p_bytes), dt, qm, kn,
                          src_row_stride=bkp16, note="P block"),
             T.copy_nd2nz(Ref("v", slot), GmRef(vrows.param, voff), dt, kn, a.Dv, src_row_stride=vrows.row,
                          note="V block"),
-            T.load_l0(Ref("pa"), Ref("p", slot), dt, F("qm"), kn, note="P -> L0A"),
+            T.load_l0(Ref("pa"), Ref("p", slot), dt, qm, kn, note="P -> L0A"),
             T.load_l0(Ref("vb"), Ref("v", slot), dt, kn, a.Dv if dt == "float16" else align_up(a.Dv, chip.cube_block),
                       note="V -> L0B"),
-            T.mmad(Ref("o"), Ref("pa"), Ref("vb"), F("qm"), kn, a.Dv, dt, note="P V"),
-            T.fixpipe(_slot_ref("cho", CORE, j, 2, o_bytes), Ref("o"), F("qm"), a.Dv, "float32",
+            T.mmad(Ref("o"), Ref("pa"), Ref("vb"), qm, kn, a.Dv, dt, note="P V"),
+            T.fixpipe(_slot_ref("cho", CORE, step, O_SLOTS, o_bytes), Ref("o"), qm, a.Dv, "float32",
                       dst_row_stride=dvp32, note="P V -> workspace")]
 
-    nkb, j = F("nkb"), F("j")
-    item: list[Stmt] = _item_lets(t, CORE, a.chunks) + [Let("nkb", _key_blocks(a, t))]
-    item.append(T.copy_nd2nz(Ref("q"), GmRef(qrows.param, qoff), dt, F("qm"), a.D, src_row_stride=qrows.row,
-                             note="Q block"))
-    # S runs `lead` blocks ahead of P V: iteration j computes S_j and P_{j-lead} V_{j-lead}, so the cube works
+    load_q = T.copy_nd2nz(Ref("q"), GmRef(qrows.param, qoff), dt, F("qm"), a.D, src_row_stride=qrows.row,
+                          note="Q block")
+    # S runs `lead` steps ahead of P V: iteration j computes S_j and P_{j-lead} V_{j-lead}, so the cube works
     # on S while the vector cores turn earlier S blocks into P (the round trip through them is long)
-    prev = sy.add(j, -t.lead)
-    item.append(Loop("j", 0, sy.add(nkb, t.lead), 1, [
-        When(sy.lt(j, nkb), s_block(j)),
-        When(sy.lt(t.lead - 1, j), pv_block(prev))], note=f"key blocks, S {t.lead} ahead"))
+    if pipelined(a, t):
+        # one pipeline over all the group's items (attention_steps): P V runs `lead` steps behind S across the
+        # items, so the S of an item's first blocks overlaps the P V of the item before (no fill and drain per
+        # item); a step's channel tiles are numbered by `Steps.tile`
+        st = Steps(t, CORE)
+
+        def behind(cond: IntLike, lets: list[Stmt]) -> list[Stmt]:
+            """P V of the step `lets` name (block jb of item wb), when there is one (`cond`)."""
+            return [When(cond, lets + pv_block(F("jb"), st.tile(F("wb"), F("jb")), "b"))]
+
+        j = F("j")
+        steps = Loop("j", 0, F("NKB"), 1, s_block(j, st.tile(F("w"), j)) + behind(*st.behind(F("w"), j)),
+                     note=f"key blocks, S {t.lead} ahead of P V")
+        body: list[Stmt] = [
+            Loop("w", 0, count(CORE), 1, item_lets(t, CORE) + [load_q, steps], note="work items of this group"),
+            Loop("d", 0, t.lead, 1, behind(*st.behind(count(CORE), F("d"))), note="the last steps' P V")]
+    else:
+        nkb, j = F("nkb"), F("j")
+        prev = sy.add(j, -t.lead)
+        item: list[Stmt] = item_lets(t, CORE, a.chunks) + [Let("nkb", key_blocks(a, t)), load_q]
+        item.append(Loop("j", 0, sy.add(nkb, t.lead), 1, [
+            When(sy.lt(j, nkb), s_block(j, j)),
+            When(sy.lt(t.lead - 1, j), pv_block(prev, prev))], note=f"key blocks, S {t.lead} ahead"))
+        body = [Loop("w", 0, count(CORE), 1, item, note="work items of this group")]
     params = [GmParam(n, dt, "in") for n in dict.fromkeys(r.param for r in a.rows[:3])]   # heads of one tensor: one
     params += [GmParam("chs", "float32", "scratch"), GmParam("chp", dt, "scratch"), GmParam("cho", "float32", "scratch")]
-    body = [Loop("w", 0, _count(CORE), 1, item, note="work items of this group")]
     return TileSchedule(f"{a.name}_cube", "aic", params, fields, groups, aic_buffers(a, t, chip), body,
                         [f"tiling: {t.describe()}"])
 
@@ -421,8 +406,22 @@ def _vector_side(a: AttentionOp, t: AttentionTiling, chip: Chip, fields: dict, g
     s_bytes, p_bytes, o_bytes = sizes
     h = -(-t.bq // chip.group_aivs)
     rows, kn = F("rows"), F("kn")
-    slot = t.slot("j")                  # the vector core's own buffers rotate with buffer_num
-    alpha = Ref("alpha", sy.mod(F("j"), t.lead) if t.lead > 1 else 0)
+    flat = pipelined(a, t)
+    st = Steps(t, GROUP)
+    # the current S block's tile of the channels: its block's index in its item, or (one pipeline) the group's
+    # step; alpha rotates with it over `lead` slots, the vector core's own buffers with the block
+    step = st.tile(F("w"), F("j")) if flat else F("j")
+    slot = t.slot("j")
+
+    def alpha_of(at: IntLike) -> Ref:
+        """alpha of the block of tile `at`."""
+        return Ref("alpha", sy.mod(at, t.lead) if t.lead > 1 else 0)
+
+    alpha = alpha_of(step)
+    # m and l of an item: one pair, or (one pipeline) a pair per item in flight: the S of `lead` steps on is
+    # softmaxed (maybe of the next items) before an item's last P V is folded and it is divided by l
+    ml = sy.mod(F("w"), t.lead + 1) if flat else 0
+    m, l = Ref("m", ml), Ref("l", ml)
     x, tile, p16 = Ref("x", slot), Ref("tile"), Ref("p16")
     grid = sy.mul(rows, bkp32)            # a block of rows in UB: rows of bkp32 floats
     pre: list[Stmt] = [T.vdup(Ref("x", s), 0.0, h * bkp32, "float32", note="zero the row padding")
@@ -433,17 +432,17 @@ def _vector_side(a: AttentionOp, t: AttentionTiling, chip: Chip, fields: dict, g
                 T.vbroadcast(Ref("diag"), Ref("cramp"), h, bkp32, "float32", axis=0, dst_row_stride=bkp32),
                 T.vbroadcast(tile, Ref("rramp"), h, bkp32, "float32", axis=1, dst_row_stride=bkp32),
                 T.vbinary("sub", Ref("diag"), Ref("diag"), tile, h * bkp32, "float32", note="diag = c - r")]
-    head = _item_lets(t, GROUP, a.chunks) + [
-        Let("nkb", _key_blocks(a, t)), Let("per", sy.ceildiv(F("qm"), chip.group_aivs)),
-        Let("rs", sy.mul(F(SUB), F("per"))), Let("rows", sy.max_(0, sy.min_(F("per"), sy.add(F("qm"),
-                                                                                       sy.mul(-1, F("rs"))))))]
+    def rows_lets(sfx: str = "") -> list[Stmt]:
+        """This vector core's rows of the item named with `sfx`: `rows` of them from its row `rs`."""
+        per, rs = F(f"per{sfx}"), F(f"rs{sfx}")
+        return [Let(f"per{sfx}", sy.ceildiv(F(f"qm{sfx}"), chip.group_aivs)), Let(f"rs{sfx}", sy.mul(F(SUB), per)),
+                Let(f"rows{sfx}", sy.max_(0, sy.min_(per, sy.add(F(f"qm{sfx}"), sy.mul(-1, rs)))))]
+
     # m starts at the lowest finite float32, not -inf: while every key a row has seen is masked (-inf), its P is
     # exp(-inf - lowest) = 0 and its alpha exp(lowest - m') a number, never exp(-inf + inf) (a NaN that would
     # stay); a row that sees no key at all ends as 0 / 0, the NaN the op states
-    init = [T.vdup(Ref("m"), LOWEST, h, "float32", note="m = lowest"),
-            T.vdup(Ref("l"), 0.0, h, "float32", note="l = 0"),
-            T.vdup(Ref("acc"), 0.0, h * dvp32, "float32", note="O = 0")]
-    take = T.load(x, _slot_ref("chs", GROUP, F("j"), t.ring, s_bytes, sy.mul(F("rs"), bkp32 * 4)), "float32", kn, rows,
+    init = [T.vdup(m, LOWEST, h, "float32", note="m = lowest"), T.vdup(l, 0.0, h, "float32", note="l = 0")]
+    take = T.load(x, _slot_ref("chs", GROUP, step, t.ring, s_bytes, sy.mul(F("rs"), bkp32 * 4)), "float32", kn, rows,
                   src_stride=bkp32, dst_stride=bkp32, note="S rows")
     soft: list[Stmt] = []      # x = S * scale: FixPipe scaled it on the way out of L0C
     if a.mask_dtype is not None:
@@ -466,44 +465,73 @@ def _vector_side(a: AttentionOp, t: AttentionTiling, chip: Chip, fields: dict, g
             T.vselect(x, Ref("cut"), float("-inf"), x, grid, "float32", note="causal: -inf above the diagonal")]))
     soft += [
         T.vreduce("max", Ref("mx"), x, rows, kn, "float32", src_row_stride=bkp32, note="row max"),
-        T.vbinary("max", Ref("mx"), Ref("mx"), Ref("m"), rows, "float32", note="m' = max(m, row max)"),
-        T.vbinary("sub", alpha, Ref("m"), Ref("mx"), rows, "float32"),
+        T.vbinary("max", Ref("mx"), Ref("mx"), m, rows, "float32", note="m' = max(m, row max)"),
+        T.vbinary("sub", alpha, m, Ref("mx"), rows, "float32"),
         T.vunary("exp", alpha, alpha, rows, "float32", note="alpha = exp(m - m')"),
-        T.vcopy(Ref("m"), Ref("mx"), rows, "float32", note="m = m'"),
+        T.vcopy(m, Ref("mx"), rows, "float32", note="m = m'"),
         *_per_row("sub", x, Ref("mx"), rows, bkp32, chip, note="x - m'"),
         T.vunary("exp", x, x, grid, "float32", note="P = exp(x - m')"),
         T.vreduce("sum", Ref("mx"), x, rows, kn, "float32", src_row_stride=bkp32, note="row sum"),
-        T.vbinary("mul", Ref("l"), Ref("l"), alpha, rows, "float32"),
-        T.vbinary("add", Ref("l"), Ref("l"), Ref("mx"), rows, "float32", note="l = alpha l + row sum"),
+        T.vbinary("mul", l, l, alpha, rows, "float32"),
+        T.vbinary("add", l, l, Ref("mx"), rows, "float32", note="l = alpha l + row sum"),
     ]
     if a.dtype != "float32":
         soft.append(T.vcast(p16, x, grid, "float32", a.dtype, round="rint", note="P in the cube's dtype"))
-    soft.append(T.store(_slot_ref("chp", GROUP, F("j"), t.ring, p_bytes, sy.mul(F("rs"), bkp16 * itemsize(a.dtype))),
+    soft.append(T.store(_slot_ref("chp", GROUP, step, t.ring, p_bytes, sy.mul(F("rs"), bkp16 * itemsize(a.dtype))),
                         p16 if a.dtype != "float32" else x, a.dtype, kn, rows, src_stride=bkp32, dst_stride=bkp16,
                         note="P rows"))
 
-    def fold(j: IntLike, rescale: IntLike) -> list[Stmt]:
-        """O += the P V of block j (from the cube), then (when `rescale`) O *= alpha_{j+1}: O follows the running
-        max of the blocks softmaxed so far while the cube multiplies the earlier ones by V."""
-        dv = sy.mul(rows, dvp32)
-        nxt = Ref("alpha", sy.mod(sy.add(j, 1), t.lead) if t.lead > 1 else 0)
-        return [T.load(Ref("part"), _slot_ref("cho", GROUP, j, 2, o_bytes, sy.mul(F("rs"), dvp32 * 4)), "float32",
-                       a.Dv, rows, src_stride=dvp32, dst_stride=dvp32, note="P V rows"),
-                T.vbinary("add", Ref("acc"), Ref("acc"), Ref("part"), dv, "float32", note="O += P V"),
-                When(rescale, _per_row("mul", Ref("acc"), nxt, rows, dvp32, chip, note="O *= alpha"))]
+    def fold(at: IntLike, nxt: Ref, rescale: IntLike, first: IntLike = 0, sfx: str = "") -> list[Stmt]:
+        """O += tile `at` of the P V channel (from the cube; O = it when `first`), then (when `rescale`) O *= `nxt`,
+        the alpha of the block after: O follows the running max of the blocks softmaxed so far while the cube
+        multiplies the earlier ones by V. The rows are those of the item named with `sfx`."""
+        n, rs = F(f"rows{sfx}"), F(f"rs{sfx}")
+        dv = sy.mul(n, dvp32)
+        add = T.vbinary("add", Ref("acc"), Ref("acc"), Ref("part"), dv, "float32", note="O += P V")
+        out: list[Stmt] = [T.load(Ref("part"), _slot_ref("cho", GROUP, at, O_SLOTS, o_bytes, sy.mul(rs, dvp32 * 4)),
+                                  "float32", a.Dv, n, src_stride=dvp32, dst_stride=dvp32, note="P V rows")]
+        if first == 0:
+            out.append(add)
+        else:
+            out += [When(first, [T.vcopy(Ref("acc"), Ref("part"), dv, "float32", note="O = P V")]),
+                    When(sy.eq(first, 0), [add])]
+        return out + [When(rescale, _per_row("mul", Ref("acc"), nxt, n, dvp32, chip, note="O *= alpha"))]
 
     has = sy.lt(0, rows)
-    lag = sy.add(F("j"), -t.lead)
-    blocks = Loop("j", 0, F("nkb"), 1, [Let("k0", _key0(a, t, F("j"))),
-                                        Let("kn", sy.min_(t.bk, sy.add(F("Tk"), sy.mul(-1, F("k0"))))),
-                                        When(has, [take]), When(has, soft),
-                                        When(sy.lt(t.lead - 1, F("j")), [When(has, fold(lag, 1))])],
-                  note=f"key blocks, folding P V {t.lead} behind")
-    # the last `lead` blocks' P V (fewer when the item has fewer blocks)
-    drain = Loop("i", sy.max_(0, sy.add(F("nkb"), -t.lead)), F("nkb"), 1,
-                 [When(has, fold(F("i"), sy.lt(F("i"), sy.add(F("nkb"), -1))))], note="the blocks still to fold")
-    finish = When(has, _store_partials(a, dvp32) if a.chunks > 1 else _store_result(a, dvp32, chip))
-    item = head + init + [blocks, drain, finish]
+    block = [Let("k0", key0(a, t, F("j"))), Let("kn", sy.min_(t.bk, sy.add(F("Tk"), sy.mul(-1, F("k0"))))),
+             When(has, [take]), When(has, soft)]
+    if flat:
+        # one pipeline over the group's items (see the cube side): step (w, j) softmaxes block j of item w, then
+        # folds the P V of the step `lead` before (block jb of item wb), finishing item wb after its last block
+        def behind(cond: IntLike, lets: list[Stmt]) -> list[Stmt]:
+            wb, jb, last = F("wb"), F("jb"), sy.add(F("NKB"), -1)
+            has_b = sy.lt(0, F("rowsb"))
+            lb = Ref("l", sy.mod(wb, t.lead + 1))
+            return [When(cond, lets + rows_lets("b") + [
+                When(has_b, fold(st.tile(wb, jb), alpha_of(st.tile(wb, sy.add(jb, 1))), sy.lt(jb, last),
+                                 sy.eq(jb, 0), "b")),
+                When(sy.eq(jb, last), [When(has_b, _store_result(a, dvp32, chip, lb, "b"))])])]
+
+        steps = Loop("j", 0, F("NKB"), 1, block + behind(*st.behind(F("w"), F("j"))),
+                     note=f"key blocks, folding P V {t.lead} behind")
+        body = [Loop("w", 0, count(GROUP), 1, item_lets(t, GROUP) + rows_lets() + init + [steps],
+                     note="work items of this group"),
+                Loop("d", 0, t.lead, 1, behind(*st.behind(count(GROUP), F("d"))), note="the last steps' P V")]
+    else:
+        lag = sy.add(F("j"), -t.lead)
+        blocks = Loop("j", 0, F("nkb"), 1, block + [When(sy.lt(t.lead - 1, F("j")),
+                                                          [When(has, fold(lag, alpha_of(sy.add(lag, 1)), 1))])],
+                      note=f"key blocks, folding P V {t.lead} behind")
+        # the last `lead` blocks' P V (fewer when the item has fewer blocks)
+        i = F("i")
+        drain = Loop("i", sy.max_(0, sy.add(F("nkb"), -t.lead)), F("nkb"), 1,
+                     [When(has, fold(i, alpha_of(sy.add(i, 1)), sy.lt(i, sy.add(F("nkb"), -1))))],
+                     note="the blocks still to fold")
+        finish = When(has, _store_partials(a, dvp32) if a.chunks > 1 else _store_result(a, dvp32, chip, l))
+        zero = T.vdup(Ref("acc"), 0.0, h * dvp32, "float32", note="O = 0")
+        item = item_lets(t, GROUP, a.chunks) + [Let("nkb", key_blocks(a, t))] + rows_lets() + init + [
+            zero, blocks, drain, finish]
+        body = [Loop("w", 0, count(GROUP), 1, item, note="work items of this group")]
     params = [GmParam("chs", "float32", "scratch"), GmParam("chp", a.dtype, "scratch"),
               GmParam("cho", "float32", "scratch")]
     if a.chunks > 1:
@@ -512,9 +540,8 @@ def _vector_side(a: AttentionOp, t: AttentionTiling, chip: Chip, fields: dict, g
         params.append(GmParam(a.rows[3].param, a.out_dtype, "out"))
     if a.mask_dtype is not None:
         params.append(GmParam(a.mask_param, a.mask_dtype, "in"))
-    body = pre + [Loop("w", 0, _count(GROUP), 1, item, note="work items of this group")]
     return TileSchedule(f"{a.name}_softmax", "aiv", params, fields, sy.mul(groups, chip.group_aivs),
-                        aiv_buffers(a, t, chip), body, [f"{h} query rows per vector core at most"])
+                        aiv_buffers(a, t, chip), pre + body, [f"{h} query rows per vector core at most"])
 
 
 def _per_row(fn: str, dst: Ref, vals: Ref, rows: IntLike, width: int, chip: Chip, note: str = "") -> list[Stmt]:
@@ -533,14 +560,14 @@ def _per_row(fn: str, dst: Ref, vals: Ref, rows: IntLike, width: int, chip: Chip
                      elems_per_repeat=epr, note=note) for c in range(width // epr)]
 
 
-def _store_result(a: AttentionOp, dvp32: int, chip: Chip) -> list[Stmt]:
-    """The end of an item: its rows of O / l, in the result's dtype."""
-    rows, tile, osize, orows = F("rows"), Ref("tile"), itemsize(a.out_dtype), a.rows[3]
-    ooff = sy.mul(orows.start(F("bi"), sy.add(F("q0"), F("rs"))), osize)
+def _store_result(a: AttentionOp, dvp32: int, chip: Chip, l: Ref, sfx: str = "") -> list[Stmt]:
+    """The end of an item (its names with `sfx`): its rows of O / l, in the result's dtype."""
+    rows, tile, osize, orows = F(f"rows{sfx}"), Ref("tile"), itemsize(a.out_dtype), a.rows[3]
+    ooff = sy.mul(orows.start(F(f"bi{sfx}"), sy.add(F(f"q0{sfx}"), F(f"rs{sfx}"))), osize)
     grid_o = sy.mul(rows, dvp32)
     out = tile if a.out_dtype != "float32" else Ref("acc")
-    return [T.vunary("reciprocal", Ref("l"), Ref("l"), rows, "float32"),
-            *_per_row("mul", Ref("acc"), Ref("l"), rows, dvp32, chip, note="O / l")] \
+    return [T.vunary("reciprocal", l, l, rows, "float32"),
+            *_per_row("mul", Ref("acc"), l, rows, dvp32, chip, note="O / l")] \
         + ([T.vcast(out, Ref("acc"), grid_o, "float32", a.out_dtype, round="rint")] if out is tile else []) \
         + [T.store(GmRef(orows.param, ooff), out, a.out_dtype, a.Dv, rows, src_stride=dvp32, dst_stride=orows.row,
                    note="out rows")]
