@@ -72,22 +72,38 @@ class Estimate:
         return f"{self.cycles:.0f} cycles on {self.blocks} cores (core 0 busy: {pipes})"
 
 
-def _vector_cycles(op: TileOp, env: Mapping[str, int], chip: Chip) -> float:
+def _vector_cycles(op: TileOp, env: Mapping[str, int], chip: Chip, memo: dict | None = None) -> float:
     """Start-up plus repeats per pass of what the hardware runs (the simulator's cost table: an instruction
-    the 910B lacks is charged its decomposition), over the units of work the instruction's shape says."""
-    a = op.args
-    # the width is the widest element named by a dtype field (not a mask's or an index list's fixed type)
-    sizes = tuple(itemsize(a[m.elem]) for m in op.spec.mems if m.elem in a)
-    shape = op.spec.shape
+    the 910B lacks is charged its decomposition), over the units of work the instruction's shape says.
+    `memo`: a walker's store of each op's fixed part (by id) and of the cycles per (fixed part, units): an
+    elementwise body repeats a few kinds of op over one tile, walked for several iterations."""
+    fixed = memo.get(id(op)) if memo is not None else None
+    if fixed is None:
+        a = op.args
+        # the width is the widest element named by a dtype field (not a mask's or an index list's fixed type)
+        sizes = tuple(itemsize(a[m.elem]) for m in op.spec.mems if m.elem in a)
+        shape = op.spec.shape
+        operands = (a["rows"], a["cols"]) if shape in ("rows", "transpose") else (a["count"],)
+        fixed = ((op.instr, a.get("fn"), a.get("dtype"), sizes), shape, operands)
+        if memo is not None:
+            memo[id(op)] = fixed
+    what, shape, operands = fixed
     if shape == "rows":
-        units = ((_ev(a["rows"], env), _ev(a["cols"], env)),)
+        units = ((_ev(operands[0], env), _ev(operands[1], env)),)
     elif shape == "transpose":
-        units = ((1, _ev(a["rows"], env) * _ev(a["cols"], env)),)
+        units = ((1, _ev(operands[0], env) * _ev(operands[1], env)),)
     else:
-        units = ((1, _ev(a["count"], env)),)
+        units = ((1, _ev(operands[0], env)),)
+    if memo is not None:
+        cycles = memo.get((what, units))
+        if cycles is not None:
+            return cycles
     costs = (chip.vector_simple_cycles, chip.vector_binary_cycles, chip.vector_complex_cycles,
              chip.vector_composite_cycles, chip.vector_repeat_bytes, chip.max_repeats, chip.vector_startup_cycles)
-    return _vector_work(op.instr, a.get("fn"), a.get("dtype"), sizes, units, costs)
+    cycles = _vector_work(*what, units, costs)
+    if memo is not None:
+        memo[what, units] = cycles
+    return cycles
 
 
 @memoised(4096)
@@ -199,6 +215,8 @@ class _Walker:
         self.single = {b.name for b in schedule.buffers if b.slots == 1}
         self.slots = {b.name: b.slots for b in schedule.buffers}
         self.depth = 0
+        self._vector: dict = {}                    # `_vector_cycles`'s memo for this walk
+        self._singles: dict[int, set[str]] = {}    # op (by id) -> the single-slot buffers it touches
 
     def block(self, stmts: Sequence[Stmt], env: dict[str, int], pipelined: bool) -> Cost:
         total = Cost()
@@ -220,7 +238,7 @@ class _Walker:
             c = Cost()
             unit = s.spec.unit
             if unit == "vector":
-                cyc = _vector_cycles(s, env, self.chip)
+                cyc = _vector_cycles(s, env, self.chip, self._vector)
             elif unit == "cube":
                 cyc = _cube_cycles(s, env, self.chip)
             elif unit == "move":
@@ -230,7 +248,10 @@ class _Walker:
                 cyc = self.chip.sync_all_cycles
             c.busy[s.pipe] = cyc
             c.span = cyc
-            for name in {r.buffer for r in (*s.reads, *s.writes)} & self.single:
+            singles = self._singles.get(id(s))
+            if singles is None:   # (the walk meets an op once per iteration it walks)
+                singles = self._singles[id(s)] = {r.buffer for r in (*s.reads, *s.writes)} & self.single
+            for name in singles:
                 c.chain[name] = (cyc, frozenset((s.pipe,)))
             return c
         if isinstance(s, When):
