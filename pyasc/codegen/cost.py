@@ -44,7 +44,10 @@ class Cost:
     gm_bytes: float = 0.0
     gm_write_bytes: float = 0.0
     steady: float = 0.0    # the loops' steady-state time (iterations x period), without fill and drain
-    parts: list = field(default_factory=list)   # a block's statements with their spans (not summed by add)
+    parts: list = field(default_factory=list)   # a block's (span, statement, Cost) triples (not summed by add)
+    # a loop's first and last iteration as such triples: where in it a buffer is first and last touched
+    head: list = field(default_factory=list)
+    tail: list = field(default_factory=list)
     # single-slot buffer -> (cycles of the ops touching it, their pipes): work that one buffer serialises
     chain: dict[str, tuple[float, frozenset]] = field(default_factory=dict)
 
@@ -210,7 +213,7 @@ class _Walker:
                 continue
             c = self.stmt(s, env)
             total.add(c)
-            total.parts.append((c.span, s))
+            total.parts.append((c.span, s, c))
             spans += c.span
         total.span = max(total.busy.values(), default=0.0) if pipelined else spans
         return total
@@ -236,20 +239,22 @@ class _Walker:
         if isinstance(s, When):
             if _ev(s.cond, env) == 0:
                 return Cost()
-            return self.block(s.body, env, False)
+            c = self.block(s.body, env, False)
+            c.head = c.tail = c.parts
+            return c
         return self.loop(s, env)
 
     def _hold(self, lp: Loop, parts: list, env: dict[str, int]) -> float:
-        """A bound on a rotating loop's period from how long an iteration holds a slot: from the statement
-        that first touches a rotating buffer to the one that last does (an inner loop that reads an L1
-        chunk step by step holds it for its whole span), over the slots; at most `slots` iterations are
-        in flight on that buffer."""
-        spans = [(c, _buffers_of(s)) for c, s in parts]
+        """A bound on a rotating loop's period from how long an iteration holds a slot: from the op that
+        first touches a rotating buffer to the one that last does (an inner loop that reads an L1 chunk
+        step by step holds it until its last read, not through the mmad after it), over the slots; at most
+        `slots` iterations are in flight on that buffer."""
+        spans = [(c, _buffers_of(s)) for c, s, _ in parts]
         # the scalar unit issues in program order into bounded queues: when the inner loops queue more
         # than a queue's depth on one pipe, the next iteration's first moves are issued only once that pipe
         # has started all but `depth` of them, that much later
         queued = self._queued(lp.body, dict(env))
-        inner = sum(c for c, s in parts if isinstance(s, Loop))
+        inner = sum(c for c, s, _ in parts if isinstance(s, Loop))
         most = max(queued.values(), default=0)
         late = inner * max(0, most - self.chip.pipe_queue_depth) / most if most else 0.0
         bound = 0.0
@@ -258,7 +263,9 @@ class _Walker:
                 continue
             idx = [i for i, (_, bufs) in enumerate(spans) if name in bufs]
             if idx:
-                bound = max(bound, (sum(c for c, _ in spans[idx[0]:idx[-1] + 1]) + late) / slots)
+                held = sum(c for c, _ in spans[idx[0]:idx[-1] + 1])
+                held -= _lead(parts[idx[0]], name) + _trail(parts[idx[-1]], name)
+                bound = max(bound, (held + late) / slots)
         return bound
 
     def _queued(self, stmts: Sequence[Stmt], env: dict[str, int]) -> dict[str, int]:
@@ -292,6 +299,7 @@ class _Walker:
         first = self.block(lp.body, {**env, lp.var: start}, False)
         last = self.block(lp.body, {**env, lp.var: start + (n - 1) * step}, False) if n > 1 else first
         parts = first.parts
+        out.head, out.tail = first.parts, last.parts
         if n > 2 and self.depth == 1:
             # the outermost loop's iterations between are charged as the mean of the first two: what
             # alternates between neighbours (a block on or off the 512-byte GM boundary) is seen at its average
@@ -325,6 +333,33 @@ class _Walker:
             out.span = (n - 1) * first.span + last.span
             out.steady = out.span
         return out
+
+
+def _lead(part: tuple, name: str) -> float:
+    """Cycles of a (span, statement, Cost) part before it first touches buffer `name` (an inner loop's or a
+    When's statements ahead of that, in its first iteration)."""
+    _, s, c = part
+    if isinstance(s, TileOp):
+        return 0.0
+    out = 0.0
+    for p in c.head:
+        if name in _buffers_of(p[1]):
+            return out + _lead(p, name)
+        out += p[0]
+    return out
+
+
+def _trail(part: tuple, name: str) -> float:
+    """Cycles of a part after it last touches buffer `name` (in its last iteration)."""
+    _, s, c = part
+    if isinstance(s, TileOp):
+        return 0.0
+    out = 0.0
+    for p in reversed(c.tail):
+        if name in _buffers_of(p[1]):
+            return out + _trail(p, name)
+        out += p[0]
+    return out
 
 
 def _buffers_of(s: Stmt) -> set[str]:
