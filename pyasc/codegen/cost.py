@@ -268,6 +268,36 @@ class _Walker:
                 bound = max(bound, (held + late) / slots)
         return bound
 
+    def _same_slot_wait(self, lp: Loop, parts: list, env: dict[str, int]) -> float:
+        """What an iteration waits for when an inner loop's buffers rotate with that loop alone and its last
+        step uses the slot its first step does (an odd count of L1 chunks over two slots): the next iteration's
+        first fill of the slot cannot start ahead, it waits while the last step still reads the slot (from
+        that step's last write of it to its last touch)."""
+        out = 0.0
+        for _, s, c in parts:
+            if not isinstance(s, Loop) or not _rotates(s) or not c.tail:
+                continue
+            try:
+                start, stop, step = (_ev(x, env) for x in (s.start, s.stop, s.step))
+            except sy.UnboundSymbolError:   # bounds from the body's lets: not a loop at the body's top level
+                continue
+            trips = max(0, -(-(stop - start) // step))
+            for r in {r for op in _direct_ops(s.body) for r in op.writes if not isinstance(r.slot, int)}:
+                names = sy.free_symbols(r.slot)
+                if self.slots.get(r.buffer, 1) < 2 or lp.var in names or not names <= {s.var, *env}:
+                    continue
+                at = (_ev(r.slot, {**env, s.var: start}), _ev(r.slot, {**env, s.var: start + (trips - 1) * step}))
+                if trips < 1 or at[0] != at[1]:
+                    continue
+                tail = c.tail
+                writes = [i for i, p in enumerate(tail) if r.buffer in _writes_of(p[1])]
+                touches = [i for i, p in enumerate(tail) if r.buffer in _buffers_of(p[1])]
+                if not writes or touches[-1] <= writes[-1]:
+                    continue
+                held = sum(p[0] for p in tail[writes[-1] + 1:touches[-1] + 1]) - _trail(tail[touches[-1]], r.buffer)
+                out = max(out, held)
+        return out
+
     def _queued(self, stmts: Sequence[Stmt], env: dict[str, int]) -> dict[str, int]:
         """Instructions the inner loops of a block queue per pipe: each op, and a wait and a set per
         iteration of a loop whose body hands data between pipes (the flags around its ops)."""
@@ -314,11 +344,14 @@ class _Walker:
         out.add(first, n - 1)
         out.add(last)
         busiest = max(first.busy.values(), default=0.0)
+        # an inner loop that ends on the slot it starts on: the next iteration's first fill waits for it
+        wait = self._same_slot_wait(lp, parts, {**env, lp.var: start}) if n > 1 else 0.0
         if pipelined:
             # an iteration takes at least its busiest pipe, and its inner loops' steady state
             bottleneck = max(busiest, first.steady)
             if any(isinstance(s, Loop) for s in lp.body):
                 bottleneck = max(bottleneck, self._hold(lp, parts, {**env, lp.var: start}))
+            bottleneck += wait
             out.span = (n - 1) * bottleneck + last.span
             out.steady = n * bottleneck
         elif _inner_pipeline(lp):
@@ -326,7 +359,7 @@ class _Walker:
             # around it), so iterations overlap except where a single-slot buffer passes between pipes
             # (one L0C: the next block's mmads wait for this block's FixPipe)
             serial = max([0.0] + [c - busiest for c, pipes in first.chain.values() if len(pipes) > 1])
-            period = max(busiest, first.steady) + serial
+            period = max(busiest, first.steady) + serial + wait
             out.span = min((n - 1) * first.span, (n - 1) * period) + last.span
             out.steady = min(n * first.span, n * period)
         else:
@@ -360,6 +393,14 @@ def _trail(part: tuple, name: str) -> float:
             return out + _trail(p, name)
         out += p[0]
     return out
+
+
+def _writes_of(s: Stmt) -> set[str]:
+    if isinstance(s, TileOp):
+        return {r.buffer for r in s.writes}
+    if isinstance(s, (Loop, When)):
+        return set().union(*(_writes_of(x) for x in s.body)) if s.body else set()
+    return set()
 
 
 def _buffers_of(s: Stmt) -> set[str]:
