@@ -268,12 +268,12 @@ class _Walker:
                 bound = max(bound, (held + late) / slots)
         return bound
 
-    def _same_slot_wait(self, lp: Loop, parts: list, env: dict[str, int]) -> float:
-        """What an iteration waits for when an inner loop's buffers rotate with that loop alone and its last
-        step uses the slot its first step does (an odd count of L1 chunks over two slots): the next iteration's
-        first fill of the slot cannot start ahead, it waits while the last step still reads the slot (from
-        that step's last write of it to its last touch)."""
-        out = 0.0
+    def _same_slot_wait(self, lp: Loop, parts: list, env: dict[str, int]) -> dict[str, float]:
+        """The idle time per iteration of the pipes that fill an inner loop's buffers when those rotate with
+        that loop alone and its last step uses the slot its first step does (an odd count of L1 chunks over
+        two slots): the next iteration's first fill of the slot cannot start ahead, so from the last step's
+        last fill the filling pipe waits until that step has last touched the slot."""
+        out: dict[str, float] = {}
         for _, s, c in parts:
             if not isinstance(s, Loop) or not _rotates(s) or not c.tail:
                 continue
@@ -282,20 +282,22 @@ class _Walker:
             except sy.UnboundSymbolError:   # bounds from the body's lets: not a loop at the body's top level
                 continue
             trips = max(0, -(-(stop - start) // step))
-            for r in {r for op in _direct_ops(s.body) for r in op.writes if not isinstance(r.slot, int)}:
+            fills = {(r, op.pipe) for op in _direct_ops(s.body) for r in op.writes if not isinstance(r.slot, int)}
+            tail = c.tail
+            filled = {r.buffer for r, _ in fills}
+            last_fill = max((i for i, p in enumerate(tail) if _writes_of(p[1]) & filled), default=None)
+            for r, pipe in fills:
                 names = sy.free_symbols(r.slot)
-                if self.slots.get(r.buffer, 1) < 2 or lp.var in names or not names <= {s.var, *env}:
+                if trips < 1 or last_fill is None or self.slots.get(r.buffer, 1) < 2 or lp.var in names or \
+                        not names <= {s.var, *env}:
                     continue
-                at = (_ev(r.slot, {**env, s.var: start}), _ev(r.slot, {**env, s.var: start + (trips - 1) * step}))
-                if trips < 1 or at[0] != at[1]:
+                if _ev(r.slot, {**env, s.var: start}) != _ev(r.slot, {**env, s.var: start + (trips - 1) * step}):
                     continue
-                tail = c.tail
-                writes = [i for i, p in enumerate(tail) if r.buffer in _writes_of(p[1])]
                 touches = [i for i, p in enumerate(tail) if r.buffer in _buffers_of(p[1])]
-                if not writes or touches[-1] <= writes[-1]:
+                if touches[-1] <= last_fill:
                     continue
-                held = sum(p[0] for p in tail[writes[-1] + 1:touches[-1] + 1]) - _trail(tail[touches[-1]], r.buffer)
-                out = max(out, held)
+                held = sum(p[0] for p in tail[last_fill + 1:touches[-1] + 1]) - _trail(tail[touches[-1]], r.buffer)
+                out[pipe] = max(out.get(pipe, 0.0), held)
         return out
 
     def _queued(self, stmts: Sequence[Stmt], env: dict[str, int]) -> dict[str, int]:
@@ -344,14 +346,14 @@ class _Walker:
         out.add(first, n - 1)
         out.add(last)
         busiest = max(first.busy.values(), default=0.0)
-        # an inner loop that ends on the slot it starts on: the next iteration's first fill waits for it
-        wait = self._same_slot_wait(lp, parts, {**env, lp.var: start}) if n > 1 else 0.0
+        # an inner loop that ends on the slot it starts on: the pipe filling it idles until the slot is free
+        waits = self._same_slot_wait(lp, parts, {**env, lp.var: start}) if n > 1 else {}
+        filling = max([first.busy.get(p, 0.0) + w for p, w in waits.items()], default=0.0)
         if pipelined:
             # an iteration takes at least its busiest pipe, and its inner loops' steady state
-            bottleneck = max(busiest, first.steady)
+            bottleneck = max(busiest, first.steady, filling)
             if any(isinstance(s, Loop) for s in lp.body):
                 bottleneck = max(bottleneck, self._hold(lp, parts, {**env, lp.var: start}))
-            bottleneck += wait
             out.span = (n - 1) * bottleneck + last.span
             out.steady = n * bottleneck
         elif _inner_pipeline(lp):
@@ -359,7 +361,7 @@ class _Walker:
             # around it), so iterations overlap except where a single-slot buffer passes between pipes
             # (one L0C: the next block's mmads wait for this block's FixPipe)
             serial = max([0.0] + [c - busiest for c, pipes in first.chain.values() if len(pipes) > 1])
-            period = max(busiest, first.steady) + serial + wait
+            period = max(max(busiest, first.steady) + serial, filling)
             out.span = min((n - 1) * first.span, (n - 1) * period) + last.span
             out.steady = min(n * first.span, n * period)
         else:
