@@ -161,4 +161,6 @@ def test_every_composite_has_a_case():
     # numpy4's (floatmath, rearrange, covariance, series, binning, lexsort, vdot): internal ops behind numpy
     # signatures, compared with numpy in grouped kernels by test_ops_numpy4.py
     numpy_eager |= NUMPY4
+    # np.linalg.solve, inv, det, slogdet, cholesky (linsolve.py): likewise, by test_ops_linsolve.py
+    numpy_eager |= {"solve", "inv", "det", "slogdet", "cholesky"}
     assert {n for n in ops.names() if ops.get(n).composite} == set(COMPOSITES) | numpy_eager

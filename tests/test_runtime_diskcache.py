@@ -265,6 +265,44 @@ def test_a_publish_size_cap_from_the_environment(disk_cache, monkeypatch):
         fresh(opt_level=2).compile(*ARGS)
 
 
+def test_a_publish_under_the_limit_does_not_scan_the_cache(disk_cache, monkeypatch):
+    # a scan authenticates every manifest: paid on every compile, it took seconds once a cache held thousands
+    import pyasc.runtime.diskcache as diskcache
+
+    scans = []
+    real = DiskCache.prune
+    monkeypatch.setattr(DiskCache, "prune", lambda self, max_size: scans.append(max_size) or real(self, max_size))
+    fresh(opt_level=0).compile(*ARGS)
+    assert len(scans) == 1  # no usage file yet: the first publish scans, and writes it
+    usage = disk_cache / "usage"
+    total = DiskCache(disk_cache).total_size()
+    assert usage.read_text() == f"scanned {total}\n"
+    fresh(opt_level=1).compile(*ARGS)
+    fresh(opt_level=2).compile(*ARGS)
+    assert len(scans) == 1 and len(entries(disk_cache)) == 3
+    lines = usage.read_text().split()
+    assert lines[:2] == ["scanned", str(total)] and len(lines) == 4
+    assert sum(map(int, lines[1:])) == DiskCache(disk_cache).total_size()  # the estimate is the true size
+
+    # the estimate passing the limit brings the scan, which prunes
+    monkeypatch.setenv("PYASC_CACHE_MAX_SIZE", str(DiskCache(disk_cache).total_size() + 10))
+    fresh(opt_level=3).compile(*ARGS)
+    assert len(scans) == 2 and len(entries(disk_cache)) == 3
+    assert DiskCache(disk_cache).total_size() <= int(os.environ["PYASC_CACHE_MAX_SIZE"])
+    assert usage.read_text() == f"scanned {DiskCache(disk_cache).total_size()}\n"
+
+    # a lost or garbled usage file, or many publishes since the last scan, bring a scan too
+    monkeypatch.setenv("PYASC_CACHE_MAX_SIZE", "1G")
+    usage.write_text("12 oops\n")
+    fresh(opt_level=0, buffer_num=1).compile(*ARGS)
+    assert len(scans) == 3 and usage.read_text().startswith("scanned ")
+    monkeypatch.setattr(diskcache, "_RESCAN_EVERY", 1)
+    fresh(opt_level=1, buffer_num=1).compile(*ARGS)
+    assert len(scans) == 3
+    fresh(opt_level=2, buffer_num=1).compile(*ARGS)
+    assert len(scans) == 4
+
+
 def test_parse_size():
     assert parse_size("123") == 123 and parse_size("2K") == 2048 and parse_size("1.5GiB") == 3 << 29
     assert parse_size(" 500 mb ") == 500 << 20

@@ -377,6 +377,8 @@ def _op_call(b: KernelBuilder, fn: Any, op_name: str, args: list[Any], kwargs: d
     if op_name == "take" and len(inputs) == 2 and inputs[1].node.op != "Const":
         checks.take_in_range(b, inputs[0], inputs[1], attrs.get("axis"), at)  # numpy's IndexError, at run time
     outs = b.emit(op_name, inputs, attrs, at)
+    if op_name in checks.LINALG_ERRORS:
+        checks.linalg_error(b, op_name, inputs[0], outs[0], at)  # numpy's LinAlgError, at run time
     return outs[0] if len(outs) == 1 and not op.returns_sequence else tuple(outs)
 
 

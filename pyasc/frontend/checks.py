@@ -8,7 +8,8 @@
   (`np.sum(x, axis=[0, 1])`): numpy raises TypeError; so do we, located.
 
 Where numpy raises on data (an index out of range, an integer to a negative integer power that is data,
-the max of an empty selection), the kernel records the condition: `data_check` folds "ok everywhere"
+the max of an empty selection, a singular matrix to np.linalg.solve/inv, cholesky of one that is not
+positive definite), the kernel records the condition: `data_check` folds "ok everywhere"
 into the build's status word (a slot of effects.py, so it crosses `if`s and runtime loops like any
 value), one bit per check; the runtime raises the check's numpy error, located at the kernel line, when
 its bit is set after the launch. `pyasc.kernel(checks=False)` builds none.
@@ -74,6 +75,21 @@ def data_check(b: KernelBuilder, ok: Value, exception: str, message: str, at: as
 
 def index_in_range(b: KernelBuilder, valid: Value, at: ast.AST, what: str = "an index") -> None:
     data_check(b, valid, "IndexError", f"{what} is out of bounds (numpy raises IndexError here)", at)
+
+
+#: np.linalg functions that raise LinAlgError on data, and numpy's message
+LINALG_ERRORS = {"solve": "Singular matrix", "inv": "Singular matrix",
+                 "cholesky": "Matrix is not positive definite"}
+
+
+def linalg_error(b: KernelBuilder, op: str, a: Value, x: Value, at: ast.AST) -> None:
+    """np.linalg.solve / inv raise LinAlgError where an exact zero pivot appears, cholesky where a is not
+    positive definite: here a result that is not finite although every element of `a` is (the factorisation
+    divided by that zero pivot, or took the square root of a negative one)."""
+    finite_a = b.emit("all", [b.emit("isfinite", [a], {}, at)[0]], {"axis": None, "keepdims": False}, at)[0]
+    ok = b.emit("logical_or", [b.emit("isfinite", [x], {}, at)[0], b.emit("logical_not", [finite_a], {}, at)[0]],
+                {}, at)[0]
+    data_check(b, ok, "LinAlgError", LINALG_ERRORS[op], at)
 
 
 def take_in_range(b: KernelBuilder, a: Value, indices: Value, axis: Any, at: ast.AST) -> None:

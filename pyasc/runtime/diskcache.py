@@ -40,10 +40,15 @@ Layout under the root (`PYASC_CACHE_DIR`, else the platform's user cache dir):
 
 An entry is written completely under tmp/ and renamed into place, so a
 reader never sees half of one. Deleting is a rename into trash/ first, so a
-reader finds an entry whole or not at all. After each publish the cache is
-pruned to `PYASC_CACHE_MAX_SIZE` (default 1 GiB; "500M", "2G"), least
-recently used first (entries that fail authentication first of all), and
-lock files nobody holds whose entries are gone are deleted. `PYASC_CACHE=0`
+reader finds an entry whole or not at all. The cache is kept under
+`PYASC_CACHE_MAX_SIZE` (default 1 GiB; "500M", "2G"): a publish adds its
+entry's size to the `usage` file (the total of the last full scan, then one
+line per entry published since), and when that says the limit may be passed,
+or after `_RESCAN_EVERY` publishes, a full scan prunes the least recently used
+entries (entries that fail authentication first of all) and deletes lock files
+nobody holds whose entries are gone. An estimate that is too high only makes
+the scan come sooner; one that lost a concurrent line is corrected by the next
+scan. `PYASC_CACHE=0`
 turns the disk cache off (nothing is written to the folder then).
 """
 from __future__ import annotations
@@ -73,6 +78,8 @@ _STALE_LOCK_S = 60.0  # a lock file younger than this may be about to be taken: 
 _GENERATED = ("fx_kernels",)
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(i?b)?\s*$", re.IGNORECASE)
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_USAGE = "usage"
+_RESCAN_EVERY = 256  # publishes between full scans even when the usage file says there is room
 
 
 class CacheWarning(UserWarning):
@@ -300,8 +307,45 @@ class DiskCache:
         finally:
             if staging is not None:
                 shutil.rmtree(staging, ignore_errors=True)
-        self.prune(self.max_size)
+        if self._over_limit(_folder_size(target)):
+            self.prune(self.max_size)
         return target
+
+    def _over_limit(self, added: int) -> bool:
+        """Record `added` bytes in the usage file; whether a full scan is due (see the module docstring).
+
+        A scan authenticates every manifest and stats every file: with a few thousand entries that took
+        seconds, which every compile paid when each publish scanned."""
+        path = self.root / _USAGE
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | _NOFOLLOW)
+        except OSError:
+            return True  # no usage file yet (or an unreadable one): scan, which writes it
+        try:
+            os.write(fd, f"{added}\n".encode())
+        finally:
+            os.close(fd)
+        try:
+            head, *lines = path.read_text().splitlines()
+            total = int(head.removeprefix("scanned ")) + sum(int(x) for x in lines)
+        except (OSError, ValueError):
+            return True
+        return not head.startswith("scanned ") or total > self.max_size or len(lines) > _RESCAN_EVERY
+
+    def _write_usage(self, total: int) -> None:
+        try:
+            tmp = make_temp_folder(self.root / "tmp", "usage.", self.modes)
+            try:
+                fd = os.open(tmp / _USAGE, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, self.modes.file)
+                try:
+                    os.write(fd, f"scanned {total}\n".encode())
+                finally:
+                    os.close(fd)
+                os.replace(tmp / _USAGE, self.root / _USAGE)
+            finally:
+                shutil.rmtree(tmp, ignore_errors=True)
+        except OSError:
+            pass  # a read-only cache: every publish scans, as before
 
     def discard(self, path: Path, reason: str) -> None:
         """Remove a bad entry, with a one-line warning (also when it cannot be removed)."""
@@ -400,8 +444,13 @@ class DiskCache:
         """Delete least recently used entries until the cache holds at most `max_size` bytes
         (and leftovers of interrupted writes). Returns the entries removed."""
         self._sweep_leftovers()
+        paths = list(self.iter_entries())
+        sizes = {p: _folder_size(p) for p in paths}
+        if sum(sizes.values()) <= max_size:  # nothing to order: the manifests need not be read
+            self._write_usage(sum(sizes.values()))
+            return []
         infos = []
-        for path in self.iter_entries():
+        for path in paths:
             try:
                 infos.append(self.info(path))
             except (EntryError, OSError, SecretUnavailable):  # not authentic: first to go
@@ -419,6 +468,7 @@ class DiskCache:
                 group.rmdir()  # only when empty
             except OSError:
                 pass
+        self._write_usage(total)
         return removed
 
     def clear(self) -> int:

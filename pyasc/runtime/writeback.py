@@ -78,7 +78,8 @@ def apply(name: str, effects: Effects, outputs: list[np.ndarray], objects: Seque
 
 
 #: the exceptions a data check may raise (numpy's), by name
-_EXCEPTIONS = {"IndexError": IndexError, "ValueError": ValueError, "ZeroDivisionError": ZeroDivisionError}
+_EXCEPTIONS = {"IndexError": IndexError, "ValueError": ValueError, "ZeroDivisionError": ZeroDivisionError,
+               "LinAlgError": np.linalg.LinAlgError}
 
 
 def raise_failed_check(effects: Effects, status: np.ndarray) -> None:
