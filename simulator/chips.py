@@ -33,6 +33,14 @@ class DmaPath:
         return self.startup + nbytes / self.bytes_per_cycle
 
 
+#: the config field holding each on-chip space's capacity and alignment (read on every buffer check: a lookup, not
+#: a table built per call)
+_SPACE_BYTES = {"UB": "ub_bytes", "L1": "l1_bytes", "L0A": "l0a_bytes", "L0B": "l0b_bytes", "L0C": "l0c_bytes",
+                "BT": "bias_table_bytes"}
+_SPACE_ALIGN = {"UB": "ub_align", "L1": "l1_align", "L0A": "l0ab_align", "L0B": "l0ab_align", "L0C": "l0c_align",
+                "BT": "bias_table_align"}
+
+
 @dataclass(frozen=True)
 class ChipConfig:
     """One chip: core counts, memories, alignment rules and the cost of every instruction.
@@ -147,16 +155,10 @@ class ChipConfig:
         return self.aiv_cores if core_type == "aiv" else self.aic_cores
 
     def space_bytes(self, space: str) -> int:
-        return {
-            "UB": self.ub_bytes, "L1": self.l1_bytes, "L0A": self.l0a_bytes,
-            "L0B": self.l0b_bytes, "L0C": self.l0c_bytes, "BT": self.bias_table_bytes,
-        }[space]
+        return getattr(self, _SPACE_BYTES[space])
 
     def space_align(self, space: str) -> int:
-        return {
-            "UB": self.ub_align, "L1": self.l1_align, "L0A": self.l0ab_align,
-            "L0B": self.l0ab_align, "L0C": self.l0c_align, "BT": self.bias_table_align,
-        }[space]
+        return getattr(self, _SPACE_ALIGN[space])
 
     @property
     def gm_bytes_per_second(self) -> float:

@@ -44,7 +44,10 @@ class Cost:
     gm_bytes: float = 0.0
     gm_write_bytes: float = 0.0
     steady: float = 0.0    # the loops' steady-state time (iterations x period), without fill and drain
-    parts: list = field(default_factory=list)   # a block's statements with their spans (not summed by add)
+    parts: list = field(default_factory=list)   # a block's (span, statement, Cost) triples (not summed by add)
+    # a loop's first and last iteration as such triples: where in it a buffer is first and last touched
+    head: list = field(default_factory=list)
+    tail: list = field(default_factory=list)
     # single-slot buffer -> (cycles of the ops touching it, their pipes): work that one buffer serialises
     chain: dict[str, tuple[float, frozenset]] = field(default_factory=dict)
 
@@ -72,22 +75,38 @@ class Estimate:
         return f"{self.cycles:.0f} cycles on {self.blocks} cores (core 0 busy: {pipes})"
 
 
-def _vector_cycles(op: TileOp, env: Mapping[str, int], chip: Chip) -> float:
+def _vector_cycles(op: TileOp, env: Mapping[str, int], chip: Chip, memo: dict | None = None) -> float:
     """Start-up plus repeats per pass of what the hardware runs (the simulator's cost table: an instruction
-    the 910B lacks is charged its decomposition), over the units of work the instruction's shape says."""
-    a = op.args
-    # the width is the widest element named by a dtype field (not a mask's or an index list's fixed type)
-    sizes = tuple(itemsize(a[m.elem]) for m in op.spec.mems if m.elem in a)
-    shape = op.spec.shape
+    the 910B lacks is charged its decomposition), over the units of work the instruction's shape says.
+    `memo`: a walker's store of each op's fixed part (by id) and of the cycles per (fixed part, units): an
+    elementwise body repeats a few kinds of op over one tile, walked for several iterations."""
+    fixed = memo.get(id(op)) if memo is not None else None
+    if fixed is None:
+        a = op.args
+        # the width is the widest element named by a dtype field (not a mask's or an index list's fixed type)
+        sizes = tuple(itemsize(a[m.elem]) for m in op.spec.mems if m.elem in a)
+        shape = op.spec.shape
+        operands = (a["rows"], a["cols"]) if shape in ("rows", "transpose") else (a["count"],)
+        fixed = ((op.instr, a.get("fn"), a.get("dtype"), sizes), shape, operands)
+        if memo is not None:
+            memo[id(op)] = fixed
+    what, shape, operands = fixed
     if shape == "rows":
-        units = ((_ev(a["rows"], env), _ev(a["cols"], env)),)
+        units = ((_ev(operands[0], env), _ev(operands[1], env)),)
     elif shape == "transpose":
-        units = ((1, _ev(a["rows"], env) * _ev(a["cols"], env)),)
+        units = ((1, _ev(operands[0], env) * _ev(operands[1], env)),)
     else:
-        units = ((1, _ev(a["count"], env)),)
+        units = ((1, _ev(operands[0], env)),)
+    if memo is not None:
+        cycles = memo.get((what, units))
+        if cycles is not None:
+            return cycles
     costs = (chip.vector_simple_cycles, chip.vector_binary_cycles, chip.vector_complex_cycles,
              chip.vector_composite_cycles, chip.vector_repeat_bytes, chip.max_repeats, chip.vector_startup_cycles)
-    return _vector_work(op.instr, a.get("fn"), a.get("dtype"), sizes, units, costs)
+    cycles = _vector_work(*what, units, costs)
+    if memo is not None:
+        memo[what, units] = cycles
+    return cycles
 
 
 @memoised(4096)
@@ -199,6 +218,8 @@ class _Walker:
         self.single = {b.name for b in schedule.buffers if b.slots == 1}
         self.slots = {b.name: b.slots for b in schedule.buffers}
         self.depth = 0
+        self._vector: dict = {}                    # `_vector_cycles`'s memo for this walk
+        self._singles: dict[int, set[str]] = {}    # op (by id) -> the single-slot buffers it touches
 
     def block(self, stmts: Sequence[Stmt], env: dict[str, int], pipelined: bool) -> Cost:
         total = Cost()
@@ -210,7 +231,7 @@ class _Walker:
                 continue
             c = self.stmt(s, env)
             total.add(c)
-            total.parts.append((c.span, s))
+            total.parts.append((c.span, s, c))
             spans += c.span
         total.span = max(total.busy.values(), default=0.0) if pipelined else spans
         return total
@@ -220,7 +241,7 @@ class _Walker:
             c = Cost()
             unit = s.spec.unit
             if unit == "vector":
-                cyc = _vector_cycles(s, env, self.chip)
+                cyc = _vector_cycles(s, env, self.chip, self._vector)
             elif unit == "cube":
                 cyc = _cube_cycles(s, env, self.chip)
             elif unit == "move":
@@ -230,26 +251,31 @@ class _Walker:
                 cyc = self.chip.sync_all_cycles
             c.busy[s.pipe] = cyc
             c.span = cyc
-            for name in {r.buffer for r in (*s.reads, *s.writes)} & self.single:
+            singles = self._singles.get(id(s))
+            if singles is None:   # (the walk meets an op once per iteration it walks)
+                singles = self._singles[id(s)] = {r.buffer for r in (*s.reads, *s.writes)} & self.single
+            for name in singles:
                 c.chain[name] = (cyc, frozenset((s.pipe,)))
             return c
         if isinstance(s, When):
             if _ev(s.cond, env) == 0:
                 return Cost()
-            return self.block(s.body, env, False)
+            c = self.block(s.body, env, False)
+            c.head = c.tail = c.parts
+            return c
         return self.loop(s, env)
 
     def _hold(self, lp: Loop, parts: list, env: dict[str, int]) -> float:
-        """A bound on a rotating loop's period from how long an iteration holds a slot: from the statement
-        that first touches a rotating buffer to the one that last does (an inner loop that reads an L1
-        chunk step by step holds it for its whole span), over the slots; at most `slots` iterations are
-        in flight on that buffer."""
-        spans = [(c, _buffers_of(s)) for c, s in parts]
+        """A bound on a rotating loop's period from how long an iteration holds a slot: from the op that
+        first touches a rotating buffer to the one that last does (an inner loop that reads an L1 chunk
+        step by step holds it until its last read, not through the mmad after it), over the slots; at most
+        `slots` iterations are in flight on that buffer."""
+        spans = [(c, _buffers_of(s)) for c, s, _ in parts]
         # the scalar unit issues in program order into bounded queues: when the inner loops queue more
         # than a queue's depth on one pipe, the next iteration's first moves are issued only once that pipe
         # has started all but `depth` of them, that much later
         queued = self._queued(lp.body, dict(env))
-        inner = sum(c for c, s in parts if isinstance(s, Loop))
+        inner = sum(c for c, s, _ in parts if isinstance(s, Loop))
         most = max(queued.values(), default=0)
         late = inner * max(0, most - self.chip.pipe_queue_depth) / most if most else 0.0
         bound = 0.0
@@ -258,8 +284,42 @@ class _Walker:
                 continue
             idx = [i for i, (_, bufs) in enumerate(spans) if name in bufs]
             if idx:
-                bound = max(bound, (sum(c for c, _ in spans[idx[0]:idx[-1] + 1]) + late) / slots)
+                held = sum(c for c, _ in spans[idx[0]:idx[-1] + 1])
+                held -= _lead(parts[idx[0]], name) + _trail(parts[idx[-1]], name)
+                bound = max(bound, (held + late) / slots)
         return bound
+
+    def _same_slot_wait(self, lp: Loop, parts: list, env: dict[str, int]) -> dict[str, float]:
+        """The idle time per iteration of the pipes that fill an inner loop's buffers when those rotate with
+        that loop alone and its last step uses the slot its first step does (an odd count of L1 chunks over
+        two slots): the next iteration's first fill of the slot cannot start ahead, so from the last step's
+        last fill the filling pipe waits until that step has last touched the slot."""
+        out: dict[str, float] = {}
+        for _, s, c in parts:
+            if not isinstance(s, Loop) or not _rotates(s) or not c.tail:
+                continue
+            try:
+                start, stop, step = (_ev(x, env) for x in (s.start, s.stop, s.step))
+            except sy.UnboundSymbolError:   # bounds from the body's lets: not a loop at the body's top level
+                continue
+            trips = max(0, -(-(stop - start) // step))
+            fills = {(r, op.pipe) for op in _direct_ops(s.body) for r in op.writes if not isinstance(r.slot, int)}
+            tail = c.tail
+            filled = {r.buffer for r, _ in fills}
+            last_fill = max((i for i, p in enumerate(tail) if _writes_of(p[1]) & filled), default=None)
+            for r, pipe in fills:
+                names = sy.free_symbols(r.slot)
+                if trips < 1 or last_fill is None or self.slots.get(r.buffer, 1) < 2 or lp.var in names or \
+                        not names <= {s.var, *env}:
+                    continue
+                if _ev(r.slot, {**env, s.var: start}) != _ev(r.slot, {**env, s.var: start + (trips - 1) * step}):
+                    continue
+                touches = [i for i, p in enumerate(tail) if r.buffer in _buffers_of(p[1])]
+                if touches[-1] <= last_fill:
+                    continue
+                held = sum(p[0] for p in tail[last_fill + 1:touches[-1] + 1]) - _trail(tail[touches[-1]], r.buffer)
+                out[pipe] = max(out.get(pipe, 0.0), held)
+        return out
 
     def _queued(self, stmts: Sequence[Stmt], env: dict[str, int]) -> dict[str, int]:
         """Instructions the inner loops of a block queue per pipe: each op, and a wait and a set per
@@ -292,6 +352,7 @@ class _Walker:
         first = self.block(lp.body, {**env, lp.var: start}, False)
         last = self.block(lp.body, {**env, lp.var: start + (n - 1) * step}, False) if n > 1 else first
         parts = first.parts
+        out.head, out.tail = first.parts, last.parts
         if n > 2 and self.depth == 1:
             # the outermost loop's iterations between are charged as the mean of the first two: what
             # alternates between neighbours (a block on or off the 512-byte GM boundary) is seen at its average
@@ -306,9 +367,12 @@ class _Walker:
         out.add(first, n - 1)
         out.add(last)
         busiest = max(first.busy.values(), default=0.0)
+        # an inner loop that ends on the slot it starts on: the pipe filling it idles until the slot is free
+        waits = self._same_slot_wait(lp, parts, {**env, lp.var: start}) if n > 1 else {}
+        filling = max([first.busy.get(p, 0.0) + w for p, w in waits.items()], default=0.0)
         if pipelined:
             # an iteration takes at least its busiest pipe, and its inner loops' steady state
-            bottleneck = max(busiest, first.steady)
+            bottleneck = max(busiest, first.steady, filling)
             if any(isinstance(s, Loop) for s in lp.body):
                 bottleneck = max(bottleneck, self._hold(lp, parts, {**env, lp.var: start}))
             out.span = (n - 1) * bottleneck + last.span
@@ -318,13 +382,48 @@ class _Walker:
             # around it), so iterations overlap except where a single-slot buffer passes between pipes
             # (one L0C: the next block's mmads wait for this block's FixPipe)
             serial = max([0.0] + [c - busiest for c, pipes in first.chain.values() if len(pipes) > 1])
-            period = max(busiest, first.steady) + serial
+            period = max(max(busiest, first.steady) + serial, filling)
             out.span = min((n - 1) * first.span, (n - 1) * period) + last.span
             out.steady = min(n * first.span, n * period)
         else:
             out.span = (n - 1) * first.span + last.span
             out.steady = out.span
         return out
+
+
+def _lead(part: tuple, name: str) -> float:
+    """Cycles of a (span, statement, Cost) part before it first touches buffer `name` (an inner loop's or a
+    When's statements ahead of that, in its first iteration)."""
+    _, s, c = part
+    if isinstance(s, TileOp):
+        return 0.0
+    out = 0.0
+    for p in c.head:
+        if name in _buffers_of(p[1]):
+            return out + _lead(p, name)
+        out += p[0]
+    return out
+
+
+def _trail(part: tuple, name: str) -> float:
+    """Cycles of a part after it last touches buffer `name` (in its last iteration)."""
+    _, s, c = part
+    if isinstance(s, TileOp):
+        return 0.0
+    out = 0.0
+    for p in reversed(c.tail):
+        if name in _buffers_of(p[1]):
+            return out + _trail(p, name)
+        out += p[0]
+    return out
+
+
+def _writes_of(s: Stmt) -> set[str]:
+    if isinstance(s, TileOp):
+        return {r.buffer for r in s.writes}
+    if isinstance(s, (Loop, When)):
+        return set().union(*(_writes_of(x) for x in s.body)) if s.body else set()
+    return set()
 
 
 def _buffers_of(s: Stmt) -> set[str]:

@@ -56,14 +56,16 @@ def check(s: AnySchedule, chip: Chip) -> None:
         layout_buffers(side, chip)
 
 
-def score(s: AnySchedule, dims: Mapping[str, int], chip: Chip) -> Estimate:
+def score(s: AnySchedule, dims: Mapping[str, int], chip: Chip, memo: dict | None = None) -> Estimate:
+    """`memo`: the estimates of the sides scored so far for these dims and chip (a side that several candidates
+    share, unchanged, is estimated once)."""
     if not isinstance(s, MixedSchedule):
         return estimate(s, dims, chip)
     # a two-stage pipeline per group: its AIC makes block after block, its AIVs finish each one the next. Over
     # b blocks it takes the slower side's b blocks plus the faster side's one (the first block's fill or the
     # last one's drain). Each side's estimate already holds its own GM traffic (the vector side's reads of
     # the workspace hit L2)
-    a, v = estimate(s.aic, dims, chip), estimate(s.aiv, dims, chip)
+    a, v = _estimate(s.aic, dims, chip, memo), _estimate(s.aiv, dims, chip, memo)
     start = launch_cycles(chip, a.blocks + v.blocks)
     aic, aiv = (e.cycles - launch_cycles(chip, e.blocks) for e in (a, v))
     first = 0.0
@@ -80,6 +82,15 @@ def score(s: AnySchedule, dims: Mapping[str, int], chip: Chip) -> Estimate:
         core = max(core, (aic + aiv) / s.round_trip)
     busy = {**v.busy, **a.busy}
     return Estimate(core + start, core, a.gm_bytes + v.gm_bytes, a.blocks, busy)
+
+
+def _estimate(side: TileSchedule, dims: Mapping[str, int], chip: Chip, memo: dict | None) -> Estimate:
+    if memo is None:
+        return estimate(side, dims, chip)
+    hit = memo.get(id(side))
+    if hit is None or hit[0] is not side:   # (the memo holds the side: its id names no other object meanwhile)
+        hit = memo[id(side)] = (side, estimate(side, dims, chip))
+    return hit[1]
 
 
 def two_stage(aic: float, aiv: float, steps: int) -> float:

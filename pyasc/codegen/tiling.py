@@ -205,6 +205,7 @@ class Ranking:
         self.rejected: list[Candidate] = []
         self._scored: list[tuple[float, int, Candidate]] = []   # a heap: scored, not yet settled
         self._unscored: list[tuple[float, int]] = []            # a heap: (bound, index)
+        self._estimates: dict = {}                              # schedules.score's memo of shared sides
         if bound is None:
             for i in range(len(self.params)):
                 self._score(i)
@@ -226,7 +227,7 @@ class Ranking:
         try:
             cand.schedule = self.build(cand.params)
             schedules.check(cand.schedule, self.chip)
-            cand.score = schedules.score(cand.schedule, self.dims, self.chip)
+            cand.score = schedules.score(cand.schedule, self.dims, self.chip, self._estimates)
         except CapacityError as e:
             cand.rejected = str(e)
             self.rejected.append(cand)

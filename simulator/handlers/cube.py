@@ -237,6 +237,14 @@ def _c_mmad(rt: ProgramInfo, idx: int, ins: isa.Mmad) -> Callable:
             lc[g.sel, c:c + ext_c] = new.view(U8)
 
     work = np.float32 if acc_name == "float32" else np.int64
+    straight = ins.dtype == "float16" and work is np.float32
+
+    def operand(X: np.ndarray) -> np.ndarray:
+        """An operand as `work` values in C order: float16 widened straight into C order (one copy: the exact
+        values `widen` gives, without its strided intermediate)."""
+        if straight and X.dtype == vector_math.F16:
+            return X.astype(np.float32, order="C")
+        return vector_math.widen(X, ins.dtype).astype(work, order="C", copy=False)
 
     def product(A: np.ndarray, B: np.ndarray, bias: Optional[np.ndarray], np_: int, shapes: Optional[tuple] = None
                 ) -> np.ndarray:
@@ -244,8 +252,7 @@ def _c_mmad(rt: ProgramInfo, idx: int, ins: isa.Mmad) -> Callable:
         them in any shape, with `shapes` the real ones)."""
         # C order: a widened view of a fractal layout keeps its strides, and matmul of strided stacks does not
         # reach BLAS (an order of magnitude slower)
-        A = vector_math.widen(A, ins.dtype).astype(work, order="C", copy=False)
-        B = vector_math.widen(B, ins.dtype).astype(work, order="C", copy=False)
+        A, B = operand(A), operand(B)
         if shapes is not None:
             A, B = A.reshape(shapes[0]), B.reshape(shapes[1])
         C = np.matmul(A, B)

@@ -73,7 +73,7 @@ def made_up_scores(monkeypatch):
     """Candidates are indices into these scores; building one records it."""
     scores = [5.0, 3.0, 9.0, 3.0, 7.0, 1.0, 8.0]
     monkeypatch.setattr(tiling.schedules, "check", lambda s, chip: None)
-    monkeypatch.setattr(tiling.schedules, "score", lambda s, dims, chip: _Score(scores[s]))
+    monkeypatch.setattr(tiling.schedules, "score", lambda s, dims, chip, memo=None: _Score(scores[s]))
     return scores
 
 

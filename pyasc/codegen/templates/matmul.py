@@ -35,6 +35,7 @@ Operands the cube cannot take as they are:
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, replace
 from typing import Callable, Sequence
 
@@ -95,19 +96,19 @@ class CubeMatmul:
     def acc_dtype(self) -> str:
         return accumulator_dtype(self.dtype)
 
-    @property
+    @functools.cached_property   # (asked for by every footprint of every candidate tiling)
     def c0(self) -> int:
         """Columns of one fractal row (16 for fp16, 8 for fp32, 32 for int8 on this chip class)."""
         if not self.fractal_row_bytes:
             raise AssertionError("CubeMatmul.for_chip(chip) was not applied")
         return self.fractal_row_bytes // itemsize(self.dtype)
 
-    @property
+    @functools.cached_property
     def k_quantum(self) -> int:
         """tk is a multiple of this: whole fractals on both the A side (c0) and the B side (r0 rows)."""
         return max(self.r0, self.c0)
 
-    @property
+    @functools.cached_property
     def batch_count(self) -> IntLike:
         return sy.mul(1, *(d.size for d in self.batch))
 

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from ... import symbolic as sy
+from ...memo import memoised
 from ...target import Chip, data_path, itemsize
 from ..cost import cube_cycles, gm_bandwidth, gm_span, launch_cycles
 from .matmul_tiling import MatmulTiling, a_mode, b_mode
@@ -44,8 +45,17 @@ class _Cost:
     acc: float = 0.0         # cycles of the ops on the L0C block buffer (mmads and FixPipes)
 
     def add(self, o: "_Cost", times: float = 1.0) -> None:
+        busy = self.busy
+        if times == 1.0:   # (most calls: x * 1.0 is x, the same sums without the products)
+            for p, c in o.busy.items():
+                busy[p] = busy.get(p, 0.0) + c
+            self.steady += o.steady
+            self.gm += o.gm
+            self.gm_write += o.gm_write
+            self.acc += o.acc
+            return
         for p, c in o.busy.items():
-            self.busy[p] = self.busy.get(p, 0.0) + c * times
+            busy[p] = busy.get(p, 0.0) + c * times
         self.steady += o.steady * times
         self.gm += o.gm * times
         self.gm_write += o.gm_write * times
@@ -102,18 +112,21 @@ def _mean(a: _Cost, b: _Cost) -> _Cost:
     return out
 
 
+#: the moves of the cube's schedule: their pipes and cost fields
+_PATHS = {k: data_path(*k) for k in (("GM", "L1"), ("L1", "L0A"), ("L1", "L0B"), ("L1", "BT"), ("L0C", "GM"))}
+
+
 class _Model:
     """The cube schedule of one tiling, costed block by block."""
 
-    def __init__(self, mk: Any, t: MatmulTiling, chip: Chip, dims: Mapping[str, int], sinks: int):
+    def __init__(self, mk: Any, t: MatmulTiling, chip: Chip, extents: tuple[int, int, int, int], sinks: int):
         self.mk, self.t, self.chip, self.sinks = mk, t, chip, sinks
-        self.M, self.N, self.K = (sy.evaluate(x, dims) for x in (mk.M, mk.N, mk.K))
+        self.M, self.N, self.K, batch = extents
         self.nmb, self.nnb = -(-self.M // t.tm), -(-self.N // t.tn)
-        self.total = sy.evaluate(mk.batch_count, dims) * self.nmb * self.nnb
+        self.total = batch * self.nmb * self.nnb
         self.blocks = -(-self.total // max(1, -(-self.total // t.cores))) if self.total > 0 else 0
         self.size = itemsize(mk.dtype)
-        self._paths = {k: data_path(*k) for k in (("GM", "L1"), ("L1", "L0A"), ("L1", "L0B"), ("L1", "BT"),
-                                                   ("L0C", "GM"))}
+        self._paths = _PATHS
         gm_l1 = getattr(chip, self._paths["GM", "L1"].cost)
         # reads: no HBM share (miss 0) and the aligned rate; stores: the HBM share the estimate charges them
         self.read_bw = gm_bandwidth(gm_l1, chip, self.blocks, 0.0)
@@ -201,12 +214,11 @@ class _Model:
         parts += [self.fixpipe(mm, nn)] * self.sinks
         return _serial(*parts)
 
-    def core_cycles(self) -> float:
-        """A lower bound on the estimate without the launch's start-up: core 0's span or the GM time."""
-        t = self.t
+    def terms(self) -> "_Terms":
+        """What `core_cycles` combines: core 0's blocks, costed (they do not depend on the L0C slots)."""
         n = -(-self.total // self.blocks) if self.blocks else 0
         if n <= 0:
-            return 0.0
+            return _Terms(n, self.blocks)
         first = self.block(0)
         if n > 2:
             first = _mean(first, self.block(1))
@@ -214,24 +226,82 @@ class _Model:
         total = _Cost()
         total.add(first, n - 1)
         total.add(last)
-        if t.l0c_slots > 1:        # the block loop rotates its accumulator
-            span = (n - 1) * max(first.busiest, first.steady) + last.span
-        elif t.buffer_num > 1:     # its K loop rotates: blocks overlap but for the single accumulator's chain
-            span = (n - 1) * min(first.span, max(first.busiest, first.steady, first.acc)) + last.span
+        return _Terms(n, self.blocks, self.t.buffer_num, first.busiest, first.steady, first.span, first.acc,
+                      last.span, total.gm * self.blocks, total.gm_write * self.blocks)
+
+
+@dataclass(frozen=True)
+class _Terms:
+    """Core 0's costed blocks of one tiling, as `core_cycles` combines them."""
+
+    n: int                   # core 0's blocks
+    blocks: int              # cores the launch uses
+    buffer_num: int = 1
+    first_busiest: float = 0.0
+    first_steady: float = 0.0
+    first_span: float = 0.0
+    first_acc: float = 0.0
+    last_span: float = 0.0
+    gm: float = 0.0          # GM bytes of all cores
+    gm_write: float = 0.0
+
+    def core_cycles(self, l0c_slots: int, chip: Chip) -> float:
+        """A lower bound on the estimate without the launch's start-up: core 0's span or the GM time."""
+        n = self.n
+        if n <= 0:
+            return 0.0
+        if l0c_slots > 1:          # the block loop rotates its accumulator
+            span = (n - 1) * max(self.first_busiest, self.first_steady) + self.last_span
+        elif self.buffer_num > 1:  # its K loop rotates: blocks overlap but for the single accumulator's chain
+            span = (n - 1) * min(self.first_span, max(self.first_busiest, self.first_steady, self.first_acc)) + \
+                self.last_span
         else:
-            span = (n - 1) * first.span + last.span
-        return max(span, gm_span(total.gm * self.blocks, total.gm_write * self.blocks, self.chip))
+            span = (n - 1) * self.first_span + self.last_span
+        return max(span, gm_span(self.gm, self.gm_write, chip))
+
+
+@memoised(4096)
+def _terms(mk: Any, key: tuple, chip: Chip, extents: tuple[int, int, int, int], sinks: int) -> _Terms:
+    """`_Model(...).terms()` for a tiling's `_key`: a pure function of frozen records and ints (the cube
+    template's bounds, which have no per-analysis store to keep them in)."""
+    tm, tn, tk, steps, buffer_num, cores = key
+    return _Model(mk, MatmulTiling(tm, tn, tk, buffer_num, 1, cores, steps), chip, extents, sinks).terms()
+
+
+def _one_slot(t: MatmulTiling) -> MatmulTiling:
+    """The tiling with one L0C slot (what its costed blocks are computed for)."""
+    return MatmulTiling(t.tm, t.tn, t.tk, t.buffer_num, 1, t.cores, t.steps)
+
+
+def _key(t: MatmulTiling) -> tuple[int, ...]:
+    """What the costed blocks of a tiling depend on: all of it but its L0C slots (candidates that differ only
+    there share them)."""
+    return (t.tm, t.tn, t.tk, t.steps, t.buffer_num, t.cores)
 
 
 def _align(n: int, a: int) -> int:
     return -(-n // a) * a
 
 
-def cube_bound(mk: Any, t: MatmulTiling, chip: Chip, dims: Mapping[str, int], sinks: int = 1) -> tuple[float, int]:
+def cube_bound(mk: Any, t: MatmulTiling, chip: Chip, dims: Mapping[str, int], sinks: int = 1,
+               memo: dict | None = None) -> tuple[float, int]:
     """(a lower bound on the cube launch's estimate without its start-up, its cores) for `sinks` FixPipes of
-    each block (the output, a mixed launch's workspace tile, or both)."""
-    m = _Model(mk, t, chip, dims, sinks)
-    return m.core_cycles(), m.blocks
+    each block (the output, a mixed launch's workspace tile, or both). `memo`: the caller's store of costed
+    blocks for this `mk`, chip and dims (cheaper to look up than the module's memo, which hashes `mk`)."""
+    if memo is None:
+        terms = _terms(mk, _key(t), chip, _extents(mk, dims), sinks)
+    else:
+        key = ("cube terms", _key(t), sinks)
+        terms = memo.get(key)
+        if terms is None:
+            terms = memo[key] = _Model(mk, _one_slot(t), chip, _extents(mk, dims), sinks).terms()
+    return terms.core_cycles(t.l0c_slots, chip), terms.blocks
+
+
+def _extents(mk: Any, dims: Mapping[str, int]) -> tuple[int, int, int, int]:
+    """(M, N, K, batch count) for the scored dims."""
+    return (sy.evaluate(mk.M, dims), sy.evaluate(mk.N, dims), sy.evaluate(mk.K, dims),
+            sy.evaluate(mk.batch_count, dims))
 
 
 def bound(mk: Any, t: MatmulTiling, chip: Chip, dims: Mapping[str, int]) -> float:

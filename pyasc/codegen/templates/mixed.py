@@ -161,21 +161,31 @@ def tilings(a: MixedAnalysis, chip: Chip, buffer_num: int, cores: int) -> list[M
     dims, _ = scoring_dims(sorted(_symbols(a)))
     out = []
     pro: dict[int, list] = {}   # the prologue's candidates per vector core count
+    # the vector side's buffers depend on the block's rows, the chunk's columns and the slots alone: many cube
+    # tilings share them (memos of what they ask, per key, for this call)
+    prologues: dict[tuple, VectorTiling | None] = {}
+    fitting: dict[tuple, bool] = {}
     for ct, chunks in ((ct, n) for ct in matmul.tilings(a.mk, chip, buffer_num, min(cores, chip.aic_cores), dims)
                        for n in chunk_counts(ct.tn, _rows_per_aiv(ct.tm, chip), chip)):
         t = MixedTiling(ct, min(2, buffer_num), ct.cores, chunks=chunks)
         if a.pro is not None:
-            left = chip.ub_bytes - sum(b.nbytes for b in aiv_buffers(a, t, chip))
             aivs = ct.cores * chip.group_aivs
-            if aivs not in pro:
-                pro[aivs] = mixed_prologue.candidates(a.pro, chip, buffer_num, aivs)
-            pt = mixed_prologue.tiling(pro[aivs], left)
+            key = (ct.tm, t.chunk_cols, aivs)
+            if key not in prologues:
+                left = chip.ub_bytes - sum(b.nbytes for b in aiv_buffers(a, t, chip))
+                if aivs not in pro:
+                    pro[aivs] = mixed_prologue.candidates(a.pro, chip, buffer_num, aivs)
+                prologues[key] = mixed_prologue.tiling(pro[aivs], left)
+            pt = prologues[key]
             if pt is None:
                 continue
             t = MixedTiling(ct, t.buffer_num, t.cores, pt, chunks)
-        bufs = aiv_buffers(a, t, chip)
-        if sum(b.nbytes for b in bufs) <= chip.ub_bytes and \
-                all(b.slot_bytes <= chip.max_repeats * chip.vector_repeat_bytes for b in bufs):
+        key = (ct.tm, t.chunk_cols, t.prologue)
+        if key not in fitting:
+            bufs = aiv_buffers(a, t, chip)
+            fitting[key] = sum(b.nbytes for b in bufs) <= chip.ub_bytes and \
+                all(b.slot_bytes <= chip.max_repeats * chip.vector_repeat_bytes for b in bufs)
+        if fitting[key]:
             out.append(t)
     return out
 
@@ -195,7 +205,7 @@ def schedule(a: MixedAnalysis, t: MixedTiling, chip: Chip) -> MixedSchedule:
     groups = aic.blocks
     aic.params.append(GmParam(CHANNEL, ws_dtype, "scratch"))
     aic.scratch[CHANNEL] = sy.mul(groups, slots * slot_bytes)
-    aiv = _vector_side(a, t, chip, ncp, slot_bytes, groups)
+    aiv = _shared_vector_side(a, t, chip, ncp, slot_bytes, groups)
     ch = Channel(CHANNEL, "aic", slot_bytes, slots)
     split = "" if t.chunks == 1 else f" in {t.chunks} column chunks of {t.chunk_cols}"
     notes = [f"the cube's {ct.tm}x{ct.tn} blocks reach the vector cores{split} through {slots} workspace tiles per "
@@ -205,6 +215,19 @@ def schedule(a: MixedAnalysis, t: MixedTiling, chip: Chip) -> MixedSchedule:
         aic, aiv, pro = _with_prologue(a, t, chip, aic, aiv)
     steps = sy.mul(sy.ceildiv(aic.fields["T"], groups), t.chunks)
     return MixedSchedule(mk.name, aic, aiv, [ch], groups, notes, steps=steps, prologue=pro)
+
+
+def _shared_vector_side(a: MixedAnalysis, t: MixedTiling, chip: Chip, tnp: int, slot_bytes: int,
+                        groups: IntLike) -> TileSchedule:
+    """The vector side: one schedule for the candidates that share the block shape, chunks, slots and groups
+    (they differ only on the cube side), so that it is built once and the tiler estimates it once. A launch
+    with a prologue rewrites its vector side (`_with_prologue`): a schedule of its own each."""
+    if a.pro is not None:
+        return _vector_side(a, t, chip, tnp, slot_bytes, groups)
+    key = ("vector side", t.cube.tm, t.cube.tn, t.chunks, t.buffer_num, t.cores, groups)
+    if key not in a.memo:
+        a.memo[key] = _vector_side(a, t, chip, tnp, slot_bytes, groups)
+    return a.memo[key]
 
 
 def _with_prologue(a: MixedAnalysis, t: MixedTiling, chip: Chip, aic: TileSchedule, aiv: TileSchedule
@@ -363,12 +386,16 @@ def _stores(place: Placement, vk: VectorKernel, tnp: int, first_out: int, ch: Ch
 def bound(a: MixedAnalysis, t: MixedTiling, chip: Chip, dims: Mapping[str, int]) -> float:
     """A lower bound on the launch's score (`schedules.score`) from the cube side's (`matmul_bound`) and the
     vector side's (`_vector_floor`), both never above the estimates the score combines."""
-    aic, groups = cube_bound(a.mk, t.cube, chip, dims, sinks=2 if a.keep_product else 1)
+    memo = a.memo.setdefault(("bounds", tuple(sorted(dims.items()))), {})   # per dims: what the bounds share
+    aic, groups = cube_bound(a.mk, t.cube, chip, dims, 2 if a.keep_product else 1, memo)
     if not groups:
         return 0.0
     blocks = sy.evaluate(a.mk.batch_count, dims) * _count(a.mk.M, t.cube.tm, dims) * _count(a.mk.N, t.cube.tn, dims)
     steps = -(-blocks // groups)
-    aiv = _vector_floor(a, t, chip, dims, groups, steps)
+    key = ("vector floor", t.cube.tm, t.cube.tn, t.chunks, groups, steps)
+    if key not in memo:   # the same for every candidate sharing the block shape, chunks and group count
+        memo[key] = _vector_floor(a, t, chip, dims, groups, steps)
+    aiv = memo[key]
     return _prologue_floor(a, t, chip, dims) + two_stage(aic, aiv, steps * t.chunks) + \
         launch_cycles(chip, groups * (1 + chip.group_aivs))
 
