@@ -149,11 +149,17 @@ def build_pipeline() -> list[Pass]:
 
 def pass_names() -> list[str]:
     """Every pass and group name `disabled_passes` / `required_passes` accept, in pipeline order."""
-    names: list[str] = []
-    for p in walk_passes(build_pipeline()):
-        if p.name not in names:
-            names.append(p.name)
-    return names
+    global _PASS_NAMES
+    if _PASS_NAMES is None:  # the pipeline's shape is fixed by the code above: build it once to read its names
+        names: list[str] = []
+        for p in walk_passes(build_pipeline()):
+            if p.name not in names:
+                names.append(p.name)
+        _PASS_NAMES = tuple(names)
+    return list(_PASS_NAMES)
+
+
+_PASS_NAMES: tuple[str, ...] | None = None
 
 
 def optimize(
@@ -221,6 +227,8 @@ def _checked_names(names: Iterable[str], what: str) -> frozenset[str]:
     if isinstance(names, str):
         names = (names,)  # a single name given bare
     given = frozenset(names)
+    if not given:  # nothing to check (the usual call): skip listing the passes
+        return given
     known = pass_names()
     unknown = sorted(n for n in given if n not in known)
     if unknown:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from .graph import Graph, Node, Value
-from .printer import format_attr, node_names, subgraph_paths
+from .printer import format_attr, node_names, subgraph_paths, type_text
 
 
 def quote(text: str) -> str:
@@ -49,7 +49,7 @@ class _DotWriter:
 
     def emit_graph(self, graph: Graph, path: str, indent: str) -> list[str]:
         names = node_names(graph)
-        refs = subgraph_paths(graph, path)
+        refs = subgraph_paths(graph, path, names)
         lines: list[str] = []
         groups: dict[str, list[Node]] = {}
         for n in graph.nodes:
@@ -67,10 +67,10 @@ class _DotWriter:
         ret = self.returns[id(graph)]
         lines.append(f"{indent}{ret} [label={quote('return')}, shape=doubleoctagon];")
         for i, v in enumerate(graph.outputs):
-            self.edge(v, ret, f"{i}: {v.type}" if len(graph.outputs) > 1 else str(v.type))
+            self.edge(v, ret, f"{i}: {type_text(v.type)}" if len(graph.outputs) > 1 else type_text(v.type))
         for n in graph.nodes:
             for i, v in enumerate(n.inputs):
-                self.edge(v, self.ids[n], str(v.type) if len(n.inputs) == 1 else f"{i}: {v.type}")
+                self.edge(v, self.ids[n], type_text(v.type) if len(n.inputs) == 1 else f"{i}: {type_text(v.type)}")
             for key in sorted(n.subgraphs):
                 sub = n.attrs[key]
                 self.cluster_count += 1
@@ -89,7 +89,7 @@ class _DotWriter:
         if node.op == "Const" and "value" in node.attrs:
             detail = format_attr(node.attrs["value"], refs)  # starts with the type
         else:
-            detail = ", ".join(str(t) for t in node.outputs)
+            detail = ", ".join(type_text(t) for t in node.outputs)
         label = f"%{names[node]} {node.op}\n{detail}"
         shape = "ellipse" if node.op in ("Data", "Const") else "box"
         return f"{self.ids[node]} [label={quote(label)}, shape={shape}];"

@@ -93,6 +93,22 @@ def value_ref(value: Value, names: Mapping[Node, str]) -> str:
     return f"%{base}"
 
 
+def type_text(t: Any) -> str:
+    """`str(t)` of a tensor type, remembered (every dump prints the same few types on every node and edge; a
+    TensorType is frozen and equal types print the same)."""
+    if type(t) is not TensorType:
+        return str(t)
+    text = _TYPE_TEXT.get(t)
+    if text is None:
+        if len(_TYPE_TEXT) >= 20_000:
+            _TYPE_TEXT.clear()
+        text = _TYPE_TEXT[t] = str(t)
+    return text
+
+
+_TYPE_TEXT: dict[TensorType, str] = {}
+
+
 # ---- attribute values ------------------------------------------------------
 
 
@@ -111,8 +127,9 @@ def format_array(value: np.ndarray) -> str:
     """`dtype[shape] values`, abbreviated to first/last 3 values with a content digest when long."""
     arr = np.asarray(value)
     try:
-        type_text = str(TensorType(arr.shape, dtypes.narrow(arr.dtype)))
-        if dtypes.narrow(arr.dtype) != arr.dtype.name:
+        narrow = dtypes.narrow(arr.dtype)
+        type_text = str(TensorType(arr.shape, narrow))
+        if narrow != arr.dtype.name:
             type_text += f"<{arr.dtype.name}>"  # an un-narrowed array: show what it really holds
     except dtypes.DTypeError:
         type_text = f"{arr.dtype.name}[{','.join(map(str, arr.shape))}]"
@@ -223,7 +240,7 @@ def format_node(node: Node, names: Mapping[Node, str], graph_refs: Mapping[int, 
         text += f"({args})"
     if attrs:
         text += " {" + ", ".join(f"{k}={format_attr(attrs[k], graph_refs)}" for k in sorted(attrs)) + "}"
-    types = [str(t) for t in node.outputs]
+    types = [type_text(t) for t in node.outputs]
     text += " : " + (types[0] if len(types) == 1 else "(" + ", ".join(types) + ")")
     if show_loc:
         notes = []
@@ -243,20 +260,26 @@ def format_graph(graph: Graph, *, show_loc: bool = False) -> str:
     return "\n\n".join(blocks) + "\n"
 
 
-def subgraph_paths(graph: Graph, path: str | None = None) -> dict[int, str]:
-    """id(subgraph) -> its printed path (`main/%3.then_branch`) for every direct subgraph."""
+def subgraph_paths(graph: Graph, path: str | None = None,
+                   names: Mapping[Node, str] | None = None) -> dict[int, str]:
+    """id(subgraph) -> its printed path (`main/%3.then_branch`) for every direct subgraph.
+    `names`: the graph's `node_names`, when the caller has them already."""
     path = graph.name if path is None else path
-    names = node_names(graph)
     refs: dict[int, str] = {}
     for n in graph.nodes:
-        for key in sorted(n.subgraphs):
+        subgraphs = n.subgraphs
+        if not subgraphs:
+            continue
+        if names is None:  # named only when some node holds a subgraph (most graphs have none)
+            names = node_names(graph)
+        for key in sorted(subgraphs):
             refs.setdefault(id(n.attrs[key]), f"{path}/%{names[n]}.{key}")
     return refs
 
 
 def _format_into(graph: Graph, path: str, blocks: list[str], show_loc: bool) -> None:
     names = node_names(graph)
-    refs = subgraph_paths(graph, path)
+    refs = subgraph_paths(graph, path, names)
     lines = [f"graph {path} {{"]
     for n in graph.nodes:
         lines.append("  " + format_node(n, names, refs, show_loc=show_loc))

@@ -16,6 +16,7 @@ graph (by its printed path), the node (printed canonically) and the rule.
 """
 from __future__ import annotations
 
+from functools import cached_property
 from typing import Sequence
 
 from .. import ops
@@ -67,8 +68,16 @@ class _Checker:
     def __init__(self, graph: Graph, path: str):
         self.graph = graph
         self.path = path
-        self.names = node_names(graph)
-        self.refs = subgraph_paths(graph, path)
+        self.members = set(graph.nodes)
+
+    # the printed names are needed only to word a failure (and a subgraph's path): made on first use
+    @cached_property
+    def names(self) -> dict[Node, str]:
+        return node_names(self.graph)
+
+    @cached_property
+    def refs(self) -> dict[int, str]:
+        return subgraph_paths(self.graph, self.path, self.names)
 
     def fail(self, rule: str, detail: str, node: Node | None = None) -> VerificationError:
         text = format_node(node, self.names, self.refs) if node is not None else None
@@ -105,7 +114,7 @@ class _Checker:
                 self.check_value(v, f"input {i}", n)
 
     def check_value(self, v: Value, what: str, node: Node | None) -> None:
-        if v.node not in self.names:
+        if v.node not in self.members:
             owner = getattr(v.node.graph, "name", None)
             raise self.fail(
                 "input from outside the graph",
@@ -177,7 +186,7 @@ class _Checker:
 
     def check_outputs(self) -> None:
         for i, v in enumerate(self.graph.outputs):
-            if v.node not in self.names:
+            if v.node not in self.members:
                 raise self.fail("dangling output",
                                 f"graph output {i} is a {v.node.op} node that is not defined in this graph")
             self.check_value(v, f"graph output {i}", None)

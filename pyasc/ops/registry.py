@@ -68,7 +68,7 @@ import numpy as np
 
 from .. import dtypes
 from ..errors import InferError
-from ..tensor_type import FORMATS, TensorType
+from ..tensor_type import FORMATS, Sym, TensorType
 
 
 class Category(enum.IntEnum):
@@ -355,11 +355,66 @@ def numpy_names() -> list[str]:
 
 
 def infer(name: str, in_types: Sequence[TensorType], attrs: Mapping[str, Any]) -> list[TensorType]:
+    """The op's output types for these operand types and attributes (InferError when it rejects them).
+
+    Inference is a pure function of its arguments, and the compiler asks the same question many times (a node
+    is inferred when built, again by the verifier after every pass that changed its graph, a composite's types
+    trace its whole decomposition): when every operand type and attribute value is a plain immutable value
+    (see `_frozen`), the answer is remembered. Anything else (an array, a subgraph, a dict) is inferred afresh."""
+    try:
+        key = (name, _frozen(tuple(in_types)), _frozen_attrs(attrs))
+    except _NotFrozen:
+        return _infer(name, in_types, attrs)
+    op = get(name)
+    entry = _INFERRED.get(key)
+    if entry is not None and entry[0] is op:  # the same definition (a test may swap an op's record)
+        return list(entry[1])
+    found = _infer(name, in_types, attrs)
+    if _frozen_attrs(attrs) == key[2]:  # an op that wrote into its attrs would skip that on a hit: never kept
+        if len(_INFERRED) >= _INFERRED_MAX:
+            _INFERRED.clear()
+        _INFERRED[key] = (op, tuple(found))
+    return found
+
+
+def _infer(name: str, in_types: Sequence[TensorType], attrs: Mapping[str, Any]) -> list[TensorType]:
     op = get(name)
     out = list(op.infer(in_types, attrs))
     if op.category in _ELEMENTWISE and any(t.format in ELEMENTWISE_FORMATS for t in in_types):
         return elementwise_format(name, in_types, out)
     return out
+
+
+_INFERRED: dict[tuple, tuple[OpDef, tuple[TensorType, ...]]] = {}  # (op, operands, attrs) -> (its record, outputs)
+_INFERRED_MAX = 50_000
+
+
+class _NotFrozen(Exception):
+    """A value `_frozen` does not key (mutable, or of a type whose equality is not exact)."""
+
+
+_SCALARS = (int, str, bool, type(None))
+
+
+def _frozen(v: Any) -> Any:
+    """A key equal for two values exactly when inference cannot tell them apart: the type is part of it at every
+    level (1, 1.0 and True differ; a tuple is not a list), a float keys by its bits (0.0 is not -0.0)."""
+    t = type(v)
+    if t in _SCALARS:
+        return (t, v)
+    if t is float:
+        return (t, v.hex())
+    if t is tuple or t is list:
+        return (t, tuple(_frozen(x) for x in v))
+    if t is TensorType or t is Sym:  # frozen records of ints, strings and symbolic expressions
+        return (t, v)
+    raise _NotFrozen
+
+
+def _frozen_attrs(attrs: Mapping[str, Any]) -> tuple:
+    if type(attrs) is not dict:
+        raise _NotFrozen
+    return tuple((k, _frozen(v)) for k, v in attrs.items())
 
 
 def elementwise_format(name: str, in_types: Sequence[TensorType], out: list[TensorType]) -> list[TensorType]:
