@@ -79,10 +79,6 @@ def _eliminate(b: Builder, aug: Any, n: int) -> tuple[Any, list[Any], list[Any],
     return aug, hits, pivots, rows
 
 
-def _square(b: Builder, a: Any) -> Any:
-    return b.cast(a, _WORK)
-
-
 def _solved(b: Builder, a: Any, rhs: Any) -> Any:
     """x with a @ x = rhs (rhs (..., n, m), leading axes already those of a)."""
     n = b.shape(a)[-1]
@@ -94,7 +90,7 @@ def _solved(b: Builder, a: Any, rhs: Any) -> Any:
 
 
 def _solve(b: Builder, a: Any, rhs: Any) -> list[Any]:
-    a = _square(b, a)
+    a = b.cast(a, _WORK)
     rhs = b.cast(rhs, _WORK)
     sa, sb = b.shape(a), b.shape(rhs)
     vector = len(sb) == 1
@@ -111,7 +107,7 @@ def _solve(b: Builder, a: Any, rhs: Any) -> list[Any]:
 
 
 def _inv(b: Builder, a: Any) -> list[Any]:
-    a = _square(b, a)
+    a = b.cast(a, _WORK)
     shape = b.shape(a)
     eye = b.op("broadcast_to", b.array(np.eye(shape[-1], dtype=np.float32)), shape=tuple(shape))
     return [_solved(b, a, eye)]
@@ -134,7 +130,7 @@ def _permutation_sign(b: Builder, rows: list[Any]) -> Any:
 
 def _pivots(b: Builder, a: Any) -> tuple[Any, Any]:
     """(the permutation's sign (...,), the pivots (..., n))."""
-    a = _square(b, a)
+    a = b.cast(a, _WORK)
     lead, n = tuple(b.shape(a)[:-2]), b.shape(a)[-1]
     _, _, pivots, rows = _eliminate(b, a, n)
     piv = b.op("reshape", pivots[0] if n == 1 else b.op("concat", *pivots, axis=-1), shape=lead + (n,))
@@ -153,7 +149,7 @@ def _slogdet(b: Builder, a: Any) -> list[Any]:
 
 
 def _cholesky(b: Builder, a: Any, *, upper: bool = False) -> list[Any]:
-    a = _square(b, a)
+    a = b.cast(a, _WORK)
     shape = tuple(b.shape(a))
     n = shape[-1]
     zero = b.const(0.0, _WORK)
@@ -201,7 +197,7 @@ def _check_square(name: str):
             if rhs.ndim >= 2:
                 try:
                     broadcast_shapes(tuple(a.shape[:-2]), tuple(rhs.shape[:-2]))
-                except Exception as e:
+                except InferError as e:
                     raise InferError(f"{name}: the leading axes of a {fmt_shape(a.shape)} and b "
                                      f"{fmt_shape(rhs.shape)} do not broadcast") from e
     return check

@@ -67,7 +67,7 @@ from typing import Any, Callable, Iterator
 from .cachesecret import KEY_ENV, CacheSecret, SecretUnavailable, env_modes, load_secret, team_key_problem
 from .entryfiles import EntryError, read_manifest, read_sections, write_entry
 from .keys import CACHE_FORMAT
-from .privatefiles import Modes, make_folders, make_temp_folder
+from .privatefiles import Modes, make_folders, make_temp_folder, replace_file
 
 DEFAULT_MAX_SIZE = 1 << 30
 LOCK_TIMEOUT_S = 120.0  # a compile holding the lock longer is presumed stuck; compile anyway
@@ -334,16 +334,7 @@ class DiskCache:
 
     def _write_usage(self, total: int) -> None:
         try:
-            tmp = make_temp_folder(self.root / "tmp", "usage.", self.modes)
-            try:
-                fd = os.open(tmp / _USAGE, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, self.modes.file)
-                try:
-                    os.write(fd, f"scanned {total}\n".encode())
-                finally:
-                    os.close(fd)
-                os.replace(tmp / _USAGE, self.root / _USAGE)
-            finally:
-                shutil.rmtree(tmp, ignore_errors=True)
+            replace_file(self.root / _USAGE, f"scanned {total}\n".encode(), self.modes)
         except OSError:
             pass  # a read-only cache: every publish scans, as before
 
@@ -445,9 +436,9 @@ class DiskCache:
         (and leftovers of interrupted writes). Returns the entries removed."""
         self._sweep_leftovers()
         paths = list(self.iter_entries())
-        sizes = {p: _folder_size(p) for p in paths}
-        if sum(sizes.values()) <= max_size:  # nothing to order: the manifests need not be read
-            self._write_usage(sum(sizes.values()))
+        total = sum(_folder_size(p) for p in paths)
+        if total <= max_size:  # nothing to order: the manifests need not be read
+            self._write_usage(total)
             return []
         infos = []
         for path in paths:
