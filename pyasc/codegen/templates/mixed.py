@@ -35,7 +35,6 @@ from ..kernel_graph import KernelGraph
 from ..schedule import CORE, GROUP, SUB, Buffer, Channel, GmParam, GmRef, Let, Loop, MixedSchedule, Ref, Stmt, \
     TileSchedule, When
 from ..template import Job, Template, Tiling, Unsupported, align_up, free_symbols, ub_slot
-from ..schedules import two_stage
 from ..tiling import scoring_dims
 from ..vector_ops import Geometry, Space
 from . import matmul, mixed_prologue, vector_kernel
@@ -214,7 +213,21 @@ def schedule(a: MixedAnalysis, t: MixedTiling, chip: Chip) -> MixedSchedule:
     if a.pro is not None and t.prologue is not None:
         aic, aiv, pro = _with_prologue(a, t, chip, aic, aiv)
     steps = sy.mul(sy.ceildiv(aic.fields["T"], groups), t.chunks)
-    return MixedSchedule(mk.name, aic, aiv, [ch], groups, notes, steps=steps, prologue=pro)
+    # the channel stays in L2: the vector cores' reads of a tile just written hit, and of the cube's writes only
+    # the first of each slot dirties lines (an HBM write-back); the later ones rewrite lines already dirty
+    aic.l2_resident = lambda f, blocks: {CHANNEL: _fresh_writes(f["T"], blocks, t.chunks, slots)}
+    aiv.l2_resident = _channel_hits
+    return MixedSchedule(mk.name, aic, aiv, [ch], groups, notes, steps=steps, prologue=pro, chunks=t.chunks)
+
+
+def _channel_hits(fields: Mapping[str, int], blocks: int) -> dict[str, float]:
+    return {CHANNEL: 0.0}
+
+
+def _fresh_writes(tiles: int, groups: int, chunks: int, slots: int) -> float:
+    """The fraction of a group's hand-overs (its blocks' chunks) that write a channel slot the first time."""
+    handed = -(-tiles // max(1, groups)) * chunks
+    return min(1.0, slots / handed) if handed > 0 else 1.0
 
 
 def _shared_vector_side(a: MixedAnalysis, t: MixedTiling, chip: Chip, tnp: int, slot_bytes: int,
@@ -384,10 +397,13 @@ def _stores(place: Placement, vk: VectorKernel, tnp: int, first_out: int, ch: Ch
 
 
 def bound(a: MixedAnalysis, t: MixedTiling, chip: Chip, dims: Mapping[str, int]) -> float:
-    """A lower bound on the launch's score (`schedules.score`) from the cube side's (`matmul_bound`) and the
-    vector side's (`_vector_floor`), both never above the estimates the score combines."""
+    """A lower bound on the launch's score (`schedules.score`) from the cube side's (`matmul_bound`, without
+    its FixPipes into the channel, whose rewrites of lines the L2 holds dirty cost no HBM bandwidth) and the
+    vector side's (`_vector_floor`), both never above the estimates the score combines: the slower side, plus
+    the least of the drain after the cube's last tile (`_drain_floor`) and the cube's share of one hand-over
+    (the fill when the vector side is the slower)."""
     memo = a.memo.setdefault(("bounds", tuple(sorted(dims.items()))), {})   # per dims: what the bounds share
-    aic, groups = cube_bound(a.mk, t.cube, chip, dims, 2 if a.keep_product else 1, memo)
+    aic, groups = cube_bound(a.mk, t.cube, chip, dims, 1 if a.keep_product else 0, memo)
     if not groups:
         return 0.0
     blocks = sy.evaluate(a.mk.batch_count, dims) * _count(a.mk.M, t.cube.tm, dims) * _count(a.mk.N, t.cube.tn, dims)
@@ -396,8 +412,16 @@ def bound(a: MixedAnalysis, t: MixedTiling, chip: Chip, dims: Mapping[str, int])
     if key not in memo:   # the same for every candidate sharing the block shape, chunks and group count
         memo[key] = _vector_floor(a, t, chip, dims, groups, steps)
     aiv = memo[key]
-    return _prologue_floor(a, t, chip, dims) + two_stage(aic, aiv, steps * t.chunks) + \
-        launch_cycles(chip, groups * (1 + chip.group_aivs))
+    ends = min(_drain_floor(a, chip), aic / max(1, steps * t.chunks))
+    start = launch_cycles(chip, groups * (1 + chip.group_aivs))
+    return _prologue_floor(a, t, chip, dims) + max(aic, aiv) + ends + start
+
+
+def _drain_floor(a: MixedAnalysis, chip: Chip) -> float:
+    """The least the vector side's work after the cube's last hand-over takes: the cross-core flag, then the
+    start-ups of its load of the tile and of its stores (`schedules.score`'s drain)."""
+    load, store = (getattr(chip, data_path(*p).cost) for p in (("GM", "UB"), ("UB", "GM")))
+    return chip.cross_flag_cycles + load.startup + store.startup * len(a.vk.kg.outputs)
 
 
 def _prologue(a: MixedAnalysis, t: MixedTiling, chip: Chip, groups: IntLike) -> TileSchedule:
@@ -434,15 +458,15 @@ def _vector_floor(a: MixedAnalysis, t: MixedTiling, chip: Chip, dims: Mapping[st
     Per block it loads its rows of the cube's tile and at least one burst of each other input (MTE2) and
     stores its rows of each result (MTE3); the walker charges its block loop at least the busier of the two
     per block but the last, whose span holds both (rotating or not; the first two blocks averaged when there
-    are more). Moves at the aligned rate with HBM's share: the vector side's schedule has no L2 model, so
-    the estimate charges its reads as misses too."""
+    are more). Moves at the aligned rate, reads with L2's share alone (the cube's tiles hit in L2), stores with
+    HBM's too."""
     mk, ct, vk = a.mk, t.cube, a.vk
     M, N = sy.evaluate(mk.M, dims), sy.evaluate(mk.N, dims)
     nmb, nnb = -(-M // ct.tm), -(-N // ct.tn)
     load, store = data_path("GM", "UB"), data_path("UB", "GM")
     load_path, store_path = getattr(chip, load.cost), getattr(chip, store.cost)
     vblocks = groups * chip.group_aivs
-    rbw, wbw = gm_bandwidth(load_path, chip, vblocks), gm_bandwidth(store_path, chip, vblocks)
+    rbw, wbw = gm_bandwidth(load_path, chip, vblocks, 0.0), gm_bandwidth(store_path, chip, vblocks)
     tile = itemsize(next(u for u in vk.per_tile if u.index == 0).buf.dtype)
     others = sum(1 for u in vk.per_tile if u.index != 0)
     results = [itemsize(v.type.dtype) for v in vk.kg.outputs]

@@ -89,11 +89,15 @@ def schedule(vk: VectorKernel, t: VectorTiling, chip: Chip, first_other: int) ->
     symbols = {n: sy.sym(PREFIX + n) for n in names}
     buffers = {b.name: PREFIX + b.name for b in s.buffers}
     r = _Renamer(symbols, buffers, params)
+    # an operand every vector core reads whole (a layer norm's weight row) comes from HBM once: the other
+    # cores' reads hit in L2
+    shared = tuple(params[in_param(u.index)] for u in vk.resident)
     return replace(s, params=[GmParam(params[p.name], p.dtype, "scratch" if p.name == out_param(0) else p.role)
                               for p in s.params],
                    fields={PREFIX + k: r.expr(v) for k, v in s.fields.items()},
                    buffers=[replace(b, name=buffers[b.name]) for b in s.buffers],
-                   body=r.body(s.body), notes=[f"prologue: {n}" for n in s.notes])
+                   body=r.body(s.body), notes=[f"prologue: {n}" for n in s.notes],
+                   l2_resident=lambda f, blocks: {name: 1.0 / max(1, blocks) for name in shared})
 
 
 def prefixed(s: TileSchedule, prefix: str, params: Mapping[str, str], scratch: Sequence[str] = (),
