@@ -65,16 +65,20 @@ def score(s: AnySchedule, dims: Mapping[str, int], chip: Chip, memo: dict | None
     # b blocks it takes the slower side's b blocks plus the faster side's one (the first block's fill or the
     # last one's drain). Each side's estimate already holds its own GM traffic
     one_way = bool(s.channels) and not s.round_trip
-    a = _estimate(s.aic, dims, chip, memo)
+    p = estimate(s.prologue, dims, chip) if s.prologue is not None else None
+    a = _estimate(s.aic, dims, chip, memo, _barrier if p is not None else None)
     v = _estimate(s.aiv, dims, chip, memo, _touches_channel(s) if one_way else None)
     start = launch_cycles(chip, a.blocks + v.blocks)
     aic, aiv = (e.cycles - launch_cycles(chip, e.blocks) for e in (a, v))
-    p = estimate(s.prologue, dims, chip) if s.prologue is not None else None
     first = 0.0
     if p is not None:
-        # the vector cores' prologue runs before the barrier the cube waits at: in front of the pipeline, not in it
-        first = min(aiv, p.cycles - launch_cycles(chip, p.blocks)) + chip.sync_all_cycles
-        aiv -= first - chip.sync_all_cycles
+        # the vector cores' prologue runs before the barrier the cube waits at: in front of the pipeline, not in
+        # it; so do the cube's loads ahead of the barrier (of what the prologue does not write)
+        pro = min(aiv, p.cycles - launch_cycles(chip, p.blocks))
+        ahead = aic - a.tail if a.tail > 0 else 0.0
+        first = max(pro, ahead) + chip.sync_all_cycles
+        aic -= ahead
+        aiv -= pro
     steps = sy.evaluate(s.steps, dims)
     if one_way and aic >= aiv:
         # the cube is the slower side: the launch ends when the vector cores have finished the last tile handed
@@ -101,6 +105,10 @@ def _estimate(side: TileSchedule, dims: Mapping[str, int], chip: Chip, memo: dic
     if hit is None or hit[0] is not side:   # (the memo holds the side: its id names no other object meanwhile)
         hit = memo[id(side)] = (side, estimate(side, dims, chip, tail_from=tail_from))
     return hit[1]
+
+
+def _barrier(op: TileOp) -> bool:
+    return op.instr == "sync_all"
 
 
 def _touches_channel(s: MixedSchedule) -> Callable[[TileOp], bool]:

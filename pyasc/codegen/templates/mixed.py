@@ -252,6 +252,7 @@ def _with_prologue(a: MixedAnalysis, t: MixedTiling, chip: Chip, aic: TileSchedu
     pro = _prologue(a, t, chip, aic.blocks)
     aic = mixed_prologue.reading_workspace(aic, {cube_in(0): mixed_prologue.WSA})
     aic.body = [T.sync_all(note="wait for A from the vector cores")] + aic.body
+    aic = mixed_prologue.prefetched(aic, cube_in(1))   # B does not wait for the prologue
     aic.scratch[mixed_prologue.WSA] = sy.mul(mk.batch_count, mk.M, mk.K, itemsize(mk.dtype))
     aiv.body = pro.body + [T.sync_all(note="A is in the workspace: the cube cores may read it")] + aiv.body
     aiv.fields.update(pro.fields)
