@@ -31,7 +31,7 @@ from ..errors import CompileError, Note
 from .. import markers, tensor_type
 from ..tensor_type import Sym
 from . import aliasing, bitops, checks, comptime, dtype_rules, effects, guards, loops, masked, npfuncs, npkwargs, \
-    objects, piecewise, pybuiltins, pytree, source
+    npwrites, objects, piecewise, pybuiltins, pytree, source
 from .protocol import KernelBuilder
 from .scope import Scope, assigned_names
 from .tensors import as_operand, mark_weak, strong_dtypes
@@ -136,7 +136,8 @@ def call_value(b: KernelBuilder, callee: Any, args: list[Any], kwargs: dict[str,
         return op_call(b, twin[1], twin[0], args, kwargs, at, name, numpy_fn=callee)
     if callee is np.piecewise and args and is_tensor(args[0]):  # its functions are compiled calls (piecewise.py)
         return piecewise.piecewise_call(b, args, kwargs, at, name, op_call, call_value)
-    special = npfuncs.handler_for(callee)   # (np.add.at among them: a ufunc method with a handler of its own)
+    # (np.add.at among them: a ufunc method with a handler of its own; npwrites: the in-place writers)
+    special = npfuncs.handler_for(callee) or npwrites.handler_for(callee)
     if special is not None:
         out = special(b, callee, args, kwargs, at, name, op_call)
         if out is not npfuncs.NUMPY:
@@ -256,8 +257,8 @@ def ufunc_method(callee: Any) -> str | None:
 
 def _twin_modules() -> list[tuple[str, Any]]:
     """(registry name prefix, module) where a numpy-ecosystem function is looked up: numpy itself, np.linalg,
-    and scipy.special when the user's code imported it."""
-    out: list[tuple[str, Any]] = [("", np), ("linalg.", np.linalg)]
+    np.lib.stride_tricks, and scipy.special when the user's code imported it."""
+    out: list[tuple[str, Any]] = [("", np), ("linalg.", np.linalg), ("lib.stride_tricks.", np.lib.stride_tricks)]
     special = sys.modules.get("scipy.special")
     if special is not None:
         out.append(("scipy.special.", special))
