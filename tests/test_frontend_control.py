@@ -149,19 +149,61 @@ def test_break_and_continue_on_compile_time_values_shorten_the_unrolled_loop(n):
     assert_close(run(r, x), break_and_continue(x, (1,)))
 
 
-def test_break_under_a_tensor_condition_names_the_rewrite():
-    def converge(x):
-        for _ in range(10):
-            if np.abs(x).max() < 1:
+def converge(x, tol):
+    for _ in range(6):
+        if np.abs(x).max() < tol:  # a tensor condition: the rest of the function becomes the If's branches
+            break
+        x = x * 0.5
+    else:
+        x = x - 1000.0  # only when no break ended the loop
+    return x * 2 + 1
+
+
+def skip_negative_rows(x):
+    total = x[0] * 0
+    for r in x:
+        if r.sum() < 0:
+            continue
+        total = total + r
+    for i in range(2):  # nested loops: the inner break leaves the inner loop only
+        for j in range(2):
+            if x[j].max() > 2 + i:
                 break
-            x = x / 2
+            total = total + x[j] * (i + 1)
+    return total
+
+
+@pytest.mark.parametrize("tol", [0.5, -1.0])
+def test_break_and_continue_under_a_tensor_condition(tol):
+    x = f32(4, 5) * 4
+    r = check(converge, x, scalar(tol))
+    assert_close(run(r, x, scalar(tol)), converge(x, scalar(tol)))
+    r = check(skip_negative_rows, x)
+    assert_close(run(r, x), skip_negative_rows(x))
+
+
+def test_break_under_a_tensor_condition_needs_a_return_and_one_level():
+    def no_return(x, out):
+        for _ in range(3):
+            if x.sum() > 0:
+                break
+            x = x + 1
+        out[:] = x
+
+    def two_levels(x):
+        for _ in range(3):
+            if x.sum() > 0:
+                if x.max() > 1:
+                    continue
+            x = x + 1
         return x
 
-    with pytest.raises(CompileError, match=r"`break` under a tensor condition \(known only at run time\) cannot end an "
-                                           r"iteration of a loop unrolled at compile time; loop with `while <condition> "
-                                           r"and i < n:`") as e:
-        build(converge, f32(4))
-    assert e.value.loc.lineno == converge.__code__.co_firstlineno + 3
+    with pytest.raises(CompileError, match=r"the function must end with a `return` after the loop") as e:
+        build(no_return, f32(4), f32(4))
+    assert e.value.loc.lineno == no_return.__code__.co_firstlineno + 3
+    with pytest.raises(CompileError, match=r"`continue` under a tensor condition inside another `if` on a tensor "
+                                           r"condition.*\(`if a and b: continue`\)"):
+        build(two_levels, f32(4))
 
 
 def test_return_inside_unrolled_loop_stops_it():

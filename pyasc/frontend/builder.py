@@ -415,10 +415,9 @@ class FunctionBuilder:
         unrolled = self._loops and any(u.loop is self._loops[-1] for u in self._unrolled)
         if unrolled and self._floor[1] < len(self._loops):
             raise _LoopExit(s)  # compile-time control flow reached it: the loop is unrolled up to here
-        if unrolled:
-            raise self.error(f"`{word}` under a tensor condition (known only at run time) cannot end an iteration "
-                             "of a loop unrolled at compile time; loop with `while <condition> and i < n:` (the "
-                             "loop runs at launch) or keep every iteration and choose values with np.where", s)
+        if unrolled:  # under a tensor `if` inside the loop: that `if` takes the rest of the function (branches.py)
+            self.returned, self.return_value, self.return_node = True, branches.LoopExit(self._loops[-1], s), s
+            return
         raise self.error(f"`{word}` in a loop that runs at launch (a Loop node) is not supported; put the exit in "
                          "the `while` condition", s)
 
@@ -463,7 +462,10 @@ class FunctionBuilder:
                 f"unrolling `{header}` ({n} iterations) would exceed the unroll budget of "
                 f"{self.state.unroll_budget} iterations in total ({self.state.unrolled} unrolled before it); "
                 "loops are unrolled at compile time: use fewer iterations, or raise the budget with "
-                "`@pyasc.kernel(unroll_budget=...)`",
+                "`@pyasc.kernel(unroll_budget=...)`"
+                + (f"; the {self.state.loop_exits} `break`/`continue` under tensor conditions so far each copy the "
+                   "rest of the function into both branches of an If (a `while` loop with the exit in its test "
+                   "runs at launch instead)" if self.state.loop_exits else ""),
                 at,
             )
         self.state.unrolled = total
