@@ -666,11 +666,11 @@ class FunctionBuilder:
             return size
         if attr == "T":
             return x if t.ndim < 2 else calls.op_call(self, None, "transpose", [x], {}, node, ".T")
-        if attr in calls.TENSOR_METHODS:
+        if attr in calls.TENSOR_METHODS or attr in calls.COMPILE_TIME_METHODS:
             return TensorMethod(x, attr)
         raise self.error(
             f"tensors have no attribute `{attr}` in a kernel; they have {_TENSOR_ATTRS} and the methods "
-            f"{', '.join(sorted(calls.TENSOR_METHODS))}",
+            f"{', '.join(sorted([*calls.TENSOR_METHODS, *calls.COMPILE_TIME_METHODS]))}",
             node,
         )
 

@@ -30,8 +30,8 @@ from .. import dtypes, ops
 from ..errors import CompileError, Note
 from .. import markers, tensor_type
 from ..tensor_type import Sym
-from . import aliasing, bitops, checks, comptime, dtype_rules, effects, guards, loops, masked, npfuncs, npkwargs, \
-    npwrites, objects, piecewise, pybuiltins, pytree, source
+from . import aliasing, bitops, checks, comptime, dtype_rules, effects, guards, known, loops, masked, npfuncs, \
+    npkwargs, npwrites, objects, piecewise, pybuiltins, pytree, source
 from .protocol import KernelBuilder
 from .scope import Scope, assigned_names
 from .tensors import as_operand, mark_weak, strong_dtypes
@@ -67,6 +67,9 @@ TENSOR_METHODS = {
     "any": "any", "all": "all",
     "item": "reshape",  # of a size-1 tensor: a 0-d tensor, weak in promotion as numpy's Python number
 }
+
+#: tensor methods whose answer is a Python value, known at compile time for tensors computed from constants
+COMPILE_TIME_METHODS = ("tolist",)
 
 #: numpy functions evaluated at compile time (on compile-time arguments only)
 NUMPY_COMPILE_TIME = ("finfo", "iinfo", "dtype", "prod", "result_type", "promote_types", "can_cast",
@@ -386,6 +389,8 @@ def _op_call(b: KernelBuilder, fn: Any, op_name: str, args: list[Any], kwargs: d
 def tensor_method(b: KernelBuilder, m: TensorMethod, args: list[Any], kwargs: dict[str, Any],
                   at: ast.AST) -> Any:
     x, name = m.tensor, m.name
+    if name in COMPILE_TIME_METHODS and is_tensor(x):
+        return known.tolist(b, x, args, kwargs, at)
     if isinstance(x, masked.Masked):  # `x[mask].sum()`: the op on the selection (masked.py)
         if name not in ("sum", "max", "min", "mean", "astype", "prod", "any", "all", "clip", "copy"):
             raise masked.unsupported(b, x, at, f"`.{name}()`")
@@ -633,6 +638,8 @@ BUILTINS: dict[Any, Callable[..., Any]] = {
     callable: _compile_time_only(callable),
     sum: _sum,
     math.prod: _compile_time_only(math.prod),
+    # a slice object to index with later; a one-element tensor bound is a launch-time bound there (indexing.py)
+    slice: lambda b, args, kwargs, at, name: compile_time_call_allowing_tensors(b, slice, args, kwargs, at, name),
     **pybuiltins.HANDLERS,
     getattr: functools.partial(pybuiltins.getattr_, inline=lambda *a: inline(*a)),
 }
