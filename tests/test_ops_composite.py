@@ -126,7 +126,7 @@ def test_decomposition_with_symbolic_dims():
 
 #: the composites of the numpy3 modules (flips.py, closeness.py, nanreduce.py, ...)
 NUMPY3 = {"flip", "fliplr", "flipud", "isclose", "allclose", "heaviside", "select", "nansum", "nanmean", "nanmax",
-          "nanmin", "nanvar", "nanstd", "ptp", "ufunc_accumulate", "ufunc_outer", "tensordot", "inner", "kron", "cross",
+          "nanmin", "nanvar", "nanstd", "ptp", "ufunc_accumulate", "ufunc_outer", "ufunc_reduceat", "tensordot", "inner", "kron", "cross",
           "matrix_power", "median", "quantile", "percentile", "searchsorted", "interp", "convolve",
           "correlate", "trapezoid", "meshgrid"}
 NUMPY4 = {"angle", "cbrt", "choose", "column_stack", "compress", "conj", "copysign", "corrcoef", "cov",

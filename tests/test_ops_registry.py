@@ -78,10 +78,10 @@ NUMPY3_CATEGORY = {
     **{n: Category.REDUCE for n in ("allclose", "nansum", "nanmean", "nanmax", "nanmin", "nanvar", "nanstd", "ptp",
                                    "trapezoid")},
     **{n: Category.OPAQUE for n in ("tensordot", "inner", "matrix_power", "median", "quantile", "percentile",
-                                   "searchsorted", "interp", "convolve", "correlate")},
+                                   "searchsorted", "interp", "convolve", "correlate", "ufunc_reduceat")},
     "ufunc_outer": Category.BROADCAST,
 }
-NUMPY3_INTERNAL = {"select", "meshgrid", "ufunc_accumulate", "ufunc_outer"}
+NUMPY3_INTERNAL = {"select", "meshgrid", "ufunc_accumulate", "ufunc_outer", "ufunc_reduceat"}
 NUMPY3_CHEAP = {"roll", "diff", "flip", "fliplr", "flipud", "meshgrid", "select", "ufunc_outer"}
 #: binary elementwise ufuncs with a two-tensor twin: each has np.<u>.outer
 OUTER_UFUNCS = ("add subtract multiply divide true_divide floor_divide mod remainder power pow maximum minimum fmax "
@@ -95,6 +95,8 @@ NUMPY3_TWINS = {
     "multiply.accumulate": "cumprod", "maximum.accumulate": "ufunc_accumulate",
     "minimum.accumulate": "ufunc_accumulate",
     **{f"{u}.outer": "ufunc_outer" for u in OUTER_UFUNCS},
+    **{f"{u}.reduceat": "ufunc_reduceat" for u in ("add", "multiply", "maximum", "minimum", "logical_and",
+                                                   "logical_or")},
 }
 NUMPY_OPS |= set(NUMPY3_CATEGORY)
 INTERNAL |= NUMPY3_INTERNAL
