@@ -173,7 +173,7 @@ def tilings(a: MixedAnalysis, chip: Chip, buffer_num: int, cores: int) -> list[M
             if key not in prologues:
                 left = chip.ub_bytes - sum(b.nbytes for b in aiv_buffers(a, t, chip))
                 if aivs not in pro:
-                    pro[aivs] = mixed_prologue.candidates(a.pro, chip, buffer_num, aivs)
+                    pro[aivs] = mixed_prologue.candidates(a.pro, chip, buffer_num, aivs, dims)
                 prologues[key] = mixed_prologue.tiling(pro[aivs], left)
             pt = prologues[key]
             if pt is None:

@@ -26,6 +26,7 @@ from typing import Any, Mapping, Sequence
 from ... import symbolic as sy
 from ...symbolic import IntLike
 from ...target import Chip
+from ..cost import estimate
 from ..kernel_graph import KernelGraph
 from ..schedule import Buffer, GmParam, GmRef, Let, Loop, Ref, Stmt, TileOp, TileSchedule, When
 from ..template import Unsupported
@@ -58,9 +59,11 @@ def analyze(label: str, pro: Prologue, dtype: str, chip: Chip) -> VectorKernel:
         raise Unsupported(f"the prologue does not tile in whole rows of A: {e}") from None
 
 
-def candidates(vk: VectorKernel, chip: Chip, buffer_num: int, cores: int) -> list[tuple[int, VectorTiling]]:
-    """The prologue's tilings over `cores` vector cores with their UB bytes, the best first: the fewest rows
-    per core (the cube waits for the last), then the largest tiles."""
+def candidates(vk: VectorKernel, chip: Chip, buffer_num: int, cores: int,
+               dims: Mapping[str, int] | None = None) -> list[tuple[int, VectorTiling]]:
+    """The prologue's tilings over `cores` vector cores with their UB bytes, the best first: the least time the
+    cost model gives them on those cores (the cube waits for the last; a tile or two per core in flight can
+    beat one bigger tile), then the fewest rows per core, then the largest tiles. `dims`: the scoring dims."""
     rows = vk.domain.R if isinstance(vk.domain.R, int) else None
     outer = vk.domain.outer_count if isinstance(vk.domain.outer_count, int) else 1
 
@@ -68,7 +71,13 @@ def candidates(vk: VectorKernel, chip: Chip, buffer_num: int, cores: int) -> lis
         tiles = outer * -(-(rows or t.rows) // t.rows)
         return -(-tiles // cores) * t.rows
 
-    found = sorted(vector.tilings(vk, chip, buffer_num, cores), key=lambda t: (per_core(t), -t.rows))
+    def cycles(t: VectorTiling) -> float:
+        try:   # on the launch's vector cores, as the mixed launch runs it (`mixed._prologue`)
+            return estimate(replace(vector.schedule(vk, t, chip), blocks=cores), dims or {}, chip).cycles
+        except sy.UnboundSymbolError:   # a symbol the scoring dims do not name: the order of the rows alone
+            return 0.0
+
+    found = sorted(vector.tilings(vk, chip, buffer_num, cores), key=lambda t: (cycles(t), per_core(t), -t.rows))
     return [(need(vk, t, chip), t) for t in found]
 
 
