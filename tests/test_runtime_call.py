@@ -185,6 +185,7 @@ def test_wrong_arguments_raise_pythons_own_type_error(args, kwargs, words):
 
 @pytest.mark.parametrize("dtype,suggest", [
     (np.float64, ".astype(np.float32)"),
+    (np.int64, ".astype(np.int32)"),
     (np.uint32, ".astype(np.int32)"),
     (np.complex64, ".astype(np.float32)"),
 ])

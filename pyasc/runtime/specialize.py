@@ -33,7 +33,7 @@ import numpy as np
 
 from .. import arraykinds, dtypes
 from ..ir.types import Sym, TensorType
-from .errors import ArgumentTypeError, ArgumentValueError
+from .errors import ArgumentTypeError
 from .interop import from_dlpack, is_foreign
 from .limits import HOST_CHECK_BYTES, MemoryLimit, check_argument
 from .treeargs import TreeKey, is_tree_argument, leaf_labels, leaf_name, tree_key
@@ -246,8 +246,6 @@ def to_array(kernel: str, name: str, value: Any, limit: MemoryLimit | None = Non
     copy = dt not in _NAME_OF or not contiguous
     if limit is not None and (arr.nbytes > limit.gm_bytes or (copy and arr.nbytes >= HOST_CHECK_BYTES)):
         check_argument(kernel, name, arr.shape, dt.name, dt.itemsize, limit, copy)  # (sizes from the shape only)
-    if dt.kind == "i" and dt.itemsize == 8:
-        return _int64_as_int32(kernel, name, arr)
     if dt not in _NAME_OF:
         if dt.name not in dtypes.NUMPY:
             raise _unsupported_dtype(kernel, name, dt)
@@ -256,22 +254,6 @@ def to_array(kernel: str, name: str, value: Any, limit: MemoryLimit | None = Non
         arr = np.ascontiguousarray(arr)
     view = arr.view()
     view.setflags(write=False)  # (cheaper than through `.flags`, which makes a flags object)
-    return view
-
-
-def _int64_as_int32(kernel: str, name: str, arr: np.ndarray) -> np.ndarray:
-    """numpy's default integers (int64: labels, indices, counts) as the chip's int32, when every value fits:
-    the values are the caller's own, only the integer width differs (results follow int32's rules). A value
-    past int32 is an error naming it; nothing is narrowed that changes."""
-    if arr.size:
-        lo, hi = int(arr.min()), int(arr.max())
-        info = np.iinfo(np.int32)
-        if lo < info.min or hi > info.max:
-            raise ArgumentValueError(
-                f"{kernel}() argument {name!r} has dtype int64 with values from {lo} to {hi}, outside int32's "
-                "range; pyasc's integers are 32-bit (int64 arguments are taken as int32 when every value fits)")
-    view = arr.astype(np.int32)
-    view.setflags(write=False)
     return view
 
 
