@@ -16,6 +16,7 @@ import numpy as np
 
 from . import bfloat16, isa
 from .errors import LaunchError, MemoryRuleError
+from .memory import zeroed
 
 U8 = np.dtype(np.uint8)
 
@@ -72,7 +73,7 @@ class CallIO:
             else:
                 dev.write(buf, np.ascontiguousarray(arr))
         for buf in self._fresh:
-            buf.data = np.zeros(buf.nbytes, U8)
+            buf.data = zeroed(buf.nbytes)
             buf.mark_unwritten()
 
     def release(self) -> None:
@@ -93,6 +94,6 @@ class CallIO:
 
 
 def _zeros(nbytes: int) -> np.ndarray:
-    out = np.zeros(nbytes, U8)  # calloc: pages are only touched when written (never, here)
+    out = zeroed(nbytes)  # pages are only touched when written (never, here)
     out.setflags(write=False)
     return out
