@@ -23,7 +23,7 @@ fractals, and the extra start-ups of an int8 K tail loaded panel by panel (charg
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Mapping
 
 from ... import symbolic as sy
@@ -33,16 +33,20 @@ from ..cost import cube_cycles, gm_bandwidth, gm_span, launch_cycles
 from .matmul_tiling import MatmulTiling, a_mode, b_mode
 
 
-@dataclass
 class _Cost:
-    """What the walker's `cost.Cost` holds, for the part the bound follows."""
+    """What the walker's `cost.Cost` holds, for the part the bound follows (a class with slots: the bounds of a
+    matmul's candidates make thousands)."""
 
-    busy: dict[str, float] = field(default_factory=dict)
-    span: float = 0.0
-    steady: float = 0.0
-    gm: float = 0.0          # GM bytes moved
-    gm_write: float = 0.0
-    acc: float = 0.0         # cycles of the ops on the L0C block buffer (mmads and FixPipes)
+    __slots__ = ("busy", "span", "steady", "gm", "gm_write", "acc")
+
+    def __init__(self, busy: dict[str, float] | None = None, span: float = 0.0, steady: float = 0.0,
+                 gm: float = 0.0, gm_write: float = 0.0, acc: float = 0.0):
+        self.busy: dict[str, float] = {} if busy is None else busy
+        self.span = span
+        self.steady = steady
+        self.gm = gm              # GM bytes moved
+        self.gm_write = gm_write
+        self.acc = acc            # cycles of the ops on the L0C block buffer (mmads and FixPipes)
 
     def add(self, o: "_Cost", times: float = 1.0) -> None:
         busy = self.busy
@@ -132,6 +136,7 @@ class _Model:
         self.read_bw = gm_bandwidth(gm_l1, chip, self.blocks, 0.0)
         self.store_bw = gm_bandwidth(getattr(chip, self._paths["L0C", "GM"].cost), chip, self.blocks, 1.0)
         self._chunks: dict[tuple[int, int, int], _Cost] = {}
+        self._blocks: dict[tuple[int, int], _Cost] = {}   # (rows, columns) -> a block of that shape
 
     # ---- ops ---------------------------------------------------------------------------------------
     def gm_read(self, nbytes: float, copies: int = 1) -> _Cost:
@@ -203,6 +208,13 @@ class _Model:
         t = self.t
         nb, mb = index % self.nnb, (index // self.nnb) % self.nmb
         mm, nn = min(t.tm, self.M - mb * t.tm), min(t.tn, self.N - nb * t.tn)
+        hit = self._blocks.get((mm, nn))
+        if hit is None:   # (the blocks core 0 is charged for are mostly whole ones: costed once, never changed)
+            hit = self._blocks[mm, nn] = self._block(mm, nn)
+        return hit
+
+    def _block(self, mm: int, nn: int) -> _Cost:
+        t = self.t
         kl1 = t.kl1
         nk = -(-self.K // kl1)
         first = self.chunk(mm, nn, min(kl1, self.K))
