@@ -16,7 +16,7 @@ from .decode import decode
 from .errors import LaunchError, MemoryRuleError
 from .l2 import L2Cache
 from .lockstep import Launch
-from .memory import GlobalMemory, GmBuffer, OnChipMemory, zeroed
+from .memory import GlobalMemory, GmBuffer, OnChipMemory
 from .crossflags import CrossFlags, Layout
 from .mixed import JSON_FORMAT as MIXED_FORMAT
 from .mixed import MixedKernel
@@ -155,7 +155,7 @@ class Device:
     def detach(self, ref: BufferRef) -> GmBuffer:
         """Undo `attach`: the buffer gets its own zeroed bytes again, never written."""
         buf = self._buf(ref)
-        buf.data = zeroed(buf.nbytes)  # pages are only touched when written
+        buf.data = np.zeros(buf.nbytes, dtype=np.uint8)  # calloc: pages are only touched when written
         buf.mark_unwritten()
         if self.in_call:
             self.l2.invalidate(buf, 0, buf.nbytes)

@@ -16,7 +16,6 @@ import numpy as np
 
 from . import bfloat16, isa
 from .errors import LaunchError, MemoryRuleError
-from .memory import zeroed
 
 U8 = np.dtype(np.uint8)
 
@@ -73,7 +72,7 @@ class CallIO:
             else:
                 dev.write(buf, np.ascontiguousarray(arr))
         for buf in self._fresh:
-            buf.data = zeroed(buf.nbytes)
+            buf.data = np.zeros(buf.nbytes, U8)
             buf.mark_unwritten()
 
     def release(self) -> None:
@@ -94,6 +93,6 @@ class CallIO:
 
 
 def _zeros(nbytes: int) -> np.ndarray:
-    out = zeroed(nbytes)  # pages are only touched when written (never, here)
+    out = np.zeros(nbytes, U8)  # calloc: pages are only touched when written (never, here)
     out.setflags(write=False)
     return out

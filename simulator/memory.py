@@ -8,7 +8,6 @@ row per core, so an instruction can act on many cores at once.
 from __future__ import annotations
 
 import bisect
-import mmap
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -16,23 +15,6 @@ import numpy as np
 
 from .chips import ChipConfig
 from .errors import MemoryRuleError
-
-#: from this size on, zeroed memory comes straight from the OS (`zeroed`)
-MAPPED_BYTES = 1 << 20
-
-
-def zeroed(shape: int | tuple[int, ...]) -> np.ndarray:
-    """A zero-filled uint8 array whose pages cost nothing until they are touched.
-
-    numpy's `zeros` asks the C allocator for cleared memory, which comes without a memset only when the allocator
-    maps fresh pages: once a process has freed large blocks, the allocator raises its threshold for that and
-    clears recycled memory byte by byte (milliseconds for a chip's L1s and UBs, most of which a launch never
-    touches). A large array here is an anonymous mapping of its own: the OS hands out zero pages as they are
-    first used, and takes them back when the array goes."""
-    nbytes = int(np.prod(shape, dtype=np.int64))
-    if nbytes < MAPPED_BYTES:
-        return np.zeros(shape, np.uint8)
-    return np.frombuffer(mmap.mmap(-1, nbytes), np.uint8).reshape(shape)
 
 
 @dataclass(eq=False)
@@ -218,7 +200,7 @@ class GlobalMemory:
                 f"{self.chip.gm_bytes} bytes of chip {self.chip.name} GM are in use",
                 space="GM", start=0, end=nbytes, rule="GM capacity",
             )
-        buf = GmBuffer(name, addr, nbytes, zeroed(nbytes))
+        buf = GmBuffer(name, addr, nbytes, np.zeros(nbytes, dtype=np.uint8))
         self._buffers[name] = buf
         return buf
 
@@ -251,6 +233,6 @@ class OnChipMemory:
     def array(self, space: str) -> np.ndarray:
         arr = self._arrays.get(space)
         if arr is None:
-            arr = zeroed((self.cores, self.chip.space_bytes(space)))
+            arr = np.zeros((self.cores, self.chip.space_bytes(space)), dtype=np.uint8)
             self._arrays[space] = arr
         return arr

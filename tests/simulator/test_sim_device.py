@@ -18,27 +18,6 @@ def test_gm_allocations_are_named_and_512_aligned():
     assert dev.buffer("b") is b
 
 
-def test_large_memories_come_zeroed_from_the_os_and_behave_like_numpy_zeros():
-    """GM buffers and on-chip memories from MAPPED_BYTES on are anonymous mappings (no memset when the C allocator
-    recycles memory): zero, writable, and read back what is written, like the small ones."""
-    from simulator.memory import MAPPED_BYTES, zeroed
-
-    for shape in (MAPPED_BYTES, (3, MAPPED_BYTES // 2), 100):
-        z = zeroed(shape)
-        assert z.dtype == np.uint8 and z.shape == ((shape,) if isinstance(shape, int) else shape)
-        assert z.flags.writeable and z.flags.c_contiguous and not z.any()
-        z.reshape(-1)[[0, -1]] = 7
-        assert int(z.sum()) == 14
-    dev = Device("910b")
-    buf = dev.alloc("big", 3 * MAPPED_BYTES + 5)
-    assert buf.data.size == 3 * MAPPED_BYTES + 5 and not buf.data.any()
-    x = np.arange(buf.nbytes // 4, dtype=np.float32)
-    dev.write("big", x)
-    np.testing.assert_array_equal(dev.read("big", np.float32, x.shape), x)
-    l1 = dev._onchip["aic"].array("L1")
-    assert l1.shape == (dev.chip.aic_cores, dev.chip.l1_bytes) and l1.nbytes >= MAPPED_BYTES and not l1.any()
-
-
 def test_gm_capacity_and_name_errors():
     dev = Device(chips.get("tiny").replace(gm_bytes=4096))
     dev.alloc("a", 4000)
