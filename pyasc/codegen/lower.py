@@ -65,6 +65,11 @@ class Analyze(Pass):
     name, opt_level = "analyze", 0
 
     def run(self, st: JobState, ctx: PassContext) -> bool:
+        checked = st.job.checked
+        if checked is not None and checked.chip is st.chip:   # the router analysed it already
+            st.analyses = list(checked.analyses)
+            ctx.stats["analyses"] += len(st.analyses)
+            return True
         try:
             st.analyses = list(st.template.analyze(st.job, st.chip))
         except Unsupported as e:
@@ -80,8 +85,10 @@ class Tile(Pass):
         t, chip = st.template, st.chip
         cores = st.options.core_cap(chip.cores_of(t.core_type))
         params = []
+        checked = st.job.checked
         for a in st.analyses:
-            for tiling in t.tilings(a, chip, st.options.buffer_num, cores):
+            made = None if checked is None else checked.tilings_of(a, chip, st.options.buffer_num, cores)
+            for tiling in made if made is not None else t.tilings(a, chip, st.options.buffer_num, cores):
                 st.owner.setdefault(tiling, a)
                 params.append(tiling)
         if not params:
