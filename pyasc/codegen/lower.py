@@ -95,10 +95,12 @@ class Tile(Pass):
             raise st.fail(f"no tile of this kernel fits the chip's memories ({chip.name})")
         symbols = set().union(*(t.symbols(a) for a in st.analyses))
         st.dims, st.nominal = scoring_dims(sorted(symbols))
-        bound = None
+        bound = floor = None
         if t.bound is not None:
             bound = lambda p: t.bound(st.owner[p], p, chip, st.dims)  # noqa: E731
-        st.ranking = Ranking(params, lambda p: t.schedule(st.owner[p], p, chip), chip, st.dims, bound)
+            if t.floor is not None:
+                floor = lambda p: t.floor(st.owner[p], p, chip, st.dims)  # noqa: E731
+        st.ranking = Ranking(params, lambda p: t.schedule(st.owner[p], p, chip), chip, st.dims, bound, floor)
         ctx.stats["candidates"] += len(params)
         return True
 

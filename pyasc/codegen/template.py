@@ -120,7 +120,8 @@ class Template:
     cannot run whatever the tiling (a reason, or ""); `need` is the on-chip bytes of a tiling (fusion's
     capacity asks for the smallest); `bound(analysis, tiling, chip, dims)` is a lower bound on the score
     of the tiling's schedule for those dims, never above it (the tiler then skips the candidates it rules
-    out, `tiling.Ranking`)."""
+    out, `tiling.Ranking`); `floor` (with a bound) a cheaper lower bound never above it, computed for every
+    candidate so that `bound` is computed only where the floor does not rule the candidate out."""
 
     name: str
     core_type: str
@@ -131,6 +132,7 @@ class Template:
     symbols: Callable[[Any], set[str]]
     need: Callable[[Any, Tiling, Chip], int] | None = None
     bound: Callable[[Any, Tiling, Chip, Mapping[str, int]], float] | None = None
+    floor: Callable[[Any, Tiling, Chip, Mapping[str, int]], float] | None = None   # cheaper, never above bound
     admits: Callable[[Any, Chip], str] | None = None
     ops: frozenset[str] = frozenset()
     handles: Callable[[Any], bool] | None = None

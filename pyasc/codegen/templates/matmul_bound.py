@@ -310,6 +310,58 @@ def cube_bound(mk: Any, t: MatmulTiling, chip: Chip, dims: Mapping[str, int], si
     return terms.core_cycles(t.l0c_slots, chip), terms.blocks
 
 
+#: what a floor gives up, relative, so that its sums in another order never land above the bound's
+FLOOR_MARGIN = 1e-9
+
+
+def cube_floor(mk: Any, t: MatmulTiling, chip: Chip, dims: Mapping[str, int], sinks: int = 1,
+               memo: dict | None = None) -> tuple[float, int]:
+    """(a lower bound on `cube_bound`'s first value, the launch's cores) that only looks at the block shape and
+    the cores, so every tiling of one block shape shares it (the tiler computes `cube_bound` only for the
+    candidates this cannot rule out: `tiling.Ranking`'s floors).
+
+    `cube_bound`'s span over core 0's blocks is never below one pipe's busy time over them (each op's span is its
+    cycles, and a loop's period at least its busiest pipe). Per block, at least: on MTE2 the bias and one chunk's
+    two loads (one start-up each) of all of the block's A and B bytes at the read rate; on M one mmad start-up and
+    the product's fractal blocks; on FIX its FixPipes. The busiest of these, less FLOOR_MARGIN."""
+    key = ("cube floor", t.tm, t.tn, t.cores, sinks)
+    hit = memo.get(key) if memo is not None else None
+    if hit is None:
+        hit = _floor(_Model(mk, _one_slot(t), chip, _extents(mk, dims), sinks))
+        if memo is not None:
+            memo[key] = hit
+    return hit
+
+
+def _floor(model: _Model) -> tuple[float, int]:
+    n = -(-model.total // model.blocks) if model.blocks else 0
+    if n <= 0:
+        return 0.0, model.blocks
+    t = model.t
+
+    def pipes(index: int) -> dict[str, float]:
+        nb, mb = index % model.nnb, (index // model.nnb) % model.nmb
+        mm, nn = min(t.tm, model.M - mb * t.tm), min(t.tn, model.N - nb * t.tn)
+        ops = [(model.gm_read(model.K * nn * model.size), 1), (model.gm_read(mm * model.K * model.size), 1),
+               (_op("M", cube_cycles(model.mk.dtype, mm, model.K, nn, model.chip)), 1),
+               (model.fixpipe(mm, nn), model.sinks)]
+        if model.mk.bias:
+            ops += [(model.gm_read(nn * 4), 1), (model.on_chip("L1", "BT", nn * 4), 1)]
+        out: dict[str, float] = {}
+        for c, times in ops:
+            for p, cycles in c.busy.items():
+                out[p] = out.get(p, 0.0) + cycles * times
+        return out
+
+    first = pipes(0)
+    if n > 2:
+        second = pipes(1)
+        first = {p: (c + second[p]) / 2 for p, c in first.items()}
+    last = pipes(n - 1) if n > 1 else first
+    busiest = max((n - 1) * c + last[p] for p, c in first.items())
+    return busiest * (1 - FLOOR_MARGIN), model.blocks
+
+
 def _extents(mk: Any, dims: Mapping[str, int]) -> tuple[int, int, int, int]:
     """(M, N, K, batch count) for the scored dims."""
     return (sy.evaluate(mk.M, dims), sy.evaluate(mk.N, dims), sy.evaluate(mk.K, dims),
@@ -319,4 +371,10 @@ def _extents(mk: Any, dims: Mapping[str, int]) -> tuple[int, int, int, int]:
 def bound(mk: Any, t: MatmulTiling, chip: Chip, dims: Mapping[str, int]) -> float:
     """A lower bound on `cost.estimate(matmul.schedule(mk, t, chip), dims, chip)`."""
     core, blocks = cube_bound(mk, t, chip, dims)
+    return core + launch_cycles(chip, blocks) if blocks else 0.0
+
+
+def floor(mk: Any, t: MatmulTiling, chip: Chip, dims: Mapping[str, int]) -> float:
+    """A cheaper lower bound, never above `bound` (`cube_floor`)."""
+    core, blocks = cube_floor(mk, t, chip, dims)
     return core + launch_cycles(chip, blocks) if blocks else 0.0
