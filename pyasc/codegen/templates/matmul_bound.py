@@ -123,8 +123,13 @@ _PATHS = {k: data_path(*k) for k in (("GM", "L1"), ("L1", "L0A"), ("L1", "L0B"),
 class _Model:
     """The cube schedule of one tiling, costed block by block."""
 
-    def __init__(self, mk: Any, t: MatmulTiling, chip: Chip, extents: tuple[int, int, int, int], sinks: int):
+    def __init__(self, mk: Any, t: MatmulTiling, chip: Chip, extents: tuple[int, int, int, int], sinks: int,
+                 steps: dict | None = None):
         self.mk, self.t, self.chip, self.sinks = mk, t, chip, sinks
+        # costed L0 steps, by their shape and how A and B are loaded: a caller's store shared by the tilings
+        # of one product (a step does not depend on the rest of the tiling)
+        self._steps: dict = {} if steps is None else steps
+        self._modes = (a_mode(mk, t), b_mode(mk, t))
         self.M, self.N, self.K, batch = extents
         self.nmb, self.nnb = -(-self.M // t.tm), -(-self.N // t.tn)
         self.total = batch * self.nmb * self.nnb
@@ -160,12 +165,20 @@ class _Model:
 
     # ---- one L0 step, one L1 chunk, one block -----------------------------------------------------------
     def step(self, mm: int, nn: int, kc: int) -> _Cost:
-        mk, t, r0 = self.mk, self.t, self.chip.cube_block
-        if a_mode(mk, t) == "fractals":
+        key = (self._modes, mm, nn, kc)
+        hit = self._steps.get(key)
+        if hit is None:   # (read only once made)
+            hit = self._steps[key] = self._step(mm, nn, kc)
+        return hit
+
+    def _step(self, mm: int, nn: int, kc: int) -> _Cost:
+        mk, r0 = self.mk, self.chip.cube_block
+        a, b = self._modes
+        if a == "fractals":
             l0a = self.fractal_rows("L0A", kc, -(-mm // r0))
         else:
             l0a = self.on_chip("L1", "L0A", mm * kc * self.size)
-        if b_mode(mk, t) == "fractals":
+        if b == "fractals":
             l0b = self.fractal_rows("L0B", kc, -(-nn // r0))
         else:
             l0b = self.on_chip("L1", "L0B", self._l0b_bytes(nn, kc))
@@ -306,7 +319,8 @@ def cube_bound(mk: Any, t: MatmulTiling, chip: Chip, dims: Mapping[str, int], si
         key = ("cube terms", _key(t), sinks)
         terms = memo.get(key)
         if terms is None:
-            terms = memo[key] = _Model(mk, _one_slot(t), chip, _extents(mk, dims), sinks).terms()
+            steps = memo.setdefault("cube steps", {})
+            terms = memo[key] = _Model(mk, _one_slot(t), chip, _extents(mk, dims), sinks, steps).terms()
     return terms.core_cycles(t.l0c_slots, chip), terms.blocks
 
 
