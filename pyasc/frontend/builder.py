@@ -10,6 +10,7 @@ location) or to a compile-time Python value. See values.py for the split.
 from __future__ import annotations
 
 import ast
+import importlib
 import contextlib
 import inspect
 import operator
@@ -57,13 +58,10 @@ UNSUPPORTED: dict[type, str] = {
     ast.Global: "`global` is not supported in a kernel: globals are read-only compile-time constants",
     ast.Nonlocal: "`nonlocal` is not supported in a kernel: closure variables are read-only compile-time constants",
     ast.Delete: "`del` is not supported in a kernel",
-    ast.Import: "`import` is not supported inside a kernel; import at module level",
-    ast.ImportFrom: "`import` is not supported inside a kernel; import at module level",
     ast.ClassDef: "class definitions are not supported in a kernel",
     ast.Yield: "`yield` is not supported in a kernel",
     ast.YieldFrom: "`yield from` is not supported in a kernel",
     ast.Await: "`await` is not supported in a kernel",
-    ast.Set: "set displays are not supported in a kernel",
     ast.SetComp: "set comprehensions are not supported in a kernel",
 }
 if hasattr(ast, "TryStar"):
@@ -470,6 +468,33 @@ class FunctionBuilder:
             )
         self.state.unrolled = total
 
+    def _s_Import(self, s: ast.Import) -> None:
+        for alias in s.names:  # a module is a compile-time value, like one imported at module level
+            module = self._import(alias.name, s)
+            if alias.asname is None:
+                self.bind_name(alias.name.split(".")[0], self._import(alias.name.split(".")[0], s))
+            else:
+                self.bind_name(alias.asname, module)
+
+    def _s_ImportFrom(self, s: ast.ImportFrom) -> None:
+        if s.level or s.module is None:
+            raise self.error("a relative `import` inside a kernel: import at module level", s)
+        module = self._import(s.module, s)
+        for alias in s.names:
+            if alias.name == "*":
+                raise self.error("`from ... import *` inside a kernel: import the names you use", s)
+            try:
+                value = getattr(module, alias.name)
+            except AttributeError:
+                value = self._import(f"{s.module}.{alias.name}", s)
+            self.bind_name(alias.asname or alias.name, value)
+
+    def _import(self, name: str, s: ast.stmt) -> Any:
+        try:
+            return importlib.import_module(name)
+        except ImportError as e:
+            raise self.error(f"ImportError: {e} (the kernel's `import` runs when it compiles)", s) from None
+
     def _s_Assert(self, s: ast.Assert) -> None:
         cond = self.eval(s.test)
         if contains_tensor(cond):
@@ -854,6 +879,16 @@ class FunctionBuilder:
 
     def _e_List(self, node: ast.List) -> list:
         return self._elements(node.elts)
+
+    def _e_Set(self, node: ast.Set) -> set:
+        items = self._elements(node.elts)
+        if contains_tensor(items):
+            raise self.error(f"`{self.text(node)}` puts a tensor in a set, whose members Python compares by value "
+                             "at once; a kernel's tensors have values only at run time: use a list or tuple", node)
+        try:
+            return set(items)
+        except TypeError as e:
+            raise self.error(f"TypeError: {e} in `{self.text(node)}`", node) from None
 
     def _e_Dict(self, node: ast.Dict) -> dict:
         return pytree.dict_display(self, node)
