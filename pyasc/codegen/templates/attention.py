@@ -339,14 +339,15 @@ def _cube_side(a: AttentionOp, t: AttentionTiling, chip: Chip, fields: dict, gro
         slot = sy.mod(step, 2)
         voff = sy.mul(vrows.start(F(f"bi{sfx}"), F("kv0")), size)
         kn, qm = F("kvn"), F(f"qm{sfx}")
+        # V first: its loads do not wait for the vector cores, so they are queued before the wait for P
         return keys(j, "kv") + [
-            T.copy_nd2nz(Ref("p", slot), _slot_ref("chp", CORE, step, t.ring, p_bytes), dt, qm, kn,
-                         src_row_stride=bkp16, note="P block"),
             T.copy_nd2nz(Ref("v", slot), GmRef(vrows.param, voff), dt, kn, a.Dv, src_row_stride=vrows.row,
                          note="V block"),
-            T.load_l0(Ref("pa"), Ref("p", slot), dt, qm, kn, note="P -> L0A"),
             T.load_l0(Ref("vb"), Ref("v", slot), dt, kn, a.Dv if dt == "float16" else align_up(a.Dv, chip.cube_block),
                       note="V -> L0B"),
+            T.copy_nd2nz(Ref("p", slot), _slot_ref("chp", CORE, step, t.ring, p_bytes), dt, qm, kn,
+                         src_row_stride=bkp16, note="P block"),
+            T.load_l0(Ref("pa"), Ref("p", slot), dt, qm, kn, note="P -> L0A"),
             T.mmad(Ref("o"), Ref("pa"), Ref("vb"), qm, kn, a.Dv, dt, note="P V"),
             T.fixpipe(_slot_ref("cho", CORE, step, O_SLOTS, o_bytes), Ref("o"), qm, a.Dv, "float32",
                       dst_row_stride=dvp32, note="P V -> workspace")]
