@@ -20,9 +20,10 @@ is the softmax-weighted sum of v: the formula, up to rounding (`ops.attention` s
 T x T matrix is ever whole in GM: S and P live in L2-resident workspace tiles, a ring of max(2, `lead`) per group
 and channel (`AttentionTiling.ring`), which reach HBM once each, as any dirty L2 line does.
 
-When every item walks the same key blocks (not causal, one launch) a group's items run as one pipeline: the
-lag of `lead` steps runs across item boundaries, so an item's first S blocks overlap the last P V blocks of the
-item before (`attention_steps` numbers the steps and says why causal items keep a fill and drain each).
+In one launch a group's items run as one pipeline: the lag of `lead` steps runs across item boundaries, so an
+item's first S blocks overlap the last P V blocks of the item before (`attention_steps` numbers the steps; causal
+items, which walk different numbers of blocks, take their tiles in two banks by the item's parity: twice the
+workspace).
 
 The split-keys form (`AttentionOp.chunks` > 1, FlashDecoding's idea, for a decode step whose few query rows
 leave most groups idle): a work item is also one of `chunks` runs of key blocks, and instead of O / l it stores
@@ -44,7 +45,7 @@ from ..strided import is_view
 from ..schedule import CORE, GROUP, SUB, Buffer, Channel, GmParam, GmRef, Let, Loop, MixedSchedule, Ref, Stmt, TileOp, \
     TileSchedule, When
 from ..template import Job, Template, Tiling, Unsupported, align_up, buffer_nums, free_symbols, ub_slot
-from .attention_steps import Steps, count, item_lets, key0, key_blocks, pipelined
+from .attention_steps import banks, count, item_lets, key0, key_blocks, pipelined, steps_of
 from .row_operands import RowOperand, operand_of, result_of
 
 F = sy.sym
@@ -154,7 +155,8 @@ def aiv_buffers(a: AttentionOp, t: AttentionTiling, chip: Chip) -> list[Buffer]:
         Buffer("m", "UB", "float32", ub(h * 4), pairs, "running max"),
         Buffer("l", "UB", "float32", ub(h * 4), pairs, "running sum"),
         Buffer("mx", "UB", "float32", ub(h * 4), 1, "block max"),
-        Buffer("alpha", "UB", "float32", ub(h * 4), t.lead, "rescale of the blocks not folded yet"),
+        Buffer("alpha", "UB", "float32", ub(h * 4), steps_of(a, t, GROUP).alpha_slots() if pipelined(a, t) else t.lead,
+               "rescale of the blocks not folded yet"),
     ]
     if a.dtype != "float32":
         bufs.append(Buffer("p16", "UB", a.dtype, ub(h * bkp * itemsize(a.dtype)), 1, "P rows"))
@@ -273,8 +275,10 @@ def schedule(a: AttentionOp, t: AttentionTiling, chip: Chip) -> MixedSchedule:
     bkp32, dvp32 = _padded(t.bk, "float32", chip), _o_row(a, chip)
     bkp16 = _padded(t.bk, a.dtype, chip)
     s_bytes, p_bytes, o_bytes = t.bq * bkp32 * 4, t.bq * bkp16 * itemsize(a.dtype), t.bq * dvp32 * 4
-    chans = [Channel("chs", "aic", s_bytes, t.ring), Channel("chp", "aiv", p_bytes, t.ring),
-             Channel("cho", "aic", o_bytes, O_SLOTS)]
+    # a channel's flags order its ring of tiles; the causal one pipeline keeps two copies of the ring (banks)
+    nb = banks(a, t)
+    chans = [Channel("chs", "aic", s_bytes * nb, t.ring), Channel("chp", "aiv", p_bytes * nb, t.ring),
+             Channel("cho", "aic", o_bytes * nb, O_SLOTS)]
     aic = _cube_side(a, t, chip, dict(fields), groups, (bkp32, bkp16, dvp32), (s_bytes, p_bytes, o_bytes))
     aiv = _vector_side(a, t, chip, dict(fields), groups, (bkp32, bkp16, dvp32), (s_bytes, p_bytes, o_bytes))
     for c in chans:
@@ -331,7 +335,7 @@ def _cube_side(a: AttentionOp, t: AttentionTiling, chip: Chip, fields: dict, gro
             _load_kt(a, Ref("kb"), Ref("k", slot), kn, chip),
             T.load_l0(Ref("qa"), Ref("q"), dt, F("qm"), a.D, note="Q -> L0A"),
             T.mmad(Ref("s"), Ref("qa"), Ref("kb"), F("qm"), a.D, kn, dt, note="S = Q K^T"),
-            T.fixpipe(_slot_ref("chs", CORE, step, t.ring, s_bytes), Ref("s"), F("qm"), kn, "float32",
+            T.fixpipe(_slot_ref("chs", CORE, step, t.ring * banks(a, t), s_bytes), Ref("s"), F("qm"), kn, "float32",
                       dst_row_stride=bkp32, scale=a.scale, note="S * scale -> workspace")]
 
     def pv_block(j: IntLike, step: IntLike, sfx: str = "") -> list[Stmt]:
@@ -345,11 +349,11 @@ def _cube_side(a: AttentionOp, t: AttentionTiling, chip: Chip, fields: dict, gro
                          note="V block"),
             T.load_l0(Ref("vb"), Ref("v", slot), dt, kn, a.Dv if dt == "float16" else align_up(a.Dv, chip.cube_block),
                       note="V -> L0B"),
-            T.copy_nd2nz(Ref("p", slot), _slot_ref("chp", CORE, step, t.ring, p_bytes), dt, qm, kn,
+            T.copy_nd2nz(Ref("p", slot), _slot_ref("chp", CORE, step, t.ring * banks(a, t), p_bytes), dt, qm, kn,
                          src_row_stride=bkp16, note="P block"),
             T.load_l0(Ref("pa"), Ref("p", slot), dt, qm, kn, note="P -> L0A"),
             T.mmad(Ref("o"), Ref("pa"), Ref("vb"), qm, kn, a.Dv, dt, note="P V"),
-            T.fixpipe(_slot_ref("cho", CORE, step, O_SLOTS, o_bytes), Ref("o"), qm, a.Dv, "float32",
+            T.fixpipe(_slot_ref("cho", CORE, step, O_SLOTS * banks(a, t), o_bytes), Ref("o"), qm, a.Dv, "float32",
                       dst_row_stride=dvp32, note="P V -> workspace")]
 
     load_q = T.copy_nd2nz(Ref("q"), GmRef(qrows.param, qoff), dt, F("qm"), a.D, src_row_stride=qrows.row,
@@ -360,18 +364,20 @@ def _cube_side(a: AttentionOp, t: AttentionTiling, chip: Chip, fields: dict, gro
         # one pipeline over all the group's items (attention_steps): P V runs `lead` steps behind S across the
         # items, so the S of an item's first blocks overlaps the P V of the item before (no fill and drain per
         # item); a step's channel tiles are numbered by `Steps.tile`
-        st = Steps(t, CORE)
+        st = steps_of(a, t, CORE)
 
         def behind(cond: IntLike, lets: list[Stmt]) -> list[Stmt]:
             """P V of the step `lets` name (block jb of item wb), when there is one (`cond`)."""
             return [When(cond, lets + pv_block(F("jb"), st.tile(F("wb"), F("jb")), "b"))]
 
         j = F("j")
-        steps = Loop("j", 0, F("NKB"), 1, s_block(j, st.tile(F("w"), j)) + behind(*st.behind(F("w"), j)),
+        steps = Loop("j", 0, st.blocks(), 1, s_block(j, st.tile(F("w"), j)) + behind(*st.behind(F("w"), j)),
                      note=f"key blocks, S {t.lead} ahead of P V")
         body: list[Stmt] = [
-            Loop("w", 0, count(CORE), 1, item_lets(t, CORE) + [load_q, steps], note="work items of this group"),
-            Loop("d", 0, t.lead, 1, behind(*st.behind(count(CORE), F("d"))), note="the last steps' P V")]
+            Loop("w", 0, count(CORE), 1, item_lets(t, CORE) + st.before(F("w")) + [load_q, steps],
+                 note="work items of this group"),
+            Loop("d", 0, t.lead, 1, st.before(count(CORE)) + behind(*st.behind(count(CORE), F("d"))),
+                 note="the last steps' P V")]
     else:
         nkb, j = F("nkb"), F("j")
         prev = sy.add(j, -t.lead)
@@ -408,7 +414,7 @@ def _vector_side(a: AttentionOp, t: AttentionTiling, chip: Chip, fields: dict, g
     h = -(-t.bq // chip.group_aivs)
     rows, kn = F("rows"), F("kn")
     flat = pipelined(a, t)
-    st = Steps(t, GROUP)
+    st = steps_of(a, t, GROUP)
     # the current S block's tile of the channels: its block's index in its item, or (one pipeline) the group's
     # step; alpha rotates with it over `lead` slots, the vector core's own buffers with the block
     step = st.tile(F("w"), F("j")) if flat else F("j")
@@ -416,7 +422,7 @@ def _vector_side(a: AttentionOp, t: AttentionTiling, chip: Chip, fields: dict, g
 
     def alpha_of(at: IntLike) -> Ref:
         """alpha of the block of tile `at`."""
-        return Ref("alpha", sy.mod(at, t.lead) if t.lead > 1 else 0)
+        return Ref("alpha", st.alpha_slot(at) if flat else sy.mod(at, t.lead) if t.lead > 1 else 0)
 
     alpha = alpha_of(step)
     # m and l of an item: one pair, or (one pipeline) a pair per item in flight: the S of `lead` steps on is
@@ -443,7 +449,7 @@ def _vector_side(a: AttentionOp, t: AttentionTiling, chip: Chip, fields: dict, g
     # exp(-inf - lowest) = 0 and its alpha exp(lowest - m') a number, never exp(-inf + inf) (a NaN that would
     # stay); a row that sees no key at all ends as 0 / 0, the NaN the op states
     init = [T.vdup(m, LOWEST, h, "float32", note="m = lowest"), T.vdup(l, 0.0, h, "float32", note="l = 0")]
-    take = T.load(x, _slot_ref("chs", GROUP, step, t.ring, s_bytes, sy.mul(F("rs"), bkp32 * 4)), "float32", kn, rows,
+    take = T.load(x, _slot_ref("chs", GROUP, step, t.ring * banks(a, t), s_bytes, sy.mul(F("rs"), bkp32 * 4)), "float32", kn, rows,
                   src_stride=bkp32, dst_stride=bkp32, note="S rows")
     soft: list[Stmt] = []      # x = S * scale: FixPipe scaled it on the way out of L0C
     if a.mask_dtype is not None:
@@ -478,7 +484,7 @@ def _vector_side(a: AttentionOp, t: AttentionTiling, chip: Chip, fields: dict, g
     ]
     if a.dtype != "float32":
         soft.append(T.vcast(p16, x, grid, "float32", a.dtype, round="rint", note="P in the cube's dtype"))
-    soft.append(T.store(_slot_ref("chp", GROUP, step, t.ring, p_bytes, sy.mul(F("rs"), bkp16 * itemsize(a.dtype))),
+    soft.append(T.store(_slot_ref("chp", GROUP, step, t.ring * banks(a, t), p_bytes, sy.mul(F("rs"), bkp16 * itemsize(a.dtype))),
                         p16 if a.dtype != "float32" else x, a.dtype, kn, rows, src_stride=bkp32, dst_stride=bkp16,
                         note="P rows"))
 
@@ -489,7 +495,7 @@ def _vector_side(a: AttentionOp, t: AttentionTiling, chip: Chip, fields: dict, g
         n, rs = F(f"rows{sfx}"), F(f"rs{sfx}")
         dv = sy.mul(n, dvp32)
         add = T.vbinary("add", Ref("acc"), Ref("acc"), Ref("part"), dv, "float32", note="O += P V")
-        out: list[Stmt] = [T.load(Ref("part"), _slot_ref("cho", GROUP, at, O_SLOTS, o_bytes, sy.mul(rs, dvp32 * 4)),
+        out: list[Stmt] = [T.load(Ref("part"), _slot_ref("cho", GROUP, at, O_SLOTS * banks(a, t), o_bytes, sy.mul(rs, dvp32 * 4)),
                                   "float32", a.Dv, n, src_stride=dvp32, dst_stride=dvp32, note="P V rows")]
         if first == 0:
             out.append(add)
@@ -505,7 +511,7 @@ def _vector_side(a: AttentionOp, t: AttentionTiling, chip: Chip, fields: dict, g
         # one pipeline over the group's items (see the cube side): step (w, j) softmaxes block j of item w, then
         # folds the P V of the step `lead` before (block jb of item wb), finishing item wb after its last block
         def behind(cond: IntLike, lets: list[Stmt]) -> list[Stmt]:
-            wb, jb, last = F("wb"), F("jb"), sy.add(F("NKB"), -1)
+            wb, jb, last = F("wb"), F("jb"), sy.add(st.blocks("b"), -1)
             has_b = sy.lt(0, F("rowsb"))
             lb = Ref("l", sy.mod(wb, t.lead + 1))
             return [When(cond, lets + rows_lets("b") + [
@@ -513,11 +519,12 @@ def _vector_side(a: AttentionOp, t: AttentionTiling, chip: Chip, fields: dict, g
                                  sy.eq(jb, 0), "b")),
                 When(sy.eq(jb, last), [When(has_b, _store_result(a, dvp32, chip, lb, "b"))])])]
 
-        steps = Loop("j", 0, F("NKB"), 1, block + behind(*st.behind(F("w"), F("j"))),
+        steps = Loop("j", 0, st.blocks(), 1, block + behind(*st.behind(F("w"), F("j"))),
                      note=f"key blocks, folding P V {t.lead} behind")
-        body = [Loop("w", 0, count(GROUP), 1, item_lets(t, GROUP) + rows_lets() + init + [steps],
+        body = [Loop("w", 0, count(GROUP), 1, item_lets(t, GROUP) + st.before(F("w")) + rows_lets() + init + [steps],
                      note="work items of this group"),
-                Loop("d", 0, t.lead, 1, behind(*st.behind(count(GROUP), F("d"))), note="the last steps' P V")]
+                Loop("d", 0, t.lead, 1, st.before(count(GROUP)) + behind(*st.behind(count(GROUP), F("d"))),
+                     note="the last steps' P V")]
     else:
         lag = sy.add(F("j"), -t.lead)
         blocks = Loop("j", 0, F("nkb"), 1, block + [When(sy.lt(t.lead - 1, F("j")),

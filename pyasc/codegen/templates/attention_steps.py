@@ -11,10 +11,13 @@ item. A step's channel tile is then the group's step count w NKB + j (the tiles 
 as ever), which both sides compute alike.
 
 A causal item walks a number of blocks that grows with its query block: the group's step count is a sum over its
-earlier items with no closed form, so causal items keep a fill and drain each. (Tiles numbered by their block in
-the item, in two banks by the item's parity, would order them, at twice the workspace; measured on 910b, 8 x
-1024 x 128 causal, the one-pipeline form with one block in flight ran 31.1 us against 28.9 us for two in flight
-per item.)
+earlier items with no closed form. Its steps still run as one pipeline (`CausalSteps`): a step's tile is its
+block's parity in one of two banks, the item's parity (consecutive steps take different tiles, within an item and
+across items; a tile's previous user is two steps back or more, so the channels' flags, which count transfers,
+order it as a ring of two), at twice the workspace; the step `lead` back is found from the block counts of the
+one or two items before (an item walks at least one block). Measured on 910b, 8 x 1024 x 128 causal: with one
+block in flight it ran 31.1 us against 28.9 us per item (fill and drain each) with two; with two in flight
+(this form) see `bench_models.py`.
 """
 from __future__ import annotations
 
@@ -84,9 +87,19 @@ def key_blocks(a: "AttentionOp", t: "AttentionTiling", sfx: str = "") -> IntLike
 
 
 def pipelined(a: "AttentionOp", t: "AttentionTiling") -> bool:
-    """Whether the group's items run as one pipeline (`Steps`): every item walks the same NKB key blocks (not
-    causal) in one launch (the split form's runs stay apart)."""
-    return a.chunks == 1 and not a.causal
+    """Whether the group's items run as one pipeline (`Steps`, or `CausalSteps` when the items walk different
+    numbers of key blocks) in one launch (the split form's runs stay apart)."""
+    return a.chunks == 1 and (not a.causal or t.lead <= 2)
+
+
+def banks(a: "AttentionOp", t: "AttentionTiling") -> int:
+    """Copies of each channel's ring of tiles: two for the causal one pipeline (`CausalSteps`), else one."""
+    return 2 if a.chunks == 1 and a.causal and pipelined(a, t) else 1
+
+
+def steps_of(a: "AttentionOp", t: "AttentionTiling", who: str) -> "Steps":
+    """The one-pipeline numbering of the op's steps on side `who`."""
+    return CausalSteps(t, who, a) if banks(a, t) > 1 else Steps(t, who)
 
 
 @dataclass(frozen=True)
@@ -108,3 +121,67 @@ class Steps:
         g = sy.add(self.tile(w, j), -self.t.lead)
         return sy.le(0, g), [Let("wb", sy.floordiv(g, F("NKB"))), Let("jb", sy.mod(g, F("NKB")))] + \
             item_lets(self.t, self.who, w=F("wb"), sfx="b")
+
+    def blocks(self, sfx: str = "") -> IntLike:
+        """Key blocks of the item named with `sfx`."""
+        return F("NKB")
+
+    def before(self, w: IntLike) -> list[Stmt]:
+        """Lets `behind`'s condition reads, to put ahead of the statement it guards."""
+        return []
+
+    #: distinct tiles a channel's ring takes per group, and alpha slots of the vector cores (see `alpha_slot`)
+    def alpha_slots(self) -> int:
+        return self.t.lead
+
+    def alpha_slot(self, tile: IntLike) -> IntLike:
+        """The vector cores' slot of the alpha of the step of `tile`: written by its softmax, read by the fold
+        of the step before it in its item `lead` steps on (consecutive tiles take different slots)."""
+        return sy.mod(tile, self.t.lead) if self.t.lead > 1 else 0
+
+
+@dataclass(frozen=True)
+class CausalSteps(Steps):
+    """Steps of items that walk different numbers of key blocks (causal; see the module docstring): step (w, j)
+    takes tile 2 (w mod 2) + j mod 2 of a channel's four (two banks of a ring of two); `behind` finds the step
+    `lead` (1 or 2) back from the block counts of items w - 1 and w - 2."""
+
+    a: "AttentionOp" = None  # type: ignore[assignment]
+
+    @staticmethod
+    def tile(w: IntLike, j: IntLike) -> IntLike:
+        return sy.add(sy.mul(2, sy.mod(w, 2)), sy.mod(j, 2))
+
+    def blocks(self, sfx: str = "") -> IntLike:
+        return key_blocks(self.a, self.t, sfx)
+
+    def before(self, w: IntLike) -> list[Stmt]:
+        """The block counts of items w - 1 and w - 2 (`nkbp1`, `nkbp2`; past the first item, unused)."""
+        out: list[Stmt] = []
+        for back in range(1, self.t.lead + 1):
+            out += item_lets(self.t, self.who, w=sy.add(w, -back), sfx=f"p{back}")
+            out.append(Let(f"nkbp{back}", self.blocks(f"p{back}")))
+        return out
+
+    def behind(self, w: IntLike, j: IntLike) -> tuple[IntLike, list[Stmt]]:
+        lead = self.t.lead
+        n1, n2 = F("nkbp1"), F("nkbp2")
+        lets: list[Stmt] = []
+        if lead == 1:
+            has = sy.max_(sy.le(1, j), sy.le(1, w))
+            wb, jb = sy.select(sy.le(1, j), w, sy.add(w, -1)), sy.select(sy.le(1, j), sy.add(j, -1), sy.add(n1, -1))
+        else:
+            # two steps back: in this item (j >= 2), the last block of the item before (j = 1), its last but
+            # one (j = 0, when it has two), else the last block of the item before that (every item has one)
+            has = sy.max_(sy.le(2, j), sy.le(2, w), sy.mul(sy.eq(w, 1), sy.le(2, sy.add(j, n1))))
+            prev = sy.max_(sy.eq(j, 1), sy.le(2, n1))          # the step is in item w - 1
+            wb = sy.select(sy.le(2, j), w, sy.select(prev, sy.add(w, -1), sy.add(w, -2)))
+            jb = sy.select(sy.le(2, j), sy.add(j, -2), sy.select(sy.eq(j, 1), sy.add(n1, -1),
+                                                                sy.select(sy.le(2, n1), sy.add(n1, -2), sy.add(n2, -1))))
+        return has, lets + [Let("wb", wb), Let("jb", jb)] + item_lets(self.t, self.who, w=F("wb"), sfx="b")
+
+    def alpha_slots(self) -> int:
+        return 4 if self.t.lead > 1 else 1
+
+    def alpha_slot(self, tile: IntLike) -> IntLike:
+        return tile if self.t.lead > 1 else 0
