@@ -11,7 +11,8 @@ the item's last row):
   so the cube never waits for the round trip through the vector cores;
 - each AIV owns half of the block's query rows and keeps, per row, the running maximum m and sum l of the
   online softmax and the partial output O (float32, in UB). For block j: x = S_j (+ mask; -inf above the
-  diagonal), m' = max(m, rowmax(x)), alpha_j = exp(m - m'), P_j = exp(x - m'), l = alpha_j l + rowsum(P_j).
+  diagonal), m' = max(m, rowmax(x)), alpha_j = exp(m - m'), P_j = exp(x - m'), l = alpha_j l + rowsum(P_j)
+  (the row sums of P_j as the cube multiplies it, in q's dtype: l weighs exactly the P that O does).
   The P V products arrive `lead` blocks late, so O is folded behind: O = (O + P_i V_i) alpha_{i+1}, which keeps
   O relative to the max of the blocks folded so far. After the last block it stores O / l.
 
@@ -179,6 +180,7 @@ def aiv_buffers(a: AttentionOp, t: AttentionTiling, chip: Chip) -> list[Buffer]:
                "rescale of the blocks not folded yet"),
     ]
     if a.dtype != "float32":
+        bufs.append(Buffer("psum", "UB", a.dtype, ub(h * itemsize(a.dtype)), 1, "row sums of P"))
         bufs.append(Buffer("p16", "UB", a.dtype, ub(h * bkp * itemsize(a.dtype)), 1, "P rows"))
     if a.causal:
         bufs += [Buffer("cramp", "UB", "float32", ub(bkp * 4), 1, "0 .. bk-1"),
@@ -499,12 +501,17 @@ def _vector_side(a: AttentionOp, t: AttentionTiling, chip: Chip, fields: dict, g
         T.vcopy(m, Ref("mx"), rows, "float32", note="m = m'"),
         *_per_row("sub", x, Ref("mx"), rows, bkp32, chip, note="x - m'"),
         T.vunary("exp", x, x, grid, "float32", note="P = exp(x - m')"),
-        T.vreduce("sum", Ref("mx"), x, rows, kn, "float32", src_row_stride=bkp32, note="row sum"),
-        T.vbinary("mul", l, l, alpha, rows, "float32"),
-        T.vbinary("add", l, l, Ref("mx"), rows, "float32", note="l = alpha l + row sum"),
     ]
     if a.dtype != "float32":
-        soft.append(T.vcast(p16, x, grid, "float32", a.dtype, round="rint", note="P in the cube's dtype"))
+        # the row sums of P as the cube multiplies it, in its dtype: half the repeats of float32 rows (float16
+        # values summed in float32, the sum rounded once to float16)
+        soft += [T.vcast(p16, x, grid, "float32", a.dtype, round="rint", note="P in the cube's dtype"),
+                 T.vreduce("sum", Ref("psum"), p16, rows, kn, a.dtype, src_row_stride=bkp32, note="row sum"),
+                 T.vcast(Ref("mx"), Ref("psum"), rows, a.dtype, "float32")]
+    else:
+        soft.append(T.vreduce("sum", Ref("mx"), x, rows, kn, "float32", src_row_stride=bkp32, note="row sum"))
+    soft += [T.vbinary("mul", l, l, alpha, rows, "float32"),
+             T.vbinary("add", l, l, Ref("mx"), rows, "float32", note="l = alpha l + row sum")]
     prow = sy.mul(F("rs"), bkp16 * itemsize(a.dtype))
     soft.append(T.store(_slot_ref("chp", GROUP, step, tiles["chp"], p_bytes, prow),
                         p16 if a.dtype != "float32" else x, a.dtype, kn, rows, src_stride=bkp32, dst_stride=bkp16,
