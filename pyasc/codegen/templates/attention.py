@@ -5,8 +5,8 @@ AIVs take work items in turn (the last query blocks first: a causal item's work 
 each, the keys are walked in blocks of bk (for a causal attention only up to the block holding the diagonal of
 the item's last row):
 
-- the AIC computes S_j = Q K_j^T on the cube (Q stays in L1 for the whole item; FixPipe applies the scale on
-  the way out) and hands it to its AIVs through the workspace channel `chs`. It runs `lead` blocks ahead: its
+- the AIC computes S_j = Q K_j^T on the cube (Q stays in L1 and L0A for the whole item; FixPipe applies the
+  scale on the way out) and hands it to its AIVs through the workspace channel `chs`. It runs `lead` blocks ahead: its
   iteration j makes S_j and then P_{j-lead} V_{j-lead} (P from the AIVs through `chp`, in q's dtype) into `cho`,
   so the cube never waits for the round trip through the vector cores;
 - each AIV owns half of the block's query rows and keeps, per row, the running maximum m and sum l of the
@@ -355,7 +355,6 @@ def _cube_side(a: AttentionOp, t: AttentionTiling, chip: Chip, fields: dict, gro
             T.copy_nd2nz(Ref("k", slot), GmRef(krows.param, koff), dt, kn, a.D, src_row_stride=krows.row,
                          note="K block"),
             _load_kt(a, Ref("kb"), Ref("k", slot), kn, chip),
-            T.load_l0(Ref("qa"), Ref("q"), dt, F("qm"), a.D, note="Q -> L0A"),
             T.mmad(Ref("s"), Ref("qa"), Ref("kb"), F("qm"), a.D, kn, dt, note="S = Q K^T"),
             T.fixpipe(_slot_ref("chs", CORE, step, tiles["chs"], s_bytes), Ref("s"), F("qm"), kn, "float32",
                       dst_row_stride=bkp32, scale=a.scale, note="S * scale -> workspace")]
@@ -378,6 +377,8 @@ def _cube_side(a: AttentionOp, t: AttentionTiling, chip: Chip, fields: dict, gro
             T.fixpipe(_slot_ref("cho", CORE, step, tiles["cho"], o_bytes), Ref("o"), qm, a.Dv, "float32",
                       dst_row_stride=dvp32, note="P V -> workspace")]
 
+    # Q stays in L0A for the whole item (P goes through a buffer of its own)
+    q_l0a = T.load_l0(Ref("qa"), Ref("q"), dt, F("qm"), a.D, note="Q -> L0A")
     load_q = T.copy_nd2nz(Ref("q"), GmRef(qrows.param, qoff), dt, F("qm"), a.D, src_row_stride=qrows.row,
                           note="Q block")
     # S runs `lead` steps ahead of P V: iteration j computes S_j and P_{j-lead} V_{j-lead}, so the cube works
@@ -396,14 +397,14 @@ def _cube_side(a: AttentionOp, t: AttentionTiling, chip: Chip, fields: dict, gro
         steps = Loop("j", 0, st.blocks(), 1, s_block(j, st.tile(F("w"), j)) + behind(*st.behind(F("w"), j)),
                      note=f"key blocks, S {t.lead} ahead of P V")
         body: list[Stmt] = [
-            Loop("w", 0, count(CORE), 1, item_lets(t, CORE) + st.before(F("w")) + [load_q, steps],
+            Loop("w", 0, count(CORE), 1, item_lets(t, CORE) + st.before(F("w")) + [load_q, q_l0a, steps],
                  note="work items of this group"),
             Loop("d", 0, t.lead, 1, st.before(count(CORE)) + behind(*st.behind(count(CORE), F("d"))),
                  note="the last steps' P V")]
     else:
         nkb, j = F("nkb"), F("j")
         prev = sy.add(j, -t.lead)
-        item: list[Stmt] = item_lets(t, CORE, a.chunks) + [Let("nkb", key_blocks(a, t)), load_q]
+        item: list[Stmt] = item_lets(t, CORE, a.chunks) + [Let("nkb", key_blocks(a, t)), load_q, q_l0a]
         item.append(Loop("j", 0, sy.add(nkb, t.lead), 1, [
             When(sy.lt(j, nkb), s_block(j, j)),
             When(sy.lt(t.lead - 1, j), pv_block(prev, prev))], note=f"key blocks, S {t.lead} ahead"))
