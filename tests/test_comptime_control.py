@@ -308,3 +308,35 @@ def python_numbers_chosen_at_run_time(x, c):
 def test_python_numbers_chosen_by_a_tensor_if_run_on_the_emulator(chip, c, rng):
     # (an If branch whose output is a one-element constant fills the output instead of copying a tile)
     run(python_numbers_chosen_at_run_time, rng.random((2, 3), dtype=np.float32), np.float32(c), chip=chip)
+
+
+def crop_with_padding(Z):
+    """numpy-100's "extract a subpart with padding": index bookkeeping on np.zeros/np.ones arrays (constant
+    tensors in a kernel) turned into slices with .tolist() and slice()."""
+    shape, fill, position = (3, 3), 0.0, (1, 1)
+    R = np.ones(shape, dtype=Z.dtype) * fill
+    P = np.array(list(position)).astype(int)
+    Rs = np.array(list(R.shape)).astype(int)
+    Zs = np.array(list(Z.shape)).astype(int)
+    R_start = np.zeros((len(shape),)).astype(int)
+    R_stop = np.array(list(shape)).astype(int)
+    Z_start = P - Rs // 2
+    Z_stop = (P + Rs // 2) + Zs % 2
+    R_start = (R_start - np.minimum(Z_start, 0)).tolist()
+    Z_start = (np.maximum(Z_start, 0)).tolist()
+    R_stop = np.maximum(R_start, (R_stop - np.maximum(Z_stop - Zs, 0))).tolist()
+    Z_stop = (np.minimum(Z_stop, Zs)).tolist()
+    r = [slice(start, stop) for start, stop in zip(R_start, R_stop)]
+    z = [slice(start, stop) for start, stop in zip(Z_start, Z_stop)]
+    R[tuple(r)] = Z[tuple(z)]
+    return R
+
+
+def test_tolist_of_constant_tensors_and_slice_objects(rng):
+    run(crop_with_padding, rng.standard_normal((5, 5)).astype(np.float32))
+
+    def data_tolist(x):
+        return x.tolist()
+    with pytest.raises(CompileError, match=r"`x.tolist\(\)` needs the values of a tensor \(f32\[3\]\) computed "
+                                           r"from the kernel's inputs"):
+        pyasc.kernel(data_tolist, chip="tiny")(np.ones(3, np.float32))

@@ -124,6 +124,88 @@ def early_return(x, n):
     return x
 
 
+def break_and_continue(x, rows):
+    total = x[0] * 0
+    for i in range(x.shape[0]):
+        if i in rows:
+            continue
+        if i >= 5:
+            break
+        total = total + x[i]
+    else:
+        total = total - 100  # runs only when no break ended the loop
+    for j, r in enumerate(x):
+        for k in range(3):
+            if k == j:
+                break  # the inner loop only
+            total = total + r * k
+    return total
+
+
+@pytest.mark.parametrize("n", [3, 8])
+def test_break_and_continue_on_compile_time_values_shorten_the_unrolled_loop(n):
+    x = f32(n, 4)
+    r = check(break_and_continue, x, (1,))
+    assert_close(run(r, x), break_and_continue(x, (1,)))
+
+
+def converge(x, tol):
+    for _ in range(6):
+        if np.abs(x).max() < tol:  # a tensor condition: the rest of the function becomes the If's branches
+            break
+        x = x * 0.5
+    else:
+        x = x - 1000.0  # only when no break ended the loop
+    return x * 2 + 1
+
+
+def skip_negative_rows(x):
+    total = x[0] * 0
+    for r in x:
+        if r.sum() < 0:
+            continue
+        total = total + r
+    for i in range(2):  # nested loops: the inner break leaves the inner loop only
+        for j in range(2):
+            if x[j].max() > 2 + i:
+                break
+            total = total + x[j] * (i + 1)
+    return total
+
+
+@pytest.mark.parametrize("tol", [0.5, -1.0])
+def test_break_and_continue_under_a_tensor_condition(tol):
+    x = f32(4, 5) * 4
+    r = check(converge, x, scalar(tol))
+    assert_close(run(r, x, scalar(tol)), converge(x, scalar(tol)))
+    r = check(skip_negative_rows, x)
+    assert_close(run(r, x), skip_negative_rows(x))
+
+
+def test_break_under_a_tensor_condition_needs_a_return_and_one_level():
+    def no_return(x, out):
+        for _ in range(3):
+            if x.sum() > 0:
+                break
+            x = x + 1
+        out[:] = x
+
+    def two_levels(x):
+        for _ in range(3):
+            if x.sum() > 0:
+                if x.max() > 1:
+                    continue
+            x = x + 1
+        return x
+
+    with pytest.raises(CompileError, match=r"the function must end with a `return` after the loop") as e:
+        build(no_return, f32(4), f32(4))
+    assert e.value.loc.lineno == no_return.__code__.co_firstlineno + 3
+    with pytest.raises(CompileError, match=r"`continue` under a tensor condition inside another `if` on a tensor "
+                                           r"condition.*\(`if a and b: continue`\)"):
+        build(two_levels, f32(4))
+
+
 def test_return_inside_unrolled_loop_stops_it():
     r = check(early_return, f32(3), 5)
     assert ops_of(r.graph) == ["mul", "mul", "add"]
@@ -474,3 +556,40 @@ def test_every_node_carries_a_location_in_this_file():
     if_node = next(n for n in r.graph.nodes if n.op == "If")
     branch_mul = next(n for n in if_node.attrs["then_branch"].nodes if n.op == "mul")
     assert branch_mul.loc.lineno == helper_line
+
+
+def conditions_with_and_or_not(x, c, n):
+    y = x * 2 if c > 0 and n > 1 else x  # n <= 1: x, whatever c
+    if not c > 0 or x.max() > 10:  # a tensor `not`, `or`
+        y = y - 1
+    if n > 3 and c > 0:  # a compile-time operand that decides: no If for this one when n <= 3
+        y = y * 5
+    if x.shape[0] > 1 and (c > 1 or c < -1):
+        y = y + 100
+    return y
+
+
+@pytest.mark.parametrize("c", [2.0, 0.5, -0.5, -2.0])
+@pytest.mark.parametrize("n", [0, 2, 5])
+def test_if_tests_take_and_or_not_of_one_element_tensors(c, n):
+    x = f32(4)
+    r = check(conditions_with_and_or_not, x, scalar(c), n)
+    got = run(r, x, scalar(c))
+    assert_close(got, conditions_with_and_or_not(x, scalar(c), n))
+    ifs = sum(node.op == "If" for node in r.graph.nodes)
+    assert ifs == 2 + (n > 1) + (n > 3)  # a false compile-time operand of `and` decides the test: no If
+
+
+def test_and_of_a_tensor_outside_a_test_or_of_many_elements_is_an_error():
+    def value_of_and(x, c):
+        return c > 0 and x
+    with pytest.raises(CompileError, match=r"`and` on a tensor needs its truth value at compile time"):
+        build(value_of_and, f32(3), scalar(1.0))
+
+    def many(x, c):
+        if c > 0 and x > 0:
+            return x
+        return -x
+    with pytest.raises(CompileError, match=r"the truth value of `x > 0` \(.*\), an array with more than one "
+                                           r"element, is ambiguous"):
+        build(many, f32(3), scalar(1.0))

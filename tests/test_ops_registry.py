@@ -78,10 +78,10 @@ NUMPY3_CATEGORY = {
     **{n: Category.REDUCE for n in ("allclose", "nansum", "nanmean", "nanmax", "nanmin", "nanvar", "nanstd", "ptp",
                                    "trapezoid")},
     **{n: Category.OPAQUE for n in ("tensordot", "inner", "matrix_power", "median", "quantile", "percentile",
-                                   "searchsorted", "interp", "convolve", "correlate")},
+                                   "searchsorted", "interp", "convolve", "correlate", "ufunc_reduceat")},
     "ufunc_outer": Category.BROADCAST,
 }
-NUMPY3_INTERNAL = {"select", "meshgrid", "ufunc_accumulate", "ufunc_outer"}
+NUMPY3_INTERNAL = {"select", "meshgrid", "ufunc_accumulate", "ufunc_outer", "ufunc_reduceat"}
 NUMPY3_CHEAP = {"roll", "diff", "flip", "fliplr", "flipud", "meshgrid", "select", "ufunc_outer"}
 #: binary elementwise ufuncs with a two-tensor twin: each has np.<u>.outer
 OUTER_UFUNCS = ("add subtract multiply divide true_divide floor_divide mod remainder power pow maximum minimum fmax "
@@ -95,6 +95,8 @@ NUMPY3_TWINS = {
     "multiply.accumulate": "cumprod", "maximum.accumulate": "ufunc_accumulate",
     "minimum.accumulate": "ufunc_accumulate",
     **{f"{u}.outer": "ufunc_outer" for u in OUTER_UFUNCS},
+    **{f"{u}.reduceat": "ufunc_reduceat" for u in ("add", "multiply", "maximum", "minimum", "logical_and",
+                                                   "logical_or")},
 }
 NUMPY_OPS |= set(NUMPY3_CATEGORY)
 INTERNAL |= NUMPY3_INTERNAL
@@ -118,11 +120,23 @@ NUMPY4_TWINS = {**{n: n for n in NUMPY4_CATEGORY}, "bitwise_left_shift": "left_s
 NUMPY4_UNPROMOTED = {"choose": ("a",), "isin": ("test_elements",), "ldexp": ("x2",)}
 NUMPY_OPS |= set(NUMPY4_CATEGORY)
 INTERNAL |= set(NUMPY4_CATEGORY)
-# np.linalg.solve, inv, det, slogdet, cholesky (linsolve.py): internal ops behind numpy's signatures, like numpy4's
-LINSOLVE_CATEGORY = {n: Category.OPAQUE for n in ("solve", "inv", "det", "slogdet", "cholesky")}
-LINSOLVE_TWINS = {f"linalg.{n}": n for n in LINSOLVE_CATEGORY}
-NUMPY_OPS |= set(LINSOLVE_CATEGORY)
-INTERNAL |= set(LINSOLVE_CATEGORY)
+# numpy5: np.linalg.solve, inv, det, slogdet, cholesky (linsolve.py): internal ops behind numpy's signatures, like numpy4's
+NUMPY5_CATEGORY = {n: Category.OPAQUE for n in ("solve", "inv", "det", "slogdet", "cholesky")}
+NUMPY5_TWINS = {f"linalg.{n}": n for n in NUMPY5_CATEGORY}
+NUMPY_OPS |= set(NUMPY5_CATEGORY)
+INTERNAL |= set(NUMPY5_CATEGORY)
+# np.partition / np.argpartition (sorting.py): the stable sort behind numpy's names and signatures, public like sort
+NUMPY5_CATEGORY |= {"partition": Category.OPAQUE, "argpartition": Category.OPAQUE}
+NUMPY5_TWINS |= {"partition": "partition", "argpartition": "argpartition"}
+NUMPY_OPS |= {"partition", "argpartition"}
+# np.lib.stride_tricks.sliding_window_view (windows.py): slices stacked, cheap to recompute
+NUMPY5_CATEGORY |= {"sliding_window_view": Category.INJECTIVE}
+NUMPY5_TWINS |= {"lib.stride_tricks.sliding_window_view": "sliding_window_view"}
+NUMPY_OPS |= {"sliding_window_view"}
+# np.linspace with tensor ends (spaces.py): internal, the frontend builds it
+NUMPY5_CATEGORY |= {"linspace_between": Category.OPAQUE}
+NUMPY_OPS |= {"linspace_between"}
+INTERNAL |= {"linspace_between"}
 BINARY = "add sub mul div floordiv mod pow maximum minimum lt le gt ge eq ne bitwise_and bitwise_or bitwise_xor".split()
 UNARY = "neg invert abs exp log sqrt rsqrt reciprocal sin cos tanh sigmoid relu gelu silu erf floor ceil sign".split()
 REDUCTIONS = "sum max min mean".split()
@@ -142,7 +156,7 @@ EXPECTED_CATEGORY = {
     "dot": Category.MATMUL, "attention": Category.OPAQUE,
     "argmax": Category.REDUCE, "argmin": Category.REDUCE, "take": Category.INJECTIVE, "cumsum": Category.INJECTIVE,
     **{n: Category.ELEMWISE for n in NUMPY_CREATION}, **{n: Category.BROADCAST for n in ("tril", "triu", "outer")},
-    **NUMPY22_CATEGORY, **NUMPY3_CATEGORY, **NUMPY4_CATEGORY, **LINSOLVE_CATEGORY,
+    **NUMPY22_CATEGORY, **NUMPY3_CATEGORY, **NUMPY4_CATEGORY, **NUMPY5_CATEGORY,
     **{n: Category.OPAQUE for n in ("conv2d", "fused_conv2d", "max_pool2d", "avg_pool2d")},
     "batch_norm": Category.BROADCAST,
 }
@@ -153,7 +167,7 @@ EXPENSIVE |= set(NUMPY22_CATEGORY) - NUMPY22_CHEAP
 EXPENSIVE |= {"conv2d", "fused_conv2d", "avg_pool2d", "batch_norm"}
 EXPENSIVE |= set(NUMPY3_CATEGORY) - NUMPY3_CHEAP
 EXPENSIVE |= set(NUMPY4_CATEGORY) - NUMPY4_CHEAP
-EXPENSIVE |= set(LINSOLVE_CATEGORY)
+EXPENSIVE |= set(NUMPY5_CATEGORY) - {"sliding_window_view", "linspace_between"}
 COMPOSITES |= (NUMPY_OPS - CONV_OPS) | {"batch_norm"} | ATTENTION
 EXPENSIVE |= ATTENTION
 COMMUTATIVE = {"add", "mul", "maximum", "minimum", "eq", "ne", "bitwise_and", "bitwise_or", "bitwise_xor"}
@@ -284,11 +298,11 @@ def test_category_order_follows_tvm():
 
 
 def test_numpy_twins():
-    assert {n: ops.numpy_twin(n) for n in ops.numpy_names()} == {**NUMPY_TWINS, **NUMPY3_TWINS, **NUMPY4_TWINS, **LINSOLVE_TWINS}
+    assert {n: ops.numpy_twin(n) for n in ops.numpy_names()} == {**NUMPY_TWINS, **NUMPY3_TWINS, **NUMPY4_TWINS, **NUMPY5_TWINS}
     scipy_special = pytest.importorskip("scipy.special")
-    for np_name, twin in {**NUMPY_TWINS, **NUMPY3_TWINS, **NUMPY4_TWINS, **LINSOLVE_TWINS}.items():
+    for np_name, twin in {**NUMPY_TWINS, **NUMPY3_TWINS, **NUMPY4_TWINS, **NUMPY5_TWINS}.items():
         module, _, attr = np_name.rpartition(".")
-        homes = {"": np, "linalg": np.linalg, "scipy.special": scipy_special}
+        homes = {"": np, "linalg": np.linalg, "lib.stride_tricks": np.lib.stride_tricks, "scipy.special": scipy_special}
         home = homes[module] if module in homes else getattr(np, module)  # a ufunc's method: np.add.reduce
         assert hasattr(home, attr), np_name
         fn = ops.numpy_function(np_name)

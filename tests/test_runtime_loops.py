@@ -196,12 +196,65 @@ def test_a_variable_first_assigned_in_the_body_is_not_available_after_it():
         pyasc.kernel(chip="tiny")(f)(np.zeros(4, np.float32), np.array(2, np.int32))
 
 
+def halve_until_one_row(x):
+    while x.shape[0] > 1:  # a compile-time test: run at compile time, one iteration at a time
+        half = x.shape[0] // 2
+        x = x[:half] + x[half:2 * half]
+    else:
+        x = x * 2
+    n = 0
+    while n < 0:  # false at once: no iteration, no Loop node
+        x = x + 1
+    return x
+
+
 @pytest.mark.parametrize("backend", ["emulator", "reference"])
-def test_while_on_a_compile_time_value_is_still_an_error(backend):
+def test_while_on_compile_time_values_runs_at_compile_time(backend, rng):
+    k = pyasc.kernel(chip="tiny", backend=backend)(halve_until_one_row)
+    x = rng.standard_normal((8, 3)).astype(np.float32)
+    assert_close(k(x), halve_until_one_row(x))
+    assert not _loops(k.compile(x).graph)
+
+
+def test_a_compile_time_while_that_never_ends_hits_the_unroll_budget():
     def f(x):
         while x.ndim > 0:
-            x = x.sum()
+            x = x + 1
         return x
 
-    with pytest.raises(pyasc.CompileError, match="a `while` loop needs a one-element tensor condition"):
-        pyasc.kernel(chip="tiny", backend=backend)(f)(np.zeros(4, np.float32))
+    with pytest.raises(pyasc.CompileError, match=r"`while x.ndim > 0` is known at compile time and still true after 20 "
+                                                 r"iterations unrolled in total \(the unroll budget\)"):
+        pyasc.kernel(chip="tiny", unroll_budget=20)(f)(np.zeros(4, np.float32))
+
+
+def test_a_while_test_that_becomes_a_tensor_is_an_error():
+    def f(x):
+        done = False
+        while not done:
+            done = x.sum() > 0
+        return x
+
+    with pytest.raises(pyasc.CompileError, match=r"the `while` condition `not done` was known at compile time and is "
+                                                 r"now a tensor"):
+        pyasc.kernel(chip="tiny")(f)(np.zeros(4, np.float32))
+
+
+def newton_with_python_guard(a, tol):
+    x = a.copy()
+    it = 0  # a Python int the loop carries (a tensor once the loop runs at launch)
+    while np.max(np.abs(x * x - a)) > tol and it < 20 and not tol < 0:
+        x = 0.5 * (x + a / x)
+        it += 1
+    return x, it
+
+
+def test_while_test_combines_tensor_and_python_conditions_with_and_not(rng):
+    k = pyasc.kernel(chip="tiny")(newton_with_python_guard)
+    a = rng.uniform(0.5, 4.0, (3, 5)).astype(np.float32)
+    for tol in (1e-4, 0.0, -1.0):  # met after a few steps; never met (the guard stops it); false at once
+        x, it = k(a, tol)
+        ref_x, ref_it = newton_with_python_guard(a, np.float32(tol))
+        assert_close(x, ref_x)
+        assert int(it) == ref_it
+    (loop,) = _loops(k.compile(a, 1e-4).graph)
+    assert loop.attrs["kind"] == "while"

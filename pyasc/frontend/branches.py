@@ -39,6 +39,15 @@ class Branch:
     slots: dict = field(default_factory=dict)  # what the branch changed outside the kernel (effects.py)
 
 
+@dataclass(frozen=True)
+class LoopExit:
+    """What a branch "returns" when it reaches a `break` or `continue` of the unrolled loop around its `if`: the
+    `if` then continues that branch after the loop (break) or with the loop's next iteration (continue)."""
+
+    loop: ast.stmt
+    stmt: ast.stmt
+
+
 def names_read(nodes: Sequence[ast.AST]) -> set[str]:
     """Names an AST reads (augmented assignment targets are read too)."""
     found: set[str] = set()
@@ -237,6 +246,8 @@ def tensor_if_statement(b: KernelBuilder, stmt: ast.If, cond: Value) -> None:
     then, other, name = _build_both(b, operands, before, lambda: b.exec_block(stmt.body),
                               lambda: b.exec_block(stmt.orelse))
 
+    if any(br.returned and isinstance(br.value, LoopExit) for br in (then, other)):
+        then, other = _with_loop_exit(b, stmt, operands, before, name, then, other)
     tails: list | None = []
     if then.returned != other.returned:
         # an early return: the branch that does not return continues with the rest of the function
@@ -334,6 +345,44 @@ def _with_rest(b: KernelBuilder, stmt: ast.If, operands: list[Value], before: di
 
     rebuilt = _build_branch(b, label, operands, before, run, name)
     return (then, rebuilt) if then.returned else (rebuilt, other)
+
+
+def _with_loop_exit(b: KernelBuilder, stmt: ast.If, operands: list[Value], before: dict, name: str, then: Branch,
+                    other: Branch) -> tuple[Branch, Branch]:
+    """Both branches of `stmt` rebuilt to run to the end of the function, when one of them leaves the unrolled
+    loop around the `if` (`break`: it continues after the loop; `continue`: with the loop's next iteration) and
+    the other carries on with the rest of the iteration: the `if` becomes an early return of both."""
+    exit_ = next(br.value for br in (then, other) if br.returned and isinstance(br.value, LoopExit))
+    word = "break" if isinstance(exit_.stmt, ast.Break) else "continue"
+    tails = b.rest_tails()
+    at = next((i for i, part in enumerate(tails or []) if isinstance(part, tuple) and part[0] is exit_.loop), None)
+    if at is None:
+        raise b.error(f"`{word}` under a tensor condition inside another `if` on a tensor condition: pyasc turns "
+                      f"one level into the rest of the loop; test both conditions in one `if` (`if a and b: "
+                      f"{word}`)", exit_.stmt)
+    after = at + 1 + (at + 1 < len(tails) and tails[at + 1] is exit_.loop.orelse)  # type: ignore[arg-type]
+    b.state.loop_exits += 1
+
+    def rebuilt(br: Branch, body: list[ast.stmt]) -> Branch:
+        if br.returned and not isinstance(br.value, LoopExit):
+            return br  # a real `return`: nothing after it runs
+
+        def run() -> None:
+            b.exec_block(body)
+            if b.returned and isinstance(b.return_value, LoopExit):
+                left = b.return_value
+                b.returned, b.return_value, b.return_node = False, None, None
+                b.run_rest(tails[after:] if isinstance(left.stmt, ast.Break) else tails[at:])
+            elif not b.returned:
+                b.run_rest(tails)
+        return _build_branch(b, br.label, operands, before, run, name)
+
+    then, other = rebuilt(then, stmt.body), rebuilt(other, stmt.orelse)
+    if not (then.returned and other.returned):
+        raise b.error(f"`{word}` under a tensor condition makes the rest of the function two branches of an If, "
+                      "so the function must end with a `return` after the loop (it returns nothing here)",
+                      exit_.stmt)
+    return then, other
 
 
 def tensor_ternary(b: KernelBuilder, node: ast.IfExp, cond: Value) -> Any:

@@ -24,8 +24,8 @@ from ..markers import constexpr
 from ..ops.dimvalue import op_launch_checks
 from ..ir.graph import Value
 from ..tensor_type import Sym
-from . import aliasing, bitops, branches, calls, checks, comptime, dimpred, effects, guards, indexing, loops, masked, \
-    objects, pytree, writes
+from . import aliasing, bitops, branches, calls, checks, comptime, conditions, dimpred, effects, guards, indexing, \
+    loops, masked, objects, pytree, writes
 from .context import BuildState, GraphContext
 from .scope import BUILTIN, CLOSURE, GLOBAL, Scope, UnassignedFreeVariable, Undefined, walrus_targets
 from .source import ParsedFunction
@@ -50,12 +50,6 @@ from .values import (
 
 #: statements and expressions pyasc rejects, with what to do instead
 UNSUPPORTED: dict[type, str] = {
-    ast.While: "`while` loops are not supported in a kernel; use `for i in range(n)` with a compile-time n "
-               "(it is unrolled)",
-    ast.Break: "`break` is not supported in a kernel (loops are unrolled at compile time); "
-               "choose the iterations with the range or an `if` on a compile-time value",
-    ast.Continue: "`continue` is not supported in a kernel (loops are unrolled at compile time); "
-                  "use an `if` on a compile-time value",
     ast.Try: "`try` is not supported in a kernel",
     ast.With: "`with` is not supported in a kernel",
     ast.AsyncWith: "`async with` is not supported in a kernel",
@@ -69,7 +63,6 @@ UNSUPPORTED: dict[type, str] = {
     ast.Yield: "`yield` is not supported in a kernel",
     ast.YieldFrom: "`yield from` is not supported in a kernel",
     ast.Await: "`await` is not supported in a kernel",
-    ast.Set: "set displays are not supported in a kernel",
     ast.SetComp: "set comprehensions are not supported in a kernel",
 }
 if hasattr(ast, "TryStar"):
@@ -130,6 +123,14 @@ def _with_defaults(op_name: str, attrs: dict[str, Any]) -> dict[str, Any]:
         if p.default is not inspect.Parameter.empty:
             out[p.name] = normalize_attr(p.default)
     return out
+
+
+class _LoopExit(Exception):
+    """A `break` or `continue` reached by compile-time control flow: unwinds the body to its unrolled loop."""
+
+    def __init__(self, stmt: ast.stmt):
+        super().__init__()
+        self.stmt = stmt
 
 
 @dataclass
@@ -277,8 +278,7 @@ class FunctionBuilder:
             for k, item in enumerate(items):
                 unrolled.next = k + 1
                 self.assign(loop.target, item)
-                self.exec_block(loop.body)
-                if self.returned:
+                if self._iteration(loop.body) or self.returned:
                     return
         finally:
             self._loops.pop()
@@ -358,7 +358,7 @@ class FunctionBuilder:
         self.return_node = s
 
     def _s_If(self, s: ast.If) -> None:
-        cond = self.eval(s.test)
+        cond = conditions.test_value(self, s.test)
         # a shape predicate becomes a one-element condition the host evaluates: an early return under it takes
         # the rest of the function like one under a tensor condition (branches.tensor_if_statement)
         cond = dimpred.condition(self, cond, s.test)
@@ -387,8 +387,7 @@ class FunctionBuilder:
             for k, item in enumerate(items):
                 unrolled.next = k + 1
                 self.assign(s.target, item)
-                self.exec_block(s.body)
-                if self.returned:
+                if self._iteration(s.body) or self.returned:
                     return
             unrolled.next = len(items)
             self.exec_block(s.orelse)
@@ -396,11 +395,62 @@ class FunctionBuilder:
             self._loops.pop()
             self._unrolled.pop()
 
+    def _iteration(self, body: Sequence[ast.stmt]) -> bool:
+        """One unrolled iteration of a loop's body; whether a `break` ended the loop."""
+        try:
+            self.exec_block(body)
+        except _LoopExit as e:
+            return isinstance(e.stmt, ast.Break)
+        return False
+
+    def _s_Break(self, s: ast.Break) -> None:
+        self._loop_exit(s)
+
+    def _s_Continue(self, s: ast.Continue) -> None:
+        self._loop_exit(s)
+
+    def _loop_exit(self, s: ast.stmt) -> None:
+        word = "break" if isinstance(s, ast.Break) else "continue"
+        unrolled = self._loops and any(u.loop is self._loops[-1] for u in self._unrolled)
+        if unrolled and self._floor[1] < len(self._loops):
+            raise _LoopExit(s)  # compile-time control flow reached it: the loop is unrolled up to here
+        if unrolled:  # under a tensor `if` inside the loop: that `if` takes the rest of the function (branches.py)
+            self.returned, self.return_value, self.return_node = True, branches.LoopExit(self._loops[-1], s), s
+            return
+        raise self.error(f"`{word}` in a loop that runs at launch (a Loop node) is not supported; put the exit in "
+                         "the `while` condition", s)
+
     def _s_While(self, s: ast.While) -> None:
-        loops.runtime_while(self, s)  # a tensor condition: a Loop node the host runs
+        cond = conditions.test_value(self, s.test)
+        if is_tensor(cond) or isinstance(cond, Sym):
+            loops.runtime_while(self, s, cond)  # a tensor condition: a Loop node the host runs
+            return
+        # a compile-time condition: run at compile time like an unrolled `for`, one iteration at a time
+        self._loops.append(s)
+        self._unrolled.append(_Unrolled(s, len(self._frames), len(self._loops), [], with_else=False))
+        try:
+            while self.truth(cond, s.test):
+                self.count_unroll(1, s)
+                if self._iteration(s.body) or self.returned:
+                    return
+                cond = conditions.test_value(self, s.test)
+                if is_tensor(cond) or isinstance(cond, Sym):
+                    raise self.error(f"the `while` condition `{self.text(s.test)}` was known at compile time "
+                                     f"and is now {describe(cond)}, known only at run time: make it a tensor "
+                                     "before the loop (then the loop runs at launch)", s.test)
+        finally:
+            self._loops.pop()
+            self._unrolled.pop()
+        self.exec_block(s.orelse)
 
     def count_unroll(self, n: int, loop: ast.AST) -> None:
         total = self.state.unrolled + n
+        if total > self.state.unroll_budget and isinstance(loop, ast.While):
+            raise self.error(
+                f"`while {self.text(loop.test)}` is known at compile time and still true after "
+                f"{self.state.unroll_budget} iterations unrolled in total (the unroll budget): a loop that never "
+                "ends, or one to run at launch: make its condition a tensor, or raise the budget with "
+                "`@pyasc.kernel(unroll_budget=...)`", loop.test)
         if total > self.state.unroll_budget:
             if isinstance(loop, ast.For):
                 header = f"for {ast.unparse(loop.target)} in {self.text(loop.iter)}"
@@ -411,7 +461,10 @@ class FunctionBuilder:
                 f"unrolling `{header}` ({n} iterations) would exceed the unroll budget of "
                 f"{self.state.unroll_budget} iterations in total ({self.state.unrolled} unrolled before it); "
                 "loops are unrolled at compile time: use fewer iterations, or raise the budget with "
-                "`@pyasc.kernel(unroll_budget=...)`",
+                "`@pyasc.kernel(unroll_budget=...)`"
+                + (f"; the {self.state.loop_exits} `break`/`continue` under tensor conditions so far each copy the "
+                   "rest of the function into both branches of an If (a `while` loop with the exit in its test "
+                   "runs at launch instead)" if self.state.loop_exits else ""),
                 at,
             )
         self.state.unrolled = total
@@ -612,11 +665,11 @@ class FunctionBuilder:
             return size
         if attr == "T":
             return x if t.ndim < 2 else calls.op_call(self, None, "transpose", [x], {}, node, ".T")
-        if attr in calls.TENSOR_METHODS:
+        if attr in calls.TENSOR_METHODS or attr in calls.COMPILE_TIME_METHODS:
             return TensorMethod(x, attr)
         raise self.error(
             f"tensors have no attribute `{attr}` in a kernel; they have {_TENSOR_ATTRS} and the methods "
-            f"{', '.join(sorted(calls.TENSOR_METHODS))}",
+            f"{', '.join(sorted([*calls.TENSOR_METHODS, *calls.COMPILE_TIME_METHODS]))}",
             node,
         )
 
@@ -747,7 +800,7 @@ class FunctionBuilder:
         return result
 
     def _e_IfExp(self, node: ast.IfExp) -> Any:
-        cond = dimpred.condition(self, self.eval(node.test), node.test)
+        cond = dimpred.condition(self, conditions.test_value(self, node.test), node.test)
         if is_tensor(cond):
             return branches.tensor_ternary(self, node, cond)
         return self.eval(node.body if self.truth(cond, node.test) else node.orelse)
@@ -800,6 +853,16 @@ class FunctionBuilder:
 
     def _e_List(self, node: ast.List) -> list:
         return self._elements(node.elts)
+
+    def _e_Set(self, node: ast.Set) -> set:
+        items = self._elements(node.elts)
+        if contains_tensor(items):
+            raise self.error(f"`{self.text(node)}` puts a tensor in a set, whose members Python compares by value "
+                             "at once; a kernel's tensors have values only at run time: use a list or tuple", node)
+        try:
+            return set(items)
+        except TypeError as e:
+            raise self.error(f"TypeError: {e} in `{self.text(node)}`", node) from None
 
     def _e_Dict(self, node: ast.Dict) -> dict:
         return pytree.dict_display(self, node)

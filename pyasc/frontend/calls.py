@@ -30,8 +30,8 @@ from .. import dtypes, ops
 from ..errors import CompileError, Note
 from .. import markers, tensor_type
 from ..tensor_type import Sym
-from . import aliasing, bitops, checks, comptime, dtype_rules, effects, guards, loops, masked, npfuncs, npkwargs, \
-    objects, piecewise, pybuiltins, pytree, source
+from . import aliasing, bitops, checks, comptime, dtype_rules, effects, guards, known, loops, masked, \
+    npcallables, npfuncs, npkwargs, npwrites, objects, piecewise, pybuiltins, pytree, source
 from .protocol import KernelBuilder
 from .scope import Scope, assigned_names
 from .tensors import as_operand, mark_weak, strong_dtypes
@@ -67,6 +67,9 @@ TENSOR_METHODS = {
     "any": "any", "all": "all",
     "item": "reshape",  # of a size-1 tensor: a 0-d tensor, weak in promotion as numpy's Python number
 }
+
+#: tensor methods whose answer is a Python value, known at compile time for tensors computed from constants
+COMPILE_TIME_METHODS = ("tolist",)
 
 #: numpy functions evaluated at compile time (on compile-time arguments only)
 NUMPY_COMPILE_TIME = ("finfo", "iinfo", "dtype", "prod", "result_type", "promote_types", "can_cast",
@@ -136,7 +139,14 @@ def call_value(b: KernelBuilder, callee: Any, args: list[Any], kwargs: dict[str,
         return op_call(b, twin[1], twin[0], args, kwargs, at, name, numpy_fn=callee)
     if callee is np.piecewise and args and is_tensor(args[0]):  # its functions are compiled calls (piecewise.py)
         return piecewise.piecewise_call(b, args, kwargs, at, name, op_call, call_value)
-    special = npfuncs.handler_for(callee)   # (np.add.at among them: a ufunc method with a handler of its own)
+    if callee is np.apply_along_axis and len(args) > 2 and is_tensor(args[2]):  # unrolled calls (npcallables.py)
+        return npcallables.apply_along_axis(b, args, kwargs, at, name, op_call, call_value)
+    if isinstance(callee, np.vectorize) and contains_tensor([args, list(kwargs.values())]):
+        return npcallables.vectorize_call(b, callee, args, kwargs, at, name, op_call, call_value)
+    if callee is np.vectorize:  # the wrapper itself holds the function: made at compile time, called above
+        return compile_time_call_allowing_tensors(b, callee, args, kwargs, at, name)
+    # (np.add.at among them: a ufunc method with a handler of its own; npwrites: the in-place writers)
+    special = npfuncs.handler_for(callee) or npwrites.handler_for(callee)
     if special is not None:
         out = special(b, callee, args, kwargs, at, name, op_call)
         if out is not npfuncs.NUMPY:
@@ -256,8 +266,8 @@ def ufunc_method(callee: Any) -> str | None:
 
 def _twin_modules() -> list[tuple[str, Any]]:
     """(registry name prefix, module) where a numpy-ecosystem function is looked up: numpy itself, np.linalg,
-    and scipy.special when the user's code imported it."""
-    out: list[tuple[str, Any]] = [("", np), ("linalg.", np.linalg)]
+    np.lib.stride_tricks, and scipy.special when the user's code imported it."""
+    out: list[tuple[str, Any]] = [("", np), ("linalg.", np.linalg), ("lib.stride_tricks.", np.lib.stride_tricks)]
     special = sys.modules.get("scipy.special")
     if special is not None:
         out.append(("scipy.special.", special))
@@ -385,6 +395,8 @@ def _op_call(b: KernelBuilder, fn: Any, op_name: str, args: list[Any], kwargs: d
 def tensor_method(b: KernelBuilder, m: TensorMethod, args: list[Any], kwargs: dict[str, Any],
                   at: ast.AST) -> Any:
     x, name = m.tensor, m.name
+    if name in COMPILE_TIME_METHODS and is_tensor(x):
+        return known.tolist(b, x, args, kwargs, at)
     if isinstance(x, masked.Masked):  # `x[mask].sum()`: the op on the selection (masked.py)
         if name not in ("sum", "max", "min", "mean", "astype", "prod", "any", "all", "clip", "copy"):
             raise masked.unsupported(b, x, at, f"`.{name}()`")
@@ -485,6 +497,16 @@ def _range(mode):
 def _minmax(which):
     def handler(b, args, kwargs, at, name):
         values = args[0] if len(args) == 1 and isinstance(args[0], (tuple, list)) else args
+        if contains_tensor(list(values)) and not kwargs and len(values) > 1 and all(
+                not is_tensor(v) or v.type.numel == 1 for v in values) and all(
+                is_tensor(v) or is_number(v) for v in values):
+            # one-element tensors (numpy scalars in numpy code): Python's own rule, the first of the smallest
+            # (largest) wins, so a NaN first stays and a NaN later is passed over
+            best = values[0]
+            for v in values[1:]:
+                better = op_call(b, None, "lt" if which is min else "gt", [v, best], {}, at, name)
+                best = op_call(b, None, "where", [better, v, best], {}, at, name)
+            return best
         if contains_tensor(list(values)):
             raise b.error(
                 f"{name}() on tensors is not supported: it would compare whole arrays in Python; "
@@ -632,6 +654,8 @@ BUILTINS: dict[Any, Callable[..., Any]] = {
     callable: _compile_time_only(callable),
     sum: _sum,
     math.prod: _compile_time_only(math.prod),
+    # a slice object to index with later; a one-element tensor bound is a launch-time bound there (indexing.py)
+    slice: lambda b, args, kwargs, at, name: compile_time_call_allowing_tensors(b, slice, args, kwargs, at, name),
     **pybuiltins.HANDLERS,
     getattr: functools.partial(pybuiltins.getattr_, inline=lambda *a: inline(*a)),
 }

@@ -21,6 +21,7 @@ class BuildState:
     unroll_budget: int
     graph: Graph | None = None  # the kernel's graph: lifted arrays become its Data inputs (see guards.py)
     unrolled: int = 0  # loop and comprehension iterations unrolled so far (all loops together)
+    loop_exits: int = 0  # `break`/`continue` under tensor conditions: each copies the rest of the function
     captured: dict[str, Any] = field(default_factory=dict)  # access path text -> value read at compile time
     guards: dict[tuple, Guard] = field(default_factory=dict)  # access path -> its guard, in first-read order
     hidden: dict[tuple, Value] = field(default_factory=dict)  # access path of a lifted array -> its Data input

@@ -33,7 +33,7 @@ from ..ops.loop import types_agree
 from ..dim_bounds import dim_max
 from ..tensor_type import Sym, unwrap, wrap
 from .branches import names_read
-from . import effects
+from . import conditions, dimpred, effects
 from .context import GraphContext
 from .protocol import KernelBuilder
 from .scope import Undefined
@@ -313,14 +313,10 @@ def runtime_for(b: KernelBuilder, s: ast.For, it: Any, note: str | None) -> None
     _build(b, s, s.body, "for", first, counter, None, note)
 
 
-def runtime_while(b: KernelBuilder, s: ast.While) -> None:
-    """`while <tensor>:` as a Loop node; the condition is evaluated before the loop and after each iteration."""
-    cond = b.eval(s.test)
-    if not is_tensor(cond):
-        raise b.error(
-            f"a `while` loop needs a one-element tensor condition (it runs at launch); `{b.text(s.test)}` is "
-            f"{describe(cond)}, known at compile time: use `for i in range(n)` with a compile-time n "
-            "(it is unrolled)", s.test)
+def runtime_while(b: KernelBuilder, s: ast.While, cond: Any) -> None:
+    """`while <tensor>:` as a Loop node; `cond` is the test before the loop, evaluated again after each
+    iteration."""
+    cond = dimpred.condition(b, cond, s.test)
     if cond.type.numel != 1:
         raise b.error(f"the condition of a `while` loop must be a single value, but `{b.text(s.test)}` is "
                       f"{cond.type}", s.test)
@@ -413,7 +409,7 @@ def _build(b: KernelBuilder, loop: ast.stmt, body: Sequence[ast.stmt], kind: str
                     step = b.const(counter[2], INDEX_DTYPE, header_at)
                     outs.append(b.emit("add", [ctx.carried[-1], step], {}, header_at)[0])
                 if cond_expr is not None:
-                    c = b.eval(cond_expr)
+                    c = conditions.test_value(b, cond_expr)
                     if not is_tensor(c) or c.type.numel != 1:
                         raise b.error(f"the `while` condition `{b.text(cond_expr)}` must stay a one-element tensor "
                                       f"in the loop body, got {describe(c)}", cond_expr)

@@ -78,6 +78,8 @@ values are tested in tests/test_ops_numpy4.py):
   vdot (a, b)                                                                                  products.py
   linalg.solve (a, b); linalg.inv linalg.det (a); linalg.slogdet (a): (sign, logabsdet);
   linalg.cholesky (a) upper                                                                     linsolve.py
+  lib.stride_tricks.sliding_window_view (x) window_shape, axis                                 windows.py
+  linspace_between (internal: np.linspace with tensor ends) (start, stop) num, endpoint, dtype, axis  spaces.py
 
 Facts passes read from each OpDef (see registry.py): structural (Data Const If),
 leaf (Data Const), subgraph_attrs (If), reduce_axes / reduced_axes (REDUCE ops),
@@ -111,6 +113,8 @@ from . import npmath, special, accumulate, linalg, einsum, sorting, scatter, shi
 from . import flips, closeness, nanreduce, ufuncs, products, quantiles, signal  # noqa: F401,E402  (numpy functions, issue 22 part 3)
 from . import floatmath, rearrange, covariance, series, binning, lexsort  # noqa: F401,E402  (numpy functions, numpy4)
 from . import linsolve  # noqa: F401,E402  (np.linalg.solve, inv, det, slogdet, cholesky)
+from . import windows  # noqa: F401,E402  (np.lib.stride_tricks.sliding_window_view)
+from . import spaces  # noqa: F401,E402  (np.linspace with run-time ends: linspace_between)
 from . import attention  # noqa: F401,E402  (registers the attention op)
 from . import conv  # noqa: F401,E402  (conv2d, pooling, batch_norm)
 from . import vjp_elementwise, vjp_structure, vjp_composite  # noqa: F401,E402  (VJP rules, keyed by op)

@@ -7,8 +7,9 @@ allclose(...) -> a 0-d bool (numpy: a Python bool): all of isclose.
 heaviside(x1, x2): 0 where x1 < 0, x2 where x1 == 0, 1 where x1 > 0, NaN where x1 is NaN; float results
   (integers: float32, numpy: float64).
 select(condlist, choicelist, default=0): the choice of the first true condition, else `default` (a
-  compile-time scalar), as a chain of `where`s from the last condition to the first. The dtype is numpy's:
-  result_type of the choices and of the default as an array (a Python int is int64 there: int32 here).
+  compile-time scalar, kept as an attribute, or an array, an operand after the choices), as a chain of
+  `where`s from the last condition to the first. The dtype is numpy's: result_type of the choices and of the
+  default as an array (a Python int is int64 there: int32 here).
 """
 from __future__ import annotations
 
@@ -92,10 +93,14 @@ numpy_composite("heaviside", _heaviside, heaviside, np.heaviside, tensor_params=
 # ---- select ------------------------------------------------------------------------------------
 
 
-def _select(b: Builder, *ts: Any, n: int, default: Any = 0) -> list[Any]:
-    conds, choices = ts[:n], ts[n:]
-    dt = b.result_type(*(b.dtype(c) for c in choices), dtypes.narrow(np.asarray(default).dtype))
-    out = b.const(default, dt)
+def _select(b: Builder, *ts: Any, n: int, default: Any = 0, has_default: bool = False) -> list[Any]:
+    conds, choices = ts[:n], ts[n:2 * n]
+    if has_default:
+        dt = b.result_type(*(b.dtype(c) for c in ts[n:]))
+        out = b.cast(ts[2 * n], dt)
+    else:
+        dt = b.result_type(*(b.dtype(c) for c in choices), dtypes.narrow(np.asarray(default).dtype))
+        out = b.const(default, dt)
     for c, v in zip(reversed(conds), reversed(choices)):  # the first true condition is applied last: it wins
         out = b.op("where", c, b.cast(v, dt), out)
     return [out]
@@ -103,7 +108,7 @@ def _select(b: Builder, *ts: Any, n: int, default: Any = 0) -> list[Any]:
 
 def _infer_select(ts: Sequence[TensorType], attrs: Mapping[str, Any]) -> tuple[TensorType, ...]:
     n = attrs.get("n", 0)
-    if len(ts) != 2 * n:
+    if len(ts) != 2 * n + bool(attrs.get("has_default", False)):
         raise InferError("list of cases must be same length as list of conditions")
     for i, c in enumerate(ts[:n]):
         if c.dtype != "bool":
@@ -111,8 +116,8 @@ def _infer_select(ts: Sequence[TensorType], attrs: Mapping[str, Any]) -> tuple[T
     return tuple(types_of(_select, ts, dict(attrs)))
 
 
-def _eager_select(*ts: Any, n: int, default: Any = 0) -> Any:
-    return np.select(list(ts[:n]), list(ts[n:]), default)
+def _eager_select(*ts: Any, n: int, default: Any = 0, has_default: bool = False) -> Any:
+    return np.select(list(ts[:n]), list(ts[n:2 * n]), ts[2 * n] if has_default else default)
 
 
 register(OpDef("select", Category.ELEMWISE, named("select", _infer_select), _eager_select,
@@ -139,9 +144,11 @@ def _bind_select(args: Sequence[Any], kwargs: Mapping[str, Any]) -> tuple[list[A
         raise TypeError("select(): select with an empty condition list is not possible")
     if isinstance(default, np.generic):
         default = default.item()
-    if not isinstance(default, (bool, int, float)):
-        raise TypeError(f"select(): default must be a compile-time scalar in a kernel, got {type(default).__name__}")
-    return list(conds) + list(choices), {"n": len(conds), "default": default}
+    if isinstance(default, (bool, int, float)):
+        return list(conds) + list(choices), {"n": len(conds), "default": default}
+    if isinstance(default, (str, bytes, complex, type(None))):
+        raise TypeError(f"select(): default must be a number or an array, got {type(default).__name__}")
+    return list(conds) + list(choices) + [default], {"n": len(conds), "has_default": True}
 
 
 register_sugar("select", "select", select, _bind_select, numpy_names=("select",))

@@ -1,4 +1,5 @@
-"""Sorting along an axis and gathering along it: sort, argsort, take_along_axis; and np.append.
+"""Sorting along an axis and gathering along it: sort, argsort, partition, argpartition, take_along_axis; and
+np.append.
 
 sort(a, axis=-1, kind=None) / argsort(a, axis=-1, kind=None): by rank, always stable (`kind` is accepted
 and changes nothing: equal values keep their order; numpy's default quicksort may order ties otherwise). For a row of n values, the rank of element i is the number
@@ -7,6 +8,10 @@ of elements that sort before it: rank_i = #{j: x_j < x_i} + #{j < i: x_j == x_i}
 agrees on rows without ties). The sorted row is the one-hot placement of each value at its rank
 (out_r = sum_i [rank_i == r] x_i: exact, one term per position), argsort the same placement of i.
 The work is n * n per row: rows of up to a few hundred elements.
+partition(a, kth, axis=-1) / argpartition(a, kth, axis=-1): the stable sort (argsort). numpy promises only that
+the element at each kth position is the one a sort puts there, with nothing larger before it and nothing
+smaller after it; a full sort keeps that promise for every kth at once (the order of the others, which numpy
+leaves to its introselect, is the sorted one here).
 take_along_axis(arr, indices, axis): out[..., k, ...] = arr[..., indices[..., k, ...], ...] along `axis`, a
 one-hot placement likewise (negative indices count from the end; out of range selects zero).
 append(arr, values, axis=None): concatenate, both flattened when axis is None.
@@ -161,6 +166,44 @@ def _check_take_along(ts: Sequence[TensorType], attrs: Mapping[str, Any]) -> Non
         raise InferError(f"axis {ax} of shape {fmt_shape(arr.shape)} has a size only known at launch")
 
 
+def _check_kth(name: str):
+    sorted_check = _check_sorted(name)
+
+    def check(ts: Sequence[TensorType], attrs: Mapping[str, Any]) -> None:
+        sorted_check(ts, attrs)
+        (a,) = ts
+        axis = attrs.get("axis", -1)
+        n = int(np.prod(a.shape)) if axis is None or a.ndim == 0 else a.shape[normalize_axis(axis, a.ndim)[0]]
+        kth = attrs.get("kth")
+        for k in (kth if isinstance(kth, (tuple, list)) else (kth,)):
+            if isinstance(k, (bool, np.bool_)) or not isinstance(k, (int, np.integer)):
+                raise InferError(f"kth must be an int or a sequence of ints, got {kth!r}")
+            if not -n <= k < n:
+                raise InferError(f"kth(={k}) out of bounds ({n})")
+    return check
+
+
+def _partition(b: Builder, a: Any, *, kth: Any, axis: Any = -1, kind: Any = None, order: Any = None) -> list[Any]:
+    return _sort(b, a, axis=axis)
+
+
+def _argpartition(b: Builder, a: Any, *, kth: Any, axis: Any = -1, kind: Any = None, order: Any = None
+                  ) -> list[Any]:
+    return _argsort(b, a, axis=axis)
+
+
+def partition(a, kth, axis=-1, kind="introselect", order=None):  # noqa: ANN001, ANN201 - numpy's signature
+    """`a` partitioned around each `kth` position along `axis`: here the stable sort, which is one valid
+    partition for every kth (numpy's own leaves the order on either side of kth unspecified)."""
+    return np.sort(a, axis=axis, kind="stable")
+
+
+def argpartition(a, kth, axis=-1, kind="introselect", order=None):  # noqa: ANN001, ANN201
+    """The indices that partition `a` around each `kth` along `axis`: here the stable argsort, one valid
+    answer for every kth."""
+    return np.argsort(a, axis=axis, kind="stable")
+
+
 def sort(a, axis=-1, kind=None, order=None, *, stable=None):  # noqa: ANN001, ANN201 - numpy's signature
     """The values of `a` sorted along `axis` (NaN last). Always a stable sort, whatever `kind` asks."""
     return np.sort(a, axis=axis, kind="stable")
@@ -186,6 +229,12 @@ numpy_composite("sort", _sort, sort, lambda a, axis=-1, **_: np.sort(a, axis=axi
                 category=Category.OPAQUE, tensor_params=("a",), numpy_names=("sort",), check=_check_sorted("sort"))
 numpy_composite("argsort", _argsort, argsort, lambda a, axis=-1, **_: np.argsort(a, axis=axis, kind="stable"),
                 category=Category.OPAQUE, tensor_params=("a",), numpy_names=("argsort",), check=_check_sorted("argsort"))
+numpy_composite("partition", _partition, partition, lambda a, kth, axis=-1, **_: np.sort(a, axis=axis, kind="stable"),
+                category=Category.OPAQUE, tensor_params=("a",), numpy_names=("partition",),
+                check=_check_kth("partition"))
+numpy_composite("argpartition", _argpartition, argpartition,
+                lambda a, kth, axis=-1, **_: np.argsort(a, axis=axis, kind="stable"), category=Category.OPAQUE,
+                tensor_params=("a",), numpy_names=("argpartition",), check=_check_kth("argpartition"))
 numpy_composite("take_along_axis", _take_along, take_along_axis,
                 lambda arr, indices, axis: np.take_along_axis(arr, indices, axis), category=Category.INJECTIVE,
                 tensor_params=("arr", "indices"), numpy_names=("take_along_axis",), check=_check_take_along,
