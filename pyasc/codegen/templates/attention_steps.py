@@ -94,7 +94,8 @@ def pipelined(a: "AttentionOp", t: "AttentionTiling") -> bool:
 
 
 def banks(a: "AttentionOp", t: "AttentionTiling") -> int:
-    """Copies of each channel's ring of tiles: two for the causal one pipeline (`CausalSteps`), else one."""
+    """Copies of a channel's ring of two or more tiles: two for the causal one pipeline (`CausalSteps`), else
+    one (the template's `rings` says which channels keep a ring)."""
     return 2 if a.chunks == 1 and a.causal and pipelined(a, t) else 1
 
 
@@ -131,8 +132,8 @@ class Steps:
         """Lets `behind`'s condition reads, to put ahead of the statement it guards."""
         return []
 
-    #: distinct tiles a channel's ring takes per group, and alpha slots of the vector cores (see `alpha_slot`)
     def alpha_slots(self) -> int:
+        """The vector cores' alpha slots (`alpha_slot`)."""
         return self.t.lead
 
     def alpha_slot(self, tile: IntLike) -> IntLike:
@@ -147,7 +148,7 @@ class CausalSteps(Steps):
     takes tile 2 (w mod 2) + j mod 2 of a channel's four (two banks of a ring of two); `behind` finds the step
     `lead` (1 or 2) back from the block counts of items w - 1 and w - 2."""
 
-    a: "AttentionOp" = None  # type: ignore[assignment]
+    a: "AttentionOp"
 
     @staticmethod
     def tile(w: IntLike, j: IntLike) -> IntLike:
@@ -167,7 +168,6 @@ class CausalSteps(Steps):
     def behind(self, w: IntLike, j: IntLike) -> tuple[IntLike, list[Stmt]]:
         lead = self.t.lead
         n1, n2 = F("nkbp1"), F("nkbp2")
-        lets: list[Stmt] = []
         if lead == 1:
             has = sy.max_(sy.le(1, j), sy.le(1, w))
             wb, jb = sy.select(sy.le(1, j), w, sy.add(w, -1)), sy.select(sy.le(1, j), sy.add(j, -1), sy.add(n1, -1))
@@ -179,9 +179,10 @@ class CausalSteps(Steps):
             wb = sy.select(sy.le(2, j), w, sy.select(prev, sy.add(w, -1), sy.add(w, -2)))
             back = sy.select(sy.le(2, n1), sy.add(n1, -2), sy.add(n2, -1))       # j = 0
             jb = sy.select(sy.le(2, j), sy.add(j, -2), sy.select(sy.eq(j, 1), sy.add(n1, -1), back))
-        return has, lets + [Let("wb", wb), Let("jb", jb)] + item_lets(self.t, self.who, w=F("wb"), sfx="b")
+        return has, [Let("wb", wb), Let("jb", jb)] + item_lets(self.t, self.who, w=F("wb"), sfx="b")
 
     def alpha_slots(self) -> int:
+        """Four with two steps in flight (a step's tile: consecutive steps differ), else one."""
         return 4 if self.t.lead > 1 else 1
 
     def alpha_slot(self, tile: IntLike) -> IntLike:
