@@ -133,7 +133,7 @@ NUMPY4 = {"angle", "cbrt", "choose", "column_stack", "compress", "conj", "copysi
           "cumulative_prod", "cumulative_sum", "deg2rad", "delete", "diagonal", "digitize", "divmod", "dstack",
           "ediff1d", "float_power", "fmod", "frexp", "gradient", "histogram", "hypot", "imag", "insert", "isin",
           "ldexp", "left_shift", "lexsort", "modf", "nancumprod", "nancumsum", "polyval", "rad2deg", "real", "resize",
-          "right_shift", "rot90", "sinc", "unravel_index", "unwrap", "vdot"}
+          "right_shift", "rot90", "sinc", "unravel_index", "unwrap", "vdot", "bincount"}
 
 
 def test_every_composite_has_a_case():

@@ -110,14 +110,14 @@ NUMPY4_CATEGORY = {
                                        "rot90")},
     **{n: Category.OPAQUE for n in ("corrcoef", "cov", "cumulative_prod", "cumulative_sum", "diagonal", "digitize",
                                     "gradient", "histogram", "isin", "lexsort", "nancumprod", "nancumsum", "polyval",
-                                    "unwrap", "vdot")},
+                                    "unwrap", "vdot", "bincount")},
 }
 NUMPY4_CHEAP = {n for n, c in NUMPY4_CATEGORY.items() if c == Category.INJECTIVE}
 NUMPY4_TWINS = {**{n: n for n in NUMPY4_CATEGORY}, "bitwise_left_shift": "left_shift",
                 "bitwise_right_shift": "right_shift", "conjugate": "conj", "degrees": "rad2deg", "radians": "deg2rad"}
 #: tensor operands numpy does not promote with the others: choose's index array, isin's test values, ldexp's
 #: integer exponents
-NUMPY4_UNPROMOTED = {"choose": ("a",), "isin": ("test_elements",), "ldexp": ("x2",)}
+NUMPY4_UNPROMOTED = {"choose": ("a",), "isin": ("test_elements",), "ldexp": ("x2",), "bincount": ("x", "weights")}
 NUMPY_OPS |= set(NUMPY4_CATEGORY)
 INTERNAL |= set(NUMPY4_CATEGORY)
 # numpy5: np.linalg.solve, inv, det, slogdet, cholesky (linsolve.py): internal ops behind numpy's signatures, like numpy4's

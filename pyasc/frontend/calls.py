@@ -31,7 +31,7 @@ from ..errors import CompileError, Note
 from .. import markers, tensor_type
 from ..tensor_type import Sym
 from . import aliasing, bitops, checks, comptime, dtype_rules, effects, guards, known, loops, masked, \
-    npcallables, npfuncs, npkwargs, npwrites, objects, piecewise, pybuiltins, pytree, source
+    npcallables, npfuncs, npkwargs, npwrites, objects, piecewise, pybuiltins, pystdlib, pytree, source
 from .protocol import KernelBuilder
 from .scope import Scope, assigned_names
 from .tensors import as_operand, mark_weak, strong_dtypes
@@ -389,6 +389,8 @@ def _op_call(b: KernelBuilder, fn: Any, op_name: str, args: list[Any], kwargs: d
     outs = b.emit(op_name, inputs, attrs, at)
     if op_name in checks.LINALG_ERRORS:
         checks.linalg_error(b, op_name, inputs[0], outs[0], at)  # numpy's LinAlgError, at run time
+    if op_name == "bincount":
+        checks.bincount_in_range(b, inputs[0], attrs["minlength"], at)  # ValueError past the promised bins
     return outs[0] if len(outs) == 1 and not op.returns_sequence else tuple(outs)
 
 
@@ -658,6 +660,7 @@ BUILTINS: dict[Any, Callable[..., Any]] = {
     slice: lambda b, args, kwargs, at, name: compile_time_call_allowing_tensors(b, slice, args, kwargs, at, name),
     **pybuiltins.HANDLERS,
     getattr: functools.partial(pybuiltins.getattr_, inline=lambda *a: inline(*a)),
+    **pystdlib.handlers(lambda *a: call_value(*a)),
 }
 
 
