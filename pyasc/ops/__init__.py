@@ -79,6 +79,10 @@ values are tested in tests/test_ops_numpy4.py):
   linalg.solve (a, b); linalg.inv linalg.det (a); linalg.slogdet (a): (sign, logabsdet);
   linalg.cholesky (a) upper                                                                     linsolve.py
   lib.stride_tricks.sliding_window_view (x) window_shape, axis                                 windows.py
+  tan arcsinh arccosh arctanh (x); arctan2 logaddexp2 (x1, x2) (np.atan2 asinh acosh atanh too)   trig.py
+  fabs positive signbit isposinf isneginf (x); gcd lcm (x1, x2)                                 signs.py
+  nanargmax nanargmin (a) axis, keepdims; nanprod (a) axis, dtype, keepdims; nanmedian (a) axis, keepdims;
+  nanquantile nanpercentile (a) q, axis, keepdims                                              nanorder.py
 
 Facts passes read from each OpDef (see registry.py): structural (Data Const If),
 leaf (Data Const), subgraph_attrs (If), reduce_axes / reduced_axes (REDUCE ops),
@@ -92,6 +96,7 @@ from .registry import (  # noqa: F401
     ND_ONLY,
     Category,
     CubeOperand,
+    DataError,
     OpDef,
     bind_call,
     exists,
@@ -113,6 +118,7 @@ from . import flips, closeness, nanreduce, ufuncs, products, quantiles, signal  
 from . import floatmath, rearrange, covariance, series, binning, lexsort  # noqa: F401,E402  (numpy functions, numpy4)
 from . import linsolve  # noqa: F401,E402  (np.linalg.solve, inv, det, slogdet, cholesky)
 from . import windows  # noqa: F401,E402  (np.lib.stride_tricks.sliding_window_view)
+from . import trig, signs, nanorder  # noqa: F401,E402  (numpy functions, numpy6)
 from . import attention  # noqa: F401,E402  (registers the attention op)
 from . import conv  # noqa: F401,E402  (conv2d, pooling, batch_norm)
 from . import vjp_elementwise, vjp_structure, vjp_composite  # noqa: F401,E402  (VJP rules, keyed by op)
