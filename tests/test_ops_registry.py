@@ -141,6 +141,11 @@ NUMPY6_TWINS = {**{n: n for n in NUMPY6_CATEGORY}, "atan2": "arctan2", "asinh": 
 # nanorder.py: the NaN-skipping positions and products (REDUCE) and order statistics (OPAQUE, like quantile)
 NUMPY6_CATEGORY |= {**{n: Category.REDUCE for n in ("nanargmax", "nanargmin", "nanprod")},
                     **{n: Category.OPAQUE for n in ("nanmedian", "nanquantile", "nanpercentile")}}
+# arraytools.py and vecproducts.py: whole-array tests (REDUCE), layout (INJECTIVE), products and bits (OPAQUE)
+NUMPY6_CATEGORY |= {**{n: Category.REDUCE for n in ("array_equal", "array_equiv")},
+                    **{n: Category.INJECTIVE for n in ("vander", "broadcast_arrays", "rollaxis")},
+                    **{n: Category.OPAQUE for n in ("vecdot", "matvec", "vecmat", "packbits", "unpackbits")}}
+NUMPY6_CHEAP |= {"broadcast_arrays", "rollaxis"}
 NUMPY6_TWINS = {**{n: n for n in NUMPY6_CATEGORY}, **NUMPY6_TWINS}
 NUMPY_OPS |= set(NUMPY6_CATEGORY)
 INTERNAL |= set(NUMPY6_CATEGORY)

@@ -83,6 +83,10 @@ values are tested in tests/test_ops_numpy4.py):
   fabs positive signbit isposinf isneginf (x); gcd lcm (x1, x2)                                 signs.py
   nanargmax nanargmin (a) axis, keepdims; nanprod (a) axis, dtype, keepdims; nanmedian (a) axis, keepdims;
   nanquantile nanpercentile (a) q, axis, keepdims                                              nanorder.py
+  array_equal (a1, a2) equal_nan; array_equiv (a1, a2); vander (x) N, increasing; rollaxis (a) axis, start;
+  broadcast_arrays (variadic, one output per input)                                            arraytools.py
+  vecdot (x1, x2) axis; matvec vecmat (x1, x2); packbits (a) axis, bitorder; unpackbits (a) axis, count,
+  bitorder                                                                                     vecproducts.py
 
 Facts passes read from each OpDef (see registry.py): structural (Data Const If),
 leaf (Data Const), subgraph_attrs (If), reduce_axes / reduced_axes (REDUCE ops),
@@ -118,7 +122,7 @@ from . import flips, closeness, nanreduce, ufuncs, products, quantiles, signal  
 from . import floatmath, rearrange, covariance, series, binning, lexsort  # noqa: F401,E402  (numpy functions, numpy4)
 from . import linsolve  # noqa: F401,E402  (np.linalg.solve, inv, det, slogdet, cholesky)
 from . import windows  # noqa: F401,E402  (np.lib.stride_tricks.sliding_window_view)
-from . import trig, signs, nanorder  # noqa: F401,E402  (numpy functions, numpy6)
+from . import trig, signs, nanorder, arraytools, vecproducts  # noqa: F401,E402  (numpy functions, numpy6)
 from . import attention  # noqa: F401,E402  (registers the attention op)
 from . import conv  # noqa: F401,E402  (conv2d, pooling, batch_norm)
 from . import vjp_elementwise, vjp_structure, vjp_composite  # noqa: F401,E402  (VJP rules, keyed by op)
