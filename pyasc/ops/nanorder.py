@@ -25,7 +25,8 @@ from ..tensor_type import TensorType
 from .builder import Builder
 from .common import FLOATS, attr_bool, attr_dtype, normalize_axis
 from .numpy_composite import numpy_sugar_op
-from .quantiles import _check_order, _qs, _result_shape, _sorted_rows
+from .nanreduce import _eager as _quiet
+from .quantiles import _check_order, _qs, _result_shape, _sorted_rows, stacked
 from .reduce import axis_arg, reduce_axes
 from .registry import Category, DataError
 
@@ -87,11 +88,7 @@ def _nan_order(b: Builder, a: Any, qs: Sequence[float], many: bool, axis: Any, k
                      b.op("add", below, b.op("mul", diff, t)))
         r = b.op("where", empty, b.const(math.nan, acc), r)
         picks.append(b.op("reshape", r, shape=_result_shape(shape, axes, keepdims)))
-    if many:
-        r = b.op("concat", *[b.op("expand_dims", p, axis=0) for p in picks], axis=0, kind="concatenate")
-    else:
-        r = picks[0]
-    return b.cast(r, out)
+    return b.cast(stacked(b, picks, many), out)
 
 
 def _nanquantile(b: Builder, a: Any, *, q: Any, axis: Any = None, keepdims: bool = False) -> list[Any]:
@@ -151,16 +148,6 @@ def nanpercentile(a, q, axis=None, *, keepdims=False):  # noqa: ANN001, ANN201
 def nanmedian(a, axis=None, *, keepdims=False):  # noqa: ANN001, ANN201
     """The median over `axis` of the values that are not NaN."""
     return np.nanmedian(a, axis=axis_arg(axis), keepdims=keepdims)
-
-
-def _quiet(api: Any):
-    def eager(a: Any, **attrs: Any) -> Any:
-        import warnings  # only here: numpy warns on an all-NaN slice, whose NaN result is the documented answer
-
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            return api(a, **attrs)
-    return eager
 
 
 for _name, _body, _api in (

@@ -72,11 +72,14 @@ def _quantiles(b: Builder, a: Any, qs: Sequence[float], many: bool, axis: Any, k
         if has_nan is not None:
             r = b.op("where", has_nan, b.const(float("nan"), acc), r)
         picks.append(b.op("reshape", r, shape=_result_shape(shape, axes, keepdims)))
+    return b.cast(stacked(b, picks, many), out)
+
+
+def stacked(b: Builder, picks: Sequence[Any], many: bool) -> Any:
+    """One quantile's result, or a sequence q's stacked along a new first axis (numpy's layout)."""
     if many:
-        r = b.op("concat", *[b.op("expand_dims", p, axis=0) for p in picks], axis=0, kind="concatenate")
-    else:
-        r = picks[0]
-    return b.cast(r, out)
+        return b.op("concat", *[b.op("expand_dims", p, axis=0) for p in picks], axis=0, kind="concatenate")
+    return picks[0]
 
 
 def _result_shape(shape: tuple[Any, ...], axes: tuple[int, ...], keepdims: bool) -> tuple[Any, ...]:

@@ -43,13 +43,6 @@ def _c(b: Builder, v: float, like: Any) -> Any:
     return b.scalar(v, like)
 
 
-def _sign_bit(b: Builder, x: Any) -> Any:
-    """x < 0, and -0.0 too (its reciprocal is -inf), for a float x."""
-    zero = _c(b, 0.0, x)
-    return b.op("bitwise_or", b.op("lt", x, zero),
-                b.op("bitwise_and", b.op("eq", x, zero), b.op("lt", b.op("reciprocal", x), zero)))
-
-
 def _where(b: Builder, c: Any, x: Any, y: Any) -> Any:
     return b.op("where", c, x, y)
 
@@ -69,8 +62,8 @@ def _arctan2(b: Builder, x1: Any, x2: Any) -> list[Any]:
     t = _where(b, both_inf, _c(b, 1.0, t), t)
     r = b.op("arctan", t)
     r = _where(b, b.op("gt", ay, ax), b.op("sub", _c(b, math.pi / 2, r), r), r)
-    r = _where(b, _sign_bit(b, x), b.op("sub", _c(b, math.pi, r), r), r)
-    return [b.cast(_where(b, _sign_bit(b, y), b.op("neg", r), r), out)]
+    r = _where(b, b.op("signbit", x), b.op("sub", _c(b, math.pi, r), r), r)  # -0.0 too: atan2(0, -0) = pi
+    return [b.cast(_where(b, b.op("signbit", y), b.op("neg", r), r), out)]
 
 
 def _arcsinh(b: Builder, x: Any) -> list[Any]:
