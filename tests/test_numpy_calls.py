@@ -341,3 +341,24 @@ def test_moving_the_first_axis_of_a_wide_tensor_last():
         return np.transpose(x, (1, 2, 0)) + 1.0
 
     assert_close(pyasc.kernel(f, chip="910b", opt_level=0)(a), f(a))
+
+
+@pyasc.kernel(chip="tiny")
+def resample_path(x, y):
+    """numpy-100's "sample a path at equidistant points": np.linspace up to a run-time value."""
+    dr = (np.diff(x) ** 2 + np.diff(y) ** 2) ** .5
+    r = np.zeros_like(x)
+    r[1:] = np.cumsum(dr)
+    r_int = np.linspace(0, r.max(), 20)
+    grid, step = np.linspace(x[:2], x.max(), 5, endpoint=False, retstep=True, axis=1)
+    return np.interp(r_int, r, x), np.interp(r_int, r, y), grid, step, np.linspace(x.min(), 7, 4, dtype=int)
+
+
+def test_linspace_with_run_time_ends(rng):
+    x, y = rng.standard_normal(10).astype(np.float32), rng.standard_normal(10).astype(np.float32)
+    got, want = resample_path(x, y), resample_path.py_func(x, y)
+    for g, w in zip(got, want):
+        assert g.shape == w.shape
+        assert_close(g, w, check_dtype=False)  # numpy's float64 / int64: float32 / int32 here
+    with pytest.raises(CompileError, match=r"num must be an int known at compile time"):
+        pyasc.kernel(lambda x: np.linspace(0, x[0], x[1]), chip="tiny")(x)

@@ -126,14 +126,14 @@ def test_decomposition_with_symbolic_dims():
 
 #: the composites of the numpy3 modules (flips.py, closeness.py, nanreduce.py, ...)
 NUMPY3 = {"flip", "fliplr", "flipud", "isclose", "allclose", "heaviside", "select", "nansum", "nanmean", "nanmax",
-          "nanmin", "nanvar", "nanstd", "ptp", "ufunc_accumulate", "ufunc_outer", "tensordot", "inner", "kron", "cross",
+          "nanmin", "nanvar", "nanstd", "ptp", "ufunc_accumulate", "ufunc_outer", "ufunc_reduceat", "tensordot", "inner", "kron", "cross",
           "matrix_power", "median", "quantile", "percentile", "searchsorted", "interp", "convolve",
           "correlate", "trapezoid", "meshgrid"}
 NUMPY4 = {"angle", "cbrt", "choose", "column_stack", "compress", "conj", "copysign", "corrcoef", "cov",
           "cumulative_prod", "cumulative_sum", "deg2rad", "delete", "diagonal", "digitize", "divmod", "dstack",
           "ediff1d", "float_power", "fmod", "frexp", "gradient", "histogram", "hypot", "imag", "insert", "isin",
           "ldexp", "left_shift", "lexsort", "modf", "nancumprod", "nancumsum", "polyval", "rad2deg", "real", "resize",
-          "right_shift", "rot90", "sinc", "unravel_index", "unwrap", "vdot"}
+          "right_shift", "rot90", "sinc", "unravel_index", "unwrap", "vdot", "bincount"}
 
 NUMPY6 = {"tan", "arctan2", "arcsinh", "arccosh", "arctanh", "logaddexp2", "fabs", "positive", "signbit", "isposinf",
           "isneginf", "gcd", "lcm", "nanargmax", "nanargmin", "nanprod", "nanmedian", "nanquantile", "nanpercentile",
@@ -168,6 +168,8 @@ def test_every_composite_has_a_case():
     numpy_eager |= {"partition", "argpartition"}
     # sliding_window_view and numpy's in-place writers: test_numpy_writers.py
     numpy_eager |= {"sliding_window_view"}
+    # linspace_between (np.linspace with tensor ends): test_numpy_calls.py
+    numpy_eager |= {"linspace_between"}
     # numpy4's (floatmath, rearrange, covariance, series, binning, lexsort, vdot): internal ops behind numpy
     # signatures, compared with numpy in grouped kernels by test_ops_numpy4.py
     numpy_eager |= NUMPY4

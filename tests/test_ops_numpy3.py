@@ -24,7 +24,9 @@ def methods(x, v, n):
             np.add.reduce(n), np.add.accumulate(n, axis=1), np.maximum.accumulate(n[0]),
             # integer paths of functions golden_ops runs on float32 only
             np.convolve(n[0], n[1, :3], "same"), np.searchsorted(np.sort(n[0]), n[1]), np.quantile(n, 0.5, axis=1),
-            np.ptp(n, axis=0), np.flip(n, axis=1))
+            np.ptp(n, axis=0), np.flip(n, axis=1),
+            np.add.reduceat(x, [0, 3, 1, 4], axis=1), np.maximum.reduceat(n, [1, 1, 0], axis=1),
+            np.logical_and.reduceat(x > -1, [0, 2]))
 
 
 def test_ufunc_methods_match_numpy(rng):
@@ -104,9 +106,12 @@ def _kernel(body, dynamic=False):
     (lambda x: np.tensordot(x, x, axes=([0], [1])), r"tensordot: shape-mismatch for sum"),
     (lambda x: np.meshgrid(x[0], indexing="yx"), r"Valid values for `indexing` are 'xy' and 'ij'"),
     (lambda x: np.fliplr(x[0]), r"Input must be >= 2-d"),
-    (lambda x: np.add.reduceat(x, [0, 2]),
-     r"`np.add.reduceat` has no pyasc lowering; lowered methods of np.add: np.add.accumulate, np.add.outer, "
-     r"np.add.reduce"),
+    (lambda x: np.add.reduceat(x, [0, 4], axis=1), r"index 4 out-of-bounds in add.reduceat \[0, 4\)"),
+    (lambda x: np.add.reduceat(x, x[0].astype(int)), r"reduceat\(\): indices must be a list or array of ints known "
+                                                     r"at compile time"),
+    (lambda x: np.add.reduceat(x, [0], dtype=np.float16), r"out= and dtype= are not supported in a kernel"),
+    (lambda x: np.subtract.reduceat(x, [0, 2]),
+     r"`np.subtract.reduceat` has no pyasc lowering; lowered methods of np.subtract: np.subtract.outer"),
 ])
 def test_errors_name_the_op_and_the_line(body, message):
     with pytest.raises(CompileError, match=message) as e:

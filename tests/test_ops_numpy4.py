@@ -86,8 +86,17 @@ def sequences(x, v, i):
             np.digitize(v, np.sort(v[:3])), *np.histogram(x, bins=4, range=(-2, 2)),
             np.histogram(x, bins=[-3, -1, 0, 2])[0], np.histogram(v, 3, (-1, 1), density=True)[0],
             np.isin(np.round(x), [0.0, 1.0]), np.isin(i, [1, 3], invert=True), np.choose(i % 3, [x, -x, x * 2]),
-            np.lexsort((x[0], i[1])), np.vdot(x, x),
+            np.lexsort((x[0], i[1])), np.vdot(x, x), np.bincount(i[0], minlength=5),
+            np.bincount(i.ravel(), weights=x.ravel(), minlength=4),
             np.piecewise(x, [x < 0, x > 1], [lambda t: t * 2, lambda t: t ** 2, 7]))
+
+
+def test_bincount_past_its_bins_is_a_value_error_at_run_time():
+    k = pyasc.kernel(lambda i: np.bincount(i, minlength=3), chip="tiny")
+    assert_close(k(np.array([0, 2, 2], np.int32)), np.array([1, 0, 2], np.int32), check_dtype=False)
+    for bad in ([0, 3], [-1, 1]):  # numpy: a longer result; a ValueError
+        with pytest.raises(ValueError, match=r"np.bincount: a value is negative or at least minlength=3"):
+            k(np.array(bad, np.int32))
 
 
 def test_statistics_and_sequences_match_numpy(rng):
@@ -114,7 +123,11 @@ def _unique(x):
 
 
 def _bincount(x):
-    return np.bincount(x.astype(np.int32))
+    return np.bincount(x[0].astype(np.int32))
+
+
+def _bincount_2d(x):
+    return np.bincount(x.astype(np.int32), minlength=4)
 
 
 def _histogram_no_range(x):
@@ -167,7 +180,8 @@ def _digitize_2d(x):
 
 @pytest.mark.parametrize("fn, message", [
     (_unique, r"`np.unique` has no pyasc lowering: its result's size depends on the values.*instead: np.sort"),
-    (_bincount, r"`np.bincount` has no pyasc lowering: its result's size depends.*np.histogram\(x, bins=n"),
+    (_bincount, r"bincount: the result is max\(x\) \+ 1 long, known only at run time.*give minlength=n"),
+    (_bincount_2d, r"bincount: object too deep for desired array: x must be 1-d, got shape \(3, 4\)"),
     (_histogram_no_range, r"histogram: needs a compile-time range=\(lo, hi\) with an int bins: without one numpy"),
     (_compress_tensor, r"np.compress\(\): condition must be known at compile time: a tensor would make the result's"),
     (_ldexp_float, r"ldexp: the exponent x2 must be an integer tensor, got float32"),

@@ -78,10 +78,10 @@ NUMPY3_CATEGORY = {
     **{n: Category.REDUCE for n in ("allclose", "nansum", "nanmean", "nanmax", "nanmin", "nanvar", "nanstd", "ptp",
                                    "trapezoid")},
     **{n: Category.OPAQUE for n in ("tensordot", "inner", "matrix_power", "median", "quantile", "percentile",
-                                   "searchsorted", "interp", "convolve", "correlate")},
+                                   "searchsorted", "interp", "convolve", "correlate", "ufunc_reduceat")},
     "ufunc_outer": Category.BROADCAST,
 }
-NUMPY3_INTERNAL = {"select", "meshgrid", "ufunc_accumulate", "ufunc_outer"}
+NUMPY3_INTERNAL = {"select", "meshgrid", "ufunc_accumulate", "ufunc_outer", "ufunc_reduceat"}
 NUMPY3_CHEAP = {"roll", "diff", "flip", "fliplr", "flipud", "meshgrid", "select", "ufunc_outer"}
 #: binary elementwise ufuncs with a two-tensor twin: each has np.<u>.outer
 OUTER_UFUNCS = ("add subtract multiply divide true_divide floor_divide mod remainder power pow maximum minimum fmax "
@@ -95,6 +95,8 @@ NUMPY3_TWINS = {
     "multiply.accumulate": "cumprod", "maximum.accumulate": "ufunc_accumulate",
     "minimum.accumulate": "ufunc_accumulate",
     **{f"{u}.outer": "ufunc_outer" for u in OUTER_UFUNCS},
+    **{f"{u}.reduceat": "ufunc_reduceat" for u in ("add", "multiply", "maximum", "minimum", "logical_and",
+                                                   "logical_or")},
 }
 NUMPY_OPS |= set(NUMPY3_CATEGORY)
 INTERNAL |= NUMPY3_INTERNAL
@@ -108,14 +110,14 @@ NUMPY4_CATEGORY = {
                                        "rot90")},
     **{n: Category.OPAQUE for n in ("corrcoef", "cov", "cumulative_prod", "cumulative_sum", "diagonal", "digitize",
                                     "gradient", "histogram", "isin", "lexsort", "nancumprod", "nancumsum", "polyval",
-                                    "unwrap", "vdot")},
+                                    "unwrap", "vdot", "bincount")},
 }
 NUMPY4_CHEAP = {n for n, c in NUMPY4_CATEGORY.items() if c == Category.INJECTIVE}
 NUMPY4_TWINS = {**{n: n for n in NUMPY4_CATEGORY}, "bitwise_left_shift": "left_shift",
                 "bitwise_right_shift": "right_shift", "conjugate": "conj", "degrees": "rad2deg", "radians": "deg2rad"}
 #: tensor operands numpy does not promote with the others: choose's index array, isin's test values, ldexp's
 #: integer exponents
-NUMPY4_UNPROMOTED = {"choose": ("a",), "isin": ("test_elements",), "ldexp": ("x2",)}
+NUMPY4_UNPROMOTED = {"choose": ("a",), "isin": ("test_elements",), "ldexp": ("x2",), "bincount": ("x", "weights")}
 NUMPY_OPS |= set(NUMPY4_CATEGORY)
 INTERNAL |= set(NUMPY4_CATEGORY)
 # numpy5: np.linalg.solve, inv, det, slogdet, cholesky (linsolve.py): internal ops behind numpy's signatures, like numpy4's
@@ -131,6 +133,10 @@ NUMPY_OPS |= {"partition", "argpartition"}
 NUMPY5_CATEGORY |= {"sliding_window_view": Category.INJECTIVE}
 NUMPY5_TWINS |= {"lib.stride_tricks.sliding_window_view": "sliding_window_view"}
 NUMPY_OPS |= {"sliding_window_view"}
+# np.linspace with tensor ends (spaces.py): internal, the frontend builds it
+NUMPY5_CATEGORY |= {"linspace_between": Category.OPAQUE}
+NUMPY_OPS |= {"linspace_between"}
+INTERNAL |= {"linspace_between"}
 # numpy6: trig.py and signs.py: internal ops behind numpy's signatures (numpy_sugar_op), like numpy4's; numpy 2's
 # short spellings (atan2 asinh acosh atanh, and atan asin acos of elementary.py's ops) name the same ops
 NUMPY6_CATEGORY = {n: Category.ELEMWISE for n in ("tan", "arctan2", "arcsinh", "arccosh", "arctanh", "logaddexp2",
@@ -179,7 +185,7 @@ EXPENSIVE |= set(NUMPY22_CATEGORY) - NUMPY22_CHEAP
 EXPENSIVE |= {"conv2d", "fused_conv2d", "avg_pool2d", "batch_norm"}
 EXPENSIVE |= set(NUMPY3_CATEGORY) - NUMPY3_CHEAP
 EXPENSIVE |= set(NUMPY4_CATEGORY) - NUMPY4_CHEAP
-EXPENSIVE |= set(NUMPY5_CATEGORY) - {"sliding_window_view"}
+EXPENSIVE |= set(NUMPY5_CATEGORY) - {"sliding_window_view", "linspace_between"}
 EXPENSIVE |= set(NUMPY6_CATEGORY) - NUMPY6_CHEAP
 COMPOSITES |= (NUMPY_OPS - CONV_OPS) | {"batch_norm"} | ATTENTION
 EXPENSIVE |= ATTENTION

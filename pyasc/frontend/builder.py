@@ -63,7 +63,6 @@ UNSUPPORTED: dict[type, str] = {
     ast.Yield: "`yield` is not supported in a kernel",
     ast.YieldFrom: "`yield from` is not supported in a kernel",
     ast.Await: "`await` is not supported in a kernel",
-    ast.Set: "set displays are not supported in a kernel",
     ast.SetComp: "set comprehensions are not supported in a kernel",
 }
 if hasattr(ast, "TryStar"):
@@ -854,6 +853,16 @@ class FunctionBuilder:
 
     def _e_List(self, node: ast.List) -> list:
         return self._elements(node.elts)
+
+    def _e_Set(self, node: ast.Set) -> set:
+        items = self._elements(node.elts)
+        if contains_tensor(items):
+            raise self.error(f"`{self.text(node)}` puts a tensor in a set, whose members Python compares by value "
+                             "at once; a kernel's tensors have values only at run time: use a list or tuple", node)
+        try:
+            return set(items)
+        except TypeError as e:
+            raise self.error(f"TypeError: {e} in `{self.text(node)}`", node) from None
 
     def _e_Dict(self, node: ast.Dict) -> dict:
         return pytree.dict_display(self, node)

@@ -30,8 +30,8 @@ from .. import dtypes, ops
 from ..errors import CompileError, Note
 from .. import markers, tensor_type
 from ..tensor_type import Sym
-from . import aliasing, bitops, checks, comptime, dtype_rules, effects, guards, known, loops, masked, npfuncs, \
-    npkwargs, npwrites, objects, piecewise, pybuiltins, pytree, source
+from . import aliasing, bitops, checks, comptime, dtype_rules, effects, guards, known, loops, masked, \
+    npcallables, npfuncs, npkwargs, npwrites, objects, piecewise, pybuiltins, pytree, source
 from .protocol import KernelBuilder
 from .scope import Scope, assigned_names
 from .tensors import as_operand, mark_weak, strong_dtypes
@@ -139,6 +139,12 @@ def call_value(b: KernelBuilder, callee: Any, args: list[Any], kwargs: dict[str,
         return op_call(b, twin[1], twin[0], args, kwargs, at, name, numpy_fn=callee)
     if callee is np.piecewise and args and is_tensor(args[0]):  # its functions are compiled calls (piecewise.py)
         return piecewise.piecewise_call(b, args, kwargs, at, name, op_call, call_value)
+    if callee is np.apply_along_axis and len(args) > 2 and is_tensor(args[2]):  # unrolled calls (npcallables.py)
+        return npcallables.apply_along_axis(b, args, kwargs, at, name, op_call, call_value)
+    if isinstance(callee, np.vectorize) and contains_tensor([args, list(kwargs.values())]):
+        return npcallables.vectorize_call(b, callee, args, kwargs, at, name, op_call, call_value)
+    if callee is np.vectorize:  # the wrapper itself holds the function: made at compile time, called above
+        return compile_time_call_allowing_tensors(b, callee, args, kwargs, at, name)
     # (np.add.at among them: a ufunc method with a handler of its own; npwrites: the in-place writers)
     special = npfuncs.handler_for(callee) or npwrites.handler_for(callee)
     if special is not None:
@@ -383,6 +389,8 @@ def _op_call(b: KernelBuilder, fn: Any, op_name: str, args: list[Any], kwargs: d
     outs = b.emit(op_name, inputs, attrs, at)
     if op_name in checks.LINALG_ERRORS:
         checks.linalg_error(b, op_name, inputs[0], outs[0], at)  # numpy's LinAlgError, at run time
+    if op_name == "bincount":
+        checks.bincount_in_range(b, inputs[0], attrs["minlength"], at)  # ValueError past the promised bins
     if op.data_error is not None:
         checks.op_data_error(b, op, inputs, attrs, at)  # numpy's error on data (registry fact), at run time
     return outs[0] if len(outs) == 1 and not op.returns_sequence else tuple(outs)
@@ -493,6 +501,16 @@ def _range(mode):
 def _minmax(which):
     def handler(b, args, kwargs, at, name):
         values = args[0] if len(args) == 1 and isinstance(args[0], (tuple, list)) else args
+        if contains_tensor(list(values)) and not kwargs and len(values) > 1 and all(
+                not is_tensor(v) or v.type.numel == 1 for v in values) and all(
+                is_tensor(v) or is_number(v) for v in values):
+            # one-element tensors (numpy scalars in numpy code): Python's own rule, the first of the smallest
+            # (largest) wins, so a NaN first stays and a NaN later is passed over
+            best = values[0]
+            for v in values[1:]:
+                better = op_call(b, None, "lt" if which is min else "gt", [v, best], {}, at, name)
+                best = op_call(b, None, "where", [better, v, best], {}, at, name)
+            return best
         if contains_tensor(list(values)):
             raise b.error(
                 f"{name}() on tensors is not supported: it would compare whole arrays in Python; "

@@ -94,8 +94,6 @@ DATA_DEPENDENT: dict[str, str] = {
     "unique_inverse": "np.searchsorted(sorted_values, x) indexes compile-time values",
     "unique_all": "np.sort and np.isin keep static shapes",
     "nonzero": _SELECTION, "argwhere": _SELECTION, "flatnonzero": _SELECTION, "extract": _SELECTION,
-    "bincount": "np.histogram(x, bins=n, range=(-0.5, n - 0.5))[0] counts the values 0..n-1 for a compile-time n "
-                "(numpy's bincount is max(x) + 1 long even with minlength)",
     "trim_zeros": "np.where keeps the shape",
     "intersect1d": "np.isin(a, b) marks the common elements", "setdiff1d": "np.isin(a, b, invert=True) marks them",
     "union1d": "np.concatenate and np.sort keep every element", "setxor1d": "np.isin marks the elements",

@@ -8,10 +8,13 @@ same array, a cast, a stack of a list), np.shape / np.ndim / np.size, np.copyto.
   (`np.array(0.0, x.dtype)`).
 - `np.shape(x)`, `np.ndim(x)`, `np.size(x)` of a tensor are its compile-time shape, rank and size.
 - `np.copyto(dst, src)` writes `src` into `dst` in place, broadcasting and casting as numpy does.
+- `np.linspace(start, stop, ...)` with a tensor end is the op linspace_between (ops/spaces.py); with
+  compile-time ends it runs at compile time, as numpy's own.
 """
 from __future__ import annotations
 
 import ast
+import inspect
 from typing import Any, Callable
 
 import numpy as np
@@ -197,6 +200,38 @@ def copyto_(b: KernelBuilder, fn: Any, args: list, kwargs: dict, at: ast.AST, na
     return None
 
 
+def linspace_(b: KernelBuilder, fn: Any, args: list, kwargs: dict, at: ast.AST, name: str,
+              op_call: Callable[..., Any]) -> Any:
+    if not contains_tensor([args, list(kwargs.values())]):
+        return NUMPY
+    try:
+        p = inspect.signature(fn).bind(*args, **kwargs)
+    except TypeError as e:
+        raise b.error(f"{name}(): {e}", at) from None
+    p.apply_defaults()
+    a = p.arguments
+    num = a["num"]
+    if is_tensor(num) or isinstance(num, bool) or not isinstance(num, (int, np.integer)):
+        raise b.error(f"{name}(): num must be an int known at compile time (it is the result's size), got "
+                      f"{describe(num)}", at)
+    ends = []
+    for end in (a["start"], a["stop"]):
+        if not is_tensor(end):
+            if isinstance(end, (list, tuple)) and contains_tensor(end):
+                raise b.error(f"{name}(): a list holding tensors as an end; stack it first (np.stack)", at)
+            end = b.const(np.asarray(end, np.float32), "float32", at)
+        ends.append(end)
+    dtype = _dtype_arg(b, a["dtype"], at, name)
+    y = b.emit("linspace_between", ends, {"num": int(num), "endpoint": bool(a["endpoint"]), "dtype": dtype,
+                                          "axis": a["axis"]}, at)[0]
+    if not a["retstep"]:
+        return y
+    div = int(num) - 1 if a["endpoint"] else int(num)
+    delta = op_call(b, None, "sub", [ends[1], ends[0]], {}, at, name)
+    return y, (op_call(b, None, "div", [delta, div], {}, at, name) if div > 0 else
+               op_call(b, None, "mul", [delta, float("nan")], {}, at, name))
+
+
 #: numpy function name -> handler(b, fn, args, kwargs, at, name, op_call); a handler returning NUMPY leaves the
 #: call to numpy itself, at compile time
 HANDLERS: dict[str, Callable[..., Any]] = {
@@ -208,6 +243,7 @@ HANDLERS: dict[str, Callable[..., Any]] = {
     "ndim": _attribute("ndim"),
     "size": _attribute("size"),
     "copyto": copyto_,
+    "linspace": linspace_,
     "ravel": ravel_,
     "atleast_1d": atleast_(1),
     "atleast_2d": atleast_(2),

@@ -79,6 +79,7 @@ values are tested in tests/test_ops_numpy4.py):
   linalg.solve (a, b); linalg.inv linalg.det (a); linalg.slogdet (a): (sign, logabsdet);
   linalg.cholesky (a) upper                                                                     linsolve.py
   lib.stride_tricks.sliding_window_view (x) window_shape, axis                                 windows.py
+  linspace_between (internal: np.linspace with tensor ends) (start, stop) num, endpoint, dtype, axis  spaces.py
   tan arcsinh arccosh arctanh (x); arctan2 logaddexp2 (x1, x2) (np.atan2 asinh acosh atanh too)   trig.py
   fabs positive signbit isposinf isneginf (x); gcd lcm (x1, x2)                                 signs.py
   nanargmax nanargmin (a) axis, keepdims; nanprod (a) axis, dtype, keepdims; nanmedian (a) axis, keepdims;
@@ -122,6 +123,7 @@ from . import flips, closeness, nanreduce, ufuncs, products, quantiles, signal  
 from . import floatmath, rearrange, covariance, series, binning, lexsort  # noqa: F401,E402  (numpy functions, numpy4)
 from . import linsolve  # noqa: F401,E402  (np.linalg.solve, inv, det, slogdet, cholesky)
 from . import windows  # noqa: F401,E402  (np.lib.stride_tricks.sliding_window_view)
+from . import spaces  # noqa: F401,E402  (np.linspace with run-time ends: linspace_between)
 from . import trig, signs, nanorder, arraytools, vecproducts  # noqa: F401,E402  (numpy functions, numpy6)
 from . import attention  # noqa: F401,E402  (registers the attention op)
 from . import conv  # noqa: F401,E402  (conv2d, pooling, batch_norm)

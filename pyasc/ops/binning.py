@@ -8,6 +8,12 @@ histogram(a, bins=10, range=None, density=None, weights=None): bins a compile-ti
   compile time); each count compares the flattened a against every edge. Returns (counts, edges) as numpy's;
   counts are int32 (numpy: int64), weighted or density results float. Without range numpy takes the data's min
   and max: the edges would be known only at run time, refused with that reason.
+bincount(x, weights=None, minlength=0): with minlength = n > 0 the counts (or summed weights) of the values
+  0..n-1, each value compared against every bin (n-element rows: for a few thousand bins at most). numpy's
+  result is max(x) + 1 long, which depends on the data: the kernel promises n, and the frontend records a
+  run-time ValueError (at the call's line) where a value is n or more, or negative as numpy's own. Without
+  minlength the length is only known at run time: refused with that reason. int32 counts (numpy: int64),
+  float32 weighted sums (numpy: float64).
 isin(element, test_elements, assume_unique=False, invert=False, *, kind=None): any equality with the (static
   size) test elements, a tensor or a list; NaN is in nothing.
 choose(a, choices, out=None, mode="raise"): per element the choice a names, as a chain of `where`s; mode "clip"
@@ -182,6 +188,45 @@ numpy_sugar_op("digitize", _digitize, digitize, lambda x, bins, **k: np.digitize
 numpy_sugar_op("histogram", _histogram, histogram, _eager_histogram, category=Category.OPAQUE,
                tensor_params=("a", "weights"), optional=("weights",), numpy_names=("histogram",),
                check=_check_histogram, returns_sequence=True)
+def _bincount(b: Builder, x: Any, weights: Any = None, *, minlength: int = 0) -> list[Any]:
+    hit = b.op("eq", b.op("expand_dims", b.cast(x, "int32"), axis=-1),
+               b.array(np.arange(minlength, dtype=np.int32)))                          # (n, minlength)
+    if weights is None:
+        return [b.op("sum", b.cast(hit, "int32"), axis=0)]
+    w = b.cast(weights, b.float_dtype(b.dtype(weights)) if b.dtype(weights) != "float16" else "float32")
+    return [b.op("sum", b.op("where", hit, b.op("expand_dims", w, axis=-1), b.const(0, b.dtype(w))), axis=0)]
+
+
+def _check_bincount(ts: Sequence[TensorType], attrs: Mapping[str, Any]) -> None:
+    x = ts[0]
+    if x.ndim != 1:
+        raise InferError(f"object too deep for desired array: x must be 1-d, got shape {fmt_shape(x.shape)}")
+    if not dtypes.is_int(x.dtype) and x.dtype != "bool":
+        raise InferError(f"Cannot cast array data from dtype('{x.dtype}') to dtype('int64') according to the rule "
+                         "'safe'")
+    if len(ts) > 1 and tuple(ts[1].shape) != tuple(x.shape):
+        raise InferError("The weights and list don't have the same length.")
+    n = attrs.get("minlength", 0)
+    if n is None or isinstance(n, bool) or not isinstance(n, (int, np.integer)):
+        raise InferError(f"minlength must be an int, got {n!r}")
+    if n < 0:
+        raise InferError("'minlength' must not be negative")
+    if n == 0:
+        raise InferError("the result is max(x) + 1 long, known only at run time; a kernel's shapes are fixed when "
+                         "it compiles: give minlength=n (the number of bins; a value n or more is a ValueError "
+                         "at run time)")
+    require_static("bincount", x)
+
+
+def bincount(x, weights=None, minlength=0):  # noqa: ANN001, ANN201 - numpy's signature
+    """The number of occurrences (or summed weights) of each value 0..minlength-1 in x."""
+    return np.bincount(x, weights, minlength)
+
+
+numpy_sugar_op("bincount", _bincount, bincount,
+               lambda x, weights=None, minlength=0: np.bincount(x, weights, minlength)[:minlength],
+               category=Category.OPAQUE, tensor_params=("x", "weights"), optional=("weights",),
+               numpy_names=("bincount",), check=_check_bincount, unpromoted=("x", "weights"))
 numpy_sugar_op("isin", _isin, isin, lambda e, t, **k: np.isin(e, t, **k), tensor_params=("element", "test_elements"),
                numpy_names=("isin",), check=_check_isin, category=Category.OPAQUE, unpromoted=("test_elements",))
 numpy_sugar_op("choose", _choose, choose, lambda a, *cs, n_choices=0, **k: np.choose(a, list(cs), **k),

@@ -7,7 +7,10 @@
   too); maximum / minimum: the internal op `ufunc_accumulate` (attr `ufunc`), a Hillis-Steele scan of
   ceil(log2 n) steps y = op(y, y shifted by 1, 2, 4, ...) with the dtype's lowest / highest value shifted in;
 - outer(A, B) -> the internal op `ufunc_outer` (attr `ufunc`): every binary ufunc np.<u> whose registry twin
-  takes two tensors, applied to A with B.ndim trailing axes of size 1 against B.
+  takes two tensors, applied to A with B.ndim trailing axes of size 1 against B;
+- reduceat(array, indices, axis=0) -> the internal op `ufunc_reduceat` (attrs `ufunc`, `indices`, compile-time):
+  for each i the reduction (reduce's op, keepdims) of array[indices[i]:indices[i + 1]] along `axis` (the last
+  one to the end), or array[indices[i]] itself where indices[i] >= indices[i + 1], joined along `axis`.
 Each is registry sugar named `<ufunc>_<method>` (numpy name "<ufunc>.<method>", which the frontend looks up for a
 bound method of a numpy ufunc). out= is refused (a kernel returns its results), and dtype= where the op has none.
 """
@@ -96,6 +99,55 @@ def _eager_outer(a: Any, y: Any, *, ufunc: str) -> Any:
     return getattr(np, ufunc).outer(a, y)
 
 
+def _reduceat(b: Builder, array: Any, *, ufunc: str, indices: Any, axis: Any = 0) -> list[Any]:
+    x = array
+    ax = normalize_axis(axis, len(b.shape(x)))[0]
+    n = b.shape(x)[ax]
+    reduce_op = METHODS[(ufunc, "reduce")]
+    dt = b.dtype(b.op(reduce_op, slice_axis(b, x, ax, 0, 1), axis=ax, keepdims=True))
+    parts = []
+    for i, start in enumerate(indices):
+        stop = indices[i + 1] if i + 1 < len(indices) else n
+        if start < stop:
+            parts.append(b.op(reduce_op, slice_axis(b, x, ax, start, stop), axis=ax, keepdims=True))
+        else:
+            parts.append(b.cast(slice_axis(b, x, ax, start, start + 1), dt))
+    return [parts[0] if len(parts) == 1 else b.op("concat", *parts, axis=ax, kind="concatenate")]
+
+
+def _infer_reduceat(ts: Sequence[TensorType], attrs: Mapping[str, Any]) -> tuple[TensorType, ...]:
+    (a,) = ts
+    ufunc = attrs.get("ufunc")
+    if (ufunc, "reduce") not in METHODS:
+        raise InferError(f"np.{ufunc}.reduceat has no pyasc lowering; reduceat is lowered for "
+                         f"{', '.join(f'np.{u}' for u, m in METHODS if m == 'reduce')}")
+    if a.ndim == 0:
+        raise InferError("reduceat: cannot reduce a 0-d array")
+    axis = attrs.get("axis", 0)
+    if not isinstance(axis, (int, np.integer)) or isinstance(axis, bool):
+        raise InferError(f"reduceat: axis must be an int, got {axis!r}")
+    ax = normalize_axis(axis, a.ndim)[0]
+    if isinstance(a.shape[ax], Sym):
+        raise InferError(f"np.{ufunc}.reduceat: axis {ax} of shape {fmt_shape(a.shape)} has a size only known at "
+                         "launch; reduceat needs a static size there")
+    indices = attrs.get("indices")
+    if not isinstance(indices, tuple) or not indices:
+        raise InferError("reduceat: indices must be a non-empty sequence of ints known at compile time")
+    for i in indices:
+        if isinstance(i, bool) or not isinstance(i, (int, np.integer)):
+            raise InferError(f"reduceat: indices must be ints, got {i!r}")
+        if not 0 <= i < a.shape[ax]:
+            raise InferError(f"index {i} out-of-bounds in {ufunc}.reduceat [0, {a.shape[ax]})")
+    return tuple(types_of(_reduceat, ts, dict(attrs)))
+
+
+def _eager_reduceat(a: Any, *, ufunc: str, indices: Any, axis: Any = 0) -> Any:
+    return getattr(np, ufunc).reduceat(a, list(indices), axis=axis)
+
+
+register(OpDef("ufunc_reduceat", Category.OPAQUE, named("ufunc_reduceat", _infer_reduceat), _eager_reduceat,
+               decompose=decompose_of(_reduceat), expensive=True,
+               doc="reductions over the segments between compile-time indices (internal: np.<ufunc>.reduceat)"))
 register(OpDef("ufunc_accumulate", Category.INJECTIVE, named("ufunc_accumulate", _infer_accumulate),
                _eager_accumulate, decompose=decompose_of(_accumulate), expensive=True,
                doc="running op along an axis (internal: np.<ufunc>.accumulate is its sugar)"))
@@ -119,7 +171,12 @@ def _outer_api(A, B):  # noqa: ANN001, ANN201, N803
     """The ufunc of every pair: out[i..., j...] = op(A[i...], B[j...])."""
 
 
-_APIS = {"reduce": _reduce_api, "accumulate": _accumulate_api, "outer": _outer_api}
+def _reduceat_api(array, indices, axis=0, dtype=None, out=None):  # noqa: ANN001, ANN201
+    """The ufunc reduced over each segment array[indices[i]:indices[i + 1]] along `axis` (indices known at
+    compile time)."""
+
+
+_APIS = {"reduce": _reduce_api, "accumulate": _accumulate_api, "outer": _outer_api, "reduceat": _reduceat_api}
 
 
 Binder = Callable[[Sequence[Any], Mapping[str, Any]], "tuple[list[Any], dict[str, Any]]"]
@@ -137,6 +194,16 @@ def _binder(ufunc: str, method: str, op: str) -> Binder:
             raise TypeError(f"{where}: {str(e).split(': ', 1)[-1]}") from None
         if method == "outer":
             return [arguments["A"], arguments["B"]], {"ufunc": ufunc}
+        if method == "reduceat":
+            if arguments["out"] is not None or arguments["dtype"] is not None:
+                raise TypeError(f"{where}: out= and dtype= are not supported in a kernel")
+            indices = arguments["indices"]
+            if not isinstance(indices, (list, tuple, range, np.ndarray)) or (
+                    isinstance(indices, np.ndarray) and indices.dtype.kind not in "iu"):
+                raise TypeError(f"{where}: indices must be a list or array of ints known at compile time, got "
+                                f"{type(indices).__name__}")
+            return [arguments["array"]], {"ufunc": ufunc, "indices": tuple(int(i) for i in np.ravel(indices)),
+                                          "axis": canonical_attr("axis", arguments["axis"])}
         if arguments["out"] is not None:
             raise TypeError(f"{where}: out= is not supported in a kernel (a kernel returns its results)")
         attrs = {"axis": canonical_attr("axis", arguments["axis"])}
@@ -169,6 +236,7 @@ _OUTER = tuple(sorted(u for u, f in vars(np).items() if isinstance(f, np.ufunc) 
                       and f.signature is None and numpy_twin(u) is not None
                       and len(get(numpy_twin(u)).tensor_params) == 2))
 METHODS.update({(u, "outer"): "ufunc_outer" for u in _OUTER})
+METHODS.update({(u, "reduceat"): "ufunc_reduceat" for u, m in list(METHODS) if m == "reduce"})
 
 for (_ufunc, _method), _op in METHODS.items():
     register_sugar(f"{_ufunc}_{_method}", _op, _sugar_api(_ufunc, _method), _binder(_ufunc, _method, _op),
