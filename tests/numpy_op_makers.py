@@ -105,6 +105,8 @@ DTYPES_ISSUE22 = {
     **{n: ("float32", "int32") for n in ("round", "trunc", "fmax", "fmin", "nan_to_num", "cumprod", "prod",
                                          "trace", "take_along_axis", "roll")},
     "diff": ("float16", "int32", "bool"),
+    **{n: ("float32", "int32") for n in ("partition", "argpartition")},
+    "sliding_window_view": ("float16", "int32"),
     # numpy3's: float32 (NaN, infinities), and int32 where products take another path (np.dot's exact int32 sum,
     # matmul's cast back to the operand dtype); the suite's time is tight, so one dtype elsewhere
     **{n: ("float32", "int32") for n in ("tensordot", "matrix_power")},
@@ -236,6 +238,11 @@ def makers_issue22(values: Callable[..., np.ndarray]) -> dict[str, list[Any]]:
         "diagflat": [un(shape=(2, 2)), un(shape=(3,), k=-1)],
         "sort": [sortable((3, 7)), sortable((4, 3), axis=0), sortable((2, 5), axis=None)],
         "argsort": [sortable((3, 7)), sortable((4, 3), axis=0)],
+        # partition / argpartition: the stable sort (eager and compiled alike); numpy's own order is checked
+        # against the partition property in test_ops_numpy3.py
+        "partition": [sortable((3, 7), kth=2), sortable((4, 3), kth=(0, -1), axis=0)],
+        "argpartition": [sortable((3, 7), kth=-1)],
+        "sliding_window_view": [un(shape=(3, 6), window_shape=3, axis=1), un(shape=(4, 5), window_shape=(2, 2))],
         "take_along_axis": [along, along_none],
         "append": [lambda rng, d: ([values(rng, d, (2, 3)), values(rng, d, (4,))], {"axis": None}),
                    lambda rng, d: ([values(rng, d, (2, 3)), values(rng, d, (1, 3))], {"axis": 0})],

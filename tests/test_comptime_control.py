@@ -340,3 +340,28 @@ def test_tolist_of_constant_tensors_and_slice_objects(rng):
     with pytest.raises(CompileError, match=r"`x.tolist\(\)` needs the values of a tensor \(f32\[3\]\) computed "
                                            r"from the kernel's inputs"):
         pyasc.kernel(data_tolist, chip="tiny")(np.ones(3, np.float32))
+
+
+def stdlib_helpers(x):
+    import math  # an import inside the kernel: a compile-time module, as at module level
+    import functools
+    import itertools
+    import operator as op
+    from numpy.lib.stride_tricks import sliding_window_view as windows
+    total = functools.reduce(op.add, [x, x * 2, x * 3]) + functools.reduce(lambda a, b: a * b, [x, x], 1.5)
+    pairs = sum(a * b for a, b in itertools.combinations(x, 2))
+    running = itertools.accumulate([x, x + 1, x], op.mul)
+    mapped = sum(itertools.starmap(lambda a, s: a * s, [(x, 2), (x[::-1], 3)]))
+    chosen = op.lt(x, 0.5) + op.neg(x) * op.add(1, 2) - op.truediv(x, math.pi)
+    return total, pairs, *running, mapped, chosen, windows(x, 2).sum(-1)
+
+
+def test_operator_functools_itertools_and_imports_in_a_kernel(rng):
+    run(stdlib_helpers, rng.standard_normal(5).astype(np.float32))
+
+    def missing(x):
+        import not_a_module_anywhere  # noqa: F401
+        return x
+    with pytest.raises(CompileError, match=r"ImportError: No module named 'not_a_module_anywhere' \(the kernel's "
+                                           r"`import` runs when it compiles\)"):
+        pyasc.kernel(missing, chip="tiny")(np.ones(3, np.float32))

@@ -10,6 +10,7 @@ location) or to a compile-time Python value. See values.py for the split.
 from __future__ import annotations
 
 import ast
+import importlib
 import contextlib
 import inspect
 import operator
@@ -57,8 +58,6 @@ UNSUPPORTED: dict[type, str] = {
     ast.Global: "`global` is not supported in a kernel: globals are read-only compile-time constants",
     ast.Nonlocal: "`nonlocal` is not supported in a kernel: closure variables are read-only compile-time constants",
     ast.Delete: "`del` is not supported in a kernel",
-    ast.Import: "`import` is not supported inside a kernel; import at module level",
-    ast.ImportFrom: "`import` is not supported inside a kernel; import at module level",
     ast.ClassDef: "class definitions are not supported in a kernel",
     ast.Yield: "`yield` is not supported in a kernel",
     ast.YieldFrom: "`yield from` is not supported in a kernel",
@@ -468,6 +467,33 @@ class FunctionBuilder:
                 at,
             )
         self.state.unrolled = total
+
+    def _s_Import(self, s: ast.Import) -> None:
+        for alias in s.names:  # a module is a compile-time value, like one imported at module level
+            module = self._import(alias.name, s)
+            if alias.asname is None:
+                self.bind_name(alias.name.split(".")[0], self._import(alias.name.split(".")[0], s))
+            else:
+                self.bind_name(alias.asname, module)
+
+    def _s_ImportFrom(self, s: ast.ImportFrom) -> None:
+        if s.level or s.module is None:
+            raise self.error("a relative `import` inside a kernel: import at module level", s)
+        module = self._import(s.module, s)
+        for alias in s.names:
+            if alias.name == "*":
+                raise self.error("`from ... import *` inside a kernel: import the names you use", s)
+            try:
+                value = getattr(module, alias.name)
+            except AttributeError:
+                value = self._import(f"{s.module}.{alias.name}", s)
+            self.bind_name(alias.asname or alias.name, value)
+
+    def _import(self, name: str, s: ast.stmt) -> Any:
+        try:
+            return importlib.import_module(name)
+        except ImportError as e:
+            raise self.error(f"ImportError: {e} (the kernel's `import` runs when it compiles)", s) from None
 
     def _s_Assert(self, s: ast.Assert) -> None:
         cond = self.eval(s.test)

@@ -31,7 +31,7 @@ from ..errors import CompileError, Note
 from .. import markers, tensor_type
 from ..tensor_type import Sym
 from . import aliasing, bitops, checks, comptime, dtype_rules, effects, guards, known, loops, masked, \
-    npcallables, npfuncs, npkwargs, npwrites, objects, piecewise, pybuiltins, pytree, source
+    npcallables, npfuncs, npkwargs, npwrites, objects, piecewise, pybuiltins, pystdlib, pytree, source
 from .protocol import KernelBuilder
 from .scope import Scope, assigned_names
 from .tensors import as_operand, mark_weak, strong_dtypes
@@ -662,6 +662,7 @@ BUILTINS: dict[Any, Callable[..., Any]] = {
     slice: lambda b, args, kwargs, at, name: compile_time_call_allowing_tensors(b, slice, args, kwargs, at, name),
     **pybuiltins.HANDLERS,
     getattr: functools.partial(pybuiltins.getattr_, inline=lambda *a: inline(*a)),
+    **pystdlib.handlers(lambda *a: call_value(*a)),
 }
 
 
