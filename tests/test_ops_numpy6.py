@@ -85,7 +85,7 @@ def test_float32_accuracy_within_a_few_ulps(rng):
 @pyasc.kernel(chip="tiny")
 def integer_functions(a, b):
     return (np.gcd(a, b), np.lcm(a, b), np.lcm(6, b), np.fabs(a), np.signbit(a), np.positive(a),
-            np.isposinf(a), np.isneginf(b), np.arctan2(a, b), np.tan(b % 16), np.logaddexp2(a, b))
+            np.isposinf(a), np.isneginf(b), np.arctan2(a, b), np.tan(b % 16), np.logaddexp2(a, b), np.gcd(a, b > 0))
 
 
 @pytest.mark.parametrize("dtype", ["int32", "int8"])
@@ -247,7 +247,8 @@ def bits_and_integers(a, u):
     return (np.packbits(a), np.packbits(a, axis=1), np.packbits(a > 1, axis=0, bitorder="little"), np.unpackbits(u),
             np.unpackbits(u, axis=1), np.unpackbits(u, axis=0, count=-3, bitorder="little"),
             np.unpackbits(u, count=50), np.vecdot(a, a), np.matvec(a[:, :3], a[0, :3]), np.vander(a[0], 3),
-            np.array_equal(a, a), np.array_equiv(a, a[:1]))
+            np.array_equal(a, a), np.array_equiv(a, a[:1]), np.vecdot(a.astype(np.int8) * 50, a.astype(np.int8) * 3),
+            np.vecdot(a > 0, a > 1))  # int8 products and sums wrap as numpy's; bool is any(x1 & x2)
 
 
 def test_bits_and_integer_products_match_numpy(rng):

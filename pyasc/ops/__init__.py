@@ -93,7 +93,8 @@ Facts passes read from each OpDef (see registry.py): structural (Data Const If),
 leaf (Data Const), subgraph_attrs (If), reduce_axes / reduced_axes (REDUCE ops),
 row_composite (softmax log_softmax layer_norm rms_norm), cube_operands and
 accepted formats (matmul fused_matmul: ND or FRACTAL_NZ on a and b; transdata
-and If: any format; everything else ND), expensive (not cheap to recompute).
+and If: any format; everything else ND), expensive (not cheap to recompute), data_error
+(numpy raises on some operand values, nanargmax's all-NaN slice: the frontend records a data check).
 """
 from .registry import (  # noqa: F401
     ANY_FORMAT,

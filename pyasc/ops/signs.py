@@ -98,7 +98,7 @@ def _check_positive(ts: Sequence[TensorType], attrs: Mapping[str, Any]) -> None:
 
 def _check_integers(name: str):
     def check(ts: Sequence[TensorType], attrs: Mapping[str, Any]) -> None:
-        if any(t.dtype in FLOATS or t.dtype == "bool" for t in ts):
+        if any(t.dtype in FLOATS for t in ts) or all(t.dtype == "bool" for t in ts):  # numpy: int with bool works
             raise InferError(f"{name}: ufunc '{name}' did not contain a loop with signature matching types "
                              f"{ts[0].dtype} and {ts[1].dtype}: integers only")
     return check
