@@ -135,3 +135,6 @@ class _EmitBuilder(GraphBuilder):
 
     def const(self, value: float | int | bool, dtype: str) -> Any:
         return self.b.const(value, dtype, self.at)
+
+    def array(self, value: np.ndarray) -> Any:
+        return self.b.const(np.asarray(value), dtypes.narrow(np.asarray(value).dtype), self.at)
