@@ -45,7 +45,13 @@ def to_zz(a: np.ndarray, r0: int, c0: int) -> np.ndarray:
 
 def from_zz(flat: np.ndarray, m: int, k: int, r0: int, c0: int) -> np.ndarray:
     b = flat.shape[0]
-    return flat.reshape(b, m // r0, k // c0, r0, c0).transpose(0, 1, 3, 2, 4).reshape(b, m, k)
+    return zz_view(flat, m, k, r0, c0).reshape(b, m, k)
+
+
+def zz_view(flat: np.ndarray, m: int, k: int, r0: int, c0: int) -> np.ndarray:
+    """`from_zz` as a view: (b, M/r0, r0, K/c0, c0), whose C-order copy reshapes to (b, M, K) for free."""
+    b = flat.shape[0]
+    return flat.reshape(b, m // r0, k // c0, r0, c0).transpose(0, 1, 3, 2, 4)
 
 
 def to_zn(bm: np.ndarray, r0: int, c0: int) -> np.ndarray:
@@ -56,4 +62,16 @@ def to_zn(bm: np.ndarray, r0: int, c0: int) -> np.ndarray:
 
 def from_zn(flat: np.ndarray, k: int, n: int, r0: int, c0: int) -> np.ndarray:
     b = flat.shape[0]
-    return flat.reshape(b, k // c0, n // r0, r0, c0).transpose(0, 1, 4, 2, 3).reshape(b, k, n)
+    return zn_view(flat, k, n, r0, c0).reshape(b, k, n)
+
+
+def zn_view(flat: np.ndarray, k: int, n: int, r0: int, c0: int) -> np.ndarray:
+    """`from_zn` as a view: (b, K/c0, c0, N/r0, r0), whose C-order copy reshapes to (b, K, N) for free."""
+    b = flat.shape[0]
+    return flat.reshape(b, k // c0, n // r0, r0, c0).transpose(0, 1, 4, 2, 3)
+
+
+def nz_view(x: np.ndarray, c0: int) -> np.ndarray:
+    """(b, R, C) with C % c0 == 0 as a view in the NZ order: (b, C/c0, R, c0), what `nd_to_nz` copies out."""
+    b, r, c = x.shape
+    return x.reshape(b, r, c // c0, c0).transpose(0, 2, 1, 3)

@@ -72,12 +72,28 @@ def _compute_dtype(dtype: str) -> np.dtype:
     return F32 if dtype in HALF else DTYPES[dtype]
 
 
+#: from this many elements on, float16 is widened through a table (`half_to_float`)
+HALF_TABLE_ELEMENTS = 4096
+_half_table: Optional[np.ndarray] = None
+
+
+def half_to_float(x: np.ndarray) -> np.ndarray:
+    """float16 values as float32, in C order: numpy's own conversion of each, looked up in a table of all 65536
+    (made by that conversion) for large arrays, where a gather is about twice as fast as `astype`."""
+    global _half_table
+    if x.size < HALF_TABLE_ELEMENTS:
+        return x.astype(F32, order="C")
+    if _half_table is None:
+        _half_table = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16).view(F16).astype(F32)
+    return np.take(_half_table, x.view(np.uint16), mode="wrap")   # (a uint16 is never out of range)
+
+
 def widen(x, dtype: str):
     """A UB operand (its storage view) as the values the unit computes on: float16 and bfloat16 in float32."""
     if not isinstance(x, np.ndarray):
         return x
     if dtype == "float16" and x.dtype == F16:
-        return x.astype(F32)
+        return half_to_float(x)
     if dtype == "bfloat16" and x.dtype == bfloat16.BITS:
         return bfloat16.to_float32(x)
     return x

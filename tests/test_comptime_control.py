@@ -353,7 +353,8 @@ def stdlib_helpers(x):
     running = itertools.accumulate([x, x + 1, x], op.mul)
     mapped = sum(itertools.starmap(lambda a, s: a * s, [(x, 2), (x[::-1], 3)]))
     chosen = op.lt(x, 0.5) + op.neg(x) * op.add(1, 2) - op.truediv(x, math.pi)
-    return total, pairs, *running, mapped, chosen, windows(x, 2).sum(-1)
+    scaled = functools.partial(np.clip, a_max=0.5)(x, -0.5)
+    return total, pairs, *running, mapped, chosen, windows(x, 2).sum(-1), scaled
 
 
 def test_operator_functools_itertools_and_imports_in_a_kernel(rng):

@@ -65,6 +65,11 @@ class Analyze(Pass):
     name, opt_level = "analyze", 0
 
     def run(self, st: JobState, ctx: PassContext) -> bool:
+        checked = st.job.checked
+        if checked is not None and checked.chip is st.chip:   # the router analysed it already
+            st.analyses = list(checked.analyses)
+            ctx.stats["analyses"] += len(st.analyses)
+            return True
         try:
             st.analyses = list(st.template.analyze(st.job, st.chip))
         except Unsupported as e:
@@ -80,18 +85,22 @@ class Tile(Pass):
         t, chip = st.template, st.chip
         cores = st.options.core_cap(chip.cores_of(t.core_type))
         params = []
+        checked = st.job.checked
         for a in st.analyses:
-            for tiling in t.tilings(a, chip, st.options.buffer_num, cores):
+            made = None if checked is None else checked.tilings_of(a, chip, st.options.buffer_num, cores)
+            for tiling in made if made is not None else t.tilings(a, chip, st.options.buffer_num, cores):
                 st.owner.setdefault(tiling, a)
                 params.append(tiling)
         if not params:
             raise st.fail(f"no tile of this kernel fits the chip's memories ({chip.name})")
         symbols = set().union(*(t.symbols(a) for a in st.analyses))
         st.dims, st.nominal = scoring_dims(sorted(symbols))
-        bound = None
+        bound = floor = None
         if t.bound is not None:
             bound = lambda p: t.bound(st.owner[p], p, chip, st.dims)  # noqa: E731
-        st.ranking = Ranking(params, lambda p: t.schedule(st.owner[p], p, chip), chip, st.dims, bound)
+            if t.floor is not None:
+                floor = lambda p: t.floor(st.owner[p], p, chip, st.dims)  # noqa: E731
+        st.ranking = Ranking(params, lambda p: t.schedule(st.owner[p], p, chip), chip, st.dims, bound, floor)
         ctx.stats["candidates"] += len(params)
         return True
 

@@ -28,7 +28,7 @@ from .kernel_graph import KernelGraph, build_kernel_graph
 from .lowering import no_lowering
 from . import blocked, conv_plan, decode, matmul_plan
 from .templates import mixed_prologue
-from .template import Job, Unsupported
+from .template import Checked, Job, Unsupported
 from .templates import TEMPLATES, template_of_op
 from .templates.mixed import MixedMatmul
 
@@ -227,8 +227,10 @@ def _mixed_refusal(job: Job, chip: Chip, buffer_num: int) -> str:
         analyses = t.analyze(job, chip)
     except Unsupported as e:
         return str(e)
-    if not any(t.tilings(a, chip, buffer_num, chip.aic_cores) for a in analyses):
+    tilings = [t.tilings(a, chip, buffer_num, chip.aic_cores) for a in analyses]
+    if not any(tilings):
         return "no tiling of the vector side fits the UB"
+    job.checked = Checked(chip, buffer_num, chip.aic_cores, analyses, tilings)   # (the driver's to reuse)
     return ""
 
 

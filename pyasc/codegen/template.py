@@ -91,6 +91,26 @@ class Job:
     options: dict[str, Any] = field(default_factory=dict)   # template-specific (rows of a row kernel, ...)
     op: str = "copy"                     # the op a failure names
     loc: Any = None                      # and its source location
+    checked: "Checked | None" = None     # the router's check of the job (`lower` reuses what it made)
+
+
+@dataclass
+class Checked:
+    """What a router made checking that a job's template tiles it: the template's analyses, and each one's
+    tilings for this chip, `buffer_num` cap and core count. The driver (`lower`) takes them instead of making
+    them again when it asks for the same."""
+
+    chip: Chip
+    buffer_num: int
+    cores: int
+    analyses: list[Any]
+    tilings: list[list[Tiling]]
+
+    def tilings_of(self, analysis: Any, chip: Chip, buffer_num: int, cores: int) -> list[Tiling] | None:
+        """The tilings made for `analysis` (one of `analyses`) with these arguments, or None."""
+        if chip is not self.chip or buffer_num != self.buffer_num or cores != self.cores:
+            return None
+        return next((t for a, t in zip(self.analyses, self.tilings) if a is analysis), None)
 
 
 @dataclass(frozen=True)
@@ -100,7 +120,8 @@ class Template:
     cannot run whatever the tiling (a reason, or ""); `need` is the on-chip bytes of a tiling (fusion's
     capacity asks for the smallest); `bound(analysis, tiling, chip, dims)` is a lower bound on the score
     of the tiling's schedule for those dims, never above it (the tiler then skips the candidates it rules
-    out, `tiling.Ranking`)."""
+    out, `tiling.Ranking`); `floor` (with a bound) a cheaper lower bound never above it, computed for every
+    candidate so that `bound` is computed only where the floor does not rule the candidate out."""
 
     name: str
     core_type: str
@@ -111,6 +132,7 @@ class Template:
     symbols: Callable[[Any], set[str]]
     need: Callable[[Any, Tiling, Chip], int] | None = None
     bound: Callable[[Any, Tiling, Chip, Mapping[str, int]], float] | None = None
+    floor: Callable[[Any, Tiling, Chip, Mapping[str, int]], float] | None = None   # cheaper, never above bound
     admits: Callable[[Any, Chip], str] | None = None
     ops: frozenset[str] = frozenset()
     handles: Callable[[Any], bool] | None = None

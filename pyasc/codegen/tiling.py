@@ -198,20 +198,24 @@ class Ranking:
     Candidates a build rejects (`CapacityError`) are in `rejected`."""
 
     def __init__(self, params: Sequence[Any], build: Callable[[Any], AnySchedule], chip: Chip,
-                 dims: Mapping[str, int], bound: Bound | None = None):
+                 dims: Mapping[str, int], bound: Bound | None = None, floor: Bound | None = None):
         self.params = list(params)
         self.build, self.chip, self.dims = build, chip, dims
         self.order: list[Candidate] = []                       # settled, cheapest first
         self.rejected: list[Candidate] = []
         self._scored: list[tuple[float, int, Candidate]] = []   # a heap: scored, not yet settled
-        self._unscored: list[tuple[float, int]] = []            # a heap: (bound, index)
+        # a heap: (key, index, whether the key is the candidate's bound or only its floor)
+        self._unscored: list[tuple[float, int, bool]] = []
         self._estimates: dict = {}                              # schedules.score's memo of shared sides
+        self._bound = bound
         if bound is None:
             for i in range(len(self.params)):
                 self._score(i)
+        elif floor is None:
+            self._unscored = [(bound(p), i, True) for i, p in enumerate(self.params)]
         else:
-            self._unscored = [(bound(p), i) for i, p in enumerate(self.params)]
-            heapq.heapify(self._unscored)
+            self._unscored = [(floor(p), i, False) for i, p in enumerate(self.params)]
+        heapq.heapify(self._unscored)
 
     @property
     def scored(self) -> list[Candidate]:
@@ -235,9 +239,23 @@ class Ranking:
         heapq.heappush(self._scored, (cand.score.cycles, i, cand))
         return cand
 
+    def _least_bound(self) -> float:
+        """The least bound of the unscored candidates (inf: none left). A floor at the top of the heap is replaced
+        by its candidate's bound until a bound is on top: every other key there is a bound or a floor no larger
+        than the bound it stands for, so that one is the least, and the bounds leave the heap in the order (and
+        with the ties) they would without floors."""
+        heap = self._unscored
+        while heap and not heap[0][2]:
+            i = heap[0][1]
+            heapq.heapreplace(heap, (self._bound(self.params[i]), i, True))   # type: ignore[misc]
+        return heap[0][0] if heap else float("inf")
+
     def _settle(self) -> bool:
         """Settle the next candidate in the order; False when none is left."""
-        while self._unscored and (not self._scored or self._unscored[0][0] <= self._scored[0][0]):
+        while self._unscored:
+            least = self._least_bound()   # (its candidate is now on top of the heap)
+            if self._scored and least > self._scored[0][0]:
+                break
             self._score(heapq.heappop(self._unscored)[1])
         if not self._scored:
             return False
@@ -253,7 +271,7 @@ class Ranking:
     def known(self) -> list[Candidate]:
         """The settled candidates, and after them every scored one whose place is certain already (its score
         below every unscored bound): the order as far as it is known without scoring more."""
-        limit = self._unscored[0][0] if self._unscored else float("inf")
+        limit = self._least_bound()
         while self._scored and self._scored[0][0] < limit:
             self.order.append(heapq.heappop(self._scored)[2])
         return list(self.order)
@@ -263,7 +281,7 @@ class Ranking:
         for c in self.scored:
             if match(c.params):
                 return c
-        for k, (_, i) in enumerate(self._unscored):
+        for k, (_, i, _) in enumerate(self._unscored):
             if match(self.params[i]):
                 self._unscored.pop(k)
                 heapq.heapify(self._unscored)

@@ -127,6 +127,8 @@ def call_value(b: KernelBuilder, callee: Any, args: list[Any], kwargs: dict[str,
     name = _callee_text(b, at)
     if isinstance(callee, TensorMethod):
         return tensor_method(b, callee, args, kwargs, at)
+    if isinstance(callee, functools.partial):  # its function with the stored arguments first, as Python calls it
+        return call_value(b, callee.func, [*callee.args, *args], {**callee.keywords, **kwargs}, at)
     if isinstance(callee, comptime.KernelLambda):
         return comptime.call_lambda(b, callee, args, kwargs, at)
     if isinstance(callee, comptime.KernelDef):
@@ -660,6 +662,9 @@ BUILTINS: dict[Any, Callable[..., Any]] = {
     math.prod: _compile_time_only(math.prod),
     # a slice object to index with later; a one-element tensor bound is a launch-time bound there (indexing.py)
     slice: lambda b, args, kwargs, at, name: compile_time_call_allowing_tensors(b, slice, args, kwargs, at, name),
+    # a partial holds its function and arguments (tensors too); calling it is call_value's
+    functools.partial: lambda b, args, kwargs, at, name: compile_time_call_allowing_tensors(
+        b, functools.partial, args, kwargs, at, name),
     **pybuiltins.HANDLERS,
     getattr: functools.partial(pybuiltins.getattr_, inline=lambda *a: inline(*a)),
     **pystdlib.handlers(lambda *a: call_value(*a)),

@@ -224,14 +224,21 @@ def _c_mmad(rt: ProgramInfo, idx: int, ins: isa.Mmad) -> Callable:
             if bias is not None:
                 reads.append(("BT", flat(bias, n * 4), False))
             st.sanitize(g, *reads, ("L0C", flat(c, ext_c), True))
-        A = layouts.from_zz(region(g, la, a, ext_a, dt), mp, kp, r0, c0)
-        B = layouts.from_zn(region(g, lb, b, ext_b, dt), kp, np_, r0, c0)
+        # the operands' fractal views go to `product` as they are: widening makes their one C-order copy
+        A = layouts.zz_view(region(g, la, a, ext_a, dt), mp, kp, r0, c0)
+        B = layouts.zn_view(region(g, lb, b, ext_b, dt), kp, np_, r0, c0)
         bv = region(g, bt, bias, n * 4, np.dtype(np.float32)) if bias is not None and not acc else None
-        new = layouts.nd_to_nz(product(A, B, bv, np_), r0, r0).reshape(g.m, -1)
+        C = product(A, B, bv, np_, ((g.m, mp, kp), (g.m, kp, np_)))
         view = out_view(g, lc, c, ext_c, acc_dt)
-        if acc and view is not None:
-            view += new  # accumulate in place, in the NZ layout (int32 wraps like the hardware's adder)
-        elif acc:
+        if view is not None:   # the product lands in L0C's NZ layout through a view of it (no NZ copy)
+            dst, src = view.reshape(g.m, np_ // r0, mp, r0), layouts.nz_view(C, r0)
+            if acc:
+                dst += src  # accumulate in place (int32 wraps like the hardware's adder)
+            else:
+                np.copyto(dst, src)
+            return
+        new = layouts.nd_to_nz(C, r0, r0).reshape(g.m, -1)
+        if acc:
             store(g, lc, c, region(g, lc, c, ext_c, acc_dt) + new, None)
         else:
             lc[g.sel, c:c + ext_c] = new.view(U8)
@@ -243,7 +250,7 @@ def _c_mmad(rt: ProgramInfo, idx: int, ins: isa.Mmad) -> Callable:
         """An operand as `work` values in C order: float16 widened straight into C order (one copy: the exact
         values `widen` gives, without its strided intermediate)."""
         if straight and X.dtype == vector_math.F16:
-            return X.astype(np.float32, order="C")
+            return vector_math.half_to_float(X)
         return vector_math.widen(X, ins.dtype).astype(work, order="C", copy=False)
 
     def product(A: np.ndarray, B: np.ndarray, bias: Optional[np.ndarray], np_: int, shapes: Optional[tuple] = None

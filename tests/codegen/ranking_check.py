@@ -7,15 +7,19 @@ from pyasc.codegen import tiling
 
 
 class Exhaustive(tiling.Ranking):
-    """Scores every candidate (no pruning) and checks the template's bound against each score."""
+    """Scores every candidate (no pruning) and checks the template's bound against each score, and its floor (if
+    it has one) against each bound."""
 
     checked: list[tuple[float, float, str]] = []
+    floors: list[tuple[float, float, str]] = []
 
-    def __init__(self, params, build, chip, dims, bound=None):
+    def __init__(self, params, build, chip, dims, bound=None, floor=None):
         super().__init__(params, build, chip, dims, None)
         if bound is not None:
             for c in self.scored:
                 Exhaustive.checked.append((bound(c.params), c.score.cycles, c.line()))
+                if floor is not None:
+                    Exhaustive.floors.append((floor(c.params), bound(c.params), c.line()))
 
 
 def choices(fn, args, chip, options):
@@ -32,12 +36,14 @@ def assert_pruning_keeps_the_choice(monkeypatch, lower_module, fn, args, chip, o
     """The bound never exceeds a candidate's score, and the pruned search picks what scoring every candidate
     picks (same tiling, same score, the runners-up it lists the exhaustive order's first ones)."""
     pruned = choices(fn, args, chip, options)
-    Exhaustive.checked = []
+    Exhaustive.checked, Exhaustive.floors = [], []
     monkeypatch.setattr(lower_module, "Ranking", Exhaustive)
     exhaustive = choices(fn, args, chip, options)
     assert Exhaustive.checked, "no template with a bound tiled this kernel"
     over = [(b, s, what) for b, s, what in Exhaustive.checked if b > s]
     assert not over, f"bounds above the score: {over[:3]}"
+    over = [(f, b, what) for f, b, what in Exhaustive.floors if f > b]
+    assert not over, f"floors above the bound: {over[:3]}"
     assert len(pruned) == len(exhaustive)
     for p, e in zip(pruned, exhaustive):
         assert p[:4] == e[:4]                      # the same kernel, template, tiling and score

@@ -97,3 +97,29 @@ def test_a_ranking_builds_only_what_its_bound_cannot_rule_out(made_up_scores):
     # the two cheapest are certain once every bound left (5.0 and up) is above the second score (3.0)
     assert sorted(built) == [1, 3, 5] and r.unscored == 4
     assert [c.params for c in r.known()] == [5, 1, 3]   # 3's place is certain too: its score is below 5.0
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_floors_change_nothing_but_how_many_bounds_are_computed(monkeypatch, seed):
+    """With floors (each never above its bound) a ranking settles the same order, builds the same candidates and
+    knows the same as with bounds alone, on random scores, bounds and floors with ties; it computes fewer
+    bounds."""
+    rng = np.random.default_rng(seed)
+    n = 40
+    scores = rng.integers(10, 30, n).astype(float)
+    bounds = scores - rng.integers(0, 12, n) * (rng.random(n) < 0.8)
+    floors = bounds - rng.integers(0, 8, n) * (rng.random(n) < 0.7)
+    monkeypatch.setattr(tiling.schedules, "check", lambda s, chip: None)
+    monkeypatch.setattr(tiling.schedules, "score", lambda s, dims, chip, memo=None: _Score(scores[s]))
+
+    def run(floor):
+        built, asked = [], []
+        r = tiling.Ranking(list(range(n)), lambda p: built.append(p) or p, None, {},
+                           lambda p: asked.append(p) or bounds[p], floor)
+        steps = []
+        for k in (1, 2, 5):
+            steps.append(([c.params for c in r.take(k)], sorted(built), [c.params for c in r.known()], r.unscored))
+        return steps, len(asked)
+
+    (plain, every), (floored, fewer) = run(None), run(lambda p: floors[p])
+    assert floored == plain and every == n and fewer < n

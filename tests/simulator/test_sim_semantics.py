@@ -251,3 +251,20 @@ def test_in_place_vector_operands_must_be_the_same_bytes():
     out, _ = ub_roundtrip(lambda p, ad: (p.vunary("abs", UB(ad["x"]), UB(ad["x"]), 64, "float16"),
                                          p.vcopy(UB(ad["out"]), UB(ad["x"]), 64, "float16")), {"x": x}, "float16", 64)
     assert np.array_equal(out, x)  # the same bytes in and out are fine
+
+
+def test_half_to_float_is_numpys_conversion_bit_for_bit():
+    """The table lookup that widens large float16 arrays gives astype's float32 bits for every float16 bit
+    pattern (NaN payloads, infinities, subnormals, -0.0), on contiguous arrays and on strided views, in C order."""
+    from simulator.vector_math import HALF_TABLE_ELEMENTS, half_to_float
+
+    every = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16).view(np.float16)
+    want = every.astype(np.float32)
+    got = half_to_float(every)
+    assert got.dtype == np.float32 and got.flags.c_contiguous
+    np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
+    fractal = every.reshape(4, 16, 64, 16).transpose(0, 2, 1, 3)          # a strided view, as the cube reads
+    np.testing.assert_array_equal(half_to_float(fractal).view(np.uint32), fractal.astype(np.float32).view(np.uint32))
+    assert half_to_float(fractal).flags.c_contiguous
+    small = every[::17][:HALF_TABLE_ELEMENTS - 1]                          # below the table's size: astype
+    np.testing.assert_array_equal(half_to_float(small).view(np.uint32), small.astype(np.float32).view(np.uint32))

@@ -46,7 +46,7 @@ from .. import tileops as T
 from ..schedule import BLOCKS, CORE, Buffer, GmParam, GmRef, Let, Loop, Ref, Stmt, TileOp, TileSchedule, When
 from ..template import Template, free_symbols
 from ..tiling import scoring_dims
-from .matmul_bound import bound
+from .matmul_bound import bound, floor
 from .matmul_tiling import MatmulTiling, a_mode, b_mode, footprint, l1_b_piece_bytes, l2_miss, tilings
 
 F = sy.sym
@@ -422,4 +422,4 @@ def _tilings(mk: CubeMatmul, chip: Chip, buffer_num: int, cores: int) -> list[Ma
 
 
 TEMPLATE = Template("matmul", "aic", MatmulTiling, lambda job, chip: [job.subject.for_chip(chip)], _tilings,
-                    schedule, _symbols, ops=frozenset({"matmul", "fused_matmul"}), bound=bound)
+                    schedule, _symbols, ops=frozenset({"matmul", "fused_matmul"}), bound=bound, floor=floor)

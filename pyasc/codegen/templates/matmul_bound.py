@@ -23,7 +23,7 @@ fractals, and the extra start-ups of an int8 K tail loaded panel by panel (charg
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Mapping
 
 from ... import symbolic as sy
@@ -33,16 +33,20 @@ from ..cost import cube_cycles, gm_bandwidth, gm_span, launch_cycles
 from .matmul_tiling import MatmulTiling, a_mode, b_mode
 
 
-@dataclass
 class _Cost:
-    """What the walker's `cost.Cost` holds, for the part the bound follows."""
+    """What the walker's `cost.Cost` holds, for the part the bound follows (a class with slots: the bounds of a
+    matmul's candidates make thousands)."""
 
-    busy: dict[str, float] = field(default_factory=dict)
-    span: float = 0.0
-    steady: float = 0.0
-    gm: float = 0.0          # GM bytes moved
-    gm_write: float = 0.0
-    acc: float = 0.0         # cycles of the ops on the L0C block buffer (mmads and FixPipes)
+    __slots__ = ("busy", "span", "steady", "gm", "gm_write", "acc")
+
+    def __init__(self, busy: dict[str, float] | None = None, span: float = 0.0, steady: float = 0.0,
+                 gm: float = 0.0, gm_write: float = 0.0, acc: float = 0.0):
+        self.busy: dict[str, float] = {} if busy is None else busy
+        self.span = span
+        self.steady = steady
+        self.gm = gm              # GM bytes moved
+        self.gm_write = gm_write
+        self.acc = acc            # cycles of the ops on the L0C block buffer (mmads and FixPipes)
 
     def add(self, o: "_Cost", times: float = 1.0) -> None:
         busy = self.busy
@@ -119,8 +123,13 @@ _PATHS = {k: data_path(*k) for k in (("GM", "L1"), ("L1", "L0A"), ("L1", "L0B"),
 class _Model:
     """The cube schedule of one tiling, costed block by block."""
 
-    def __init__(self, mk: Any, t: MatmulTiling, chip: Chip, extents: tuple[int, int, int, int], sinks: int):
+    def __init__(self, mk: Any, t: MatmulTiling, chip: Chip, extents: tuple[int, int, int, int], sinks: int,
+                 steps: dict | None = None):
         self.mk, self.t, self.chip, self.sinks = mk, t, chip, sinks
+        # costed L0 steps, by their shape and how A and B are loaded: a caller's store shared by the tilings
+        # of one product (a step does not depend on the rest of the tiling)
+        self._steps: dict = {} if steps is None else steps
+        self._modes = (a_mode(mk, t), b_mode(mk, t))
         self.M, self.N, self.K, batch = extents
         self.nmb, self.nnb = -(-self.M // t.tm), -(-self.N // t.tn)
         self.total = batch * self.nmb * self.nnb
@@ -132,6 +141,7 @@ class _Model:
         self.read_bw = gm_bandwidth(gm_l1, chip, self.blocks, 0.0)
         self.store_bw = gm_bandwidth(getattr(chip, self._paths["L0C", "GM"].cost), chip, self.blocks, 1.0)
         self._chunks: dict[tuple[int, int, int], _Cost] = {}
+        self._blocks: dict[tuple[int, int], _Cost] = {}   # (rows, columns) -> a block of that shape
 
     # ---- ops ---------------------------------------------------------------------------------------
     def gm_read(self, nbytes: float, copies: int = 1) -> _Cost:
@@ -155,12 +165,20 @@ class _Model:
 
     # ---- one L0 step, one L1 chunk, one block -----------------------------------------------------------
     def step(self, mm: int, nn: int, kc: int) -> _Cost:
-        mk, t, r0 = self.mk, self.t, self.chip.cube_block
-        if a_mode(mk, t) == "fractals":
+        key = (self._modes, mm, nn, kc)
+        hit = self._steps.get(key)
+        if hit is None:   # (read only once made)
+            hit = self._steps[key] = self._step(mm, nn, kc)
+        return hit
+
+    def _step(self, mm: int, nn: int, kc: int) -> _Cost:
+        mk, r0 = self.mk, self.chip.cube_block
+        a, b = self._modes
+        if a == "fractals":
             l0a = self.fractal_rows("L0A", kc, -(-mm // r0))
         else:
             l0a = self.on_chip("L1", "L0A", mm * kc * self.size)
-        if b_mode(mk, t) == "fractals":
+        if b == "fractals":
             l0b = self.fractal_rows("L0B", kc, -(-nn // r0))
         else:
             l0b = self.on_chip("L1", "L0B", self._l0b_bytes(nn, kc))
@@ -203,6 +221,13 @@ class _Model:
         t = self.t
         nb, mb = index % self.nnb, (index // self.nnb) % self.nmb
         mm, nn = min(t.tm, self.M - mb * t.tm), min(t.tn, self.N - nb * t.tn)
+        hit = self._blocks.get((mm, nn))
+        if hit is None:   # (the blocks core 0 is charged for are mostly whole ones: costed once, never changed)
+            hit = self._blocks[mm, nn] = self._block(mm, nn)
+        return hit
+
+    def _block(self, mm: int, nn: int) -> _Cost:
+        t = self.t
         kl1 = t.kl1
         nk = -(-self.K // kl1)
         first = self.chunk(mm, nn, min(kl1, self.K))
@@ -294,8 +319,61 @@ def cube_bound(mk: Any, t: MatmulTiling, chip: Chip, dims: Mapping[str, int], si
         key = ("cube terms", _key(t), sinks)
         terms = memo.get(key)
         if terms is None:
-            terms = memo[key] = _Model(mk, _one_slot(t), chip, _extents(mk, dims), sinks).terms()
+            steps = memo.setdefault("cube steps", {})
+            terms = memo[key] = _Model(mk, _one_slot(t), chip, _extents(mk, dims), sinks, steps).terms()
     return terms.core_cycles(t.l0c_slots, chip), terms.blocks
+
+
+#: what a floor gives up, relative, so that its sums in another order never land above the bound's
+FLOOR_MARGIN = 1e-9
+
+
+def cube_floor(mk: Any, t: MatmulTiling, chip: Chip, dims: Mapping[str, int], sinks: int = 1,
+               memo: dict | None = None) -> tuple[float, int]:
+    """(a lower bound on `cube_bound`'s first value, the launch's cores) that only looks at the block shape and
+    the cores, so every tiling of one block shape shares it (the tiler computes `cube_bound` only for the
+    candidates this cannot rule out: `tiling.Ranking`'s floors).
+
+    `cube_bound`'s span over core 0's blocks is never below one pipe's busy time over them (each op's span is its
+    cycles, and a loop's period at least its busiest pipe). Per block, at least: on MTE2 the bias and one chunk's
+    two loads (one start-up each) of all of the block's A and B bytes at the read rate; on M one mmad start-up and
+    the product's fractal blocks; on FIX its FixPipes. The busiest of these, less FLOOR_MARGIN."""
+    key = ("cube floor", t.tm, t.tn, t.cores, sinks)
+    hit = memo.get(key) if memo is not None else None
+    if hit is None:
+        hit = _floor(_Model(mk, _one_slot(t), chip, _extents(mk, dims), sinks))
+        if memo is not None:
+            memo[key] = hit
+    return hit
+
+
+def _floor(model: _Model) -> tuple[float, int]:
+    n = -(-model.total // model.blocks) if model.blocks else 0
+    if n <= 0:
+        return 0.0, model.blocks
+    t = model.t
+
+    def pipes(index: int) -> dict[str, float]:
+        nb, mb = index % model.nnb, (index // model.nnb) % model.nmb
+        mm, nn = min(t.tm, model.M - mb * t.tm), min(t.tn, model.N - nb * t.tn)
+        ops = [(model.gm_read(model.K * nn * model.size), 1), (model.gm_read(mm * model.K * model.size), 1),
+               (_op("M", cube_cycles(model.mk.dtype, mm, model.K, nn, model.chip)), 1),
+               (model.fixpipe(mm, nn), model.sinks)]
+        if model.mk.bias:
+            ops += [(model.gm_read(nn * 4), 1), (model.on_chip("L1", "BT", nn * 4), 1)]
+        out: dict[str, float] = {}
+        for c, times in ops:
+            for p, cycles in c.busy.items():
+                out[p] = out.get(p, 0.0) + cycles * times
+        return out
+
+    first = pipes(0)
+    if n > 2:
+        second = pipes(1)
+        first = {p: (c + second[p]) / 2 for p, c in first.items()}
+    last = pipes(n - 1) if n > 1 else first
+    busiest = max((n - 1) * c + last[p] for p, c in first.items())
+    return busiest * (1 - FLOOR_MARGIN), model.blocks
 
 
 def _extents(mk: Any, dims: Mapping[str, int]) -> tuple[int, int, int, int]:
@@ -307,4 +385,10 @@ def _extents(mk: Any, dims: Mapping[str, int]) -> tuple[int, int, int, int]:
 def bound(mk: Any, t: MatmulTiling, chip: Chip, dims: Mapping[str, int]) -> float:
     """A lower bound on `cost.estimate(matmul.schedule(mk, t, chip), dims, chip)`."""
     core, blocks = cube_bound(mk, t, chip, dims)
+    return core + launch_cycles(chip, blocks) if blocks else 0.0
+
+
+def floor(mk: Any, t: MatmulTiling, chip: Chip, dims: Mapping[str, int]) -> float:
+    """A cheaper lower bound, never above `bound` (`cube_floor`)."""
+    core, blocks = cube_floor(mk, t, chip, dims)
     return core + launch_cycles(chip, blocks) if blocks else 0.0

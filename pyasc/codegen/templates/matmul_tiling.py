@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from functools import lru_cache
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from ...target import Chip, itemsize
 
@@ -153,33 +153,107 @@ def _tilings(mk: Any, chip: Chip, buffer_num: int, cores: int, M: int, N: int, K
 def _candidates(mk: Any, chip: Chip, buffer_num: int, cores: int, ms: list[int], ns: list[int],
                 k_cap: int) -> list[MatmulTiling]:
     q = mk.k_quantum
+    depths = _tk_sizes(q, k_cap)
+    search = _Search(mk, chip, cores, k_cap, ms, ns)
     out: list[MatmulTiling] = []
     for bn in buffer_nums(buffer_num, most=2):
         for l0c in buffer_nums(buffer_num, most=2):
             for tm in ms:
                 for tn in ns:
-                    tk = _largest_tk(mk, tm, tn, bn, l0c, cores, k_cap, chip)
+                    tk = search.largest_tk(tm, tn, bn, l0c, depths)
                     if tk == 0:
                         continue
-                    for s in _steps(mk, MatmulTiling(tm, tn, tk, bn, l0c, cores), k_cap, chip):
+                    for s in _steps_around(search.most_steps(tm, tn, tk, bn, l0c)):
                         out.append(MatmulTiling(tm, tn, tk, bn, l0c, cores, s))
                     half = max(q, tk // 2 // q * q)
                     if half != tk:   # a shallower L0 step: fewer bytes per MTE1 move, more mmads
-                        deepest = max(_steps(mk, MatmulTiling(tm, tn, half, bn, l0c, cores), k_cap, chip))
+                        deepest = search.most_steps(tm, tn, half, bn, l0c)
                         out += [MatmulTiling(tm, tn, half, bn, l0c, cores, s) for s in sorted({1, deepest})]
     return out
 
 
-def _steps(mk: Any, t: MatmulTiling, k_cap: int, chip: Chip) -> list[int]:
-    """L1 chunk depths (in L0 steps) that fit and do not exceed K: the choices and the deepest one."""
-    most = 1
-    while most * 2 * t.tk <= _ceil(k_cap, t.tk) and fits(mk, _with_steps(t, most * 2), chip):
-        most *= 2
+def _tk_sizes(q: int, cap: int) -> list[int]:
+    """The L0 step depths tried, shallowest first: q doubled while it stays within cap, then cap itself."""
+    out = []
+    tk = q
+    while tk <= cap:
+        out.append(tk)
+        tk = tk * 2 if tk * 2 <= cap else (cap if tk < cap else cap + 1)
+    return out
+
+
+def _steps_around(most: int) -> list[int]:
+    """The L1 chunk depths (in L0 steps) scored: one step, the deepest that fits and half of it."""
     return sorted({1, most, max(1, most // 2)})
 
 
-def _with_steps(t: MatmulTiling, steps: int) -> MatmulTiling:
-    return MatmulTiling(t.tm, t.tn, t.tk, t.buffer_num, t.l0c_slots, t.cores, steps)
+class _Search:
+    """The deepest L0 step and L1 chunk that fit, for the candidates of one `_candidates` call.
+
+    A footprint only grows with the block (tm, tn), the step depth, the chunk's steps and the slots, so whether a
+    tiling fits holds up to some depth and at none past it, and the answer for a tiling is at most the answer for
+    any tiling smaller in one of these (its neighbours, asked for first in `_candidates`' order): each search
+    starts at that limit and walks down (one check, mostly), instead of up from the shallowest.
+    """
+
+    def __init__(self, mk: Any, chip: Chip, cores: int, k_cap: int, ms: list[int], ns: list[int]):
+        self.mk, self.chip, self.cores, self.k_cap = mk, chip, cores, k_cap
+        self._before = {**_predecessors(ms, "tm"), **_predecessors(ns, "tn")}
+        self._tk: dict[tuple, int] = {}       # (bn, l0c, tm, tn) -> the deepest step that fits
+        self._steps: dict[tuple, int] = {}    # (bn, l0c, tm, tn, tk) -> the most steps per chunk that fit
+
+    def _limit(self, known: dict, bn: int, l0c: int, tm: int, tn: int, *rest: int) -> int | None:
+        """The least answer known for a neighbour one size smaller in one coordinate (None: none known)."""
+        near = [(1, l0c, tm, tn), (bn, 1, tm, tn), (bn, l0c, self._before.get(("tm", tm)), tn),
+                (bn, l0c, tm, self._before.get(("tn", tn)))]
+        found = [known[k + rest] for k in near if k + rest in known and k != (bn, l0c, tm, tn)]
+        return min(found) if found else None
+
+    def _fits(self, tm: int, tn: int, tk: int, bn: int, l0c: int, steps: int = 1) -> bool:
+        return fits(self.mk, MatmulTiling(tm, tn, tk, bn, l0c, self.cores, steps), self.chip)
+
+    def largest_tk(self, tm: int, tn: int, bn: int, l0c: int, depths: list[int]) -> int:
+        """The deepest of `depths` whose one-step tiling fits (0: none)."""
+        key = (bn, l0c, tm, tn)
+        if key not in self._tk:
+            self._tk[key] = _largest(depths, lambda tk: self._fits(tm, tn, tk, bn, l0c),
+                                     self._limit(self._tk, bn, l0c, tm, tn))
+        return self._tk[key]
+
+    def most_steps(self, tm: int, tn: int, tk: int, bn: int, l0c: int) -> int:
+        """The most L0 steps (a power of two) an L1 chunk of this tiling holds within K (1 at least)."""
+        key = (bn, l0c, tm, tn, tk)
+        if key not in self._steps:
+            counts = []
+            n = 2
+            while n * tk <= _ceil(self.k_cap, tk):
+                counts.append(n)
+                n *= 2
+            most = _largest(counts, lambda s: self._fits(tm, tn, tk, bn, l0c, s),
+                            self._limit(self._steps, bn, l0c, tm, tn, tk))
+            self._steps[key] = max(1, most)
+        return self._steps[key]
+
+
+def _predecessors(sizes: list[int], axis: str) -> dict[tuple[str, int], int]:
+    """(axis, size) -> the next smaller size of the ascending list."""
+    return {(axis, b): a for a, b in zip(sizes, sizes[1:])}
+
+
+def _largest(options: list[int], holds: Callable[[int], bool], limit: int | None) -> int:
+    """The largest of the ascending `options` at which `holds` (true up to some option, false after it), 0 at
+    none; `limit`, when given, is known to be at least that answer (a search from there downwards)."""
+    if limit is None:
+        best = 0
+        for o in options:
+            if not holds(o):
+                break
+            best = o
+        return best
+    for o in reversed(options):
+        if o <= limit and holds(o):
+            return o
+    return 0
 
 
 def _base_sizes(extent: int, cores: int) -> list[int]:
@@ -189,18 +263,6 @@ def _base_sizes(extent: int, cores: int) -> list[int]:
     padded = _ceil(max(extent, 1), BASE_SIZES[0])
     out = [s for s in BASE_SIZES if s < padded and (not cores or -(-extent // s) <= 4 * cores)]
     return sorted(set(out + [min(padded, BASE_SIZES[-1])]))
-
-
-def _largest_tk(mk: Any, tm: int, tn: int, bn: int, l0c: int, cores: int, cap: int, chip: Chip) -> int:
-    q = mk.k_quantum
-    best = 0
-    tk = q
-    while tk <= cap:
-        if not fits(mk, MatmulTiling(tm, tn, tk, bn, l0c, cores), chip):
-            break
-        best = tk
-        tk = tk * 2 if tk * 2 <= cap else (cap if tk < cap else cap + 1)
-    return best
 
 
 # ---- L2 reuse -----------------------------------------------------------------------------------------

@@ -23,7 +23,7 @@ launches.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Mapping
+from typing import Callable, Mapping
 
 from ... import symbolic as sy
 from ...symbolic import IntLike
@@ -40,7 +40,7 @@ from ..tiling import scoring_dims
 from ..vector_ops import Geometry, Space
 from . import matmul, mixed_prologue, vector_kernel
 from .matmul import CubeMatmul, in_param as cube_in
-from .matmul_bound import cube_bound
+from .matmul_bound import cube_bound, cube_floor
 from .matmul_tiling import MatmulTiling
 from .placement import Placement, decompose
 from .mixed_chunks import Chunk, chunk, chunk_counts, chunked
@@ -386,8 +386,18 @@ def _stores(place: Placement, vk: VectorKernel, tnp: int, first_out: int, ch: Ch
 def bound(a: MixedAnalysis, t: MixedTiling, chip: Chip, dims: Mapping[str, int]) -> float:
     """A lower bound on the launch's score (`schedules.score`) from the cube side's (`matmul_bound`) and the
     vector side's (`_vector_floor`), both never above the estimates the score combines."""
+    return _bound(a, t, chip, dims, cube_bound)
+
+
+def floor(a: MixedAnalysis, t: MixedTiling, chip: Chip, dims: Mapping[str, int]) -> float:
+    """A cheaper lower bound, never above `bound`: the cube side's `cube_floor`, no prologue."""
+    return _bound(a, t, chip, dims, cube_floor, prologue=False)
+
+
+def _bound(a: MixedAnalysis, t: MixedTiling, chip: Chip, dims: Mapping[str, int],
+           cube: Callable[..., tuple[float, int]], prologue: bool = True) -> float:
     memo = a.memo.setdefault(("bounds", tuple(sorted(dims.items()))), {})   # per dims: what the bounds share
-    aic, groups = cube_bound(a.mk, t.cube, chip, dims, 2 if a.keep_product else 1, memo)
+    aic, groups = cube(a.mk, t.cube, chip, dims, 2 if a.keep_product else 1, memo)
     if not groups:
         return 0.0
     blocks = sy.evaluate(a.mk.batch_count, dims) * _count(a.mk.M, t.cube.tm, dims) * _count(a.mk.N, t.cube.tn, dims)
@@ -396,7 +406,7 @@ def bound(a: MixedAnalysis, t: MixedTiling, chip: Chip, dims: Mapping[str, int])
     if key not in memo:   # the same for every candidate sharing the block shape, chunks and group count
         memo[key] = _vector_floor(a, t, chip, dims, groups, steps)
     aiv = memo[key]
-    return _prologue_floor(a, t, chip, dims) + two_stage(aic, aiv, steps * t.chunks) + \
+    return (_prologue_floor(a, t, chip, dims) if prologue else 0.0) + two_stage(aic, aiv, steps * t.chunks) + \
         launch_cycles(chip, groups * (1 + chip.group_aivs))
 
 
@@ -463,4 +473,5 @@ def _vector_floor(a: MixedAnalysis, t: MixedTiling, chip: Chip, dims: Mapping[st
     return (steps - 1) * max(first) + (sum(last) if t.chunks == 1 else max(last))
 
 
-TEMPLATE = Template("mixed", "mix", MixedTiling, analyze, tilings, schedule, _symbols, need=need, bound=bound)
+TEMPLATE = Template("mixed", "mix", MixedTiling, analyze, tilings, schedule, _symbols, need=need, bound=bound,
+                    floor=floor)
