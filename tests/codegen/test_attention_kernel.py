@@ -95,6 +95,21 @@ def test_one_pipeline_over_a_groups_items(rng, monkeypatch):
     _run(attend_masked, args + [mask], mask=mask)
 
 
+@pytest.mark.parametrize("lead", [1, 2])
+def test_causal_items_in_one_pipeline(rng, monkeypatch, lead):
+    """Causal: a group's items, which walk from one to several key blocks, run as one pipeline (P tiles in two
+    banks by the item's parity, one S and one P V tile). Five heads of one block each: the step two back is two
+    items back; Tk > Tq (bottom-right aligned): items of three and four blocks."""
+    monkeypatch.setattr(template, "SIZES", (16,))
+    monkeypatch.setattr(template, "LEADS", (lead,))
+    for b, tq, tk in ((5, 16, 16), (2, 30, 50)):
+        kernels, _ = _run(attend_causal, _qkv(rng, b, tq, tk, 16), causal=True)
+        assert any(n.startswith("one pipeline over each group's items") for n in kernels[0].notes)
+        # 16 x 16 tiles: S and P V float32, P float16 (half the bytes), per group
+        ws = {name: loc.nbytes for name, loc in kernels[0].scratch.items()}
+        assert ws["chs"] == ws["cho"] and ws["chp"] == 2 * ws["chs"]
+
+
 @pytest.mark.parametrize("mask_dtype", [np.float32, np.float16])
 def test_additive_mask_with_whole_masked_key_blocks(rng, monkeypatch, mask_dtype):
     """A left-padding mask hides the first keys of some rows, more than a key block: those rows start with

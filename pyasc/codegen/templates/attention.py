@@ -5,24 +5,26 @@ AIVs take work items in turn (the last query blocks first: a causal item's work 
 each, the keys are walked in blocks of bk (for a causal attention only up to the block holding the diagonal of
 the item's last row):
 
-- the AIC computes S_j = Q K_j^T on the cube (Q stays in L1 for the whole item; FixPipe applies the scale on
-  the way out) and hands it to its AIVs through the workspace channel `chs`. It runs `lead` blocks ahead: its
+- the AIC computes S_j = Q K_j^T on the cube (Q stays in L1 and L0A for the whole item; FixPipe applies the
+  scale on the way out) and hands it to its AIVs through the workspace channel `chs`. It runs `lead` blocks ahead: its
   iteration j makes S_j and then P_{j-lead} V_{j-lead} (P from the AIVs through `chp`, in q's dtype) into `cho`,
   so the cube never waits for the round trip through the vector cores;
 - each AIV owns half of the block's query rows and keeps, per row, the running maximum m and sum l of the
   online softmax and the partial output O (float32, in UB). For block j: x = S_j (+ mask; -inf above the
-  diagonal), m' = max(m, rowmax(x)), alpha_j = exp(m - m'), P_j = exp(x - m'), l = alpha_j l + rowsum(P_j).
+  diagonal), m' = max(m, rowmax(x)), alpha_j = exp(m - m'), P_j = exp(x - m'), l = alpha_j l + rowsum(P_j)
+  (the row sums of P_j as the cube multiplies it, in q's dtype: l weighs exactly the P that O does).
   The P V products arrive `lead` blocks late, so O is folded behind: O = (O + P_i V_i) alpha_{i+1}, which keeps
   O relative to the max of the blocks folded so far. After the last block it stores O / l.
 
 The recurrence gives O = sum_j exp(x_j - m) V_j and l = sum_j rowsum(exp(x_j - m)) for the final m, so O / l
 is the softmax-weighted sum of v: the formula, up to rounding (`ops.attention` states it with the op). No
-T x T matrix is ever whole in GM: S and P live in L2-resident workspace tiles, a ring of max(2, `lead`) per group
-and channel (`AttentionTiling.ring`), which reach HBM once each, as any dirty L2 line does.
+T x T matrix is ever whole in GM: S, P and P V live in L2-resident workspace tiles, a small ring per group and
+channel (`rings`), which reach HBM once each, as any dirty L2 line does.
 
-When every item walks the same key blocks (not causal, one launch) a group's items run as one pipeline: the
-lag of `lead` steps runs across item boundaries, so an item's first S blocks overlap the last P V blocks of the
-item before (`attention_steps` numbers the steps and says why causal items keep a fill and drain each).
+In one launch a group's items run as one pipeline: the lag of `lead` steps runs across item boundaries, so an
+item's first S blocks overlap the last P V blocks of the item before (`attention_steps` numbers the steps; causal
+items, which walk different numbers of blocks, take their P tiles in two banks by the item's parity, and a
+single S and P V tile each).
 
 The split-keys form (`AttentionOp.chunks` > 1, FlashDecoding's idea, for a decode step whose few query rows
 leave most groups idle): a work item is also one of `chunks` runs of key blocks, and instead of O / l it stores
@@ -44,7 +46,7 @@ from ..strided import is_view
 from ..schedule import CORE, GROUP, SUB, Buffer, Channel, GmParam, GmRef, Let, Loop, MixedSchedule, Ref, Stmt, TileOp, \
     TileSchedule, When
 from ..template import Job, Template, Tiling, Unsupported, align_up, buffer_nums, free_symbols, ub_slot
-from .attention_steps import Steps, count, item_lets, key0, key_blocks, pipelined
+from .attention_steps import banks, count, item_lets, key0, key_blocks, pipelined, steps_of
 from .row_operands import RowOperand, operand_of, result_of
 
 F = sy.sym
@@ -97,6 +99,26 @@ class AttentionTiling(Tiling):
         in flight the cube's S of step g waits for the read of S_{g-lead}, done before the vector cores' P of it,
         which the cube waits for anyway (a tile more ran no faster on 910b and put 96 KiB a group more in HBM)."""
         return max(2, self.lead)
+
+
+@dataclass(frozen=True)
+class Ring:
+    """A channel's workspace per group: its flags order `slots` tiles in flight (a write waits for the read of
+    the tile `slots` transfers back), laid out as `tiles` tiles (slots, or in two banks: `attention_steps`)."""
+
+    slots: int
+    tiles: int
+
+
+def rings(a: AttentionOp, t: AttentionTiling) -> dict[str, Ring]:
+    """The S, P and P V channels' rings. Causal items in one pipeline (two banks) keep a single S tile and a
+    single P V tile, which need no banks (the cube's next S waits for the vector cores' read of the one before,
+    its next P V for their read of the one before): measured on 910b, 8 x 1024 x 128 causal, 24.4 us against
+    25.1 us with rings of two in two banks, and 256 KiB of workspace a group against 640. (Not causal, single
+    tiles ran 37.9 us against 36.9 us for rings of two: `AttentionTiling.ring`, `O_SLOTS`.)"""
+    if banks(a, t) > 1:
+        return {"chs": Ring(1, 1), "chp": Ring(t.ring, 2 * t.ring), "cho": Ring(1, 1)}
+    return {"chs": Ring(t.ring, t.ring), "chp": Ring(t.ring, t.ring), "cho": Ring(O_SLOTS, O_SLOTS)}
 
 
 def _padded(n: int, dtype: str, chip: Chip) -> int:
@@ -154,9 +176,11 @@ def aiv_buffers(a: AttentionOp, t: AttentionTiling, chip: Chip) -> list[Buffer]:
         Buffer("m", "UB", "float32", ub(h * 4), pairs, "running max"),
         Buffer("l", "UB", "float32", ub(h * 4), pairs, "running sum"),
         Buffer("mx", "UB", "float32", ub(h * 4), 1, "block max"),
-        Buffer("alpha", "UB", "float32", ub(h * 4), t.lead, "rescale of the blocks not folded yet"),
+        Buffer("alpha", "UB", "float32", ub(h * 4), steps_of(a, t, GROUP).alpha_slots() if pipelined(a, t) else t.lead,
+               "rescale of the blocks not folded yet"),
     ]
     if a.dtype != "float32":
+        bufs.append(Buffer("psum", "UB", a.dtype, ub(h * itemsize(a.dtype)), 1, "row sums of P"))
         bufs.append(Buffer("p16", "UB", a.dtype, ub(h * bkp * itemsize(a.dtype)), 1, "P rows"))
     if a.causal:
         bufs += [Buffer("cramp", "UB", "float32", ub(bkp * 4), 1, "0 .. bk-1"),
@@ -273,8 +297,9 @@ def schedule(a: AttentionOp, t: AttentionTiling, chip: Chip) -> MixedSchedule:
     bkp32, dvp32 = _padded(t.bk, "float32", chip), _o_row(a, chip)
     bkp16 = _padded(t.bk, a.dtype, chip)
     s_bytes, p_bytes, o_bytes = t.bq * bkp32 * 4, t.bq * bkp16 * itemsize(a.dtype), t.bq * dvp32 * 4
-    chans = [Channel("chs", "aic", s_bytes, t.ring), Channel("chp", "aiv", p_bytes, t.ring),
-             Channel("cho", "aic", o_bytes, O_SLOTS)]
+    ring = rings(a, t)    # a Channel's slot is a tile in flight: its bytes cover the banks' copies of it
+    chans = [Channel(name, side, tile * ring[name].tiles // ring[name].slots, ring[name].slots)
+             for name, side, tile in (("chs", "aic", s_bytes), ("chp", "aiv", p_bytes), ("cho", "aic", o_bytes))]
     aic = _cube_side(a, t, chip, dict(fields), groups, (bkp32, bkp16, dvp32), (s_bytes, p_bytes, o_bytes))
     aiv = _vector_side(a, t, chip, dict(fields), groups, (bkp32, bkp16, dvp32), (s_bytes, p_bytes, o_bytes))
     for c in chans:
@@ -311,6 +336,7 @@ def _cube_side(a: AttentionOp, t: AttentionTiling, chip: Chip, fields: dict, gro
     bkp32, bkp16, dvp32 = pads
     s_bytes, p_bytes, o_bytes = sizes
     dt, size = a.dtype, itemsize(a.dtype)
+    tiles = {name: r.tiles for name, r in rings(a, t).items()}
     qrows, krows, vrows = a.rows[:3]
     qoff = sy.mul(qrows.start(F("bi"), F("q0")), size)
 
@@ -329,9 +355,8 @@ def _cube_side(a: AttentionOp, t: AttentionTiling, chip: Chip, fields: dict, gro
             T.copy_nd2nz(Ref("k", slot), GmRef(krows.param, koff), dt, kn, a.D, src_row_stride=krows.row,
                          note="K block"),
             _load_kt(a, Ref("kb"), Ref("k", slot), kn, chip),
-            T.load_l0(Ref("qa"), Ref("q"), dt, F("qm"), a.D, note="Q -> L0A"),
             T.mmad(Ref("s"), Ref("qa"), Ref("kb"), F("qm"), a.D, kn, dt, note="S = Q K^T"),
-            T.fixpipe(_slot_ref("chs", CORE, step, t.ring, s_bytes), Ref("s"), F("qm"), kn, "float32",
+            T.fixpipe(_slot_ref("chs", CORE, step, tiles["chs"], s_bytes), Ref("s"), F("qm"), kn, "float32",
                       dst_row_stride=bkp32, scale=a.scale, note="S * scale -> workspace")]
 
     def pv_block(j: IntLike, step: IntLike, sfx: str = "") -> list[Stmt]:
@@ -339,18 +364,21 @@ def _cube_side(a: AttentionOp, t: AttentionTiling, chip: Chip, fields: dict, gro
         slot = sy.mod(step, 2)
         voff = sy.mul(vrows.start(F(f"bi{sfx}"), F("kv0")), size)
         kn, qm = F("kvn"), F(f"qm{sfx}")
+        # V first: its loads do not wait for the vector cores, so they are queued before the wait for P
         return keys(j, "kv") + [
-            T.copy_nd2nz(Ref("p", slot), _slot_ref("chp", CORE, step, t.ring, p_bytes), dt, qm, kn,
-                         src_row_stride=bkp16, note="P block"),
             T.copy_nd2nz(Ref("v", slot), GmRef(vrows.param, voff), dt, kn, a.Dv, src_row_stride=vrows.row,
                          note="V block"),
-            T.load_l0(Ref("pa"), Ref("p", slot), dt, qm, kn, note="P -> L0A"),
             T.load_l0(Ref("vb"), Ref("v", slot), dt, kn, a.Dv if dt == "float16" else align_up(a.Dv, chip.cube_block),
                       note="V -> L0B"),
+            T.copy_nd2nz(Ref("p", slot), _slot_ref("chp", CORE, step, tiles["chp"], p_bytes), dt, qm, kn,
+                         src_row_stride=bkp16, note="P block"),
+            T.load_l0(Ref("pa"), Ref("p", slot), dt, qm, kn, note="P -> L0A"),
             T.mmad(Ref("o"), Ref("pa"), Ref("vb"), qm, kn, a.Dv, dt, note="P V"),
-            T.fixpipe(_slot_ref("cho", CORE, step, O_SLOTS, o_bytes), Ref("o"), qm, a.Dv, "float32",
+            T.fixpipe(_slot_ref("cho", CORE, step, tiles["cho"], o_bytes), Ref("o"), qm, a.Dv, "float32",
                       dst_row_stride=dvp32, note="P V -> workspace")]
 
+    # Q stays in L0A for the whole item (P goes through a buffer of its own)
+    q_l0a = T.load_l0(Ref("qa"), Ref("q"), dt, F("qm"), a.D, note="Q -> L0A")
     load_q = T.copy_nd2nz(Ref("q"), GmRef(qrows.param, qoff), dt, F("qm"), a.D, src_row_stride=qrows.row,
                           note="Q block")
     # S runs `lead` steps ahead of P V: iteration j computes S_j and P_{j-lead} V_{j-lead}, so the cube works
@@ -359,22 +387,24 @@ def _cube_side(a: AttentionOp, t: AttentionTiling, chip: Chip, fields: dict, gro
         # one pipeline over all the group's items (attention_steps): P V runs `lead` steps behind S across the
         # items, so the S of an item's first blocks overlaps the P V of the item before (no fill and drain per
         # item); a step's channel tiles are numbered by `Steps.tile`
-        st = Steps(t, CORE)
+        st = steps_of(a, t, CORE)
 
         def behind(cond: IntLike, lets: list[Stmt]) -> list[Stmt]:
             """P V of the step `lets` name (block jb of item wb), when there is one (`cond`)."""
             return [When(cond, lets + pv_block(F("jb"), st.tile(F("wb"), F("jb")), "b"))]
 
         j = F("j")
-        steps = Loop("j", 0, F("NKB"), 1, s_block(j, st.tile(F("w"), j)) + behind(*st.behind(F("w"), j)),
+        steps = Loop("j", 0, st.blocks(), 1, s_block(j, st.tile(F("w"), j)) + behind(*st.behind(F("w"), j)),
                      note=f"key blocks, S {t.lead} ahead of P V")
         body: list[Stmt] = [
-            Loop("w", 0, count(CORE), 1, item_lets(t, CORE) + [load_q, steps], note="work items of this group"),
-            Loop("d", 0, t.lead, 1, behind(*st.behind(count(CORE), F("d"))), note="the last steps' P V")]
+            Loop("w", 0, count(CORE), 1, item_lets(t, CORE) + st.before(F("w")) + [load_q, q_l0a, steps],
+                 note="work items of this group"),
+            Loop("d", 0, t.lead, 1, st.before(count(CORE)) + behind(*st.behind(count(CORE), F("d"))),
+                 note="the last steps' P V")]
     else:
         nkb, j = F("nkb"), F("j")
         prev = sy.add(j, -t.lead)
-        item: list[Stmt] = item_lets(t, CORE, a.chunks) + [Let("nkb", key_blocks(a, t)), load_q]
+        item: list[Stmt] = item_lets(t, CORE, a.chunks) + [Let("nkb", key_blocks(a, t)), load_q, q_l0a]
         item.append(Loop("j", 0, sy.add(nkb, t.lead), 1, [
             When(sy.lt(j, nkb), s_block(j, j)),
             When(sy.lt(t.lead - 1, j), pv_block(prev, prev))], note=f"key blocks, S {t.lead} ahead"))
@@ -407,7 +437,8 @@ def _vector_side(a: AttentionOp, t: AttentionTiling, chip: Chip, fields: dict, g
     h = -(-t.bq // chip.group_aivs)
     rows, kn = F("rows"), F("kn")
     flat = pipelined(a, t)
-    st = Steps(t, GROUP)
+    st = steps_of(a, t, GROUP)
+    tiles = {name: r.tiles for name, r in rings(a, t).items()}
     # the current S block's tile of the channels: its block's index in its item, or (one pipeline) the group's
     # step; alpha rotates with it over `lead` slots, the vector core's own buffers with the block
     step = st.tile(F("w"), F("j")) if flat else F("j")
@@ -415,7 +446,7 @@ def _vector_side(a: AttentionOp, t: AttentionTiling, chip: Chip, fields: dict, g
 
     def alpha_of(at: IntLike) -> Ref:
         """alpha of the block of tile `at`."""
-        return Ref("alpha", sy.mod(at, t.lead) if t.lead > 1 else 0)
+        return Ref("alpha", st.alpha_slot(at) if flat else sy.mod(at, t.lead) if t.lead > 1 else 0)
 
     alpha = alpha_of(step)
     # m and l of an item: one pair, or (one pipeline) a pair per item in flight: the S of `lead` steps on is
@@ -442,8 +473,8 @@ def _vector_side(a: AttentionOp, t: AttentionTiling, chip: Chip, fields: dict, g
     # exp(-inf - lowest) = 0 and its alpha exp(lowest - m') a number, never exp(-inf + inf) (a NaN that would
     # stay); a row that sees no key at all ends as 0 / 0, the NaN the op states
     init = [T.vdup(m, LOWEST, h, "float32", note="m = lowest"), T.vdup(l, 0.0, h, "float32", note="l = 0")]
-    take = T.load(x, _slot_ref("chs", GROUP, step, t.ring, s_bytes, sy.mul(F("rs"), bkp32 * 4)), "float32", kn, rows,
-                  src_stride=bkp32, dst_stride=bkp32, note="S rows")
+    take = T.load(x, _slot_ref("chs", GROUP, step, tiles["chs"], s_bytes, sy.mul(F("rs"), bkp32 * 4)), "float32",
+                  kn, rows, src_stride=bkp32, dst_stride=bkp32, note="S rows")
     soft: list[Stmt] = []      # x = S * scale: FixPipe scaled it on the way out of L0C
     if a.mask_dtype is not None:
         moff = sy.mul(sy.add(sy.mul(sy.add(F("q0"), F("rs")), F("Tk")), F("k0")), itemsize(a.mask_dtype))
@@ -471,13 +502,19 @@ def _vector_side(a: AttentionOp, t: AttentionTiling, chip: Chip, fields: dict, g
         T.vcopy(m, Ref("mx"), rows, "float32", note="m = m'"),
         *_per_row("sub", x, Ref("mx"), rows, bkp32, chip, note="x - m'"),
         T.vunary("exp", x, x, grid, "float32", note="P = exp(x - m')"),
-        T.vreduce("sum", Ref("mx"), x, rows, kn, "float32", src_row_stride=bkp32, note="row sum"),
-        T.vbinary("mul", l, l, alpha, rows, "float32"),
-        T.vbinary("add", l, l, Ref("mx"), rows, "float32", note="l = alpha l + row sum"),
     ]
     if a.dtype != "float32":
-        soft.append(T.vcast(p16, x, grid, "float32", a.dtype, round="rint", note="P in the cube's dtype"))
-    soft.append(T.store(_slot_ref("chp", GROUP, step, t.ring, p_bytes, sy.mul(F("rs"), bkp16 * itemsize(a.dtype))),
+        # the row sums of P as the cube multiplies it, in its dtype: half the repeats of float32 rows (float16
+        # values summed in float32, the sum rounded once to float16)
+        soft += [T.vcast(p16, x, grid, "float32", a.dtype, round="rint", note="P in the cube's dtype"),
+                 T.vreduce("sum", Ref("psum"), p16, rows, kn, a.dtype, src_row_stride=bkp32, note="row sum"),
+                 T.vcast(Ref("mx"), Ref("psum"), rows, a.dtype, "float32")]
+    else:
+        soft.append(T.vreduce("sum", Ref("mx"), x, rows, kn, "float32", src_row_stride=bkp32, note="row sum"))
+    soft += [T.vbinary("mul", l, l, alpha, rows, "float32"),
+             T.vbinary("add", l, l, Ref("mx"), rows, "float32", note="l = alpha l + row sum")]
+    prow = sy.mul(F("rs"), bkp16 * itemsize(a.dtype))
+    soft.append(T.store(_slot_ref("chp", GROUP, step, tiles["chp"], p_bytes, prow),
                         p16 if a.dtype != "float32" else x, a.dtype, kn, rows, src_stride=bkp32, dst_stride=bkp16,
                         note="P rows"))
 
@@ -488,8 +525,9 @@ def _vector_side(a: AttentionOp, t: AttentionTiling, chip: Chip, fields: dict, g
         n, rs = F(f"rows{sfx}"), F(f"rs{sfx}")
         dv = sy.mul(n, dvp32)
         add = T.vbinary("add", Ref("acc"), Ref("acc"), Ref("part"), dv, "float32", note="O += P V")
-        out: list[Stmt] = [T.load(Ref("part"), _slot_ref("cho", GROUP, at, O_SLOTS, o_bytes, sy.mul(rs, dvp32 * 4)),
-                                  "float32", a.Dv, n, src_stride=dvp32, dst_stride=dvp32, note="P V rows")]
+        src = _slot_ref("cho", GROUP, at, tiles["cho"], o_bytes, sy.mul(rs, dvp32 * 4))
+        out: list[Stmt] = [T.load(Ref("part"), src, "float32", a.Dv, n, src_stride=dvp32, dst_stride=dvp32,
+                                  note="P V rows")]
         if first == 0:
             out.append(add)
         else:
@@ -504,7 +542,7 @@ def _vector_side(a: AttentionOp, t: AttentionTiling, chip: Chip, fields: dict, g
         # one pipeline over the group's items (see the cube side): step (w, j) softmaxes block j of item w, then
         # folds the P V of the step `lead` before (block jb of item wb), finishing item wb after its last block
         def behind(cond: IntLike, lets: list[Stmt]) -> list[Stmt]:
-            wb, jb, last = F("wb"), F("jb"), sy.add(F("NKB"), -1)
+            wb, jb, last = F("wb"), F("jb"), sy.add(st.blocks("b"), -1)
             has_b = sy.lt(0, F("rowsb"))
             lb = Ref("l", sy.mod(wb, t.lead + 1))
             return [When(cond, lets + rows_lets("b") + [
@@ -512,11 +550,12 @@ def _vector_side(a: AttentionOp, t: AttentionTiling, chip: Chip, fields: dict, g
                                  sy.eq(jb, 0), "b")),
                 When(sy.eq(jb, last), [When(has_b, _store_result(a, dvp32, chip, lb, "b"))])])]
 
-        steps = Loop("j", 0, F("NKB"), 1, block + behind(*st.behind(F("w"), F("j"))),
+        steps = Loop("j", 0, st.blocks(), 1, block + behind(*st.behind(F("w"), F("j"))),
                      note=f"key blocks, folding P V {t.lead} behind")
-        body = [Loop("w", 0, count(GROUP), 1, item_lets(t, GROUP) + rows_lets() + init + [steps],
+        body = [Loop("w", 0, count(GROUP), 1, item_lets(t, GROUP) + st.before(F("w")) + rows_lets() + init + [steps],
                      note="work items of this group"),
-                Loop("d", 0, t.lead, 1, behind(*st.behind(count(GROUP), F("d"))), note="the last steps' P V")]
+                Loop("d", 0, t.lead, 1, st.before(count(GROUP)) + behind(*st.behind(count(GROUP), F("d"))),
+                     note="the last steps' P V")]
     else:
         lag = sy.add(F("j"), -t.lead)
         blocks = Loop("j", 0, F("nkb"), 1, block + [When(sy.lt(t.lead - 1, F("j")),
