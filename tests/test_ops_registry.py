@@ -137,6 +137,24 @@ NUMPY_OPS |= {"sliding_window_view"}
 NUMPY5_CATEGORY |= {"linspace_between": Category.OPAQUE}
 NUMPY_OPS |= {"linspace_between"}
 INTERNAL |= {"linspace_between"}
+# numpy6: trig.py and signs.py: internal ops behind numpy's signatures (numpy_sugar_op), like numpy4's; numpy 2's
+# short spellings (atan2 asinh acosh atanh, and atan asin acos of elementary.py's ops) name the same ops
+NUMPY6_CATEGORY = {n: Category.ELEMWISE for n in ("tan", "arctan2", "arcsinh", "arccosh", "arctanh", "logaddexp2",
+                                                   "fabs", "positive", "signbit", "isposinf", "isneginf", "gcd", "lcm")}
+NUMPY6_CHEAP = {"fabs", "positive", "signbit", "isposinf", "isneginf"}
+NUMPY6_TWINS = {**{n: n for n in NUMPY6_CATEGORY}, "atan2": "arctan2", "asinh": "arcsinh", "acosh": "arccosh",
+                "atanh": "arctanh", "atan": "arctan", "asin": "arcsin", "acos": "arccos"}
+# nanorder.py: the NaN-skipping positions and products (REDUCE) and order statistics (OPAQUE, like quantile)
+NUMPY6_CATEGORY |= {**{n: Category.REDUCE for n in ("nanargmax", "nanargmin", "nanprod")},
+                    **{n: Category.OPAQUE for n in ("nanmedian", "nanquantile", "nanpercentile")}}
+# arraytools.py and vecproducts.py: whole-array tests (REDUCE), layout (INJECTIVE), products and bits (OPAQUE)
+NUMPY6_CATEGORY |= {**{n: Category.REDUCE for n in ("array_equal", "array_equiv")},
+                    **{n: Category.INJECTIVE for n in ("vander", "broadcast_arrays", "rollaxis")},
+                    **{n: Category.OPAQUE for n in ("vecdot", "matvec", "vecmat", "packbits", "unpackbits")}}
+NUMPY6_CHEAP |= {"broadcast_arrays", "rollaxis"}
+NUMPY6_TWINS = {**{n: n for n in NUMPY6_CATEGORY}, **NUMPY6_TWINS}
+NUMPY_OPS |= set(NUMPY6_CATEGORY)
+INTERNAL |= set(NUMPY6_CATEGORY)
 BINARY = "add sub mul div floordiv mod pow maximum minimum lt le gt ge eq ne bitwise_and bitwise_or bitwise_xor".split()
 UNARY = "neg invert abs exp log sqrt rsqrt reciprocal sin cos tanh sigmoid relu gelu silu erf floor ceil sign".split()
 REDUCTIONS = "sum max min mean".split()
@@ -156,7 +174,7 @@ EXPECTED_CATEGORY = {
     "dot": Category.MATMUL, "attention": Category.OPAQUE,
     "argmax": Category.REDUCE, "argmin": Category.REDUCE, "take": Category.INJECTIVE, "cumsum": Category.INJECTIVE,
     **{n: Category.ELEMWISE for n in NUMPY_CREATION}, **{n: Category.BROADCAST for n in ("tril", "triu", "outer")},
-    **NUMPY22_CATEGORY, **NUMPY3_CATEGORY, **NUMPY4_CATEGORY, **NUMPY5_CATEGORY,
+    **NUMPY22_CATEGORY, **NUMPY3_CATEGORY, **NUMPY4_CATEGORY, **NUMPY5_CATEGORY, **NUMPY6_CATEGORY,
     **{n: Category.OPAQUE for n in ("conv2d", "fused_conv2d", "max_pool2d", "avg_pool2d")},
     "batch_norm": Category.BROADCAST,
 }
@@ -168,6 +186,7 @@ EXPENSIVE |= {"conv2d", "fused_conv2d", "avg_pool2d", "batch_norm"}
 EXPENSIVE |= set(NUMPY3_CATEGORY) - NUMPY3_CHEAP
 EXPENSIVE |= set(NUMPY4_CATEGORY) - NUMPY4_CHEAP
 EXPENSIVE |= set(NUMPY5_CATEGORY) - {"sliding_window_view", "linspace_between"}
+EXPENSIVE |= set(NUMPY6_CATEGORY) - NUMPY6_CHEAP
 COMPOSITES |= (NUMPY_OPS - CONV_OPS) | {"batch_norm"} | ATTENTION
 EXPENSIVE |= ATTENTION
 COMMUTATIVE = {"add", "mul", "maximum", "minimum", "eq", "ne", "bitwise_and", "bitwise_or", "bitwise_xor"}
@@ -298,9 +317,9 @@ def test_category_order_follows_tvm():
 
 
 def test_numpy_twins():
-    assert {n: ops.numpy_twin(n) for n in ops.numpy_names()} == {**NUMPY_TWINS, **NUMPY3_TWINS, **NUMPY4_TWINS, **NUMPY5_TWINS}
+    assert {n: ops.numpy_twin(n) for n in ops.numpy_names()} == {**NUMPY_TWINS, **NUMPY3_TWINS, **NUMPY4_TWINS, **NUMPY5_TWINS, **NUMPY6_TWINS}
     scipy_special = pytest.importorskip("scipy.special")
-    for np_name, twin in {**NUMPY_TWINS, **NUMPY3_TWINS, **NUMPY4_TWINS, **NUMPY5_TWINS}.items():
+    for np_name, twin in {**NUMPY_TWINS, **NUMPY3_TWINS, **NUMPY4_TWINS, **NUMPY5_TWINS, **NUMPY6_TWINS}.items():
         module, _, attr = np_name.rpartition(".")
         homes = {"": np, "linalg": np.linalg, "lib.stride_tricks": np.lib.stride_tricks, "scipy.special": scipy_special}
         home = homes[module] if module in homes else getattr(np, module)  # a ufunc's method: np.add.reduce

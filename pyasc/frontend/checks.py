@@ -8,7 +8,8 @@
   (`np.sum(x, axis=[0, 1])`): numpy raises TypeError; so do we, located.
 
 Where numpy raises on data (an index out of range, an integer to a negative integer power that is data,
-the max of an empty selection, a singular matrix to np.linalg.solve/inv, cholesky of one that is not
+the max of an empty selection, an all-NaN slice to an op whose registry entry says numpy raises there
+(OpDef.data_error: np.nanargmax/nanargmin), a singular matrix to np.linalg.solve/inv, cholesky of one that is not
 positive definite), the kernel records the condition: `data_check` folds "ok everywhere"
 into the build's status word (a slot of effects.py, so it crosses `if`s and runtime loops like any
 value), one bit per check; the runtime raises the check's numpy error, located at the kernel line, when
@@ -24,6 +25,7 @@ import numpy as np
 
 from .. import dtypes
 from ..ir.graph import Value
+from ..ops.builder import GraphBuilder
 from . import effects
 from .protocol import KernelBuilder
 
@@ -111,3 +113,28 @@ def take_in_range(b: KernelBuilder, a: Value, indices: Value, axis: Any, at: ast
     ok = b.emit("bitwise_and", [b.emit("ge", [i32, b.const(-n, "int32", at)], {}, at)[0],
                                 b.emit("lt", [i32, b.const(n, "int32", at)], {}, at)[0]], {}, at)[0]
     index_in_range(b, ok, at, f"an index into an axis of size {n}")
+
+
+def op_data_error(b: KernelBuilder, op: Any, inputs: Sequence[Value], attrs: dict[str, Any], at: ast.AST) -> None:
+    """The op's registry fact `data_error` (np.nanargmax on an all-NaN slice): its `failing` body built here."""
+    failing = op.data_error.failing(_EmitBuilder(b, at), *inputs, **attrs)
+    if failing is not None:
+        ok = b.emit("logical_not", [failing], {}, at)[0]
+        data_check(b, ok, op.data_error.exception, op.data_error.message, at)
+
+
+class _EmitBuilder(GraphBuilder):
+    """A composite body's builder whose nodes go through the kernel builder (its graph, branch and location)."""
+
+    def __init__(self, b: KernelBuilder, at: ast.AST):
+        super().__init__(None, b.loc(at))
+        self.b, self.at = b, at
+
+    def op(self, name: str, *inputs: Any, **attrs: Any) -> Any:
+        return self.b.emit(name, list(inputs), attrs, self.at)[0]
+
+    def const(self, value: float | int | bool, dtype: str) -> Any:
+        return self.b.const(value, dtype, self.at)
+
+    def array(self, value: np.ndarray) -> Any:
+        return self.b.const(np.asarray(value), dtypes.narrow(np.asarray(value).dtype), self.at)

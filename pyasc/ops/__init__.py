@@ -80,12 +80,21 @@ values are tested in tests/test_ops_numpy4.py):
   linalg.cholesky (a) upper                                                                     linsolve.py
   lib.stride_tricks.sliding_window_view (x) window_shape, axis                                 windows.py
   linspace_between (internal: np.linspace with tensor ends) (start, stop) num, endpoint, dtype, axis  spaces.py
+  tan arcsinh arccosh arctanh (x); arctan2 logaddexp2 (x1, x2) (np.atan2 asinh acosh atanh too)   trig.py
+  fabs positive signbit isposinf isneginf (x); gcd lcm (x1, x2)                                 signs.py
+  nanargmax nanargmin (a) axis, keepdims; nanprod (a) axis, dtype, keepdims; nanmedian (a) axis, keepdims;
+  nanquantile nanpercentile (a) q, axis, keepdims                                              nanorder.py
+  array_equal (a1, a2) equal_nan; array_equiv (a1, a2); vander (x) N, increasing; rollaxis (a) axis, start;
+  broadcast_arrays (variadic, one output per input)                                            arraytools.py
+  vecdot (x1, x2) axis; matvec vecmat (x1, x2); packbits (a) axis, bitorder; unpackbits (a) axis, count,
+  bitorder                                                                                     vecproducts.py
 
 Facts passes read from each OpDef (see registry.py): structural (Data Const If),
 leaf (Data Const), subgraph_attrs (If), reduce_axes / reduced_axes (REDUCE ops),
 row_composite (softmax log_softmax layer_norm rms_norm), cube_operands and
 accepted formats (matmul fused_matmul: ND or FRACTAL_NZ on a and b; transdata
-and If: any format; everything else ND), expensive (not cheap to recompute).
+and If: any format; everything else ND), expensive (not cheap to recompute), data_error
+(numpy raises on some operand values, nanargmax's all-NaN slice: the frontend records a data check).
 """
 from .registry import (  # noqa: F401
     ANY_FORMAT,
@@ -93,6 +102,7 @@ from .registry import (  # noqa: F401
     ND_ONLY,
     Category,
     CubeOperand,
+    DataError,
     OpDef,
     bind_call,
     exists,
@@ -115,6 +125,7 @@ from . import floatmath, rearrange, covariance, series, binning, lexsort  # noqa
 from . import linsolve  # noqa: F401,E402  (np.linalg.solve, inv, det, slogdet, cholesky)
 from . import windows  # noqa: F401,E402  (np.lib.stride_tricks.sliding_window_view)
 from . import spaces  # noqa: F401,E402  (np.linspace with run-time ends: linspace_between)
+from . import trig, signs, nanorder, arraytools, vecproducts  # noqa: F401,E402  (numpy functions, numpy6)
 from . import attention  # noqa: F401,E402  (registers the attention op)
 from . import conv  # noqa: F401,E402  (conv2d, pooling, batch_norm)
 from . import vjp_elementwise, vjp_structure, vjp_composite  # noqa: F401,E402  (VJP rules, keyed by op)

@@ -66,6 +66,11 @@ def _where(b: Builder, c: Any, x: Any, y: Any) -> Any:
 # ---- bodies --------------------------------------------------------------------------------
 
 
+def _signed(b: Builder, xc: Any, r: Any) -> Any:
+    """sign(x) * r for an odd function's |x| result r, and x itself at +-0 (numpy keeps -0.0: sign(-0.0) is 0)."""
+    return _where(b, b.op("eq", xc, _s(b, 0.0, xc)), xc, b.op("mul", b.op("sign", xc), r))
+
+
 def _log1p_of(b: Builder, x: Any) -> Any:
     """log(1 + x) in x's (compute) dtype, accurate for tiny x (Goldberg)."""
     u = b.op("add", _s(b, 1.0, x), x)
@@ -102,7 +107,7 @@ def _sinh(b: Builder, x: Any) -> list[Any]:
     near = b.op("mul", _s(b, 0.5, a), b.op("add", e, b.op("div", e, b.op("add", e, _s(b, 1.0, a)))))
     far = b.op("mul", _s(b, 0.5, a), b.op("sub", u, b.op("reciprocal", u)))
     r = _where(b, b.op("lt", a, _s(b, 1.0, a)), near, far)
-    return [b.cast(b.op("mul", b.op("sign", xc), r), out)]
+    return [b.cast(_signed(b, xc, r), out)]
 
 
 def _cosh(b: Builder, x: Any) -> list[Any]:
@@ -134,7 +139,7 @@ def _arctan(b: Builder, x: Any) -> list[Any]:
     off = _where(b, big, _s(b, math.pi / 2, a), _where(b, mid, _s(b, math.pi / 4, a), _s(b, 0.0, a)))
     z = b.op("mul", t, t)
     p = b.op("add", b.op("mul", b.op("mul", _poly(b, z, _ATAN_P), z), t), t)
-    return [b.cast(b.op("mul", b.op("sign", xc), b.op("add", off, p)), out)]
+    return [b.cast(_signed(b, xc, b.op("add", off, p)), out)]
 
 
 def _asin_poly(b: Builder, z: Any, s: Any) -> Any:
@@ -157,7 +162,7 @@ def _arcsin(b: Builder, x: Any) -> list[Any]:
     big, z, s = _reduced(b, xc, a, a)
     p = _asin_poly(b, z, s)
     r = _where(b, big, b.op("sub", _s(b, math.pi / 2, p), b.op("mul", _s(b, 2.0, p), p)), p)
-    return [b.cast(b.op("mul", b.op("sign", xc), r), out)]
+    return [b.cast(_signed(b, xc, r), out)]
 
 
 def _arccos(b: Builder, x: Any) -> list[Any]:
@@ -303,12 +308,15 @@ def _check_clip(ts: Sequence[TensorType], attrs: Mapping[str, Any]) -> None:
         raise InferError("at least one of a_min and a_max must be given")
 
 
+#: numpy 2's array-API spellings of the inverse trigonometric functions
+_SHORT = {"arctan": ("atan",), "arcsin": ("asin",), "arccos": ("acos",)}
+
 for _name, _body, _api, _np in (
     ("log1p", _log1p, log1p, np.log1p), ("expm1", _expm1, expm1, np.expm1), ("sinh", _sinh, sinh, np.sinh),
     ("cosh", _cosh, cosh, np.cosh), ("arctan", _arctan, arctan, np.arctan), ("arcsin", _arcsin, arcsin, np.arcsin),
     ("arccos", _arccos, arccos, np.arccos), ("log2", _log2, log2, np.log2), ("exp2", _exp2, exp2, np.exp2),
 ):
-    numpy_composite(_name, _body, _api, _np, numpy_names=(_name,))
+    numpy_composite(_name, _body, _api, _np, numpy_names=(_name, *_SHORT.get(_name, ())))
 
 numpy_composite("logaddexp", _logaddexp, logaddexp, np.logaddexp, category=Category.BROADCAST,
                 tensor_params=("x1", "x2"), numpy_names=("logaddexp",))

@@ -19,7 +19,7 @@ import numpy as np
 from ..tensor_type import TensorType
 from .builder import decompose_of, types_of
 from .common import arity, named, sugar_arguments
-from .registry import Category, OpDef, ReduceAxesFn, canonical_attr, register, register_sugar
+from .registry import Category, DataError, OpDef, ReduceAxesFn, canonical_attr, register, register_sugar
 
 Check = Callable[[Sequence[TensorType], Mapping[str, Any]], None]
 
@@ -92,7 +92,8 @@ def numpy_sugar_op(name: str, body: Any, api: Callable[..., Any], eager: Callabl
                    check: Check = _no_check, expensive: bool = True, reduce_axes: ReduceAxesFn | None = None,
                    returns_sequence: bool = False, unpromoted: tuple[str, ...] = (),
                    static: Mapping[str, str] | None = None,
-                   binder: Callable[..., tuple[list[Any], dict[str, Any]]] | None = None) -> OpDef:
+                   binder: Callable[..., tuple[list[Any], dict[str, Any]]] | None = None,
+                   data_error: DataError | None = None) -> OpDef:
     """Register internal op `name` (decomposition and types = `body`, eager = numpy's `eager`) and the public
     sugar `name` binding `api`'s signature onto it (signature_binder), so `np.<numpy_names>` compiles.
 
@@ -107,7 +108,8 @@ def numpy_sugar_op(name: str, body: Any, api: Callable[..., Any], eager: Callabl
 
     op = register(OpDef(name, category, named(name, infer), eager, expensive=expensive,
                         decompose=decompose_of(body, optional), doc=api.__doc__ or "", reduce_axes=reduce_axes,
-                        returns_sequence=returns_sequence, tensor_params=tensor_params, unpromoted=unpromoted))
+                        returns_sequence=returns_sequence, tensor_params=tensor_params, unpromoted=unpromoted,
+                        data_error=data_error))
     register_sugar(name, name, api, binder or signature_binder(api, tensor_params, optional, variadic, static),
                    numpy_names)
     return op

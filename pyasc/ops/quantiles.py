@@ -4,7 +4,8 @@ quantile(a, q, axis=None, keepdims=False) with numpy's default "linear" method: 
   flattened (n values), sorted (np.sort), and for each compile-time q the virtual index q * (n - 1) read from its
   two neighbours by static slices and blended as numpy's _lerp does (from the nearer end). A slice holding NaN
   gives NaN (sorted last, the last element says so). q is a number or a 1-D sequence (its axis first);
-  percentile is quantile at q / 100, median at 0.5. Float results (integers: float32, numpy: float64).
+  percentile is quantile at q / 100, median at 0.5. Float results (integers, and float16 with a sequence q:
+  float32, numpy: float64).
 searchsorted(a, v, side="left"): for a sorted 1-D a, the count of a < v (left) or a <= v (right), by one
   broadcast compare and a sum over a's axis; NaN sorts last, as numpy's. int32 (numpy: int64).
 interp(x, xp, fp, left=None, right=None): the segment j of each x (a searchsorted on the right, clipped to the
@@ -50,7 +51,7 @@ def _sorted_rows(b: Builder, a: Any, axes: tuple[int, ...]) -> Any:
 
 def _quantiles(b: Builder, a: Any, qs: Sequence[float], many: bool, axis: Any, keepdims: bool) -> Any:
     shape = tuple(b.shape(a))
-    out = b.float_dtype(b.dtype(a))
+    out = "float32" if many else b.float_dtype(b.dtype(a))  # numpy: a sequence q (float64) promotes float16
     acc = "float32" if out == "float16" else out
     axes = normalize_axis(axis_arg(axis), len(shape)) if shape else ()
     s = b.cast(_sorted_rows(b, a, axes) if shape else b.op("reshape", a, shape=(1,)), acc)
@@ -72,11 +73,14 @@ def _quantiles(b: Builder, a: Any, qs: Sequence[float], many: bool, axis: Any, k
         if has_nan is not None:
             r = b.op("where", has_nan, b.const(float("nan"), acc), r)
         picks.append(b.op("reshape", r, shape=_result_shape(shape, axes, keepdims)))
+    return b.cast(stacked(b, picks, many), out)
+
+
+def stacked(b: Builder, picks: Sequence[Any], many: bool) -> Any:
+    """One quantile's result, or a sequence q's stacked along a new first axis (numpy's layout)."""
     if many:
-        r = b.op("concat", *[b.op("expand_dims", p, axis=0) for p in picks], axis=0, kind="concatenate")
-    else:
-        r = picks[0]
-    return b.cast(r, out)
+        return b.op("concat", *[b.op("expand_dims", p, axis=0) for p in picks], axis=0, kind="concatenate")
+    return picks[0]
 
 
 def _result_shape(shape: tuple[Any, ...], axes: tuple[int, ...], keepdims: bool) -> tuple[Any, ...]:

@@ -113,6 +113,17 @@ class CubeOperand:
 
 
 @dataclass(frozen=True)
+class DataError:
+    """numpy raises on some data for an op (np.nanargmax on an all-NaN slice): the frontend records `failing`
+    as a data check (frontend/checks.py), so the call raises `exception(message)` after the launch."""
+
+    exception: str         # numpy's exception class name ("ValueError")
+    message: str           # numpy's message
+    #: a composite body (builder, *inputs, **attrs) -> a bool tensor, True where numpy raises (None: never)
+    failing: Callable[..., Any]
+
+
+@dataclass(frozen=True)
 class OpDef:
     name: str
     category: Category
@@ -159,6 +170,8 @@ class OpDef:
     #: expand_dims, slice): an op whose kernel reads and writes GM by strides may take it into its kernel
     #: (fusion proposes, the capacity function says whether the op's template can)
     strided_view: bool = False
+    #: numpy raises on some values of its operands (DataError), recorded as a data check by the frontend
+    data_error: DataError | None = None
 
     @property
     def vjp(self) -> "VjpRule | None":
