@@ -29,7 +29,7 @@ its busiest core (core 0 takes the largest share of the work).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from .. import symbolic as sy
 from ..memo import memoised
@@ -50,6 +50,7 @@ class Cost:
     tail: list = field(default_factory=list)
     # single-slot buffer -> (cycles of the ops touching it, their pipes): work that one buffer serialises
     chain: dict[str, tuple[float, frozenset]] = field(default_factory=dict)
+    resident: tuple = (0.0, 0.0, 0.0)   # GM bytes of L2-resident parameters: read, written, reaching HBM
 
     def add(self, other: "Cost", times: float = 1.0) -> None:
         for p, c in other.busy.items():
@@ -60,6 +61,8 @@ class Cost:
         self.gm_bytes += other.gm_bytes * times
         self.gm_write_bytes += other.gm_write_bytes * times
         self.steady += other.steady * times
+        if other.resident[0] or other.resident[1]:
+            self.resident = tuple(x + y * times for x, y in zip(self.resident, other.resident))
 
 
 @dataclass
@@ -69,6 +72,7 @@ class Estimate:
     gm_bytes: float          # all cores
     blocks: int
     busy: dict[str, float]   # core 0, per pipe
+    tail: float = 0.0        # core 0's cycles from the last op `estimate`'s `tail_from` picks to its end
 
     def describe(self) -> str:
         pipes = ", ".join(f"{p} {c:.0f}" for p, c in sorted(self.busy.items()))
@@ -152,20 +156,24 @@ def _evaluated(op: TileOp, env: Mapping[str, int], spaces: Mapping[str, str]) ->
 
 
 def _move_cycles(op: TileOp, env: Mapping[str, int], chip: Chip, blocks: int,
-                 spaces: Mapping[str, str], miss: float = 1.0) -> tuple[float, float, float]:
-    """(cycles, GM bytes, GM bytes written) of a data move on its pipe: its bytes over the chip's cost of its
-    path; `miss` is the fraction of GM reads that miss in L2."""
+                 spaces: Mapping[str, str], miss: float = 1.0, resident: Mapping[str, float] | None = None
+                 ) -> tuple[float, float, float, float | None]:
+    """(cycles, GM bytes, GM bytes written, the fraction reaching HBM when the GM parameter is L2-resident else
+    None) of a data move on its pipe: its bytes over the chip's cost of its path; `miss` is the fraction of GM
+    reads that miss in L2, `resident` the HBM fraction of the L2-resident parameters' bytes (read or written)."""
     sp = op.spec
     a = _evaluated(op, env, spaces)
     src, dst = (a[n] for n in sp.move)
     path = getattr(chip, data_path(src, dst).cost)
     nbytes = sp.nbytes(a, chip)
     if "GM" not in (src, dst):
-        return path.cycles(nbytes), 0.0, 0.0
+        return path.cycles(nbytes), 0.0, 0.0, None
     rows, row_bytes = sp.gm_rows(a) if sp.gm_rows is not None else (1, 0)
     gm = op.args[sp.move[0] if src == "GM" else sp.move[1]]
-    cycles = _gm_move(path, nbytes, gm, env, chip, blocks, rows, row_bytes, miss if src == "GM" else 1.0)
-    return cycles, nbytes, (nbytes if dst == "GM" else 0.0)
+    held = resident.get(gm.param) if resident else None
+    frac = held if held is not None else (miss if src == "GM" else 1.0)
+    cycles = _gm_move(path, nbytes, gm, env, chip, blocks, rows, row_bytes, frac)
+    return cycles, nbytes, (nbytes if dst == "GM" else 0.0), held
 
 
 def _gm_move(path: DmaPath, nbytes: float, gm: GmRef, env: Mapping[str, int], chip: Chip, blocks: int,
@@ -210,10 +218,12 @@ def _cube_cycles(op: TileOp, env: Mapping[str, int], chip: Chip) -> float:
 
 
 class _Walker:
-    def __init__(self, schedule: TileSchedule, chip: Chip, blocks: int, miss: float = 1.0):
+    def __init__(self, schedule: TileSchedule, chip: Chip, blocks: int, miss: float = 1.0,
+                 resident: Mapping[str, float] | None = None):
         self.chip = chip
         self.blocks = blocks
         self.miss = miss
+        self.resident = resident or {}
         self.spaces = {b.name: b.space for b in schedule.buffers}
         self.single = {b.name for b in schedule.buffers if b.slots == 1}
         self.slots = {b.name: b.slots for b in schedule.buffers}
@@ -245,8 +255,10 @@ class _Walker:
             elif unit == "cube":
                 cyc = _cube_cycles(s, env, self.chip)
             elif unit == "move":
-                cyc, c.gm_bytes, c.gm_write_bytes = _move_cycles(s, env, self.chip, self.blocks, self.spaces,
-                                                                 self.miss)
+                cyc, c.gm_bytes, c.gm_write_bytes, held = _move_cycles(s, env, self.chip, self.blocks, self.spaces,
+                                                                       self.miss, self.resident)
+                if held is not None:
+                    c.resident = (c.gm_bytes - c.gm_write_bytes, c.gm_write_bytes, c.gm_bytes * held)
             else:  # the only other tile op a schedule holds is the all-core barrier (flags come from sync)
                 cyc = self.chip.sync_all_cycles
             c.busy[s.pipe] = cyc
@@ -464,25 +476,62 @@ def _direct_ops(body: Sequence[Stmt]) -> list[TileOp]:
     return out
 
 
-def estimate(schedule: TileSchedule, dims: Mapping[str, int], chip: Chip) -> Estimate:
-    """The schedule's simulated time for the given dims (symbol -> int)."""
+def estimate(schedule: TileSchedule, dims: Mapping[str, int], chip: Chip,
+             tail_from: Callable[[TileOp], bool] | None = None) -> Estimate:
+    """The schedule's simulated time for the given dims (symbol -> int). `tail_from`: the estimate's `tail` is
+    core 0's span from the last op it picks to the end (`_span_from`)."""
+    c, blocks, miss = _walk(schedule, dims, chip)
+    if blocks <= 0:
+        return Estimate(0.0, 0.0, 0.0, 0, {})
+    gm_total = c.gm_bytes * blocks
+    res_read, res_write, res_hbm = c.resident
+    if schedule.l2_miss is None:
+        hbm_total = gm_total
+        if res_read or res_write:
+            hbm_total = (c.gm_bytes - res_read - res_write + res_hbm) * blocks
+    elif res_read or res_write:
+        reads, writes = c.gm_bytes - c.gm_write_bytes - res_read, c.gm_write_bytes - res_write
+        hbm_total = (reads * miss + writes + res_hbm) * blocks
+    else:
+        hbm_total = (c.gm_bytes - c.gm_write_bytes) * blocks * miss + c.gm_write_bytes * blocks
+    cycles = max(c.span, gm_span(gm_total, hbm_total, chip)) + launch_cycles(chip, blocks)
+    tail = _span_from(c.parts, tail_from) if tail_from is not None else 0.0
+    return Estimate(cycles, c.span, gm_total, blocks, c.busy, tail)
+
+
+def _walk(schedule: TileSchedule, dims: Mapping[str, int], chip: Chip) -> tuple[Cost, int, float]:
+    """The walk of core 0, the block count and the fraction of the reads that miss in L2."""
     fields = {name: sy.evaluate(expr, dims) for name, expr in schedule.fields.items()}
     blocks = sy.evaluate(schedule.blocks, {**dims, **fields})
     if blocks <= 0:
-        return Estimate(0.0, 0.0, 0.0, 0, {})
+        return Cost(), blocks, 1.0
     env = {**fields, CORE: 0, BLOCKS: blocks, GROUP: 0, SUB: 0}
-    if schedule.l2_miss is None:
-        c = _Walker(schedule, chip, blocks).block(schedule.body, env, False)
-        gm_total = c.gm_bytes * blocks
-        hbm_total = gm_total
-    if schedule.l2_miss is not None:
-        # reads that hit in L2 cost no HBM bandwidth: walk again with the template's miss fraction
-        miss = schedule.l2_miss(fields, blocks)
-        c = _Walker(schedule, chip, blocks, miss).block(schedule.body, env, False)
-        gm_total = c.gm_bytes * blocks
-        hbm_total = (c.gm_bytes - c.gm_write_bytes) * blocks * miss + c.gm_write_bytes * blocks
-    cycles = max(c.span, gm_span(gm_total, hbm_total, chip)) + launch_cycles(chip, blocks)
-    return Estimate(cycles, c.span, gm_total, blocks, c.busy)
+    # reads that hit in L2 cost no HBM bandwidth: the template's miss fraction, and its L2-resident parameters'
+    miss = schedule.l2_miss(fields, blocks) if schedule.l2_miss is not None else 1.0
+    resident = schedule.l2_resident(fields, blocks) if schedule.l2_resident is not None else None
+    return _Walker(schedule, chip, blocks, miss, resident).block(schedule.body, env, False), blocks, miss
+
+
+def _span_from(parts: list, first: Callable[[TileOp], bool]) -> float:
+    """The cycles from the last op `first` picks to the end, as the walk charged them: in the last statement
+    that holds such an op, the span from it (an inner loop's last iteration, a When's body), then every
+    statement after it; 0.0 when none is picked. (A mixed launch's drain: the vector side's work after the
+    cube's last hand-over.)"""
+    for i in range(len(parts) - 1, -1, -1):
+        span, s, c = parts[i]
+        if not any(first(op) for op in _ops_of(s)):
+            continue
+        inner = span if isinstance(s, TileOp) else _span_from(c.tail or c.parts, first)
+        return inner + sum(p[0] for p in parts[i + 1:])
+    return 0.0
+
+
+def _ops_of(s: Stmt) -> list[TileOp]:
+    if isinstance(s, TileOp):
+        return [s]
+    if isinstance(s, (Loop, When)):
+        return [op for x in s.body for op in _ops_of(x)]
+    return []
 
 
 def gm_span(gm_total: float, hbm_total: float, chip: Chip) -> float:

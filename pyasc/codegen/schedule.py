@@ -161,6 +161,12 @@ class TileSchedule:
     # the template's estimate of the fraction of its GM reads that miss in L2 (come from HBM), given the
     # evaluated tiling fields and the block count; None: every read is an HBM read (a streaming kernel)
     l2_miss: Callable[[Mapping[str, int], int], float] | None = field(default=None, repr=False, compare=False)
+    # GM parameters whose lines the L2 holds (a launch's workspace, an operand every core reads whole): the
+    # fraction of each one's bytes that reach HBM (reads that miss; writes that dirty a line not dirty yet),
+    # given the evaluated fields and the block count. Their moves follow it instead of `l2_miss` (reads) or
+    # all reaching HBM (writes)
+    l2_resident: Callable[[Mapping[str, int], int], Mapping[str, float]] | None = \
+        field(default=None, repr=False, compare=False)
 
     def buffer(self, name: str) -> Buffer:
         for b in self.buffers:
@@ -242,6 +248,8 @@ class MixedSchedule:
     #: vector work the AIVs finish before the cube starts (a prologue computing the cube's A operand, behind an
     #: all-core barrier): already in `aiv`'s body, here as a schedule of its own for the cost estimate
     prologue: "TileSchedule | None" = None
+    #: the tiles of `steps` one cube block hands over back to back (its column chunks)
+    chunks: int = 1
 
     @property
     def sides(self) -> tuple[TileSchedule, TileSchedule]:

@@ -17,6 +17,15 @@ def _copy_gm_rows(a: Mapping[str, Any]) -> tuple[int, int]:
     return a["nburst"], (stride if stride is not None else a["burst"]) * itemsize(a["dtype"])
 
 
+def _fixpipe_gm_rows(a: Mapping[str, Any]) -> tuple[int, int]:
+    """A FixPipe's GM side, as the timing model moves it: m rows dst_row_stride (default n) elements apart, or
+    in NZ one burst per 16-column panel, the panels dst_row_stride (default m) rows of 16 apart."""
+    size, stride = itemsize(a["dst_dtype"]), a["dst_row_stride"]
+    if a["nz"]:
+        return -(-a["n"] // 16), (stride if stride is not None else a["m"]) * 16 * size
+    return a["m"], (stride if stride is not None else a["n"]) * size
+
+
 def _rows_cols_bytes(a: Mapping[str, Any], chip: Any) -> int:
     return a["rows"] * a["cols"] * itemsize(a["dtype"])
 
@@ -326,7 +335,8 @@ class FixPipe(Instr):
     OP: ClassVar[str] = "fixpipe"
     SPEC: ClassVar[InstrSpec] = move(
         "src", "dst", lambda a, chip: a["m"] * a["n"] * itemsize(a["dst_dtype"]),
-        W("dst", "GM", elem="dst_dtype"), R("src", "L0C", elem="src_dtype"), R("scale_l1", "L1", elem="float32"))
+        W("dst", "GM", elem="dst_dtype"), R("src", "L0C", elem="src_dtype"), R("scale_l1", "L1", elem="float32"),
+        gm_rows=_fixpipe_gm_rows)
 
     def check(self, core_type: str) -> None:
         super().check(core_type)

@@ -12,6 +12,7 @@ import pytest
 import pyasc
 from test_mixed import _run as run_mixed, _vals
 from pyasc.codegen.route import route
+from pyasc.codegen.schedule import When, iter_ops
 from pyasc.target import get_chip
 
 
@@ -123,3 +124,18 @@ def test_a_prologue_reading_a_view_of_its_input(rng):
     log = kern.compile(*args).fusion_log
     assert any(d.startswith("fused: views slice") for d in log)
     assert any("as the prologue of its A operand" in d for d in log)
+
+
+@pytest.mark.parametrize("m,k,n", [(33, 80, 40), (70, 48, 200), (1, 48, 24), (5, 272, 40)])
+def test_b_is_loaded_ahead_of_the_barrier(rng, m, k, n):
+    # B does not come from the prologue: the cube core loads its first block's first chunk of it before it waits
+    # for A, and skips that load in its loop (golden under the sanitizer: one block per core or several, a
+    # core without blocks, K in one chunk or several)
+    args = (_vals(rng, (m, k)), _vals(rng, (k,)) + 1, _vals(rng, (k,)), _vals(rng, (k, n)), _vals(rng, (n,)))
+    art, prof = _run(ln_mm_gelu, *args)
+    assert prof.launches == 1
+    (dk,) = art.kernels
+    ahead, barrier = dk.schedule.aic.body[:2]
+    assert isinstance(ahead, When) and barrier.instr == "sync_all"
+    assert {op.args["src"].param for op in iter_ops(ahead.body)} == {"in1"}
+    assert any("loaded ahead" in note for note in dk.schedule.aic.notes)

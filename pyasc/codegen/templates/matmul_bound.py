@@ -124,7 +124,7 @@ class _Model:
     """The cube schedule of one tiling, costed block by block."""
 
     def __init__(self, mk: Any, t: MatmulTiling, chip: Chip, extents: tuple[int, int, int, int], sinks: int,
-                 steps: dict | None = None):
+                 steps: dict | None = None, store_miss: float = 1.0):
         self.mk, self.t, self.chip, self.sinks = mk, t, chip, sinks
         # costed L0 steps, by their shape and how A and B are loaded: a caller's store shared by the tilings
         # of one product (a step does not depend on the rest of the tiling)
@@ -139,7 +139,7 @@ class _Model:
         gm_l1 = getattr(chip, self._paths["GM", "L1"].cost)
         # reads: no HBM share (miss 0) and the aligned rate; stores: the HBM share the estimate charges them
         self.read_bw = gm_bandwidth(gm_l1, chip, self.blocks, 0.0)
-        self.store_bw = gm_bandwidth(getattr(chip, self._paths["L0C", "GM"].cost), chip, self.blocks, 1.0)
+        self.store_bw = gm_bandwidth(getattr(chip, self._paths["L0C", "GM"].cost), chip, self.blocks, store_miss)
         self._chunks: dict[tuple[int, int, int], _Cost] = {}
         self._blocks: dict[tuple[int, int], _Cost] = {}   # (rows, columns) -> a block of that shape
 
@@ -286,11 +286,13 @@ class _Terms:
 
 
 @memoised(4096)
-def _terms(mk: Any, key: tuple, chip: Chip, extents: tuple[int, int, int, int], sinks: int) -> _Terms:
+def _terms(mk: Any, key: tuple, chip: Chip, extents: tuple[int, int, int, int], sinks: int,
+           store_miss: float = 1.0) -> _Terms:
     """`_Model(...).terms()` for a tiling's `_key`: a pure function of frozen records and ints (the cube
     template's bounds, which have no per-analysis store to keep them in)."""
     tm, tn, tk, steps, buffer_num, cores = key
-    return _Model(mk, MatmulTiling(tm, tn, tk, buffer_num, 1, cores, steps), chip, extents, sinks).terms()
+    return _Model(mk, MatmulTiling(tm, tn, tk, buffer_num, 1, cores, steps), chip, extents, sinks,
+                  store_miss=store_miss).terms()
 
 
 def _one_slot(t: MatmulTiling) -> MatmulTiling:
@@ -309,18 +311,19 @@ def _align(n: int, a: int) -> int:
 
 
 def cube_bound(mk: Any, t: MatmulTiling, chip: Chip, dims: Mapping[str, int], sinks: int = 1,
-               memo: dict | None = None) -> tuple[float, int]:
+               memo: dict | None = None, store_miss: float = 1.0) -> tuple[float, int]:
     """(a lower bound on the cube launch's estimate without its start-up, its cores) for `sinks` FixPipes of
-    each block (the output, a mixed launch's workspace tile, or both). `memo`: the caller's store of costed
-    blocks for this `mk`, chip and dims (cheaper to look up than the module's memo, which hashes `mk`)."""
+    each block (the output, a mixed launch's workspace tile, or both), at most `store_miss` of their bytes
+    reaching HBM (a workspace the L2 holds). `memo`: the caller's store of costed blocks for this `mk`, chip and
+    dims (cheaper to look up than the module's memo, which hashes `mk`)."""
     if memo is None:
-        terms = _terms(mk, _key(t), chip, _extents(mk, dims), sinks)
+        terms = _terms(mk, _key(t), chip, _extents(mk, dims), sinks, store_miss)
     else:
-        key = ("cube terms", _key(t), sinks)
+        key = ("cube terms", _key(t), sinks, store_miss)
         terms = memo.get(key)
         if terms is None:
             steps = memo.setdefault("cube steps", {})
-            terms = memo[key] = _Model(mk, _one_slot(t), chip, _extents(mk, dims), sinks, steps).terms()
+            terms = memo[key] = _Model(mk, _one_slot(t), chip, _extents(mk, dims), sinks, steps, store_miss).terms()
     return terms.core_cycles(t.l0c_slots, chip), terms.blocks
 
 
@@ -329,7 +332,7 @@ FLOOR_MARGIN = 1e-9
 
 
 def cube_floor(mk: Any, t: MatmulTiling, chip: Chip, dims: Mapping[str, int], sinks: int = 1,
-               memo: dict | None = None) -> tuple[float, int]:
+               memo: dict | None = None, store_miss: float = 1.0) -> tuple[float, int]:
     """(a lower bound on `cube_bound`'s first value, the launch's cores) that only looks at the block shape and
     the cores, so every tiling of one block shape shares it (the tiler computes `cube_bound` only for the
     candidates this cannot rule out: `tiling.Ranking`'s floors).
@@ -338,10 +341,10 @@ def cube_floor(mk: Any, t: MatmulTiling, chip: Chip, dims: Mapping[str, int], si
     cycles, and a loop's period at least its busiest pipe). Per block, at least: on MTE2 the bias and one chunk's
     two loads (one start-up each) of all of the block's A and B bytes at the read rate; on M one mmad start-up and
     the product's fractal blocks; on FIX its FixPipes. The busiest of these, less FLOOR_MARGIN."""
-    key = ("cube floor", t.tm, t.tn, t.cores, sinks)
+    key = ("cube floor", t.tm, t.tn, t.cores, sinks, store_miss)
     hit = memo.get(key) if memo is not None else None
     if hit is None:
-        hit = _floor(_Model(mk, _one_slot(t), chip, _extents(mk, dims), sinks))
+        hit = _floor(_Model(mk, _one_slot(t), chip, _extents(mk, dims), sinks, store_miss=store_miss))
         if memo is not None:
             memo[key] = hit
     return hit

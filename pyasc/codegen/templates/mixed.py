@@ -35,7 +35,6 @@ from ..kernel_graph import KernelGraph
 from ..schedule import CORE, GROUP, SUB, Buffer, Channel, GmParam, GmRef, Let, Loop, MixedSchedule, Ref, Stmt, \
     TileSchedule, When
 from ..template import Job, Template, Tiling, Unsupported, align_up, free_symbols, ub_slot
-from ..schedules import two_stage
 from ..tiling import scoring_dims
 from ..vector_ops import Geometry, Space
 from . import matmul, mixed_prologue, vector_kernel
@@ -174,7 +173,7 @@ def tilings(a: MixedAnalysis, chip: Chip, buffer_num: int, cores: int) -> list[M
             if key not in prologues:
                 left = chip.ub_bytes - sum(b.nbytes for b in aiv_buffers(a, t, chip))
                 if aivs not in pro:
-                    pro[aivs] = mixed_prologue.candidates(a.pro, chip, buffer_num, aivs)
+                    pro[aivs] = mixed_prologue.candidates(a.pro, chip, buffer_num, aivs, dims)
                 prologues[key] = mixed_prologue.tiling(pro[aivs], left)
             pt = prologues[key]
             if pt is None:
@@ -195,7 +194,7 @@ def schedule(a: MixedAnalysis, t: MixedTiling, chip: Chip) -> MixedSchedule:
     ncp = _tnp(a.vk, t.chunk_cols, chip)
     ws_dtype = mk.out_dtype
     slot_bytes = ct.tm * ncp * itemsize(ws_dtype)
-    slots = SLOTS * t.chunks
+    slots = _slots(t)
     if a.keep_product:
         aic = matmul.schedule(mk, ct, chip,
                               sink=lambda blk: matmul.to_output(blk) + _to_channel(blk, t, ncp, slot_bytes, chip))
@@ -214,7 +213,26 @@ def schedule(a: MixedAnalysis, t: MixedTiling, chip: Chip) -> MixedSchedule:
     if a.pro is not None and t.prologue is not None:
         aic, aiv, pro = _with_prologue(a, t, chip, aic, aiv)
     steps = sy.mul(sy.ceildiv(aic.fields["T"], groups), t.chunks)
-    return MixedSchedule(mk.name, aic, aiv, [ch], groups, notes, steps=steps, prologue=pro)
+    # the channel stays in L2: the vector cores' reads of a tile just written hit, and of the cube's writes only
+    # the first of each slot dirties lines (an HBM write-back); the later ones rewrite lines already dirty
+    aic.l2_resident = lambda f, blocks: {CHANNEL: _fresh_writes(f["T"], blocks, t.chunks, slots)}
+    aiv.l2_resident = _channel_hits
+    return MixedSchedule(mk.name, aic, aiv, [ch], groups, notes, steps=steps, prologue=pro, chunks=t.chunks)
+
+
+def _channel_hits(fields: Mapping[str, int], blocks: int) -> dict[str, float]:
+    return {CHANNEL: 0.0}
+
+
+def _slots(t: MixedTiling) -> int:
+    """The channel's workspace tiles per group."""
+    return SLOTS * t.chunks
+
+
+def _fresh_writes(tiles: int, groups: int, chunks: int, slots: int) -> float:
+    """The fraction of a group's hand-overs (its blocks' chunks) that write a channel slot the first time."""
+    handed = -(-tiles // max(1, groups)) * chunks
+    return min(1.0, slots / handed) if handed > 0 else 1.0
 
 
 def _shared_vector_side(a: MixedAnalysis, t: MixedTiling, chip: Chip, tnp: int, slot_bytes: int,
@@ -239,6 +257,7 @@ def _with_prologue(a: MixedAnalysis, t: MixedTiling, chip: Chip, aic: TileSchedu
     pro = _prologue(a, t, chip, aic.blocks)
     aic = mixed_prologue.reading_workspace(aic, {cube_in(0): mixed_prologue.WSA})
     aic.body = [T.sync_all(note="wait for A from the vector cores")] + aic.body
+    aic = mixed_prologue.prefetched(aic, cube_in(1))   # B does not wait for the prologue
     aic.scratch[mixed_prologue.WSA] = sy.mul(mk.batch_count, mk.M, mk.K, itemsize(mk.dtype))
     aiv.body = pro.body + [T.sync_all(note="A is in the workspace: the cube cores may read it")] + aiv.body
     aiv.fields.update(pro.fields)
@@ -251,7 +270,7 @@ def _to_channel(blk: matmul.Block, t: MixedTiling, ncp: int, slot_bytes: int, ch
     """FixPipe of one output block into this group's channel slots, a column chunk at a time (the AIC's core
     index is its group). L0C holds the block as 16-column panels of ceil16(mm) rows: chunk c starts c * nc
     columns in."""
-    mk, slots = blk.mk, SLOTS * t.chunks
+    mk, slots = blk.mk, _slots(t)
     rows16 = sy.mul(sy.ceildiv(blk.mm, chip.cube_block), chip.cube_block)
 
     def fix(c: int) -> list[Stmt]:
@@ -309,7 +328,7 @@ def _vector_side(a: MixedAnalysis, t: MixedTiling, chip: Chip, tnp: int, slot_by
     place = Placement(vk, tiling, geom, t.slot(tile), F("row0"), ch.n0, o_index, False,
                       lambda j: in_param(ncube + j - 1))
     first = next(u for u in vk.per_tile if u.index == 0)
-    slots = SLOTS * t.chunks
+    slots = _slots(t)
     ws_src = GmRef(CHANNEL, sy.add(sy.mul(sy.add(sy.mul(F(GROUP), slots), sy.mod(ch.k, slots)), slot_bytes),
                                    sy.mul(F("rs"), tnp * itemsize(first.buf.dtype))))
     take = T.load(place.ref(first.buf), ws_src, first.buf.dtype, ch.nn, F("rows"), src_stride=tnp, dst_stride=tnp,
@@ -384,8 +403,10 @@ def _stores(place: Placement, vk: VectorKernel, tnp: int, first_out: int, ch: Ch
 
 
 def bound(a: MixedAnalysis, t: MixedTiling, chip: Chip, dims: Mapping[str, int]) -> float:
-    """A lower bound on the launch's score (`schedules.score`) from the cube side's (`matmul_bound`) and the
-    vector side's (`_vector_floor`), both never above the estimates the score combines."""
+    """A lower bound on the launch's score (`schedules.score`) from the cube side's (`matmul_bound`, its
+    FixPipes with the channel's share of first writes reaching HBM, `_fresh_writes`) and the vector side's (`_vector_floor`), both never above the estimates the score combines: the slower side, plus
+    the least of the drain after the cube's last tile and the cube's share of one hand-over (the fill when the
+    vector side is the slower)."""
     return _bound(a, t, chip, dims, cube_bound)
 
 
@@ -397,17 +418,35 @@ def floor(a: MixedAnalysis, t: MixedTiling, chip: Chip, dims: Mapping[str, int])
 def _bound(a: MixedAnalysis, t: MixedTiling, chip: Chip, dims: Mapping[str, int],
            cube: Callable[..., tuple[float, int]], prologue: bool = True) -> float:
     memo = a.memo.setdefault(("bounds", tuple(sorted(dims.items()))), {})   # per dims: what the bounds share
-    aic, groups = cube(a.mk, t.cube, chip, dims, 2 if a.keep_product else 1, memo)
+    blocks = sy.evaluate(a.mk.batch_count, dims) * _count(a.mk.M, t.cube.tm, dims) * _count(a.mk.N, t.cube.tn, dims)
+    groups = sy.evaluate(matmul.schedule_blocks(a.mk, t.cube), dims)
+    # (with the product kept too, both FixPipes at the channel's share: lower than the output's, still a bound)
+    fresh = _fresh_writes(blocks, groups, t.chunks, _slots(t))
+    aic, groups = cube(a.mk, t.cube, chip, dims, 2 if a.keep_product else 1, memo, fresh)
     if not groups:
         return 0.0
-    blocks = sy.evaluate(a.mk.batch_count, dims) * _count(a.mk.M, t.cube.tm, dims) * _count(a.mk.N, t.cube.tn, dims)
     steps = -(-blocks // groups)
+    if a.pro is not None and t.prologue is not None:
+        aic = max(0.0, aic - _ahead_ceiling(a, t, chip, groups, steps))
     key = ("vector floor", t.cube.tm, t.cube.tn, t.chunks, groups, steps)
     if key not in memo:   # the same for every candidate sharing the block shape, chunks and group count
         memo[key] = _vector_floor(a, t, chip, dims, groups, steps)
-    aiv = memo[key]
-    return (_prologue_floor(a, t, chip, dims) if prologue else 0.0) + two_stage(aic, aiv, steps * t.chunks) + \
-        launch_cycles(chip, groups * (1 + chip.group_aivs))
+    aiv, drain = memo[key]
+    ends = min(drain, aic / max(1, steps * t.chunks))
+    start = launch_cycles(chip, groups * (1 + chip.group_aivs))
+    return (_prologue_floor(a, t, chip, dims) if prologue else 0.0) + max(aic, aiv) + ends + start
+
+
+def _ahead_ceiling(a: MixedAnalysis, t: MixedTiling, chip: Chip, groups: int, steps: int) -> float:
+    """At most what the score takes off the cube side for its loads ahead of the barrier
+    (`mixed_prologue.prefetched`): the first block's first chunk of B, its copies at the slowest rate the walk
+    charges (HBM's share for every byte, off the 512-byte boundary), as often as the walk's mean of a core's
+    first two blocks counts the first one."""
+    path = getattr(chip, data_path("GM", "L1").cost)
+    nbytes = t.cube.kl1 * t.cube.tn * itemsize(a.mk.dtype)
+    once = (max(1, t.cube.steps) + 1) * path.startup + \
+        nbytes / (gm_bandwidth(path, chip, groups, 1.0) * chip.gm_unaligned_factor)
+    return once * max(1.0, (steps - 1) / 2)
 
 
 def _prologue(a: MixedAnalysis, t: MixedTiling, chip: Chip, groups: IntLike) -> TileSchedule:
@@ -439,28 +478,33 @@ def _count(extent: IntLike, tile: int, dims: Mapping[str, int]) -> int:
 
 
 def _vector_floor(a: MixedAnalysis, t: MixedTiling, chip: Chip, dims: Mapping[str, int], groups: int,
-                  steps: int) -> float:
-    """A lower bound on the vector side's estimate without its start-up: what the first AIV of group 0 moves.
+                  steps: int) -> tuple[float, float]:
+    """Lower bounds on the vector side's estimate without its start-up, and on the drain after the cube's last
+    hand-over (`schedules.score`: a cross-core flag, then the load of the last chunk of the group's last block
+    and its stores): what the first AIV of group 0 moves.
     Per block it loads its rows of the cube's tile and at least one burst of each other input (MTE2) and
     stores its rows of each result (MTE3); the walker charges its block loop at least the busier of the two
     per block but the last, whose span holds both (rotating or not; the first two blocks averaged when there
-    are more). Moves at the aligned rate with HBM's share: the vector side's schedule has no L2 model, so
-    the estimate charges its reads as misses too."""
+    are more). Moves at the aligned rate, reads with L2's share alone (the cube's tiles hit in L2), stores with
+    HBM's too."""
     mk, ct, vk = a.mk, t.cube, a.vk
     M, N = sy.evaluate(mk.M, dims), sy.evaluate(mk.N, dims)
     nmb, nnb = -(-M // ct.tm), -(-N // ct.tn)
     load, store = data_path("GM", "UB"), data_path("UB", "GM")
     load_path, store_path = getattr(chip, load.cost), getattr(chip, store.cost)
     vblocks = groups * chip.group_aivs
-    rbw, wbw = gm_bandwidth(load_path, chip, vblocks), gm_bandwidth(store_path, chip, vblocks)
+    rbw, wbw = gm_bandwidth(load_path, chip, vblocks, 0.0), gm_bandwidth(store_path, chip, vblocks)
     tile = itemsize(next(u for u in vk.per_tile if u.index == 0).buf.dtype)
     others = sum(1 for u in vk.per_tile if u.index != 0)
     results = [itemsize(v.type.dtype) for v in vk.kg.outputs]
 
-    def moves(i: int) -> tuple[float, float]:
+    def shape(i: int) -> tuple[int, int]:   # block i's rows for the first AIV, and its columns
         nb, mb = i % nnb, (i // nnb) % nmb
         mm, nn = min(ct.tm, M - mb * ct.tm), min(ct.tn, N - nb * ct.tn)
-        rows = min(-(-mm // chip.group_aivs), mm)
+        return min(-(-mm // chip.group_aivs), mm), nn
+
+    def moves(i: int) -> tuple[float, float]:
+        rows, nn = shape(i)
         mte2 = (1 + others) * load_path.startup + rows * nn * tile / rbw
         mte3 = sum(store_path.startup + rows * nn * size / wbw for size in results)
         return mte2, mte3
@@ -469,8 +513,12 @@ def _vector_floor(a: MixedAnalysis, t: MixedTiling, chip: Chip, dims: Mapping[st
     if steps > 2:
         first = tuple((x + y) / 2 for x, y in zip(first, moves(1)))
     last = moves(steps - 1)
+    rows, nn = shape(steps - 1)
+    width = nn - (-(-nn // t.chunk_cols) - 1) * t.chunk_cols   # the block's last chunk
+    drain = chip.cross_flag_cycles + load_path.startup + rows * width * tile / rbw + \
+        sum(store_path.startup + rows * width * size / wbw for size in results)
     # a block in column chunks: its moves pipeline within the chunk loop, the last block's too
-    return (steps - 1) * max(first) + (sum(last) if t.chunks == 1 else max(last))
+    return (steps - 1) * max(first) + (sum(last) if t.chunks == 1 else max(last)), drain
 
 
 TEMPLATE = Template("mixed", "mix", MixedTiling, analyze, tilings, schedule, _symbols, need=need, bound=bound,

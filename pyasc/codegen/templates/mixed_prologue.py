@@ -10,7 +10,9 @@ hand-over through GM, as in templates/conv_launch.py) and the cube cores run the
 the workspace, the epilogue following on the vector cores as before. A row of A is computed once for the
 whole launch (not once per output block, nor once per group). The launch saves the producer's own launch and
 its HBM round trip; the vector cores' work on A does not overlap the cube's (the cost model adds it in
-front of the two-stage pipeline, `schedules.score`).
+front of the two-stage pipeline, `schedules.score`). What the cube reads that the prologue does not write
+does not wait for it: the first K chunk of B is loaded ahead of the barrier (`prefetched`), under the vector
+cores' work on A.
 
 The prologue's schedule lives in the vector side's body next to the epilogue's, so its names are prefixed
 (`PREFIX`): tiling fields, loop and Let variables and UB buffers; its GM inputs are renamed to the launch's
@@ -24,6 +26,7 @@ from typing import Any, Mapping, Sequence
 from ... import symbolic as sy
 from ...symbolic import IntLike
 from ...target import Chip
+from ..cost import estimate
 from ..kernel_graph import KernelGraph
 from ..schedule import Buffer, GmParam, GmRef, Let, Loop, Ref, Stmt, TileOp, TileSchedule, When
 from ..template import Unsupported
@@ -56,9 +59,11 @@ def analyze(label: str, pro: Prologue, dtype: str, chip: Chip) -> VectorKernel:
         raise Unsupported(f"the prologue does not tile in whole rows of A: {e}") from None
 
 
-def candidates(vk: VectorKernel, chip: Chip, buffer_num: int, cores: int) -> list[tuple[int, VectorTiling]]:
-    """The prologue's tilings over `cores` vector cores with their UB bytes, the best first: the fewest rows
-    per core (the cube waits for the last), then the largest tiles."""
+def candidates(vk: VectorKernel, chip: Chip, buffer_num: int, cores: int,
+               dims: Mapping[str, int] | None = None) -> list[tuple[int, VectorTiling]]:
+    """The prologue's tilings over `cores` vector cores with their UB bytes, the best first: the least time the
+    cost model gives them on those cores (the cube waits for the last; a tile or two per core in flight can
+    beat one bigger tile), then the fewest rows per core, then the largest tiles. `dims`: the scoring dims."""
     rows = vk.domain.R if isinstance(vk.domain.R, int) else None
     outer = vk.domain.outer_count if isinstance(vk.domain.outer_count, int) else 1
 
@@ -66,7 +71,13 @@ def candidates(vk: VectorKernel, chip: Chip, buffer_num: int, cores: int) -> lis
         tiles = outer * -(-(rows or t.rows) // t.rows)
         return -(-tiles // cores) * t.rows
 
-    found = sorted(vector.tilings(vk, chip, buffer_num, cores), key=lambda t: (per_core(t), -t.rows))
+    def cycles(t: VectorTiling) -> float:
+        try:   # on the launch's vector cores, as the mixed launch runs it (`mixed._prologue`)
+            return estimate(replace(vector.schedule(vk, t, chip), blocks=cores), dims or {}, chip).cycles
+        except sy.UnboundSymbolError:   # a symbol the scoring dims do not name: the order of the rows alone
+            return 0.0
+
+    found = sorted(vector.tilings(vk, chip, buffer_num, cores), key=lambda t: (cycles(t), per_core(t), -t.rows))
     return [(need(vk, t, chip), t) for t in found]
 
 
@@ -89,11 +100,15 @@ def schedule(vk: VectorKernel, t: VectorTiling, chip: Chip, first_other: int) ->
     symbols = {n: sy.sym(PREFIX + n) for n in names}
     buffers = {b.name: PREFIX + b.name for b in s.buffers}
     r = _Renamer(symbols, buffers, params)
+    # an operand every vector core reads whole (a layer norm's weight row) comes from HBM once: the other
+    # cores' reads hit in L2
+    shared = tuple(params[in_param(u.index)] for u in vk.resident)
     return replace(s, params=[GmParam(params[p.name], p.dtype, "scratch" if p.name == out_param(0) else p.role)
                               for p in s.params],
                    fields={PREFIX + k: r.expr(v) for k, v in s.fields.items()},
                    buffers=[replace(b, name=buffers[b.name]) for b in s.buffers],
-                   body=r.body(s.body), notes=[f"prologue: {n}" for n in s.notes])
+                   body=r.body(s.body), notes=[f"prologue: {n}" for n in s.notes],
+                   l2_resident=lambda f, blocks: {name: 1.0 / max(1, blocks) for name in shared})
 
 
 def prefixed(s: TileSchedule, prefix: str, params: Mapping[str, str], scratch: Sequence[str] = (),
@@ -175,3 +190,40 @@ def reading_workspace(s: TileSchedule, scratch: Mapping[str, str]) -> TileSchedu
 def buffer_names(bufs: Sequence[Buffer]) -> list[Buffer]:
     """The prologue's UB buffers as its renamed schedule names them."""
     return [replace(b, name=PREFIX + b.name) for b in bufs]
+
+
+def prefetched(s: TileSchedule, param: str) -> TileSchedule:
+    """The cube side `s` (a block loop over the core's output blocks, an L1 chunk loop inside each) with its
+    first block's first-chunk loads of GM parameter `param` ahead of the rest: issued at the top of the body
+    (on a core that has a block), and skipped in the loop where they were. They fill the same L1 slot, so the
+    sync plan orders them as before; a barrier put in front of the rest then waits for them only after they
+    ran in its shadow."""
+    blocks = next((st for st in s.body if isinstance(st, Loop)), None)
+    chunks = next((st for st in blocks.body if isinstance(st, Loop)), None) if blocks is not None else None
+    if chunks is None:
+        return s
+    loads = [st for st in chunks.body if _reads(st, param)]
+    if not loads:
+        return s
+    # the loads' operands at the first block and chunk: the Lets before them, evaluated there
+    first: dict[str, Any] = {blocks.var: 0, chunks.var: 0}
+    before = blocks.body[:blocks.body.index(chunks)] + chunks.body[:chunks.body.index(loads[0])]
+    for st in before:
+        if isinstance(st, Let):
+            first[st.var] = sy.substitute(st.value, first) if sy.is_expr(st.value) else st.value
+    ahead = _Renamer(first, {}, {}).body(loads)
+    later = sy.lt(0, sy.add(sy.sym(blocks.var), sy.sym(chunks.var)))
+    inner = replace(chunks, body=[When(later, [st]) if st in loads else st for st in chunks.body])
+    outer = replace(blocks, body=[inner if st is chunks else st for st in blocks.body])
+    return replace(s, body=[When(sy.lt(0, blocks.stop), ahead)] + [outer if st is blocks else st for st in s.body],
+                   notes=s.notes + [f"the first block's first {param} chunk is loaded ahead of the rest"])
+
+
+def _reads(st: Stmt, param: str) -> bool:
+    """Whether every op of `st` reads GM parameter `param` (a load of it, maybe in a loop or a When)."""
+    if isinstance(st, TileOp):
+        return any(isinstance(v, GmRef) and v.param == param for v in st.args.values())
+    if isinstance(st, (Loop, When)):
+        ops = [x for x in st.body if not isinstance(x, Let)]
+        return bool(ops) and all(_reads(x, param) for x in ops)
+    return False
