@@ -45,6 +45,11 @@ def mm(a, b):
 @pyasc.kernel(chip="tiny")
 def sm(x):
     return pyasc.softmax(x, axis=-1)
+
+
+@pyasc.kernel(chip="tiny")
+def mm_gelu(a, b, bias):
+    return pyasc.gelu(a @ b + bias)
 '''
 
 FRESH = '''\
@@ -239,6 +244,29 @@ def test_a_decision_is_plain_data_read_back_strictly():
                 {"label": 3, "record": "X", "fields": []}, {"record": "X"}, "k_k0"):
         with pytest.raises(ValueError, match="not a tiling decision"):
             TilingDecision.from_json(bad)
+
+
+def test_a_nested_tiling_record_is_flattened_to_plain_data():
+    from pyasc.codegen.templates.matmul_tiling import MatmulTiling
+    from pyasc.codegen.templates.mixed import MixedTiling
+
+    tiling = MixedTiling(MatmulTiling(32, 32, 96, 1, 2, 2, 1), buffer_num=2, cores=2)
+    decision = TilingDecision.of("f_k0", tiling)
+    assert ("cube.tm", 32) in decision.fields and ("prologue", "None") in decision.fields
+    assert TilingDecision.from_json(json.loads(json.dumps(decision.to_json()))) == decision
+    assert decision.matches(tiling) and not decision.matches(MixedTiling(MatmulTiling(32, 32, 96, 1, 2, 2, 1), 1, 2))
+
+
+def test_a_mixed_launch_is_tuned_and_its_winner_used(kernels, tmp_path, monkeypatch):
+    monkeypatch.setenv("PYASC_CACHE", "0")
+    k = load(kernels, "mm_gelu")
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((64, 96)).astype(np.float16), rng.standard_normal((96, 128)).astype(np.float16)
+    bias = rng.standard_normal(128).astype(np.float16)
+    result = k.tune(a, b, bias, top_k=2, workers=1, verbose=False)
+    assert "MixedTiling" in {d.record for d in result.decisions}
+    assert k.compile(a, b, bias).kernels[0].tiling.source == "tuned"
+    assert_close(k(a, b, bias), k.py_func(a, b, bias))
 
 
 def test_code_generation_follows_a_stored_decision_when_it_is_legal_else_says_why_not(disk_cache):

@@ -49,6 +49,7 @@ class TilingDecision:
     label: str
     record: str                               # the tiling record's class name, e.g. "MatmulTiling"
     fields: tuple[tuple[str, Any], ...]       # (field name, value) in declaration order: plain ints and strs
+                                              # (nested records flattened: "cube.tm"; see _fields_of)
 
     @classmethod
     def of(cls, label: str, params: Any) -> "TilingDecision":
@@ -76,8 +77,21 @@ class TilingDecision:
         return cls(doc["label"], doc["record"], fields)
 
 
-def _fields_of(params: Any) -> tuple[tuple[str, Any], ...]:
-    return tuple((f.name, getattr(params, f.name)) for f in dataclasses.fields(params))
+def _fields_of(params: Any, prefix: str = "") -> tuple[tuple[str, Any], ...]:
+    """The record's fields as plain ints and strs (a tuning file's data): a nested record (a mixed launch's cube
+    tiling) flattened under "name.", None as "None", a bool as 0 / 1."""
+    out: list[tuple[str, Any]] = []
+    for f in dataclasses.fields(params):
+        value, name = getattr(params, f.name), prefix + f.name
+        if dataclasses.is_dataclass(value):
+            out.extend(_fields_of(value, name + "."))
+        elif value is None:
+            out.append((name, "None"))
+        elif isinstance(value, bool):
+            out.append((name, int(value)))
+        else:
+            out.append((name, value))
+    return tuple(out)
 
 
 @dataclass
