@@ -95,7 +95,7 @@ def test_bincount_past_its_bins_is_a_value_error_at_run_time():
     k = pyasc.kernel(lambda i: np.bincount(i, minlength=3), chip="tiny")
     assert_close(k(np.array([0, 2, 2], np.int32)), np.array([1, 0, 2], np.int32), check_dtype=False)
     for bad in ([0, 3], [-1, 1]):  # numpy: a longer result; a ValueError
-        with pytest.raises(ValueError, match=r"np.bincount: a value is negative or at least minlength=3"):
+        with pytest.raises(ValueError, match=r"np.bincount: a value is negative or at least minlength"):
             k(np.array(bad, np.int32))
 
 

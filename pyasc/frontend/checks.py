@@ -94,16 +94,6 @@ def linalg_error(b: KernelBuilder, op: str, a: Value, x: Value, at: ast.AST) -> 
     data_check(b, ok, "LinAlgError", LINALG_ERRORS[op], at)
 
 
-def bincount_in_range(b: KernelBuilder, x: Value, minlength: int, at: ast.AST) -> None:
-    """np.bincount in a kernel has minlength bins: a value past them (numpy would lengthen its result) or a
-    negative one (numpy's own ValueError) is a ValueError at run time."""
-    xi = x if x.type.dtype == "int32" else b.emit("cast", [x], {"dtype": "int32"}, at)[0]
-    ok = b.emit("bitwise_and", [b.emit("ge", [xi, b.const(0, "int32", at)], {}, at)[0],
-                                b.emit("lt", [xi, b.const(minlength, "int32", at)], {}, at)[0]], {}, at)[0]
-    data_check(b, ok, "ValueError", f"np.bincount: a value is negative or at least minlength={minlength} (numpy "
-               "would make its result longer than minlength; a kernel's result has minlength bins)", at)
-
-
 def take_in_range(b: KernelBuilder, a: Value, indices: Value, axis: Any, at: ast.AST) -> None:
     """np.take / x.take raise IndexError for an index outside [-n, n) of the axis (or of the flattened a)."""
     n = a.type.shape[axis % a.type.ndim] if axis is not None and a.type.ndim else a.type.numel

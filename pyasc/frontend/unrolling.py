@@ -51,14 +51,19 @@ class UnrolledLoops:
         unrolled = Unrolled(loop, len(self._frames), len(self._loops), items, with_else=False)
         self._unrolled.append(unrolled)
         try:
-            for k, item in enumerate(items):
-                unrolled.next = k + 1
-                self.assign(loop.target, item)
-                if self._iteration(loop.body) or self.returned:
-                    return
+            self._run_items(loop, unrolled)
         finally:
             self._loops.pop()
             self._unrolled.pop()
+
+    def _run_items(self, loop: ast.For, unrolled: Unrolled) -> bool:
+        """The loop's body once per item left; whether every item ran (no `break`, no `return`)."""
+        for k, item in enumerate(unrolled.items):
+            unrolled.next = k + 1
+            self.assign(loop.target, item)
+            if self._iteration(loop.body) or self.returned:
+                return False
+        return True
 
     def _s_For(self, s: ast.For) -> None:
         it = self.eval(s.iter)
@@ -77,11 +82,8 @@ class UnrolledLoops:
         unrolled = Unrolled(s, len(self._frames), len(self._loops), items)
         self._unrolled.append(unrolled)
         try:
-            for k, item in enumerate(items):
-                unrolled.next = k + 1
-                self.assign(s.target, item)
-                if self._iteration(s.body) or self.returned:
-                    return
+            if not self._run_items(s, unrolled):
+                return
             unrolled.next = len(items)
             self.exec_block(s.orelse)
         finally:

@@ -10,7 +10,7 @@ histogram(a, bins=10, range=None, density=None, weights=None): bins a compile-ti
   and max: the edges would be known only at run time, refused with that reason.
 bincount(x, weights=None, minlength=0): with minlength = n > 0 the counts (or summed weights) of the values
   0..n-1, each value compared against every bin (n-element rows: for a few thousand bins at most). numpy's
-  result is max(x) + 1 long, which depends on the data: the kernel promises n, and the frontend records a
+  result is max(x) + 1 long, which depends on the data: the kernel promises n, and the op's data_error records a
   run-time ValueError (at the call's line) where a value is n or more, or negative as numpy's own. Without
   minlength the length is only known at run time: refused with that reason. int32 counts (numpy: int64),
   float32 weighted sums (numpy: float64).
@@ -31,7 +31,7 @@ from ..tensor_type import TensorType
 from .builder import Builder
 from .common import FLOATS, fmt_shape, require_static, require_static_axis
 from .numpy_composite import numpy_sugar_op
-from .registry import Category
+from .registry import Category, DataError
 
 
 def _count(b: Builder, test: str, x: Any, bins: Any) -> Any:
@@ -197,6 +197,17 @@ def _bincount(b: Builder, x: Any, weights: Any = None, *, minlength: int = 0) ->
     return [b.op("sum", b.op("where", hit, b.op("expand_dims", w, axis=-1), b.const(0, b.dtype(w))), axis=0)]
 
 
+def _past_the_bins(b: Builder, x: Any, *_: Any, minlength: int = 0, **__: Any) -> Any:
+    """True for a value the kernel's minlength bins cannot count: negative (numpy's ValueError) or minlength or
+    more (numpy would lengthen its result)."""
+    xi = b.cast(x, "int32")
+    return b.op("bitwise_or", b.op("lt", xi, b.const(0, "int32")), b.op("ge", xi, b.const(minlength, "int32")))
+
+
+_PAST_THE_BINS = DataError("ValueError", "np.bincount: a value is negative or at least minlength (numpy would make "
+                           "its result longer than minlength; a kernel's result has minlength bins)", _past_the_bins)
+
+
 def _check_bincount(ts: Sequence[TensorType], attrs: Mapping[str, Any]) -> None:
     x = ts[0]
     if x.ndim != 1:
@@ -226,7 +237,8 @@ def bincount(x, weights=None, minlength=0):  # noqa: ANN001, ANN201 - numpy's si
 numpy_sugar_op("bincount", _bincount, bincount,
                lambda x, weights=None, minlength=0: np.bincount(x, weights, minlength)[:minlength],
                category=Category.OPAQUE, tensor_params=("x", "weights"), optional=("weights",),
-               numpy_names=("bincount",), check=_check_bincount, unpromoted=("x", "weights"))
+               numpy_names=("bincount",), check=_check_bincount, unpromoted=("x", "weights"),
+               data_error=_PAST_THE_BINS)
 numpy_sugar_op("isin", _isin, isin, lambda e, t, **k: np.isin(e, t, **k), tensor_params=("element", "test_elements"),
                numpy_names=("isin",), check=_check_isin, category=Category.OPAQUE, unpromoted=("test_elements",))
 numpy_sugar_op("choose", _choose, choose, lambda a, *cs, n_choices=0, **k: np.choose(a, list(cs), **k),

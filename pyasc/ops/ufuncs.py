@@ -69,14 +69,20 @@ def _infer_accumulate(ts: Sequence[TensorType], attrs: Mapping[str, Any]) -> tup
                          f"{', '.join(f'np.{u}' for u in _SCANS)}")
     if a.ndim == 0:
         raise InferError("cannot accumulate on a scalar")
+    _static_axis(a, ufunc, "accumulate", attrs)
+    return tuple(types_of(_accumulate, ts, dict(attrs)))
+
+
+def _static_axis(a: TensorType, ufunc: str, method: str, attrs: Mapping[str, Any]) -> int:
+    """The method's axis (an int, default 0), which must have a static size."""
     axis = attrs.get("axis", 0)
     if not isinstance(axis, (int, np.integer)) or isinstance(axis, bool):
-        raise InferError(f"accumulate: axis must be an int, got {axis!r}")
+        raise InferError(f"{method}: axis must be an int, got {axis!r}")
     ax = normalize_axis(axis, a.ndim)[0]
     if isinstance(a.shape[ax], Sym):
-        raise InferError(f"np.{ufunc}.accumulate: axis {ax} of shape {fmt_shape(a.shape)} has a size only known at "
-                         "launch; accumulate needs a static size there")
-    return tuple(types_of(_accumulate, ts, dict(attrs)))
+        raise InferError(f"np.{ufunc}.{method}: axis {ax} of shape {fmt_shape(a.shape)} has a size only known at "
+                         f"launch; {method} needs a static size there")
+    return ax
 
 
 def _eager_accumulate(a: Any, *, ufunc: str, axis: Any = 0) -> Any:
@@ -123,13 +129,7 @@ def _infer_reduceat(ts: Sequence[TensorType], attrs: Mapping[str, Any]) -> tuple
                          f"{', '.join(f'np.{u}' for u, m in METHODS if m == 'reduce')}")
     if a.ndim == 0:
         raise InferError("reduceat: cannot reduce a 0-d array")
-    axis = attrs.get("axis", 0)
-    if not isinstance(axis, (int, np.integer)) or isinstance(axis, bool):
-        raise InferError(f"reduceat: axis must be an int, got {axis!r}")
-    ax = normalize_axis(axis, a.ndim)[0]
-    if isinstance(a.shape[ax], Sym):
-        raise InferError(f"np.{ufunc}.reduceat: axis {ax} of shape {fmt_shape(a.shape)} has a size only known at "
-                         "launch; reduceat needs a static size there")
+    ax = _static_axis(a, ufunc, "reduceat", attrs)
     indices = attrs.get("indices")
     if not isinstance(indices, tuple) or not indices:
         raise InferError("reduceat: indices must be a non-empty sequence of ints known at compile time")
