@@ -18,7 +18,9 @@ at least its inner loops' steady state, and at least the time one iteration
 holds a slot of a rotating buffer over the slot count (with at most `slots`
 iterations in flight, an L1 chunk read step by step by an inner loop bounds
 the period; so does a scalar unit that cannot issue the next chunk's move
-while an issue queue is full). A loop without rotation serialises its pipes
+while an issue queue is full); its steady state charges a shallower last
+iteration (a K edge chunk: fewer GM bytes and cube blocks) at that
+iteration's own busiest pipe. A loop without rotation serialises its pipes
 (each tile waits for the previous one's flags), unless its inner loops
 rotate: then iterations overlap except for the work a single-slot buffer
 passes between pipes (one L0C: FixPipe, then the next block's mmads). The
@@ -388,7 +390,11 @@ class _Walker:
             if any(isinstance(s, Loop) for s in lp.body):
                 bottleneck = max(bottleneck, self._hold(lp, parts, {**env, lp.var: start}))
             out.span = (n - 1) * bottleneck + last.span
-            out.steady = n * bottleneck
+            # a last iteration that moves fewer GM bytes (an edge chunk, shallower than the others) at its own
+            # busiest pipe, never above the others' period
+            edge = n > 1 and last.gm_bytes < first.gm_bytes and last.busy.get("M", 0.0) < first.busy.get("M", 0.0)
+            ending = max(max(last.busy.values(), default=0.0), last.steady) if edge else bottleneck
+            out.steady = (n - 1) * bottleneck + min(bottleneck, ending)
         elif _inner_pipeline(lp):
             # the inner loops' buffers rotate across this loop's iterations too (their flags are set
             # around it), so iterations overlap except where a single-slot buffer passes between pipes

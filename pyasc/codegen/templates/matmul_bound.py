@@ -101,7 +101,8 @@ def _loop(first: _Cost, last: _Cost, n: int, rotates: bool) -> _Cost:
     if rotates:
         period = max(first.busiest, first.steady)
         out.span = (n - 1) * period + last.span
-        out.steady = n * period
+        # (the walker charges a shallower last chunk at its own pace; never more than this)
+        out.steady = (n - 1) * period + min(period, max(last.busiest, last.steady))
     else:
         out.span = (n - 1) * first.span + last.span
         out.steady = out.span
