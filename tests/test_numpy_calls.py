@@ -362,3 +362,20 @@ def test_linspace_with_run_time_ends(rng):
         assert_close(g, w, check_dtype=False)  # numpy's float64 / int64: float32 / int32 here
     with pytest.raises(CompileError, match=r"num must be an int known at compile time"):
         pyasc.kernel(lambda x: np.linspace(0, x[0], x[1]), chip="tiny")(x)
+
+
+@pyasc.kernel(chip="tiny")
+def einsums(x, m):
+    return (np.einsum("ij,jk->ik", x, x.T), np.einsum("ii->i", x[:, :3]), np.einsum("ij->", x),
+            np.einsum("...i,...i->...", m, m), np.einsum("i,j->ij", m[0], m[1]),  # bool: an OR of ANDs
+            np.einsum("ij,ij->i", m, x))  # a bool beside floats: numpy's float product
+
+
+def test_einsum_spellings_and_bool_operands(rng):
+    x = rng.standard_normal((3, 4)).astype(np.float32)
+    m = rng.standard_normal((3, 4)) > 0.3
+    m[1] = False  # one row with no true product
+    got, want = einsums(x, m), einsums.py_func(x, m)
+    for g, w in zip(got, want):
+        assert g.shape == w.shape and g.dtype == w.dtype
+        assert_close(g, w)

@@ -10,7 +10,8 @@ dims) into one label string per operand and the output's. Then, operand by opera
   (no contracted label: a broadcast product);
 - the result is transposed to the output order.
 Dtypes are numpy's result type of the operands, narrowed; integer products accumulate in int32 where
-numpy's einsum keeps the operands' (int8 would wrap there).
+numpy's einsum keeps the operands' (int8 would wrap there). All-bool operands give numpy's bool result (an
+OR of ANDs): the int32 count of true products, then != 0; a bool beside numbers is cast to their type.
 """
 from __future__ import annotations
 
@@ -145,6 +146,13 @@ def _contract(b: Builder, x: Any, tx: str, y: Any, ty: str, needed: set[str]) ->
 
 
 def _einsum(b: Builder, *xs: Any, subscripts: str) -> list[Any]:
+    dts = [b.dtype(x) for x in xs]
+    if "bool" in dts:  # the cube has no bool products
+        if all(d == "bool" for d in dts):
+            count = _einsum(b, *(b.cast(x, "int32") for x in xs), subscripts=subscripts)[0]
+            return [b.op("ne", count, b.const(0, "int32"))]
+        dt = b.result_type(*dts)
+        xs = tuple(b.cast(x, dt) for x in xs)
     labels, out = parse(subscripts, [len(b.shape(x)) for x in xs])
     terms = []
     values = []
