@@ -19,6 +19,8 @@ def writers(x, i):
     np.put_along_axis(ranked, np.argsort(x, axis=0)[:2], x[:2] * 10, axis=0)
     flat = x.copy()
     np.put_along_axis(flat, np.array([0, 7, -1]), 3.0, axis=None)
+    column = x.copy()
+    np.put_along_axis(column, np.array([[2]]), -1.0, axis=1)  # a size-1 axis of indices: every row
     gram = x @ x.T
     np.fill_diagonal(gram, np.inf)  # nearest other row: the diagonal excluded
     diag = x.copy()
@@ -36,7 +38,7 @@ def writers(x, i):
     np.put(wrapped, i * 3 + 25, 1.0, mode="wrap")
     clipped = x.copy()
     np.put(clipped, i * 7 - 3, 2.0, mode="clip")
-    return one_hot, ranked, flat, gram.min(axis=1), diag, view, tall, masked, cycled, put, wrapped, clipped
+    return one_hot, ranked, flat, column, gram.min(axis=1), diag, view, tall, masked, cycled, put, wrapped, clipped
 
 
 def test_writers_match_numpy(rng):

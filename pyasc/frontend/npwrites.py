@@ -106,14 +106,14 @@ def put_along_axis(b: KernelBuilder, fn: Any, args: list, kwargs: dict, at: ast.
         if d == axis:
             index.append(indices)
             continue
-        size = shape[d] if shape[d] != 1 else 1
-        if not isinstance(size, int) or not isinstance(arr.type.shape[d], int):
+        size, n = shape[d], arr.type.shape[d]
+        if not isinstance(size, int) or not isinstance(n, int):
             raise b.error(f"{name}(): axis {d} has a size only known at launch", at)
-        if size != 1 and size != arr.type.shape[d]:
+        if size not in (1, n):
             raise b.error(f"{name}(): `indices` of shape {tuple(shape)} does not match `arr` of shape "
                           f"{arr.type.shape} on axis {d} (numpy raises IndexError: shape mismatch)", at)
-        index.append(np.arange(arr.type.shape[d] if size != 1 else 1, dtype=np.int32).reshape(
-            [-1 if i == d else 1 for i in range(ndim)]))
+        # every position of the axis, broadcast against indices (a size-1 axis of indices reaches them all)
+        index.append(np.arange(n, dtype=np.int32).reshape([-1 if i == d else 1 for i in range(ndim)]))
     fancy.write(b, arr, tuple(index), values, at, indexing.basic, storing.coerce, None)
     return None
 
