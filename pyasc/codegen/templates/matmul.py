@@ -15,11 +15,16 @@ into L0 steps of tk (`matmul_tiling` says how a step is cut out of a chunk):
   M     mmad into L0C (the first step starts from the bias, later ones accumulate)
   FIX   L0C -> GM after the last step
 
-L1 chunks rotate over `buffers` slots with the chunk index and L0A/L0B steps with the step count, so the
-GM move of chunk c+1 overlaps the steps of chunk c and the L1 -> L0 move of step s+1 the mmad of step s;
+L1 chunks rotate over `buffers` slots with a chunk count running on across the core's blocks (K static) and
+L0A/L0B steps with the step count, so the GM move of chunk c+1 overlaps the steps of chunk c, also from one
+block to the next, and the L1 -> L0 move of step s+1 the mmad of step s;
 L0C rotates over `l0c_slots` with the block counter, so FixPipe of block i overlaps the mmads of block
 i+1. One GM move per chunk pays the DMA start-up once for `steps` mmads: with deep chunks the cube, not
 MTE2, is the busiest pipe. Flags come from the sync analysis.
+
+A resident A panel (`MatmulTiling.a_resident`, K static, A stored M x K): a core's run of blocks walks a row
+panel of A along N, so the panel's chunks are loaded in the first block of the run and at each new panel (a
+guarded load, `pf`) and stay in L1 (chunk kk in slot kk); the other blocks move only B from GM.
 
 Operands the cube cannot take as they are:
 - a transposed B (stored N x K) is copied into L1 as its NZ image and loaded with load_l0's transpose.
@@ -189,6 +194,8 @@ def schedule(mk: CubeMatmul, t: MatmulTiling, chip: Chip,
     lets += [Let("m0", sy.mul(F("mb"), tm)), Let("mm", sy.min_(tm, sy.add(M, sy.mul(-1, F("m0"))))),
              Let("n0", sy.mul(F("nb"), tn)), Let("nn", sy.min_(tn, sy.add(N, sy.mul(-1, F("n0"))))),
              Let("abase", a_batch), Let("bbase", b_batch)]
+    if t.a_resident:  # the core's first block, or the first of a row panel: A's panel is loaded (again)
+        lets.append(Let("pf", sy.max_(sy.eq(F("i"), 0), sy.eq(F("nb"), 0))))
     m0, mm, n0, nn = F("m0"), F("mm"), F("n0"), F("nn")
 
     acc_slot = sy.mod(F("i"), t.l0c_slots) if t.l0c_slots > 1 else 0
@@ -229,15 +236,15 @@ def _k_loop(mk: CubeMatmul, t: MatmulTiling, mm: IntLike, nn: IntLike, m0: IntLi
     """The K walk of one output block: L1 chunks (loop kk), each cut into `steps` L0 steps (loop ks)."""
     size = itemsize(mk.dtype)
     K, tk = F("K"), F("tk")
-    slot1 = t.slot("kk")
-    l1a, l1b = Ref("l1a", slot1), Ref("l1b", slot1)
+    slot1 = t.slot(_chunk_count(mk, t))
+    l1a, l1b = Ref("l1a", F("kk") if t.a_resident else slot1), Ref("l1b", slot1)
     if t.steps == 1:
         # one L0 step per chunk: the chunk is the step (k0, kc), the L0 slot the L1 slot
         body: list[Stmt] = [Let("k0", sy.mul(F("kk"), tk)), Let("kc", sy.min_(tk, sy.add(K, sy.mul(-1, F("k0")))))]
         k0, kc = F("k0"), F("kc")
         # B first: the load of A then finishes last on MTE2, so one flag tells MTE1 both chunks are in
         body += _load_b(mk, l1b, F("bbase"), k0, kc, n0, nn, size)
-        body += _load_a(mk, l1a, F("abase"), k0, kc, m0, mm)
+        body += _guarded_a(mk, t, _load_a(mk, l1a, F("abase"), k0, kc, m0, mm))
         body += _load_l0(mk, slot1, l1a, l1b, kc, mm, nn)
         body.append(T.mmad(Ref("l0c", acc_slot), Ref("l0a", slot1), Ref("l0b", slot1), mm, kc, nn, mk.dtype,
                            accumulate=sy.lt(0, F("kk")), bias=bias_ref, note="accumulate in L0C"))
@@ -254,7 +261,7 @@ def _k_loop(mk: CubeMatmul, t: MatmulTiling, mm: IntLike, nn: IntLike, m0: IntLi
                          note="B chunk, one NZ image per L0 step"))
     else:
         body += _load_b(mk, l1b, F("bbase"), k1, kl, n0, nn, size)
-    body += _load_a(mk, l1a, F("abase"), k1, kl, m0, mm)
+    body += _guarded_a(mk, t, _load_a(mk, l1a, F("abase"), k1, kl, m0, mm))
     slot0 = t.slot(sy.add(sy.mul(F("kk"), t.steps), F("ks")))
     step: list[Stmt] = [Let("ko", sy.mul(F("ks"), tk)), Let("kc", sy.min_(tk, sy.add(kl, sy.mul(-1, F("ko")))))]
     ko, kc = F("ko"), F("kc")
@@ -263,6 +270,21 @@ def _k_loop(mk: CubeMatmul, t: MatmulTiling, mm: IntLike, nn: IntLike, m0: IntLi
                        accumulate=sy.lt(0, sy.add(F("kk"), F("ks"))), bias=bias_ref, note="accumulate in L0C"))
     body.append(Loop("ks", 0, sy.ceildiv(kl, tk), 1, step, note="L0 steps of the chunk"))
     return Loop("kk", 0, F("nK"), 1, body, note="K chunks (L1)")
+
+
+def _chunk_count(mk: CubeMatmul, t: MatmulTiling) -> IntLike:
+    """What the L1 chunk slots rotate with: with K static, a count running on across the core's blocks (i * nK +
+    kk), so that with an odd count of chunks per block the next block's first chunk takes the slot the last one
+    does not hold, and its move overlaps the last chunk's steps. A symbolic K: kk (a slot expression is in the
+    loop variables alone for the sync analysis to see it rotate)."""
+    if isinstance(mk.K, int):
+        return sy.add(sy.mul(F("i"), -(-mk.K // t.kl1)), F("kk"))
+    return F("kk")
+
+
+def _guarded_a(mk: CubeMatmul, t: MatmulTiling, load: list[Stmt]) -> list[Stmt]:
+    """The A chunk's load; with a resident panel only in the blocks that start a panel (`pf`)."""
+    return [When(F("pf"), load)] if t.a_resident else load
 
 
 def _step_l0(mk: CubeMatmul, t: MatmulTiling, slot: IntLike, l1a: Ref, l1b: Ref, ko: IntLike, kc: IntLike,

@@ -9,7 +9,8 @@ It follows the cost walker's rules (`cost.py`) over what the schedule does, with
 - core 0's blocks (it takes the largest share): the mean of its first two when it takes more than two, and its
   last; in each block the first and the last K chunk; in each chunk the first and the last L0 step;
 - each op charged on its pipe what the chip says: a move its path's start-up plus bytes over bandwidth, an
-  mmad its fractal blocks;
+  mmad its fractal blocks; with a resident A panel, A's chunks in core 0's first block and where a panel
+  starts only;
 - a rotating loop (its buffers ping-pong) costs per iteration at least its busiest pipe and its inner loops'
   steady state, plus its last iteration's serial span; a loop whose inner loop rotates (one L0C slot) at
   least the least of its iteration's span and of its busiest pipe, inner steady state and L0C chain (the
@@ -142,7 +143,7 @@ class _Model:
         self.read_bw = gm_bandwidth(gm_l1, chip, self.blocks, 0.0)
         self.store_bw = gm_bandwidth(getattr(chip, self._paths["L0C", "GM"].cost), chip, self.blocks, store_miss)
         self._chunks: dict[tuple[int, int, int], _Cost] = {}
-        self._blocks: dict[tuple[int, int], _Cost] = {}   # (rows, columns) -> a block of that shape
+        self._blocks: dict[tuple[int, int, bool], _Cost] = {}   # (rows, columns, reads A) -> such a block
 
     # ---- ops ---------------------------------------------------------------------------------------
     def gm_read(self, nbytes: float, copies: int = 1) -> _Cost:
@@ -199,17 +200,17 @@ class _Model:
             return _align(kc, mk.k_quantum) * nn * self.size
         return kc * nn * self.size
 
-    def chunk(self, mm: int, nn: int, kl: int) -> _Cost:
-        key = (mm, nn, kl)
+    def chunk(self, mm: int, nn: int, kl: int, with_a: bool = True) -> _Cost:
+        key = (mm, nn, kl, with_a)
         if key not in self._chunks:
-            self._chunks[key] = self._chunk(mm, nn, kl)
+            self._chunks[key] = self._chunk(mm, nn, kl, with_a)
         return self._chunks[key]
 
-    def _chunk(self, mm: int, nn: int, kl: int) -> _Cost:
+    def _chunk(self, mm: int, nn: int, kl: int, with_a: bool = True) -> _Cost:
         mk, t = self.mk, self.t
         pieces = -(-kl // t.tk) if b_mode(mk, t) == "pieces" else 1
         load_b = self.gm_read(kl * nn * self.size, pieces)
-        load_a = self.gm_read(mm * kl * self.size)
+        load_a = self.gm_read(mm * kl * self.size) if with_a else _Cost()
         if t.steps == 1:
             return _serial(load_b, load_a, self.step(mm, nn, kl))
         n = -(-kl // t.tk)
@@ -222,17 +223,19 @@ class _Model:
         t = self.t
         nb, mb = index % self.nnb, (index // self.nnb) % self.nmb
         mm, nn = min(t.tm, self.M - mb * t.tm), min(t.tn, self.N - nb * t.tn)
-        hit = self._blocks.get((mm, nn))
+        # a resident A panel is read in core 0's first block and where a row panel starts only
+        with_a = not t.a_resident or index == 0 or nb == 0
+        hit = self._blocks.get((mm, nn, with_a))
         if hit is None:   # (the blocks core 0 is charged for are mostly whole ones: costed once, never changed)
-            hit = self._blocks[mm, nn] = self._block(mm, nn)
+            hit = self._blocks[mm, nn, with_a] = self._block(mm, nn, with_a)
         return hit
 
-    def _block(self, mm: int, nn: int) -> _Cost:
+    def _block(self, mm: int, nn: int, with_a: bool) -> _Cost:
         t = self.t
         kl1 = t.kl1
         nk = -(-self.K // kl1)
-        first = self.chunk(mm, nn, min(kl1, self.K))
-        last = self.chunk(mm, nn, self.K - (nk - 1) * kl1) if nk > 0 else first
+        first = self.chunk(mm, nn, min(kl1, self.K), with_a)
+        last = self.chunk(mm, nn, self.K - (nk - 1) * kl1, with_a) if nk > 0 else first
         parts = []
         if self.mk.bias:
             parts += [self.gm_read(nn * 4), self.on_chip("L1", "BT", nn * 4)]
@@ -291,20 +294,20 @@ def _terms(mk: Any, key: tuple, chip: Chip, extents: tuple[int, int, int, int], 
            store_miss: float = 1.0) -> _Terms:
     """`_Model(...).terms()` for a tiling's `_key`: a pure function of frozen records and ints (the cube
     template's bounds, which have no per-analysis store to keep them in)."""
-    tm, tn, tk, steps, buffer_num, cores = key
-    return _Model(mk, MatmulTiling(tm, tn, tk, buffer_num, 1, cores, steps), chip, extents, sinks,
+    tm, tn, tk, steps, buffer_num, cores, resident = key
+    return _Model(mk, MatmulTiling(tm, tn, tk, buffer_num, 1, cores, steps, resident), chip, extents, sinks,
                   store_miss=store_miss).terms()
 
 
 def _one_slot(t: MatmulTiling) -> MatmulTiling:
     """The tiling with one L0C slot (what its costed blocks are computed for)."""
-    return MatmulTiling(t.tm, t.tn, t.tk, t.buffer_num, 1, t.cores, t.steps)
+    return MatmulTiling(t.tm, t.tn, t.tk, t.buffer_num, 1, t.cores, t.steps, t.a_resident)
 
 
 def _key(t: MatmulTiling) -> tuple[int, ...]:
     """What the costed blocks of a tiling depend on: all of it but its L0C slots (candidates that differ only
     there share them)."""
-    return (t.tm, t.tn, t.tk, t.steps, t.buffer_num, t.cores)
+    return (t.tm, t.tn, t.tk, t.steps, t.buffer_num, t.cores, t.a_resident)
 
 
 def _align(n: int, a: int) -> int:
@@ -334,15 +337,16 @@ FLOOR_MARGIN = 1e-9
 
 def cube_floor(mk: Any, t: MatmulTiling, chip: Chip, dims: Mapping[str, int], sinks: int = 1,
                memo: dict | None = None, store_miss: float = 1.0) -> tuple[float, int]:
-    """(a lower bound on `cube_bound`'s first value, the launch's cores) that only looks at the block shape and
-    the cores, so every tiling of one block shape shares it (the tiler computes `cube_bound` only for the
-    candidates this cannot rule out: `tiling.Ranking`'s floors).
+    """(a lower bound on `cube_bound`'s first value, the launch's cores) that only looks at the block shape, the
+    cores and whether A's panel is resident, so every tiling of one block shape shares it (the tiler computes
+    `cube_bound` only for the candidates this cannot rule out: `tiling.Ranking`'s floors).
 
     `cube_bound`'s span over core 0's blocks is never below one pipe's busy time over them (each op's span is its
     cycles, and a loop's period at least its busiest pipe). Per block, at least: on MTE2 the bias and one chunk's
-    two loads (one start-up each) of all of the block's A and B bytes at the read rate; on M one mmad start-up and
-    the product's fractal blocks; on FIX its FixPipes. The busiest of these, less FLOOR_MARGIN."""
-    key = ("cube floor", t.tm, t.tn, t.cores, sinks, store_miss)
+    two loads (one start-up each) of all of the block's A (none where a resident panel is reused) and B bytes at
+    the read rate; on M one mmad start-up and the product's fractal blocks; on FIX its FixPipes. The busiest of
+    these, less FLOOR_MARGIN."""
+    key = ("cube floor", t.tm, t.tn, t.cores, sinks, store_miss, t.a_resident)
     hit = memo.get(key) if memo is not None else None
     if hit is None:
         hit = _floor(_Model(mk, _one_slot(t), chip, _extents(mk, dims), sinks, store_miss=store_miss))
@@ -360,7 +364,9 @@ def _floor(model: _Model) -> tuple[float, int]:
     def pipes(index: int) -> dict[str, float]:
         nb, mb = index % model.nnb, (index // model.nnb) % model.nmb
         mm, nn = min(t.tm, model.M - mb * t.tm), min(t.tn, model.N - nb * t.tn)
-        ops = [(model.gm_read(model.K * nn * model.size), 1), (model.gm_read(mm * model.K * model.size), 1),
+        reads_a = not t.a_resident or index == 0 or nb == 0
+        ops = [(model.gm_read(model.K * nn * model.size), 1),
+               (model.gm_read(mm * model.K * model.size) if reads_a else _Cost(), 1),
                (_op("M", cube_cycles(model.mk.dtype, mm, model.K, nn, model.chip)), 1),
                (model.fixpipe(mm, nn), model.sinks)]
         if model.mk.bias:

@@ -32,6 +32,9 @@ from ..template import Tiling, buffer_nums, fits_memories
 BASE_SIZES = (16, 32, 64, 128, 256)
 #: output blocks up to which the L2 reuse of a candidate is walked block by block
 WALK_LIMIT = 20000
+#: L1 chunks a resident A panel may take: a slot each, and an event id each for the flags between MTE2 and MTE1
+#: (8 per pipe pair, shared with B's chunks)
+MAX_RESIDENT_CHUNKS = 4
 
 
 @dataclass(frozen=True)
@@ -43,6 +46,7 @@ class MatmulTiling(Tiling):
     l0c_slots: int      # slots of the L0C block buffer (1 or 2)
     cores: int          # cores available (the launch uses min(cores, blocks))
     steps: int = 1      # L0 K steps per L1 chunk
+    a_resident: bool = False   # A's whole row panel (tm x K) stays in L1 across the core's blocks in that panel
 
     @property
     def kl1(self) -> int:
@@ -51,7 +55,8 @@ class MatmulTiling(Tiling):
 
     def describe(self) -> str:
         chunk = f", L1 chunk {self.kl1} deep ({self.steps} steps)" if self.steps > 1 else ""
-        return (f"base {self.tm}x{self.tn}x{self.tk}{chunk}, L1/L0 slots={self.buffer_num}, "
+        panel = ", A panel resident in L1" if self.a_resident else ""
+        return (f"base {self.tm}x{self.tn}x{self.tk}{chunk}{panel}, L1/L0 slots={self.buffer_num}, "
                 f"L0C slots={self.l0c_slots}, cores<={self.cores}")
 
 
@@ -78,6 +83,17 @@ def b_mode(mk: Any, t: MatmulTiling) -> str:
 
 
 def l1_a_bytes(mk: Any, t: MatmulTiling) -> int:
+    """One slot of A's L1 buffer: a chunk (a resident panel has a slot per chunk)."""
+    return l1_a_chunk_bytes(mk, t)
+
+
+def a_slots(mk: Any, t: MatmulTiling) -> int:
+    """Slots of A's L1 buffer: `buffer_num`, or one per chunk of a resident panel (chunk kk stays in slot kk, so
+    the sync analysis sees a chunk's load wait for the reads of that chunk alone, not of the whole panel)."""
+    return -(-mk.K // t.kl1) if t.a_resident else t.buffer_num
+
+
+def l1_a_chunk_bytes(mk: Any, t: MatmulTiling) -> int:
     size, k = itemsize(mk.dtype), t.kl1
     if mk.transpose_a:  # the NZ image of the stored (k x tm) chunk
         return _ceil(k, mk.r0) * _ceil(t.tm, mk.c0) * size
@@ -110,7 +126,8 @@ def l0b_bytes(mk: Any, t: MatmulTiling) -> int:
 def footprint(mk: Any, t: MatmulTiling) -> list[tuple[str, str, str, int, int, str]]:
     """(name, space, dtype, bytes per slot, slots, role) of every on-chip buffer."""
     out = [
-        ("l1a", "L1", mk.dtype, _ceil(l1_a_bytes(mk, t), mk.l1_align), t.buffer_num, "A chunk (NZ)"),
+        ("l1a", "L1", mk.dtype, _ceil(l1_a_bytes(mk, t), mk.l1_align), a_slots(mk, t),
+         "A row panel (NZ), a chunk per slot" if t.a_resident else "A chunk (NZ)"),
         ("l1b", "L1", mk.dtype, _ceil(l1_b_bytes(mk, t), mk.l1_align), t.buffer_num, "B chunk (NZ)"),
         ("l0a", "L0A", mk.dtype, l0a_bytes(mk, t), t.buffer_num, "A step (ZZ)"),
         ("l0b", "L0B", mk.dtype, l0b_bytes(mk, t), t.buffer_num, "B step (ZN)"),
@@ -147,7 +164,27 @@ def _tilings(mk: Any, chip: Chip, buffer_num: int, cores: int, M: int, N: int, K
     k_cap = _ceil(max(K, 1), mk.k_quantum)
     out = _candidates(mk, chip, buffer_num, cores, _base_sizes(M, cores), _base_sizes(N, cores), k_cap)
     # a small chip may fit none of the few large blocks a large (or nominal) extent asks for
-    return tuple(out or _candidates(mk, chip, buffer_num, cores, _base_sizes(M, 0), _base_sizes(N, 0), k_cap))
+    out = out or _candidates(mk, chip, buffer_num, cores, _base_sizes(M, 0), _base_sizes(N, 0), k_cap)
+    return tuple(out + _resident(mk, chip, out, M, N))
+
+
+def _resident(mk: Any, chip: Chip, found: list[MatmulTiling], M: int, N: int) -> list[MatmulTiling]:
+    """The double-buffered candidates again with A's row panel resident in L1, where that can save reads: K
+    static (the panel's size), A stored M x K, at most MAX_RESIDENT_CHUNKS chunks deep, and a core's run of
+    blocks (consecutive in a row panel) holding two blocks or more of one panel. A block then reads only B from
+    GM, but the first of each panel."""
+    if not isinstance(mk.K, int) or mk.transpose_a:
+        return []
+    out = []
+    for t in found:
+        nmb, nnb = -(-M // t.tm), -(-N // t.tn)
+        per = -(-(nmb * nnb) // t.cores)
+        if t.buffer_num < 2 or nnb < 2 or per < 2 or -(-mk.K // t.kl1) > MAX_RESIDENT_CHUNKS:
+            continue
+        r = MatmulTiling(t.tm, t.tn, t.tk, t.buffer_num, t.l0c_slots, t.cores, t.steps, a_resident=True)
+        if fits(mk, r, chip):
+            out.append(r)
+    return out
 
 
 def _candidates(mk: Any, chip: Chip, buffer_num: int, cores: int, ms: list[int], ns: list[int],
