@@ -1,8 +1,13 @@
 """A's row panel resident in L1 (`MatmulTiling.a_resident`): a core whose run of output blocks stays in one row
 panel loads A's panel once, chunk by chunk in the panel's first block, and then reads only B from GM. Both
-presets, odd sizes, tails, batches, bias, the mixed launch; the sanitizer on; the tiler keeps only resident
-candidates where the shape has any (the rest of the choice is still the cost model's)."""
+presets, odd sizes, tails, batches, bias, the mixed launch; the sanitizer on.
+
+The tiler offers the option only where a step's mmad outlasts its L1 -> L0 moves (on tiny, hardly ever); to
+run the schedule on small shapes these tests turn every double-buffered candidate whose panel fits into its
+resident variant (the rest of the choice is still the cost model's)."""
 from __future__ import annotations
+
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -10,6 +15,8 @@ import pytest
 import pyasc
 from conftest import assert_close
 from pyasc.codegen.templates import matmul as matmul_template
+from pyasc.codegen.templates import matmul_tiling
+from simulator import chips
 
 import matmul_kernels as K
 
@@ -24,12 +31,16 @@ def q(rng, shape, dtype):
 
 @pytest.fixture
 def resident(monkeypatch):
-    """Only tilings with A's panel resident (when the shape allows any)."""
+    """Only resident tilings (when the shape allows any)."""
     real = matmul_template.tilings
 
-    def keep(*args, **kwargs):
-        out = real(*args, **kwargs)
-        return [t for t in out if t.a_resident] or out
+    def keep(mk, chip, *args, **kwargs):
+        out = real(mk, chip, *args, **kwargs)
+        if not isinstance(mk.K, int) or mk.transpose_a:
+            return out
+        made = [replace(t, a_resident=True) for t in out if t.buffer_num == 2 and
+                -(-mk.K // t.kl1) <= matmul_tiling.MAX_RESIDENT_CHUNKS]
+        return [t for t in made if matmul_tiling.fits(mk, t, chip)] or out
 
     monkeypatch.setattr(matmul_template, "tilings", keep)
 
@@ -87,3 +98,15 @@ def test_a_resident_panel_in_a_mixed_launch(rng, resident, chip):
     a, b = q(rng, (48, 144), "float16"), q(rng, (144, 200), "float16")
     dk, _ = run(K.mm_gelu, a, b, chip=chip, mixed=True)
     assert dk.tiling.params.cube.a_resident or chip == "910b"
+
+
+def test_the_tiler_offers_a_resident_panel_where_the_cube_paces_the_steps():
+    chip = chips.get("910b")
+    mk = matmul_template.CubeMatmul("probe", 512, 3072, 768, (), "float16", "float16").for_chip(chip)
+    offered = [t for t in matmul_template.tilings(mk, chip, 2, chip.aic_cores, {}) if t.a_resident]
+    # 128x128 blocks (the cube paces their steps) are offered it, 128x64 ones (MTE1 does) are not
+    assert any((t.tm, t.tn) == (128, 128) for t in offered)
+    assert not any((t.tm, t.tn) == (128, 64) for t in offered)
+    # a K that takes more chunks than a panel may hold: none
+    deep = matmul_template.CubeMatmul("probe", 512, 3072, 8192, (), "float16", "float16").for_chip(chip)
+    assert not [t for t in matmul_template.tilings(deep, chip, 2, chip.aic_cores, {}) if t.a_resident]

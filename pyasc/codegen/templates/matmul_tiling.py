@@ -22,10 +22,11 @@ from functools import lru_cache
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
-from ...target import Chip, itemsize
+from ...target import Chip, data_path, itemsize
 
 from ... import symbolic as sy
 from ...memo import memoised
+from ..cost import cube_cycles
 from ..template import Tiling, buffer_nums, fits_memories
 
 #: base block sizes the tiler tries (multiples of the 16-row fractal)
@@ -35,6 +36,10 @@ WALK_LIMIT = 20000
 #: L1 chunks a resident A panel may take: a slot each, and an event id each for the flags between MTE2 and MTE1
 #: (8 per pipe pair, shared with B's chunks)
 MAX_RESIDENT_CHUNKS = 4
+#: blocks a core's run must hold for a resident A panel to be offered: all cores load their first panel at once
+#: (HBM-bound, a burst the estimates do not see), which two blocks do not earn back (910b, 768^3: 256x64 blocks
+#: two per core scored 10,661 resident and ran 11,964 cycles; 128x256 ones, not resident, scored and ran 10,931)
+MIN_RESIDENT_RUN = 3
 
 
 @dataclass(frozen=True)
@@ -170,21 +175,37 @@ def _tilings(mk: Any, chip: Chip, buffer_num: int, cores: int, M: int, N: int, K
 
 def _resident(mk: Any, chip: Chip, found: list[MatmulTiling], M: int, N: int) -> list[MatmulTiling]:
     """The double-buffered candidates again with A's row panel resident in L1, where that can save reads: K
-    static (the panel's size), A stored M x K, at most MAX_RESIDENT_CHUNKS chunks deep, and a core's run of
-    blocks (consecutive in a row panel) holding two blocks or more of one panel. A block then reads only B from
-    GM, but the first of each panel."""
+    static (the panel's size), A stored M x K, at most MAX_RESIDENT_CHUNKS chunks deep, a core's run of blocks
+    (consecutive in a row panel) MIN_RESIDENT_RUN long or more, and steps the cube paces. A block then reads only
+    B from GM, but the first of each panel."""
     if not isinstance(mk.K, int) or mk.transpose_a:
         return []
     out = []
     for t in found:
         nmb, nnb = -(-M // t.tm), -(-N // t.tn)
         per = -(-(nmb * nnb) // t.cores)
-        if t.buffer_num < 2 or nnb < 2 or per < 2 or -(-mk.K // t.kl1) > MAX_RESIDENT_CHUNKS:
+        if t.buffer_num < 2 or nnb < 2 or per < MIN_RESIDENT_RUN or -(-mk.K // t.kl1) > MAX_RESIDENT_CHUNKS or \
+                not _cube_outlasts_l0_moves(mk, t, chip):
             continue
         r = MatmulTiling(t.tm, t.tn, t.tk, t.buffer_num, t.l0c_slots, t.cores, t.steps, a_resident=True)
         if fits(mk, r, chip):
             out.append(r)
     return out
+
+
+def _cube_outlasts_l0_moves(mk: Any, t: MatmulTiling, chip: Chip) -> bool:
+    """Whether a whole L0 step's mmad takes longer than its L1 -> L0A / L0B moves. Where it does not (narrow
+    blocks: A's step costs MTE1 the same whatever the width) MTE1 paces the steps, a resident panel saves only
+    MTE2 time that was not the limit, and the estimates of such blocks run short of the emulator (910b, 768^3:
+    128x64 blocks scored 10,337 resident and ran 11,811 cycles; 128x256 blocks scored and ran 10,931)."""
+    size, r0 = itemsize(mk.dtype), chip.cube_block
+    to_a, to_b = (getattr(chip, data_path("L1", dst).cost) for dst in ("L0A", "L0B"))
+    moves = to_a.cycles(t.tm * t.tk * size)
+    if b_mode(mk, t) == "fractals":   # LoadData2D per 16-row fractal row (matmul._step_l0)
+        moves += -(-t.tk // r0) * to_b.cycles(-(-t.tn // r0) * r0 * chip.fractal_row_bytes)
+    else:
+        moves += to_b.cycles(t.tk * t.tn * size)
+    return cube_cycles(mk.dtype, t.tm, t.tk, t.tn, chip) > moves
 
 
 def _candidates(mk: Any, chip: Chip, buffer_num: int, cores: int, ms: list[int], ns: list[int],
