@@ -19,14 +19,9 @@ from pyasc.codegen.templates import matmul_tiling
 from simulator import chips
 
 import matmul_kernels as K
+from test_matmul_chunks import q   # small exact values of each dtype
 
 CHIPS = ["tiny", "910b"]
-
-
-def q(rng, shape, dtype):
-    if np.dtype(dtype).kind in "iu":
-        return rng.integers(-5, 5, shape).astype(dtype)
-    return (rng.integers(-8, 8, shape) / 4).astype(dtype)
 
 
 @pytest.fixture
