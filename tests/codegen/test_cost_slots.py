@@ -3,9 +3,8 @@
 - A rotating slot is held from the op that first touches it to the one that last does: the second L0C slot
   lets block i's FixPipe run under block i+1's mmads, so with everything else equal it must score lower than
   one L0C slot (the emulator runs 1024^3 in 18,815 cycles with two, 19,160 with one).
-- With K static the L1 chunks rotate with a count running across the blocks, so an odd chunk count per block
-  no longer ends a block on the slot the next one starts on: the next block's first chunk loads ahead, and
-  the score stays linear in the chunk count, as the emulator's time does.
+- An L1 chunk loop that ends on the slot it starts on (an odd chunk count over two slots) makes the next
+  block's first chunk wait for that slot instead of loading ahead.
 """
 from __future__ import annotations
 
@@ -31,14 +30,14 @@ def test_a_second_accumulator_slot_scores_lower():
     assert two < one
 
 
-def test_an_odd_chunk_count_keeps_the_next_blocks_prefetch():
-    # the same blocks and 256-deep chunks at K=512, 768 and 1024 (2, 3 and 4 chunks a block): the emulator runs
-    # them in 14,056, 18,976 and 23,895 cycles, the odd count at the mean of its neighbours (with the slots
-    # rotating with the chunk index alone it ran 21,735: every block's first move waited for the last chunk)
+def test_an_odd_chunk_count_costs_the_next_blocks_prefetch():
+    # the same blocks and 256-deep chunks: K=768 ends every block on the slot it starts on, K=512 and K=1024 do
+    # not. Without the wait the score is linear in the chunk count; the emulator runs the three in 14,054,
+    # 21,735 and 23,893 cycles (the odd one 2,761 above the mean of its neighbours)
     t = MatmulTiling(128, 128, 128, 2, 2, 24, 2)
     two, three, four = (_score(_probe(512, k, 3072), t) for k in (512, 768, 1024))
-    assert abs(three - (two + four) / 2) < 0.01 * three
+    assert three - (two + four) / 2 > 0.05 * three
     # 128x256 blocks (two per core) at K=768: six 128-deep chunks beat three 256-deep ones (the emulator:
-    # 19,808 against 20,436 cycles)
+    # 19,806 against 20,866 cycles)
     mk = _probe(512, 768, 3072)
     assert _score(mk, MatmulTiling(128, 256, 64, 2, 1, 24, 2)) < _score(mk, MatmulTiling(128, 256, 64, 2, 1, 24, 4))

@@ -15,16 +15,16 @@ into L0 steps of tk (`matmul_tiling` says how a step is cut out of a chunk):
   M     mmad into L0C (the first step starts from the bias, later ones accumulate)
   FIX   L0C -> GM after the last step
 
-L1 chunks rotate over `buffers` slots with a chunk count running on across the core's blocks (K static) and
-L0A/L0B steps with the step count, so the GM move of chunk c+1 overlaps the steps of chunk c, also from one
-block to the next, and the L1 -> L0 move of step s+1 the mmad of step s;
+L1 chunks rotate over `buffers` slots with the chunk index and L0A/L0B steps with the step count, so the
+GM move of chunk c+1 overlaps the steps of chunk c and the L1 -> L0 move of step s+1 the mmad of step s;
 L0C rotates over `l0c_slots` with the block counter, so FixPipe of block i overlaps the mmads of block
 i+1. One GM move per chunk pays the DMA start-up once for `steps` mmads: with deep chunks the cube, not
 MTE2, is the busiest pipe. Flags come from the sync analysis.
 
 A resident A panel (`MatmulTiling.a_resident`, K static, A stored M x K): a core's run of blocks walks a row
 panel of A along N, so the panel's chunks are loaded in the first block of the run and at each new panel (a
-guarded load, `pf`) and stay in L1 (chunk kk in slot kk); the other blocks move only B from GM.
+guarded load, `pf`) and stay in L1 (chunk kk in slot kk); the other blocks move only B from GM, its chunks
+rotating with a count running across the blocks (`_chunk_count`).
 
 Operands the cube cannot take as they are:
 - a transposed B (stored N x K) is copied into L1 as its NZ image and loaded with load_l0's transpose.
@@ -273,12 +273,15 @@ def _k_loop(mk: CubeMatmul, t: MatmulTiling, mm: IntLike, nn: IntLike, m0: IntLi
 
 
 def _chunk_count(mk: CubeMatmul, t: MatmulTiling) -> IntLike:
-    """What the L1 chunk slots rotate with: with K static, a count running on across the core's blocks (i * nK +
-    kk), so that with an odd count of chunks per block the next block's first chunk takes the slot the last one
-    does not hold, and its move overlaps the last chunk's steps. A symbolic K: kk (a slot expression is in the
-    loop variables alone for the sync analysis to see it rotate)."""
-    if isinstance(mk.K, int):
-        return sy.add(sy.mul(F("i"), -(-mk.K // t.kl1)), F("kk"))
+    """What B's L1 chunk slots rotate with. With a resident A panel: a count running on across the core's blocks
+    (i * nK + kk), so that with an odd count of chunks per block the next block's first B chunk takes the slot
+    the last one does not hold and its move overlaps the last chunk's steps (the blocks after a panel's first
+    move B alone: nothing else would start them early). Otherwise kk: the same would help there, but the
+    estimates of the small MTE2- and MTE1-bound blocks it then speeds up run short of the emulator and pick
+    them over faster ones (910b, a 512^3 product with a float32 bias: 64x64 blocks scored 8,835 and ran 9,369
+    cycles; 128x128 ones scored 9,020 and ran 8,645)."""
+    if t.a_resident:
+        return sy.add(sy.mul(F("i"), -(-mk.K // t.kl1)), F("kk"))   # (K is static: a resident panel's size)
     return F("kk")
 
 
