@@ -182,9 +182,9 @@ def footprint(cv: CubeConv, t: ConvTiling) -> list[tuple[str, str, str, int, int
         ("l0b", "L0B", cv.dtype, t.tk * align_up(t.tn, cv.r0) * size, t.buffer_num, "weight step (ZN)"),
         ("l0c", "L0C", cv.acc_dtype, t.tm * t.tn * 4, t.l0c_slots, "accumulator"),
     ]
-    if cv.bias:
-        out += [("l1bias", "L1", "float32", align_up(t.tn * 4, cv.l1_align), 1, "bias chunk"),
-                ("bt", "BT", "float32", align_up(t.tn * 4, cv.bias_align), 1, "bias table")]
+    if cv.bias:  # one slot per accumulator: the next block's bias loads while this block's mmads read its own
+        out += [("l1bias", "L1", "float32", align_up(t.tn * 4, cv.l1_align), t.l0c_slots, "bias chunk"),
+                ("bt", "BT", "float32", align_up(t.tn * 4, cv.bias_align), t.l0c_slots, "bias table")]
     if cv.residual:
         eye = cv.r0 * cv.block * size
         out += [("rb", "L1", cv.dtype, align_up(align_up(t.tn, cv.block) * t.tm * size, cv.l1_align), 1, "residual block"),
@@ -294,17 +294,17 @@ def schedule(cv: CubeConv, t: ConvTiling, chip: Chip) -> TileSchedule:
     first, rows, m_start = cv.band(F("m0"), F("mm"))
     lets += [Let("hs", first), Let("hb", rows), Let("ms", m_start)]
     block: list[Stmt] = list(lets)
+    acc = sy.mod(i, t.l0c_slots) if t.l0c_slots > 1 else 0
     bias_ref = None
     if cv.bias:
-        block.append(T.load(Ref("l1bias"), GmRef(in_param(2), sy.mul(F("n0"), 4)), "float32", F("nn"),
+        block.append(T.load(Ref("l1bias", acc), GmRef(in_param(2), sy.mul(F("n0"), 4)), "float32", F("nn"),
                             note="bias chunk"))
-        block.append(T.load_bias(Ref("bt"), Ref("l1bias"), F("nn"), note="bias -> bias table"))
-        bias_ref = Ref("bt")
+        block.append(T.load_bias(Ref("bt", acc), Ref("l1bias", acc), F("nn"), note="bias -> bias table"))
+        bias_ref = Ref("bt", acc)
     # resident weights: a new channel block starts at this core's first block or where the position blocks
     # wrap around; its weights come in chunk by chunk next to the band chunks, so the first mmad waits for
     # one chunk's weights, not all of them, and the rest load while the cube works
     new = sy.add(sy.lt(i, 1), sy.lt(F("mb"), 1)) if t.resident else 0
-    acc = sy.mod(i, t.l0c_slots) if t.l0c_slots > 1 else 0
     chunk_no = sy.add(sy.mul(i, n_chunks), F("kk"))
     slot1 = t.slot(chunk_no)
     fm = Ref("fm", slot1)
