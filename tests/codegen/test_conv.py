@@ -138,7 +138,10 @@ def test_resnet_basic_block(chip, rng):
     # x converted into NC1HWC0 on the vector cores of the first conv's launch, each norm folded into its conv's
     # weight conversion (on the vector cores of the conv's own launch), the residual add and the last ReLU on
     # the vector cores of the second conv's launch, where its result is converted back to ND
-    assert [k.template for k in block.compile(*args).kernels] == ["conv_launch", "conv_launch"]
+    kernels = block.compile(*args).kernels
+    assert [k.template for k in kernels] == ["conv_launch", "conv_launch"]
+    # the folded norm's bias on a vector core of its own, beside the weight cores (which read only var, gamma)
+    assert all(any("the float32 bias on one of its own" in n for n in k.notes) for k in kernels)
 
 
 def test_a_block_of_two_images_with_odd_sizes_in_two_launches(rng):
