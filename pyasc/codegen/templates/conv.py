@@ -279,7 +279,12 @@ def _deepest(cv: CubeConv, chip: Chip, tm: int, tn: int, bn: int, cores: int, re
 # ---- the schedule ----------------------------------------------------------------------------------
 
 
-def schedule(cv: CubeConv, t: ConvTiling, chip: Chip) -> TileSchedule:
+def schedule(cv: CubeConv, t: ConvTiling, chip: Chip, barrier: Stmt | None = None, map_ready: bool = False
+             ) -> TileSchedule:
+    """The cube kernel; `barrier` (a launch's all-core barrier before which the vector cores write the prepared
+    weights and bias) goes in front, or, with `map_ready` (nothing ahead of it writes the feature map), after
+    the first band chunk's load: every core has at least one block, so it meets the barrier once, with its
+    first band already on the way."""
     size, osize = itemsize(cv.dtype), itemsize(cv.out_dtype)
     fs = FieldSet()
     nmb, nnb = -(-cv.m // t.tm), -(-cv.g.o // t.tn)
@@ -296,11 +301,15 @@ def schedule(cv: CubeConv, t: ConvTiling, chip: Chip) -> TileSchedule:
     block: list[Stmt] = list(lets)
     acc = sy.mod(i, t.l0c_slots) if t.l0c_slots > 1 else 0
     bias_ref = None
+    bias: list[Stmt] = []
     if cv.bias:
-        block.append(T.load(Ref("l1bias", acc), GmRef(in_param(2), sy.mul(F("n0"), 4)), "float32", F("nn"),
-                            note="bias chunk"))
-        block.append(T.load_bias(Ref("bt", acc), Ref("l1bias", acc), F("nn"), note="bias -> bias table"))
+        bias = [T.load(Ref("l1bias", acc), GmRef(in_param(2), sy.mul(F("n0"), 4)), "float32", F("nn"),
+                       note="bias chunk"),
+                T.load_bias(Ref("bt", acc), Ref("l1bias", acc), F("nn"), note="bias -> bias table")]
         bias_ref = Ref("bt", acc)
+    early = barrier is not None and map_ready
+    if not early:
+        block += bias
     # resident weights: a new channel block starts at this core's first block or where the position blocks
     # wrap around; its weights come in chunk by chunk next to the band chunks, so the first mmad waits for
     # one chunk's weights, not all of them, and the rest load while the cube works
@@ -312,6 +321,10 @@ def schedule(cv: CubeConv, t: ConvTiling, chip: Chip) -> TileSchedule:
                         Let("cc", sy.min_(t.chunk, sy.add(cv.c1s, sy.mul(-1, F("cs"))))),
                         Let("kl", sy.mul(F("cc"), cv.split * cv.taps * cv.c0))]
     body += _load_band(cv, fm, size)
+    if early:  # the barrier after the first band chunk's load, then the block's bias (in the workspace)
+        body.append(When(sy.lt(sy.add(i, F("kk")), 1), [barrier]))
+        if bias:
+            body.append(When(sy.lt(F("kk"), 1), bias))
     if t.resident:  # one slot per chunk: loading a chunk's weights never waits for the cube to read another's
         wsrc = Ref("wb", sy.mod(F("kk"), n_chunks) if n_chunks > 1 else 0)
         body.append(When(new, [_load_weights(cv, wsrc, sy.mul(F("cs"), cv.split * cv.taps * cv.c0), F("kl"), size,
@@ -353,7 +366,8 @@ def schedule(cv: CubeConv, t: ConvTiling, chip: Chip) -> TileSchedule:
     if cv.residual:  # the identity the residual is multiplied by, once per core
         setup = [T.copy_nd2nz(Ref("eyel1"), GmRef(_eye_param(cv)), cv.dtype, cv.r0, cv.block, note="identity"),
                  T.load_l0(Ref("eye"), Ref("eyel1"), cv.dtype, cv.block, cv.r0, note="identity -> L0B")]
-    sched = TileSchedule(cv.name, "aic", params, fs.fields, blocks, buffers, setup + [loop], notes)
+    front = [barrier] if barrier is not None and not early else []
+    sched = TileSchedule(cv.name, "aic", params, fs.fields, blocks, buffers, front + setup + [loop], notes)
     sched.l2_miss = lambda fields, cores: l2_miss(cv, t, cores)
     return sched
 

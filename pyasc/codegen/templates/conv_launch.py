@@ -174,7 +174,9 @@ def _edge_tiling(e: ConvEdge | None, chip: Chip, buffer_num: int, cores: int, ub
 
 
 def schedule(a: ConvLaunch, t: ConvLaunchTiling, chip: Chip) -> MixedSchedule:
-    cube = conv.schedule(a.cube, t.conv, chip)
+    # the cube cores wait for the weights at the barrier; a feature map no vector core writes first (a launch
+    # input, not the edge conversion's workspace) starts loading before it
+    cube = conv.schedule(a.cube, t.conv, chip, T.sync_all(note="wait for the weights"), map_ready=a.edge_in is None)
     weights, bias_part, wcores = parts(a, t.weight_cores) if t.bias is not None else (a.weights, None, 0)
     prep = conv_weights.schedule(weights, t.weights, chip)
     groups = cube.blocks
@@ -220,7 +222,6 @@ def schedule(a: ConvLaunch, t: ConvLaunchTiling, chip: Chip) -> MixedSchedule:
     aiv.body = aiv.body + [T.sync_all(note="the weights are in the workspace: the cube cores may read them")]
     aiv.blocks = sy.mul(groups, chip.group_aivs)
     aic = _renamed(cube, cube_names)
-    aic.body = [T.sync_all(note="wait for the weights")] + aic.body
     if a.edge_out is not None and t.edge_out is not None:
         names = {f"in{i}": _name(v) for i, v in enumerate(a.edge_out_inputs)}
         y_out = prefixed(conv_edges.schedule(a.edge_out, t.edge_out, chip), "yo_", names, WORKSPACES)
