@@ -133,7 +133,7 @@ def _vector_work(instr: str, fn: Any, dtype: Any, sizes: tuple[int, ...], units:
 
 
 def _ev(v: Any, env: Mapping[str, int]) -> int:
-    return sy.evaluate(v, env)
+    return v if v.__class__ is int else sy.evaluate(v, env)
 
 
 def _space(v: Any, spaces: Mapping[str, str]) -> str | None:
@@ -144,27 +144,43 @@ def _space(v: Any, spaces: Mapping[str, str]) -> str | None:
     return None
 
 
-def _evaluated(op: TileOp, env: Mapping[str, int], spaces: Mapping[str, str]) -> dict[str, Any]:
-    """The operands as a spec's formulas read them: integers evaluated, memory operands as their spaces."""
-    out: dict[str, Any] = {}
-    for k, v in op.args.items():
-        if isinstance(v, (Ref, GmRef)):
-            out[k] = _space(v, spaces)
-        elif isinstance(v, (int, sy.Expr)) and not isinstance(v, bool):
-            out[k] = _ev(v, env)
-        else:
-            out[k] = v
-    return out
+def _evaluated(op: TileOp, env: Mapping[str, int], spaces: Mapping[str, str],
+               memo: dict | None = None) -> dict[str, Any]:
+    """The operands as a spec's formulas read them: integers evaluated, memory operands as their spaces.
+    `memo`: a walker's store of each op's plan (by id): its fixed operands (spaces, other values) and the
+    expressions to evaluate (a walk meets an op once per iteration it walks)."""
+    plan = memo.get(id(op)) if memo is not None else None
+    if plan is None:
+        fixed: dict[str, Any] = {}
+        exprs: list[tuple[str, Any]] = []
+        for k, v in op.args.items():
+            if isinstance(v, (Ref, GmRef)):
+                fixed[k] = _space(v, spaces)
+            elif isinstance(v, sy.Expr):
+                exprs.append((k, v))
+            else:
+                fixed[k] = v
+        plan = (fixed, exprs, list(op.args))
+        if memo is not None:
+            memo[id(op)] = plan
+    fixed, exprs, order = plan
+    if not exprs:
+        return dict(fixed)
+    values = dict(fixed)
+    for k, v in exprs:
+        values[k] = sy.evaluate(v, env)
+    return {k: values[k] for k in order}   # (the operands' own order)
 
 
 def _move_cycles(op: TileOp, env: Mapping[str, int], chip: Chip, blocks: int,
-                 spaces: Mapping[str, str], miss: float = 1.0, resident: Mapping[str, float] | None = None
-                 ) -> tuple[float, float, float, float | None]:
+                 spaces: Mapping[str, str], miss: float = 1.0, resident: Mapping[str, float] | None = None,
+                 memo: dict | None = None) -> tuple[float, float, float, float | None]:
     """(cycles, GM bytes, GM bytes written, the fraction reaching HBM when the GM parameter is L2-resident else
     None) of a data move on its pipe: its bytes over the chip's cost of its path; `miss` is the fraction of GM
-    reads that miss in L2, `resident` the HBM fraction of the L2-resident parameters' bytes (read or written)."""
+    reads that miss in L2, `resident` the HBM fraction of the L2-resident parameters' bytes (read or written).
+    `memo`: as `_evaluated`'s."""
     sp = op.spec
-    a = _evaluated(op, env, spaces)
+    a = _evaluated(op, env, spaces, memo)
     src, dst = (a[n] for n in sp.move)
     path = getattr(chip, data_path(src, dst).cost)
     nbytes = sp.nbytes(a, chip)
@@ -231,7 +247,9 @@ class _Walker:
         self.slots = {b.name: b.slots for b in schedule.buffers}
         self.depth = 0
         self._vector: dict = {}                    # `_vector_cycles`'s memo for this walk
+        self._moves: dict = {}                     # `_evaluated`'s memo for this walk
         self._singles: dict[int, set[str]] = {}    # op (by id) -> the single-slot buffers it touches
+        self._rotating: dict[int, bool] = {}       # loop (by id) -> `_rotates`
 
     def block(self, stmts: Sequence[Stmt], env: dict[str, int], pipelined: bool) -> Cost:
         total = Cost()
@@ -258,7 +276,7 @@ class _Walker:
                 cyc = _cube_cycles(s, env, self.chip)
             elif unit == "move":
                 cyc, c.gm_bytes, c.gm_write_bytes, held = _move_cycles(s, env, self.chip, self.blocks, self.spaces,
-                                                                       self.miss, self.resident)
+                                                                       self.miss, self.resident, self._moves)
                 if held is not None:
                     c.resident = (c.gm_bytes - c.gm_write_bytes, c.gm_write_bytes, c.gm_bytes * held)
             else:  # the only other tile op a schedule holds is the all-core barrier (flags come from sync)
@@ -361,7 +379,9 @@ class _Walker:
         out = Cost()
         if n == 0:
             return out
-        pipelined = _rotates(lp)
+        pipelined = self._rotating.get(id(lp))
+        if pipelined is None:   # (the walk meets an inner loop once per iteration of the loops around it)
+            pipelined = self._rotating[id(lp)] = _rotates(lp)
         self.depth += 1
         first = self.block(lp.body, {**env, lp.var: start}, False)
         last = self.block(lp.body, {**env, lp.var: start + (n - 1) * step}, False) if n > 1 else first
