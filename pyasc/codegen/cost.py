@@ -250,6 +250,7 @@ class _Walker:
         self._moves: dict = {}                     # `_evaluated`'s memo for this walk
         self._singles: dict[int, set[str]] = {}    # op (by id) -> the single-slot buffers it touches
         self._rotating: dict[int, bool] = {}       # loop (by id) -> `_rotates`
+        self._bufs: dict[int, set[str]] = {}       # statement (by id) -> `_buffers_of`
 
     def block(self, stmts: Sequence[Stmt], env: dict[str, int], pipelined: bool) -> Cost:
         total = Cost()
@@ -302,7 +303,8 @@ class _Walker:
         first touches a rotating buffer to the one that last does (an inner loop that reads an L1 chunk
         step by step holds it until its last read, not through the mmad after it), over the slots; at most
         `slots` iterations are in flight on that buffer."""
-        spans = [(c, _buffers_of(s)) for c, s, _ in parts]
+        bufs = self._bufs
+        spans = [(c, _buffers_of(s, bufs)) for c, s, _ in parts]
         # the scalar unit issues in program order into bounded queues: when the inner loops queue more
         # than a queue's depth on one pipe, the next iteration's first moves are issued only once that pipe
         # has started all but `depth` of them, that much later
@@ -317,7 +319,7 @@ class _Walker:
             idx = [i for i, (_, bufs) in enumerate(spans) if name in bufs]
             if idx:
                 held = sum(c for c, _ in spans[idx[0]:idx[-1] + 1])
-                held -= _lead(parts[idx[0]], name) + _trail(parts[idx[-1]], name)
+                held -= _lead(parts[idx[0]], name, bufs) + _trail(parts[idx[-1]], name, bufs)
                 bound = max(bound, (held + late) / slots)
         return bound
 
@@ -346,10 +348,11 @@ class _Walker:
                     continue
                 if _ev(r.slot, {**env, s.var: start}) != _ev(r.slot, {**env, s.var: start + (trips - 1) * step}):
                     continue
-                touches = [i for i, p in enumerate(tail) if r.buffer in _buffers_of(p[1])]
+                touches = [i for i, p in enumerate(tail) if r.buffer in _buffers_of(p[1], self._bufs)]
                 if touches[-1] <= last_fill:
                     continue
-                held = sum(p[0] for p in tail[last_fill + 1:touches[-1] + 1]) - _trail(tail[touches[-1]], r.buffer)
+                held = sum(p[0] for p in tail[last_fill + 1:touches[-1] + 1]) - \
+                    _trail(tail[touches[-1]], r.buffer, self._bufs)
                 out[pipe] = max(out.get(pipe, 0.0), held)
         return out
 
@@ -429,29 +432,29 @@ class _Walker:
         return out
 
 
-def _lead(part: tuple, name: str) -> float:
+def _lead(part: tuple, name: str, memo: dict | None = None) -> float:
     """Cycles of a (span, statement, Cost) part before it first touches buffer `name` (an inner loop's or a
-    When's statements ahead of that, in its first iteration)."""
+    When's statements ahead of that, in its first iteration). `memo`: as `_buffers_of`'s."""
     _, s, c = part
     if isinstance(s, TileOp):
         return 0.0
     out = 0.0
     for p in c.head:
-        if name in _buffers_of(p[1]):
-            return out + _lead(p, name)
+        if name in _buffers_of(p[1], memo):
+            return out + _lead(p, name, memo)
         out += p[0]
     return out
 
 
-def _trail(part: tuple, name: str) -> float:
-    """Cycles of a part after it last touches buffer `name` (in its last iteration)."""
+def _trail(part: tuple, name: str, memo: dict | None = None) -> float:
+    """Cycles of a part after it last touches buffer `name` (in its last iteration). `memo`: as `_buffers_of`'s."""
     _, s, c = part
     if isinstance(s, TileOp):
         return 0.0
     out = 0.0
     for p in reversed(c.tail):
-        if name in _buffers_of(p[1]):
-            return out + _trail(p, name)
+        if name in _buffers_of(p[1], memo):
+            return out + _trail(p, name, memo)
         out += p[0]
     return out
 
@@ -464,12 +467,22 @@ def _writes_of(s: Stmt) -> set[str]:
     return set()
 
 
-def _buffers_of(s: Stmt) -> set[str]:
+def _buffers_of(s: Stmt, memo: dict | None = None) -> set[str]:
+    """The buffers a statement touches (never change the set returned). `memo`: a walk's store of them by
+    statement id (the walk meets a statement once per iteration it walks and asks again in `_hold`)."""
+    if memo is not None:
+        hit = memo.get(id(s))
+        if hit is not None:
+            return hit
     if isinstance(s, TileOp):
-        return {r.buffer for r in (*s.reads, *s.writes)}
-    if isinstance(s, (Loop, When)):
-        return set().union(*(_buffers_of(x) for x in s.body)) if s.body else set()
-    return set()
+        out = {r.buffer for r in (*s.reads, *s.writes)}
+    elif isinstance(s, (Loop, When)):
+        out = set().union(*(_buffers_of(x, memo) for x in s.body)) if s.body else set()
+    else:
+        out = set()
+    if memo is not None:
+        memo[id(s)] = out
+    return out
 
 
 def _mean(a: Cost, b: Cost) -> Cost:
