@@ -333,3 +333,15 @@ def test_partial_region_write_of_a_3d_tensor_on_the_910b(rng):
         return z
 
     _run_all(_dyn(fn, "910b"), fn, [(2, 5, 9), (3, 3, 40)], rng, dtype=np.float16)
+
+
+def test_a_compile_time_numpy_call_on_a_symbolic_dim_says_so(rng):
+    def f(x):
+        return x * np.arange(x.shape[1], dtype=np.float32)
+
+    with pytest.raises(pyasc.CompileError, match=r"np\.arange\(\) runs at compile time and needs sizes known then, "
+                                                 r"but x_d1 is a symbolic dim \(dynamic=True\)") as info:
+        _dyn(f, "tiny")(np.ones((2, 3), np.float32))
+    assert info.value.loc.lineno == f.__code__.co_firstlineno + 1
+    x = rng.standard_normal((2, 3)).astype(np.float32)
+    assert_close(pyasc.kernel(f, chip="tiny")(x), f(x))  # static shapes: the same code compiles
