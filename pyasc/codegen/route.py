@@ -9,7 +9,7 @@ The rules, in order (first match wins):
    its keys split over the cores and a combine launch (`decode`); a matmul plan is planned by `matmul_plan`
    into its launches (vector casts and transposes of the operands, then one mixed launch of the cube and its
    epilogue when `ge.mixed` marked it and the mixed template tiles it, else the cube kernel and a vector
-   epilogue);
+   epilogue); a multi-output plan (`ge.horizontal`) by `horizontal_plan`, one launch of its products;
 4. otherwise by the plan's kind (`BY_KIND`): pointwise and row kernels to the vector template, column
    reductions to the column template.
 """
@@ -26,7 +26,7 @@ from ..target import Chip
 from .domain import dims
 from .kernel_graph import KernelGraph, build_kernel_graph
 from .lowering import no_lowering
-from . import blocked, conv_plan, decode, matmul_plan
+from . import blocked, conv_plan, decode, horizontal_plan, matmul_plan
 from .templates import mixed_prologue
 from .template import Checked, Job, Unsupported
 from .templates import TEMPLATES, template_of_op
@@ -75,6 +75,9 @@ def route(label: str, plan: KernelPlan, chip: Chip, buffer_num: int = 2, mixed: 
     if any(v.type.numel == 0 for v in kg.inputs) and all(v.type.is_static for v in kg.outputs):
         return fill_jobs(label, kg, plan)
     whole = template_of_op(plan.anchor)
+    if whole is TEMPLATES["matmul"] and plan.horizontal:
+        return horizontal_plan.horizontal_jobs(
+            label, plan, lambda lab, p: matmul_jobs(lab, p, chip, buffer_num, p.mixed if mixed is None else mixed))
     if whole is TEMPLATES["matmul"]:
         return matmul_jobs(label, plan, chip, buffer_num, plan.mixed if mixed is None else mixed, prologue_apart)
     if whole is TEMPLATES["conv"]:

@@ -40,7 +40,8 @@ class MixedKernelsPass(Pass):
                 continue
             plan.mixed = True
             before = set(ancestors_within(plan.anchor_node, plan.nodes)) if plan.prologue is not None else set()
-            rest = [n.op for n in plan.nodes if n is not plan.anchor_node and n not in before]
+            rest = [n.op for n in plan.nodes if n is not plan.anchor_node and n not in before
+                    and n not in plan.horizontal]
             if not rest:
                 continue
             pro = f"; its A operand's producer ({', '.join(n.op for n in plan.nodes if n in before)}) runs on the " \

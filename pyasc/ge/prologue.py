@@ -44,7 +44,8 @@ class MatmulProloguePass(Pass):
         capacity, chip = capacity_of(ctx)
         labels: dict[Graph, dict[Node, str]] = {}
         changed = False
-        for plan in [k for k in kernels if k.kind is KernelKind.MATMUL and k.prologue is None]:
+        for plan in [k for k in kernels if k.kind is KernelKind.MATMUL and k.prologue is None
+                     and not k.horizontal]:
             a = plan.anchor_node.inputs[0]
             producer = next((k for k in kernels if k.graph is plan.graph and a in k.outputs), None)
             if producer is None:
