@@ -1,6 +1,7 @@
 """Routing: which template lowers each kernel plan, as one `Job` per device kernel to launch.
 
-The rules, in order (first match wins):
+The rules, in order (first match wins; a multi-output plan (`ge.horizontal`) is routed by `horizontal_plan`:
+one launch of its members' jobs, each routed by these rules):
 1. every output is empty whatever the launch sizes: nothing to launch;
 2. an input is empty and the outputs are static: the results are constants (a reduction over nothing is its
    identity), computed now and written by vector fill kernels;
@@ -9,7 +10,7 @@ The rules, in order (first match wins):
    its keys split over the cores and a combine launch (`decode`); a matmul plan is planned by `matmul_plan`
    into its launches (vector casts and transposes of the operands, then one mixed launch of the cube and its
    epilogue when `ge.mixed` marked it and the mixed template tiles it, else the cube kernel and a vector
-   epilogue); a multi-output plan (`ge.horizontal`) by `horizontal_plan`, one launch of its products;
+   epilogue);
 4. otherwise by the plan's kind (`BY_KIND`): pointwise and row kernels to the vector template, column
    reductions to the column template.
 """
@@ -74,10 +75,10 @@ def route(label: str, plan: KernelPlan, chip: Chip, buffer_num: int = 2, mixed: 
         return []
     if any(v.type.numel == 0 for v in kg.inputs) and all(v.type.is_static for v in kg.outputs):
         return fill_jobs(label, kg, plan)
-    whole = template_of_op(plan.anchor)
-    if whole is TEMPLATES["matmul"] and plan.horizontal:
+    if plan.horizontal:
         return horizontal_plan.horizontal_jobs(
-            label, plan, lambda lab, p: matmul_jobs(lab, p, chip, buffer_num, p.mixed if mixed is None else mixed))
+            label, plan, chip, lambda lab, p: route(lab, p, chip, buffer_num, mixed, cores, prologue_apart))
+    whole = template_of_op(plan.anchor)
     if whole is TEMPLATES["matmul"]:
         return matmul_jobs(label, plan, chip, buffer_num, plan.mixed if mixed is None else mixed, prologue_apart)
     if whole is TEMPLATES["conv"]:

@@ -1,25 +1,32 @@
-"""`horizontal_matmul` (opt_level 2): independent matmuls that read the same A run as one launch.
+"""`horizontal_fusion` (opt_level 2): independent kernels run as one multi-output launch (products of one A; the
+same vector kernel on several inputs).
 
 A Llama block projects one normed input three times (x @ Wq, x @ Wk, x @ Wv) and twice more for SwiGLU
 (x @ Wg, x @ Wu). After fusion each product is a kernel plan of its own, so a launch each: every launch pays the
 chip's start-up (~2,500 cycles on the 910B, as much as a small product's work) and reads A again. A multi-output
 matmul takes them in one launch: the cube cores walk each product's output blocks in turn with the same tiling
 and buffers (codegen/templates/horizontal.py), A stays in L2 between them, and each result goes to its own
-output (the weights are not concatenated: that would be a launch of its own).
+output (the weights are not concatenated: that would be a launch of its own). Likewise the same vector kernel
+on several inputs (RoPE applied to q and to k): one launch runs the parts in turn.
 
 Split like the other backend passes: the rule is data (`RULES`: which plans may share a launch, as a key
-two plans must agree on), `find_groups` is the analysis (the groups and every refusal, with the reason) and
-`apply_groups` the rewrite of the kernel schedule. A group becomes one KernelPlan whose `horizontal` lists the
-members' matmul nodes (the first is its anchor), placed at the first member's step (every member's inputs are
-ready there: the analysis checks). Every decision is in the fusion log (rule "horizontal");
-`disable_passes=["horizontal_matmul"]` keeps a launch per product.
+two plans must agree on: `shared_a`, plain 2-D products of one A with same-typed B; `same_kernel`, elementwise
+kernels with the same ops, attributes and types), `find_groups` is the analysis (the groups and every refusal,
+with the reason) and `apply_groups` the rewrite of the kernel schedule. A group becomes one KernelPlan whose
+`horizontal` lists the members' plans (the first's anchor is its anchor), placed at the first member's step
+(every member's inputs are ready there and no member reads another's result: the analysis checks). Codegen runs
+it as one launch when every member alone would be one launch of the same template (codegen/horizontal_plan.py),
+else a launch per member, saying why. Every decision is in the fusion log (rule "horizontal");
+`disable_passes=["horizontal_fusion"]` keeps a launch per kernel.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, replace
 from typing import Callable, Hashable, Sequence
 
 from ..ir import Graph, Node, Value, node_names
+from ..ir.printer import attr_key
 from .decisions import DecisionKind, FusionDecision
 from .passes import Pass, PassContext
 from .plan import KernelKind, KernelPlan
@@ -29,42 +36,93 @@ RULE = "horizontal"   # the decisions' rule name
 
 @dataclass(frozen=True)
 class HorizontalRule:
-    """Plans may share a launch when `key` gives both the same non-None key; `refusal` says why one that reads
-    a shared operand may not (or "")."""
+    """Plans of `kinds` may share a launch when `key` gives them the same key; `refusal` says why one may not
+    (or ""). A rule with `shared` groups the plans reading one operand (the products of one A) and logs why a
+    reader is left out; one without groups any plans with equal keys."""
 
     name: str
-    key: Callable[[KernelPlan], Hashable | None]
+    kinds: tuple[KernelKind, ...]
+    key: Callable[[KernelPlan], Hashable]
     refusal: Callable[[KernelPlan], str]
-    shared: Callable[[KernelPlan], Value]     # the operand the members share
+    shared: Callable[[KernelPlan], Value] | None = None
 
 
 def _plain_matmul_refusal(plan: KernelPlan) -> str:
     """Why a plan reading a shared A is not a plain product the multi-output launch takes, or ""."""
     node = plan.anchor_node
-    if plan.prologue is not None:
-        return "its kernel computes A first (a prologue)"
     if len(plan.nodes) != 1:
         return f"its kernel has an epilogue ({', '.join(n.op for n in plan.nodes if n is not node)})"
     if node.op != "matmul":
         return f"it is a {node.op} (bias or activation on the cube), not a plain product"
     if node.attrs.get("transpose_a") or node.attrs.get("transpose_b"):
         return "it reads an operand transposed"
-    a, b = node.inputs[0], node.inputs[1]
-    if a.type.ndim != 2 or b.type.ndim != 2:
+    if node.inputs[0].type.ndim != 2 or node.inputs[1].type.ndim != 2:
         return "it is a batched or vector product (the multi-output launch takes 2-D ones)"
     return ""
 
 
-def _shared_a_key(plan: KernelPlan) -> Hashable | None:
+def _shared_a_key(plan: KernelPlan) -> Hashable:
     """Products of one A with same-typed B: their launches have the same tiling, buffers and block count."""
     node = plan.anchor_node
     b, out = node.inputs[1], node.out()
-    return (id(plan.graph), node.inputs[0], tuple(b.type.shape), b.type.dtype, b.type.format, tuple(out.type.shape),
-            out.type.dtype)
+    return (node.inputs[0], _type_key(b), _type_key(out))
+
+
+def _type_key(v: Value) -> Hashable:
+    return (tuple(v.type.shape), v.type.dtype, v.type.format)
+
+
+def node_keys(plan: KernelPlan) -> dict[Node, Hashable]:
+    """Each node's computation as a key: its op, attributes and types and, per input, the key of the node
+    computing it inside the plan or the type of the GM tensor it reads. Independent of the order fusion listed the
+    nodes and inputs in (two inputs of one type are alike: each kernel binds its own tensors to its parameters)."""
+    keys: dict[Node, Hashable] = {}
+    for n in plan.nodes:   # topological order: every producer inside the plan is keyed first
+        attrs = tuple(sorted((k, attr_key(v)) for k, v in n.attrs.items() if k != "fusion_group"))
+        ins = tuple((keys[v.node], v.index) if v.node in keys else ("x", _type_key(v)) for v in n.inputs)
+        keys[n] = (n.op, attrs, tuple(_type_key(v) for v in n.values), ins)
+    return keys
+
+
+def kernel_signature(plan: KernelPlan) -> Hashable:
+    """The plan's computation up to which GM tensors it reads and writes: its nodes' keys (`node_keys`), its
+    inputs' types and which values it writes. Plans with equal signatures run the same tile program on different
+    tensors."""
+    keys = node_keys(plan)
+    return (id(plan.graph), frozenset(Counter(keys.values()).items()), frozenset(Counter(map(_type_key, plan.inputs))
+                                                                                  .items()),
+            tuple((keys[v.node], v.index) for v in plan.outputs))
+
+
+def aligned(first: KernelPlan, member: KernelPlan) -> KernelPlan:
+    """`member` with its nodes and inputs in the order of their counterparts in `first` (same-signature plans:
+    codegen then builds the same kernel graph, buffers and all, for each). The counterparts are paired from the
+    outputs back, input by input; `member` as it is when they do not pair one to one."""
+    mine, theirs = set(first.nodes), set(member.nodes)
+    pairs: dict[Node, Node] = {}
+    ext: dict[Value, Value] = {}
+    stack = list(zip(first.outputs, member.outputs))
+    while stack:
+        a, b = stack.pop()
+        if a.node not in mine:
+            if b.node in theirs or ext.setdefault(a, b) != b:
+                return member
+            continue
+        if b.node not in theirs or a.index != b.index or len(a.node.inputs) != len(b.node.inputs):
+            return member
+        if pairs.setdefault(a.node, b.node) is not b.node:
+            return member
+        stack.extend(zip(a.node.inputs, b.node.inputs))
+    if len(pairs) != len(first.nodes) or len(set(pairs.values())) != len(member.nodes) or \
+            any(v not in ext for v in first.inputs) or len(set(ext.values())) != len(member.inputs):
+        return member
+    return replace(member, nodes=[pairs[n] for n in first.nodes], inputs=[ext[v] for v in first.inputs])
 
 
 RULES: tuple[HorizontalRule, ...] = (
-    HorizontalRule("shared_a", _shared_a_key, _plain_matmul_refusal, lambda plan: plan.anchor_node.inputs[0]),
+    HorizontalRule("shared_a", (KernelKind.MATMUL,), _shared_a_key, _plain_matmul_refusal,
+                   shared=lambda plan: plan.anchor_node.inputs[0]),
+    HorizontalRule("same_kernel", (KernelKind.ELEMENTWISE,), kernel_signature, lambda plan: ""),
 )
 
 
@@ -74,52 +132,57 @@ class HorizontalGroup:
 
     rule: str
     members: tuple[KernelPlan, ...]
-    shared: Value
-
-
-def _matmul_plans(kernels: Sequence[KernelPlan]) -> list[KernelPlan]:
-    return [k for k in kernels if k.kind is KernelKind.MATMUL and k.prologue is None and not k.horizontal]
 
 
 def find_groups(kernels: Sequence[KernelPlan], rules: Sequence[HorizontalRule] = RULES
                 ) -> tuple[list[HorizontalGroup], list[FusionDecision]]:
-    """The groups of `kernels` that may share a launch, and a decision for each plan that reads a shared operand
-    and was left out (why). Analysis only: nothing changes."""
+    """The groups of `kernels` that may share a launch, and a decision for each plan left out of one it could
+    have joined (why). Analysis only: nothing changes."""
     groups: list[HorizontalGroup] = []
     refusals: list[FusionDecision] = []
     step = {id(k): i for i, k in enumerate(kernels)}
     producer_step = {v: i for i, k in enumerate(kernels) for v in k.outputs}
     labels: dict[Graph, dict[Node, str]] = {}
     taken: set[int] = set()
+
+    def label(p: KernelPlan) -> str:
+        names = labels.setdefault(p.graph, {n: f"{n.op} %{m}" for n, m in node_names(p.graph).items()})
+        return names.get(p.anchor_node, p.anchor)
+
     for rule in rules:
-        by_shared: dict[Value, list[KernelPlan]] = {}
-        for plan in _matmul_plans(kernels):
-            if id(plan) not in taken:
-                by_shared.setdefault(rule.shared(plan), []).append(plan)
-        for shared, readers in by_shared.items():
-            if len(readers) < 2:
-                continue
-            names = labels.setdefault(readers[0].graph, {n: f"{n.op} %{m}" for n, m in
-                                                          node_names(readers[0].graph).items()})
-            label = lambda p: names.get(p.anchor_node, p.anchor)  # noqa: E731 - a local shorthand
+        plans = [k for k in kernels if k.kind in rule.kinds and k.prologue is None and not k.horizontal
+                 and id(k) not in taken]
+        buckets: list[list[KernelPlan]] = []
+        if rule.shared is None:
             by_key: dict[Hashable, list[KernelPlan]] = {}
-            for plan in readers:
-                why = rule.refusal(plan)
-                if why:
-                    refusals.append(FusionDecision(DecisionKind.NOT_FUSED, RULE, label(plan), "", why))
-                    continue
-                by_key.setdefault(rule.key(plan), []).append(plan)
-            for members in by_key.values():
-                members = _ready_members(members, step, producer_step, refusals, label)
-                if len(members) >= 2:
-                    groups.append(HorizontalGroup(rule.name, tuple(members), shared))
-                    taken.update(id(m) for m in members)
-            sizes = {key: len(m) for key, m in by_key.items()}
-            if len(sizes) > 1:   # products of the same A with other B shapes: a group each, say so
-                for key, members in by_key.items():
-                    if len(members) == 1:
-                        refusals.append(FusionDecision(DecisionKind.NOT_FUSED, RULE, label(members[0]), "",
-                                                       "no other product of its A has a B and result of its shape"))
+            for plan in plans:
+                if not rule.refusal(plan):
+                    by_key.setdefault(rule.key(plan), []).append(plan)
+            buckets = list(by_key.values())
+        else:
+            by_shared: dict[Value, list[KernelPlan]] = {}
+            for plan in plans:
+                by_shared.setdefault(rule.shared(plan), []).append(plan)
+            for readers in (r for r in by_shared.values() if len(r) >= 2):
+                by_key = {}
+                for plan in readers:
+                    why = rule.refusal(plan)
+                    if why:
+                        refusals.append(FusionDecision(DecisionKind.NOT_FUSED, RULE, label(plan), "", why))
+                    else:
+                        by_key.setdefault(rule.key(plan), []).append(plan)
+                if len(by_key) > 1:   # products of the same A with other B shapes: a group each, say so
+                    refusals += [FusionDecision(DecisionKind.NOT_FUSED, RULE, label(m[0]), "",
+                                                "no other product of its A has a B and result of its shape")
+                                 for m in by_key.values() if len(m) == 1]
+                buckets += list(by_key.values())
+        for members in buckets:
+            if len(members) < 2:
+                continue
+            members = _ready_members(members, step, producer_step, refusals, label)
+            if len(members) >= 2:
+                groups.append(HorizontalGroup(rule.name, tuple(members)))
+                taken.update(id(m) for m in members)
     return groups, refusals
 
 
@@ -132,13 +195,12 @@ def _ready_members(members: list[KernelPlan], step: dict[int, int], producer_ste
     outputs = {v for m in members for v in m.outputs}
     kept = []
     for m in members:
-        late = [v for v in m.inputs if producer_step.get(v, -1) >= first and v not in outputs]
         if any(v in outputs for v in m.inputs):
             refusals.append(FusionDecision(DecisionKind.NOT_FUSED, RULE, label(m), label(members[0]),
-                                           "it reads the result of another product of the same A"))
-        elif late and m is not members[0]:
+                                           "it reads the result of another member"))
+        elif m is not members[0] and any(producer_step.get(v, -1) >= first for v in m.inputs):
             refusals.append(FusionDecision(DecisionKind.NOT_FUSED, RULE, label(m), label(members[0]),
-                                           "its B is computed after the first product's launch"))
+                                           "an input of its is computed after the first member's launch"))
         else:
             kept.append(m)
     return kept
@@ -148,11 +210,12 @@ def apply_groups(kernels: list[KernelPlan], groups: Sequence[HorizontalGroup]) -
     """Replace each group's plans by one plan at its first member's step (the rewrite)."""
     for g in groups:
         first = g.members[0]
-        nodes = [n for m in g.members for n in m.nodes]
+        members = [first] + [aligned(first, m) for m in g.members[1:]]
+        nodes = [n for m in members for n in m.nodes]
         inputs = list(dict.fromkeys(v for m in g.members for v in m.inputs))
         outputs = [v for m in g.members for v in m.outputs]
         merged = KernelPlan(first.group, first.graph, nodes, inputs, outputs, first.category, first.structure,
-                            first.working_set, first.mixed, horizontal=tuple(m.anchor_node for m in g.members))
+                            first.working_set, first.mixed, horizontal=tuple(members))
         for n in nodes:
             if "fusion_group" in n.attrs:
                 n.attrs["fusion_group"] = first.group
@@ -161,8 +224,8 @@ def apply_groups(kernels: list[KernelPlan], groups: Sequence[HorizontalGroup]) -
             kernels.remove(m)
 
 
-class HorizontalMatmulPass(Pass):
-    name = "horizontal_matmul"
+class HorizontalFusionPass(Pass):
+    name = "horizontal_fusion"
     opt_level = 2
     root_only = True
 
@@ -170,16 +233,22 @@ class HorizontalMatmulPass(Pass):
         kernels = ctx.state.kernels
         if not kernels:
             return False
-        groups, refusals = find_groups(kernels)
+        changed = False
+        for rule in RULES:   # each on the schedule the rules before it left (their groups launch earlier)
+            changed |= self._apply(kernels, rule, ctx)
+        return changed
+
+    def _apply(self, kernels: list[KernelPlan], rule: HorizontalRule, ctx: PassContext) -> bool:
+        groups, refusals = find_groups(kernels, (rule,))
         ctx.state.fusion_decisions.extend(refusals)
         ctx.stats["refused"] += len(refusals)
         for g in groups:
             names = {n: f"{n.op} %{m}" for n, m in node_names(g.members[0].graph).items()}
             labels = [names.get(m.anchor_node, m.anchor) for m in g.members]
+            what = "products of one A" if g.rule == "shared_a" else "kernels of the same computation"
             ctx.state.fusion_decisions.append(FusionDecision(
                 DecisionKind.FUSED, RULE, ", ".join(labels[1:]), labels[0],
-                f"{len(g.members)} products of one A ({g.rule}) in one multi-output cube launch",
-                consumers=len(g.members)))
+                f"{len(g.members)} {what} ({g.rule}) in one multi-output launch", consumers=len(g.members)))
             ctx.stats["grouped"] += len(g.members)
         apply_groups(kernels, groups)
         return bool(groups)

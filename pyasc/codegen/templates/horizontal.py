@@ -1,55 +1,70 @@
-"""The multi-output cube template: products of one A with same-shaped B, in one launch (GE's `horizontal_matmul`).
+"""Multi-output launches: independent kernels of one template, one after the other in one launch (GE's
+`horizontal_fusion`: products of one A; the same vector kernel on several inputs).
 
-Every part is the cube template's product (`matmul.schedule`) with the same tiling; the launch runs their block
-loops one after the other on the same cores, buffers and fields (the parts have the same M, N, K and dtypes, so
-the same tiling fits each and their schedules differ only in the GM parameters they name). A is the launch's in0
-(read by every part; after the first part it comes from L2), part p's B is in(1 + p) and its result out(p).
-The flags between the parts come from the sync analysis over the whole body, like any other schedule's. The
-tiling is chosen by the cost model's score of the whole launch.
+Every part is what its base template (the cube's `matmul`, the `vector` template) would launch alone, all with
+the same tiling: the parts have the same shapes, so the same tiling fits each and their schedules differ only in
+the GM parameters they name. The launch runs their bodies in turn on the same cores, buffers and fields; part p's
+GM parameters are renamed to the launch's (`Horizontal.params`: an operand the parts share, such as the products'
+A, is one parameter read by each; after the first part it comes from L2). The flags between the parts come from
+the sync analysis over the whole body, like any other schedule's; the tiling is chosen by the cost model's score
+of the whole launch.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from ...target import Chip
 from ..schedule import GmParam, GmRef, Loop, Stmt, TileOp, TileSchedule, When
-from ..template import Job, Template, Unsupported
-from . import matmul
-from .matmul import CubeMatmul, in_param, out_param
-from .matmul_bound import bound as cube_bound, floor as cube_floor
-from .matmul_tiling import MatmulTiling
+from ..template import Job, Template, Tiling, Unsupported
+from . import matmul, vector
 
 
 @dataclass(frozen=True)
-class MatmulGroup:
-    """The launch's products, in order: part p computes in0 @ in(1 + p) into out(p)."""
+class Horizontal:
+    """The launch's parts, in order: each one's job as it would launch alone, and its GM parameter -> the
+    launch's (every parameter of its schedule)."""
 
     name: str
-    parts: tuple[CubeMatmul, ...]
+    parts: tuple[Job, ...]
+    params: tuple[Mapping[str, str], ...]
 
 
-def _analyze(job: Job, chip: Chip) -> list[MatmulGroup]:
-    g: MatmulGroup = job.subject
-    parts = tuple(mk.for_chip(chip) for mk in g.parts)
-    if len(parts) < 2:
-        raise Unsupported("a multi-output launch needs two products or more")
-    first = parts[0]
-    for mk in parts[1:]:
-        if replace(mk, name=first.name) != first:
-            raise Unsupported("the products of a multi-output launch must have the same shapes, dtypes and flags")
-    if first.bias or first.batch:
-        raise Unsupported("a multi-output launch takes plain 2-D products (no bias table, no batch)")
-    return [MatmulGroup(g.name, parts)]
+@dataclass(frozen=True)
+class HorizontalAnalysis:
+    group: Horizontal
+    analyses: tuple[Any, ...]        # each part's analysis in the same mode
 
 
-def _tilings(g: MatmulGroup, chip: Chip, buffer_num: int, cores: int) -> list[MatmulTiling]:
-    return matmul.TEMPLATE.tilings(g.parts[0], chip, buffer_num, cores)
+def _analyze(base: Template, job: Job, chip: Chip) -> list[HorizontalAnalysis]:
+    g: Horizontal = job.subject
+    if len(g.parts) < 2:
+        raise Unsupported("a multi-output launch needs two parts or more")
+    per_part = [base.analyze(part, chip) for part in g.parts]
+    if len({len(a) for a in per_part}) != 1:
+        raise Unsupported("the parts of a multi-output launch lower in different modes")
+    out = []
+    for mode in zip(*per_part):
+        for a in mode:
+            why = base.admits(a, chip) if base.admits is not None else ""
+            if why:
+                raise Unsupported(why)
+        ha = HorizontalAnalysis(g, tuple(mode))
+        tilings = base.tilings(mode[0], chip, 1, 1)
+        if tilings:
+            _check_alike([base.schedule(a, tilings[0], chip) for a in mode])
+        out.append(ha)
+    return out
 
 
-def part_params(p: int) -> dict[str, str]:
-    """The cube template's GM parameters -> part p's in the launch."""
-    return {in_param(0): in_param(0), in_param(1): in_param(1 + p), out_param(0): out_param(p)}
+def _check_alike(scheds: Sequence[TileSchedule]) -> None:
+    """The parts' schedules may share one launch: the same fields, blocks and buffers, no workspace."""
+    first = scheds[0]
+    for s in scheds:
+        if s.fields != first.fields or s.blocks != first.blocks or s.buffers != first.buffers:
+            raise Unsupported("the parts' schedules differ in their fields, blocks or buffers")
+        if s.scratch or s.l2_resident is not None:
+            raise Unsupported("a part has a GM workspace of its own")
 
 
 def renamed(body: Sequence[Stmt], names: Mapping[str, str]) -> list[Stmt]:
@@ -68,35 +83,38 @@ def renamed(body: Sequence[Stmt], names: Mapping[str, str]) -> list[Stmt]:
     return out
 
 
-def schedule(g: MatmulGroup, t: MatmulTiling, chip: Chip) -> TileSchedule:
-    parts = [matmul.schedule(mk, t, chip) for mk in g.parts]
+def _schedule(base: Template, ha: HorizontalAnalysis, t: Tiling, chip: Chip) -> TileSchedule:
+    g = ha.group
+    parts = [base.schedule(a, t, chip) for a in ha.analyses]
     first = parts[0]
     body: list[Stmt] = []
-    for p, s in enumerate(parts):
-        body += renamed(s.body, part_params(p))
-    n = len(parts)
-    params = [GmParam(in_param(i), first.params[min(i, 1)].dtype, "in") for i in range(1 + n)]
-    params += [GmParam(out_param(p), first.params[-1].dtype, "out") for p in range(n)]
-    notes = [f"{n} products of one A in one launch, one after the other on the same cores and buffers: "
-             f"{first.notes[0]}", *first.notes[1:]]
-    sched = TileSchedule(g.name, "aic", params, dict(first.fields), first.blocks, list(first.buffers), body, notes)
+    params: dict[str, GmParam] = {}
+    for s, names in zip(parts, g.params):
+        body += renamed(s.body, names)
+        for p in s.params:
+            params.setdefault(names[p.name], GmParam(names[p.name], p.dtype, p.role))
+    ordered = sorted(params.values(), key=lambda p: (p.role != "in", int(p.name.lstrip("inout"))))
+    notes = [f"{len(parts)} parts in one launch, one after the other on the same cores and buffers", *first.notes]
+    sched = TileSchedule(g.name, first.core_type, ordered, dict(first.fields), first.blocks, list(first.buffers), body,
+                         notes)
     sched.l2_miss = first.l2_miss
     return sched
 
 
-def _symbols(g: MatmulGroup) -> set[str]:
-    return matmul.TEMPLATE.symbols(g.parts[0])
+def group_template(name: str, base: Template) -> Template:
+    """The multi-output template over `base`: bounds and needs are one part's (the launch does at least one
+    part's work on the same buffers, so they stay a lower bound and the need)."""
+    def first(fn: Any) -> Any:
+        return None if fn is None else lambda ha, *rest: fn(ha.analyses[0], *rest)
+
+    return Template(name, base.core_type, base.tiling_type, lambda job, chip: _analyze(base, job, chip),
+                    lambda ha, *rest: base.tilings(ha.analyses[0], *rest),
+                    lambda ha, t, chip: _schedule(base, ha, t, chip),
+                    lambda ha: set().union(*(base.symbols(a) for a in ha.analyses)),
+                    need=first(base.need), bound=first(base.bound), floor=first(base.floor))
 
 
-def _bound(g: MatmulGroup, t: MatmulTiling, chip: Chip, dims: Mapping[str, int]) -> float:
-    """One part's bound: the launch does at least one part's work (a lower bound, as the tiler needs)."""
-    return cube_bound(g.parts[0], t, chip, dims)
-
-
-def _floor(g: MatmulGroup, t: MatmulTiling, chip: Chip, dims: Mapping[str, int]) -> float:
-    return cube_floor(g.parts[0], t, chip, dims)
-
-
-TEMPLATE = Template("matmul_group", "aic", MatmulTiling, _analyze, _tilings, schedule, _symbols,
-                    bound=_bound, floor=_floor)
-
+MATMUL_GROUP = group_template("matmul_group", matmul.TEMPLATE)
+VECTOR_GROUP = group_template("vector_group", vector.TEMPLATE)
+#: base template name -> its multi-output template
+GROUPS: dict[str, Template] = {"matmul": MATMUL_GROUP, "vector": VECTOR_GROUP}

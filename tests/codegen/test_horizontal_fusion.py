@@ -1,8 +1,8 @@
-"""Products of one A in one multi-output cube launch (GE's `horizontal_matmul`, templates/horizontal.py).
+"""Independent kernels in one multi-output launch (GE's `horizontal_fusion`, templates/horizontal.py).
 
-q/k/v-style projections of one input are one launch instead of one each; golden against py_func on the tiny
-preset with the sanitizer on, odd sizes and one row; the fusion log says what was grouped or why not, and
-`disable_passes=["horizontal_matmul"]` restores a launch per product.
+q/k/v-style projections of one input are one launch instead of one each, and so is the same vector kernel (RoPE)
+on q and on k; golden against py_func on the tiny preset with the sanitizer on, odd sizes and one row; the fusion
+log says what was grouped or why not, and `disable_passes=["horizontal_fusion"]` restores a launch per kernel.
 """
 from __future__ import annotations
 
@@ -25,6 +25,18 @@ def with_epilogue(x, w1, w2):
     return x @ w1, pyasc.relu(x @ w2) * 2   # the second product's kernel has an epilogue
 
 
+def rotate_half(x):
+    half = x.shape[-1] // 2
+    return np.concatenate((-x[..., half:], x[..., :half]), axis=-1)
+
+
+def qk_rope(x, wq, wk, cos, sin):
+    """Llama's projections and RoPE: the products share a launch, so do the two RoPE kernels."""
+    t = x.shape[0]
+    q, k = ((x @ w).reshape(t, 2, -1).transpose(1, 0, 2) for w in (wq, wk))
+    return tuple(z * cos + rotate_half(z) * sin for z in (q, k))
+
+
 def _log(kern, args) -> str:
     return "\n".join(kern.compile(*args).fusion_log)
 
@@ -37,12 +49,12 @@ def test_products_of_one_a_are_one_launch(rng, m, k, n):
     (dk,) = kern.compile(*args).kernels
     assert dk.template == "matmul_group" and "multi-output" in dk.notes[0]
     assert "fused: matmul %1, matmul %2 into the launch of matmul %0 (3 products of one A (shared_a) in one " \
-           "multi-output cube launch)" in _log(kern, args)
+           "multi-output launch)" in _log(kern, args)
 
 
 def test_disabling_the_pass_restores_a_launch_per_product(rng):
     args = (_vals(rng, (19, 32)), *(_vals(rng, (32, 24)) for _ in range(3)))
-    kern, prof = _run(qkv, *args, disable_passes=["horizontal_matmul"])
+    kern, prof = _run(qkv, *args, disable_passes=["horizontal_fusion"])
     assert prof.launches == 3
     assert [dk.template for dk in kern.compile(*args).kernels] == ["matmul"] * 3
     assert "multi-output" not in _log(kern, args)
@@ -61,3 +73,16 @@ def test_refusals_are_logged(rng):
     kern, prof = _run(with_epilogue, *args)
     assert prof.launches == 2
     assert "not fused: fused_matmul %1 into a multi-output launch: its kernel has an epilogue (mul)" in _log(kern, args)
+
+
+@pytest.mark.parametrize("t", [19, 1])
+def test_rope_on_q_and_k_is_one_vector_launch(rng, t):
+    d = 16
+    args = (_vals(rng, (t, 32)), _vals(rng, (32, 2 * d)), _vals(rng, (32, 2 * d)), _vals(rng, (t, d)),
+            _vals(rng, (t, d)))
+    kern, prof = _run(qk_rope, *args)
+    assert [dk.template for dk in kern.compile(*args).kernels] == ["matmul_group", "vector_group"]
+    assert prof.launches == 2
+    assert "(same_kernel) in one multi-output launch" in _log(kern, args)
+    kern, prof = _run(qk_rope, *args, disable_passes=["horizontal_fusion"])
+    assert prof.launches == 4
