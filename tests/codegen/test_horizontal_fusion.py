@@ -86,3 +86,16 @@ def test_rope_on_q_and_k_is_one_vector_launch(rng, t):
     assert "(same_kernel) in one multi-output launch" in _log(kern, args)
     kern, prof = _run(qk_rope, *args, disable_passes=["horizontal_fusion"])
     assert prof.launches == 4
+
+
+def test_a_multi_output_launch_comes_back_from_the_disk_cache(rng, disk_cache):
+    args = (_vals(rng, (9, 32)), *(_vals(rng, (32, 16)) for _ in range(3)))
+    first = pyasc.kernel(qkv, chip="tiny")
+    a = first.compile(*args)
+    second = pyasc.kernel(qkv, chip="tiny")
+    b = second.compile(*args)
+    assert (a.origin, b.origin) == ("compiled", "disk")
+    (plan,) = b.plans
+    assert [m.anchor_node in plan.nodes for m in plan.horizontal] == [True] * 3
+    for got, want in zip(second(*args), first(*args)):
+        np.testing.assert_array_equal(got, want)
