@@ -41,6 +41,7 @@ class HorizontalRule:
     reader is left out; one without groups any plans with equal keys."""
 
     name: str
+    what: str                            # what the members are, for the fusion log
     kinds: tuple[KernelKind, ...]
     key: Callable[[KernelPlan], Hashable]
     refusal: Callable[[KernelPlan], str]
@@ -120,9 +121,10 @@ def aligned(first: KernelPlan, member: KernelPlan) -> KernelPlan:
 
 
 RULES: tuple[HorizontalRule, ...] = (
-    HorizontalRule("shared_a", (KernelKind.MATMUL,), _shared_a_key, _plain_matmul_refusal,
+    HorizontalRule("shared_a", "products of one A", (KernelKind.MATMUL,), _shared_a_key, _plain_matmul_refusal,
                    shared=lambda plan: plan.anchor_node.inputs[0]),
-    HorizontalRule("same_kernel", (KernelKind.ELEMENTWISE,), kernel_signature, lambda plan: ""),
+    HorizontalRule("same_kernel", "kernels of the same computation", (KernelKind.ELEMENTWISE,), kernel_signature,
+                   lambda plan: ""),
 )
 
 
@@ -245,10 +247,9 @@ class HorizontalFusionPass(Pass):
         for g in groups:
             names = {n: f"{n.op} %{m}" for n, m in node_names(g.members[0].graph).items()}
             labels = [names.get(m.anchor_node, m.anchor) for m in g.members]
-            what = "products of one A" if g.rule == "shared_a" else "kernels of the same computation"
             ctx.state.fusion_decisions.append(FusionDecision(
                 DecisionKind.FUSED, RULE, ", ".join(labels[1:]), labels[0],
-                f"{len(g.members)} {what} ({g.rule}) in one multi-output launch", consumers=len(g.members)))
+                f"{len(g.members)} {rule.what} ({rule.name}) in one multi-output launch", consumers=len(g.members)))
             ctx.stats["grouped"] += len(g.members)
         apply_groups(kernels, groups)
         return bool(groups)
