@@ -298,3 +298,50 @@ def test_a_write_whose_broadcast_depends_on_the_sizes_is_refused():
     with pytest.raises(pyasc.CompileError, match=r"stores a value of shape \(1, b_d1\) into a region of shape "
                                                  r"\(a_d0, a_d1\); with symbolic dims"):
         spread(np.ones((2, 3), np.float32), np.ones((2, 3), np.float32))
+
+
+# ---- writes into part of a tensor with symbolic dims (the slice-update template, fields bound at launch) -----
+
+_PARTIAL_WRITES = {
+    "rows": lambda x: _write(x, (slice(1, 3),), x[1:3] * 2),
+    "tail_rows": lambda x: _write(x, (slice(-2, None),), x[-2:] + 1),
+    "column": lambda x: _write(x, (slice(None), 0), x[:, -1]),
+    "step_rows": lambda x: _write(x, (slice(None, None, 2),), x[::2] * -1),
+    "block_with_step": lambda x: _write(x, (slice(1, None), slice(0, None, 2)), x[1:, ::2] * 3),
+    "scalar_tail": lambda x: _write(x, (slice(1, None),), 0.25),
+}
+
+
+def _write(x, where, value):
+    z = x.copy()
+    z[where] = value
+    return z
+
+
+@pytest.mark.parametrize("name", sorted(_PARTIAL_WRITES))
+def test_partial_region_writes_on_symbolic_axes(name, rng):
+    fn = _PARTIAL_WRITES[name]
+    k = _dyn(fn, "tiny")
+    _run_all(k, fn, [(2, 7), (9, 33), (5, 4100)], rng)
+    assert k.cache_info().misses == 1
+
+
+def test_partial_region_write_of_a_3d_tensor_on_the_910b(rng):
+    def fn(x):
+        z = x * 1.0
+        z[:, 1:-1, 2:] = x[:, :-2, 2:] - 1.0
+        return z
+
+    _run_all(_dyn(fn, "910b"), fn, [(2, 5, 9), (3, 3, 40)], rng, dtype=np.float16)
+
+
+def test_a_compile_time_numpy_call_on_a_symbolic_dim_says_so(rng):
+    def f(x):
+        return x * np.arange(x.shape[1], dtype=np.float32)
+
+    with pytest.raises(pyasc.CompileError, match=r"np\.arange\(\) runs at compile time and needs sizes known then, "
+                                                 r"but x_d1 is a symbolic dim \(dynamic=True\)") as info:
+        _dyn(f, "tiny")(np.ones((2, 3), np.float32))
+    assert info.value.loc.lineno == f.__code__.co_firstlineno + 1
+    x = rng.standard_normal((2, 3)).astype(np.float32)
+    assert_close(pyasc.kernel(f, chip="tiny")(x), f(x))  # static shapes: the same code compiles

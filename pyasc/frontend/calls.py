@@ -284,6 +284,11 @@ def compile_time_call(b: KernelBuilder, fn: Any, args: list[Any], kwargs: dict[s
                       name: str) -> Any:
     if contains_tensor(args) or contains_tensor(kwargs):
         raise b.error(f"{name}() runs at compile time and cannot take a tensor argument", at)
+    dim = next((v for v in [*args, *kwargs.values()] if isinstance(v, Sym)), None)
+    if dim is not None:
+        raise b.error(f"{name}() runs at compile time and needs sizes known then, but {dim} is a symbolic dim "
+                      "(dynamic=True), only known at launch; compile without dynamic=True, or build the values "
+                      "from a tensor of that size", at)
     try:
         return fn(*args, **kwargs)
     except CompileError:
