@@ -1,7 +1,8 @@
 """How a multi-output plan (GE's `horizontal_fusion`: products of one A, or the same vector kernel on several
-inputs) runs: one launch of the multi-output template over its members' template (templates/horizontal.py) when
-each member alone would be one launch of the same template with no workspace of its own, else each member as it
-would run alone (the first job's notes say why)."""
+inputs) runs: one launch when each member alone would be one launch, of one template with a multi-output form
+(templates/horizontal.py: `GROUPS`), or plain products followed by one mixed launch whose epilogue reads them
+(`MIXED_GROUP`); else each member as it would run alone (the first job's notes say why). A member's result only
+another member reads lives in workspace scratch."""
 from __future__ import annotations
 
 from typing import Callable
@@ -10,18 +11,24 @@ from ..ge.plan import KernelPlan
 from ..ir import Value
 from ..target import Chip
 from .template import Checked, Job, Unsupported
-from .templates.horizontal import GROUPS, Horizontal
+from .templates.horizontal import GROUPS, MIXED_GROUP, Horizontal
 from .templates.vector_kernel import in_param, out_param
 
 
-def _refusal(jobs: list[list[Job]]) -> str:
-    """Why the members' jobs cannot be the parts of one launch, or ""."""
-    if any(len(j) != 1 for j in jobs):
-        return "a member needs more than one launch of its own (a cast, a transpose, an epilogue launch)"
-    parts = [j[0] for j in jobs]
-    if len({p.template for p in parts}) != 1 or parts[0].template not in GROUPS:
-        return f"the members run as {', '.join(sorted({p.template for p in parts}))} launches, which have no " \
-               "multi-output form"
+def _template(parts: list[list[Job]]) -> tuple[str, str]:
+    """(the multi-output template for the members' jobs, "") or ("", why there is none)."""
+    if any(len(j) != 1 for j in parts):
+        return "", "a member needs more than one launch of its own (a cast, a transpose, an epilogue launch)"
+    names = [j[0].template for j in parts]
+    if len(set(names)) == 1 and names[0] in GROUPS:
+        return GROUPS[names[0]].name, ""
+    if names[-1] == "mixed" and set(names[:-1]) == {"matmul"}:
+        return MIXED_GROUP.name, ""
+    return "", f"the members run as {', '.join(dict.fromkeys(names))} launches, which have no multi-output form"
+
+
+def _refusal(parts: list[Job]) -> str:
+    """Why the members' single jobs cannot share a launch, or ""."""
     def plain(p: Job) -> dict:
         return {k: v for k, v in p.options.items() if k not in ("notes", "scratch")}
     if any(plain(p) != plain(parts[0]) or p.options.get("scratch") for p in parts):
@@ -33,11 +40,12 @@ def horizontal_jobs(label: str, plan: KernelPlan, chip: Chip, single: Callable[[
                     ) -> list[Job]:
     """The launch of the plan's members (`single(label, plan)`: the jobs of one member alone, the fallback)."""
     jobs = [single(f"{label}_{i}", m) for i, m in enumerate(plan.horizontal)]
-    why = _refusal(jobs)
+    template, why = _template(jobs)
+    why = why or _refusal([js[0] for js in jobs])
     if not why:
-        job = _group_job(label, plan, [js[0] for js in jobs])
+        job = _group_job(template, label, plan, [js[0] for js in jobs])
         try:
-            job.checked = Checked(chip, 0, 0, GROUPS[jobs[0][0].template].analyze(job, chip), [])
+            job.checked = Checked(chip, 0, 0, _analyze(template, job, chip), [])
             return [job]
         except Unsupported as e:
             why = str(e)
@@ -46,7 +54,12 @@ def horizontal_jobs(label: str, plan: KernelPlan, chip: Chip, single: Callable[[
     return flat
 
 
-def _group_job(label: str, plan: KernelPlan, parts: list[Job]) -> Job:
+def _analyze(template: str, job: Job, chip: Chip) -> list:
+    t = MIXED_GROUP if template == MIXED_GROUP.name else next(g for g in GROUPS.values() if g.name == template)
+    return t.analyze(job, chip)
+
+
+def _group_job(template: str, label: str, plan: KernelPlan, parts: list[Job]) -> Job:
     inputs: list[Value] = list(dict.fromkeys(v for p in parts for v in p.inputs))
     outputs: list[Value] = []
     params = []
@@ -55,8 +68,9 @@ def _group_job(label: str, plan: KernelPlan, parts: list[Job]) -> Job:
         names.update({out_param(j): out_param(len(outputs) + j) for j in range(len(p.outputs))})
         outputs += p.outputs
         params.append(names)
-    base = parts[0].template
-    return Job(GROUPS[base].name, label, Horizontal(label, tuple(parts), tuple(params)), inputs, outputs, plan,
-               {"notes": [f"one multi-output launch of {len(parts)} {base} kernels (ge.horizontal): no launch per "
-                          "kernel, operands they share read once from HBM"]},
+    kinds = "/".join(dict.fromkeys(p.template for p in parts))
+    return Job(template, label, Horizontal(label, tuple(parts), tuple(params)), inputs, outputs, plan,
+               {"notes": [f"one multi-output launch of {len(parts)} {kinds} kernels (ge.horizontal): no launch per "
+                          "kernel, operands they share read once from HBM"],
+                "scratch": [v for v in outputs if v not in plan.outputs]},   # read only inside the launch
                op=plan.anchor, loc=plan.anchor_node.loc)

@@ -77,7 +77,8 @@ def route(label: str, plan: KernelPlan, chip: Chip, buffer_num: int = 2, mixed: 
         return fill_jobs(label, kg, plan)
     if plan.horizontal:
         return horizontal_plan.horizontal_jobs(
-            label, plan, chip, lambda lab, p: route(lab, p, chip, buffer_num, mixed, cores, prologue_apart))
+            label, plan, chip, lambda lab, p: route(lab, p, chip, buffer_num, plan.mixed if mixed is None else mixed,
+                                                    cores, prologue_apart))
     whole = template_of_op(plan.anchor)
     if whole is TEMPLATES["matmul"]:
         return matmul_jobs(label, plan, chip, buffer_num, plan.mixed if mixed is None else mixed, prologue_apart)

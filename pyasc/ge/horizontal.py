@@ -38,7 +38,8 @@ RULE = "horizontal"   # the decisions' rule name
 class HorizontalRule:
     """Plans of `kinds` may share a launch when `key` gives them the same key; `refusal` says why one may not
     (or ""). A rule with `shared` groups the plans reading one operand (the products of one A) and logs why a
-    reader is left out; one without groups any plans with equal keys."""
+    reader is left out; one without groups any plans with equal keys. `consumer` picks the members that do more
+    than the plain form (see the field)."""
 
     name: str
     what: str                            # what the members are, for the fusion log
@@ -46,13 +47,15 @@ class HorizontalRule:
     key: Callable[[KernelPlan], Hashable]
     refusal: Callable[[KernelPlan], str]
     shared: Callable[[KernelPlan], Value] | None = None
+    # a member whose kernel does more than the rule's plain form (a product with an epilogue): one may join a
+    # group, last, when it reads other members' results (their launch part is then a barrier ahead of it)
+    consumer: Callable[[KernelPlan], bool] | None = None
 
 
 def _plain_matmul_refusal(plan: KernelPlan) -> str:
-    """Why a plan reading a shared A is not a plain product the multi-output launch takes, or ""."""
+    """Why a plan reading a shared A is not a product the multi-output launch takes, or "" (an epilogue is the
+    group's business: `_with_consumer`)."""
     node = plan.anchor_node
-    if len(plan.nodes) != 1:
-        return f"its kernel has an epilogue ({', '.join(n.op for n in plan.nodes if n is not node)})"
     if node.op != "matmul":
         return f"it is a {node.op} (bias or activation on the cube), not a plain product"
     if node.attrs.get("transpose_a") or node.attrs.get("transpose_b"):
@@ -122,7 +125,7 @@ def aligned(first: KernelPlan, member: KernelPlan) -> KernelPlan:
 
 RULES: tuple[HorizontalRule, ...] = (
     HorizontalRule("shared_a", "products of one A", (KernelKind.MATMUL,), _shared_a_key, _plain_matmul_refusal,
-                   shared=lambda plan: plan.anchor_node.inputs[0]),
+                   shared=lambda plan: plan.anchor_node.inputs[0], consumer=lambda plan: len(plan.nodes) > 1),
     HorizontalRule("same_kernel", "kernels of the same computation", (KernelKind.ELEMENTWISE,), kernel_signature,
                    lambda plan: ""),
 )
@@ -181,26 +184,62 @@ def find_groups(kernels: Sequence[KernelPlan], rules: Sequence[HorizontalRule] =
         for members in buckets:
             if len(members) < 2:
                 continue
-            members = _ready_members(members, step, producer_step, refusals, label)
+            last = None
+            if rule.consumer is not None:
+                members = _with_consumer(members, rule.consumer, step, refusals, label)
+                last = members[-1] if members and rule.consumer(members[-1]) else None
+            members = _ready_members(members, last, step, producer_step, refusals, label)
             if len(members) >= 2:
                 groups.append(HorizontalGroup(rule.name, tuple(members)))
                 taken.update(id(m) for m in members)
     return groups, refusals
 
 
-def _ready_members(members: list[KernelPlan], step: dict[int, int], producer_step: dict[Value, int],
+def _with_consumer(members: list[KernelPlan], consumer: Callable[[KernelPlan], bool], step: dict[int, int],
                    refusals: list[FusionDecision], label: Callable[[KernelPlan], str]) -> list[KernelPlan]:
+    """The plain members in schedule order and, last, at most one consumer: the first that reads a plain
+    member's result (the others are refused, saying why)."""
+    plain = sorted((m for m in members if not consumer(m)), key=lambda p: step[id(p)])
+    made = {v for m in plain for v in m.outputs}
+    chosen: list[KernelPlan] = []
+    for m in sorted((m for m in members if consumer(m)), key=lambda p: step[id(p)]):
+        ops = ", ".join(n.op for n in m.nodes if n is not m.anchor_node)
+        if not plain or not any(v in made for v in m.inputs):
+            why = f"its kernel has an epilogue ({ops}) that reads no other product of its A"
+        elif chosen:
+            why = f"its kernel has an epilogue ({ops}) and {label(chosen[0])}'s already takes the launch"
+        else:
+            chosen.append(m)
+            continue
+        refusals.append(FusionDecision(DecisionKind.NOT_FUSED, RULE, label(m), "", why))
+    return plain + chosen
+
+
+def _ready_members(members: list[KernelPlan], last: KernelPlan | None, step: dict[int, int],
+                   producer_step: dict[Value, int], refusals: list[FusionDecision],
+                   label: Callable[[KernelPlan], str]) -> list[KernelPlan]:
     """The members whose inputs are all computed before the first member's step (the group launches there) and
-    that read no other member's result (they are independent)."""
-    members = sorted(members, key=lambda p: step[id(p)])
-    first = step[id(members[0])]
+    that read no other member's result (they are independent), but a last consumer (`_with_consumer`), which
+    may read the results of the members before it (`last`: it, kept last; the others go in schedule order)."""
+    members = sorted((m for m in members if m is not last), key=lambda p: step[id(p)]) + ([last] if last else [])
+    first = min(step[id(m)] for m in members)
     outputs = {v for m in members for v in m.outputs}
     kept = []
     for m in members:
-        if any(v in outputs for v in m.inputs):
+        if m is last:
+            earlier = {v for k in kept for v in k.outputs}
+            if any(v in outputs and v not in earlier for v in m.inputs):
+                refusals.append(FusionDecision(DecisionKind.NOT_FUSED, RULE, label(m), label(members[0]),
+                                               "it reads the result of a member that is not in the launch"))
+            elif any(producer_step.get(v, -1) >= first and v not in earlier for v in m.inputs):
+                refusals.append(FusionDecision(DecisionKind.NOT_FUSED, RULE, label(m), label(members[0]),
+                                               "an input of its is computed after the first member's launch"))
+            else:
+                kept.append(m)
+        elif any(v in outputs for v in m.inputs):
             refusals.append(FusionDecision(DecisionKind.NOT_FUSED, RULE, label(m), label(members[0]),
                                            "it reads the result of another member"))
-        elif m is not members[0] and any(producer_step.get(v, -1) >= first for v in m.inputs):
+        elif step[id(m)] != first and any(producer_step.get(v, -1) >= first for v in m.inputs):
             refusals.append(FusionDecision(DecisionKind.NOT_FUSED, RULE, label(m), label(members[0]),
                                            "an input of its is computed after the first member's launch"))
         else:
@@ -214,8 +253,12 @@ def apply_groups(kernels: list[KernelPlan], groups: Sequence[HorizontalGroup]) -
         first = g.members[0]
         members = [first] + [aligned(first, m) for m in g.members[1:]]
         nodes = [n for m in members for n in m.nodes]
-        inputs = list(dict.fromkeys(v for m in g.members for v in m.inputs))
-        outputs = [v for m in g.members for v in m.outputs]
+        made = {v for m in members for v in m.outputs}
+        inputs = list(dict.fromkeys(v for m in members for v in m.inputs if v not in made))
+        inside, users = set(nodes), first.graph.users()
+        # a member's result only later members read stays inside the launch (workspace scratch in codegen)
+        outputs = [v for v in made if v in first.graph.outputs or any(r not in inside for r in users.readers(v))]
+        outputs = [v for m in members for v in m.outputs if v in outputs]
         merged = KernelPlan(first.group, first.graph, nodes, inputs, outputs, first.category, first.structure,
                             first.working_set, first.mixed, horizontal=tuple(members))
         for n in nodes:
@@ -247,9 +290,12 @@ class HorizontalFusionPass(Pass):
         for g in groups:
             names = {n: f"{n.op} %{m}" for n, m in node_names(g.members[0].graph).items()}
             labels = [names.get(m.anchor_node, m.anchor) for m in g.members]
+            reads = f"; the epilogue of {labels[-1]} reads the others' results" \
+                if rule.consumer is not None and rule.consumer(g.members[-1]) else ""
             ctx.state.fusion_decisions.append(FusionDecision(
                 DecisionKind.FUSED, RULE, ", ".join(labels[1:]), labels[0],
-                f"{len(g.members)} {rule.what} ({rule.name}) in one multi-output launch", consumers=len(g.members)))
+                f"{len(g.members)} {rule.what} ({rule.name}) in one multi-output launch{reads}",
+                consumers=len(g.members)))
             ctx.stats["grouped"] += len(g.members)
         apply_groups(kernels, groups)
         return bool(groups)

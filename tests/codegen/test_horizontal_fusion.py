@@ -21,8 +21,13 @@ def mixed_shapes(x, w1, w2, w3):
     return x @ w1, x @ w2, x @ w3          # w3 has another N: w1 and w2 share a launch, w3 does not
 
 
-def with_epilogue(x, w1, w2):
-    return x @ w1, pyasc.relu(x @ w2) * 2   # the second product's kernel has an epilogue
+def with_epilogue(x, w1, w2, w3):
+    return x @ w1, np.exp(x @ w2), pyasc.relu(x @ w3)   # an epilogue reading no other product; a fused_matmul
+
+
+def swiglu(x, wg, wu):
+    g = x @ wg
+    return g / (1 + np.exp(-g)) * (x @ wu)
 
 
 def rotate_half(x):
@@ -69,10 +74,14 @@ def test_refusals_are_logged(rng):
     assert "fused: matmul %1 into the launch of matmul %0 (2 products of one A" in log
     assert "not fused: matmul %2 into a multi-output launch: no other product of its A has a B and result of " \
            "its shape" in log
-    args = (x, _vals(rng, (32, 24)), _vals(rng, (32, 24)))
+    args = (x, _vals(rng, (32, 24)), _vals(rng, (32, 24)), _vals(rng, (32, 24)))
     kern, prof = _run(with_epilogue, *args)
-    assert prof.launches == 2
-    assert "not fused: fused_matmul %1 into a multi-output launch: its kernel has an epilogue (mul)" in _log(kern, args)
+    assert prof.launches == 3
+    log = _log(kern, args)
+    assert "not fused: matmul %1 into a multi-output launch: its kernel has an epilogue (exp) that reads no other " \
+           "product of its A" in log
+    assert "into a multi-output launch: it is a fused_matmul (bias or activation on the cube), not a plain " \
+           "product" in log
 
 
 @pytest.mark.parametrize("t", [19, 1])
@@ -99,3 +108,17 @@ def test_a_multi_output_launch_comes_back_from_the_disk_cache(rng, disk_cache):
     assert [m.anchor_node in plan.nodes for m in plan.horizontal] == [True] * 3
     for got, want in zip(second(*args), first(*args)):
         np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("m", [37, 1])
+def test_swiglu_gate_and_up_are_one_mixed_launch(rng, m):
+    """The up product on the cube cores first, an all-core barrier, then the gate product whose epilogue
+    silu(gate) * up reads it (up lives in workspace scratch: nothing else reads it)."""
+    args = (_vals(rng, (m, 32)), _vals(rng, (32, 40)), _vals(rng, (32, 40)))
+    kern, prof = _run(swiglu, *args)
+    assert prof.launches == 1
+    (dk,) = kern.compile(*args).kernels
+    assert dk.template == "mixed_group" and dk.core_type == "mix" and "all-core barrier" in dk.notes[1]
+    assert "the epilogue of matmul %0 reads the others' results" in _log(kern, args)
+    kern, prof = _run(swiglu, *args, disable_passes=["horizontal_fusion"])
+    assert [dk.template for dk in kern.compile(*args).kernels] == ["matmul", "mixed"] and prof.launches == 2

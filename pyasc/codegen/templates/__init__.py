@@ -15,7 +15,8 @@ TEMPLATES: dict[str, Template] = {
     t.name: t for t in (vector.TEMPLATE, column.TEMPLATE, matmul.TEMPLATE, mixed.TEMPLATE, datamove.TEMPLATE,
                         formats.TEMPLATE, transpose2d.TEMPLATE, update.TEMPLATE, conv.TEMPLATE, conv_weights.TEMPLATE,
                         conv_edges.TEMPLATE, conv_launch.TEMPLATE, pool.TEMPLATE, attention.TEMPLATE,
-                        attention_combine.TEMPLATE, device_loop.TEMPLATE, *horizontal.GROUPS.values())
+                        attention_combine.TEMPLATE, device_loop.TEMPLATE, *horizontal.GROUPS.values(),
+                        horizontal.MIXED_GROUP)
 }
 
 #: registry op -> the template that lowers a kernel of that op whole

@@ -15,9 +15,12 @@ from dataclasses import dataclass, replace
 from typing import Any, Mapping, Sequence
 
 from ...target import Chip
-from ..schedule import GmParam, GmRef, Loop, Stmt, TileOp, TileSchedule, When
+from .. import tileops as T
+from ..schedule import GmParam, GmRef, Loop, MixedSchedule, Stmt, TileOp, TileSchedule, When
 from ..template import Job, Template, Tiling, Unsupported
-from . import matmul, vector
+from . import matmul, mixed, vector
+from .matmul import CubeMatmul
+from .mixed import MixedAnalysis, MixedTiling
 
 
 @dataclass(frozen=True)
@@ -118,3 +121,65 @@ MATMUL_GROUP = group_template("matmul_group", matmul.TEMPLATE)
 VECTOR_GROUP = group_template("vector_group", vector.TEMPLATE)
 #: base template name -> its multi-output template
 GROUPS: dict[str, Template] = {"matmul": MATMUL_GROUP, "vector": VECTOR_GROUP}
+
+
+# ---- products of one A whose last one's epilogue reads the others (SwiGLU: silu(x @ Wg) * (x @ Wu)) ----------
+
+
+@dataclass(frozen=True)
+class MixedGroupAnalysis:
+    group: Horizontal              # parts: the plain products' cube jobs, then the mixed job reading their results
+    cubes: tuple[CubeMatmul, ...]
+    mixed: MixedAnalysis
+
+
+def _mixed_group_analyze(job: Job, chip: Chip) -> list[MixedGroupAnalysis]:
+    """The last part is a mixed launch (its cube product and epilogue); the others plain products of its shape,
+    whose results its epilogue reads."""
+    g: Horizontal = job.subject
+    cubes = tuple(matmul.TEMPLATE.analyze(p, chip)[0] for p in g.parts[:-1])
+    out = []
+    for ma in mixed.TEMPLATE.analyze(g.parts[-1], chip):
+        if ma.pro is not None or ma.keep_product:
+            raise Unsupported("the mixed part computes A first or writes its product out")
+        if any(replace(mk, name=ma.mk.name) != ma.mk for mk in cubes):
+            raise Unsupported("the plain products differ from the mixed part's in shape, dtype or flags")
+        out.append(MixedGroupAnalysis(g, cubes, ma))
+    return out
+
+
+def _mixed_group_schedule(ga: MixedGroupAnalysis, t: MixedTiling, chip: Chip) -> MixedSchedule:
+    """The cube cores run the plain products' block loops first (with the mixed part's cube tiling: the same
+    blocks per group as its epilogue walks), every core meets at an all-core barrier (the plain results are in
+    GM), then the mixed part runs as it would alone."""
+    g = ga.group
+    ms = mixed.TEMPLATE.schedule(ga.mixed, t, chip)
+    body: list[Stmt] = []
+    aic_params: dict[str, GmParam] = {}
+    for s, names in zip((matmul.schedule(mk, t.cube, chip) for mk in ga.cubes), g.params):
+        body += renamed(s.body, names)
+        aic_params.update({names[p.name]: replace(p, name=names[p.name]) for p in s.params})
+    last = {**{p.name: p.name for side in ms.sides for p in side.params if p.role == "scratch"}, **g.params[-1]}
+    aic_params.update({last[p.name]: replace(p, name=last[p.name]) for p in ms.aic.params})
+    aic = replace(ms.aic, params=list(aic_params.values()), notes=list(ms.aic.notes),
+                  body=body + [T.sync_all(note="the plain products are in GM: the epilogue may read them")]
+                  + renamed(ms.aic.body, last))
+    aiv = replace(ms.aiv, params=[replace(p, name=last[p.name]) for p in ms.aiv.params], notes=list(ms.aiv.notes),
+                  body=[T.sync_all(note="wait for the plain products")] + renamed(ms.aiv.body, last))
+    # the cost model prices the cube's work ahead of the barrier in front of the pipeline when the launch has a
+    # prologue (`schedules.score`): here the vector cores have none, an empty schedule says so
+    idle = TileSchedule(f"{g.name}_idle", "aiv", [], {}, ms.aiv.blocks, [], [])
+    notes = [f"{len(ga.cubes)} plain product(s) of the same A first on the cube cores, an all-core barrier, then "
+             "the mixed launch whose epilogue reads them", *ms.notes]
+    return replace(ms, aic=aic, aiv=aiv, prologue=idle, notes=notes)
+
+
+def _mixed_first(fn: Any) -> Any:
+    return None if fn is None else lambda ga, *rest: fn(ga.mixed, *rest)
+
+
+#: the mixed part's bounds stay lower bounds of the launch (it does more), its UB need is the launch's
+MIXED_GROUP = Template("mixed_group", "mix", MixedTiling, _mixed_group_analyze,
+                       lambda ga, *rest: mixed.TEMPLATE.tilings(ga.mixed, *rest), _mixed_group_schedule,
+                       lambda ga: mixed.TEMPLATE.symbols(ga.mixed), need=_mixed_first(mixed.TEMPLATE.need),
+                       bound=_mixed_first(mixed.TEMPLATE.bound), floor=_mixed_first(mixed.TEMPLATE.floor))
