@@ -7,16 +7,20 @@ chip's start-up (~2,500 cycles on the 910B, as much as a small product's work) a
 matmul takes them in one launch: the cube cores walk each product's output blocks in turn with the same tiling
 and buffers (codegen/templates/horizontal.py), A stays in L2 between them, and each result goes to its own
 output (the weights are not concatenated: that would be a launch of its own). Likewise the same vector kernel
-on several inputs (RoPE applied to q and to k): one launch runs the parts in turn.
+on several inputs (RoPE applied to q and to k): one launch runs the parts in turn. A product whose epilogue reads
+the others' results (SwiGLU's gate, silu(x @ Wg) * (x @ Wu)) may join its A's group last: its launch part then
+runs after an all-core barrier.
 
 Split like the other backend passes: the rule is data (`RULES`: which plans may share a launch, as a key
 two plans must agree on: `shared_a`, plain 2-D products of one A with same-typed B; `same_kernel`, elementwise
 kernels with the same ops, attributes and types), `find_groups` is the analysis (the groups and every refusal,
 with the reason) and `apply_groups` the rewrite of the kernel schedule. A group becomes one KernelPlan whose
 `horizontal` lists the members' plans (the first's anchor is its anchor), placed at the first member's step
-(every member's inputs are ready there and no member reads another's result: the analysis checks). Codegen runs
-it as one launch when every member alone would be one launch of the same template (codegen/horizontal_plan.py),
-else a launch per member, saying why. Every decision is in the fusion log (rule "horizontal");
+(every member's inputs are ready there and no member but a last consumer reads another's result: the analysis
+checks). Codegen runs it as one launch when every member alone would be one launch of a template with a
+multi-output form (codegen/horizontal_plan.py), else a launch per member, saying why. Grouping is not priced:
+the parts run in turn on the same cores as their own launches would, so a group only saves launch start-ups
+(and re-reads of a shared operand from HBM). Every decision is in the fusion log (rule "horizontal");
 `disable_passes=["horizontal_fusion"]` keeps a launch per kernel.
 """
 from __future__ import annotations

@@ -8,6 +8,11 @@ GM parameters are renamed to the launch's (`Horizontal.params`: an operand the p
 A, is one parameter read by each; after the first part it comes from L2). The flags between the parts come from
 the sync analysis over the whole body, like any other schedule's; the tiling is chosen by the cost model's score
 of the whole launch.
+
+`MIXED_GROUP`: plain products of one A and, last, a mixed launch (a product of the same shape and its epilogue)
+whose epilogue reads their results (SwiGLU: silu(x @ Wg) * (x @ Wu)). The cube cores run the plain products'
+block loops with the mixed part's cube tiling, every core meets at an all-core barrier (their results are in GM,
+in workspace scratch when nothing else reads them), then the mixed part runs as it would alone.
 """
 from __future__ import annotations
 
