@@ -5,6 +5,7 @@ inputs) runs: one launch when each member alone would be one launch, of one temp
 another member reads lives in workspace scratch."""
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Callable
 
 from ..ge.plan import KernelPlan
@@ -12,6 +13,7 @@ from ..ir import Value
 from ..target import Chip
 from .template import Checked, Job, Unsupported
 from .templates.horizontal import GROUPS, MIXED_GROUP, Horizontal
+from .templates.mixed_prologue import NOTE, WSA
 from .templates.vector_kernel import in_param, out_param
 
 
@@ -39,7 +41,7 @@ def _refusal(parts: list[Job]) -> str:
 def horizontal_jobs(label: str, plan: KernelPlan, chip: Chip, single: Callable[[str, KernelPlan], list[Job]]
                     ) -> list[Job]:
     """The launch of the plan's members (`single(label, plan)`: the jobs of one member alone, the fallback)."""
-    jobs = [single(f"{label}_{i}", m) for i, m in enumerate(plan.horizontal)]
+    jobs = [single(f"{label}_{i}", m) for i, m in enumerate(_members(plan))]
     template, why = _template(jobs)
     why = why or _refusal([js[0] for js in jobs])
     if not why:
@@ -49,9 +51,35 @@ def horizontal_jobs(label: str, plan: KernelPlan, chip: Chip, single: Callable[[
             return [job]
         except Unsupported as e:
             why = str(e)
-    flat = [j for js in jobs for j in js]
+    flat = _ordered([j for js in jobs for j in js])
     flat[0].options.setdefault("notes", []).append(f"not one multi-output launch: {why}")
     return flat
+
+
+def _members(plan: KernelPlan) -> list[KernelPlan]:
+    """The members' plans; a plan's A producer (`KernelPlan.prologue`) goes to its last member, the mixed one."""
+    members = list(plan.horizontal)
+    if plan.prologue is not None:
+        own = {n for m in members for n in m.nodes}
+        last = members[-1]
+        nodes = [n for n in plan.nodes if n not in own] + last.nodes
+        inside = set(nodes)
+        inputs = list(dict.fromkeys(v for n in nodes for v in n.inputs if v.node not in inside))
+        members[-1] = replace(last, nodes=nodes, inputs=inputs, prologue=plan.prologue)
+    return members
+
+
+def _ordered(jobs: list[Job]) -> list[Job]:
+    """The jobs with each one after the jobs writing what it reads (a member's A producer launched apart runs
+    before the products reading A), else in their order."""
+    out: list[Job] = []
+    left = list(jobs)
+    while left:
+        written = {v for j in left for v in j.outputs}
+        ready = next(j for j in left if not any(v in written and v not in j.outputs for v in j.inputs))
+        out.append(ready)
+        left.remove(ready)
+    return out
 
 
 def _analyze(template: str, job: Job, chip: Chip) -> list:
@@ -60,17 +88,20 @@ def _analyze(template: str, job: Job, chip: Chip) -> list:
 
 
 def _group_job(template: str, label: str, plan: KernelPlan, parts: list[Job]) -> Job:
-    inputs: list[Value] = list(dict.fromkeys(v for p in parts for v in p.inputs))
+    # A computed by the mixed part's prologue: the plain products read it from that launch's workspace
+    pro = getattr(parts[-1].subject, "prologue", None)
+    internal = {pro.kg.outputs[0]: WSA} if pro is not None else {}
+    inputs: list[Value] = list(dict.fromkeys(v for p in parts for v in p.inputs if v not in internal))
     outputs: list[Value] = []
     params = []
     for p in parts:
-        names = {in_param(i): in_param(inputs.index(v)) for i, v in enumerate(p.inputs)}
+        names = {in_param(i): internal.get(v) or in_param(inputs.index(v)) for i, v in enumerate(p.inputs)}
         names.update({out_param(j): out_param(len(outputs) + j) for j in range(len(p.outputs))})
         outputs += p.outputs
         params.append(names)
     kinds = "/".join(dict.fromkeys(p.template for p in parts))
     return Job(template, label, Horizontal(label, tuple(parts), tuple(params)), inputs, outputs, plan,
                {"notes": [f"one multi-output launch of {len(parts)} {kinds} kernels (ge.horizontal): no launch per "
-                          "kernel, operands they share read once from HBM"],
+                          "kernel, operands they share read once from HBM"] + ([NOTE] if pro is not None else []),
                 "scratch": [v for v in outputs if v not in plan.outputs]},   # read only inside the launch
                op=plan.anchor, loc=plan.anchor_node.loc)

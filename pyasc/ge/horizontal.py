@@ -273,6 +273,11 @@ def apply_groups(kernels: list[KernelPlan], groups: Sequence[HorizontalGroup]) -
             kernels.remove(m)
 
 
+def has_consumer(plan: KernelPlan) -> bool:
+    """Whether a multi-output MATMUL plan ends with a product whose epilogue reads the others (a mixed launch)."""
+    return plan.kind is KernelKind.MATMUL and bool(plan.horizontal) and len(plan.horizontal[-1].nodes) > 1
+
+
 class HorizontalFusionPass(Pass):
     name = "horizontal_fusion"
     opt_level = 2

@@ -13,6 +13,10 @@ plans, and merges the two when
   prologue writes only the cube's workspace);
 - the capacity function (codegen's, which asks the mixed template) accepts the merged kernel.
 
+A multi-output plan (ge.horizontal) takes a prologue when its last member is a product with an epilogue (its
+launch is mixed: the vector cores compute A first, every product reads it from the workspace): A's readers
+are then its products.
+
 Every offer is a decision in the fusion log: FUSED or NOT_FUSED with rule "prologue" and the reason.
 The merged plan keeps the matmul's group id and records the producer's structure in `KernelPlan.prologue`;
 the producer's nodes take that group id. The pass does nothing when `mixed_kernels` is disabled or below
@@ -25,6 +29,7 @@ from ..ir import Graph, Node, Value, node_names
 from .capacity import FusionCandidate
 from .decisions import DecisionKind, FusionDecision
 from .fusion import capacity_of
+from .horizontal import has_consumer
 from .mixed import MixedKernelsPass
 from .passes import Pass, PassContext
 from .plan import KernelKind, KernelPlan
@@ -44,8 +49,7 @@ class MatmulProloguePass(Pass):
         capacity, chip = capacity_of(ctx)
         labels: dict[Graph, dict[Node, str]] = {}
         changed = False
-        for plan in [k for k in kernels if k.kind is KernelKind.MATMUL and k.prologue is None
-                     and not k.horizontal]:
+        for plan in [k for k in kernels if k.kind is KernelKind.MATMUL and k.prologue is None]:
             a = plan.anchor_node.inputs[0]
             producer = next((k for k in kernels if k.graph is plan.graph and a in k.outputs), None)
             if producer is None:
@@ -55,8 +59,10 @@ class MatmulProloguePass(Pass):
             why = refusal(plan, producer, a, names)
             if not why:
                 merged = merge(producer, plan)
-                verdict = capacity(FusionCandidate(plan.graph, merged.nodes, plan.structure, merged.inputs,
-                                                   merged.outputs, chip, prologue=producer.structure))
+                # a multi-output launch: the prologue runs in its mixed part's launch (ge.horizontal)
+                asked = merge(producer, plan.horizontal[-1]) if plan.horizontal else merged
+                verdict = capacity(FusionCandidate(plan.graph, asked.nodes, asked.structure, asked.inputs,
+                                                   asked.outputs, chip, prologue=producer.structure))
                 if verdict.fits:
                     merged.working_set = verdict.working_set
                     for n in producer.nodes:
@@ -77,6 +83,8 @@ class MatmulProloguePass(Pass):
 
 def refusal(plan: KernelPlan, producer: KernelPlan, a: Value, names: dict[Node, str]) -> str:
     """Why the kernel `producer` (which computes A) may not run as `plan`'s prologue, or ""."""
+    if plan.horizontal and not has_consumer(plan):
+        return "a multi-output launch of plain products has no vector side to compute A on (the cube cores alone)"
     st = producer.structure
     if st.kind not in (KernelKind.ELEMENTWISE, KernelKind.ROW_REDUCE):
         kind = st.kind.value.replace("_", " ")
@@ -92,10 +100,11 @@ def refusal(plan: KernelPlan, producer: KernelPlan, a: Value, names: dict[Node, 
         return f"its kernel also writes {', '.join(names.get(v.node, v.node.op) for v in others)}"
     if a in plan.graph.outputs:
         return "A is also a result of the graph (the prologue writes only the cube's workspace)"
-    readers = [n for n in plan.graph.users().readers(a) if n is not plan.anchor_node]
+    products = [m.anchor_node for m in plan.horizontal] or [plan.anchor_node]   # (a multi-output launch's all)
+    readers = [n for n in plan.graph.users().readers(a) if n not in products]
     if readers:
         return f"A is also read by {', '.join(dict.fromkeys(names.get(n, n.op) for n in readers))}"
-    if a in plan.anchor_node.inputs[1:]:
+    if any(a in n.inputs[1:] for n in products):
         return "A is also the matmul's other operand"
     return ""
 
@@ -106,4 +115,4 @@ def merge(producer: KernelPlan, plan: KernelPlan) -> KernelPlan:
     inputs = list(dict.fromkeys(producer.inputs + [v for v in plan.inputs if v != a]))
     return KernelPlan(plan.group, plan.graph, producer.nodes + plan.nodes, inputs, list(plan.outputs),
                       max(producer.category, plan.category), plan.structure, plan.working_set, plan.mixed,
-                      prologue=producer.structure)
+                      prologue=producer.structure, horizontal=plan.horizontal)

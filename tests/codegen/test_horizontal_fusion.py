@@ -30,6 +30,14 @@ def swiglu(x, wg, wu):
     return g / (1 + np.exp(-g)) * (x @ wu)
 
 
+def rms_swiglu(x, g, wg, wu):
+    return swiglu(pyasc.rms_norm(x, g), wg, wu)
+
+
+def rms_qkv(x, g, wq, wk, wv):
+    return qkv(pyasc.rms_norm(x, g), wq, wk, wv)
+
+
 def rotate_half(x):
     half = x.shape[-1] // 2
     return np.concatenate((-x[..., half:], x[..., :half]), axis=-1)
@@ -122,3 +130,23 @@ def test_swiglu_gate_and_up_are_one_mixed_launch(rng, m):
     assert "the epilogue of matmul %0 reads the others' results" in _log(kern, args)
     kern, prof = _run(swiglu, *args, disable_passes=["horizontal_fusion"])
     assert [dk.template for dk in kern.compile(*args).kernels] == ["matmul", "mixed"] and prof.launches == 2
+
+
+@pytest.mark.parametrize("m", [37, 1])
+def test_rms_norm_and_swiglu_are_one_launch(rng, m):
+    """The RMS norm of A runs on the vector cores first (matmul_prologue), then both products read A from the
+    launch's workspace."""
+    args = (_vals(rng, (m, 32)), _vals(rng, (32,)) + 1, _vals(rng, (32, 40)), _vals(rng, (32, 40)))
+    kern, prof = _run(rms_swiglu, *args)
+    assert prof.launches == 1
+    (dk,) = kern.compile(*args).kernels
+    assert dk.template == "mixed_group" and "A's producer" in dk.notes[1]
+    assert "fused: rms_norm %0 into the kernel of matmul %7 as the prologue of its A operand" in _log(kern, args)
+
+
+def test_plain_products_take_no_prologue(rng):
+    args = (_vals(rng, (9, 32)), _vals(rng, (32,)) + 1, *(_vals(rng, (32, 16)) for _ in range(3)))
+    kern, prof = _run(rms_qkv, *args)
+    assert [dk.template for dk in kern.compile(*args).kernels] == ["vector", "matmul_group"]
+    assert "as the prologue of matmul %1: a multi-output launch of plain products has no vector side to compute " \
+           "A on" in _log(kern, args)

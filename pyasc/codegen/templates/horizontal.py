@@ -145,8 +145,8 @@ def _mixed_group_analyze(job: Job, chip: Chip) -> list[MixedGroupAnalysis]:
     cubes = tuple(matmul.TEMPLATE.analyze(p, chip)[0] for p in g.parts[:-1])
     out = []
     for ma in mixed.TEMPLATE.analyze(g.parts[-1], chip):
-        if ma.pro is not None or ma.keep_product:
-            raise Unsupported("the mixed part computes A first or writes its product out")
+        if ma.keep_product:
+            raise Unsupported("the mixed part writes its product out")
         if any(replace(mk, name=ma.mk.name) != ma.mk for mk in cubes):
             raise Unsupported("the plain products differ from the mixed part's in shape, dtype or flags")
         out.append(MixedGroupAnalysis(g, cubes, ma))
@@ -166,17 +166,30 @@ def _mixed_group_schedule(ga: MixedGroupAnalysis, t: MixedTiling, chip: Chip) ->
         aic_params.update({names[p.name]: replace(p, name=names[p.name]) for p in s.params})
     last = {**{p.name: p.name for side in ms.sides for p in side.params if p.role == "scratch"}, **g.params[-1]}
     aic_params.update({last[p.name]: replace(p, name=last[p.name]) for p in ms.aic.params})
+    # with a prologue (the vector cores compute A, every core meets at a barrier, the cube reads A from the
+    # workspace) the plain products run after that barrier, reading A there too (their names say so); the
+    # mixed part's loads ahead of the barrier (its first B chunk, into the L1 slot the plain products use too)
+    # move behind them, ahead of the second barrier
+    aic_body, aiv_body = renamed(ms.aic.body, last), renamed(ms.aiv.body, last)
+    i, j = (_after_barrier(b) if ms.prologue is not None else 0 for b in (aic_body, aiv_body))
+    ahead, barrier = aic_body[:max(0, i - 1)], aic_body[max(0, i - 1):i]
     aic = replace(ms.aic, params=list(aic_params.values()), notes=list(ms.aic.notes),
-                  body=body + [T.sync_all(note="the plain products are in GM: the epilogue may read them")]
-                  + renamed(ms.aic.body, last))
+                  body=barrier + body + ahead + [T.sync_all(note="the plain products are in GM: the epilogue may "
+                                                                 "read them")] + aic_body[i:])
     aiv = replace(ms.aiv, params=[replace(p, name=last[p.name]) for p in ms.aiv.params], notes=list(ms.aiv.notes),
-                  body=[T.sync_all(note="wait for the plain products")] + renamed(ms.aiv.body, last))
+                  body=aiv_body[:j] + [T.sync_all(note="wait for the plain products")] + aiv_body[j:])
     # the cost model prices the cube's work ahead of the barrier in front of the pipeline when the launch has a
-    # prologue (`schedules.score`): here the vector cores have none, an empty schedule says so
-    idle = TileSchedule(f"{g.name}_idle", "aiv", [], {}, ms.aiv.blocks, [], [])
+    # prologue (`schedules.score`): without one the vector cores have nothing to do first, an empty schedule
+    # says so (with one, the plain products count in the cube's side of the pipeline: an estimate a little low)
+    idle = ms.prologue or TileSchedule(f"{g.name}_idle", "aiv", [], {}, ms.aiv.blocks, [], [])
     notes = [f"{len(ga.cubes)} plain product(s) of the same A first on the cube cores, an all-core barrier, then "
              "the mixed launch whose epilogue reads them", *ms.notes]
     return replace(ms, aic=aic, aiv=aiv, prologue=idle, notes=notes)
+
+
+def _after_barrier(body: Sequence[Stmt]) -> int:
+    """The position after a side's first all-core barrier (the prologue's)."""
+    return next(i for i, st in enumerate(body) if isinstance(st, TileOp) and st.instr == "sync_all") + 1
 
 
 def _mixed_first(fn: Any) -> Any:
