@@ -13,9 +13,8 @@ plans, and merges the two when
   prologue writes only the cube's workspace);
 - the capacity function (codegen's, which asks the mixed template) accepts the merged kernel.
 
-A multi-output plan (ge.horizontal) takes a prologue when its last member is a product with an epilogue (its
-launch is mixed: the vector cores compute A first, every product reads it from the workspace): A's readers
-are then its products.
+A multi-output plan (ge.horizontal) takes a prologue too (the vector cores compute A first, every product
+reads it from the launch's workspace): A's readers are then its products.
 
 Every offer is a decision in the fusion log: FUSED or NOT_FUSED with rule "prologue" and the reason.
 The merged plan keeps the matmul's group id and records the producer's structure in `KernelPlan.prologue`;
@@ -26,7 +25,7 @@ its opt level (without a mixed launch the prologue is a launch of its own anyway
 from __future__ import annotations
 
 from ..ir import Graph, Node, Value, node_names
-from .capacity import FusionCandidate
+from .capacity import CapacityVerdict, FusionCandidate
 from .decisions import DecisionKind, FusionDecision
 from .fusion import capacity_of
 from .horizontal import has_consumer
@@ -59,10 +58,14 @@ class MatmulProloguePass(Pass):
             why = refusal(plan, producer, a, names)
             if not why:
                 merged = merge(producer, plan)
-                # a multi-output launch: the prologue runs in its mixed part's launch (ge.horizontal)
-                asked = merge(producer, plan.horizontal[-1]) if plan.horizontal else merged
-                verdict = capacity(FusionCandidate(plan.graph, asked.nodes, asked.structure, asked.inputs,
-                                                   asked.outputs, chip, prologue=producer.structure))
+                if plan.horizontal and not has_consumer(plan):
+                    # plain products: A's producer runs on the vector cores alone, before them, as the kernel
+                    # fusion already fitted (the cube's phase uses no UB)
+                    verdict = CapacityVerdict(True, producer.working_set)
+                else:   # a mixed launch: with a multi-output one, its mixed part's (ge.horizontal)
+                    asked = merge(producer, plan.horizontal[-1]) if plan.horizontal else merged
+                    verdict = capacity(FusionCandidate(plan.graph, asked.nodes, asked.structure, asked.inputs,
+                                                       asked.outputs, chip, prologue=producer.structure))
                 if verdict.fits:
                     merged.working_set = verdict.working_set
                     for n in producer.nodes:
@@ -83,8 +86,6 @@ class MatmulProloguePass(Pass):
 
 def refusal(plan: KernelPlan, producer: KernelPlan, a: Value, names: dict[Node, str]) -> str:
     """Why the kernel `producer` (which computes A) may not run as `plan`'s prologue, or ""."""
-    if plan.horizontal and not has_consumer(plan):
-        return "a multi-output launch of plain products has no vector side to compute A on (the cube cores alone)"
     st = producer.structure
     if st.kind not in (KernelKind.ELEMENTWISE, KernelKind.ROW_REDUCE):
         kind = st.kind.value.replace("_", " ")

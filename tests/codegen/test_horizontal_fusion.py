@@ -144,9 +144,23 @@ def test_rms_norm_and_swiglu_are_one_launch(rng, m):
     assert "fused: rms_norm %0 into the kernel of matmul %7 as the prologue of its A operand" in _log(kern, args)
 
 
-def test_plain_products_take_no_prologue(rng):
-    args = (_vals(rng, (9, 32)), _vals(rng, (32,)) + 1, *(_vals(rng, (32, 16)) for _ in range(3)))
+@pytest.mark.parametrize("m", [9, 1])
+def test_rms_norm_and_plain_products_are_one_launch(rng, m):
+    """The vector cores compute A, every core meets at a barrier, then the cube cores run the products."""
+    args = (_vals(rng, (m, 32)), _vals(rng, (32,)) + 1, *(_vals(rng, (32, 16)) for _ in range(3)))
     kern, prof = _run(rms_qkv, *args)
+    assert prof.launches == 1
+    (dk,) = kern.compile(*args).kernels
+    assert dk.template == "prologue_group" and dk.core_type == "mix" and "A's producer" in dk.notes[1]
+    assert "fused: rms_norm %0 into the kernel of matmul %1 as the prologue of its A operand" in _log(kern, args)
+    kern, prof = _run(rms_qkv, *args, disable_passes=["matmul_prologue"])
     assert [dk.template for dk in kern.compile(*args).kernels] == ["vector", "matmul_group"]
-    assert "as the prologue of matmul %1: a multi-output launch of plain products has no vector side to compute " \
-           "A on" in _log(kern, args)
+
+
+def test_a_prologue_the_products_cannot_take_is_a_launch_first(rng):
+    """float32 weights: each product casts A first (more than one launch each), so A's producer runs before them."""
+    args = (_vals(rng, (9, 32)), _vals(rng, (32,)) + 1, *(_vals(rng, (32, 16), "float32") for _ in range(3)))
+    kern, prof = _run(rms_qkv, *args)
+    kernels = kern.compile(*args).kernels
+    assert kernels[0].template == "vector" and "A's producer as a launch of its own" in kernels[0].notes[0]
+    assert "not one multi-output launch" in " ".join(kernels[1].notes)

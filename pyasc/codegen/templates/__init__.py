@@ -16,7 +16,7 @@ TEMPLATES: dict[str, Template] = {
                         formats.TEMPLATE, transpose2d.TEMPLATE, update.TEMPLATE, conv.TEMPLATE, conv_weights.TEMPLATE,
                         conv_edges.TEMPLATE, conv_launch.TEMPLATE, pool.TEMPLATE, attention.TEMPLATE,
                         attention_combine.TEMPLATE, device_loop.TEMPLATE, *horizontal.GROUPS.values(),
-                        horizontal.MIXED_GROUP)
+                        horizontal.MIXED_GROUP, horizontal.PROLOGUE_GROUP)
 }
 
 #: registry op -> the template that lowers a kernel of that op whole

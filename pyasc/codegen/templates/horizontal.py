@@ -12,20 +12,30 @@ of the whole launch.
 `MIXED_GROUP`: plain products of one A and, last, a mixed launch (a product of the same shape and its epilogue)
 whose epilogue reads their results (SwiGLU: silu(x @ Wg) * (x @ Wu)). The cube cores run the plain products'
 block loops with the mixed part's cube tiling, every core meets at an all-core barrier (their results are in GM,
-in workspace scratch when nothing else reads them), then the mixed part runs as it would alone.
+in workspace scratch when nothing else reads them), then the mixed part runs as it would alone. With A's producer
+(a prologue) the vector cores compute A first and the plain products run after its barrier too.
+
+`PROLOGUE_GROUP`: plain products of one A and A's producer: the vector cores compute A into the launch's
+workspace, every core meets at an all-core barrier, then the cube cores run the products reading A there
+(phases, as templates/conv_launch.py runs a conv's weight conversion).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from typing import Any, Mapping, Sequence
 
-from ...target import Chip
+from ... import symbolic as sy
+from ...target import Chip, itemsize
 from .. import tileops as T
 from ..schedule import GmParam, GmRef, Loop, MixedSchedule, Stmt, TileOp, TileSchedule, When
 from ..template import Job, Template, Tiling, Unsupported
-from . import matmul, mixed, vector
+from ..tiling import scoring_dims
+from . import matmul, mixed, mixed_prologue, vector
 from .matmul import CubeMatmul
+from .matmul_tiling import MatmulTiling
 from .mixed import MixedAnalysis, MixedTiling
+from .mixed_prologue import WSA, Prologue
+from .vector_kernel import VectorTiling
 
 
 @dataclass(frozen=True)
@@ -101,12 +111,20 @@ def _schedule(base: Template, ha: HorizontalAnalysis, t: Tiling, chip: Chip) -> 
         body += renamed(s.body, names)
         for p in s.params:
             params.setdefault(names[p.name], GmParam(names[p.name], p.dtype, p.role))
-    ordered = sorted(params.values(), key=lambda p: (p.role != "in", int(p.name.lstrip("inout"))))
+    ordered = sorted(params.values(), key=_param_order)
     notes = [f"{len(parts)} parts in one launch, one after the other on the same cores and buffers", *first.notes]
     sched = TileSchedule(g.name, first.core_type, ordered, dict(first.fields), first.blocks, list(first.buffers), body,
                          notes)
     sched.l2_miss = first.l2_miss
     return sched
+
+
+def _param_order(p: GmParam) -> tuple:
+    """Inputs, then outputs, by number; then any other parameter (a workspace) by name."""
+    digits = p.name.lstrip("inout")
+    if p.role in ("in", "out") and digits.isdigit():
+        return (p.role != "in", int(digits), "")
+    return (2, 0, p.name)
 
 
 def group_template(name: str, base: Template) -> Template:
@@ -201,3 +219,85 @@ MIXED_GROUP = Template("mixed_group", "mix", MixedTiling, _mixed_group_analyze,
                        lambda ga, *rest: mixed.TEMPLATE.tilings(ga.mixed, *rest), _mixed_group_schedule,
                        lambda ga: mixed.TEMPLATE.symbols(ga.mixed), need=_mixed_first(mixed.TEMPLATE.need),
                        bound=_mixed_first(mixed.TEMPLATE.bound), floor=_mixed_first(mixed.TEMPLATE.floor))
+
+
+# ---- plain products of one A and A's producer (RMSNorm before q/k/v): the vector cores first, then the cube --
+
+
+@dataclass(frozen=True)
+class PrologueGroup:
+    """A's producer (its inputs are the launch's in0 and in(1 + parts + j)), then `group`'s products reading A
+    from the launch's workspace (`WSA`)."""
+
+    name: str
+    prologue: Prologue
+    group: Horizontal
+
+
+@dataclass(frozen=True)
+class PrologueGroupAnalysis:
+    subject: PrologueGroup
+    cubes: HorizontalAnalysis
+    pro: Any                      # the prologue's VectorKernel
+
+
+@dataclass(frozen=True)
+class PhasedTiling(Tiling):
+    cube: MatmulTiling
+    prologue: VectorTiling
+    buffer_num: int
+    cores: int
+
+    def describe(self) -> str:
+        return f"{self.cube.describe()}; A's producer on the vector cores first: {self.prologue.describe()}"
+
+
+def _prologue_group_analyze(job: Job, chip: Chip) -> list[PrologueGroupAnalysis]:
+    pg: PrologueGroup = job.subject
+    inner = replace(job, template=MATMUL_GROUP.name, subject=pg.group, checked=None)
+    cubes = MATMUL_GROUP.analyze(inner, chip)
+    pro = mixed_prologue.analyze(pg.name, pg.prologue, cubes[0].analyses[0].dtype, chip)
+    return [PrologueGroupAnalysis(pg, c, pro) for c in cubes]
+
+
+def _prologue_group_tilings(pa: PrologueGroupAnalysis, chip: Chip, buffer_num: int, cores: int
+                            ) -> list[PhasedTiling]:
+    """The products' tilings, each with the prologue's best tiling over the launch's vector cores (the whole
+    UB is the prologue's: the cube's phase uses none)."""
+    dims, _ = scoring_dims(sorted(_prologue_group_symbols(pa)))
+    found: dict[int, VectorTiling | None] = {}
+    out = []
+    for ct in MATMUL_GROUP.tilings(pa.cubes, chip, buffer_num, min(cores, chip.aic_cores)):
+        aivs = ct.cores * chip.group_aivs
+        if aivs not in found:
+            found[aivs] = mixed_prologue.tiling(mixed_prologue.candidates(pa.pro, chip, buffer_num, aivs, dims),
+                                                chip.ub_bytes)
+        if found[aivs] is not None:
+            out.append(PhasedTiling(ct, found[aivs], ct.buffer_num, ct.cores))
+    return out
+
+
+def _prologue_group_schedule(pa: PrologueGroupAnalysis, t: PhasedTiling, chip: Chip) -> MixedSchedule:
+    """The vector cores compute A into the workspace, every core meets at an all-core barrier (the cube cores
+    need every row of A, from all the vector cores), then the cube cores run the products reading A there.
+    Phases, not a pipeline: the launch saves the producer's start-up and its HBM round trip."""
+    pg = pa.subject
+    aic = MATMUL_GROUP.schedule(pa.cubes, t.cube, chip)
+    groups = aic.blocks
+    mk = pa.cubes.analyses[0]
+    aic = replace(aic, params=[replace(p, role="scratch") if p.name == WSA else p for p in aic.params],
+                  body=[T.sync_all(note="wait for A from the vector cores")] + aic.body)
+    aic.scratch = {WSA: sy.mul(mk.M, mk.K, itemsize(mk.dtype))}
+    pro = mixed_prologue.schedule(pa.pro, t.prologue, chip, 1 + len(pg.group.parts))
+    aiv = replace(pro, blocks=sy.mul(groups, chip.group_aivs),
+                  body=pro.body + [T.sync_all(note="A is in the workspace: the cube cores may read it")])
+    notes = [f"{len(pg.group.parts)} products of A on the cube cores after the barrier"]
+    return MixedSchedule(pg.name, aic, aiv, [], groups, notes)
+
+
+def _prologue_group_symbols(pa: PrologueGroupAnalysis) -> set[str]:
+    return MATMUL_GROUP.symbols(pa.cubes)
+
+
+PROLOGUE_GROUP = Template("prologue_group", "mix", PhasedTiling, _prologue_group_analyze, _prologue_group_tilings,
+                          _prologue_group_schedule, _prologue_group_symbols)
