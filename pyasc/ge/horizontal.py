@@ -13,7 +13,7 @@ runs after an all-core barrier.
 
 Split like the other backend passes: the rule is data (`RULES`: which plans may share a launch, as a key
 two plans must agree on: `shared_a`, plain 2-D products of one A with same-typed B; `same_kernel`, elementwise
-kernels with the same ops, attributes and types), `find_groups` is the analysis (the groups and every refusal,
+kernels with the same ops, attributes and types that read a common input), `find_groups` is the analysis (the groups and every refusal,
 with the reason) and `apply_groups` the rewrite of the kernel schedule. A group becomes one KernelPlan whose
 `horizontal` lists the members' plans (the first's anchor is its anchor), placed at the first member's step
 (every member's inputs are ready there and no member but a last consumer reads another's result: the analysis
@@ -130,8 +130,8 @@ def aligned(first: KernelPlan, member: KernelPlan) -> KernelPlan:
 RULES: tuple[HorizontalRule, ...] = (
     HorizontalRule("shared_a", "products of one A", (KernelKind.MATMUL,), _shared_a_key, _plain_matmul_refusal,
                    shared=lambda plan: plan.anchor_node.inputs[0], consumer=lambda plan: len(plan.nodes) > 1),
-    HorizontalRule("same_kernel", "kernels of the same computation", (KernelKind.ELEMENTWISE,), kernel_signature,
-                   lambda plan: ""),
+    HorizontalRule("same_kernel", "kernels of the same computation sharing an input", (KernelKind.ELEMENTWISE,),
+                   kernel_signature, lambda plan: ""),
 )
 
 
@@ -167,7 +167,7 @@ def find_groups(kernels: Sequence[KernelPlan], rules: Sequence[HorizontalRule] =
             for plan in plans:
                 if not rule.refusal(plan):
                     by_key.setdefault(rule.key(plan), []).append(plan)
-            buckets = list(by_key.values())
+            buckets = [group for same in by_key.values() for group in _sharing(same)]
         else:
             by_shared: dict[Value, list[KernelPlan]] = {}
             for plan in plans:
@@ -197,6 +197,26 @@ def find_groups(kernels: Sequence[KernelPlan], rules: Sequence[HorizontalRule] =
                 groups.append(HorizontalGroup(rule.name, tuple(members)))
                 taken.update(id(m) for m in members)
     return groups, refusals
+
+
+def _sharing(plans: list[KernelPlan]) -> list[list[KernelPlan]]:
+    """`plans` in groups that read a common input (RoPE on q and on k: cos and sin), the largest first: a launch
+    of kernels sharing nothing would save its start-up alone."""
+    out: list[list[KernelPlan]] = []
+    left = list(plans)
+    while len(left) >= 2:
+        readers: dict[Value, list[KernelPlan]] = {}
+        for p in left:
+            for v in dict.fromkeys(p.inputs):
+                if v.node.op != "Const":   # (a constant is no operand worth reading once)
+                    readers.setdefault(v, []).append(p)
+        best = max(readers.values(), key=len, default=[])
+        if len(best) < 2:
+            break
+        out.append(best)
+        taken = {id(p) for p in best}
+        left = [p for p in left if id(p) not in taken]
+    return out
 
 
 def _with_consumer(members: list[KernelPlan], consumer: Callable[[KernelPlan], bool], step: dict[int, int],

@@ -164,3 +164,16 @@ def test_a_prologue_the_products_cannot_take_is_a_launch_first(rng):
     kernels = kern.compile(*args).kernels
     assert kernels[0].template == "vector" and "A's producer as a launch of its own" in kernels[0].notes[0]
     assert "not one multi-output launch" in " ".join(kernels[1].notes)
+
+
+def twin_kernels(a, b, c, e, d):
+    """The same elementwise kernel three times: on (a, b) and (c, b) it shares b and is one launch; on (e, d)
+    it shares nothing with them and stays a launch of its own."""
+    return np.exp(a) * b, np.exp(c) * b, np.exp(e) * d
+
+
+def test_same_kernels_share_a_launch_only_when_they_share_an_input(rng):
+    args = tuple(_vals(rng, (7, 40)) for _ in range(5))
+    kern, prof = _run(twin_kernels, *args)
+    assert [dk.template for dk in kern.compile(*args).kernels].count("vector_group") == 1
+    assert prof.launches == 2
