@@ -60,6 +60,10 @@ def horizontal_jobs(label: str, plan: KernelPlan, chip: Chip, single: Callable[[
             why = str(e)
     flat = _ordered([j for js in jobs for j in js])
     flat[0].options.setdefault("notes", []).append(f"not one multi-output launch: {why}")
+    for j in flat:   # a member's result only another member reads: no memory plan placed it (GE's group kept it in)
+        inside = [v for v in j.outputs if v not in plan.outputs and v not in j.options.get("scratch", ())]
+        if inside:
+            j.options["scratch"] = list(j.options.get("scratch", ())) + inside
     return flat
 
 

@@ -177,3 +177,12 @@ def test_same_kernels_share_a_launch_only_when_they_share_an_input(rng):
     kern, prof = _run(twin_kernels, *args)
     assert [dk.template for dk in kern.compile(*args).kernels].count("vector_group") == 1
     assert prof.launches == 2
+
+
+def test_a_group_that_falls_back_keeps_its_inner_result_in_scratch(rng):
+    """N = 1: the gate's epilogue is no mixed launch, so the members launch apart; up (read only by the gate's
+    epilogue, which GE kept inside the group) still gets a workspace location (was: a KeyError)."""
+    args = (_vals(rng, (6, 8)), _vals(rng, (8, 1)), _vals(rng, (8, 1)))
+    kern, prof = _run(swiglu, *args)
+    kernels = kern.compile(*args).kernels
+    assert prof.launches == 3 and "not one multi-output launch" in kernels[0].notes[0]
