@@ -34,7 +34,7 @@ OPS = ("sym", *VARIADIC, *BINARY, "select")
 class Expr:
     """A symbolic integer. Build with `sym` and the functions below; compare structurally with ==."""
 
-    __slots__ = ("op", "args", "_hash", "_text", "_free")
+    __slots__ = ("op", "args", "_hash", "_text", "_free", "_fn")
 
     def __init__(self, op: str, args: tuple) -> None:
         # only the simplifying constructors below call this
@@ -43,6 +43,7 @@ class Expr:
         self._hash = hash((op, args))
         self._text: str | None = None
         self._free: frozenset[str] | None = None   # free_symbols, computed once
+        self._fn: Callable[[Mapping[str, int]], int] | None = None   # evaluate's compiled function, made once
 
     # structural identity -------------------------------------------------
     def __eq__(self, other: object) -> bool:
@@ -522,8 +523,14 @@ def evaluate(v: IntLike, bindings: Mapping[str, int]) -> int:
     INT_OPS's semantics (`_compiled`); it gives what a `Renderer` over EVAL_TABLE gives (a test checks)."""
     if isinstance(v, int):
         return v
+    if v.__class__ is Expr:   # (its function kept on it: no memo lookup, no hashing, per call)
+        fn = v._fn
+        if fn is None:
+            fn = v._fn = _compiled(v)
+    else:
+        fn = _compiled(v)
     try:
-        return _compiled(v)(bindings)
+        return fn(bindings)
     except UnboundSymbolError:
         raise
     except KeyError as e:

@@ -133,7 +133,7 @@ def _vector_work(instr: str, fn: Any, dtype: Any, sizes: tuple[int, ...], units:
 
 
 def _ev(v: Any, env: Mapping[str, int]) -> int:
-    return sy.evaluate(v, env)
+    return v if v.__class__ is int else sy.evaluate(v, env)
 
 
 def _space(v: Any, spaces: Mapping[str, str]) -> str | None:
@@ -144,27 +144,43 @@ def _space(v: Any, spaces: Mapping[str, str]) -> str | None:
     return None
 
 
-def _evaluated(op: TileOp, env: Mapping[str, int], spaces: Mapping[str, str]) -> dict[str, Any]:
-    """The operands as a spec's formulas read them: integers evaluated, memory operands as their spaces."""
-    out: dict[str, Any] = {}
-    for k, v in op.args.items():
-        if isinstance(v, (Ref, GmRef)):
-            out[k] = _space(v, spaces)
-        elif isinstance(v, (int, sy.Expr)) and not isinstance(v, bool):
-            out[k] = _ev(v, env)
-        else:
-            out[k] = v
-    return out
+def _evaluated(op: TileOp, env: Mapping[str, int], spaces: Mapping[str, str],
+               memo: dict | None = None) -> dict[str, Any]:
+    """The operands as a spec's formulas read them: integers evaluated, memory operands as their spaces.
+    `memo`: a walker's store of each op's plan (by id): its fixed operands (spaces, other values) and the
+    expressions to evaluate (a walk meets an op once per iteration it walks)."""
+    plan = memo.get(id(op)) if memo is not None else None
+    if plan is None:
+        fixed: dict[str, Any] = {}
+        exprs: list[tuple[str, Any]] = []
+        for k, v in op.args.items():
+            if isinstance(v, (Ref, GmRef)):
+                fixed[k] = _space(v, spaces)
+            elif isinstance(v, sy.Expr):
+                exprs.append((k, v))
+            else:
+                fixed[k] = v
+        plan = (fixed, exprs, list(op.args))
+        if memo is not None:
+            memo[id(op)] = plan
+    fixed, exprs, order = plan
+    if not exprs:
+        return dict(fixed)
+    values = dict(fixed)
+    for k, v in exprs:
+        values[k] = sy.evaluate(v, env)
+    return {k: values[k] for k in order}   # (the operands' own order)
 
 
 def _move_cycles(op: TileOp, env: Mapping[str, int], chip: Chip, blocks: int,
-                 spaces: Mapping[str, str], miss: float = 1.0, resident: Mapping[str, float] | None = None
-                 ) -> tuple[float, float, float, float | None]:
+                 spaces: Mapping[str, str], miss: float = 1.0, resident: Mapping[str, float] | None = None,
+                 memo: dict | None = None) -> tuple[float, float, float, float | None]:
     """(cycles, GM bytes, GM bytes written, the fraction reaching HBM when the GM parameter is L2-resident else
     None) of a data move on its pipe: its bytes over the chip's cost of its path; `miss` is the fraction of GM
-    reads that miss in L2, `resident` the HBM fraction of the L2-resident parameters' bytes (read or written)."""
+    reads that miss in L2, `resident` the HBM fraction of the L2-resident parameters' bytes (read or written).
+    `memo`: as `_evaluated`'s."""
     sp = op.spec
-    a = _evaluated(op, env, spaces)
+    a = _evaluated(op, env, spaces, memo)
     src, dst = (a[n] for n in sp.move)
     path = getattr(chip, data_path(src, dst).cost)
     nbytes = sp.nbytes(a, chip)
@@ -231,7 +247,10 @@ class _Walker:
         self.slots = {b.name: b.slots for b in schedule.buffers}
         self.depth = 0
         self._vector: dict = {}                    # `_vector_cycles`'s memo for this walk
+        self._moves: dict = {}                     # `_evaluated`'s memo for this walk
         self._singles: dict[int, set[str]] = {}    # op (by id) -> the single-slot buffers it touches
+        self._rotating: dict[int, bool] = {}       # loop (by id) -> `_rotates`
+        self._bufs: dict[int, set[str]] = {}       # statement (by id) -> `_buffers_of`
 
     def block(self, stmts: Sequence[Stmt], env: dict[str, int], pipelined: bool) -> Cost:
         total = Cost()
@@ -258,7 +277,7 @@ class _Walker:
                 cyc = _cube_cycles(s, env, self.chip)
             elif unit == "move":
                 cyc, c.gm_bytes, c.gm_write_bytes, held = _move_cycles(s, env, self.chip, self.blocks, self.spaces,
-                                                                       self.miss, self.resident)
+                                                                       self.miss, self.resident, self._moves)
                 if held is not None:
                     c.resident = (c.gm_bytes - c.gm_write_bytes, c.gm_write_bytes, c.gm_bytes * held)
             else:  # the only other tile op a schedule holds is the all-core barrier (flags come from sync)
@@ -284,7 +303,8 @@ class _Walker:
         first touches a rotating buffer to the one that last does (an inner loop that reads an L1 chunk
         step by step holds it until its last read, not through the mmad after it), over the slots; at most
         `slots` iterations are in flight on that buffer."""
-        spans = [(c, _buffers_of(s)) for c, s, _ in parts]
+        bufs = self._bufs
+        spans = [(c, _buffers_of(s, bufs)) for c, s, _ in parts]
         # the scalar unit issues in program order into bounded queues: when the inner loops queue more
         # than a queue's depth on one pipe, the next iteration's first moves are issued only once that pipe
         # has started all but `depth` of them, that much later
@@ -299,7 +319,7 @@ class _Walker:
             idx = [i for i, (_, bufs) in enumerate(spans) if name in bufs]
             if idx:
                 held = sum(c for c, _ in spans[idx[0]:idx[-1] + 1])
-                held -= _lead(parts[idx[0]], name) + _trail(parts[idx[-1]], name)
+                held -= _lead(parts[idx[0]], name, bufs) + _trail(parts[idx[-1]], name, bufs)
                 bound = max(bound, (held + late) / slots)
         return bound
 
@@ -328,10 +348,11 @@ class _Walker:
                     continue
                 if _ev(r.slot, {**env, s.var: start}) != _ev(r.slot, {**env, s.var: start + (trips - 1) * step}):
                     continue
-                touches = [i for i, p in enumerate(tail) if r.buffer in _buffers_of(p[1])]
+                touches = [i for i, p in enumerate(tail) if r.buffer in _buffers_of(p[1], self._bufs)]
                 if touches[-1] <= last_fill:
                     continue
-                held = sum(p[0] for p in tail[last_fill + 1:touches[-1] + 1]) - _trail(tail[touches[-1]], r.buffer)
+                held = sum(p[0] for p in tail[last_fill + 1:touches[-1] + 1]) - \
+                    _trail(tail[touches[-1]], r.buffer, self._bufs)
                 out[pipe] = max(out.get(pipe, 0.0), held)
         return out
 
@@ -361,7 +382,9 @@ class _Walker:
         out = Cost()
         if n == 0:
             return out
-        pipelined = _rotates(lp)
+        pipelined = self._rotating.get(id(lp))
+        if pipelined is None:   # (the walk meets an inner loop once per iteration of the loops around it)
+            pipelined = self._rotating[id(lp)] = _rotates(lp)
         self.depth += 1
         first = self.block(lp.body, {**env, lp.var: start}, False)
         last = self.block(lp.body, {**env, lp.var: start + (n - 1) * step}, False) if n > 1 else first
@@ -409,29 +432,29 @@ class _Walker:
         return out
 
 
-def _lead(part: tuple, name: str) -> float:
+def _lead(part: tuple, name: str, memo: dict | None = None) -> float:
     """Cycles of a (span, statement, Cost) part before it first touches buffer `name` (an inner loop's or a
-    When's statements ahead of that, in its first iteration)."""
+    When's statements ahead of that, in its first iteration). `memo`: as `_buffers_of`'s."""
     _, s, c = part
     if isinstance(s, TileOp):
         return 0.0
     out = 0.0
     for p in c.head:
-        if name in _buffers_of(p[1]):
-            return out + _lead(p, name)
+        if name in _buffers_of(p[1], memo):
+            return out + _lead(p, name, memo)
         out += p[0]
     return out
 
 
-def _trail(part: tuple, name: str) -> float:
-    """Cycles of a part after it last touches buffer `name` (in its last iteration)."""
+def _trail(part: tuple, name: str, memo: dict | None = None) -> float:
+    """Cycles of a part after it last touches buffer `name` (in its last iteration). `memo`: as `_buffers_of`'s."""
     _, s, c = part
     if isinstance(s, TileOp):
         return 0.0
     out = 0.0
     for p in reversed(c.tail):
-        if name in _buffers_of(p[1]):
-            return out + _trail(p, name)
+        if name in _buffers_of(p[1], memo):
+            return out + _trail(p, name, memo)
         out += p[0]
     return out
 
@@ -444,12 +467,22 @@ def _writes_of(s: Stmt) -> set[str]:
     return set()
 
 
-def _buffers_of(s: Stmt) -> set[str]:
+def _buffers_of(s: Stmt, memo: dict | None = None) -> set[str]:
+    """The buffers a statement touches (never change the set returned). `memo`: a walk's store of them by
+    statement id (the walk meets a statement once per iteration it walks and asks again in `_hold`)."""
+    if memo is not None:
+        hit = memo.get(id(s))
+        if hit is not None:
+            return hit
     if isinstance(s, TileOp):
-        return {r.buffer for r in (*s.reads, *s.writes)}
-    if isinstance(s, (Loop, When)):
-        return set().union(*(_buffers_of(x) for x in s.body)) if s.body else set()
-    return set()
+        out = {r.buffer for r in (*s.reads, *s.writes)}
+    elif isinstance(s, (Loop, When)):
+        out = set().union(*(_buffers_of(x, memo) for x in s.body)) if s.body else set()
+    else:
+        out = set()
+    if memo is not None:
+        memo[id(s)] = out
+    return out
 
 
 def _mean(a: Cost, b: Cost) -> Cost:

@@ -18,32 +18,37 @@ from .common import (
 # --------------------------------------------------------------------------- scalar
 
 
+_PY_CMP = {"lt": operator.lt, "le": operator.le, "gt": operator.gt, "ge": operator.ge, "eq": operator.eq,
+           "ne": operator.ne}
+_PY_ALU = {
+    "add": operator.add, "sub": operator.sub, "mul": operator.mul, "div": operator.floordiv,
+    "mod": operator.mod, "cdiv": lambda a, b: -((-a) // b), "min": min, "max": max,
+    "shl": operator.lshift, "shr": operator.rshift, "and": operator.and_, "or": operator.or_,
+    "xor": operator.xor,
+}
+_NP_CMP = {"lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal, "eq": np.equal,
+           "ne": np.not_equal}
+_NP_ALU = {
+    "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.floor_divide, "mod": np.mod,
+    "cdiv": lambda a, b: -np.floor_divide(-a, b), "min": np.minimum, "max": np.maximum,
+    "shl": np.left_shift, "shr": np.right_shift, "and": np.bitwise_and, "or": np.bitwise_or,
+    "xor": np.bitwise_xor,
+}
+
+
 def _py_alu(fn: str) -> Callable[[int, int], int]:
-    cmp = {"lt": operator.lt, "le": operator.le, "gt": operator.gt, "ge": operator.ge,
-           "eq": operator.eq, "ne": operator.ne}
-    if fn in cmp:
-        f = cmp[fn]
+    # (module tables: a program decodes one handler per ALU instruction)
+    if fn in _PY_CMP:
+        f = _PY_CMP[fn]
         return lambda a, b: int(f(a, b))
-    return {
-        "add": operator.add, "sub": operator.sub, "mul": operator.mul, "div": operator.floordiv,
-        "mod": operator.mod, "cdiv": lambda a, b: -((-a) // b), "min": min, "max": max,
-        "shl": operator.lshift, "shr": operator.rshift, "and": operator.and_, "or": operator.or_,
-        "xor": operator.xor,
-    }[fn]
+    return _PY_ALU[fn]
 
 
 def _np_alu(fn: str) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
-    cmp = {"lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal,
-           "eq": np.equal, "ne": np.not_equal}
-    if fn in cmp:
-        f = cmp[fn]
+    if fn in _NP_CMP:
+        f = _NP_CMP[fn]
         return lambda a, b: f(a, b).astype(np.int64)
-    return {
-        "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.floor_divide, "mod": np.mod,
-        "cdiv": lambda a, b: -np.floor_divide(-a, b), "min": np.minimum, "max": np.maximum,
-        "shl": np.left_shift, "shr": np.right_shift, "and": np.bitwise_and, "or": np.bitwise_or,
-        "xor": np.bitwise_xor,
-    }[fn]
+    return _NP_ALU[fn]
 
 
 def _c_core_idx(rt: ProgramInfo, idx: int, ins: isa.CoreIdx) -> Callable:

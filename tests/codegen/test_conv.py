@@ -138,7 +138,10 @@ def test_resnet_basic_block(chip, rng):
     # x converted into NC1HWC0 on the vector cores of the first conv's launch, each norm folded into its conv's
     # weight conversion (on the vector cores of the conv's own launch), the residual add and the last ReLU on
     # the vector cores of the second conv's launch, where its result is converted back to ND
-    assert [k.template for k in block.compile(*args).kernels] == ["conv_launch", "conv_launch"]
+    kernels = block.compile(*args).kernels
+    assert [k.template for k in kernels] == ["conv_launch", "conv_launch"]
+    # the folded norm's bias on a vector core of its own, beside the weight cores (which read only var, gamma)
+    assert all(any("the float32 bias on one of its own" in n for n in k.notes) for k in kernels)
 
 
 def test_a_block_of_two_images_with_odd_sizes_in_two_launches(rng):
@@ -191,3 +194,24 @@ def test_a_residual_add_on_the_cube_or_as_an_nc1hwc0_vector_kernel(dtype, fuse, 
     # unfused, converting r would cost what computing the add in NC1HWC0 saves, so the conv's launch converts
     # its result back and the add runs on ND values (the input's conversion is in the conv's launch either way)
     assert kinds == (["conv_launch"] if fuse else ["conv_launch", "vector"])
+
+
+@pytest.mark.parametrize("chunk", [1, 2])
+def test_resident_weights_arrive_chunk_by_chunk_over_several_blocks_per_core(chunk, rng, monkeypatch):
+    # 72 channels are five channel blocks: chunks of 1 or 2 (the last one short), each with its own slot of
+    # the resident weights; 81 positions in blocks of 16 give each cube core of "tiny" several blocks, the
+    # bias table alternating between them
+    from pyasc.codegen.templates import conv
+    chosen = conv.tilings
+    monkeypatch.setattr(conv, "tilings", lambda *a, **k: [t for t in chosen(*a, **k)
+                                                          if t.resident and t.chunk == chunk and t.tm == 16])
+    x, w, b = data(rng, (1, 72, 9, 9), np.float16), data(rng, (20, 72, 3, 3), np.float16, 0.2), \
+        data(rng, (20,), np.float16)
+
+    @pyasc.kernel(chip="tiny")
+    def conv_relu(x, w, b):
+        return pyasc.relu(pyasc.conv2d(x, w, b, padding=1))
+
+    assert_close(conv_relu(x, w, b), conv_relu.py_func(x, w, b))
+    tiling = [k for k in conv_relu.compile(x, w, b).kernels if k.template == "conv_launch"][0].tiling.params.conv
+    assert (tiling.resident, tiling.chunk, tiling.tm) == (True, chunk, 16)

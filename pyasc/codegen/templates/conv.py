@@ -173,18 +173,18 @@ def footprint(cv: CubeConv, t: ConvTiling) -> list[tuple[str, str, str, int, int
     """(name, space, dtype, bytes per slot, slots, role) of every on-chip buffer."""
     size = itemsize(cv.dtype)
     band = t.chunk * cv.block * cv.band_rows(t.tm) * cv.g.w * size
-    cols = cv.k if t.resident else chunk_columns(cv, t.chunk)
+    cols = chunk_columns(cv, t.chunk)
     out = [
         ("fm", "L1", cv.dtype, align_up(band, cv.l1_align), t.buffer_num, "feature-map band chunk"),
         ("wb", "L1", cv.dtype, align_up(align_up(t.tn, cv.r0) * cols * size, cv.l1_align),
-         1 if t.resident else t.buffer_num, "weights (NZ)"),
+         -(-cv.c1s // t.chunk) if t.resident else t.buffer_num, "weights (NZ): a chunk's per slot"),
         ("l0a", "L0A", cv.dtype, align_up(t.tm, cv.r0) * t.tk * size, t.buffer_num, "img2col step (ZZ)"),
         ("l0b", "L0B", cv.dtype, t.tk * align_up(t.tn, cv.r0) * size, t.buffer_num, "weight step (ZN)"),
         ("l0c", "L0C", cv.acc_dtype, t.tm * t.tn * 4, t.l0c_slots, "accumulator"),
     ]
-    if cv.bias:
-        out += [("l1bias", "L1", "float32", align_up(t.tn * 4, cv.l1_align), 1, "bias chunk"),
-                ("bt", "BT", "float32", align_up(t.tn * 4, cv.bias_align), 1, "bias table")]
+    if cv.bias:  # one slot per accumulator: the next block's bias loads while this block's mmads read its own
+        out += [("l1bias", "L1", "float32", align_up(t.tn * 4, cv.l1_align), t.l0c_slots, "bias chunk"),
+                ("bt", "BT", "float32", align_up(t.tn * 4, cv.bias_align), t.l0c_slots, "bias table")]
     if cv.residual:
         eye = cv.r0 * cv.block * size
         out += [("rb", "L1", cv.dtype, align_up(align_up(t.tn, cv.block) * t.tm * size, cv.l1_align), 1, "residual block"),
@@ -229,13 +229,22 @@ def _candidates(cv: CubeConv, chip: Chip, buffer_num: int, cores: int, tns: list
 
 
 def _chunkings(cv: CubeConv, chip: Chip, tm: int, tn: int, bn: int, cores: int, resident: bool) -> list[ConvTiling]:
-    """The deepest L1 chunk that fits (fewest moves), and one channel block per chunk (the first mmad waits
-    for the least data: the band streams in while the cube works), each with the deepest L0 step."""
+    """The deepest L1 chunk that fits (fewest moves) and its halvings down to one channel block per chunk (the
+    first mmad waits for the least data: the band streams in while the cube works), each with the deepest L0
+    step."""
     deepest = _deepest(cv, chip, tm, tn, bn, cores, resident, range(cv.c1s, 0, -1))
     if deepest is None:
         return []
-    shallow = _deepest(cv, chip, tm, tn, bn, cores, resident, (1,)) if deepest.chunk > 1 else None
-    return [deepest] + ([shallow] if shallow is not None else [])
+    out = [deepest]
+    # halvings down to one block: a middle depth pays the moves' start-up less often than one block per chunk
+    # and still lets the second chunk load while the cube works on the first
+    size = deepest.chunk // 2
+    while size >= 1:
+        found = _deepest(cv, chip, tm, tn, bn, cores, resident, (size,))
+        if found is not None:
+            out.append(found)
+        size //= 2
+    return out
 
 
 def _position_blocks(cv: CubeConv, tn: int, cores: int) -> list[int]:
@@ -270,7 +279,12 @@ def _deepest(cv: CubeConv, chip: Chip, tm: int, tn: int, bn: int, cores: int, re
 # ---- the schedule ----------------------------------------------------------------------------------
 
 
-def schedule(cv: CubeConv, t: ConvTiling, chip: Chip) -> TileSchedule:
+def schedule(cv: CubeConv, t: ConvTiling, chip: Chip, barrier: Stmt | None = None, map_ready: bool = False
+             ) -> TileSchedule:
+    """The cube kernel; `barrier` (a launch's all-core barrier before which the vector cores write the prepared
+    weights and bias) goes in front, or, with `map_ready` (nothing ahead of it writes the feature map), after
+    the first band chunk's load: every core has at least one block, so it meets the barrier once, with its
+    first band already on the way."""
     size, osize = itemsize(cv.dtype), itemsize(cv.out_dtype)
     fs = FieldSet()
     nmb, nnb = -(-cv.m // t.tm), -(-cv.g.o // t.tn)
@@ -285,18 +299,21 @@ def schedule(cv: CubeConv, t: ConvTiling, chip: Chip) -> TileSchedule:
     first, rows, m_start = cv.band(F("m0"), F("mm"))
     lets += [Let("hs", first), Let("hb", rows), Let("ms", m_start)]
     block: list[Stmt] = list(lets)
-    bias_ref = None
-    if cv.bias:
-        block.append(T.load(Ref("l1bias"), GmRef(in_param(2), sy.mul(F("n0"), 4)), "float32", F("nn"),
-                            note="bias chunk"))
-        block.append(T.load_bias(Ref("bt"), Ref("l1bias"), F("nn"), note="bias -> bias table"))
-        bias_ref = Ref("bt")
-    panel = sy.mul(sy.align_up(F("nn"), cv.r0), size)       # bytes of one weight column in L1 (NZ)
-    if t.resident:
-        # a new channel block starts at this core's first block or where the position blocks wrap around
-        new = sy.add(sy.lt(i, 1), sy.lt(F("mb"), 1))
-        block.append(When(new, [_load_weights(cv, Ref("wb"), 0, cv.k, size, "weights of the channel block")]))
     acc = sy.mod(i, t.l0c_slots) if t.l0c_slots > 1 else 0
+    bias_ref = None
+    bias: list[Stmt] = []
+    if cv.bias:
+        bias = [T.load(Ref("l1bias", acc), GmRef(in_param(2), sy.mul(F("n0"), 4)), "float32", F("nn"),
+                       note="bias chunk"),
+                T.load_bias(Ref("bt", acc), Ref("l1bias", acc), F("nn"), note="bias -> bias table")]
+        bias_ref = Ref("bt", acc)
+    early = barrier is not None and map_ready
+    if not early:
+        block += bias
+    # resident weights: a new channel block starts at this core's first block or where the position blocks
+    # wrap around; its weights come in chunk by chunk next to the band chunks, so the first mmad waits for
+    # one chunk's weights, not all of them, and the rest load while the cube works
+    new = sy.add(sy.lt(i, 1), sy.lt(F("mb"), 1)) if t.resident else 0
     chunk_no = sy.add(sy.mul(i, n_chunks), F("kk"))
     slot1 = t.slot(chunk_no)
     fm = Ref("fm", slot1)
@@ -304,8 +321,14 @@ def schedule(cv: CubeConv, t: ConvTiling, chip: Chip) -> TileSchedule:
                         Let("cc", sy.min_(t.chunk, sy.add(cv.c1s, sy.mul(-1, F("cs"))))),
                         Let("kl", sy.mul(F("cc"), cv.split * cv.taps * cv.c0))]
     body += _load_band(cv, fm, size)
-    if t.resident:
-        wsrc = Ref("wb").at(sy.mul(F("cs"), cv.split * cv.taps * cv.c0, panel))
+    if early:  # the barrier after the first band chunk's load, then the block's bias (in the workspace)
+        body.append(When(sy.lt(sy.add(i, F("kk")), 1), [barrier]))
+        if bias:
+            body.append(When(sy.lt(F("kk"), 1), bias))
+    if t.resident:  # one slot per chunk: loading a chunk's weights never waits for the cube to read another's
+        wsrc = Ref("wb", sy.mod(F("kk"), n_chunks) if n_chunks > 1 else 0)
+        body.append(When(new, [_load_weights(cv, wsrc, sy.mul(F("cs"), cv.split * cv.taps * cv.c0), F("kl"), size,
+                                             "the chunk's weights of the channel block (kept for its blocks)")]))
     else:
         wsrc = Ref("wb", slot1)
         body.append(_load_weights(cv, wsrc, sy.mul(F("cs"), cv.split * cv.taps * cv.c0), F("kl"), size,
@@ -343,7 +366,8 @@ def schedule(cv: CubeConv, t: ConvTiling, chip: Chip) -> TileSchedule:
     if cv.residual:  # the identity the residual is multiplied by, once per core
         setup = [T.copy_nd2nz(Ref("eyel1"), GmRef(_eye_param(cv)), cv.dtype, cv.r0, cv.block, note="identity"),
                  T.load_l0(Ref("eye"), Ref("eyel1"), cv.dtype, cv.block, cv.r0, note="identity -> L0B")]
-    sched = TileSchedule(cv.name, "aic", params, fs.fields, blocks, buffers, setup + [loop], notes)
+    front = [barrier] if barrier is not None and not early else []
+    sched = TileSchedule(cv.name, "aic", params, fs.fields, blocks, buffers, front + setup + [loop], notes)
     sched.l2_miss = lambda fields, cores: l2_miss(cv, t, cores)
     return sched
 

@@ -18,6 +18,10 @@ A tile is `rows` output channels (of the rows padded to 16: the padding rows are
 (one per input channel, the taps padded to whole blocks) are loaded into UB, the padding channels zeroed,
 cast and scaled, each c0 x taps block transposed to taps x c0 into its panels, and the tile stored with
 one strided copy (its rows of every panel).
+
+A `part` of the work: "all" of it, or (conv_launch puts them on different vector cores side by side, since
+every per-channel parameter is a short move of its own, mostly start-up) the "weights" alone, which read of
+the parameters only the norm's var and gamma (the scale), or the "bias" alone (every parameter, out1).
 """
 from __future__ import annotations
 
@@ -53,6 +57,7 @@ class ConvWeights:
     bn: tuple[str, ...] = ()          # a folded batch norm: the dtypes of mean, var, gamma, beta
     bn_eps: float = 1e-5
     c0: int = 0            # the cube's fractal width for dtype (set by `for_chip`)
+    part: str = "all"      # "all", "weights" (out0 alone) or "bias" (out1 alone): see the module docstring
 
     def for_chip(self, chip: Chip) -> "ConvWeights":
         return replace(self, c0=chip.fractal_c0(itemsize(self.dtype)))
@@ -100,8 +105,26 @@ class ConvWeights:
 
     @property
     def emits_bias(self) -> bool:
-        """Whether it writes the conv's float32 bias (out1): a folded norm's, or a bias cast to float32."""
+        """Whether the conversion (all its parts) writes the conv's float32 bias (out1): a folded norm's, or a
+        bias cast to float32."""
         return bool(self.bn) or self.bias_dtype not in (None, "float32")
+
+    @property
+    def writes_weights(self) -> bool:
+        return self.part != "bias"
+
+    @property
+    def writes_bias(self) -> bool:
+        return self.emits_bias and self.part != "weights"
+
+    @property
+    def loaded(self) -> list[tuple[int, str, str]]:
+        """(index in `params`, name, dtype) of the per-channel inputs this part reads: all of them for the bias,
+        only the scale's (var, gamma) for the weights alone."""
+        if not (self.writes_bias or self.scale and self.writes_weights):
+            return []
+        keep = None if self.writes_bias else ("var", "gamma")
+        return [(i, n, d) for i, (n, d) in enumerate(self.params) if keep is None or n in keep]
 
     @property
     def stages(self) -> list[str]:
@@ -117,22 +140,26 @@ def buffers(cw: ConvWeights, t: MoveTiling, chip: Chip) -> list[Buffer]:
     rows = t.rows * cw.blocks * cw.c0 * cw.tp
     bn = t.slots()
     out = [Buffer(f"s{i}", "UB", d, ub_slot(rows * itemsize(d), chip), bn, "channel rows")
-           for i, d in enumerate(cw.stages)]
-    for i, (name, dtype) in enumerate(cw.params if cw.emits_bias else ()):
+           for i, d in enumerate(cw.stages if cw.writes_weights else ())]
+    for i, name, dtype in cw.loaded:
         out.append(Buffer(f"p{i}", "UB", dtype, ub_slot(t.rows * itemsize(dtype), chip), bn, name))
         if dtype != "float32":
             out.append(Buffer(f"q{i}", "UB", "float32", ub_slot(t.rows * 4, chip), bn, f"{name} (float32)"))
     if cw.scale:
-        out += [Buffer("sc", "UB", "float32", ub_slot(t.rows * 4, chip), bn, "scales"),
-                Buffer("scb", "UB", "float32", ub_slot(rows * 4, chip), bn, "scales per element")]
-    if cw.emits_bias:
+        out.append(Buffer("sc", "UB", "float32", ub_slot(t.rows * 4, chip), bn, "scales"))
+    if cw.scale and cw.writes_weights:
+        out.append(Buffer("scb", "UB", "float32", ub_slot(rows * 4, chip), bn, "scales per element"))
+    if cw.writes_bias:
         out.append(Buffer("bo", "UB", "float32", ub_slot(t.rows * 4, chip), bn, "bias (float32)"))
-    out.append(Buffer("res", "UB", cw.dtype, ub_slot(t.rows * cw.k * itemsize(cw.dtype), chip), bn, "result rows"))
+    if cw.writes_weights:
+        out.append(Buffer("res", "UB", cw.dtype, ub_slot(t.rows * cw.k * itemsize(cw.dtype), chip), bn,
+                          "result rows"))
     return out
 
 
 def fits(cw: ConvWeights, t: MoveTiling, chip: Chip) -> bool:
-    return sum(b.nbytes for b in buffers(cw, t, chip)) <= chip.ub_bytes and t.rows * cw.c <= chip.max_nburst
+    return sum(b.nbytes for b in buffers(cw, t, chip)) <= chip.ub_bytes and \
+        (not cw.writes_weights or t.rows * cw.c <= chip.max_nburst)
 
 
 def tilings(cw: ConvWeights, chip: Chip, buffer_num: int, cores: int) -> list[MoveTiling]:
@@ -152,13 +179,37 @@ def schedule(cw: ConvWeights, t: MoveTiling, chip: Chip) -> TileSchedule:
     tiles = -(-cw.rows // t.rows)
     blocks, begin, count = split_over_cores(fs, tiles, min(t.cores, chip.aiv_cores))
     slot = t.slot("i")
-    stages = cw.stages
-    bufs = [Ref(f"s{i}", slot) for i in range(len(stages))]
-    ssize = itemsize(cw.src_dtype)
+    bufs = [Ref(f"s{i}", slot) for i in range(len(cw.stages))]
     row = cw.blocks * cw.c0 * cw.tp                      # UB elements of one output channel's rows
     body: list[Stmt] = [Let("o0", sy.mul(sy.add(begin, F("i")), t.rows)),
                         Let("ro", clamp_extent(t.rows, cw.rows, F("o0"))),          # rows of the tile
                         Let("rv", sy.max_(0, clamp_extent(t.rows, cw.o, F("o0"))))]  # of them, output channels
+    loads, rest = _weight_rows(cw, t, bufs, row, slot) if cw.writes_weights else ([], [])
+    body += loads
+    if cw.loaded:
+        body.append(When(sy.lt(0, F("rv")), _channel_params(cw, slot)))
+    body += rest
+    params = [GmParam("in0", cw.src_dtype, "in")] if cw.writes_weights else []
+    params += [GmParam(f"in{i + 1}", d, "in") for i, _, d in cw.loaded]
+    if cw.writes_weights:
+        params.append(GmParam("out0", cw.dtype, "out"))
+    if cw.writes_bias:
+        params.append(GmParam("out1", "float32", "out"))
+    what = {"all": "", "weights": " (the weights alone)", "bias": " (the bias alone)"}[cw.part]
+    notes = [f"conv weights {cw.o}x{cw.c}x{cw.kh}x{cw.kw} {cw.src_dtype} -> {cw.panels} panels of {cw.rows} x "
+             f"{cw.c0} {cw.dtype} ({cw.blocks} channel blocks of {cw.c0})" + (" x a folded batch norm's scale" if cw.scale else "")
+             + (", the bias in float32" if cw.emits_bias else "") + what, f"tiling: {t.describe()}"]
+    loop = Loop("i", 0, count, 1, body, note="tiles of output channels")
+    return TileSchedule(cw.name, "aiv", params, fs.fields, blocks, buffers(cw, t, chip), [loop], notes)
+
+
+def _weight_rows(cw: ConvWeights, t: MoveTiling, bufs: list[Ref], row: int, slot: object
+                 ) -> tuple[list[Stmt], list[Stmt]]:
+    """The tile's channel rows: loaded (the first list), then cast, scaled, transposed into their panels and
+    stored (out0; the second)."""
+    stages = cw.stages
+    ssize = itemsize(cw.src_dtype)
+    body: list[Stmt] = []
     zero = T.vdup(bufs[0], 0, sy.mul(F("ro"), row), cw.src_dtype, note="zero the padding channels and rows")
     body.append(zero if cw.padded else When(sy.lt(F("rv"), F("ro")), [zero]))
     src = GmRef("in0", sy.mul(F("o0"), cw.c * cw.taps * ssize))
@@ -170,9 +221,8 @@ def schedule(cw: ConvWeights, t: MoveTiling, chip: Chip) -> TileSchedule:
     else:
         body.append(When(sy.lt(0, F("rv")), [T.load(bufs[0], src, cw.src_dtype, cw.taps, sy.mul(F("rv"), cw.c),
                                                     src_stride=cw.taps, dst_stride=cw.tp, note="channel rows")]))
+    loads, body = body, []
     count_all = sy.mul(F("ro"), row)
-    if cw.emits_bias:
-        body.append(When(sy.lt(0, F("rv")), _channel_params(cw, slot)))
     for cur in range(len(stages)):
         if cur:
             body.append(T.vcast(bufs[cur], bufs[cur - 1], count_all, stages[cur - 1], stages[cur], round="rint",
@@ -195,26 +245,22 @@ def schedule(cw: ConvWeights, t: MoveTiling, chip: Chip) -> TileSchedule:
     body.append(T.store(GmRef("out0", sy.mul(F("o0"), cw.c0 * dsize)), res, cw.dtype, sy.mul(F("ro"), cw.c0),
                         cw.panels, src_stride=t.rows * cw.c0, dst_stride=cw.rows * cw.c0,
                         note="the tile's rows of every panel"))
-    params = [GmParam("in0", cw.src_dtype, "in")]
-    params += [GmParam(f"in{i + 1}", d, "in") for i, (_, d) in enumerate(cw.params if cw.emits_bias else ())]
-    params.append(GmParam("out0", cw.dtype, "out"))
-    if cw.emits_bias:
-        params.append(GmParam("out1", "float32", "out"))
-    notes = [f"conv weights {cw.o}x{cw.c}x{cw.kh}x{cw.kw} {cw.src_dtype} -> {cw.panels} panels of {cw.rows} x "
-             f"{cw.c0} {cw.dtype} ({cw.blocks} channel blocks of {cw.c0})" + (" x a folded batch norm's scale" if cw.scale else "")
-             + (", the bias in float32" if cw.emits_bias else ""), f"tiling: {t.describe()}"]
-    loop = Loop("i", 0, count, 1, body, note="tiles of output channels")
-    return TileSchedule(cw.name, "aiv", params, fs.fields, blocks, buffers(cw, t, chip), [loop], notes)
+    return loads, body
 
 
 def _channel_params(cw: ConvWeights, slot: object) -> list[Stmt]:
-    """The tile's per-channel values in float32: the batch norm's scale (sc) and the conv's bias (bo, out1)."""
+    """The tile's per-channel values in float32: the batch norm's scale (sc) and the conv's bias (bo, out1), of
+    them what this part needs."""
     out: list[Stmt] = []
     vals: dict[str, Ref] = {}
     ro = F("rv")  # the tile's output channels (its padding rows have no parameters)
-    for i, (name, dtype) in enumerate(cw.params):
+    # every load first, then the casts from the last load back: the vector unit's first wait, for the last
+    # load, covers the earlier ones (one event id, not one per parameter)
+    for i, name, dtype in cw.loaded:
+        out.append(T.load(Ref(f"p{i}", slot), GmRef(f"in{i + 1}", sy.mul(F("o0"), itemsize(dtype))), dtype, ro,
+                          note=name))
+    for i, name, dtype in reversed(cw.loaded):
         raw = Ref(f"p{i}", slot)
-        out.append(T.load(raw, GmRef(f"in{i + 1}", sy.mul(F("o0"), itemsize(dtype))), dtype, ro, note=name))
         if dtype != "float32":
             out.append(T.vcast(Ref(f"q{i}", slot), raw, ro, dtype, "float32", note=f"{name} to float32"))
             raw = Ref(f"q{i}", slot)
@@ -224,6 +270,8 @@ def _channel_params(cw: ConvWeights, slot: object) -> list[Stmt]:
         out += [T.vscalar("add", sc, vals["var"], cw.bn_eps, ro, "float32", note="var + eps"),
                 T.vunary("rsqrt", sc, sc, ro, "float32", note="1 / sqrt(var + eps)"),
                 T.vbinary("mul", sc, sc, vals["gamma"], ro, "float32", note="s = gamma / sqrt(var + eps)")]
+        if not cw.writes_bias:
+            return out
         if "bias" in vals:
             out.append(T.vbinary("sub", bo, vals["bias"], vals["mean"], ro, "float32", note="bias - mean"))
         else:
