@@ -1,6 +1,7 @@
 """Routing: which template lowers each kernel plan, as one `Job` per device kernel to launch.
 
-The rules, in order (first match wins):
+The rules, in order (first match wins; a multi-output plan (`ge.horizontal`) is routed by `horizontal_plan`:
+one launch of its members' jobs, each routed by these rules):
 1. every output is empty whatever the launch sizes: nothing to launch;
 2. an input is empty and the outputs are static: the results are constants (a reduction over nothing is its
    identity), computed now and written by vector fill kernels;
@@ -26,7 +27,7 @@ from ..target import Chip
 from .domain import dims
 from .kernel_graph import KernelGraph, build_kernel_graph
 from .lowering import no_lowering
-from . import blocked, conv_plan, decode, matmul_plan
+from . import blocked, conv_plan, decode, horizontal_plan, matmul_plan
 from .templates import mixed_prologue
 from .template import Checked, Job, Unsupported
 from .templates import TEMPLATES, template_of_op
@@ -74,6 +75,10 @@ def route(label: str, plan: KernelPlan, chip: Chip, buffer_num: int = 2, mixed: 
         return []
     if any(v.type.numel == 0 for v in kg.inputs) and all(v.type.is_static for v in kg.outputs):
         return fill_jobs(label, kg, plan)
+    if plan.horizontal:
+        return horizontal_plan.horizontal_jobs(
+            label, plan, chip, lambda lab, p: route(lab, p, chip, buffer_num, plan.mixed if mixed is None else mixed,
+                                                    cores, prologue_apart))
     whole = template_of_op(plan.anchor)
     if whole is TEMPLATES["matmul"]:
         return matmul_jobs(label, plan, chip, buffer_num, plan.mixed if mixed is None else mixed, prologue_apart)

@@ -19,7 +19,7 @@ from ..ir import TensorType
 
 class DecisionKind(enum.Enum):
     FUSED = "fused"                    # merged into one kernel (rule: post_dominator | extra_output | view |
-                                       # prologue)
+                                       # prologue | horizontal)
     NOT_FUSED = "not fused"            # a merge a legality rule refused (rule: that rule)
     DUPLICATED = "duplicated"          # a cheap producer recomputed in each consumer kernel
     NOT_DUPLICATED = "not duplicated"  # why not (rule: the refusal, or the consumer kernel's legality rule)
@@ -74,6 +74,11 @@ class FusionDecision:
                 return f"fused: {self.producer} into the kernel of {self.consumer} as the prologue of its A operand " \
                        f"({self.detail})"
             return f"not fused: {self.producer} as the prologue of {self.consumer}: {self.detail}"
+        if self.rule == "horizontal":   # ge/horizontal.py
+            if k is DecisionKind.FUSED:
+                return f"fused: {self.producer} into the launch of {self.consumer} ({self.detail})"
+            into = f" with {self.consumer}" if self.consumer else ""
+            return f"not fused: {self.producer} into a multi-output launch{into}: {self.detail}"
         if self.rule == "view":      # fusion's view phase (ge/fusion/views.py)
             verdict = "fused" if k is DecisionKind.FUSED else "not fused"
             why = f": {self.detail}" if k is DecisionKind.NOT_FUSED else " (its template reads or writes through them)"

@@ -40,7 +40,8 @@ class MixedKernelsPass(Pass):
                 continue
             plan.mixed = True
             before = set(ancestors_within(plan.anchor_node, plan.nodes)) if plan.prologue is not None else set()
-            rest = [n.op for n in plan.nodes if n is not plan.anchor_node and n not in before]
+            others = {m.anchor_node for m in plan.horizontal}   # the other products of a multi-output launch
+            rest = [n.op for n in plan.nodes if n is not plan.anchor_node and n not in before and n not in others]
             if not rest:
                 continue
             pro = f"; its A operand's producer ({', '.join(n.op for n in plan.nodes if n in before)}) runs on the " \

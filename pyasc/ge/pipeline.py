@@ -29,6 +29,9 @@ Order (GE's, as in reference/graph-optimizer-references.md §3):
                                                          merge reshape no longer splits the kernel)
     simplify (again: clean up after pattern fusion and layout)
     fusion                                        opt 0  (ge.fusion) kernels, one op each at opt 0
+    horizontal_fusion                             opt 2  (ge.horizontal) independent kernels in one
+                                                         multi-output launch (the q/k/v products of one
+                                                         A; RoPE on q and on k)
     matmul_prologue                               opt 2  (ge.prologue) a matmul kernel takes in the kernel
                                                          computing its A operand (layer norm, cast, scale)
     mixed_kernels                                 opt 2  (ge.mixed) a matmul and its epilogue share a launch
@@ -53,6 +56,7 @@ from .attention import AttentionPass
 from .capacity import DEFAULT_CHIP, CapacityFn, resolve_chip  # noqa: F401  (resolve_chip: part of this face)
 from .decisions import CubeOperandRoute, FusionDecision
 from .fusion import FusionPass, schedule_for
+from .horizontal import HorizontalFusionPass
 from .integer_matmul import VectorIntegerMatmul
 from .conv import BlockedLayout, ConvBatchNormFold, ConvEpilogueFusion, ConvGroupSplit
 from .conv_edges import ConvEdgeFold
@@ -124,9 +128,9 @@ class OptimizeResult:
 
 
 def _backend_passes() -> list[Pass]:
-    """Kernel formation, mixed launches and memory planning (ge.fusion, ge.prologue, ge.mixed, ge.memory), run
-    last."""
-    return [FusionPass(), MatmulProloguePass(), MixedKernelsPass(), MemoryPlanningPass()]
+    """Kernel formation, multi-output and mixed launches and memory planning (ge.fusion, ge.horizontal, ge.prologue,
+    ge.mixed, ge.memory), run last."""
+    return [FusionPass(), HorizontalFusionPass(), MatmulProloguePass(), MixedKernelsPass(), MemoryPlanningPass()]
 
 
 def build_pipeline() -> list[Pass]:

@@ -69,6 +69,9 @@ class KernelPlan:
     # a MATMUL plan holding the kernel that produces its A operand (ge.prologue): that kernel's structure (its
     # nodes are the plan's nodes the matmul depends on)
     prologue: KernelStructure | None = None
+    # a multi-output plan (ge.horizontal): the plans of the kernels that share its launch, in order (the first's
+    # anchor is its anchor); () for a plan of one kernel
+    horizontal: tuple["KernelPlan", ...] = ()
 
     @property
     def kind(self) -> KernelKind:

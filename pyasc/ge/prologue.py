@@ -13,6 +13,9 @@ plans, and merges the two when
   prologue writes only the cube's workspace);
 - the capacity function (codegen's, which asks the mixed template) accepts the merged kernel.
 
+A multi-output plan (ge.horizontal) takes a prologue too (the vector cores compute A first, every product
+reads it from the launch's workspace): A's readers are then its products.
+
 Every offer is a decision in the fusion log: FUSED or NOT_FUSED with rule "prologue" and the reason.
 The merged plan keeps the matmul's group id and records the producer's structure in `KernelPlan.prologue`;
 the producer's nodes take that group id. The pass does nothing when `mixed_kernels` is disabled or below
@@ -22,9 +25,10 @@ its opt level (without a mixed launch the prologue is a launch of its own anyway
 from __future__ import annotations
 
 from ..ir import Graph, Node, Value, node_names
-from .capacity import FusionCandidate
+from .capacity import CapacityVerdict, FusionCandidate
 from .decisions import DecisionKind, FusionDecision
 from .fusion import capacity_of
+from .horizontal import has_consumer
 from .mixed import MixedKernelsPass
 from .passes import Pass, PassContext
 from .plan import KernelKind, KernelPlan
@@ -54,8 +58,14 @@ class MatmulProloguePass(Pass):
             why = refusal(plan, producer, a, names)
             if not why:
                 merged = merge(producer, plan)
-                verdict = capacity(FusionCandidate(plan.graph, merged.nodes, plan.structure, merged.inputs,
-                                                   merged.outputs, chip, prologue=producer.structure))
+                if plan.horizontal and not has_consumer(plan):
+                    # plain products: A's producer runs on the vector cores alone, before them, as the kernel
+                    # fusion already fitted (the cube's phase uses no UB)
+                    verdict = CapacityVerdict(True, producer.working_set)
+                else:   # a mixed launch: with a multi-output one, its mixed part's (ge.horizontal)
+                    asked = merge(producer, plan.horizontal[-1]) if plan.horizontal else merged
+                    verdict = capacity(FusionCandidate(plan.graph, asked.nodes, asked.structure, asked.inputs,
+                                                       asked.outputs, chip, prologue=producer.structure))
                 if verdict.fits:
                     merged.working_set = verdict.working_set
                     for n in producer.nodes:
@@ -91,10 +101,11 @@ def refusal(plan: KernelPlan, producer: KernelPlan, a: Value, names: dict[Node, 
         return f"its kernel also writes {', '.join(names.get(v.node, v.node.op) for v in others)}"
     if a in plan.graph.outputs:
         return "A is also a result of the graph (the prologue writes only the cube's workspace)"
-    readers = [n for n in plan.graph.users().readers(a) if n is not plan.anchor_node]
+    products = [m.anchor_node for m in plan.horizontal] or [plan.anchor_node]   # (a multi-output launch's all)
+    readers = [n for n in plan.graph.users().readers(a) if n not in products]
     if readers:
         return f"A is also read by {', '.join(dict.fromkeys(names.get(n, n.op) for n in readers))}"
-    if a in plan.anchor_node.inputs[1:]:
+    if any(a in n.inputs[1:] for n in products):
         return "A is also the matmul's other operand"
     return ""
 
@@ -105,4 +116,4 @@ def merge(producer: KernelPlan, plan: KernelPlan) -> KernelPlan:
     inputs = list(dict.fromkeys(producer.inputs + [v for v in plan.inputs if v != a]))
     return KernelPlan(plan.group, plan.graph, producer.nodes + plan.nodes, inputs, list(plan.outputs),
                       max(producer.category, plan.category), plan.structure, plan.working_set, plan.mixed,
-                      prologue=producer.structure)
+                      prologue=producer.structure, horizontal=plan.horizontal)

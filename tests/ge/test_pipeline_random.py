@@ -41,7 +41,7 @@ def test_pass_names_in_pipeline_order():
         "decompose_composites", "vector_integer_matmul", "split_reductions", "simplify", "constant_folding", "algebraic_simplify", "cse", "dce",
         "pattern_fusion", "matmul_transpose_fold", "matmul_epilogue_fusion", "conv_epilogue_fusion",
         "layout", "blocked_layout", "layout_assign", "transdata_elimination", "transpose_sinking", "conv_edge_fold", "reshape_sinking",
-        "fusion", "matmul_prologue", "mixed_kernels", "memory_planning",
+        "fusion", "horizontal_fusion", "matmul_prologue", "mixed_kernels", "memory_planning",
     ]
 
 

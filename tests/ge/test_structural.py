@@ -20,6 +20,7 @@ from pyasc.ge.layout import LayoutAssign, TransdataElimination, TransposeSinking
 from pyasc.ge.memory import MemoryPlanningPass
 from pyasc.ge.mixed import MixedKernelsPass
 from pyasc.ge.prologue import MatmulProloguePass
+from pyasc.ge.horizontal import HorizontalFusionPass
 from pyasc.ge.reshape_sinking import ReshapeSinking
 from pyasc.ge.pattern import DecomposeComposites, MatmulEpilogueFusion, MatmulTransposeFold, SplitReductions
 from pyasc.ge.simplify import CSE, DCE, AlgebraicSimplify, ConstantFolding
@@ -313,6 +314,21 @@ def prologue_expected():
     return g
 
 
+def horizontal_before():
+    g = Graph()
+    x, w1, w2 = g.add_input(t(4, 8), "x"), g.add_input(t(8, 6), "w1"), g.add_input(t(8, 6), "w2")
+    g.set_outputs([op(g, "matmul", x, w1), op(g, "matmul", x, w2)])
+    return g
+
+
+def horizontal_expected():
+    # fusion makes a kernel per product (groups 0 and 1); horizontal_fusion puts both in the first's launch
+    g = Graph()
+    x, w1, w2 = g.add_input(t(4, 8), "x"), g.add_input(t(8, 6), "w1"), g.add_input(t(8, 6), "w2")
+    g.set_outputs([op(g, "matmul", x, w1, fusion_group=0), op(g, "matmul", x, w2, fusion_group=0)])
+    return g
+
+
 def conv_graph(*ops_after_conv: str, groups: int = 1, norm: bool = False):
     """x, w (and a batch norm's mean, var, gamma, beta) -> conv2d -> [batch_norm] -> the named unary ops."""
     g = Graph()
@@ -399,6 +415,7 @@ CASES = {
     "memory_planning": ([FusionPass(), MemoryPlanningPass()], fusion_before, fusion_expected),  # analysis only
     "mixed_kernels": ([FusionPass(), MixedKernelsPass()], fusion_before, fusion_expected),  # marks kernel plans only
     "matmul_prologue": ([FusionPass(), MatmulProloguePass()], prologue_before, prologue_expected),
+    "horizontal_fusion": ([FusionPass(), HorizontalFusionPass()], horizontal_before, horizontal_expected),
 }
 
 

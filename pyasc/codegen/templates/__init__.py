@@ -9,13 +9,14 @@ from __future__ import annotations
 from ..lowering import REDUCE, VECTOR
 from ..template import Template
 from . import attention, attention_combine, column, conv, conv_edges, conv_launch, conv_weights, datamove, device_loop, \
-    formats, matmul, mixed, pool, transpose2d, update, vector
+    formats, horizontal, matmul, mixed, pool, transpose2d, update, vector
 
 TEMPLATES: dict[str, Template] = {
     t.name: t for t in (vector.TEMPLATE, column.TEMPLATE, matmul.TEMPLATE, mixed.TEMPLATE, datamove.TEMPLATE,
                         formats.TEMPLATE, transpose2d.TEMPLATE, update.TEMPLATE, conv.TEMPLATE, conv_weights.TEMPLATE,
                         conv_edges.TEMPLATE, conv_launch.TEMPLATE, pool.TEMPLATE, attention.TEMPLATE,
-                        attention_combine.TEMPLATE, device_loop.TEMPLATE)
+                        attention_combine.TEMPLATE, device_loop.TEMPLATE, *horizontal.GROUPS.values(),
+                        horizontal.MIXED_GROUP, horizontal.PROLOGUE_GROUP)
 }
 
 #: registry op -> the template that lowers a kernel of that op whole
