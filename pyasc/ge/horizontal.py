@@ -25,6 +25,7 @@ the parts run in turn on the same cores as their own launches would, so a group 
 """
 from __future__ import annotations
 
+import hashlib
 from collections import Counter
 from dataclasses import dataclass, replace
 from typing import Callable, Hashable, Sequence
@@ -88,7 +89,10 @@ def node_keys(plan: KernelPlan) -> dict[Node, Hashable]:
     for n in plan.nodes:   # topological order: every producer inside the plan is keyed first
         attrs = tuple(sorted((k, attr_key(v)) for k, v in n.attrs.items() if k != "fusion_group"))
         ins = tuple((keys[v.node], v.index) if v.node in keys else ("x", _type_key(v)) for v in n.inputs)
-        keys[n] = (n.op, attrs, tuple(_type_key(v) for v in n.values), ins)
+        # a digest, not the nested tuple: a key embedding its producers' keys grows with every path through the
+        # plan (exponentially where values are read twice), and so would hashing and comparing it
+        text = repr((n.op, attrs, tuple(_type_key(v) for v in n.values), ins))
+        keys[n] = hashlib.blake2b(text.encode(), digest_size=16).digest()
     return keys
 
 

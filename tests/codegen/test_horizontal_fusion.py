@@ -186,3 +186,18 @@ def test_a_group_that_falls_back_keeps_its_inner_result_in_scratch(rng):
     kern, prof = _run(swiglu, *args)
     kernels = kern.compile(*args).kernels
     assert prof.launches == 3 and "not one multi-output launch" in kernels[0].notes[0]
+
+
+def diamonds(x):
+    """Forty diamonds in a row: every value is read twice, so a node's key that embedded its producers' keys
+    would hold 2**40 paths (the pass took minutes on numpy's integer functions before node keys were digests)."""
+    for _ in range(40):
+        x = np.abs(x) * 0.5 + x * 0.25
+    return x
+
+
+def test_a_kernel_of_reconverging_values_is_keyed_in_linear_time(rng):
+    x = _vals(rng, (3, 16), "float32")
+    kern, prof = _run(diamonds, x)
+    assert prof.launches == 1
+    np.testing.assert_allclose(kern(x), diamonds(x), rtol=1e-5)
