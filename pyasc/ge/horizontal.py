@@ -196,6 +196,8 @@ def find_groups(kernels: Sequence[KernelPlan], rules: Sequence[HorizontalRule] =
             if rule.consumer is not None:
                 members = _with_consumer(members, rule.consumer, step, refusals, label)
                 last = members[-1] if members and rule.consumer(members[-1]) else None
+            if len(members) < 2:   # every product of this A has an epilogue: nothing to launch together
+                continue
             members = _ready_members(members, last, step, producer_step, refusals, label)
             if len(members) >= 2:
                 groups.append(HorizontalGroup(rule.name, tuple(members)))
