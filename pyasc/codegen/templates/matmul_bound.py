@@ -384,17 +384,17 @@ FLOOR_MARGIN = 1e-9
 def cube_floor(mk: Any, t: MatmulTiling, chip: Chip, dims: Mapping[str, int], sinks: tuple[Sink, ...] = (WHOLE,),
                memo: dict | None = None, store_miss: float = 1.0) -> tuple[float, int]:
     """(a lower bound on `cube_bound`'s first value, the launch's cores) that only looks at the block shape, the
-    cores and whether A's panel is resident, so every tiling of one block shape shares it (the tiler computes
-    `cube_bound` only for the candidates this cannot rule out: `tiling.Ranking`'s floors).
+    cores, the slots and whether A's panel is resident, so the tilings of one block shape share it (the tiler
+    computes `cube_bound` only for the candidates this cannot rule out: `tiling.Ranking`'s floors).
 
     `cube_bound`'s span over core 0's blocks is never below one pipe's busy time over them (each op's span is its
     cycles, and a loop's period at least its busiest pipe), nor below the busiest pipe's time over all blocks but
     the last plus the last one's span (a serial block: its bias moves, its K loop, at least as long as that loop's
-    busiest pipe, then its FixPipes). Per block, at least: on MTE2 the bias and one chunk's two loads (one
-    start-up each) of all of the block's A (none where a resident panel is reused) and B bytes at the read rate;
-    on M one mmad start-up and the product's fractal blocks; on FIX its FixPipes. The larger of the two, less
-    FLOOR_MARGIN."""
-    key = ("cube floor", t.tm, t.tn, t.cores, sinks, store_miss, t.a_resident)
+    busiest pipe, then its FixPipes; single-buffered, the K loop is serial: at least its loads and its mmads one
+    after the other). Per block, at least: on MTE2 the bias and one chunk's two loads (one start-up each) of all
+    of the block's A (none where a resident panel is reused) and B bytes at the read rate; on M one mmad start-up
+    and the product's fractal blocks; on FIX its FixPipes. The larger of the two, less FLOOR_MARGIN."""
+    key = ("cube floor", t.tm, t.tn, t.cores, t.buffer_num, sinks, store_miss, t.a_resident)
     hit = memo.get(key) if memo is not None else None
     if hit is None:
         hit = _floor(_Model(mk, _one_slot(t), chip, extents(mk, dims, memo), sinks, store_miss=store_miss))
@@ -423,7 +423,8 @@ def _floor(model: _Model) -> tuple[float, int]:
         for c in (*loads, mmad, *fixes, *bias):
             for p, cycles in c.busy.items():
                 out[p] = out.get(p, 0.0) + cycles
-        k_loop = max(sum(c.span for c in loads), mmad.span)   # (both loads on the GM -> L1 pipe)
+        loading = sum(c.span for c in loads)   # (both loads on the GM -> L1 pipe)
+        k_loop = max(loading, mmad.span) if t.buffer_num > 1 else loading + mmad.span
         return out, sum(c.span for c in bias) + k_loop + sum(c.span for c in fixes)
 
     first, _ = pipes(0)

@@ -436,11 +436,11 @@ def coarse_bound(a: MixedAnalysis, t: MixedTiling, chip: Chip, dims: Mapping[str
 
 def floor(a: MixedAnalysis, t: MixedTiling, chip: Chip, dims: Mapping[str, int]) -> float:
     """A cheaper lower bound, never above `coarse_bound`: the cube side's `cube_floor`, no prologue. It reads the
-    block shape, the cores, the chunks and whether A's panel is resident (and, to take off the loads ahead of a
-    prologue's barrier, the L1 chunk): many candidates share it, computed once."""
+    block shape, the cores, the slots, the chunks and whether A's panel is resident (and, to take off the loads
+    ahead of a prologue's barrier, the L1 chunk): many candidates share it, computed once."""
     memo = _bounds_memo(a, dims)
     ahead = (t.cube.kl1, t.cube.steps) if a.pro is not None and t.prologue is not None else ()
-    key = ("floor", t.cube.tm, t.cube.tn, t.cube.cores, t.cube.a_resident, t.chunks, ahead)
+    key = ("floor", t.cube.tm, t.cube.tn, t.cube.cores, t.cube.buffer_num, t.cube.a_resident, t.chunks, ahead)
     hit = memo.get(key)
     if hit is None:
         hit = memo[key] = _bound(a, t, chip, dims, cube_floor, prologue=False)
@@ -448,8 +448,14 @@ def floor(a: MixedAnalysis, t: MixedTiling, chip: Chip, dims: Mapping[str, int])
 
 
 def _bounds_memo(a: MixedAnalysis, dims: Mapping[str, int]) -> dict:
-    """What the bounds of one analysis share, per dims."""
-    return a.memo.setdefault(("bounds", tuple(sorted(dims.items()))), {})
+    """What the bounds of one analysis share, per dims (the dims a ranking asks them for: one mapping, asked for
+    each of its candidates, looked up by identity first)."""
+    last = a.memo.get("bounds of")
+    if last is not None and last[0] is dims:
+        return last[1]
+    memo = a.memo.setdefault(("bounds", tuple(sorted(dims.items()))), {})
+    a.memo["bounds of"] = (dims, memo)   # (holds the dims: no other mapping takes its identity meanwhile)
+    return memo
 
 
 def _cube_side(a: MixedAnalysis, t: MixedTiling, chip: Chip, dims: Mapping[str, int],
