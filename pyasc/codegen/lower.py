@@ -99,13 +99,15 @@ class Tile(Pass):
         if t.bound is not None:
             bound = _on_owner(t.bound, st)
             floors = [_on_owner(f, st) for f in template_floors(t)]
-        st.ranking = Ranking(params, lambda p: t.schedule(st.owner[p], p, chip), chip, st.dims, bound, floors)
+        same = _on_owner(t.same, st) if t.same is not None else None
+        st.ranking = Ranking(params, lambda p: t.schedule(st.owner[p], p, chip), chip, st.dims, bound, floors,
+                             same=same)
         ctx.stats["candidates"] += len(params)
         return True
 
 
-def _on_owner(f: Callable[[Any, Any, Chip, Mapping[str, int]], float], st: JobState) -> Callable[[Any], float]:
-    """A template's bound (or floor) of a tiling, on the analysis that made it and the dims being scored."""
+def _on_owner(f: Callable[[Any, Any, Chip, Mapping[str, int]], Any], st: JobState) -> Callable[[Any], Any]:
+    """A template's bound (or floor, or `same`) of a tiling, on the analysis that made it and the dims scored."""
     return lambda p: f(st.owner[p], p, st.chip, st.dims)
 
 

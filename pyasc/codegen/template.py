@@ -122,7 +122,9 @@ class Template:
     of the tiling's schedule for those dims, never above it (the tiler then skips the candidates it rules
     out, `tiling.Ranking`); `floor` (with a bound) a cheaper lower bound never above it, computed for every
     candidate so that `bound` is computed only where the floor does not rule the candidate out, or a tuple of
-    such floors, coarsest first, each never above the next (`template_floors`)."""
+    such floors, coarsest first, each never above the next (`template_floors`); `same(analysis, tiling, chip,
+    dims)` another candidate whose score the tiling's is known to equal, or None (the tiler then scores only one
+    of them)."""
 
     name: str
     core_type: str
@@ -135,6 +137,7 @@ class Template:
     bound: Callable[[Any, Tiling, Chip, Mapping[str, int]], float] | None = None
     # cheaper, never above bound (or several, coarsest first)
     floor: Callable[[Any, Tiling, Chip, Mapping[str, int]], float] | tuple[Callable, ...] | None = None
+    same: Callable[[Any, Tiling, Chip, Mapping[str, int]], Tiling | None] | None = None
     admits: Callable[[Any, Chip], str] | None = None
     ops: frozenset[str] = frozenset()
     handles: Callable[[Any], bool] | None = None

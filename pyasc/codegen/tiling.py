@@ -221,12 +221,14 @@ class Ranking:
     or below its score (a bound is never above the score it bounds): a candidate whose bound stays above the
     scores taken is never built. The order is the same either way; `take(n)` settles its first n candidates.
     `floor`: one cheaper bound under `bound` or several, coarsest first (`bound_levels`); a finer one is computed
-    only for a candidate whose coarser one reaches the top of the queue.
+    only for a candidate whose coarser one reaches the top of the queue. `same`: for a candidate, another one
+    whose score its own is known to equal (or None); once that one is scored, this one is built and checked but
+    takes its score unwalked.
     Candidates a build rejects (`CapacityError`) are in `rejected`."""
 
     def __init__(self, params: Sequence[Any], build: Callable[[Any], AnySchedule], chip: Chip,
                  dims: Mapping[str, int], bound: Bound | None = None,
-                 floor: Bound | Sequence[Bound] | None = None):
+                 floor: Bound | Sequence[Bound] | None = None, *, same: Callable[[Any], Any] | None = None):
         self.params = list(params)
         self.build, self.chip, self.dims = build, chip, dims
         self.order: list[Candidate] = []                       # settled, cheapest first
@@ -235,6 +237,8 @@ class Ranking:
         # a heap: (key, index, the level of the key: an index into `_levels`, the last the candidate's bound)
         self._unscored: list[tuple[float, int, int]] = []
         self._estimates: dict = {}                              # schedules.score's memo of shared sides
+        self._same = same
+        self._scores: dict = {}                                 # tiling record -> its score, once scored
         self._levels = bound_levels(bound, floor)
         if not self._levels:
             for i in range(len(self.params)):
@@ -258,7 +262,12 @@ class Ranking:
         try:
             cand.schedule = self.build(cand.params)
             schedules.check(cand.schedule, self.chip)
-            cand.score = schedules.score(cand.schedule, self.dims, self.chip, self._estimates)
+            twin = self._same(cand.params) if self._same is not None else None
+            cand.score = self._scores.get(twin) if twin is not None else None
+            if cand.score is None:
+                cand.score = schedules.score(cand.schedule, self.dims, self.chip, self._estimates)
+            if self._same is not None:
+                self._scores[cand.params] = cand.score
         except CapacityError as e:
             cand.rejected = str(e)
             self.rejected.append(cand)

@@ -7,13 +7,13 @@ from pyasc.codegen import tiling
 
 
 class Exhaustive(tiling.Ranking):
-    """Scores every candidate (no pruning) and checks the template's bound against each score, and its floors (if
-    it has any: each never above the next finer one) against the bound."""
+    """Scores every candidate (no pruning, none taking another's score) and checks the template's bound against each
+    score, and its floors (if it has any: each never above the next finer one) against the bound."""
 
     checked: list[tuple[float, float, str]] = []
     floors: list[tuple[float, float, str]] = []
 
-    def __init__(self, params, build, chip, dims, bound=None, floor=None):
+    def __init__(self, params, build, chip, dims, bound=None, floor=None, same=None):
         super().__init__(params, build, chip, dims, None)
         levels = tiling.bound_levels(bound, floor)
         if bound is not None:

@@ -22,8 +22,8 @@ class _Kept(tiling.Ranking):
 
     made: list["_Kept"] = []
 
-    def __init__(self, params, build, chip, dims, bound=None, floor=None):
-        super().__init__(params, build, chip, dims, bound, floor)
+    def __init__(self, params, build, chip, dims, bound=None, floor=None, same=None):
+        super().__init__(params, build, chip, dims, bound, floor, same=same)
         cells = [c.cell_contents for c in build.__closure__ or ()]
         self.state = next(c for c in cells if isinstance(c, lower.JobState))
         _Kept.made.append(self)

@@ -40,7 +40,7 @@ from ..vector_ops import Geometry, Space
 from . import matmul, mixed_prologue, vector_kernel
 from .matmul import CubeMatmul, in_param as cube_in
 from .matmul_bound import Sink, cube_bound, cube_floor, extents, output_sink
-from .matmul_tiling import MatmulTiling
+from .matmul_tiling import MatmulTiling, same_score
 from .placement import Placement, decompose
 from .mixed_chunks import Chunk, chunk, chunk_counts, chunked
 from .mixed_prologue import Prologue
@@ -598,5 +598,13 @@ def _vector_floor(a: MixedAnalysis, t: MixedTiling, chip: Chip, dims: Mapping[st
     return (steps - 1) * max(first) + (sum(last) if t.chunks == 1 else max(last)), drain
 
 
+def same(a: MixedAnalysis, t: MixedTiling, chip: Chip, dims: Mapping[str, int]) -> MixedTiling | None:
+    """The candidate with one L0C slot whose score this one's is known to equal (`matmul_tiling.same_score`: the
+    cube side's estimate is; the vector side is the same schedule). None with a prologue (it rewrites the cube
+    side) or where that is not known."""
+    twin = same_score(a.mk, t.cube, dims) if a.pro is None else None
+    return None if twin is None else replace(t, cube=twin)
+
+
 TEMPLATE = Template("mixed", "mix", MixedTiling, analyze, tilings, schedule, _symbols, need=need, bound=bound,
-                    floor=(floor, coarse_bound))
+                    floor=(floor, coarse_bound), same=same)
