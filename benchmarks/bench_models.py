@@ -210,7 +210,9 @@ def gpt2_block_row(chip: str, t: int = 256, c: int = 768, n_head: int = 12) -> R
             w(4 * c, c), w(c), n_head]
     k = pyasc.kernel(gpt2_block, chip=chip)
     row = measure(f"GPT-2 block T={t} C={c} {n_head} heads f16", k, args)
-    row.note = "kernels: " + " ".join(kk.template for kk in k.compile(*args).kernels)
+    _, prof = k.profile(*args)
+    row.note = "kernels (us): " + " ".join(f"{kk.template} {p.result.time_s * 1e6:.2f}"
+                                           for kk, p in zip(k.compile(*args).kernels, prof.per_launch))
     return row
 
 

@@ -13,7 +13,8 @@ Each pass works on one graph (the pass manager runs it on every subgraph).
   x**2 -> x*x; --x, ~~x -> x; cast to the same dtype -> x; a lossless cast
   round trip (f16 -> f32 -> f16) -> x; transpose∘transpose -> x (inverse
   perms) or one transpose (composed perm); identity transposes, reshapes and
-  broadcasts -> x; reshape∘reshape -> one reshape. Integer/bool x*0 -> zeros;
+  broadcasts -> x; reshape∘reshape -> one reshape; the tanh GELU 0.5*x*(1+tanh(z)) ->
+  x/(1+exp(-2z)) (ge/activation_forms.py: no composite tanh on the vector unit). Integer/bool x*0 -> zeros;
   float x*0 never (NaN*0 and inf*0 are NaN, and -0.0 keeps its sign).
   A constant operand counts by value: any Const whose elements are all equal,
   `full`, or a broadcast/reshape of one. Every rewrite checks that the
@@ -38,6 +39,7 @@ from typing import Any, Hashable
 import numpy as np
 
 from .. import dtypes, ops
+from .activation_forms import gelu_tanh_as_sigmoid
 from ..ir import Graph, Node, Value, attr_key, is_annotation
 from .edit import ancestors, build_node, const_node, is_pure, is_structural, make_const, same_type, uniform_scalar
 from .passes import Pass, PassContext, PassGroup
@@ -304,6 +306,7 @@ ALGEBRAIC_RULES = (
     RewriteRule("transpose_pair", "transpose", _transpose),
     RewriteRule("reshape_pair", "reshape", _reshape),
     RewriteRule("broadcast_noop", "broadcast_to", _same_shape),
+    RewriteRule("gelu_tanh_as_sigmoid", "mul", gelu_tanh_as_sigmoid),   # (ge/activation_forms.py)
 )
 
 

@@ -51,7 +51,7 @@ from .. import tileops as T
 from ..schedule import BLOCKS, CORE, Buffer, GmParam, GmRef, Let, Loop, Ref, Stmt, TileOp, TileSchedule, When
 from ..template import Template, free_symbols
 from ..tiling import scoring_dims
-from .matmul_bound import bound, floor
+from .matmul_bound import b_by_panels, bound, floor
 from .matmul_tiling import MatmulTiling, a_mode, b_mode, footprint, l1_b_piece_bytes, l2_miss, same_score, \
     tilings
 
@@ -308,7 +308,15 @@ def _step_l0(mk: CubeMatmul, t: MatmulTiling, slot: IntLike, l1a: Ref, l1b: Ref,
     else:
         out.append(_load_a_l0(mk, Ref("l0a", slot), l1a.at(sy.mul(ko, sy.align_up(mm, r0), size)), kc, mm))
     mode = b_mode(mk, t)
-    if mode == "fractals":
+    if mode == "fractals" and b_by_panels(t):
+        # stored K x N, a column panel at a time: its kc/r0 fractals of the step are contiguous in L1 and go to
+        # every ceil(nn/r0)-th fractal of L0B (ZN order: fractal row by fractal row)
+        panels = sy.ceildiv(nn, r0)
+        out.append(Loop("pb", 0, panels, 1, [T.load_l0_2d(
+            Ref("l0b", slot, sy.mul(F("pb"), frac)), l1b, mk.dtype,
+            sy.add(sy.mul(F("pb"), sy.ceildiv(kl, r0)), sy.floordiv(ko, r0)), rows16, 1, sy.add(panels, -1),
+            transpose=True, note="B step -> L0B, a column panel")], note="column panels of the B step"))
+    elif mode == "fractals":
         # stored K x N: fractal row r of the step is fractal r of every column panel, in ZN order
         out.append(Loop("fb", 0, rows16, 1, [T.load_l0_2d(
             Ref("l0b", slot, sy.mul(F("fb"), sy.ceildiv(nn, r0), frac)), l1b, mk.dtype,

@@ -142,6 +142,14 @@ def _mean(a: _Cost, b: _Cost) -> _Cost:
 _PATHS = {k: data_path(*k) for k in (("GM", "L1"), ("L1", "L0A"), ("L1", "L0B"), ("L1", "BT"), ("L0C", "GM"))}
 
 
+def b_by_panels(t: MatmulTiling) -> bool:
+    """B's L0 step (stored K x N, loaded as fractals) in one LoadData2D per column panel instead of one per
+    fractal row: fewer, longer loads when the block is narrower than the step is deep (a 64-wide block of a
+    128-deep step: 4 loads instead of 8, each start-up paid once per panel; MTE1's issue queue holds a chunk's
+    steps with room to spare, so the next chunk's loads are issued on time)."""
+    return t.tn < t.tk
+
+
 class _Model:
     """The cube schedule of one tiling, costed block by block."""
 
@@ -155,7 +163,7 @@ class _Model:
         # costed blocks without their FixPipes, by the tiling's `_key` and the block's shape: a caller's store
         # shared by the models of one tiling with other sinks or another share of their stores reaching HBM
         self._bodies: dict = {} if bodies is None else bodies
-        self._modes = (a_mode(mk, t), b_mode(mk, t))
+        self._modes = (a_mode(mk, t), b_mode(mk, t), b_by_panels(t))
         self.M, self.N, self.K, batch = shape
         self.nmb, self.nnb = -(-self.M // t.tm), -(-self.N // t.tn)
         self.total = batch * self.nmb * self.nnb
@@ -193,11 +201,15 @@ class _Model:
             return [self.fixpipe(mm, nn, unaligned)]
         return [self.fixpipe(mm, min(s.chunk, nn - c), unaligned) for c in range(0, nn, s.chunk)]
 
-    def fractal_rows(self, dst: str, kc: int, panels: int) -> _Cost:
-        """LoadData2D per 16-row fractal row of a kc-deep step, `panels` fractals each."""
+    def fractal_rows(self, dst: str, kc: int, panels: int, by_panels: bool = False) -> _Cost:
+        """LoadData2D per 16-row fractal row of a kc-deep step, `panels` fractals each (`by_panels`: one per
+        column panel instead, a fractal per fractal row each)."""
         r0 = self.chip.cube_block
+        rows = -(-kc // r0)
+        if by_panels:
+            rows, panels = panels, rows
         one = self.on_chip("L1", dst, panels * r0 * self.chip.fractal_row_bytes)
-        return _times(one, -(-kc // r0))
+        return _times(one, rows)
 
     # ---- one L0 step, one L1 chunk, one block -----------------------------------------------------------
     def step(self, mm: int, nn: int, kc: int) -> _Cost:
@@ -209,13 +221,13 @@ class _Model:
 
     def _step(self, mm: int, nn: int, kc: int) -> _Cost:
         mk, r0 = self.mk, self.chip.cube_block
-        a, b = self._modes
+        a, b, by_panels = self._modes
         if a == "fractals":
             l0a = self.fractal_rows("L0A", kc, -(-mm // r0))
         else:
             l0a = self.on_chip("L1", "L0A", mm * kc * self.size)
         if b == "fractals":
-            l0b = self.fractal_rows("L0B", kc, -(-nn // r0))
+            l0b = self.fractal_rows("L0B", kc, -(-nn // r0), by_panels)
         else:
             l0b = self.on_chip("L1", "L0B", self._l0b_bytes(nn, kc))
         mmad = _op("M", cube_cycles(mk.dtype, mm, kc, nn, self.chip), acc=True)
