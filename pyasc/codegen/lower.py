@@ -15,7 +15,7 @@ ops naming its buffers on pipes its core has, a choice with flags within the eve
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable, Mapping
 
 from ..errors import CompileError
 from ..ge.passes import Pass, PassContext, PassManager
@@ -24,7 +24,7 @@ from .device import CodegenOptions
 from . import schedules
 from .lowering import no_lowering
 from .schedule import Ref, TileSchedule
-from .template import Job, Template, Unsupported
+from .template import Job, Template, Unsupported, template_floors
 from .templates import TEMPLATES
 from .tiling import NoLegalTiling, Ranking, TilingChoice, pick, scoring_dims
 
@@ -95,14 +95,20 @@ class Tile(Pass):
             raise st.fail(f"no tile of this kernel fits the chip's memories ({chip.name})")
         symbols = set().union(*(t.symbols(a) for a in st.analyses))
         st.dims, st.nominal = scoring_dims(sorted(symbols))
-        bound = floor = None
+        bound, floors = None, []
         if t.bound is not None:
-            bound = lambda p: t.bound(st.owner[p], p, chip, st.dims)  # noqa: E731
-            if t.floor is not None:
-                floor = lambda p: t.floor(st.owner[p], p, chip, st.dims)  # noqa: E731
-        st.ranking = Ranking(params, lambda p: t.schedule(st.owner[p], p, chip), chip, st.dims, bound, floor)
+            bound = _on_owner(t.bound, st)
+            floors = [_on_owner(f, st) for f in template_floors(t)]
+        same = _on_owner(t.same, st) if t.same is not None else None
+        st.ranking = Ranking(params, lambda p: t.schedule(st.owner[p], p, chip), chip, st.dims, bound, floors,
+                             same=same)
         ctx.stats["candidates"] += len(params)
         return True
+
+
+def _on_owner(f: Callable[[Any, Any, Chip, Mapping[str, int]], Any], st: JobState) -> Callable[[Any], Any]:
+    """A template's bound (or floor, or `same`) of a tiling, on the analysis that made it and the dims scored."""
+    return lambda p: f(st.owner[p], p, st.chip, st.dims)
 
 
 class Sync(Pass):

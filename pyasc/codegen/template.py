@@ -121,7 +121,10 @@ class Template:
     capacity asks for the smallest); `bound(analysis, tiling, chip, dims)` is a lower bound on the score
     of the tiling's schedule for those dims, never above it (the tiler then skips the candidates it rules
     out, `tiling.Ranking`); `floor` (with a bound) a cheaper lower bound never above it, computed for every
-    candidate so that `bound` is computed only where the floor does not rule the candidate out."""
+    candidate so that `bound` is computed only where the floor does not rule the candidate out, or a tuple of
+    such floors, coarsest first, each never above the next (`template_floors`); `same(analysis, tiling, chip,
+    dims)` another candidate whose score the tiling's is known to equal, or None (the tiler then scores only one
+    of them)."""
 
     name: str
     core_type: str
@@ -132,10 +135,19 @@ class Template:
     symbols: Callable[[Any], set[str]]
     need: Callable[[Any, Tiling, Chip], int] | None = None
     bound: Callable[[Any, Tiling, Chip, Mapping[str, int]], float] | None = None
-    floor: Callable[[Any, Tiling, Chip, Mapping[str, int]], float] | None = None   # cheaper, never above bound
+    # cheaper, never above bound (or several, coarsest first)
+    floor: Callable[[Any, Tiling, Chip, Mapping[str, int]], float] | tuple[Callable, ...] | None = None
+    same: Callable[[Any, Tiling, Chip, Mapping[str, int]], Tiling | None] | None = None
     admits: Callable[[Any, Chip], str] | None = None
     ops: frozenset[str] = frozenset()
     handles: Callable[[Any], bool] | None = None
+
+
+def template_floors(t: Template) -> tuple[Callable[[Any, Tiling, Chip, Mapping[str, int]], float], ...]:
+    """A template's floors under its bound, coarsest first (none, one, or the tuple it gives)."""
+    if t.floor is None:
+        return ()
+    return t.floor if isinstance(t.floor, tuple) else (t.floor,)
 
 
 def free_symbols(exprs: Sequence[Any]) -> set[str]:

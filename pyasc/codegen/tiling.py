@@ -13,6 +13,8 @@ A template with many candidates (the cube's) gives a lower bound on a
 candidate's score computed from its tiling record alone; the `Ranking` then
 scores candidates best bound first and never builds one whose bound is above
 the scores it settled: the order, and so the choice, is the exhaustive one.
+Cheaper floors under the bound (coarsest first, each never above the next)
+spare computing the finer ones where a coarser one rules a candidate out.
 
 A `TilingDecision` overrides the cost model for one device kernel: a plain
 record naming the kernel (its label) and the candidate (its tiling record's
@@ -201,6 +203,15 @@ def scoring_dims(symbols: Iterable[str], given: Mapping[str, int] | None = None)
 Bound = Callable[[Any], float]
 
 
+def bound_levels(bound: Bound | None, floor: Bound | Sequence[Bound] | None) -> tuple[Bound, ...]:
+    """A ranking's lower bounds, coarsest first and `bound` last: `floor` is one cheaper bound under it or several
+    (coarsest first, each never above the next); none without a bound."""
+    if bound is None:
+        return ()
+    floors = () if floor is None else (floor,) if callable(floor) else tuple(floor)
+    return floors + (bound,)
+
+
 class Ranking:
     """A kernel's candidates in the cost model's order (cheapest score first, ties in candidate order), built and
     scored only as far as that order is asked for.
@@ -209,26 +220,32 @@ class Ranking:
     order of their bounds, and the cheapest not yet taken is certain once no unscored candidate has a bound at
     or below its score (a bound is never above the score it bounds): a candidate whose bound stays above the
     scores taken is never built. The order is the same either way; `take(n)` settles its first n candidates.
+    `floor`: one cheaper bound under `bound` or several, coarsest first (`bound_levels`); a finer one is computed
+    only for a candidate whose coarser one reaches the top of the queue. `same`: for a candidate, another one
+    whose score its own is known to equal (or None); once that one is scored, this one is built and checked but
+    takes its score unwalked.
     Candidates a build rejects (`CapacityError`) are in `rejected`."""
 
     def __init__(self, params: Sequence[Any], build: Callable[[Any], AnySchedule], chip: Chip,
-                 dims: Mapping[str, int], bound: Bound | None = None, floor: Bound | None = None):
+                 dims: Mapping[str, int], bound: Bound | None = None,
+                 floor: Bound | Sequence[Bound] | None = None, *, same: Callable[[Any], Any] | None = None):
         self.params = list(params)
         self.build, self.chip, self.dims = build, chip, dims
         self.order: list[Candidate] = []                       # settled, cheapest first
         self.rejected: list[Candidate] = []
         self._scored: list[tuple[float, int, Candidate]] = []   # a heap: scored, not yet settled
-        # a heap: (key, index, whether the key is the candidate's bound or only its floor)
-        self._unscored: list[tuple[float, int, bool]] = []
+        # a heap: (key, index, the level of the key: an index into `_levels`, the last the candidate's bound)
+        self._unscored: list[tuple[float, int, int]] = []
         self._estimates: dict = {}                              # schedules.score's memo of shared sides
-        self._bound = bound
-        if bound is None:
+        self._same = same
+        self._scores: dict = {}                                 # tiling record -> its score, once scored
+        self._levels = bound_levels(bound, floor)
+        if not self._levels:
             for i in range(len(self.params)):
                 self._score(i)
-        elif floor is None:
-            self._unscored = [(bound(p), i, True) for i, p in enumerate(self.params)]
         else:
-            self._unscored = [(floor(p), i, False) for i, p in enumerate(self.params)]
+            coarsest = self._levels[0]
+            self._unscored = [(coarsest(p), i, 0) for i, p in enumerate(self.params)]
         heapq.heapify(self._unscored)
 
     @property
@@ -245,7 +262,12 @@ class Ranking:
         try:
             cand.schedule = self.build(cand.params)
             schedules.check(cand.schedule, self.chip)
-            cand.score = schedules.score(cand.schedule, self.dims, self.chip, self._estimates)
+            twin = self._same(cand.params) if self._same is not None else None
+            cand.score = self._scores.get(twin) if twin is not None else None
+            if cand.score is None:
+                cand.score = schedules.score(cand.schedule, self.dims, self.chip, self._estimates)
+            if self._same is not None:
+                self._scores[cand.params] = cand.score
         except CapacityError as e:
             cand.rejected = str(e)
             self.rejected.append(cand)
@@ -255,13 +277,14 @@ class Ranking:
 
     def _least_bound(self) -> float:
         """The least bound of the unscored candidates (inf: none left). A floor at the top of the heap is replaced
-        by its candidate's bound until a bound is on top: every other key there is a bound or a floor no larger
-        than the bound it stands for, so that one is the least, and the bounds leave the heap in the order (and
-        with the ties) they would without floors."""
-        heap = self._unscored
-        while heap and not heap[0][2]:
-            i = heap[0][1]
-            heapq.heapreplace(heap, (self._bound(self.params[i]), i, True))   # type: ignore[misc]
+        by its candidate's next finer one until a bound is on top: every other key there is a bound or a floor
+        no larger than the bound it stands for, so that one is the least, and the bounds leave the heap in the
+        order (and with the ties) they would without floors."""
+        heap, levels = self._unscored, self._levels
+        last = len(levels) - 1
+        while heap and heap[0][2] < last:
+            _, i, level = heap[0]
+            heapq.heapreplace(heap, (levels[level + 1](self.params[i]), i, level + 1))
         return heap[0][0] if heap else float("inf")
 
     def _settle(self) -> bool:

@@ -7,19 +7,20 @@ from pyasc.codegen import tiling
 
 
 class Exhaustive(tiling.Ranking):
-    """Scores every candidate (no pruning) and checks the template's bound against each score, and its floor (if
-    it has one) against each bound."""
+    """Scores every candidate (no pruning, none taking another's score) and checks the template's bound against each
+    score, and its floors (if it has any: each never above the next finer one) against the bound."""
 
     checked: list[tuple[float, float, str]] = []
     floors: list[tuple[float, float, str]] = []
 
-    def __init__(self, params, build, chip, dims, bound=None, floor=None):
+    def __init__(self, params, build, chip, dims, bound=None, floor=None, same=None):
         super().__init__(params, build, chip, dims, None)
+        levels = tiling.bound_levels(bound, floor)
         if bound is not None:
             for c in self.scored:
                 Exhaustive.checked.append((bound(c.params), c.score.cycles, c.line()))
-                if floor is not None:
-                    Exhaustive.floors.append((floor(c.params), bound(c.params), c.line()))
+                keys = [level(c.params) for level in levels]
+                Exhaustive.floors += [(lower, upper, c.line()) for lower, upper in zip(keys, keys[1:])]
 
 
 def choices(fn, args, chip, options):

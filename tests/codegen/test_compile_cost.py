@@ -22,8 +22,8 @@ class _Kept(tiling.Ranking):
 
     made: list["_Kept"] = []
 
-    def __init__(self, params, build, chip, dims, bound=None, floor=None):
-        super().__init__(params, build, chip, dims, bound, floor)
+    def __init__(self, params, build, chip, dims, bound=None, floor=None, same=None):
+        super().__init__(params, build, chip, dims, bound, floor, same=same)
         cells = [c.cell_contents for c in build.__closure__ or ()]
         self.state = next(c for c in cells if isinstance(c, lower.JobState))
         _Kept.made.append(self)
@@ -45,17 +45,18 @@ def test_a_cube_tilings_costed_blocks_do_not_depend_on_its_l0c_slots(mixed_ranki
     r = mixed_ranking
     (analysis,) = r.state.analyses
     mk, chip = analysis.mk, r.chip
-    extents = matmul_bound._extents(mk, r.dims)
+    extents = matmul_bound.extents(mk, r.dims)
     cubes = {p.cube for p in r.params}
     assert {t.l0c_slots for t in cubes} == {1, 2}
     memo: dict = {}
     for t in cubes:
-        one = matmul_bound._Model(mk, replace(t, l0c_slots=1), chip, extents, 1).terms()
-        two = matmul_bound._Model(mk, replace(t, l0c_slots=2), chip, extents, 1).terms()
+        sinks = (matmul_bound.WHOLE,)
+        one = matmul_bound._Model(mk, replace(t, l0c_slots=1), chip, extents, sinks).terms()
+        two = matmul_bound._Model(mk, replace(t, l0c_slots=2), chip, extents, sinks).terms()
         assert one == two, t.describe()
         # the caller's store and the module's memo give what the model gives
-        expected = (one.core_cycles(t.l0c_slots, chip), one.blocks)
-        assert matmul_bound.cube_bound(mk, t, chip, r.dims, 1, memo) == expected
+        expected = (one.core_cycles(t.l0c_slots, chip) * (1 - matmul_bound.BOUND_MARGIN), one.blocks)
+        assert matmul_bound.cube_bound(mk, t, chip, r.dims, sinks, memo) == expected
         assert matmul_bound.cube_bound(mk, t, chip, r.dims) == expected
     assert len([k for k in memo if k[0] == "cube terms"]) == len({replace(t, l0c_slots=1) for t in cubes})
 

@@ -109,6 +109,7 @@ def test_floors_change_nothing_but_how_many_bounds_are_computed(monkeypatch, see
     scores = rng.integers(10, 30, n).astype(float)
     bounds = scores - rng.integers(0, 12, n) * (rng.random(n) < 0.8)
     floors = bounds - rng.integers(0, 8, n) * (rng.random(n) < 0.7)
+    coarser = floors - rng.integers(0, 8, n) * (rng.random(n) < 0.7)
     monkeypatch.setattr(tiling.schedules, "check", lambda s, chip: None)
     monkeypatch.setattr(tiling.schedules, "score", lambda s, dims, chip, memo=None: _Score(scores[s]))
 
@@ -123,3 +124,6 @@ def test_floors_change_nothing_but_how_many_bounds_are_computed(monkeypatch, see
 
     (plain, every), (floored, fewer) = run(None), run(lambda p: floors[p])
     assert floored == plain and every == n and fewer < n
+    # and with two levels of floors, coarsest first: a bound only where neither rules the candidate out
+    twice, fewest = run([lambda p: coarser[p], lambda p: floors[p]])
+    assert twice == plain and fewest <= fewer

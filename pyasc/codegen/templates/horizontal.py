@@ -214,11 +214,12 @@ def _mixed_first(fn: Any) -> Any:
     return None if fn is None else lambda ga, *rest: fn(ga.mixed, *rest)
 
 
-#: the mixed part's bounds stay lower bounds of the launch (it does more), its UB need is the launch's
+#: the mixed part's bounds stay lower bounds of the launch (it does more), its UB need is the launch's (its
+#: coarse bound: the finer one follows the score of a launch without a prologue, which this one is not)
 MIXED_GROUP = Template("mixed_group", "mix", MixedTiling, _mixed_group_analyze,
                        lambda ga, *rest: mixed.TEMPLATE.tilings(ga.mixed, *rest), _mixed_group_schedule,
                        lambda ga: mixed.TEMPLATE.symbols(ga.mixed), need=_mixed_first(mixed.TEMPLATE.need),
-                       bound=_mixed_first(mixed.TEMPLATE.bound), floor=_mixed_first(mixed.TEMPLATE.floor))
+                       bound=_mixed_first(mixed.coarse_bound), floor=_mixed_first(mixed.floor))
 
 
 # ---- plain products of one A and A's producer (RMSNorm before q/k/v): the vector cores first, then the cube --

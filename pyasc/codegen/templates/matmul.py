@@ -52,7 +52,8 @@ from ..schedule import BLOCKS, CORE, Buffer, GmParam, GmRef, Let, Loop, Ref, Stm
 from ..template import Template, free_symbols
 from ..tiling import scoring_dims
 from .matmul_bound import b_by_panels, bound, floor
-from .matmul_tiling import MatmulTiling, a_mode, b_mode, footprint, l1_b_piece_bytes, l2_miss, tilings
+from .matmul_tiling import MatmulTiling, a_mode, b_mode, footprint, l1_b_piece_bytes, l2_miss, same_score, \
+    tilings
 
 F = sy.sym
 
@@ -455,4 +456,5 @@ def _tilings(mk: CubeMatmul, chip: Chip, buffer_num: int, cores: int) -> list[Ma
 
 
 TEMPLATE = Template("matmul", "aic", MatmulTiling, lambda job, chip: [job.subject.for_chip(chip)], _tilings,
-                    schedule, _symbols, ops=frozenset({"matmul", "fused_matmul"}), bound=bound, floor=floor)
+                    schedule, _symbols, ops=frozenset({"matmul", "fused_matmul"}), bound=bound, floor=floor,
+                    same=lambda mk, t, chip, dims: same_score(mk, t, dims))

@@ -15,6 +15,8 @@ It follows the cost walker's rules (`cost.py`) over what the schedule does, with
   steady state, plus its last iteration's serial span; a loop whose inner loop rotates (one L0C slot) at
   least the least of its iteration's span and of its busiest pipe, inner steady state and L0C chain (the
   mmads and FixPipes the single accumulator serialises); any other loop the sum of its iterations' spans;
+- each block's FixPipes as its `Sink`s say: one per column chunk, at the unaligned rate where the GM rows are
+  certainly off the 512-byte boundary (more than one row, a row length that is not a multiple of it);
 - the launch: its start-up, and at least the time its GM bytes take through the L2 and its stores through HBM.
 
 What it leaves out can only make the estimate larger: GM reads at the aligned rate and with no share of HBM's
@@ -32,6 +34,24 @@ from ...memo import memoised
 from ...target import Chip, data_path, itemsize
 from ..cost import cube_cycles, gm_bandwidth, gm_span, launch_cycles
 from .matmul_tiling import MatmulTiling, a_mode, b_mode
+
+
+@dataclass(frozen=True)
+class Sink:
+    """How each block leaves L0C: FixPipes of `chunk` columns each (0: the whole block in one) into GM rows
+    `row_bytes` apart (0: not known, charged at the aligned rate)."""
+
+    chunk: int = 0
+    row_bytes: int = 0
+
+
+#: a block written out whole, its rows at the aligned rate
+WHOLE = Sink()
+
+
+def output_sink(mk: Any, dims: Mapping[str, int]) -> Sink:
+    """The cube template's own FixPipe (`matmul.to_output`): the whole block into the output's rows, N apart."""
+    return Sink(0, sy.evaluate(mk.N, dims) * itemsize(mk.out_dtype))
 
 
 class _Cost:
@@ -133,14 +153,18 @@ def b_by_panels(t: MatmulTiling) -> bool:
 class _Model:
     """The cube schedule of one tiling, costed block by block."""
 
-    def __init__(self, mk: Any, t: MatmulTiling, chip: Chip, extents: tuple[int, int, int, int], sinks: int,
-                 steps: dict | None = None, store_miss: float = 1.0):
+    def __init__(self, mk: Any, t: MatmulTiling, chip: Chip, shape: tuple[int, int, int, int],
+                 sinks: tuple[Sink, ...], steps: dict | None = None, store_miss: float = 1.0,
+                 bodies: dict | None = None):
         self.mk, self.t, self.chip, self.sinks = mk, t, chip, sinks
         # costed L0 steps, by their shape and how A and B are loaded: a caller's store shared by the tilings
         # of one product (a step does not depend on the rest of the tiling)
         self._steps: dict = {} if steps is None else steps
+        # costed blocks without their FixPipes, by the tiling's `_key` and the block's shape: a caller's store
+        # shared by the models of one tiling with other sinks or another share of their stores reaching HBM
+        self._bodies: dict = {} if bodies is None else bodies
         self._modes = (a_mode(mk, t), b_mode(mk, t), b_by_panels(t))
-        self.M, self.N, self.K, batch = extents
+        self.M, self.N, self.K, batch = shape
         self.nmb, self.nnb = -(-self.M // t.tm), -(-self.N // t.tn)
         self.total = batch * self.nmb * self.nnb
         self.blocks = -(-self.total // max(1, -(-self.total // t.cores))) if self.total > 0 else 0
@@ -162,10 +186,20 @@ class _Model:
         p = self._paths[src, dst]
         return _op(p.pipe, getattr(self.chip, p.cost).cycles(nbytes))
 
-    def fixpipe(self, mm: int, nn: int) -> _Cost:
+    def fixpipe(self, mm: int, nn: int, unaligned: bool = False) -> _Cost:
         p = self._paths["L0C", "GM"]
         nbytes = mm * nn * itemsize(self.mk.out_dtype)
-        return _op(p.pipe, getattr(self.chip, p.cost).startup + nbytes / self.store_bw, nbytes, nbytes, acc=True)
+        bw = self.store_bw * self.chip.gm_unaligned_factor if unaligned else self.store_bw
+        return _op(p.pipe, getattr(self.chip, p.cost).startup + nbytes / bw, nbytes, nbytes, acc=True)
+
+    def sink(self, s: Sink, mm: int, nn: int) -> list[_Cost]:
+        """A block's FixPipes into one sink: a chunk at a time, as far as the block reaches (`mixed._to_channel`).
+        Rows off the peak boundary cost the unaligned rate only where that is certain: the walker's rule
+        (`cost._gm_move`) then fails whatever the block's offset."""
+        unaligned = mm > 1 and s.row_bytes % self.chip.gm_peak_align != 0
+        if not s.chunk:
+            return [self.fixpipe(mm, nn, unaligned)]
+        return [self.fixpipe(mm, min(s.chunk, nn - c), unaligned) for c in range(0, nn, s.chunk)]
 
     def fractal_rows(self, dst: str, kc: int, panels: int, by_panels: bool = False) -> _Cost:
         """LoadData2D per 16-row fractal row of a kc-deep step, `panels` fractals each (`by_panels`: one per
@@ -243,6 +277,15 @@ class _Model:
         return hit
 
     def _block(self, mm: int, nn: int, with_a: bool) -> _Cost:
+        # (a serial block's sums run left to right: its body's, then its FixPipes', as in one `_serial`)
+        key = (_key(self.t), mm, nn, with_a)
+        body = self._bodies.get(key)
+        if body is None:   # (read only once made)
+            body = self._bodies[key] = self._body(mm, nn, with_a)
+        return _serial(body, *(c for s in self.sinks for c in self.sink(s, mm, nn)))
+
+    def _body(self, mm: int, nn: int, with_a: bool) -> _Cost:
+        """A block up to its FixPipes: the bias, then the K loop."""
         t = self.t
         kl1 = t.kl1
         nk = -(-self.K // kl1)
@@ -252,7 +295,6 @@ class _Model:
         if self.mk.bias:
             parts += [self.gm_read(nn * 4), self.on_chip("L1", "BT", nn * 4)]
         parts.append(_loop(first, last, nk, rotates=t.buffer_num > 1))
-        parts += [self.fixpipe(mm, nn)] * self.sinks
         return _serial(*parts)
 
     def terms(self) -> "_Terms":
@@ -302,12 +344,12 @@ class _Terms:
 
 
 @memoised(4096)
-def _terms(mk: Any, key: tuple, chip: Chip, extents: tuple[int, int, int, int], sinks: int,
+def _terms(mk: Any, key: tuple, chip: Chip, shape: tuple[int, int, int, int], sinks: tuple[Sink, ...],
            store_miss: float = 1.0) -> _Terms:
     """`_Model(...).terms()` for a tiling's `_key`: a pure function of frozen records and ints (the cube
     template's bounds, which have no per-analysis store to keep them in)."""
     tm, tn, tk, steps, buffer_num, cores, resident = key
-    return _Model(mk, MatmulTiling(tm, tn, tk, buffer_num, 1, cores, steps, resident), chip, extents, sinks,
+    return _Model(mk, MatmulTiling(tm, tn, tk, buffer_num, 1, cores, steps, resident), chip, shape, sinks,
                   store_miss=store_miss).terms()
 
 
@@ -326,42 +368,48 @@ def _align(n: int, a: int) -> int:
     return -(-n // a) * a
 
 
-def cube_bound(mk: Any, t: MatmulTiling, chip: Chip, dims: Mapping[str, int], sinks: int = 1,
+def cube_bound(mk: Any, t: MatmulTiling, chip: Chip, dims: Mapping[str, int], sinks: tuple[Sink, ...] = (WHOLE,),
                memo: dict | None = None, store_miss: float = 1.0) -> tuple[float, int]:
-    """(a lower bound on the cube launch's estimate without its start-up, its cores) for `sinks` FixPipes of
-    each block (the output, a mixed launch's workspace tile, or both), at most `store_miss` of their bytes
+    """(a lower bound on the cube launch's estimate without its start-up, its cores) for FixPipes of each block
+    into its `sinks` (the output, a mixed launch's workspace tile, or both), at most `store_miss` of their bytes
     reaching HBM (a workspace the L2 holds). `memo`: the caller's store of costed blocks for this `mk`, chip and
     dims (cheaper to look up than the module's memo, which hashes `mk`)."""
     if memo is None:
-        terms = _terms(mk, _key(t), chip, _extents(mk, dims), sinks, store_miss)
+        terms = _terms(mk, _key(t), chip, extents(mk, dims), sinks, store_miss)
     else:
         key = ("cube terms", _key(t), sinks, store_miss)
         terms = memo.get(key)
         if terms is None:
-            steps = memo.setdefault("cube steps", {})
-            terms = memo[key] = _Model(mk, _one_slot(t), chip, _extents(mk, dims), sinks, steps, store_miss).terms()
-    return terms.core_cycles(t.l0c_slots, chip), terms.blocks
+            steps, bodies = memo.setdefault("cube steps", {}), memo.setdefault("cube bodies", {})
+            terms = memo[key] = _Model(mk, _one_slot(t), chip, extents(mk, dims, memo), sinks, steps, store_miss,
+                                       bodies).terms()
+    return terms.core_cycles(t.l0c_slots, chip) * (1 - BOUND_MARGIN), terms.blocks
 
 
+#: what a bound gives up, relative, so that its sums in another order than the walker's never land above the
+#: estimate (where it follows the walk exactly: whole FixPipes at the rate the walker charges)
+BOUND_MARGIN = 1e-10
 #: what a floor gives up, relative, so that its sums in another order never land above the bound's
 FLOOR_MARGIN = 1e-9
 
 
-def cube_floor(mk: Any, t: MatmulTiling, chip: Chip, dims: Mapping[str, int], sinks: int = 1,
+def cube_floor(mk: Any, t: MatmulTiling, chip: Chip, dims: Mapping[str, int], sinks: tuple[Sink, ...] = (WHOLE,),
                memo: dict | None = None, store_miss: float = 1.0) -> tuple[float, int]:
     """(a lower bound on `cube_bound`'s first value, the launch's cores) that only looks at the block shape, the
-    cores and whether A's panel is resident, so every tiling of one block shape shares it (the tiler computes
-    `cube_bound` only for the candidates this cannot rule out: `tiling.Ranking`'s floors).
+    cores, the slots and whether A's panel is resident, so the tilings of one block shape share it (the tiler
+    computes `cube_bound` only for the candidates this cannot rule out: `tiling.Ranking`'s floors).
 
     `cube_bound`'s span over core 0's blocks is never below one pipe's busy time over them (each op's span is its
-    cycles, and a loop's period at least its busiest pipe). Per block, at least: on MTE2 the bias and one chunk's
-    two loads (one start-up each) of all of the block's A (none where a resident panel is reused) and B bytes at
-    the read rate; on M one mmad start-up and the product's fractal blocks; on FIX its FixPipes. The busiest of
-    these, less FLOOR_MARGIN."""
-    key = ("cube floor", t.tm, t.tn, t.cores, sinks, store_miss, t.a_resident)
+    cycles, and a loop's period at least its busiest pipe), nor below the busiest pipe's time over all blocks but
+    the last plus the last one's span (a serial block: its bias moves, its K loop, at least as long as that loop's
+    busiest pipe, then its FixPipes; single-buffered, the K loop is serial: at least its loads and its mmads one
+    after the other). Per block, at least: on MTE2 the bias and one chunk's two loads (one start-up each) of all
+    of the block's A (none where a resident panel is reused) and B bytes at the read rate; on M one mmad start-up
+    and the product's fractal blocks; on FIX its FixPipes. The larger of the two, less FLOOR_MARGIN."""
+    key = ("cube floor", t.tm, t.tn, t.cores, t.buffer_num, sinks, store_miss, t.a_resident)
     hit = memo.get(key) if memo is not None else None
     if hit is None:
-        hit = _floor(_Model(mk, _one_slot(t), chip, _extents(mk, dims), sinks, store_miss=store_miss))
+        hit = _floor(_Model(mk, _one_slot(t), chip, extents(mk, dims, memo), sinks, store_miss=store_miss))
         if memo is not None:
             memo[key] = hit
     return hit
@@ -373,44 +421,52 @@ def _floor(model: _Model) -> tuple[float, int]:
         return 0.0, model.blocks
     t = model.t
 
-    def pipes(index: int) -> dict[str, float]:
+    def pipes(index: int) -> tuple[dict[str, float], float]:
+        """Block `index`'s busy time per pipe, and a lower bound on its span."""
         nb, mb = index % model.nnb, (index // model.nnb) % model.nmb
         mm, nn = min(t.tm, model.M - mb * t.tm), min(t.tn, model.N - nb * t.tn)
         reads_a = not t.a_resident or index == 0 or nb == 0
-        ops = [(model.gm_read(model.K * nn * model.size), 1),
-               (model.gm_read(mm * model.K * model.size) if reads_a else _Cost(), 1),
-               (_op("M", cube_cycles(model.mk.dtype, mm, model.K, nn, model.chip)), 1),
-               (model.fixpipe(mm, nn), model.sinks)]
-        if model.mk.bias:
-            ops += [(model.gm_read(nn * 4), 1), (model.on_chip("L1", "BT", nn * 4), 1)]
+        loads = [model.gm_read(model.K * nn * model.size),
+                 model.gm_read(mm * model.K * model.size) if reads_a else _Cost()]
+        mmad = _op("M", cube_cycles(model.mk.dtype, mm, model.K, nn, model.chip))
+        fixes = [c for s in model.sinks for c in model.sink(s, mm, nn)]
+        bias = [model.gm_read(nn * 4), model.on_chip("L1", "BT", nn * 4)] if model.mk.bias else []
         out: dict[str, float] = {}
-        for c, times in ops:
+        for c in (*loads, mmad, *fixes, *bias):
             for p, cycles in c.busy.items():
-                out[p] = out.get(p, 0.0) + cycles * times
-        return out
+                out[p] = out.get(p, 0.0) + cycles
+        loading = sum(c.span for c in loads)   # (both loads on the GM -> L1 pipe)
+        k_loop = max(loading, mmad.span) if t.buffer_num > 1 else loading + mmad.span
+        return out, sum(c.span for c in bias) + k_loop + sum(c.span for c in fixes)
 
-    first = pipes(0)
+    first, _ = pipes(0)
     if n > 2:
-        second = pipes(1)
+        second, _ = pipes(1)
         first = {p: (c + second[p]) / 2 for p, c in first.items()}
-    last = pipes(n - 1) if n > 1 else first
+    last, last_span = pipes(n - 1) if n > 1 else pipes(0)
     busiest = max((n - 1) * c + last[p] for p, c in first.items())
-    return busiest * (1 - FLOOR_MARGIN), model.blocks
+    serial = (n - 1) * max(first.values()) + last_span
+    return max(busiest, serial) * (1 - FLOOR_MARGIN), model.blocks
 
 
-def _extents(mk: Any, dims: Mapping[str, int]) -> tuple[int, int, int, int]:
-    """(M, N, K, batch count) for the scored dims."""
-    return (sy.evaluate(mk.M, dims), sy.evaluate(mk.N, dims), sy.evaluate(mk.K, dims),
-            sy.evaluate(mk.batch_count, dims))
+def extents(mk: Any, dims: Mapping[str, int], memo: dict | None = None) -> tuple[int, int, int, int]:
+    """(M, N, K, batch count) for the scored dims (kept in `memo`, the caller's store for this `mk` and dims)."""
+    hit = memo.get("extents") if memo is not None else None
+    if hit is None:
+        hit = (sy.evaluate(mk.M, dims), sy.evaluate(mk.N, dims), sy.evaluate(mk.K, dims),
+               sy.evaluate(mk.batch_count, dims))
+        if memo is not None:
+            memo["extents"] = hit
+    return hit
 
 
 def bound(mk: Any, t: MatmulTiling, chip: Chip, dims: Mapping[str, int]) -> float:
     """A lower bound on `cost.estimate(matmul.schedule(mk, t, chip), dims, chip)`."""
-    core, blocks = cube_bound(mk, t, chip, dims)
+    core, blocks = cube_bound(mk, t, chip, dims, (output_sink(mk, dims),))
     return core + launch_cycles(chip, blocks) if blocks else 0.0
 
 
 def floor(mk: Any, t: MatmulTiling, chip: Chip, dims: Mapping[str, int]) -> float:
     """A cheaper lower bound, never above `bound` (`cube_floor`)."""
-    core, blocks = cube_floor(mk, t, chip, dims)
+    core, blocks = cube_floor(mk, t, chip, dims, (output_sink(mk, dims),))
     return core + launch_cycles(chip, blocks) if blocks else 0.0

@@ -193,6 +193,20 @@ def _resident(mk: Any, chip: Chip, found: list[MatmulTiling], M: int, N: int) ->
     return out
 
 
+def same_score(mk: Any, t: MatmulTiling, dims: Mapping[str, int]) -> MatmulTiling | None:
+    """The tiling with one L0C slot, where its estimate is this one's: two slots, and core 0 takes one block at
+    most. The block loop then runs once (its rotation, its hold time and the single accumulator's chain never
+    enter a period), and inside the K loop L0C's hold is never the longest (every L0 step's L0A slot is held
+    from its load through the mmad, L0C's by the mmad alone). None where that is not known."""
+    if t.l0c_slots < 2:
+        return None
+    M, N, batch = (sy.evaluate(x, dims) for x in (mk.M, mk.N, mk.batch_count))
+    total = batch * -(-M // t.tm) * -(-N // t.tn)
+    if -(-total // t.cores) > 1:
+        return None
+    return MatmulTiling(t.tm, t.tn, t.tk, t.buffer_num, 1, t.cores, t.steps, t.a_resident)
+
+
 def _cube_outlasts_l0_moves(mk: Any, t: MatmulTiling, chip: Chip) -> bool:
     """Whether a whole L0 step's mmad takes longer than its L1 -> L0A / L0B moves. Where it does not (narrow
     blocks: A's step costs MTE1 the same whatever the width) MTE1 paces the steps, a resident panel saves only

@@ -30,17 +30,17 @@ from ...symbolic import IntLike
 from ...target import Chip, data_path, itemsize
 from .. import tileops as T
 from ..domain import same_dim
-from ..cost import estimate, gm_bandwidth, launch_cycles
+from ..cost import Estimate, estimate, gm_bandwidth, launch_cycles
 from ..kernel_graph import KernelGraph
 from ..schedule import CORE, GROUP, SUB, Buffer, Channel, GmParam, GmRef, Let, Loop, MixedSchedule, Ref, Stmt, \
-    TileSchedule, When
+    TileOp, TileSchedule, When
 from ..template import Job, Template, Tiling, Unsupported, align_up, free_symbols, ub_slot
 from ..tiling import scoring_dims
 from ..vector_ops import Geometry, Space
 from . import matmul, mixed_prologue, vector_kernel
 from .matmul import CubeMatmul, in_param as cube_in
-from .matmul_bound import cube_bound, cube_floor
-from .matmul_tiling import MatmulTiling
+from .matmul_bound import Sink, cube_bound, cube_floor, extents, output_sink
+from .matmul_tiling import MatmulTiling, same_score
 from .placement import Placement, decompose
 from .mixed_chunks import Chunk, chunk, chunk_counts, chunked
 from .mixed_prologue import Prologue
@@ -216,7 +216,6 @@ def schedule(a: MixedAnalysis, t: MixedTiling, chip: Chip) -> MixedSchedule:
     # the channel stays in L2: the vector cores' reads of a tile just written hit, and of the cube's writes only
     # the first of each slot dirties lines (an HBM write-back); the later ones rewrite lines already dirty
     aic.l2_resident = lambda f, blocks: {CHANNEL: _fresh_writes(f["T"], blocks, t.chunks, slots)}
-    aiv.l2_resident = _channel_hits
     return MixedSchedule(mk.name, aic, aiv, [ch], groups, notes, steps=steps, prologue=pro, chunks=t.chunks)
 
 
@@ -347,9 +346,11 @@ def _vector_side(a: MixedAnalysis, t: MixedTiling, chip: Chip, tnp: int, slot_by
     params += [GmParam(place.in_name(u.index), u.buf.dtype, "in") for u in vk.resident + vk.per_tile if u.index != 0]
     params += [GmParam(out_param(first_out + i), v.type.dtype, "out") for i, v in enumerate(vk.kg.outputs)]
     notes = [f"epilogue rows split over the {chip.group_aivs} vector cores of a group, {h} rows each at most"]
-    return TileSchedule(f"{mk.name}_epilogue", "aiv", params, fields, sy.mul(groups, chip.group_aivs),
+    side = TileSchedule(f"{mk.name}_epilogue", "aiv", params, fields, sy.mul(groups, chip.group_aivs),
                         aiv_buffers(a, t, chip), pre + [Loop("i", 0, count, 1, body, note="the group's blocks")],
                         notes)
+    side.l2_resident = _channel_hits
+    return side
 
 
 def _zero_padding(vk: VectorKernel, t: MixedTiling, h: int, tnp: int) -> list[Stmt]:
@@ -403,7 +404,30 @@ def _stores(place: Placement, vk: VectorKernel, tnp: int, first_out: int, ch: Ch
 
 
 def bound(a: MixedAnalysis, t: MixedTiling, chip: Chip, dims: Mapping[str, int]) -> float:
-    """A lower bound on the launch's score (`schedules.score`) from the cube side's (`matmul_bound`, its
+    """A lower bound on the launch's score (`schedules.score`), never below `coarse_bound`: without a prologue, the
+    vector side's own estimate and drain (the score's: one schedule, estimated once, for the candidates that
+    share its block shape, chunks and groups) with the cube side's bound. When the cube side's bound is at least
+    the vector side's estimate the cube is the slower side, and the launch ends with the drain after its last
+    hand-over; else the least of that and the cube's share of one hand-over (the fill when the vector side is
+    the slower)."""
+    coarse = coarse_bound(a, t, chip, dims)
+    if a.pro is not None:   # (a prologue rewrites the vector side: a schedule of its own per candidate)
+        return coarse
+    memo = _bounds_memo(a, dims)
+    aic, groups, steps = _cube_side(a, t, chip, dims, cube_bound, memo)
+    if not groups:
+        return coarse
+    v = _vector_estimate(a, t, chip, dims, memo)
+    aiv = v.cycles - launch_cycles(chip, v.blocks)
+    # (the sums in the score's order: each term never above the score's, so neither is the total)
+    core = aic + chip.cross_flag_cycles + v.tail
+    if aic < aiv:
+        core = min(aiv + chip.cross_flag_cycles + v.tail, aiv + aic / max(1, steps * t.chunks))
+    return max(coarse, core + launch_cycles(chip, groups + v.blocks))
+
+
+def coarse_bound(a: MixedAnalysis, t: MixedTiling, chip: Chip, dims: Mapping[str, int]) -> float:
+    """A cheaper lower bound on the launch's score from the cube side's (`matmul_bound`, its
     FixPipes with the channel's share of first writes reaching HBM, `_fresh_writes`) and the vector side's (`_vector_floor`), both never above the estimates the score combines: the slower side, plus
     the least of the drain after the cube's last tile and the cube's share of one hand-over (the fill when the
     vector side is the slower)."""
@@ -411,21 +435,70 @@ def bound(a: MixedAnalysis, t: MixedTiling, chip: Chip, dims: Mapping[str, int])
 
 
 def floor(a: MixedAnalysis, t: MixedTiling, chip: Chip, dims: Mapping[str, int]) -> float:
-    """A cheaper lower bound, never above `bound`: the cube side's `cube_floor`, no prologue."""
-    return _bound(a, t, chip, dims, cube_floor, prologue=False)
+    """A cheaper lower bound, never above `coarse_bound`: the cube side's `cube_floor`, no prologue. It reads the
+    block shape, the cores, the slots, the chunks and whether A's panel is resident (and, to take off the loads
+    ahead of a prologue's barrier, the L1 chunk): many candidates share it, computed once."""
+    memo = _bounds_memo(a, dims)
+    ahead = (t.cube.kl1, t.cube.steps) if a.pro is not None and t.prologue is not None else ()
+    key = ("floor", t.cube.tm, t.cube.tn, t.cube.cores, t.cube.buffer_num, t.cube.a_resident, t.chunks, ahead)
+    hit = memo.get(key)
+    if hit is None:
+        hit = memo[key] = _bound(a, t, chip, dims, cube_floor, prologue=False)
+    return hit
+
+
+def _bounds_memo(a: MixedAnalysis, dims: Mapping[str, int]) -> dict:
+    """What the bounds of one analysis share, per dims (the dims a ranking asks them for: one mapping, asked for
+    each of its candidates, looked up by identity first)."""
+    last = a.memo.get("bounds of")
+    if last is not None and last[0] is dims:
+        return last[1]
+    memo = a.memo.setdefault(("bounds", tuple(sorted(dims.items()))), {})
+    a.memo["bounds of"] = (dims, memo)   # (holds the dims: no other mapping takes its identity meanwhile)
+    return memo
+
+
+def _cube_side(a: MixedAnalysis, t: MixedTiling, chip: Chip, dims: Mapping[str, int],
+               cube: Callable[..., tuple[float, int]], memo: dict) -> tuple[float, int, int]:
+    """(a lower bound on the cube side's estimate without its start-up, its cores (the groups), the blocks per
+    group)."""
+    ct = t.cube
+    key = ("cube side", ct.tm, ct.tn, ct.cores, t.chunks)
+    shape = memo.get(key)
+    if shape is None:   # (the same for every candidate of this block shape, cores and chunks)
+        M, N, _, batch = extents(a.mk, dims, memo)
+        blocks = batch * -(-M // ct.tm) * -(-N // ct.tn)
+        groups = -(-blocks // max(1, -(-blocks // ct.cores)))   # (matmul.schedule_blocks, evaluated)
+        # (with the product kept too, both FixPipes at the channel's share: lower than the output's, still a bound)
+        shape = memo[key] = (blocks, _fresh_writes(blocks, groups, t.chunks, _slots(t)), _sinks(a, t, chip, dims))
+    blocks, fresh, sinks = shape
+    aic, groups = cube(a.mk, ct, chip, dims, sinks, memo, fresh)
+    return aic, groups, (-(-blocks // groups) if groups else 0)
+
+
+def _vector_estimate(a: MixedAnalysis, t: MixedTiling, chip: Chip, dims: Mapping[str, int], memo: dict) -> Estimate:
+    """The estimate `schedules.score` makes of the launch's vector side (no prologue), with its drain's tail."""
+    ncp = _tnp(a.vk, t.chunk_cols, chip)
+    groups = matmul.schedule_blocks(a.mk, t.cube)
+    side = _shared_vector_side(a, t, chip, ncp, t.cube.tm * ncp * itemsize(a.mk.out_dtype), groups)
+    key = ("vector estimate", id(side))
+    hit = memo.get(key)
+    if hit is None or hit[0] is not side:   # (the memo holds the side: its id names no other object meanwhile)
+        hit = memo[key] = (side, estimate(side, dims, chip, tail_from=_reads_channel))
+    return hit[1]
+
+
+def _reads_channel(op: TileOp) -> bool:
+    """The vector side's ops on the channel (`schedules._touches_channel` of a mixed launch's)."""
+    return any(isinstance(x, GmRef) and x.param == CHANNEL for x in op.args.values())
 
 
 def _bound(a: MixedAnalysis, t: MixedTiling, chip: Chip, dims: Mapping[str, int],
            cube: Callable[..., tuple[float, int]], prologue: bool = True) -> float:
-    memo = a.memo.setdefault(("bounds", tuple(sorted(dims.items()))), {})   # per dims: what the bounds share
-    blocks = sy.evaluate(a.mk.batch_count, dims) * _count(a.mk.M, t.cube.tm, dims) * _count(a.mk.N, t.cube.tn, dims)
-    groups = sy.evaluate(matmul.schedule_blocks(a.mk, t.cube), dims)
-    # (with the product kept too, both FixPipes at the channel's share: lower than the output's, still a bound)
-    fresh = _fresh_writes(blocks, groups, t.chunks, _slots(t))
-    aic, groups = cube(a.mk, t.cube, chip, dims, 2 if a.keep_product else 1, memo, fresh)
+    memo = _bounds_memo(a, dims)
+    aic, groups, steps = _cube_side(a, t, chip, dims, cube, memo)
     if not groups:
         return 0.0
-    steps = -(-blocks // groups)
     if a.pro is not None and t.prologue is not None:
         aic = max(0.0, aic - _ahead_ceiling(a, t, chip, groups, steps))
     key = ("vector floor", t.cube.tm, t.cube.tn, t.chunks, groups, steps)
@@ -435,6 +508,14 @@ def _bound(a: MixedAnalysis, t: MixedTiling, chip: Chip, dims: Mapping[str, int]
     ends = min(drain, aic / max(1, steps * t.chunks))
     start = launch_cycles(chip, groups * (1 + chip.group_aivs))
     return (_prologue_floor(a, t, chip, dims) if prologue else 0.0) + max(aic, aiv) + ends + start
+
+
+def _sinks(a: MixedAnalysis, t: MixedTiling, chip: Chip, dims: Mapping[str, int]) -> tuple[Sink, ...]:
+    """Where the cube's blocks go (`schedule`): the channel, a chunk at a time, its rows a padded chunk apart;
+    the output first when the product is kept too."""
+    ncp = _tnp(a.vk, t.chunk_cols, chip)
+    channel = Sink(t.chunk_cols if t.chunks > 1 else 0, ncp * itemsize(a.mk.out_dtype))
+    return (output_sink(a.mk, dims), channel) if a.keep_product else (channel,)
 
 
 def _ahead_ceiling(a: MixedAnalysis, t: MixedTiling, chip: Chip, groups: int, steps: int) -> float:
@@ -471,10 +552,6 @@ def _prologue_floor(a: MixedAnalysis, t: MixedTiling, chip: Chip, dims: Mapping[
         p = estimate(_prologue(a, t, chip, groups), dims, chip)
         a.memo[key] = p.cycles - launch_cycles(chip, p.blocks) + chip.sync_all_cycles
     return a.memo[key]
-
-
-def _count(extent: IntLike, tile: int, dims: Mapping[str, int]) -> int:
-    return -(-sy.evaluate(extent, dims) // tile)
 
 
 def _vector_floor(a: MixedAnalysis, t: MixedTiling, chip: Chip, dims: Mapping[str, int], groups: int,
@@ -521,5 +598,13 @@ def _vector_floor(a: MixedAnalysis, t: MixedTiling, chip: Chip, dims: Mapping[st
     return (steps - 1) * max(first) + (sum(last) if t.chunks == 1 else max(last)), drain
 
 
+def same(a: MixedAnalysis, t: MixedTiling, chip: Chip, dims: Mapping[str, int]) -> MixedTiling | None:
+    """The candidate with one L0C slot whose score this one's is known to equal (`matmul_tiling.same_score`: the
+    cube side's estimate is; the vector side is the same schedule). None with a prologue (it rewrites the cube
+    side) or where that is not known."""
+    twin = same_score(a.mk, t.cube, dims) if a.pro is None else None
+    return None if twin is None else replace(t, cube=twin)
+
+
 TEMPLATE = Template("mixed", "mix", MixedTiling, analyze, tilings, schedule, _symbols, need=need, bound=bound,
-                    floor=floor)
+                    floor=(floor, coarse_bound), same=same)
