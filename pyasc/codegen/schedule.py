@@ -191,6 +191,12 @@ class TileSchedule:
         return "\n".join(lines)
 
 
+def addresses(params: set[str] | frozenset[str]) -> Callable[[TileOp], bool]:
+    """Picks the tile ops with a GM operand in one of `params` (a mixed launch's channels: where its hand-overs
+    and its drain start)."""
+    return lambda op: any(isinstance(x, GmRef) and x.param in params for x in op.args.values())
+
+
 def iter_ops(body: Sequence[Stmt]) -> Iterator[TileOp]:
     for s in body:
         if isinstance(s, TileOp):

@@ -17,7 +17,7 @@ from ..target import Chip, MixedKernel, Program
 from .cost import Estimate, estimate, launch_cycles
 from .cross_sync import CrossPlan, plan_cross
 from .emit import emit, layout_buffers
-from .schedule import AnySchedule, GmRef, MixedSchedule, TileOp, TileSchedule
+from .schedule import AnySchedule, MixedSchedule, TileOp, TileSchedule, addresses
 from .sync import SyncPlan, plan_sync
 
 
@@ -114,8 +114,7 @@ def _barrier(op: TileOp) -> bool:
 def _touches_channel(s: MixedSchedule) -> Callable[[TileOp], bool]:
     """Picks the ops that address a channel: the cube's writes of a tile it hands over, the vector side's reads
     of it (where the drain starts)."""
-    channels = {c.param for c in s.channels}
-    return lambda op: any(isinstance(x, GmRef) and x.param in channels for x in op.args.values())
+    return addresses({c.param for c in s.channels})
 
 
 def _backlog(s: MixedSchedule, a: Estimate, v: Estimate, p: Estimate | None, steps: int) -> float:

@@ -33,7 +33,7 @@ from ..domain import same_dim
 from ..cost import Estimate, estimate, gm_bandwidth, launch_cycles
 from ..kernel_graph import KernelGraph
 from ..schedule import CORE, GROUP, SUB, Buffer, Channel, GmParam, GmRef, Let, Loop, MixedSchedule, Ref, Stmt, \
-    TileOp, TileSchedule, When
+    TileSchedule, When, addresses
 from ..template import Job, Template, Tiling, Unsupported, align_up, free_symbols, ub_slot
 from ..tiling import scoring_dims
 from ..vector_ops import Geometry, Space
@@ -484,13 +484,8 @@ def _vector_estimate(a: MixedAnalysis, t: MixedTiling, chip: Chip, dims: Mapping
     key = ("vector estimate", id(side))
     hit = memo.get(key)
     if hit is None or hit[0] is not side:   # (the memo holds the side: its id names no other object meanwhile)
-        hit = memo[key] = (side, estimate(side, dims, chip, tail_from=_reads_channel))
+        hit = memo[key] = (side, estimate(side, dims, chip, tail_from=addresses({CHANNEL})))
     return hit[1]
-
-
-def _reads_channel(op: TileOp) -> bool:
-    """The vector side's ops on the channel (`schedules._touches_channel` of a mixed launch's)."""
-    return any(isinstance(x, GmRef) and x.param == CHANNEL for x in op.args.values())
 
 
 def _bound(a: MixedAnalysis, t: MixedTiling, chip: Chip, dims: Mapping[str, int],
